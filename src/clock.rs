@@ -1,0 +1,214 @@
+//! Time, injected (R-CLK).
+//!
+//! Every deadline, lease expiry, retention window and reaper in jevgate reads time through a
+//! [`Clock`]: a monotonic [`Instant`] for durations and a wall time for records. Production code
+//! uses [`SystemClock`]; tests and simulations use [`ManualClock`], which only moves when told
+//! to, so no test ever sleeps.
+//!
+//! This module never reads the system clock except inside [`SystemClock`].
+
+use parking_lot::Mutex;
+use std::ops::{Add, Sub};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A point on a clock's monotonic timeline: the time elapsed since that clock's origin.
+///
+/// Instants of different clocks are not comparable; a gateway uses one clock throughout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Instant(Duration);
+
+impl Instant {
+    /// The instant `elapsed` after the clock's origin.
+    pub const fn from_origin(elapsed: Duration) -> Instant {
+        Instant(elapsed)
+    }
+
+    /// Time since the clock's origin.
+    pub const fn since_origin(self) -> Duration {
+        self.0
+    }
+
+    /// `self - earlier`, or zero when `earlier` is later.
+    pub fn saturating_duration_since(self, earlier: Instant) -> Duration {
+        self.0.saturating_sub(earlier.0)
+    }
+
+    /// `self + d`, or `None` on overflow.
+    pub fn checked_add(self, d: Duration) -> Option<Instant> {
+        self.0.checked_add(d).map(Instant)
+    }
+}
+
+impl Add<Duration> for Instant {
+    type Output = Instant;
+    fn add(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_add(d))
+    }
+}
+
+impl Sub<Instant> for Instant {
+    type Output = Duration;
+    fn sub(self, earlier: Instant) -> Duration {
+        self.saturating_duration_since(earlier)
+    }
+}
+
+/// A source of monotonic and wall time.
+///
+/// ```
+/// use jevgate::clock::{Clock, ManualClock};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let start = clock.now();
+/// clock.advance(Duration::from_secs(120));
+/// assert_eq!(clock.now() - start, Duration::from_secs(120));
+/// ```
+pub trait Clock: Send + Sync + std::fmt::Debug + 'static {
+    /// The current monotonic instant. Never goes backwards.
+    fn now(&self) -> Instant;
+    /// The current wall-clock time, for records shown to people. May jump.
+    fn wall(&self) -> SystemTime;
+    /// Wall time as milliseconds since the Unix epoch (0 before the epoch).
+    fn wall_millis(&self) -> i64 {
+        self.wall()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+            .unwrap_or(0)
+    }
+}
+
+/// A shared, dynamically chosen clock, as a gateway holds it.
+pub type SharedClock = Arc<dyn Clock>;
+
+/// The real clock: `std::time::Instant` for monotonic time, `SystemTime` for wall time.
+#[derive(Debug, Clone)]
+pub struct SystemClock {
+    origin: std::time::Instant,
+}
+
+impl SystemClock {
+    /// A system clock whose origin is now.
+    pub fn new() -> SystemClock {
+        SystemClock {
+            origin: std::time::Instant::now(),
+        }
+    }
+}
+
+impl Default for SystemClock {
+    fn default() -> Self {
+        SystemClock::new()
+    }
+}
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant(self.origin.elapsed())
+    }
+    fn wall(&self) -> SystemTime {
+        SystemTime::now()
+    }
+}
+
+#[derive(Debug)]
+struct ManualState {
+    mono: Duration,
+    wall: SystemTime,
+}
+
+/// A clock that moves only when told to. Cloning shares the same time.
+///
+/// Monotonic time starts at zero; wall time starts at 2026-01-01T00:00:00Z unless set.
+#[derive(Debug, Clone)]
+pub struct ManualClock {
+    state: Arc<Mutex<ManualState>>,
+}
+
+/// 2026-01-01T00:00:00Z, the default wall time of a [`ManualClock`].
+const MANUAL_WALL_START_SECS: u64 = 1_767_225_600;
+
+impl ManualClock {
+    /// A manual clock at monotonic zero and wall time 2026-01-01T00:00:00Z.
+    pub fn new() -> ManualClock {
+        ManualClock {
+            state: Arc::new(Mutex::new(ManualState {
+                mono: Duration::ZERO,
+                wall: UNIX_EPOCH + Duration::from_secs(MANUAL_WALL_START_SECS),
+            })),
+        }
+    }
+
+    /// Moves both monotonic and wall time forward by `d`.
+    pub fn advance(&self, d: Duration) {
+        let mut s = self.state.lock();
+        s.mono = s.mono.saturating_add(d);
+        s.wall += d;
+    }
+
+    /// Sets the wall time without touching monotonic time (a wall-clock jump, e.g. NTP).
+    pub fn set_wall(&self, wall: SystemTime) {
+        self.state.lock().wall = wall;
+    }
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        ManualClock::new()
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Instant {
+        Instant(self.state.lock().mono)
+    }
+    fn wall(&self) -> SystemTime {
+        self.state.lock().wall
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // R-CLK: the manual clock moves only when told, and shares time between clones.
+    #[test]
+    fn manual_clock_moves_only_when_advanced_and_clones_share_time() {
+        let a = ManualClock::new();
+        let b = a.clone();
+        let t0 = a.now();
+        assert_eq!(a.now(), t0);
+        b.advance(Duration::from_millis(1500));
+        assert_eq!(a.now() - t0, Duration::from_millis(1500));
+        assert_eq!(a.wall_millis(), MANUAL_WALL_START_SECS as i64 * 1000 + 1500);
+    }
+
+    #[test]
+    fn wall_jump_does_not_move_monotonic_time() {
+        let c = ManualClock::new();
+        let t0 = c.now();
+        c.set_wall(UNIX_EPOCH);
+        assert_eq!(c.now(), t0);
+        assert_eq!(c.wall_millis(), 0);
+    }
+
+    #[test]
+    fn instant_arithmetic_saturates() {
+        let early = Instant::from_origin(Duration::from_secs(1));
+        let late = early + Duration::from_secs(2);
+        assert_eq!(late - early, Duration::from_secs(2));
+        assert_eq!(early - late, Duration::ZERO);
+        assert_eq!(Instant::from_origin(Duration::MAX) + Duration::from_secs(1), Instant::from_origin(Duration::MAX));
+        assert!(Instant::from_origin(Duration::MAX).checked_add(Duration::from_secs(1)).is_none());
+    }
+
+    #[test]
+    fn system_clock_is_monotonic() {
+        let c = SystemClock::new();
+        let a = c.now();
+        let b = c.now();
+        assert!(b >= a);
+        assert!(c.wall_millis() > 1_700_000_000_000);
+    }
+}

@@ -1,0 +1,292 @@
+//! The one error type of jevgate (R-ERR).
+//!
+//! Every failure a host can see is a [`Error`] with a stable [`Error::code`] string (the codes of
+//! the product documents, spelled as there), an [`Error::http_status`] so a host can serve the
+//! documented HTTP contracts by mapping errors, and a [`Error::family`] that the bindings use to
+//! pick an exception class.
+//!
+//! This module must never put credentials, raw provider bodies, submitted state, field values or
+//! page text into a message (R-ERR-2): constructors take codes, paths, sizes and short reasons
+//! written by jevgate itself, never text received from outside.
+
+use std::time::Duration;
+
+/// The result type of every fallible jevgate call.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Which part of jevgate an error comes from. The Python binding raises one exception subclass
+/// per family (`jevgate.ConfigError`, `jevgate.StoreError`, …); C hosts read [`Error::code`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorFamily {
+    /// Configuration was rejected or cannot be used.
+    Config,
+    /// The SQLite store could not be opened, migrated or written.
+    Store,
+    /// An argument was malformed (NULL pointer, invalid UTF-8, out-of-range value).
+    Argument,
+    /// The gateway is not in a state that allows the call.
+    Gateway,
+    /// A bug in jevgate (a caught panic, a broken invariant).
+    Internal,
+}
+
+impl ErrorFamily {
+    /// The family's stable lower-case name (`"config"`, `"store"`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorFamily::Config => "config",
+            ErrorFamily::Store => "store",
+            ErrorFamily::Argument => "argument",
+            ErrorFamily::Gateway => "gateway",
+            ErrorFamily::Internal => "internal",
+        }
+    }
+}
+
+/// Every error jevgate reports.
+///
+/// Match on [`Error::code`] rather than on variants when you need stability across versions:
+/// the enum is `#[non_exhaustive]` and grows as modules land, codes never change meaning.
+///
+/// ```
+/// let err = jevgate::Config::from_json_str(r#"{"gateway":{"jev":{"timeoutMs":0}}}"#).unwrap_err();
+/// assert_eq!(err.code(), "JEV_INVALID_CONFIGURATION");
+/// assert_eq!(err.path(), Some("gateway.jev.timeoutMs"));
+/// assert_eq!(err.http_status(), 400);
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The configuration is not valid JSON, has an unknown key, a value of the wrong type, or
+    /// breaks one of the rules of SPEC §2. `path` is the JSON path of the first offending value
+    /// (`gateway.jev.apiKeyEnv`, `agents[1].id`; empty for a document-level problem).
+    #[error("invalid configuration at {}: {reason}", display_path(path))]
+    InvalidConfiguration {
+        /// JSON path of the first offending value.
+        path: String,
+        /// Why the value was rejected, written by jevgate (never echoes the value).
+        reason: String,
+    },
+
+    /// A credential reference (key file or environment variable) cannot be resolved: the file
+    /// is unreadable or empty, or the variable is unset or empty. Names the reference, never
+    /// the secret.
+    #[error("missing credentials: {reason}")]
+    MissingCredentials {
+        /// Which reference failed and how (`key file /run/jev.key is empty`).
+        reason: String,
+    },
+
+    /// The store file is not a SQLite database, is damaged, or is a SQLite database that
+    /// belongs to another program.
+    #[error("store is corrupt or not a jevgate database: {reason}")]
+    StoreCorrupt {
+        /// What was found.
+        reason: String,
+    },
+
+    /// The store was written by a newer jevgate whose schema this version does not know.
+    #[error("store schema version {found} is newer than this jevgate supports ({supported})")]
+    StoreVersionUnsupported {
+        /// `PRAGMA user_version` found in the file.
+        found: i64,
+        /// The newest schema version this build knows.
+        supported: i64,
+    },
+
+    /// Another gateway (in this or another process) already has the data directory open.
+    #[error("data directory is in use by another gateway")]
+    StoreLocked,
+
+    /// The store could not be read or written (disk full, permissions, I/O error).
+    #[error("store I/O failed: {reason}")]
+    StoreIo {
+        /// The operation and the underlying error kind.
+        reason: String,
+    },
+
+    /// An argument was invalid: a NULL pointer or invalid UTF-8 across the C ABI, or a value
+    /// outside its documented range.
+    #[error("invalid argument `{name}`: {reason}")]
+    InvalidArgument {
+        /// The parameter's name.
+        name: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// The gateway has been closed; no further calls are accepted.
+    #[error("the gateway is closed")]
+    GatewayClosed,
+
+    /// A bug in jevgate: a panic caught at an FFI boundary or a broken internal invariant.
+    #[error("internal error: {reason}")]
+    Internal {
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+fn display_path(path: &str) -> &str {
+    if path.is_empty() {
+        "the document root"
+    } else {
+        path
+    }
+}
+
+impl Error {
+    /// The stable error code, e.g. `"JEV_INVALID_CONFIGURATION"`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::InvalidConfiguration { .. } => "JEV_INVALID_CONFIGURATION",
+            Error::MissingCredentials { .. } => "JEV_MISSING_CREDENTIALS",
+            Error::StoreCorrupt { .. } => "STORE_CORRUPT",
+            Error::StoreVersionUnsupported { .. } => "STORE_VERSION_UNSUPPORTED",
+            Error::StoreLocked => "STORE_LOCKED",
+            Error::StoreIo { .. } => "STORE_IO",
+            Error::InvalidArgument { .. } => "INVALID_ARGUMENT",
+            Error::GatewayClosed => "GATEWAY_CLOSED",
+            Error::Internal { .. } => "INTERNAL",
+        }
+    }
+
+    /// The HTTP status a host serving the documented HTTP contracts should answer with.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            Error::InvalidConfiguration { .. } | Error::InvalidArgument { .. } => 400,
+            Error::MissingCredentials { .. } => 500,
+            Error::StoreLocked | Error::GatewayClosed => 409,
+            Error::StoreCorrupt { .. }
+            | Error::StoreVersionUnsupported { .. }
+            | Error::StoreIo { .. }
+            | Error::Internal { .. } => 500,
+        }
+    }
+
+    /// The family the error belongs to (selects the Python exception class).
+    pub fn family(&self) -> ErrorFamily {
+        match self {
+            Error::InvalidConfiguration { .. } | Error::MissingCredentials { .. } => {
+                ErrorFamily::Config
+            }
+            Error::StoreCorrupt { .. }
+            | Error::StoreVersionUnsupported { .. }
+            | Error::StoreLocked
+            | Error::StoreIo { .. } => ErrorFamily::Store,
+            Error::InvalidArgument { .. } => ErrorFamily::Argument,
+            Error::GatewayClosed => ErrorFamily::Gateway,
+            Error::Internal { .. } => ErrorFamily::Internal,
+        }
+    }
+
+    /// The JSON path of the offending value, for configuration errors.
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            Error::InvalidConfiguration { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+
+    /// How long the provider asked the caller to wait before retrying, when it said so.
+    pub fn retry_after(&self) -> Option<Duration> {
+        None
+    }
+
+    pub(crate) fn config(path: impl Into<String>, reason: impl Into<String>) -> Error {
+        Error::InvalidConfiguration {
+            path: path.into(),
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn store_io(op: &str, err: impl std::fmt::Display) -> Error {
+        Error::StoreIo {
+            reason: format!("{op}: {err}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // R-ERR-1: every variant has a stable code, a status and a family.
+    #[test]
+    fn codes_statuses_and_families_are_stable() {
+        let cases: Vec<(Error, &str, u16, ErrorFamily)> = vec![
+            (
+                Error::config("gateway.jev.model", "required"),
+                "JEV_INVALID_CONFIGURATION",
+                400,
+                ErrorFamily::Config,
+            ),
+            (
+                Error::MissingCredentials { reason: "x".into() },
+                "JEV_MISSING_CREDENTIALS",
+                500,
+                ErrorFamily::Config,
+            ),
+            (
+                Error::StoreCorrupt { reason: "x".into() },
+                "STORE_CORRUPT",
+                500,
+                ErrorFamily::Store,
+            ),
+            (
+                Error::StoreVersionUnsupported {
+                    found: 9,
+                    supported: 1,
+                },
+                "STORE_VERSION_UNSUPPORTED",
+                500,
+                ErrorFamily::Store,
+            ),
+            (Error::StoreLocked, "STORE_LOCKED", 409, ErrorFamily::Store),
+            (
+                Error::store_io("open", "denied"),
+                "STORE_IO",
+                500,
+                ErrorFamily::Store,
+            ),
+            (
+                Error::InvalidArgument {
+                    name: "json",
+                    reason: "NULL".into(),
+                },
+                "INVALID_ARGUMENT",
+                400,
+                ErrorFamily::Argument,
+            ),
+            (Error::GatewayClosed, "GATEWAY_CLOSED", 409, ErrorFamily::Gateway),
+            (
+                Error::Internal { reason: "x".into() },
+                "INTERNAL",
+                500,
+                ErrorFamily::Internal,
+            ),
+        ];
+        for (err, code, status, family) in cases {
+            assert_eq!(err.code(), code);
+            assert_eq!(err.http_status(), status, "{code}");
+            assert_eq!(err.family(), family, "{code}");
+            assert!(!err.to_string().is_empty());
+        }
+    }
+
+    #[test]
+    fn config_error_message_names_the_path() {
+        let err = Error::config("gateway.jev.apiKeyEnv", "refused name");
+        assert_eq!(err.path(), Some("gateway.jev.apiKeyEnv"));
+        assert_eq!(
+            err.to_string(),
+            "invalid configuration at gateway.jev.apiKeyEnv: refused name"
+        );
+        let root = Error::config("", "not JSON");
+        assert_eq!(
+            root.to_string(),
+            "invalid configuration at the document root: not JSON"
+        );
+    }
+}
