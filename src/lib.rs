@@ -14,3 +14,6 @@ pub mod clock;
 mod error;
 
 pub use error::{Error, ErrorFamily, Result};
+pub mod config;
+
+pub use config::Config;

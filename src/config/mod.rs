@@ -1,0 +1,587 @@
+//! Gateway configuration (SPEC §2, R-CFG).
+//!
+//! Owns parsing the `{"gateway": {...}, "agents": [...]}` JSON document into typed values,
+//! rejecting unknown keys at every level, applying the documented defaults, and validating every
+//! rule as a whole before a configuration may replace the live one. A rejection is
+//! `JEV_INVALID_CONFIGURATION` with the JSON path of the first offending value.
+//!
+//! It must never echo a configured value in an error (a misplaced key could be a secret), and it
+//! never reads credentials: it only checks references ([`doctor`] reads key files' metadata).
+//!
+//! ```
+//! let cfg = jevgate::Config::from_json_str(r#"{
+//!   "gateway": {"jev": {"enabled": true, "provider": "local", "allowedAgentIds": ["assistant"]}},
+//!   "agents": [{"id": "assistant"}, {"id": "intern", "jev": {"enabled": false}}]
+//! }"#).unwrap();
+//! assert_eq!(cfg.gateway.jev.timeout_ms, 5000);
+//! assert!(cfg.jev_allowed("assistant"));
+//! assert!(!cfg.jev_allowed("intern"));
+//! ```
+
+mod credentials;
+mod doctor;
+mod parse;
+mod rules;
+mod url;
+
+pub use credentials::{CredentialRef, Secret, REFUSED_ENV_NAMES, TYPESAFE_DEFAULT_ENV};
+pub use doctor::{doctor, CheckStatus, DoctorCheck, DoctorReport};
+pub use url::{parse_endpoint, resolve_api_url, EndpointUrl};
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// The largest configuration document accepted, in bytes.
+pub const MAX_CONFIG_BYTES: usize = 1 << 20;
+
+/// A whole, validated configuration document.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Config {
+    /// The `gateway` block.
+    #[serde(default)]
+    pub gateway: GatewayConfig,
+    /// Per-agent settings; they can only narrow what the gateway block allows.
+    #[serde(default)]
+    pub agents: Vec<AgentConfig>,
+}
+
+/// The `gateway` block.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GatewayConfig {
+    /// Jev evaluations and everything built on them.
+    #[serde(default)]
+    pub jev: JevConfig,
+    /// Computer Use with the agent's own model when Jev does not serve it.
+    #[serde(default)]
+    pub computer_use: ComputerUseConfig,
+}
+
+/// Which provider answers Jev evaluations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// Direct TypeSafe connection (`https://api.typesafe.ai/v1/systemone`).
+    Typesafe,
+    /// A compatible upstream (`/v1/jev/evaluate`).
+    Upstream,
+    /// A host-supplied function.
+    Callback,
+    /// The offline, deterministic heuristic evaluator.
+    Local,
+}
+
+impl Provider {
+    /// `true` for the providers reached over HTTP, which need a model and credentials.
+    pub fn is_remote(self) -> bool {
+        matches!(self, Provider::Typesafe | Provider::Upstream)
+    }
+}
+
+/// `gateway.jev`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct JevConfig {
+    /// Explicit opt-in (default false).
+    #[serde(default)]
+    pub enabled: bool,
+    /// Required when enabled.
+    #[serde(default)]
+    pub provider: Option<Provider>,
+    /// Opaque model id; required for `typesafe` and `upstream`. Never rewritten.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Absolute path of a file holding only the key.
+    #[serde(default)]
+    pub api_key_file: Option<String>,
+    /// Name of an environment variable holding the key.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Provider endpoint base.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Agents allowed to evaluate; omitted = all, `[]` = none.
+    #[serde(default)]
+    pub allowed_agent_ids: Option<Vec<String>>,
+    /// Whole-evaluation deadline, 1..=120000 ms.
+    #[serde(default = "d::timeout_ms")]
+    pub timeout_ms: u64,
+    /// Evaluations in flight at once, 1..=1024.
+    #[serde(default = "d::max_concurrent")]
+    pub max_concurrent_requests: u64,
+    /// Evaluations waiting for a slot, 0..=65536.
+    #[serde(default = "d::max_queue")]
+    pub max_queue_size: u64,
+    /// UTF-8 JSON request size limit, 1..=1048576.
+    #[serde(default = "d::max_input_bytes")]
+    pub max_input_bytes: u64,
+    /// Questions per request, 1..=64.
+    #[serde(default = "d::max_questions")]
+    pub max_questions: u64,
+    /// Image input.
+    #[serde(default)]
+    pub images: ImagesConfig,
+    /// Feature flags.
+    #[serde(default)]
+    pub features: Features,
+    /// The text helper connection.
+    #[serde(default)]
+    pub thinking: Option<ThinkingConfig>,
+    /// Browser task bindings.
+    #[serde(default)]
+    pub browser: Option<BrowserConfig>,
+}
+
+impl Default for JevConfig {
+    fn default() -> Self {
+        JevConfig {
+            enabled: false,
+            provider: None,
+            model: None,
+            api_key_file: None,
+            api_key_env: None,
+            base_url: None,
+            allowed_agent_ids: None,
+            timeout_ms: d::timeout_ms(),
+            max_concurrent_requests: d::max_concurrent(),
+            max_queue_size: d::max_queue(),
+            max_input_bytes: d::max_input_bytes(),
+            max_questions: d::max_questions(),
+            images: ImagesConfig::default(),
+            features: Features::default(),
+            thinking: None,
+            browser: None,
+        }
+    }
+}
+
+/// `gateway.jev.images`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ImagesConfig {
+    /// Image input (default false).
+    #[serde(default)]
+    pub enabled: bool,
+    /// Model for requests carrying an image (default `jev-1.14.0`).
+    #[serde(default = "d::images_model")]
+    pub model: String,
+    /// Per-image byte cap, 1..=16 MiB (default 16 MiB).
+    #[serde(default = "d::max_image_bytes")]
+    pub max_image_bytes: u64,
+}
+
+impl Default for ImagesConfig {
+    fn default() -> Self {
+        ImagesConfig {
+            enabled: false,
+            model: d::images_model(),
+            max_image_bytes: d::max_image_bytes(),
+        }
+    }
+}
+
+/// One feature's `{ "enabled": bool }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeatureFlag {
+    /// Whether the feature is on.
+    pub enabled: bool,
+}
+
+/// `gateway.jev.features`: exactly four flags; any other key is rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Features {
+    /// Computer Use connectors (default on).
+    #[serde(default)]
+    pub computer_tasks: Option<FeatureFlag>,
+    /// Step-by-step Computer Use (default off).
+    #[serde(default)]
+    pub computer_steps: Option<FeatureFlag>,
+    /// Remote Browser tasks (default off).
+    #[serde(default)]
+    pub browser_tasks: Option<FeatureFlag>,
+    /// Step-by-step Remote Browser commands (default off).
+    #[serde(default)]
+    pub browser_steps: Option<FeatureFlag>,
+}
+
+/// A feature of the `features` block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feature {
+    /// `computerTasks`.
+    ComputerTasks,
+    /// `computerSteps`.
+    ComputerSteps,
+    /// `browserTasks`.
+    BrowserTasks,
+    /// `browserSteps`.
+    BrowserSteps,
+}
+
+impl Features {
+    /// Whether `feature` is on, with the documented defaults applied.
+    pub fn enabled(&self, feature: Feature) -> bool {
+        let (flag, default) = match feature {
+            Feature::ComputerTasks => (self.computer_tasks, true),
+            Feature::ComputerSteps => (self.computer_steps, false),
+            Feature::BrowserTasks => (self.browser_tasks, false),
+            Feature::BrowserSteps => (self.browser_steps, false),
+        };
+        flag.map_or(default, |f| f.enabled)
+    }
+}
+
+/// Wire format of the thinking (text helper) connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum ThinkingApi {
+    /// `POST {baseUrl}/chat/completions` with `Authorization: Bearer`.
+    #[default]
+    #[serde(rename = "openai-chat")]
+    OpenAiChat,
+    /// `POST {baseUrl}/messages` with `x-api-key`.
+    #[serde(rename = "anthropic-messages")]
+    AnthropicMessages,
+}
+
+/// `gateway.jev.thinking`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ThinkingConfig {
+    /// Base URL including the API version path, e.g. `https://models.example/v1`.
+    pub base_url: String,
+    /// Model id.
+    pub model: String,
+    /// Key environment variable (exactly one of this and `api_key_file`).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Absolute key file path.
+    #[serde(default)]
+    pub api_key_file: Option<String>,
+    /// Wire format (default `openai-chat`).
+    #[serde(default)]
+    pub api: ThinkingApi,
+}
+
+/// `gateway.jev.browser`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BrowserConfig {
+    /// Approved tab bindings; `[]` means automatic discovery only.
+    #[serde(default)]
+    pub bindings: Vec<BindingConfig>,
+}
+
+/// One browser binding: an approved tab owned by one agent, principal and conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BindingConfig {
+    /// Unique id.
+    pub id: String,
+    /// Display name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Owning agent.
+    pub agent_id: String,
+    /// Owning principal.
+    pub principal_id: String,
+    /// Owning orchestration conversation.
+    pub conversation_id: String,
+    /// Browser controller endpoint (exclusive with `connector_id`).
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// An already connected connector (exclusive with `endpoint` and key references).
+    #[serde(default)]
+    pub connector_id: Option<String>,
+    /// Controller key file.
+    #[serde(default)]
+    pub api_key_file: Option<String>,
+    /// Controller key environment variable.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// The approved device, grant and tab.
+    pub scope: BindingScope,
+    /// Explicit user-supplied field values.
+    #[serde(default)]
+    pub fields: Vec<BindingField>,
+    /// Run budget.
+    #[serde(default)]
+    pub budget: Budget,
+}
+
+/// `scope` of a binding (snake_case keys, as the seed writes them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BindingScope {
+    /// Device id.
+    pub device_id: String,
+    /// Grant id.
+    pub grant_id: String,
+    /// Tab id.
+    pub tab_id: String,
+}
+
+/// An explicit field value of a binding. The text is user data: never logged.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BindingField {
+    /// Field label.
+    pub label: String,
+    /// Field value (1..=2000 characters).
+    pub text: String,
+}
+
+impl std::fmt::Debug for BindingField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BindingField")
+            .field("label", &self.label)
+            .field("text", &"<redacted>")
+            .finish()
+    }
+}
+
+/// A binding's run budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Budget {
+    /// Actions per run, 1..=200 (default 20).
+    #[serde(default = "d::max_steps")]
+    pub max_steps: u64,
+    /// Evaluations per run, 1..=500 (default 30).
+    #[serde(default = "d::max_evaluations")]
+    pub max_evaluations: u64,
+    /// Run deadline, 1000..=3600000 ms (default 120000).
+    #[serde(default = "d::budget_timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            max_steps: d::max_steps(),
+            max_evaluations: d::max_evaluations(),
+            timeout_ms: d::budget_timeout_ms(),
+        }
+    }
+}
+
+/// `gateway.computerUse.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ComputerUseMode {
+    /// Accessibility only (default).
+    #[default]
+    Ax,
+    /// Screenshot and pixel coordinates.
+    Vision,
+    /// Vision plus accessibility boxes.
+    Hybrid,
+}
+
+/// `gateway.computerUse`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ComputerUseConfig {
+    /// Opt in (default false).
+    #[serde(default)]
+    pub enabled: bool,
+    /// Step decision model (default `claude-haiku-4-5-20251001`).
+    #[serde(default = "d::cu_model")]
+    pub model: String,
+    /// Per-decision deadline, 1000..=120000 ms (default 20000).
+    #[serde(default = "d::cu_timeout_ms")]
+    pub timeout_ms: u64,
+    /// Confidence below this is unsure, 0.55..=1 (default 0.7).
+    #[serde(default = "d::cu_min_confidence")]
+    pub min_confidence: f64,
+    /// Decision mode (default `ax`).
+    #[serde(default)]
+    pub mode: ComputerUseMode,
+    /// Vision model (default `claude-sonnet-5`).
+    #[serde(default = "d::cu_vision_model")]
+    pub vision_model: String,
+}
+
+impl Default for ComputerUseConfig {
+    fn default() -> Self {
+        ComputerUseConfig {
+            enabled: false,
+            model: d::cu_model(),
+            timeout_ms: d::cu_timeout_ms(),
+            min_confidence: d::cu_min_confidence(),
+            mode: ComputerUseMode::default(),
+            vision_model: d::cu_vision_model(),
+        }
+    }
+}
+
+/// One entry of `agents[]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AgentConfig {
+    /// Agent id (unique).
+    pub id: String,
+    /// `jev.enabled: false` removes this agent's Jev access; `true` grants nothing extra.
+    #[serde(default)]
+    pub jev: Option<FeatureFlag>,
+    /// `computerUse.enabled: false` removes this agent from the model backend.
+    #[serde(default)]
+    pub computer_use: Option<FeatureFlag>,
+}
+
+/// Who decides Computer Use steps for an agent (seed 003 "Computer Use without Jev").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComputerUseBackend {
+    /// Jev serves Computer Use; `gateway.computerUse` has no effect.
+    Jev,
+    /// The agent's own model through the Messages API.
+    Model,
+    /// Computer Use is not available to the agent.
+    Unavailable,
+}
+
+impl Config {
+    /// Parses and validates a configuration document.
+    pub fn from_json_str(text: &str) -> crate::Result<Config> {
+        Config::from_json_slice(text.as_bytes())
+    }
+
+    /// Parses and validates a configuration document given as bytes (must be UTF-8 JSON).
+    pub fn from_json_slice(bytes: &[u8]) -> crate::Result<Config> {
+        let config = parse::parse(bytes)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks every rule of SPEC §2 on an already typed configuration.
+    pub fn validate(&self) -> crate::Result<()> {
+        rules::validate(self)
+    }
+
+    fn agent(&self, agent_id: &str) -> Option<&AgentConfig> {
+        self.agents.iter().find(|a| a.id == agent_id)
+    }
+
+    /// Whether `agent_id` may run Jev evaluations: global enablement, `allowedAgentIds` and the
+    /// agent's own `jev.enabled` (which can only narrow) — R-JEV-ACCESS's static part.
+    pub fn jev_allowed(&self, agent_id: &str) -> bool {
+        let jev = &self.gateway.jev;
+        jev.enabled
+            && jev
+                .allowed_agent_ids
+                .as_ref()
+                .is_none_or(|ids| ids.iter().any(|id| id == agent_id))
+            && self
+                .agent(agent_id)
+                .and_then(|a| a.jev)
+                .is_none_or(|f| f.enabled)
+    }
+
+    /// Which backend decides Computer Use steps for `agent_id`.
+    pub fn computer_use_backend(&self, agent_id: &str) -> ComputerUseBackend {
+        if self.jev_allowed(agent_id) && self.gateway.jev.features.enabled(Feature::ComputerTasks) {
+            return ComputerUseBackend::Jev;
+        }
+        let agent_ok = self
+            .agent(agent_id)
+            .and_then(|a| a.computer_use)
+            .is_none_or(|f| f.enabled);
+        if self.gateway.computer_use.enabled && agent_ok {
+            ComputerUseBackend::Model
+        } else {
+            ComputerUseBackend::Unavailable
+        }
+    }
+
+    /// Whether `feature` is on: Jev enabled and the flag (with its default) set.
+    pub fn feature_enabled(&self, feature: Feature) -> bool {
+        self.gateway.jev.enabled && self.gateway.jev.features.enabled(feature)
+    }
+
+    /// The Jev credential reference in use, applying the `TYPESAFE_API_KEY` default for a direct
+    /// connection without a reference. `None` when Jev is off or needs no credential; for an
+    /// `upstream` without references the credential comes from the upstream identity group.
+    pub fn jev_credential(&self) -> Option<CredentialRef> {
+        let jev = &self.gateway.jev;
+        if !jev.enabled {
+            return None;
+        }
+        match (jev.provider?, &jev.api_key_file, &jev.api_key_env) {
+            (p, _, _) if !p.is_remote() => None,
+            (_, Some(file), _) => Some(CredentialRef::File(file.clone())),
+            (_, None, Some(env)) => Some(CredentialRef::Env(env.clone())),
+            (Provider::Typesafe, None, None) => {
+                Some(CredentialRef::Env(TYPESAFE_DEFAULT_ENV.to_string()))
+            }
+            _ => None,
+        }
+    }
+
+    /// The environment variable names this configuration reads credentials from (R-CFG-SECRETS):
+    /// the Jev `apiKeyEnv` (or `TYPESAFE_API_KEY` when a direct connection has no reference), the
+    /// thinking helper's and every binding's `apiKeyEnv`. A host strips them from children.
+    pub fn secret_env_names(&self) -> BTreeSet<String> {
+        let mut names = BTreeSet::new();
+        if let Some(CredentialRef::Env(name)) = self.jev_credential() {
+            names.insert(name);
+        }
+        let jev = &self.gateway.jev;
+        if let Some(name) = &jev.api_key_env {
+            names.insert(name.clone());
+        }
+        if let Some(t) = &jev.thinking {
+            names.extend(t.api_key_env.iter().cloned());
+        }
+        if let Some(b) = &jev.browser {
+            names.extend(b.bindings.iter().filter_map(|b| b.api_key_env.clone()));
+        }
+        names
+    }
+}
+
+/// Documented defaults (SPEC §2 table).
+mod d {
+    pub fn timeout_ms() -> u64 {
+        5000
+    }
+    pub fn max_concurrent() -> u64 {
+        4
+    }
+    pub fn max_queue() -> u64 {
+        16
+    }
+    pub fn max_input_bytes() -> u64 {
+        131_072
+    }
+    pub fn max_questions() -> u64 {
+        64
+    }
+    pub fn images_model() -> String {
+        "jev-1.14.0".into()
+    }
+    pub fn max_image_bytes() -> u64 {
+        16 * 1024 * 1024
+    }
+    pub fn max_steps() -> u64 {
+        20
+    }
+    pub fn max_evaluations() -> u64 {
+        30
+    }
+    pub fn budget_timeout_ms() -> u64 {
+        120_000
+    }
+    pub fn cu_model() -> String {
+        "claude-haiku-4-5-20251001".into()
+    }
+    pub fn cu_timeout_ms() -> u64 {
+        20_000
+    }
+    pub fn cu_min_confidence() -> f64 {
+        0.7
+    }
+    pub fn cu_vision_model() -> String {
+        "claude-sonnet-5".into()
+    }
+}
