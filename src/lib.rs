@@ -17,3 +17,7 @@ pub use error::{Error, ErrorFamily, Result};
 pub mod config;
 
 pub use config::Config;
+mod gateway;
+pub mod store;
+
+pub use gateway::{ConfigSnapshot, Gateway, GatewayOptions};

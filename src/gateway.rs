@@ -1,0 +1,204 @@
+//! The [`Gateway`] façade: owns the live configuration generation, the store, the clock and
+//! (as later modules land) the threads that do long work.
+//!
+//! A configuration replaces the live one only after it validated as a whole; the swap is atomic
+//! and bumps the generation, and work started earlier keeps the snapshot it captured
+//! (R-CFG-RELOAD). Environment names that ever held credentials stay reported as secret for the
+//! life of the gateway (R-CFG-SECRETS).
+
+use crate::clock::{SharedClock, SystemClock};
+use crate::config::{doctor, CheckStatus, Config, DoctorCheck, DoctorReport};
+use crate::store::Store;
+use crate::{Error, Result};
+use parking_lot::{Mutex, RwLock};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// How to open a [`Gateway`].
+#[derive(Debug, Clone)]
+pub struct GatewayOptions {
+    /// Directory holding the store (created if missing). One live gateway per directory.
+    pub data_dir: PathBuf,
+    /// The initial configuration (validated again on open).
+    pub config: Config,
+    /// The clock; `None` uses the system clock.
+    pub clock: Option<SharedClock>,
+}
+
+impl GatewayOptions {
+    /// Options with the system clock.
+    pub fn new(data_dir: impl Into<PathBuf>, config: Config) -> GatewayOptions {
+        GatewayOptions {
+            data_dir: data_dir.into(),
+            config,
+            clock: None,
+        }
+    }
+
+    /// Uses `clock` instead of the system clock (tests, simulations).
+    pub fn with_clock(mut self, clock: SharedClock) -> GatewayOptions {
+        self.clock = Some(clock);
+        self
+    }
+}
+
+/// A configuration as the gateway holds it: immutable, numbered. Work captures one of these
+/// when it starts and keeps it to the end, whatever reloads happen meanwhile.
+#[derive(Debug)]
+pub struct ConfigSnapshot {
+    /// Starts at 1 and grows by one on every successful reload.
+    pub generation: u64,
+    /// The configuration of this generation.
+    pub config: Config,
+}
+
+/// The embeddable gateway. Cheap to clone (an `Arc` inside); every method is safe from any
+/// thread. Call [`Gateway::close`] (or drop every clone) to release the data directory.
+///
+/// ```
+/// use jevgate::{Config, Gateway, GatewayOptions};
+/// let dir = tempfile::tempdir().unwrap();
+/// let config = Config::from_json_str(r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#).unwrap();
+/// let gw = Gateway::open(GatewayOptions::new(dir.path(), config)).unwrap();
+/// assert_eq!(gw.generation(), 1);
+/// let generation = gw.reload(Config::from_json_str("{}").unwrap()).unwrap();
+/// assert_eq!(generation, 2);
+/// assert!(gw.doctor().ok);
+/// gw.close();
+/// ```
+#[derive(Debug, Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: Store,
+    clock: SharedClock,
+    live: RwLock<Arc<ConfigSnapshot>>,
+    /// Serialises reloads so generations are assigned in order.
+    reload: Mutex<()>,
+    secret_names: Mutex<BTreeSet<String>>,
+    closed: AtomicBool,
+}
+
+impl Gateway {
+    /// Validates the configuration, opens (or creates) the store, and starts the gateway.
+    pub fn open(options: GatewayOptions) -> Result<Gateway> {
+        options.config.validate()?;
+        let store = Store::open(&options.data_dir)?;
+        let secret_names = options.config.secret_env_names();
+        log::info!("gateway opened (schema {})", crate::store::SCHEMA_VERSION);
+        Ok(Gateway {
+            inner: Arc::new(Inner {
+                store,
+                clock: options
+                    .clock
+                    .unwrap_or_else(|| Arc::new(SystemClock::new())),
+                live: RwLock::new(Arc::new(ConfigSnapshot {
+                    generation: 1,
+                    config: options.config,
+                })),
+                reload: Mutex::new(()),
+                secret_names: Mutex::new(secret_names),
+                closed: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            Err(Error::GatewayClosed)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The live configuration snapshot (its generation and config).
+    pub fn config(&self) -> Arc<ConfigSnapshot> {
+        Arc::clone(&self.inner.live.read())
+    }
+
+    /// The live configuration generation.
+    pub fn generation(&self) -> u64 {
+        self.inner.live.read().generation
+    }
+
+    /// Validates `config` as a whole and, only if it is valid, swaps it in atomically and
+    /// returns the new generation. On error the live configuration is unchanged.
+    pub fn reload(&self, config: Config) -> Result<u64> {
+        self.check_open()?;
+        config.validate()?;
+        let _serial = self.inner.reload.lock();
+        let names = config.secret_env_names();
+        let mut live = self.inner.live.write();
+        let generation = live.generation + 1;
+        *live = Arc::new(ConfigSnapshot { generation, config });
+        drop(live);
+        self.inner.secret_names.lock().extend(names);
+        log::info!("configuration reloaded (generation {generation})");
+        Ok(generation)
+    }
+
+    /// Parses, validates and reloads a JSON configuration document.
+    pub fn reload_json(&self, json: &str) -> Result<u64> {
+        self.reload(Config::from_json_str(json)?)
+    }
+
+    /// Local readiness checks: the configuration's credential references (file readability and
+    /// size, variables set — no key is read into the report, no network call) and the store's
+    /// integrity.
+    pub fn doctor(&self) -> DoctorReport {
+        let snapshot = self.config();
+        let report = doctor(&snapshot.config, &|name| std::env::var_os(name));
+        let mut checks = report.checks;
+        checks.push(match self.inner.store.quick_check() {
+            Ok(()) => DoctorCheck {
+                name: "store".into(),
+                status: CheckStatus::Ok,
+                code: None,
+                detail: format!("{} is sound", crate::store::DB_FILE),
+            },
+            Err(e) => DoctorCheck {
+                name: "store".into(),
+                status: CheckStatus::Error,
+                code: Some(e.code()),
+                detail: e.to_string(),
+            },
+        });
+        DoctorReport::new(checks)
+    }
+
+    /// Every environment variable name that holds (or, before a reload, held) a credential this
+    /// gateway reads. Strip them from child processes' environments (R-CFG-SECRETS).
+    pub fn secret_env_names(&self) -> Vec<String> {
+        self.inner.secret_names.lock().iter().cloned().collect()
+    }
+
+    /// The gateway's clock.
+    pub fn clock(&self) -> &SharedClock {
+        &self.inner.clock
+    }
+
+    /// The gateway's store.
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// Whether [`Gateway::close`] has been called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Acquire)
+    }
+
+    /// Stops the gateway: joins its threads, closes the store and releases the data directory.
+    /// Later calls fail with `GATEWAY_CLOSED`. Idempotent; safe from any clone.
+    pub fn close(&self) {
+        if self.inner.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.inner.store.close();
+        log::info!("gateway closed");
+    }
+}

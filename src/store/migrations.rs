@@ -1,0 +1,86 @@
+//! Forward-only schema migrations, versioned by `PRAGMA user_version`.
+//!
+//! Each migration runs in its own transaction together with the version bump, so a crash leaves
+//! the file at the previous version, never half-migrated. Never edit a released migration; add
+//! the next one.
+
+use super::{sqlite_error, APPLICATION_ID};
+use crate::{Error, Result};
+use rusqlite::{Connection, TransactionBehavior};
+
+/// The newest schema version this build knows.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+type Migration = fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>;
+
+/// `MIGRATIONS[i]` takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[Migration] = &[v1_meta];
+
+/// v1: store identity and the per-gateway secret.
+fn v1_meta(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL) STRICT;",
+    )?;
+    let mut secret = [0u8; 32];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut secret)
+        .map_err(|_| rusqlite::Error::InvalidQuery)?;
+    tx.execute(
+        "INSERT INTO meta (key, value) VALUES ('gateway_secret', ?1)",
+        [&secret[..]],
+    )?;
+    Ok(())
+}
+
+pub(super) fn migrate(conn: &Connection) -> Result<()> {
+    let app_id: i32 = conn
+        .pragma_query_value(None, "application_id", |r| r.get(0))
+        .map_err(|e| sqlite_error("read application_id", e))?;
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(|e| sqlite_error("read user_version", e))?;
+    if app_id == 0 && version == 0 {
+        let tables: i64 = conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .map_err(|e| sqlite_error("inspect schema", e))?;
+        if tables > 0 {
+            return Err(Error::StoreCorrupt {
+                reason: "the file is a SQLite database of another program".into(),
+            });
+        }
+    } else if app_id != APPLICATION_ID {
+        return Err(Error::StoreCorrupt {
+            reason: "the file is a SQLite database of another program".into(),
+        });
+    }
+    if version > SCHEMA_VERSION {
+        return Err(Error::StoreVersionUnsupported {
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if version < 0 {
+        return Err(Error::StoreCorrupt {
+            reason: "negative schema version".into(),
+        });
+    }
+    let verdict: String = conn
+        .pragma_query_value(None, "quick_check", |r| r.get(0))
+        .map_err(|e| sqlite_error("check integrity", e))?;
+    if verdict != "ok" {
+        return Err(Error::StoreCorrupt {
+            reason: "quick_check reported damage".into(),
+        });
+    }
+    for (from, step) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        // A Connection used only here; the transaction needs `&mut`-free immediate behaviour.
+        let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
+            .map_err(|e| sqlite_error("begin migration", e))?;
+        step(&tx).map_err(|e| sqlite_error("migrate", e))?;
+        tx.pragma_update(None, "application_id", APPLICATION_ID)
+            .and_then(|_| tx.pragma_update(None, "user_version", from as i64 + 1))
+            .map_err(|e| sqlite_error("migrate", e))?;
+        tx.commit()
+            .map_err(|e| sqlite_error("commit migration", e))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,157 @@
+//! Gateway façade: open, reload with generations (R-CFG-RELOAD), doctor, secret names
+//! (R-CFG-SECRETS), close.
+
+use jevgate::clock::ManualClock;
+use jevgate::{Config, Gateway, GatewayOptions};
+use std::sync::Arc;
+
+fn cfg(json: &str) -> Config {
+    Config::from_json_str(json).unwrap()
+}
+
+fn open(dir: &std::path::Path, json: &str) -> Gateway {
+    Gateway::open(GatewayOptions::new(dir, cfg(json))).unwrap()
+}
+
+#[test]
+fn reload_swaps_atomically_and_bumps_the_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(
+        dir.path(),
+        r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#,
+    );
+    let before = gw.config();
+    assert_eq!(before.generation, 1);
+    assert_eq!(gw.reload(cfg("{}")).unwrap(), 2);
+    // Work that captured generation 1 keeps it.
+    assert!(before.config.gateway.jev.enabled);
+    assert_eq!(before.generation, 1);
+    let after = gw.config();
+    assert_eq!(after.generation, 2);
+    assert!(!after.config.gateway.jev.enabled);
+}
+
+#[test]
+fn an_invalid_reload_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(
+        dir.path(),
+        r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#,
+    );
+    let err = gw
+        .reload_json(r#"{"gateway":{"jev":{"enabled":true,"provider":"local","maxQuestions":65}}}"#)
+        .unwrap_err();
+    assert_eq!(err.code(), "JEV_INVALID_CONFIGURATION");
+    assert_eq!(err.path(), Some("gateway.jev.maxQuestions"));
+    // A typed config built in Rust is validated too.
+    let mut bad = cfg("{}");
+    bad.gateway.jev.timeout_ms = 0;
+    assert_eq!(
+        gw.reload(bad).unwrap_err().path(),
+        Some("gateway.jev.timeoutMs")
+    );
+    assert_eq!(gw.generation(), 1);
+    assert!(gw.config().config.gateway.jev.enabled);
+}
+
+#[test]
+fn open_refuses_an_invalid_typed_config_before_touching_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bad = cfg("{}");
+    bad.gateway.computer_use.min_confidence = f64::NAN;
+    let err = Gateway::open(GatewayOptions::new(dir.path().join("d"), bad)).unwrap_err();
+    assert_eq!(err.path(), Some("gateway.computerUse.minConfidence"));
+    assert!(!dir.path().join("d").exists());
+}
+
+#[test]
+fn concurrent_reloads_get_distinct_consecutive_generations() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(dir.path(), "{}");
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            let gw = gw.clone();
+            std::thread::spawn(move || {
+                (0..25)
+                    .map(|_| gw.reload(cfg("{}")).unwrap())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut all: Vec<u64> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    all.sort();
+    assert_eq!(all, (2..=201).collect::<Vec<_>>());
+    assert_eq!(gw.generation(), 201);
+}
+
+#[test]
+fn secret_env_names_stay_private_after_a_reload_removes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(
+        dir.path(),
+        r#"{"gateway":{"jev":{"enabled":true,"provider":"typesafe","model":"m","apiKeyEnv":"OLD_JEV_KEY"}}}"#,
+    );
+    assert_eq!(gw.secret_env_names(), ["OLD_JEV_KEY"]);
+    gw.reload_json(r#"{"gateway":{"jev":{"enabled":true,"provider":"typesafe","model":"m","apiKeyEnv":"NEW_JEV_KEY"}}}"#)
+        .unwrap();
+    assert_eq!(gw.secret_env_names(), ["NEW_JEV_KEY", "OLD_JEV_KEY"]);
+}
+
+#[test]
+fn doctor_reports_config_credentials_and_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(
+        dir.path(),
+        r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#,
+    );
+    let report = gw.doctor();
+    assert!(report.ok, "{report:?}");
+    let names: Vec<&str> = report.checks.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["config", "jev.credentials", "store"]);
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    assert_eq!(json["checks"][2]["status"], "ok");
+}
+
+#[test]
+fn close_releases_the_directory_and_refuses_later_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(dir.path(), "{}");
+    let err = Gateway::open(GatewayOptions::new(dir.path(), cfg("{}"))).unwrap_err();
+    assert_eq!(err.code(), "STORE_LOCKED");
+    let clone = gw.clone();
+    gw.close();
+    assert!(clone.is_closed());
+    assert_eq!(
+        clone.reload(cfg("{}")).unwrap_err().code(),
+        "GATEWAY_CLOSED"
+    );
+    clone.close();
+    let again = open(dir.path(), "{}");
+    again.close();
+}
+
+#[test]
+fn dropping_every_clone_releases_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let gw = open(dir.path(), "{}");
+        let _clone = gw.clone();
+    }
+    open(dir.path(), "{}").close();
+}
+
+#[test]
+fn an_injected_clock_is_the_gateways_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    let gw = Gateway::open(
+        GatewayOptions::new(dir.path(), cfg("{}")).with_clock(Arc::new(clock.clone())),
+    )
+    .unwrap();
+    let t0 = gw.clock().now();
+    clock.advance(std::time::Duration::from_secs(5));
+    assert_eq!(gw.clock().now() - t0, std::time::Duration::from_secs(5));
+}
