@@ -171,6 +171,9 @@ fn expected_words(expected: &str) -> String {
 /// rejects an array there before the typed pass runs. Syntax errors are left to the typed pass.
 fn objects_not_arrays(bytes: &[u8]) -> crate::Result<()> {
     use serde_json::Value;
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return Err(Error::config("", "expected an object, found an array"));
+    }
     let Ok(root) = serde_json::from_slice::<Value>(bytes) else {
         return Ok(());
     };
@@ -211,9 +214,6 @@ fn objects_not_arrays(bytes: &[u8]) -> crate::Result<()> {
             }
         }
         Ok(out)
-    }
-    if root.is_array() {
-        return Err(Error::config("", "expected an object, found an array"));
     }
     if let Some(gateway) = at(&root, "gateway", "")? {
         if let Some(jev) = at(gateway, "jev", "gateway")? {
