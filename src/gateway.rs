@@ -65,7 +65,7 @@ pub struct ConfigSnapshot {
 /// assert_eq!(gw.generation(), 1);
 /// let generation = gw.reload(Config::from_json_str("{}").unwrap()).unwrap();
 /// assert_eq!(generation, 2);
-/// assert!(gw.doctor().ok);
+/// assert!(gw.doctor().unwrap().ok);
 /// gw.close();
 /// ```
 #[derive(Debug, Clone)]
@@ -149,8 +149,10 @@ impl Gateway {
 
     /// Local readiness checks: the configuration's credential references (file readability and
     /// size, variables set — no key is read into the report, no network call) and the store's
-    /// integrity.
-    pub fn doctor(&self) -> DoctorReport {
+    /// integrity. Fails only when the gateway is closed; a failing check is reported in the
+    /// report (`ok == false`), not as an error.
+    pub fn doctor(&self) -> Result<DoctorReport> {
+        self.check_open()?;
         let snapshot = self.config();
         let report = doctor(&snapshot.config, &|name| std::env::var_os(name));
         let mut checks = report.checks;
@@ -168,7 +170,7 @@ impl Gateway {
                 detail: e.to_string(),
             },
         });
-        DoctorReport::new(checks)
+        Ok(DoctorReport::new(checks))
     }
 
     /// Every environment variable name that holds (or, before a reload, held) a credential this

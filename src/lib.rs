@@ -21,3 +21,4 @@ mod gateway;
 pub mod store;
 
 pub use gateway::{ConfigSnapshot, Gateway, GatewayOptions};
+pub mod ffi;

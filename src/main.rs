@@ -59,7 +59,13 @@ fn read_input(source: &str) -> Result<Vec<u8>, Usage> {
     } else {
         std::fs::File::open(source).and_then(|f| f.take(limit).read_to_end(&mut buf))
     };
-    result.map_err(|e| Usage(format!("cannot read {}: {}", source.escape_debug(), e.kind())))?;
+    result.map_err(|e| {
+        Usage(format!(
+            "cannot read {}: {}",
+            source.escape_debug(),
+            e.kind()
+        ))
+    })?;
     Ok(buf)
 }
 
@@ -74,7 +80,9 @@ fn error_line(err: &jevgate::Error) -> String {
 
 fn check_config(args: &[String]) -> Result<ExitCode, Usage> {
     let [source] = args else {
-        return Err(Usage("check-config takes exactly one FILE (or - for stdin)".into()));
+        return Err(Usage(
+            "check-config takes exactly one FILE (or - for stdin)".into(),
+        ));
     };
     let bytes = read_input(source)?;
     match jevgate::Config::from_json_slice(&bytes) {
@@ -94,7 +102,9 @@ fn doctor(args: &[String]) -> Result<ExitCode, Usage> {
     let mut data_dir = None;
     let mut it = args.iter();
     while let Some(flag) = it.next() {
-        let value = it.next().ok_or_else(|| Usage(format!("{flag} needs a value")));
+        let value = it
+            .next()
+            .ok_or_else(|| Usage(format!("{flag} needs a value")));
         match flag.as_str() {
             "--config" => config = Some(value?.clone()),
             "--data-dir" => data_dir = Some(value?.clone()),
@@ -114,6 +124,14 @@ fn doctor(args: &[String]) -> Result<ExitCode, Usage> {
         Some(dir) => match jevgate::Gateway::open(jevgate::GatewayOptions::new(dir, parsed)) {
             Ok(gw) => {
                 let report = gw.doctor();
+                let report = match report {
+                    Ok(r) => r,
+                    Err(e) => {
+                        println!("{}", error_line(&e));
+                        gw.close();
+                        return Ok(ExitCode::from(1));
+                    }
+                };
                 gw.close();
                 report
             }
@@ -124,5 +142,9 @@ fn doctor(args: &[String]) -> Result<ExitCode, Usage> {
         },
     };
     println!("{}", report.to_json());
-    Ok(if report.ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if report.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

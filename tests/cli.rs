@@ -22,7 +22,11 @@ fn jevgate(args: &[&str], stdin: &[u8]) -> Output {
 
 #[test]
 fn check_config_gives_the_verdict_and_path_of_every_shared_case() {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/config_cases.json")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/config_cases.json"
+    ))
+    .unwrap();
     let doc: Value = serde_json::from_str(&text).unwrap();
     for case in doc["cases"].as_array().unwrap() {
         let name = case["name"].as_str().unwrap();
@@ -41,7 +45,13 @@ fn check_config_gives_the_verdict_and_path_of_every_shared_case() {
             let line: Value = serde_json::from_str(&stdout).unwrap();
             assert_eq!(line["code"], "JEV_INVALID_CONFIGURATION", "{name}");
             assert_eq!(line["path"], case["path"], "{name}");
-            assert!(line["message"].as_str().unwrap().contains(case["reason"].as_str().unwrap()), "{name}: {stdout}");
+            assert!(
+                line["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains(case["reason"].as_str().unwrap()),
+                "{name}: {stdout}"
+            );
         }
     }
 }
@@ -50,7 +60,11 @@ fn check_config_gives_the_verdict_and_path_of_every_shared_case() {
 fn check_config_reads_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.json");
-    std::fs::write(&path, r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#).unwrap();
+    std::fs::write(
+        &path,
+        r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#,
+    )
+    .unwrap();
     let out = jevgate(&["check-config", path.to_str().unwrap()], b"");
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(out.stdout, b"ok\n");
@@ -58,7 +72,10 @@ fn check_config_reads_a_file() {
 
 #[test]
 fn check_config_never_echoes_a_misplaced_secret() {
-    let out = jevgate(&["check-config", "-"], br#"{"gateway":{"jev":{"timeoutMs":"sk-live-SECRET"}}}"#);
+    let out = jevgate(
+        &["check-config", "-"],
+        br#"{"gateway":{"jev":{"timeoutMs":"sk-live-SECRET"}}}"#,
+    );
     assert_eq!(out.status.code(), Some(1));
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(!stdout.contains("SECRET"), "{stdout}");
@@ -87,7 +104,15 @@ fn malformed_and_oversized_input_are_verdicts_not_crashes() {
 
 #[test]
 fn usage_errors_exit_2() {
-    for args in [&[][..], &["check-config"], &["check-config", "a", "b"], &["nope"], &["doctor"], &["doctor", "--config"], &["doctor", "--bogus", "x"]] {
+    for args in [
+        &[][..],
+        &["check-config"],
+        &["check-config", "a", "b"],
+        &["nope"],
+        &["doctor"],
+        &["doctor", "--config"],
+        &["doctor", "--bogus", "x"],
+    ] {
         let out = jevgate(args, b"");
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("usage: jevgate"));
@@ -99,7 +124,10 @@ fn usage_errors_exit_2() {
 #[test]
 fn doctor_prints_a_json_report_and_exits_by_verdict() {
     let dir = tempfile::tempdir().unwrap();
-    let ok = jevgate(&["doctor", "--config", "-"], br#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#);
+    let ok = jevgate(
+        &["doctor", "--config", "-"],
+        br#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#,
+    );
     assert_eq!(ok.status.code(), Some(0));
     let report: Value = serde_json::from_slice(&ok.stdout).unwrap();
     assert_eq!(report["ok"], true);
@@ -122,8 +150,20 @@ fn doctor_prints_a_json_report_and_exits_by_verdict() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["checks"][1]["code"], "JEV_MISSING_CREDENTIALS");
     // With a data directory the store is checked too.
-    let with_store = jevgate(&["doctor", "--config", "-", "--data-dir", dir.path().to_str().unwrap()], b"{}");
+    let with_store = jevgate(
+        &[
+            "doctor",
+            "--config",
+            "-",
+            "--data-dir",
+            dir.path().to_str().unwrap(),
+        ],
+        b"{}",
+    );
     assert_eq!(with_store.status.code(), Some(0));
     let report: Value = serde_json::from_slice(&with_store.stdout).unwrap();
-    assert_eq!(report["checks"].as_array().unwrap().last().unwrap()["name"], "store");
+    assert_eq!(
+        report["checks"].as_array().unwrap().last().unwrap()["name"],
+        "store"
+    );
 }

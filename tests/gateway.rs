@@ -107,7 +107,7 @@ fn doctor_reports_config_credentials_and_store() {
         dir.path(),
         r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#,
     );
-    let report = gw.doctor();
+    let report = gw.doctor().unwrap();
     assert!(report.ok, "{report:?}");
     let names: Vec<&str> = report.checks.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["config", "jev.credentials", "store"]);

@@ -79,7 +79,7 @@ impl CredentialRef {
                 None => return Err(missing("is not set")),
                 Some(v) => v.into_string().map_err(|_| missing("is not valid UTF-8"))?,
             },
-            CredentialRef::File(path) => read_key_file(path).map_err(|why| missing(why))?,
+            CredentialRef::File(path) => read_key_file(path).map_err(&missing)?,
         };
         let key = raw.strip_suffix('\n').unwrap_or(&raw);
         let key = key.strip_suffix('\r').unwrap_or(key);

@@ -156,7 +156,7 @@ fn jev(j: &JevConfig) -> R {
                     "an explicit upstream baseUrl requires an explicit credential reference (apiKeyFile or apiKeyEnv)",
                 );
             }
-            if !j.base_url.is_some() && has_ref {
+            if j.base_url.is_none() && has_ref {
                 let key = if j.api_key_file.is_some() {
                     "apiKeyFile"
                 } else {

@@ -1,1 +1,18 @@
+//! Python binding of jevgate (`jevgate._jevgate`, re-exported by the `jevgate` package).
+//!
+//! Translation only: Python values in, Rust calls with the GIL released, Python values and
+//! exceptions out. No logic lives here. One file per core module.
 
+mod config;
+mod errors;
+mod gateway;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _jevgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(config::validate_config, m)?)?;
+    m.add_class::<gateway::PyGateway>()?;
+    Ok(())
+}

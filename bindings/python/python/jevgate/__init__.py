@@ -1,0 +1,27 @@
+"""jevgate — safe, bounded, auditable browser control for AI agents.
+
+The Python surface of the jevgate Rust library. Everything here is a thin translation of the
+Rust API: dicts and lists in and out, exceptions that carry the library's stable error codes.
+
+    >>> import jevgate
+    >>> jevgate.validate_config({"gateway": {"jev": {"enabled": True, "provider": "local"}}})
+    >>> try:
+    ...     jevgate.validate_config({"gateway": {"jev": {"timeoutMs": 0}}})
+    ... except jevgate.ConfigError as e:
+    ...     print(e.code, e.path)
+    JEV_INVALID_CONFIGURATION gateway.jev.timeoutMs
+"""
+
+from jevgate._errors import ArgumentError, ConfigError, Error, GatewayError, StoreError
+from jevgate._jevgate import Gateway, __version__, validate_config
+
+__all__ = [
+    "ArgumentError",
+    "ConfigError",
+    "Error",
+    "Gateway",
+    "GatewayError",
+    "StoreError",
+    "__version__",
+    "validate_config",
+]

@@ -1,0 +1,58 @@
+"""Exception classes of jevgate: one base class and one subclass per family.
+
+Every exception carries the library's stable ``code`` (the same string C hosts read with
+``jevgate_error_code``), the ``http_status`` a host serving the documented HTTP contracts should
+answer with, and ``retry_after`` (seconds, or ``None``) when a provider asked to wait.
+Messages never contain credentials, submitted state or page text.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+
+class Error(Exception):
+    """Base class of every jevgate error."""
+
+    code: str
+    http_status: int
+    retry_after: Optional[float]
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "INTERNAL",
+        http_status: int = 500,
+        retry_after: Optional[float] = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.http_status = http_status
+        self.retry_after = retry_after
+
+
+class ConfigError(Error, ValueError):
+    """A configuration was rejected (``JEV_INVALID_CONFIGURATION``) or a credential it names
+    cannot be resolved (``JEV_MISSING_CREDENTIALS``). ``path`` is the JSON path of the first
+    offending value (``"gateway.jev.apiKeyEnv"``; ``""`` for the document itself), or ``None``.
+    """
+
+    path: Optional[str]
+
+    def __init__(self, message: str, *, path: Optional[str] = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(message, **kwargs)
+        self.path = path
+
+
+class StoreError(Error):
+    """The store could not be opened or used: ``STORE_CORRUPT``, ``STORE_VERSION_UNSUPPORTED``,
+    ``STORE_LOCKED`` (another gateway holds the data directory), ``STORE_IO``."""
+
+
+class ArgumentError(Error, ValueError):
+    """An argument was malformed (``INVALID_ARGUMENT``)."""
+
+
+class GatewayError(Error):
+    """The gateway is not in a state that allows the call (``GATEWAY_CLOSED``)."""

@@ -1,0 +1,107 @@
+//! `jevgate_error`: the error object of the C ABI (R-ERR-3).
+
+use super::*;
+
+/// An error: stable code, message, JSON path (configuration errors), HTTP status and
+/// retry-after. Opaque; read it with the accessors; free it with `jevgate_error_free`.
+pub struct jevgate_error {
+    code: CString,
+    message: CString,
+    path: Option<CString>,
+    http_status: u16,
+    retry_after_ms: i64,
+}
+
+fn lossless(s: &str) -> CString {
+    CString::new(s.replace('\0', "\u{fffd}")).unwrap_or_default()
+}
+
+impl jevgate_error {
+    pub(crate) fn boxed(e: &Error) -> *mut jevgate_error {
+        Box::into_raw(Box::new(jevgate_error {
+            code: lossless(e.code()),
+            message: lossless(&e.to_string()),
+            path: e.path().map(lossless),
+            http_status: e.http_status(),
+            retry_after_ms: e
+                .retry_after()
+                .map_or(-1, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+        }))
+    }
+}
+
+/// Borrows the error behind `err`, or `None` for NULL.
+///
+/// # Safety
+/// `err` must be NULL or a live error object from jevgate.
+unsafe fn get<'a>(err: *const jevgate_error) -> Option<&'a jevgate_error> {
+    // SAFETY: per the contract, non-NULL `err` points to a live `jevgate_error`.
+    unsafe { err.as_ref() }
+}
+
+/// The stable error code (e.g. `"JEV_INVALID_CONFIGURATION"`), or NULL for a NULL error.
+/// Valid until the error is freed.
+///
+/// # Safety
+/// `err` must be NULL or a live error object from jevgate.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_error_code(err: *const jevgate_error) -> *const c_char {
+    // SAFETY: forwarded contract.
+    unsafe { get(err) }.map_or(std::ptr::null(), |e| e.code.as_ptr())
+}
+
+/// The human-readable message (never contains secrets or page text), or NULL for a NULL error.
+/// Valid until the error is freed.
+///
+/// # Safety
+/// `err` must be NULL or a live error object from jevgate.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_error_message(err: *const jevgate_error) -> *const c_char {
+    // SAFETY: forwarded contract.
+    unsafe { get(err) }.map_or(std::ptr::null(), |e| e.message.as_ptr())
+}
+
+/// The JSON path of the offending configuration value (`"gateway.jev.apiKeyEnv"`; `""` for the
+/// document itself), or NULL when the error is not about a configuration value.
+///
+/// # Safety
+/// `err` must be NULL or a live error object from jevgate.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_error_path(err: *const jevgate_error) -> *const c_char {
+    // SAFETY: forwarded contract.
+    unsafe { get(err) }
+        .and_then(|e| e.path.as_ref())
+        .map_or(std::ptr::null(), |p| p.as_ptr())
+}
+
+/// The HTTP status a host should answer with (400, 403, 409, 500, …); 0 for a NULL error.
+///
+/// # Safety
+/// `err` must be NULL or a live error object from jevgate.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_error_http_status(err: *const jevgate_error) -> u16 {
+    // SAFETY: forwarded contract.
+    unsafe { get(err) }.map_or(0, |e| e.http_status)
+}
+
+/// Milliseconds the provider asked to wait before retrying, or -1 when it did not say.
+///
+/// # Safety
+/// `err` must be NULL or a live error object from jevgate.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_error_retry_after_ms(err: *const jevgate_error) -> i64 {
+    // SAFETY: forwarded contract.
+    unsafe { get(err) }.map_or(-1, |e| e.retry_after_ms)
+}
+
+/// Frees an error object. NULL is accepted and ignored.
+///
+/// # Safety
+/// `err` must be NULL or an error object from jevgate, not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_error_free(err: *mut jevgate_error) {
+    if !err.is_null() {
+        // SAFETY: per the contract, `err` came from `Box::into_raw` in `jevgate_error::boxed`.
+        let _ = catch_unwind(|| drop(unsafe { Box::from_raw(err) }));
+    }
+}

@@ -1,0 +1,157 @@
+//! The gateway handle over the C ABI.
+
+use super::*;
+use crate::{Config, Gateway, GatewayOptions};
+
+/// An open gateway. Opaque; thread-safe (calls may come from any thread at once); closed and
+/// freed with `jevgate_gateway_close`.
+pub struct jevgate_gateway {
+    inner: Gateway,
+}
+
+/// Borrows the gateway behind `gw`.
+///
+/// # Safety
+/// `gw` must be NULL or a live handle from `jevgate_gateway_open`.
+unsafe fn gateway<'a>(gw: *const jevgate_gateway) -> Result<&'a Gateway, Error> {
+    // SAFETY: per the contract, non-NULL `gw` points to a live handle.
+    unsafe { gw.as_ref() }
+        .map(|g| &g.inner)
+        .ok_or(Error::InvalidArgument {
+            name: "gateway",
+            reason: "is NULL".into(),
+        })
+}
+
+/// Opens (or creates) the store in `data_dir` and starts a gateway with `config_json`.
+/// On success writes the handle to `*gateway_out`.
+///
+/// # Safety
+/// String arguments must be NULL or NUL-terminated; `gateway_out` must be writable;
+/// `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_gateway_open(
+    data_dir: *const c_char,
+    config_json: *const c_char,
+    gateway_out: *mut *mut jevgate_gateway,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let dir = unsafe { str_arg("data_dir", data_dir) }?;
+        // SAFETY: forwarded contract.
+        let json = unsafe { str_arg("config_json", config_json) }?;
+        out_arg("gateway_out", gateway_out)?;
+        let config = Config::from_json_str(json)?;
+        let gw = Gateway::open(GatewayOptions::new(dir, config))?;
+        let handle = Box::into_raw(Box::new(jevgate_gateway { inner: gw }));
+        // SAFETY: checked non-NULL above; writable per the contract.
+        unsafe { *gateway_out = handle };
+        Ok(())
+    })
+}
+
+/// Closes the gateway (joins its threads, closes the store, releases the data directory) and
+/// frees the handle. NULL is accepted and ignored.
+///
+/// # Safety
+/// `gateway` must be NULL or a live handle, not used again afterwards (by any thread).
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_gateway_close(gateway: *mut jevgate_gateway) {
+    if gateway.is_null() {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: per the contract, `gateway` came from `Box::into_raw` in `jevgate_gateway_open`.
+        let handle = unsafe { Box::from_raw(gateway) };
+        handle.inner.close();
+    }));
+}
+
+/// Validates `config_json` and swaps it in atomically; writes the new generation to
+/// `*generation_out` (may be NULL). On failure the live configuration is unchanged.
+///
+/// # Safety
+/// `gateway` must be a live handle; `config_json` NUL-terminated; out-pointers NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_gateway_reload(
+    gateway: *const jevgate_gateway,
+    config_json: *const c_char,
+    generation_out: *mut u64,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { self::gateway(gateway) }?;
+        // SAFETY: forwarded contract.
+        let json = unsafe { str_arg("config_json", config_json) }?;
+        let generation = gw.reload_json(json)?;
+        if !generation_out.is_null() {
+            // SAFETY: non-NULL and writable per the contract.
+            unsafe { *generation_out = generation };
+        }
+        Ok(())
+    })
+}
+
+/// The live configuration generation (1 after open), or 0 for a NULL handle.
+///
+/// # Safety
+/// `gateway` must be NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_gateway_generation(gateway: *const jevgate_gateway) -> u64 {
+    // SAFETY: forwarded contract.
+    catch_unwind(AssertUnwindSafe(|| {
+        unsafe { self::gateway(gateway) }.map_or(0, Gateway::generation)
+    }))
+    .unwrap_or(0)
+}
+
+/// Runs the local readiness checks and writes the report as JSON
+/// (`{"ok":bool,"checks":[{"name","status","code"?,"detail"}]}`) to `*report_json_out`; free
+/// it with `jevgate_string_free`. A failing check is not a call failure: read `ok`.
+///
+/// # Safety
+/// `gateway` must be a live handle; out-pointers writable (`err_out` may be NULL).
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_gateway_doctor(
+    gateway: *const jevgate_gateway,
+    report_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { self::gateway(gateway) }?;
+        out_arg("report_json_out", report_json_out)?;
+        let s = c_string(gw.doctor()?.to_json())?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { *report_json_out = s };
+        Ok(())
+    })
+}
+
+/// Writes a JSON array of the environment variable names holding credentials this gateway
+/// reads (strip them from child processes) to `*names_json_out`; free it with
+/// `jevgate_string_free`.
+///
+/// # Safety
+/// `gateway` must be a live handle; out-pointers writable (`err_out` may be NULL).
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_gateway_secret_env_names(
+    gateway: *const jevgate_gateway,
+    names_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { self::gateway(gateway) }?;
+        out_arg("names_json_out", names_json_out)?;
+        let json = serde_json::to_string(&gw.secret_env_names()).map_err(|_| Error::Internal {
+            reason: "could not encode names".into(),
+        })?;
+        let s = c_string(json)?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { *names_json_out = s };
+        Ok(())
+    })
+}
