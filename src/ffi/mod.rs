@@ -124,3 +124,76 @@ pub(crate) fn c_string(s: String) -> Result<*mut c_char, Error> {
             reason: "string with an interior NUL".into(),
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // R-C: a panic inside an exported body never crosses the boundary; it becomes
+    // JEVGATE_PANIC with an INTERNAL error object.
+    #[test]
+    fn a_panic_becomes_a_status_and_an_error_object() {
+        let mut err: *mut jevgate_error = std::ptr::null_mut();
+        let status = guard(&mut err, || panic!("boom"));
+        assert_eq!(status, jevgate_status::JEVGATE_PANIC);
+        assert!(!err.is_null());
+        // SAFETY: `err` was just written by `guard` and is freed once below.
+        unsafe {
+            let code = CStr::from_ptr(jevgate_error_code(err)).to_str().unwrap();
+            assert_eq!(code, "INTERNAL");
+            assert_eq!(jevgate_error_http_status(err), 500);
+            assert!(jevgate_error_path(err).is_null());
+            jevgate_error_free(err);
+        }
+        // With no error slot the status alone reports it.
+        assert_eq!(
+            guard(std::ptr::null_mut(), || panic!("boom")),
+            jevgate_status::JEVGATE_PANIC
+        );
+    }
+
+    #[test]
+    fn null_and_invalid_utf8_arguments_are_invalid_argument() {
+        let mut err: *mut jevgate_error = std::ptr::null_mut();
+        // SAFETY: NULL is an allowed input; `err` is writable.
+        let status = unsafe { jevgate_config_validate(std::ptr::null(), &mut err) };
+        assert_eq!(status, jevgate_status::JEVGATE_INVALID_ARGUMENT);
+        // SAFETY: written above, freed once.
+        unsafe { jevgate_error_free(err) };
+        let bad = b"{\"a\":\xff}\0";
+        let mut err: *mut jevgate_error = std::ptr::null_mut();
+        // SAFETY: `bad` is NUL-terminated.
+        let status = unsafe { jevgate_config_validate(bad.as_ptr().cast(), &mut err) };
+        assert_eq!(status, jevgate_status::JEVGATE_INVALID_ARGUMENT);
+        // SAFETY: written above; the message is NUL-terminated and lives until the free.
+        unsafe {
+            let msg = CStr::from_ptr(jevgate_error_message(err)).to_str().unwrap();
+            assert!(
+                msg.contains("config_json") && msg.contains("UTF-8"),
+                "{msg}"
+            );
+            jevgate_error_free(err);
+        }
+    }
+
+    #[test]
+    fn outputs_are_written_only_on_success() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap();
+        let bad = c"{\"gateway\":{\"jev\":{\"enabled\":true}}}";
+        let sentinel = 0x1 as *mut jevgate_gateway;
+        let mut out = sentinel;
+        let mut err: *mut jevgate_error = std::ptr::null_mut();
+        // SAFETY: valid strings and writable out-pointers.
+        let status =
+            unsafe { jevgate_gateway_open(path.as_ptr(), bad.as_ptr(), &mut out, &mut err) };
+        assert_eq!(status, jevgate_status::JEVGATE_ERROR);
+        assert_eq!(out, sentinel, "the handle slot is untouched on failure");
+        // SAFETY: written above, freed once.
+        unsafe {
+            let p = CStr::from_ptr(jevgate_error_path(err)).to_str().unwrap();
+            assert_eq!(p, "gateway.jev.provider");
+            jevgate_error_free(err);
+        }
+    }
+}
