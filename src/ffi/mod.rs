@@ -181,7 +181,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap();
         let bad = c"{\"gateway\":{\"jev\":{\"enabled\":true}}}";
-        let sentinel = 0x1 as *mut jevgate_gateway;
+        let sentinel = std::ptr::dangling_mut::<jevgate_gateway>();
         let mut out = sentinel;
         let mut err: *mut jevgate_error = std::ptr::null_mut();
         // SAFETY: valid strings and writable out-pointers.
