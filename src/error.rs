@@ -27,6 +27,10 @@ pub enum ErrorFamily {
     Argument,
     /// The gateway is not in a state that allows the call.
     Gateway,
+    /// Device control leases and browser session (profile) leases.
+    Lease,
+    /// The caller is not allowed to do this (wrong owner, delegated credential).
+    Access,
     /// A bug in jevgate (a caught panic, a broken invariant).
     Internal,
 }
@@ -39,6 +43,8 @@ impl ErrorFamily {
             ErrorFamily::Store => "store",
             ErrorFamily::Argument => "argument",
             ErrorFamily::Gateway => "gateway",
+            ErrorFamily::Lease => "lease",
+            ErrorFamily::Access => "access",
             ErrorFamily::Internal => "internal",
         }
     }
@@ -116,6 +122,40 @@ pub enum Error {
         reason: String,
     },
 
+    /// Another root session drives this device (or a person just took it back and the revoked
+    /// window is open). Deliberately names nobody (R-LEASE-2).
+    #[error(
+        "another conversation is controlling this browser; it becomes free after 120 s without use"
+    )]
+    DeviceControlElsewhere,
+
+    /// A person took control of the device back from this root session. Reported exactly once,
+    /// on the session's next call (R-LEASE-3); do not retry unless asked to.
+    #[error("a person took control of this browser back; do not retry unless asked to")]
+    DeviceControlRevoked,
+
+    /// `renew` by a root session that does not hold the device's lease.
+    #[error("this conversation does not hold the browser's control lease")]
+    DeviceControlNotHeld,
+
+    /// The caller may not do this: a control route called by someone other than the device's
+    /// owner or with a delegated credential (R-LEASE-7).
+    #[error("access denied: {reason}")]
+    AccessDenied {
+        /// Why, without naming other principals.
+        reason: String,
+    },
+
+    /// Another active thread holds the browser profile. Not retryable as is; isolated mode is
+    /// available (`isolatedAvailable: true`) when the task does not need saved logins (R-PROF-2).
+    #[error("another active thread holds the browser profile; isolated mode is available (isolatedAvailable: true)")]
+    BrowserContextBusy,
+
+    /// Authenticated mode was requested without permission or without a configured profile.
+    /// Never silently downgraded to isolated (R-PROF-3).
+    #[error("authenticated browser mode is unavailable to this caller")]
+    BrowserAuthenticatedUnavailable,
+
     /// The gateway has been closed; no further calls are accepted.
     #[error("the gateway is closed")]
     GatewayClosed,
@@ -148,6 +188,12 @@ impl Error {
             Error::StoreIo { .. } => "STORE_IO",
             Error::InvalidArgument { .. } => "INVALID_ARGUMENT",
             Error::GatewayClosed => "GATEWAY_CLOSED",
+            Error::DeviceControlElsewhere => "DEVICE_CONTROL_ELSEWHERE",
+            Error::DeviceControlRevoked => "DEVICE_CONTROL_REVOKED",
+            Error::DeviceControlNotHeld => "DEVICE_CONTROL_NOT_HELD",
+            Error::AccessDenied { .. } => "ACCESS_DENIED",
+            Error::BrowserContextBusy => "browser_context_busy",
+            Error::BrowserAuthenticatedUnavailable => "browser_authenticated_unavailable",
             Error::Internal { .. } => "INTERNAL",
         }
     }
@@ -157,7 +203,13 @@ impl Error {
         match self {
             Error::InvalidConfiguration { .. } | Error::InvalidArgument { .. } => 400,
             Error::MissingCredentials { .. } => 500,
-            Error::StoreLocked | Error::GatewayClosed => 409,
+            Error::StoreLocked
+            | Error::GatewayClosed
+            | Error::DeviceControlElsewhere
+            | Error::DeviceControlRevoked
+            | Error::DeviceControlNotHeld
+            | Error::BrowserContextBusy => 409,
+            Error::AccessDenied { .. } | Error::BrowserAuthenticatedUnavailable => 403,
             Error::StoreCorrupt { .. }
             | Error::StoreVersionUnsupported { .. }
             | Error::StoreIo { .. }
@@ -177,6 +229,12 @@ impl Error {
             | Error::StoreIo { .. } => ErrorFamily::Store,
             Error::InvalidArgument { .. } => ErrorFamily::Argument,
             Error::GatewayClosed => ErrorFamily::Gateway,
+            Error::DeviceControlElsewhere
+            | Error::DeviceControlRevoked
+            | Error::DeviceControlNotHeld
+            | Error::BrowserContextBusy
+            | Error::BrowserAuthenticatedUnavailable => ErrorFamily::Lease,
+            Error::AccessDenied { .. } => ErrorFamily::Access,
             Error::Internal { .. } => ErrorFamily::Internal,
         }
     }

@@ -8,6 +8,7 @@
 
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::{doctor, CheckStatus, Config, DoctorCheck, DoctorReport};
+use crate::lease::Leases;
 use crate::store::Store;
 use crate::{Error, Result};
 use parking_lot::{Mutex, RwLock};
@@ -75,7 +76,9 @@ pub struct Gateway {
 
 #[derive(Debug)]
 struct Inner {
-    store: Store,
+    store: Arc<Store>,
+    leases: Leases,
+    reaper: Mutex<Option<Reaper>>,
     clock: SharedClock,
     live: RwLock<Arc<ConfigSnapshot>>,
     /// Serialises reloads so generations are assigned in order.
@@ -88,15 +91,20 @@ impl Gateway {
     /// Validates the configuration, opens (or creates) the store, and starts the gateway.
     pub fn open(options: GatewayOptions) -> Result<Gateway> {
         options.config.validate()?;
-        let store = Store::open(&options.data_dir)?;
+        let store = Arc::new(Store::open(&options.data_dir)?);
+        let clock: SharedClock = options
+            .clock
+            .unwrap_or_else(|| Arc::new(SystemClock::new()));
+        let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock))?;
+        let reaper = Reaper::start(leases.clone())?;
         let secret_names = options.config.secret_env_names();
         log::info!("gateway opened (schema {})", crate::store::SCHEMA_VERSION);
         Ok(Gateway {
             inner: Arc::new(Inner {
                 store,
-                clock: options
-                    .clock
-                    .unwrap_or_else(|| Arc::new(SystemClock::new())),
+                leases,
+                reaper: Mutex::new(Some(reaper)),
+                clock,
                 live: RwLock::new(Arc::new(ConfigSnapshot {
                     generation: 1,
                     config: options.config,
@@ -189,6 +197,11 @@ impl Gateway {
         &self.inner.store
     }
 
+    /// The lease manager: device control leases and browser session (profile) leases.
+    pub fn leases(&self) -> &Leases {
+        &self.inner.leases
+    }
+
     /// Whether [`Gateway::close`] has been called.
     pub fn is_closed(&self) -> bool {
         self.inner.closed.load(Ordering::Acquire)
@@ -200,7 +213,72 @@ impl Gateway {
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return;
         }
+        if let Some(reaper) = self.inner.reaper.lock().take() {
+            reaper.stop();
+        }
+        self.inner.leases.close_all();
         self.inner.store.close();
         log::info!("gateway closed");
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(reaper) = self.reaper.lock().take() {
+            reaper.stop();
+        }
+        self.leases.close_all();
+    }
+}
+
+/// The thread that reaps idle browser sessions (R-PROF-4). It wakes every second of real time
+/// and decides with the gateway's clock; it is stopped and joined on close.
+struct Reaper {
+    stop: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Reaper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reaper")
+    }
+}
+
+impl Reaper {
+    const PERIOD: std::time::Duration = std::time::Duration::from_secs(1);
+
+    fn start(leases: Leases) -> Result<Reaper> {
+        let stop = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+        let signal = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("jevgate-reaper".into())
+            .spawn(move || {
+                let (lock, cvar) = &*signal;
+                let mut stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
+                while !*stopped {
+                    let (guard, _) = cvar
+                        .wait_timeout(stopped, Self::PERIOD)
+                        .unwrap_or_else(|p| p.into_inner());
+                    stopped = guard;
+                    if !*stopped {
+                        drop(stopped);
+                        leases.reap();
+                        stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
+                    }
+                }
+            })
+            .map_err(|e| Error::Internal {
+                reason: format!("cannot start the reaper thread: {}", e.kind()),
+            })?;
+        Ok(Reaper { stop, thread })
+    }
+
+    fn stop(self) {
+        let (lock, cvar) = &*self.stop;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        cvar.notify_all();
+        if self.thread.thread().id() != std::thread::current().id() {
+            let _ = self.thread.join();
+        }
     }
 }

@@ -18,6 +18,7 @@ pub mod config;
 
 pub use config::Config;
 mod gateway;
+pub mod lease;
 pub mod store;
 
 pub use gateway::{ConfigSnapshot, Gateway, GatewayOptions};

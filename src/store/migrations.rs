@@ -14,7 +14,7 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 type Migration = fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>;
 
 /// `MIGRATIONS[i]` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[Migration] = &[v1_meta];
+const MIGRATIONS: &[Migration] = &[v1_meta, v2_control_leases];
 
 /// v1: store identity and the per-gateway secret.
 fn v1_meta(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
@@ -29,6 +29,18 @@ fn v1_meta(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
         [&secret[..]],
     )?;
     Ok(())
+}
+
+/// v2: control-lease holder changes and owed revocation notices (lease clock policy).
+fn v2_control_leases(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "CREATE TABLE control_leases (
+            device_id TEXT PRIMARY KEY NOT NULL,
+            holder TEXT,
+            revoked TEXT NOT NULL,
+            version INTEGER NOT NULL
+        ) STRICT;",
+    )
 }
 
 pub(super) fn migrate(conn: &Connection) -> Result<()> {

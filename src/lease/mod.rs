@@ -1,0 +1,596 @@
+//! Leases: who may drive a browser device, and which thread's browser session holds a profile
+//! (SPEC §4, R-LEASE, R-PROF).
+//!
+//! The rules live in two pure state machines over explicit time — [`control`] (device control
+//! leases) and [`profile`] (profile leases and session lifetimes). [`Leases`] is the thin,
+//! thread-safe façade a [`Gateway`](crate::Gateway) owns: it reads the injected clock, takes a
+//! short lock around each transition, persists control-lease holder changes, and runs
+//! cancellation and session-close hooks *after* releasing its locks.
+//!
+//! It never names a lease holder to anyone but the holder (R-LEASE-2, -5), never lets two root
+//! sessions hold one device (R-LEASE-8), and never stores a raw profile key (R-PROF-1).
+//!
+//! # Clock policy
+//!
+//! All expiry uses the gateway's monotonic clock ([`Clock::now`](crate::clock::Clock::now)).
+//! The choice on each edge is the one that never lets a lease end early — the reading etcd takes
+//! when it extends every lease across a leader change rather than letting any expire early, and
+//! Chubby takes when it holds a failed holder's lock back for a lock-delay:
+//!
+//! - **System suspend.** The system clock's monotonic time (`CLOCK_MONOTONIC` on Linux) does not
+//!   advance while the machine sleeps, so a lease or a revoked window does not run out during a
+//!   suspend: after resume the holder keeps the time it had left. A device is never handed to a
+//!   second conversation because the host slept. Wall-clock jumps (NTP, manual changes) affect
+//!   only the `expiresAt` shown to people, never expiry.
+//! - **Gateway restart.** Holder changes and owed revocation notices are written to the store
+//!   (renewals are not). On open, every lease recorded as held is held again by the same root
+//!   session for a full 120 s from the restart, and every owed `DEVICE_CONTROL_REVOKED` notice
+//!   re-opens its 120 s window, so no other conversation can acquire before the dispossessed one
+//!   is told. The cost is bounded: after a restart a device may stay unavailable to others for
+//!   up to 120 s longer than strictly needed; it is never available sooner.
+//! - **Profile sessions** are in memory only: a restart closes every browser, so the next call
+//!   starts a fresh session (R-PROF-4's transparent restart).
+
+pub mod control;
+pub mod profile;
+
+pub use control::{ControlTable, DeviceLease, Refusal, Status, CONTROL_TTL};
+pub use profile::{
+    profile_key_hash, CloseReason, Effect, SessionMode, SessionRefusal, SessionTable, ACTIVE_GRACE,
+    HARD_CEILING, IDLE_REAP,
+};
+
+use crate::clock::{Instant, SharedClock};
+use crate::store::Store;
+use crate::{Error, Result};
+use parking_lot::{Mutex, RwLock};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// How the caller of a control route authenticated (R-LEASE-7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credential {
+    /// The device's owner acting on their own account.
+    Owner,
+    /// A delegated credential (e.g. the browser extension's token): refused on control routes.
+    Delegated,
+}
+
+/// The caller of `take_back` / `control_status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControlCaller {
+    /// The authenticated principal.
+    pub principal: String,
+    /// How it authenticated.
+    pub credential: Credential,
+    /// The caller's own root session, if it is asking from a conversation.
+    pub root_session: Option<String>,
+}
+
+impl ControlCaller {
+    /// The device's owner, not in a conversation.
+    pub fn owner(principal: impl Into<String>) -> ControlCaller {
+        ControlCaller {
+            principal: principal.into(),
+            credential: Credential::Owner,
+            root_session: None,
+        }
+    }
+}
+
+/// A granted browser call (R-LEASE-1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaseGrant {
+    /// This call acquired the lease (it was free); `false` means it renewed it.
+    pub acquired: bool,
+    /// When the lease goes idle unless renewed (Unix ms, for display).
+    pub expires_at: i64,
+}
+
+/// `control_status` (R-LEASE-4, R-LEASE-5), in the seed's shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ControlStatus {
+    /// Held, or in the revoked-but-unexpired window (never `false` during that window).
+    pub held: bool,
+    /// The holder, only ever the caller's own root session.
+    pub held_by_root_session: Option<String>,
+    /// When the hold or window ends (Unix ms), if held.
+    pub expires_at: Option<i64>,
+    /// The revoked-but-unexpired window is open.
+    pub revoked: bool,
+}
+
+/// A browser call's session request with the raw profile key (hashed at once, never kept).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrowserCall {
+    /// The thread (conversation) making the call.
+    pub thread_id: String,
+    /// The organization owning the profile.
+    pub organization: String,
+    /// Explicit `sessionMode`, or `None`.
+    pub mode: Option<SessionMode>,
+    /// The configured profile key, if any.
+    pub profile_key: Option<String>,
+    /// Whether the caller may use authenticated mode.
+    pub authenticated_allowed: bool,
+}
+
+/// Closes real browser sessions on behalf of the lease manager (the browser backend registers
+/// one). Called outside every lease lock, in order.
+pub trait SessionHooks: Send + Sync {
+    /// Close `effect`'s session, persisting its profile first when asked.
+    fn apply(&self, effect: &Effect);
+}
+
+/// Cancels an in-flight command when a person takes the device back.
+type CancelHook = Box<dyn FnOnce() + Send>;
+
+struct InFlight {
+    id: u64,
+    session: String,
+    cancel: CancelHook,
+}
+
+#[derive(Default)]
+struct ControlState {
+    table: ControlTable,
+    owners: HashMap<String, String>,
+    versions: HashMap<String, u64>,
+    in_flight: HashMap<String, Vec<InFlight>>,
+}
+
+struct Inner {
+    clock: SharedClock,
+    store: Arc<Store>,
+    secret: Vec<u8>,
+    control: Mutex<ControlState>,
+    sessions: Mutex<SessionTable>,
+    hooks: RwLock<Option<Arc<dyn SessionHooks>>>,
+    next_id: AtomicU64,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+/// The thread-safe lease manager of a gateway. Cheap to clone.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let gw = jevgate::Gateway::open(jevgate::GatewayOptions::new(dir.path(), Default::default())).unwrap();
+/// let leases = gw.leases();
+/// assert!(leases.acquire("laptop", "conversation-1").unwrap().acquired);
+/// let err = leases.acquire("laptop", "conversation-2").unwrap_err();
+/// assert_eq!(err.code(), "DEVICE_CONTROL_ELSEWHERE");
+/// assert!(leases.take_back("laptop", &jevgate::lease::ControlCaller::owner("me")).unwrap());
+/// assert_eq!(leases.acquire("laptop", "conversation-1").unwrap_err().code(), "DEVICE_CONTROL_REVOKED");
+/// ```
+#[derive(Clone)]
+pub struct Leases {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Leases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Leases").finish_non_exhaustive()
+    }
+}
+
+/// Unregisters an in-flight command's cancellation hook when dropped.
+pub struct CommandGuard {
+    leases: Leases,
+    device: String,
+    id: u64,
+}
+
+impl Drop for CommandGuard {
+    fn drop(&mut self) {
+        let mut control = self.leases.inner.control.lock();
+        if let Some(list) = control.in_flight.get_mut(&self.device) {
+            list.retain(|c| c.id != self.id);
+            if list.is_empty() {
+                control.in_flight.remove(&self.device);
+            }
+        }
+    }
+}
+
+/// A browser call's session; ends the call when dropped.
+pub struct BrowserCallGuard {
+    leases: Leases,
+    /// The session to run the call in.
+    pub session_id: String,
+    /// Its mode.
+    pub mode: SessionMode,
+    /// `true` when this call created the session.
+    pub created: bool,
+}
+
+impl Drop for BrowserCallGuard {
+    fn drop(&mut self) {
+        let now = self.leases.inner.clock.now();
+        self.leases
+            .inner
+            .sessions
+            .lock()
+            .end_call(&self.session_id, now);
+    }
+}
+
+fn refusal(r: Refusal) -> Error {
+    match r {
+        Refusal::Elsewhere => Error::DeviceControlElsewhere,
+        Refusal::Revoked => Error::DeviceControlRevoked,
+        Refusal::NotHeld => Error::DeviceControlNotHeld,
+    }
+}
+
+fn id_arg(name: &'static str, value: &str) -> Result<()> {
+    if value.is_empty() || value.len() > 256 || value.chars().any(char::is_control) {
+        return Err(Error::InvalidArgument {
+            name,
+            reason: "must be 1 to 256 bytes without control characters".into(),
+        });
+    }
+    Ok(())
+}
+
+impl Leases {
+    /// Builds the manager and restores persisted control leases (see the clock policy).
+    pub(crate) fn open(store: Arc<Store>, clock: SharedClock) -> Result<Leases> {
+        let secret = store.gateway_secret()?;
+        let now = clock.now();
+        let rows: Vec<(String, Option<String>, String, i64)> = store.read(|c| {
+            let mut stmt =
+                c.prepare("SELECT device_id, holder, revoked, version FROM control_leases")?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>();
+            rows
+        })?;
+        let mut state = ControlState::default();
+        for (device, holder, revoked, version) in rows {
+            let revoked_sessions: Vec<String> =
+                serde_json::from_str(&revoked).map_err(|_| Error::StoreCorrupt {
+                    reason: "a control lease row is unreadable".into(),
+                })?;
+            let snapshot = control::Snapshot {
+                holder,
+                revoked_sessions,
+            };
+            state.versions.insert(device.clone(), version.max(0) as u64);
+            state
+                .table
+                .insert(device, DeviceLease::restore(&snapshot, now));
+        }
+        Ok(Leases {
+            inner: Arc::new(Inner {
+                clock,
+                store,
+                secret,
+                control: Mutex::new(state),
+                sessions: Mutex::new(SessionTable::default()),
+                hooks: RwLock::new(None),
+                next_id: AtomicU64::new(1),
+                closed: std::sync::atomic::AtomicBool::new(false),
+            }),
+        })
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            Err(Error::GatewayClosed)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn wall_ms(&self, at: Instant, now: Instant) -> i64 {
+        let delta =
+            i64::try_from(at.saturating_duration_since(now).as_millis()).unwrap_or(i64::MAX);
+        self.inner.clock.wall_millis().saturating_add(delta)
+    }
+
+    /// Runs a transition on one device; persists the new snapshot if it changed.
+    fn transition<T>(&self, device: &str, f: impl FnOnce(&mut DeviceLease, Instant) -> T) -> T {
+        let now = self.inner.clock.now();
+        let (out, persist) = {
+            let mut control = self.inner.control.lock();
+            let lease = control.table.device(device);
+            let before = lease.epoch();
+            let out = f(lease, now);
+            let persist = if lease.epoch() != before {
+                let after = lease.snapshot();
+                let v = control.versions.entry(device.to_string()).or_insert(0);
+                *v += 1;
+                Some((*v, after))
+            } else {
+                None
+            };
+            (out, persist)
+        };
+        if let Some((version, snapshot)) = persist {
+            self.persist(device, version, &snapshot);
+        }
+        out
+    }
+
+    fn persist(&self, device: &str, version: u64, snapshot: &control::Snapshot) {
+        let revoked =
+            serde_json::to_string(&snapshot.revoked_sessions).unwrap_or_else(|_| "[]".into());
+        let result = self.inner.store.write(|tx| {
+            tx.execute(
+                "INSERT INTO control_leases (device_id, holder, revoked, version) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(device_id) DO UPDATE SET holder = excluded.holder,
+                   revoked = excluded.revoked, version = excluded.version
+                 WHERE excluded.version > control_leases.version",
+                rusqlite::params![device, snapshot.holder, revoked, version as i64],
+            )
+        });
+        if let Err(e) = result {
+            log::warn!("control lease not persisted: {}", e.code());
+        }
+    }
+
+    /// A browser call by `root_session` on `device` (R-LEASE-1..4): acquires a free lease or
+    /// renews its own. `DEVICE_CONTROL_ELSEWHERE` while another session holds it or the revoked
+    /// window is open; `DEVICE_CONTROL_REVOKED` exactly once after a take-back.
+    pub fn acquire(&self, device: &str, root_session: &str) -> Result<LeaseGrant> {
+        self.check_open()?;
+        id_arg("device_id", device)?;
+        id_arg("root_session", root_session)?;
+        let now = self.inner.clock.now();
+        let grant = self
+            .transition(device, |l, now| l.touch(root_session, now))
+            .map_err(refusal)?;
+        Ok(LeaseGrant {
+            acquired: grant.acquired,
+            expires_at: self.wall_ms(grant.expires_at, now),
+        })
+    }
+
+    /// Renews the caller's lease without ever acquiring one (`DEVICE_CONTROL_NOT_HELD`).
+    pub fn renew(&self, device: &str, root_session: &str) -> Result<LeaseGrant> {
+        self.check_open()?;
+        id_arg("device_id", device)?;
+        id_arg("root_session", root_session)?;
+        let now = self.inner.clock.now();
+        let grant = self
+            .transition(device, |l, now| l.renew(root_session, now))
+            .map_err(refusal)?;
+        Ok(LeaseGrant {
+            acquired: false,
+            expires_at: self.wall_ms(grant.expires_at, now),
+        })
+    }
+
+    fn check_owner(&self, device: &str, caller: &ControlCaller) -> Result<()> {
+        self.check_open()?;
+        id_arg("device_id", device)?;
+        if caller.credential == Credential::Delegated {
+            return Err(Error::AccessDenied {
+                reason: "control routes are for the device's owner; a delegated credential cannot use them".into(),
+            });
+        }
+        let control = self.inner.control.lock();
+        match control.owners.get(device) {
+            Some(owner) if *owner != caller.principal => Err(Error::AccessDenied {
+                reason: "only the device's owner can use its control routes".into(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Records `owner` as the owner of `device` (the device registry calls this on pairing).
+    /// Control routes then accept only that principal (R-LEASE-7).
+    pub fn set_device_owner(&self, device: &str, owner: &str) -> Result<()> {
+        id_arg("device_id", device)?;
+        id_arg("owner", owner)?;
+        self.inner
+            .control
+            .lock()
+            .owners
+            .insert(device.to_string(), owner.to_string());
+        Ok(())
+    }
+
+    /// The person takes the device back (R-LEASE-3, R-LEASE-7): clears the holder, opens the
+    /// revoked window, and cancels the dispossessed session's in-flight commands. Returns
+    /// whether a holder was dispossessed (taking back a free device is a no-op).
+    pub fn take_back(&self, device: &str, caller: &ControlCaller) -> Result<bool> {
+        self.check_owner(device, caller)?;
+        let dispossessed = self.transition(device, |l, now| l.take_back(now));
+        let Some(session) = dispossessed else {
+            return Ok(false);
+        };
+        let hooks: Vec<CancelHook> = {
+            let mut control = self.inner.control.lock();
+            match control.in_flight.get_mut(device) {
+                Some(list) => {
+                    let (cancel, keep): (Vec<_>, Vec<_>) =
+                        list.drain(..).partition(|c| c.session == session);
+                    *list = keep;
+                    cancel.into_iter().map(|c| c.cancel).collect()
+                }
+                None => Vec::new(),
+            }
+        };
+        for cancel in hooks {
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(cancel)).is_err() {
+                log::error!("a command cancellation hook panicked");
+            }
+        }
+        Ok(true)
+    }
+
+    /// `control_status` for the device's owner (R-LEASE-4, -5, -7).
+    pub fn status(&self, device: &str, caller: &ControlCaller) -> Result<ControlStatus> {
+        self.check_owner(device, caller)?;
+        let now = self.inner.clock.now();
+        let status = {
+            let control = self.inner.control.lock();
+            match control.table.get(device) {
+                Some(l) => l.status(caller.root_session.as_deref(), now),
+                None => DeviceLease::default().status(None, now),
+            }
+        };
+        Ok(ControlStatus {
+            held: status.held,
+            held_by_root_session: status.held_by_root_session,
+            expires_at: status.expires_at.map(|e| self.wall_ms(e, now)),
+            revoked: status.revoked,
+        })
+    }
+
+    /// Chat Stop / session end / archive (R-LEASE-6): releases every lease `root_session` holds
+    /// and forgets notices owed to it, without cancelling anything. Returns how many devices
+    /// changed.
+    pub fn release_session(&self, root_session: &str) -> Result<usize> {
+        self.check_open()?;
+        id_arg("root_session", root_session)?;
+        let devices = self.inner.control.lock().table.devices_of(root_session);
+        let mut changed = 0;
+        for device in devices {
+            if self.transition(&device, |l, now| l.release_session(root_session, now)) {
+                changed += 1;
+            }
+        }
+        Ok(changed)
+    }
+
+    /// The current holder of `device` — for the gateway's own routing and invariant checks.
+    /// Never expose it to callers other than the holder.
+    pub fn holder(&self, device: &str) -> Option<String> {
+        let now = self.inner.clock.now();
+        self.inner
+            .control
+            .lock()
+            .table
+            .get(device)
+            .and_then(|l| l.holder(now).map(str::to_string))
+    }
+
+    /// Registers a cancellation hook for a command `root_session` is running on `device`; a
+    /// take-back calls it (once, outside all locks). Dropping the guard unregisters it.
+    pub fn begin_command(
+        &self,
+        device: &str,
+        root_session: &str,
+        cancel: impl FnOnce() + Send + 'static,
+    ) -> CommandGuard {
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        self.inner
+            .control
+            .lock()
+            .in_flight
+            .entry(device.to_string())
+            .or_default()
+            .push(InFlight {
+                id,
+                session: root_session.to_string(),
+                cancel: Box::new(cancel),
+            });
+        CommandGuard {
+            leases: self.clone(),
+            device: device.to_string(),
+            id,
+        }
+    }
+
+    /// Registers the hooks that close real browser sessions.
+    pub fn set_session_hooks(&self, hooks: Arc<dyn SessionHooks>) {
+        *self.inner.hooks.write() = Some(hooks);
+    }
+
+    fn apply(&self, effects: &[Effect]) {
+        if effects.is_empty() {
+            return;
+        }
+        let hooks = self.inner.hooks.read().clone();
+        for e in effects {
+            log::debug!(
+                "browser session closes ({:?})",
+                match e {
+                    Effect::Close { reason, .. } => *reason,
+                }
+            );
+            if let Some(h) = &hooks {
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.apply(e))).is_err() {
+                    log::error!("a session close hook panicked");
+                }
+            }
+        }
+    }
+
+    /// Starts a browser tool call's session (R-PROF-2..4): lazily creates or reuses the
+    /// thread's session, closes what must close first (through the hooks), and returns a guard
+    /// that ends the call when dropped.
+    pub fn begin_browser_call(&self, call: &BrowserCall) -> Result<BrowserCallGuard> {
+        self.check_open()?;
+        id_arg("thread_id", &call.thread_id)?;
+        id_arg("organization", &call.organization)?;
+        let req = profile::SessionRequest {
+            thread_id: call.thread_id.clone(),
+            organization: call.organization.clone(),
+            mode: call.mode,
+            profile: call
+                .profile_key
+                .as_deref()
+                .map(|k| profile_key_hash(&self.inner.secret, &call.organization, k)),
+            authenticated_allowed: call.authenticated_allowed,
+        };
+        let now = self.inner.clock.now();
+        let new_id = || {
+            let mut bytes = [0u8; 8];
+            let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes);
+            format!(
+                "bs_{}",
+                bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+            )
+        };
+        let (result, effects) = self.inner.sessions.lock().begin_call(&req, new_id, now);
+        self.apply(&effects);
+        match result {
+            Ok(grant) => Ok(BrowserCallGuard {
+                leases: self.clone(),
+                session_id: grant.session_id,
+                mode: grant.mode,
+                created: grant.created,
+            }),
+            Err(SessionRefusal::ContextBusy) => Err(Error::BrowserContextBusy),
+            Err(SessionRefusal::AuthenticatedUnavailable) => {
+                Err(Error::BrowserAuthenticatedUnavailable)
+            }
+        }
+    }
+
+    /// Closes the thread's browser session (the thread ended).
+    pub fn end_thread(&self, thread_id: &str) {
+        let effects = self.inner.sessions.lock().end_thread(thread_id);
+        self.apply(&effects);
+    }
+
+    /// Reaps idle and over-age browser sessions and prunes empty control leases now. The
+    /// gateway's reaper thread calls this periodically; tests call it after moving a manual
+    /// clock. Returns how many sessions were closed.
+    pub fn reap(&self) -> usize {
+        let now = self.inner.clock.now();
+        let effects = self.inner.sessions.lock().reap(now);
+        self.apply(&effects);
+        self.inner.control.lock().table.prune(now);
+        effects.len()
+    }
+
+    /// Closes every browser session (gateway shutdown).
+    pub(crate) fn close_all(&self) {
+        self.inner.closed.store(true, Ordering::Release);
+        let effects = self.inner.sessions.lock().drain();
+        self.apply(&effects);
+    }
+
+    /// Live browser sessions.
+    pub fn session_count(&self) -> usize {
+        self.inner.sessions.lock().len()
+    }
+}

@@ -1,0 +1,514 @@
+//! Profile leases and browser session lifetimes as a pure state machine (R-PROF-1..4).
+//!
+//! Owns which thread's browser session is live, in which mode, and which session holds a
+//! persistent profile: one live session per (organization, profileKey), an idle holder closed
+//! (and its profile persisted) before a new thread inherits it, `browser_context_busy` when the
+//! holder is active, explicit modes never silently downgraded, lazy creation, and reaping after
+//! 15 minutes idle or at a 1-hour hard ceiling.
+//!
+//! It does no I/O and never sees a raw profile key: callers pass the keyed hash
+//! ([`profile_key_hash`]). Closing a real browser is an [`Effect`] the façade performs.
+
+use crate::clock::Instant;
+use ring::hmac;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// A session idle this long (no call in flight) is reaped.
+pub const IDLE_REAP: Duration = Duration::from_secs(15 * 60);
+/// A session this old is reaped (once no call is in flight).
+pub const HARD_CEILING: Duration = Duration::from_secs(60 * 60);
+/// A profile holder whose last call ended less than this long ago counts as active (a run
+/// between two tool calls), so a new thread does not take the profile from under it.
+pub const ACTIVE_GRACE: Duration = Duration::from_secs(60);
+
+/// HMAC-SHA-256 of `(organization, profile_key)` under the per-gateway secret, hex-encoded
+/// (R-PROF-1). The raw key is never stored.
+///
+/// ```
+/// let h = jevgate::lease::profile_key_hash(b"secret", "org", "work-profile");
+/// assert_eq!(h.len(), 64);
+/// assert_ne!(h, jevgate::lease::profile_key_hash(b"other", "org", "work-profile"));
+/// ```
+pub fn profile_key_hash(secret: &[u8], organization: &str, profile_key: &str) -> String {
+    let key = hmac::Key::new(hmac::HMAC_SHA256, secret);
+    let mut ctx = hmac::Context::with_key(&key);
+    ctx.update(&(organization.len() as u64).to_be_bytes());
+    ctx.update(organization.as_bytes());
+    ctx.update(profile_key.as_bytes());
+    ctx.sign()
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Browser session mode (seed 001 `sessionMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SessionMode {
+    /// Uses the persistent profile (cookies, saved logins).
+    Authenticated,
+    /// Starts clean; never reads or writes the profile.
+    Isolated,
+}
+
+impl SessionMode {
+    /// `"authenticated"` or `"isolated"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionMode::Authenticated => "authenticated",
+            SessionMode::Isolated => "isolated",
+        }
+    }
+}
+
+/// A browser tool call's view of what it needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRequest {
+    /// The thread (conversation) the call belongs to.
+    pub thread_id: String,
+    /// The organization owning the profile.
+    pub organization: String,
+    /// Explicit mode, or `None` to continue the live mode (or the default).
+    pub mode: Option<SessionMode>,
+    /// Keyed hash of the configured profile key, if a profile is configured.
+    pub profile: Option<String>,
+    /// Whether the caller may use authenticated mode.
+    pub authenticated_allowed: bool,
+}
+
+/// Why a session could not be provided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionRefusal {
+    /// Another active thread holds the profile; isolated mode is available.
+    ContextBusy,
+    /// Authenticated mode without permission or without a configured profile.
+    AuthenticatedUnavailable,
+}
+
+/// Why a session closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The thread switched modes explicitly.
+    ModeSwitch,
+    /// A new thread needed the profile this idle session held.
+    ProfileHandOver,
+    /// 15 minutes without a call.
+    Idle,
+    /// The 1-hour hard ceiling.
+    Ceiling,
+    /// The thread ended.
+    ThreadEnded,
+}
+
+/// Something the façade must do after a transition (outside any lock).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Close a browser session; persist its profile first when `persist_profile`.
+    Close {
+        /// The session to close.
+        session_id: String,
+        /// Its thread.
+        thread_id: String,
+        /// Persist cookies/storage to the profile before closing (authenticated sessions).
+        persist_profile: bool,
+        /// Why.
+        reason: CloseReason,
+    },
+}
+
+/// A live session as the table keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrowserSession {
+    /// Session id.
+    pub id: String,
+    /// Owning thread.
+    pub thread_id: String,
+    /// Organization.
+    pub organization: String,
+    /// Mode.
+    pub mode: SessionMode,
+    /// Profile hash held (authenticated sessions).
+    pub profile: Option<String>,
+    /// Creation time.
+    pub created_at: Instant,
+    /// End of the last call (or creation).
+    pub last_used: Instant,
+    /// Calls in flight.
+    pub in_flight: u32,
+}
+
+/// The result of [`SessionTable::begin_call`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionGrant {
+    /// The session to run the call in.
+    pub session_id: String,
+    /// Its mode.
+    pub mode: SessionMode,
+    /// `true` when the session was created by this call.
+    pub created: bool,
+    /// Sessions to close before using it (a switched-away session, an idle profile holder,
+    /// reaped sessions), in order.
+    pub effects: Vec<Effect>,
+}
+
+/// All live browser sessions, keyed by thread.
+#[derive(Debug, Default)]
+pub struct SessionTable {
+    by_thread: HashMap<String, BrowserSession>,
+}
+
+fn close(s: BrowserSession, reason: CloseReason) -> Effect {
+    Effect::Close {
+        persist_profile: s.mode == SessionMode::Authenticated,
+        session_id: s.id,
+        thread_id: s.thread_id,
+        reason,
+    }
+}
+
+impl SessionTable {
+    /// Starts a browser tool call (R-PROF-2..4): reaps what is due, resolves the mode, reuses
+    /// or creates the thread's session (with `new_id` when creating), and hands the profile
+    /// over from an idle holder. On refusal nothing changes except reaping.
+    pub fn begin_call(
+        &mut self,
+        req: &SessionRequest,
+        new_id: impl FnOnce() -> String,
+        now: Instant,
+    ) -> (Result<SessionGrant, SessionRefusal>, Vec<Effect>) {
+        let mut effects = self.reap(now);
+        let live_mode = self.by_thread.get(&req.thread_id).map(|s| s.mode);
+        let mode = req.mode.or(live_mode).unwrap_or(if req.profile.is_some() {
+            SessionMode::Authenticated
+        } else {
+            SessionMode::Isolated
+        });
+        if mode == SessionMode::Authenticated
+            && (!req.authenticated_allowed || req.profile.is_none())
+        {
+            return (Err(SessionRefusal::AuthenticatedUnavailable), effects);
+        }
+        if let Some(s) = self.by_thread.get_mut(&req.thread_id) {
+            if s.mode == mode {
+                s.in_flight += 1;
+                return (
+                    Ok(SessionGrant {
+                        session_id: s.id.clone(),
+                        mode,
+                        created: false,
+                        effects: Vec::new(),
+                    }),
+                    effects,
+                );
+            }
+        }
+        // Find the profile holder of another thread before changing anything.
+        let holder = match mode {
+            SessionMode::Authenticated => self
+                .by_thread
+                .values()
+                .find(|s| {
+                    s.thread_id != req.thread_id
+                        && s.organization == req.organization
+                        && s.profile == req.profile
+                        && s.mode == SessionMode::Authenticated
+                })
+                .map(|s| {
+                    (
+                        s.thread_id.clone(),
+                        s.in_flight > 0
+                            || now.saturating_duration_since(s.last_used) < ACTIVE_GRACE,
+                    )
+                }),
+            SessionMode::Isolated => None,
+        };
+        if let Some((_, true)) = holder {
+            return (Err(SessionRefusal::ContextBusy), effects);
+        }
+        let mut grant_effects = Vec::new();
+        if let Some(old) = self.by_thread.remove(&req.thread_id) {
+            grant_effects.push(close(old, CloseReason::ModeSwitch));
+        }
+        if let Some((thread, false)) = holder {
+            if let Some(idle) = self.by_thread.remove(&thread) {
+                grant_effects.push(close(idle, CloseReason::ProfileHandOver));
+            }
+        }
+        let id = new_id();
+        self.by_thread.insert(
+            req.thread_id.clone(),
+            BrowserSession {
+                id: id.clone(),
+                thread_id: req.thread_id.clone(),
+                organization: req.organization.clone(),
+                mode,
+                profile: (mode == SessionMode::Authenticated)
+                    .then(|| req.profile.clone())
+                    .flatten(),
+                created_at: now,
+                last_used: now,
+                in_flight: 1,
+            },
+        );
+        effects.extend(grant_effects.iter().cloned());
+        (
+            Ok(SessionGrant {
+                session_id: id,
+                mode,
+                created: true,
+                effects: grant_effects,
+            }),
+            effects,
+        )
+    }
+
+    /// Ends a call started by [`SessionTable::begin_call`] on `session_id`.
+    pub fn end_call(&mut self, session_id: &str, now: Instant) {
+        if let Some(s) = self.by_thread.values_mut().find(|s| s.id == session_id) {
+            s.in_flight = s.in_flight.saturating_sub(1);
+            s.last_used = now;
+        }
+    }
+
+    /// Closes sessions idle for 15 minutes or past the 1-hour ceiling (none with a call in
+    /// flight). The next call of their thread transparently starts a fresh session.
+    pub fn reap(&mut self, now: Instant) -> Vec<Effect> {
+        let due: Vec<(String, CloseReason)> = self
+            .by_thread
+            .values()
+            .filter(|s| s.in_flight == 0)
+            .filter_map(|s| {
+                if now.saturating_duration_since(s.created_at) >= HARD_CEILING {
+                    Some((s.thread_id.clone(), CloseReason::Ceiling))
+                } else if now.saturating_duration_since(s.last_used) >= IDLE_REAP {
+                    Some((s.thread_id.clone(), CloseReason::Idle))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        due.into_iter()
+            .filter_map(|(t, why)| self.by_thread.remove(&t).map(|s| close(s, why)))
+            .collect()
+    }
+
+    /// Closes a thread's session (the thread ended).
+    pub fn end_thread(&mut self, thread_id: &str) -> Vec<Effect> {
+        self.by_thread
+            .remove(thread_id)
+            .map(|s| vec![close(s, CloseReason::ThreadEnded)])
+            .unwrap_or_default()
+    }
+
+    /// The live session of a thread.
+    pub fn session_of(&self, thread_id: &str) -> Option<&BrowserSession> {
+        self.by_thread.get(thread_id)
+    }
+
+    /// Number of live sessions.
+    pub fn len(&self) -> usize {
+        self.by_thread.len()
+    }
+
+    /// Whether no session is live.
+    pub fn is_empty(&self) -> bool {
+        self.by_thread.is_empty()
+    }
+
+    /// Every live session's close effect (gateway shutdown).
+    pub fn drain(&mut self) -> Vec<Effect> {
+        self.by_thread
+            .drain()
+            .map(|(_, s)| close(s, CloseReason::ThreadEnded))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(secs: u64) -> Instant {
+        Instant::from_origin(Duration::from_secs(secs))
+    }
+
+    fn req(thread: &str, mode: Option<SessionMode>, profile: bool) -> SessionRequest {
+        SessionRequest {
+            thread_id: thread.into(),
+            organization: "org".into(),
+            mode,
+            profile: profile.then(|| "hash".to_string()),
+            authenticated_allowed: true,
+        }
+    }
+
+    fn ids() -> impl FnMut() -> String {
+        let mut n = 0;
+        move || {
+            n += 1;
+            format!("s{n}")
+        }
+    }
+
+    // R-PROF-1
+    #[test]
+    fn profile_keys_are_keyed_hashes() {
+        let a = profile_key_hash(b"k1", "org", "p");
+        assert_eq!(a, profile_key_hash(b"k1", "org", "p"));
+        assert_ne!(a, profile_key_hash(b"k1", "org2", "p"));
+        assert_ne!(
+            profile_key_hash(b"k1", "or", "gp"),
+            profile_key_hash(b"k1", "org", "p"),
+            "no ambiguity"
+        );
+        assert!(!a.contains('p') || a.chars().all(|c| c.is_ascii_hexdigit()));
+    }
+
+    // R-PROF-3: defaults and no silent downgrade.
+    #[test]
+    fn mode_defaults_and_never_downgrades() {
+        let mut table = SessionTable::default();
+        let mut id = ids();
+        let (g, _) = table.begin_call(&req("t1", None, true), &mut id, t(0));
+        assert_eq!(g.unwrap().mode, SessionMode::Authenticated);
+        let (g, _) = table.begin_call(&req("t2", None, false), &mut id, t(0));
+        assert_eq!(g.unwrap().mode, SessionMode::Isolated);
+        let mut denied = req("t3", Some(SessionMode::Authenticated), true);
+        denied.authenticated_allowed = false;
+        let (g, _) = table.begin_call(&denied, &mut id, t(0));
+        assert_eq!(g, Err(SessionRefusal::AuthenticatedUnavailable));
+        let (g, _) = table.begin_call(
+            &req("t4", Some(SessionMode::Authenticated), false),
+            &mut id,
+            t(0),
+        );
+        assert_eq!(g, Err(SessionRefusal::AuthenticatedUnavailable));
+        assert!(table.session_of("t3").is_none());
+    }
+
+    // R-PROF-3: omitted mode continues the live mode; switching closes the prior session.
+    #[test]
+    fn switching_modes_closes_the_prior_session() {
+        let mut table = SessionTable::default();
+        let mut id = ids();
+        let (g, _) = table.begin_call(&req("t", Some(SessionMode::Isolated), true), &mut id, t(0));
+        let first = g.unwrap().session_id;
+        table.end_call(&first, t(1));
+        let (g, _) = table.begin_call(&req("t", None, true), &mut id, t(2));
+        assert_eq!(
+            g.as_ref().unwrap().session_id,
+            first,
+            "continues the live mode"
+        );
+        table.end_call(&first, t(3));
+        let (g, _) = table.begin_call(
+            &req("t", Some(SessionMode::Authenticated), true),
+            &mut id,
+            t(4),
+        );
+        let g = g.unwrap();
+        assert!(g.created);
+        assert_eq!(
+            g.effects,
+            vec![Effect::Close {
+                session_id: first,
+                thread_id: "t".into(),
+                persist_profile: false,
+                reason: CloseReason::ModeSwitch
+            }]
+        );
+    }
+
+    // R-PROF-2
+    #[test]
+    fn idle_holder_is_closed_and_persisted_before_a_new_thread_inherits() {
+        let mut table = SessionTable::default();
+        let mut id = ids();
+        let (g, _) = table.begin_call(&req("t1", None, true), &mut id, t(0));
+        let s1 = g.unwrap().session_id;
+        table.end_call(&s1, t(10));
+        // Active (within the grace period): busy, non-retryable, isolated available.
+        let (g, _) = table.begin_call(&req("t2", None, true), &mut id, t(30));
+        assert_eq!(g, Err(SessionRefusal::ContextBusy));
+        let (g, _) = table.begin_call(
+            &req("t2", Some(SessionMode::Isolated), true),
+            &mut id,
+            t(31),
+        );
+        assert_eq!(
+            g.unwrap().mode,
+            SessionMode::Isolated,
+            "isolated is available"
+        );
+        let s_iso = table.session_of("t2").unwrap().id.clone();
+        table.end_call(&s_iso, t(32));
+        // Idle: closed with persistence, the new session inherits.
+        let (g, _) = table.begin_call(
+            &req("t2", Some(SessionMode::Authenticated), true),
+            &mut id,
+            t(100),
+        );
+        let g = g.unwrap();
+        assert_eq!(g.effects.len(), 2);
+        assert!(g.effects.contains(&Effect::Close {
+            session_id: s1,
+            thread_id: "t1".into(),
+            persist_profile: true,
+            reason: CloseReason::ProfileHandOver
+        }));
+        assert!(table.session_of("t1").is_none());
+    }
+
+    #[test]
+    fn a_holder_with_a_call_in_flight_is_busy_however_old() {
+        let mut table = SessionTable::default();
+        let mut id = ids();
+        table
+            .begin_call(&req("t1", None, true), &mut id, t(0))
+            .0
+            .unwrap();
+        let (g, _) = table.begin_call(&req("t2", None, true), &mut id, t(600));
+        assert_eq!(g, Err(SessionRefusal::ContextBusy));
+    }
+
+    // R-PROF-4
+    #[test]
+    fn reaping_after_15_minutes_idle_and_at_the_hard_ceiling() {
+        let mut table = SessionTable::default();
+        let mut id = ids();
+        let s = table
+            .begin_call(&req("idle", None, false), &mut id, t(0))
+            .0
+            .unwrap()
+            .session_id;
+        table.end_call(&s, t(0));
+        assert!(table.reap(t(899)).is_empty());
+        assert_eq!(table.reap(t(900)).len(), 1);
+        // The next call transparently starts a fresh one.
+        let g = table
+            .begin_call(&req("idle", None, false), &mut id, t(901))
+            .0
+            .unwrap();
+        assert!(g.created);
+        // Busy sessions hit the ceiling once their call ends.
+        let s = g.session_id;
+        for k in 0..70 {
+            table.end_call(&s, t(901 + k * 50));
+            table
+                .begin_call(&req("idle", None, false), &mut id, t(901 + k * 50 + 1))
+                .0
+                .unwrap();
+        }
+        assert!(table.reap(t(901 + 3600)).is_empty(), "call in flight");
+        table.end_call(&s, t(901 + 3601));
+        let effects = table.reap(t(901 + 3601));
+        assert!(matches!(
+            effects.as_slice(),
+            [Effect::Close {
+                reason: CloseReason::Ceiling,
+                ..
+            }]
+        ));
+    }
+}

@@ -1,0 +1,413 @@
+//! The lease manager through the gateway façade, with a manual clock (SPEC §4: R-LEASE-1..7,
+//! R-PROF-1..4, and the clock policy of `jevgate::lease`).
+
+use jevgate::clock::{Clock, ManualClock};
+use jevgate::lease::{
+    BrowserCall, CloseReason, ControlCaller, Credential, Effect, SessionHooks, SessionMode,
+};
+use jevgate::{Config, Gateway, GatewayOptions};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+fn gateway(dir: &std::path::Path, clock: &ManualClock) -> Gateway {
+    Gateway::open(GatewayOptions::new(dir, Config::default()).with_clock(Arc::new(clock.clone())))
+        .unwrap()
+}
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+fn owner() -> ControlCaller {
+    ControlCaller::owner("person")
+}
+
+#[test]
+fn r_lease_1_acquire_renew_and_idle_expiry() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    let gw = gateway(dir.path(), &clock);
+    let l = gw.leases();
+    let start = clock.wall_millis();
+    let g = l.acquire("dev", "a").unwrap();
+    assert!(g.acquired);
+    assert_eq!(g.expires_at, start + 120_000);
+    clock.advance(secs(100));
+    let g = l.acquire("dev", "a").unwrap();
+    assert!(!g.acquired);
+    assert_eq!(g.expires_at, start + 220_000);
+    clock.advance(secs(119));
+    assert_eq!(
+        l.acquire("dev", "b").unwrap_err().code(),
+        "DEVICE_CONTROL_ELSEWHERE"
+    );
+    clock.advance(secs(1));
+    assert!(
+        l.acquire("dev", "b").unwrap().acquired,
+        "free after 120 s without a renewing call"
+    );
+}
+
+#[test]
+fn r_lease_2_elsewhere_is_409_and_never_names_the_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    let gw = gateway(dir.path(), &clock);
+    gw.leases()
+        .acquire("dev", "holder-conversation-42")
+        .unwrap();
+    let err = gw.leases().acquire("dev", "other").unwrap_err();
+    assert_eq!(err.http_status(), 409);
+    assert!(!err.to_string().contains("holder-conversation-42"));
+    assert!(!format!("{err:?}").contains("holder-conversation-42"));
+}
+
+#[test]
+fn r_lease_3_take_back_cancels_in_flight_and_revokes_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    let gw = gateway(dir.path(), &clock);
+    let l = gw.leases();
+    l.acquire("dev", "a").unwrap();
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let c = Arc::clone(&cancelled);
+    let guard = l.begin_command("dev", "a", move || {
+        c.fetch_add(1, Ordering::SeqCst);
+    });
+    assert!(l.take_back("dev", &owner()).unwrap());
+    assert_eq!(
+        cancelled.load(Ordering::SeqCst),
+        1,
+        "the in-flight command was cancelled"
+    );
+    drop(guard);
+    assert!(
+        !l.take_back("dev", &owner()).unwrap(),
+        "nothing left to take back"
+    );
+    assert_eq!(cancelled.load(Ordering::SeqCst), 1, "cancelled once");
+    let err = l.acquire("dev", "a").unwrap_err();
+    assert_eq!(
+        (err.code(), err.http_status()),
+        ("DEVICE_CONTROL_REVOKED", 409)
+    );
+    assert!(
+        l.acquire("dev", "a").unwrap().acquired,
+        "then behaves normally"
+    );
+}
+
+#[test]
+fn r_lease_4_revoked_window_is_reported_held_and_blocks_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    let gw = gateway(dir.path(), &clock);
+    let l = gw.leases();
+    l.acquire("dev", "a").unwrap();
+    clock.advance(secs(10));
+    let takeover = clock.wall_millis();
+    l.take_back("dev", &owner()).unwrap();
+    let s = l.status("dev", &owner()).unwrap();
+    assert!(s.held, "never held:false during the window");
+    assert!(s.revoked);
+    assert_eq!(s.held_by_root_session, None);
+    assert_eq!(s.expires_at, Some(takeover + 120_000));
+    let json = serde_json::to_value(&s).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"held": true, "heldByRootSession": null, "expiresAt": takeover + 120_000, "revoked": true})
+    );
+    clock.advance(secs(60));
+    assert_eq!(
+        l.acquire("dev", "b").unwrap_err().code(),
+        "DEVICE_CONTROL_ELSEWHERE"
+    );
+    clock.advance(secs(60));
+    assert!(
+        l.acquire("dev", "b").unwrap().acquired,
+        "120 s after the takeover the window closes"
+    );
+}
+
+#[test]
+fn r_lease_5_status_reveals_only_the_callers_own_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    let gw = gateway(dir.path(), &clock);
+    let l = gw.leases();
+    l.acquire("dev", "a").unwrap();
+    let mut as_a = owner();
+    as_a.root_session = Some("a".into());
+    assert_eq!(
+        l.status("dev", &as_a)
+            .unwrap()
+            .held_by_root_session
+            .as_deref(),
+        Some("a")
+    );
+    let mut as_b = owner();
+    as_b.root_session = Some("b".into());
+    let s = l.status("dev", &as_b).unwrap();
+    assert!(s.held && s.held_by_root_session.is_none() && !s.revoked);
+    let free = l.status("never-used", &owner()).unwrap();
+    assert_eq!(
+        serde_json::to_value(&free).unwrap(),
+        serde_json::json!({"held": false, "heldByRootSession": null, "expiresAt": null, "revoked": false})
+    );
+}
+
+#[test]
+fn r_lease_6_session_end_releases_everything_without_cancelling() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    let gw = gateway(dir.path(), &clock);
+    let l = gw.leases();
+    l.acquire("d1", "a").unwrap();
+    l.acquire("d2", "a").unwrap();
+    l.acquire("d3", "b").unwrap();
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let c = Arc::clone(&cancelled);
+    let _guard = l.begin_command("d1", "a", move || {
+        c.fetch_add(1, Ordering::SeqCst);
+    });
+    assert_eq!(l.release_session("a").unwrap(), 2);
+    assert_eq!(
+        cancelled.load(Ordering::SeqCst),
+        0,
+        "no cancellation on session end"
+    );
+    assert!(l.acquire("d1", "c").unwrap().acquired);
+    assert!(l.acquire("d2", "c").unwrap().acquired);
+    assert_eq!(
+        l.acquire("d3", "c").unwrap_err().code(),
+        "DEVICE_CONTROL_ELSEWHERE"
+    );
+}
+
+#[test]
+fn r_lease_7_control_routes_are_owner_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    let gw = gateway(dir.path(), &clock);
+    let l = gw.leases();
+    l.set_device_owner("dev", "person").unwrap();
+    l.acquire("dev", "a").unwrap();
+    let stranger = ControlCaller::owner("stranger");
+    let err = l.take_back("dev", &stranger).unwrap_err();
+    assert_eq!((err.code(), err.http_status()), ("ACCESS_DENIED", 403));
+    assert_eq!(
+        l.status("dev", &stranger).unwrap_err().code(),
+        "ACCESS_DENIED"
+    );
+    let delegated = ControlCaller {
+        principal: "person".into(),
+        credential: Credential::Delegated,
+        root_session: None,
+    };
+    assert_eq!(
+        l.take_back("dev", &delegated).unwrap_err().code(),
+        "ACCESS_DENIED"
+    );
+    assert_eq!(
+        l.holder("dev").as_deref(),
+        Some("a"),
+        "refused take-backs changed nothing"
+    );
+    assert!(l.take_back("dev", &owner()).unwrap());
+}
+
+#[test]
+fn hostile_ids_are_argument_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    let gw = gateway(dir.path(), &clock);
+    let l = gw.leases();
+    for (device, session) in [("", "a"), ("d", ""), ("d\n", "a"), (&*"x".repeat(300), "a")] {
+        assert_eq!(
+            l.acquire(device, session).unwrap_err().code(),
+            "INVALID_ARGUMENT"
+        );
+    }
+    l.acquire("db'; DROP TABLE control_leases;--", "a").unwrap();
+    gw.close();
+    let gw = gateway(dir.path(), &clock);
+    assert_eq!(
+        gw.leases()
+            .holder("db'; DROP TABLE control_leases;--")
+            .as_deref(),
+        Some("a")
+    );
+}
+
+// Clock policy: a restart re-grants held leases a full TTL and re-opens owed windows.
+#[test]
+fn clock_policy_restart_never_frees_a_lease_early_and_keeps_owed_notices() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    {
+        let gw = gateway(dir.path(), &clock);
+        gw.leases().acquire("held", "a").unwrap();
+        gw.leases().acquire("taken", "x").unwrap();
+        gw.leases().take_back("taken", &owner()).unwrap();
+        gw.leases().acquire("released", "r").unwrap();
+        gw.leases().release_session("r").unwrap();
+        gw.close();
+    }
+    // The host restarts much later (a fresh process: monotonic time starts over).
+    clock.advance(secs(100));
+    let gw = gateway(dir.path(), &clock);
+    let l = gw.leases();
+    assert_eq!(
+        l.acquire("held", "b").unwrap_err().code(),
+        "DEVICE_CONTROL_ELSEWHERE"
+    );
+    assert!(
+        !l.acquire("held", "a").unwrap().acquired,
+        "the holder keeps it"
+    );
+    assert_eq!(
+        l.acquire("taken", "y").unwrap_err().code(),
+        "DEVICE_CONTROL_ELSEWHERE",
+        "window re-opened"
+    );
+    assert_eq!(
+        l.acquire("taken", "x").unwrap_err().code(),
+        "DEVICE_CONTROL_REVOKED",
+        "still told once"
+    );
+    assert!(
+        l.acquire("released", "s").unwrap().acquired,
+        "released stays released"
+    );
+    clock.advance(secs(120));
+    assert!(
+        l.acquire("held", "b").unwrap().acquired,
+        "a full TTL after the restart, then free"
+    );
+}
+
+// Clock policy: suspend. Monotonic time does not advance while the machine sleeps; the wall
+// clock jumps. The lease keeps its remaining time; only the displayed expiresAt moves.
+#[test]
+fn clock_policy_suspend_does_not_expire_a_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    let gw = gateway(dir.path(), &clock);
+    let l = gw.leases();
+    l.acquire("dev", "a").unwrap();
+    clock.advance(secs(60));
+    let resumed_wall = clock.wall() + Duration::from_secs(8 * 3600);
+    clock.set_wall(resumed_wall);
+    assert_eq!(
+        l.acquire("dev", "b").unwrap_err().code(),
+        "DEVICE_CONTROL_ELSEWHERE"
+    );
+    let s = l.status("dev", &owner()).unwrap();
+    let resumed_ms = resumed_wall.duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+    assert_eq!(
+        s.expires_at,
+        Some(resumed_ms + 60_000),
+        "60 s left, shown in the new wall time"
+    );
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<Effect>>);
+
+impl SessionHooks for Recorder {
+    fn apply(&self, effect: &Effect) {
+        self.0.lock().push(effect.clone());
+    }
+}
+
+fn call(thread: &str, mode: Option<SessionMode>, profile: Option<&str>) -> BrowserCall {
+    BrowserCall {
+        thread_id: thread.into(),
+        organization: "acme".into(),
+        mode,
+        profile_key: profile.map(str::to_string),
+        authenticated_allowed: true,
+    }
+}
+
+#[test]
+fn r_prof_1_to_4_through_the_facade_with_hooks_and_reaping() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    let gw = gateway(dir.path(), &clock);
+    let l = gw.leases();
+    let hooks = Arc::new(Recorder::default());
+    l.set_session_hooks(hooks.clone());
+    // Lazy creation, authenticated by default with a profile.
+    let first = l
+        .begin_browser_call(&call("t1", None, Some("work")))
+        .unwrap();
+    assert!(first.created);
+    assert_eq!(first.mode, SessionMode::Authenticated);
+    let s1 = first.session_id.clone();
+    // Another thread while the holder is mid-call: busy, 409, isolated available.
+    let err = l
+        .begin_browser_call(&call("t2", None, Some("work")))
+        .err()
+        .unwrap();
+    assert_eq!(
+        (err.code(), err.http_status()),
+        ("browser_context_busy", 409)
+    );
+    assert!(err.to_string().contains("isolatedAvailable: true"));
+    drop(first);
+    // Without permission, authenticated is refused, never downgraded.
+    let mut denied = call("t3", Some(SessionMode::Authenticated), Some("work"));
+    denied.authenticated_allowed = false;
+    assert_eq!(
+        l.begin_browser_call(&denied).err().unwrap().code(),
+        "browser_authenticated_unavailable"
+    );
+    // The holder goes idle: a new thread takes the profile after the holder is closed and persisted.
+    clock.advance(secs(120));
+    let second = l
+        .begin_browser_call(&call("t2", None, Some("work")))
+        .unwrap();
+    assert!(second.created);
+    assert_eq!(
+        hooks.0.lock().as_slice(),
+        [Effect::Close {
+            session_id: s1,
+            thread_id: "t1".into(),
+            persist_profile: true,
+            reason: CloseReason::ProfileHandOver
+        }]
+    );
+    drop(second);
+    // Reaping after 15 minutes idle; the next call starts a fresh session transparently.
+    clock.advance(secs(15 * 60));
+    assert_eq!(l.reap(), 1);
+    assert_eq!(l.session_count(), 0);
+    let fresh = l
+        .begin_browser_call(&call("t2", None, Some("work")))
+        .unwrap();
+    assert!(fresh.created);
+}
+
+#[test]
+fn closing_the_gateway_closes_browser_sessions_and_refuses_lease_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    let gw = gateway(dir.path(), &clock);
+    let hooks = Arc::new(Recorder::default());
+    gw.leases().set_session_hooks(hooks.clone());
+    drop(
+        gw.leases()
+            .begin_browser_call(&call("t", None, None))
+            .unwrap(),
+    );
+    let leases = gw.leases().clone();
+    gw.close();
+    assert_eq!(hooks.0.lock().len(), 1);
+    assert_eq!(
+        leases.acquire("d", "a").unwrap_err().code(),
+        "GATEWAY_CLOSED"
+    );
+}
