@@ -73,7 +73,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("  {:<16} {:?}: {}", check.name, check.status, check.detail);
     }
 
-    // 5. Close: joins the gateway's threads and releases the data directory.
+    // 5. Leases: one conversation drives a device; the person can always take it back.
+    let leases = gw.leases();
+    leases.set_device_owner("laptop", "person")?;
+    let grant = leases.acquire("laptop", "conversation-a")?;
+    println!("\nconversation-a acquired the laptop (expires at {} ms)", grant.expires_at);
+    let elsewhere = leases.acquire("laptop", "conversation-b").unwrap_err();
+    println!("conversation-b: {} ({})", elsewhere.code(), elsewhere);
+    leases.take_back("laptop", &jevgate::lease::ControlCaller::owner("person"))?;
+    let status = leases.status("laptop", &jevgate::lease::ControlCaller::owner("person"))?;
+    println!("person took it back: {}", serde_json::to_string(&status)?);
+    let revoked = leases.acquire("laptop", "conversation-a").unwrap_err();
+    println!("conversation-a is told once: {}", revoked.code());
+
+    // 6. Close: joins the gateway's threads and releases the data directory.
     gw.close();
     println!("\ngateway closed");
     Ok(())

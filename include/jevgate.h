@@ -54,6 +54,13 @@ typedef struct jevgate_error jevgate_error;
  */
 typedef struct jevgate_gateway jevgate_gateway;
 
+/**
+ * A manual clock for tests and simulations: time moves only when told. Pass it to
+ * `jevgate_gateway_open_with_clock`; free it with `jevgate_manual_clock_free` (a gateway
+ * using it keeps its own reference).
+ */
+typedef struct jevgate_manual_clock jevgate_manual_clock;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -145,6 +152,19 @@ jevgate_status jevgate_gateway_open(const char *data_dir,
                                     jevgate_error **err_out);
 
 /**
+ * As `jevgate_gateway_open`, with a manual clock (NULL = the system clock) for tests and
+ * simulations: lease expiry and reaping then follow `jevgate_manual_clock_advance_ms`.
+ *
+ * # Safety
+ * As `jevgate_gateway_open`; `clock` NULL or a live manual clock.
+ */
+jevgate_status jevgate_gateway_open_with_clock(const char *data_dir,
+                                               const char *config_json,
+                                               const jevgate_manual_clock *clock,
+                                               jevgate_gateway **gateway_out,
+                                               jevgate_error **err_out);
+
+/**
  * Closes the gateway (joins its threads, closes the store, releases the data directory) and
  * frees the handle. NULL is accepted and ignored.
  *
@@ -196,6 +216,128 @@ jevgate_status jevgate_gateway_doctor(const jevgate_gateway *gateway,
 jevgate_status jevgate_gateway_secret_env_names(const jevgate_gateway *gateway,
                                                 char **names_json_out,
                                                 jevgate_error **err_out);
+
+/**
+ * A new manual clock at monotonic zero and wall time 2026-01-01T00:00:00Z. Never NULL.
+ */
+jevgate_manual_clock *jevgate_manual_clock_new(void);
+
+/**
+ * Moves the clock forward by `ms` milliseconds (monotonic and wall time). NULL is ignored.
+ *
+ * # Safety
+ * `clock` must be NULL or a live clock from `jevgate_manual_clock_new`.
+ */
+void jevgate_manual_clock_advance_ms(const jevgate_manual_clock *clock, uint64_t ms);
+
+/**
+ * Sets the wall time (Unix ms) without moving monotonic time — a suspend/resume or an NTP
+ * jump. Negative values are clamped to the epoch. NULL is ignored.
+ *
+ * # Safety
+ * `clock` must be NULL or a live clock from `jevgate_manual_clock_new`.
+ */
+void jevgate_manual_clock_set_wall_ms(const jevgate_manual_clock *clock, int64_t unix_ms);
+
+/**
+ * The clock's wall time in Unix ms, or 0 for NULL.
+ *
+ * # Safety
+ * `clock` must be NULL or a live clock from `jevgate_manual_clock_new`.
+ */
+int64_t jevgate_manual_clock_wall_ms(const jevgate_manual_clock *clock);
+
+/**
+ * Frees a manual clock. NULL is accepted and ignored.
+ *
+ * # Safety
+ * `clock` must be NULL or a clock from `jevgate_manual_clock_new`, not yet freed.
+ */
+void jevgate_manual_clock_free(jevgate_manual_clock *clock);
+
+/**
+ * A browser call by `root_session` on `device_id` (R-LEASE-1..4): acquires or renews the
+ * control lease. Writes `{"acquired":bool,"expiresAt":unix_ms}` to `*grant_json_out`.
+ * Fails with `DEVICE_CONTROL_ELSEWHERE` or (once, after a take-back) `DEVICE_CONTROL_REVOKED`.
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `grant_json_out` writable; `err_out` NULL
+ * or writable.
+ */
+jevgate_status jevgate_lease_acquire(const jevgate_gateway *gateway,
+                                     const char *device_id,
+                                     const char *root_session,
+                                     char **grant_json_out,
+                                     jevgate_error **err_out);
+
+/**
+ * Renews the caller's control lease without acquiring (`DEVICE_CONTROL_NOT_HELD`). Writes
+ * `{"acquired":false,"expiresAt":unix_ms}`.
+ *
+ * # Safety
+ * As `jevgate_lease_acquire`.
+ */
+jevgate_status jevgate_lease_renew(const jevgate_gateway *gateway,
+                                   const char *device_id,
+                                   const char *root_session,
+                                   char **grant_json_out,
+                                   jevgate_error **err_out);
+
+/**
+ * The device's owner takes control back (R-LEASE-3, -7): clears the holder, cancels its
+ * in-flight command, and opens the revoked window. Writes whether a holder was dispossessed
+ * to `*took_back_out` (may be NULL). `delegated` = the caller used a delegated credential
+ * (refused with `ACCESS_DENIED`).
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; out-pointers NULL or writable.
+ */
+jevgate_status jevgate_lease_take_back(const jevgate_gateway *gateway,
+                                       const char *device_id,
+                                       const char *principal,
+                                       bool delegated,
+                                       bool *took_back_out,
+                                       jevgate_error **err_out);
+
+/**
+ * `control_status` for the device's owner (R-LEASE-4, -5): writes
+ * `{"held","heldByRootSession","expiresAt","revoked"}`. `root_session` (may be NULL) is the
+ * caller's own conversation; `heldByRootSession` is only ever that session.
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated (`root_session` may be NULL);
+ * `status_json_out` writable; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_lease_status(const jevgate_gateway *gateway,
+                                    const char *device_id,
+                                    const char *principal,
+                                    const char *root_session,
+                                    bool delegated,
+                                    char **status_json_out,
+                                    jevgate_error **err_out);
+
+/**
+ * Session end / Chat Stop (R-LEASE-6): releases every lease `root_session` holds without
+ * cancelling anything. Writes the number of devices released to `*released_out` (may be NULL).
+ *
+ * # Safety
+ * `gateway` a live handle; `root_session` NUL-terminated; out-pointers NULL or writable.
+ */
+jevgate_status jevgate_lease_release_session(const jevgate_gateway *gateway,
+                                             const char *root_session,
+                                             size_t *released_out,
+                                             jevgate_error **err_out);
+
+/**
+ * Records the owner of a device; control routes then accept only that principal (R-LEASE-7).
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_lease_set_device_owner(const jevgate_gateway *gateway,
+                                              const char *device_id,
+                                              const char *owner,
+                                              jevgate_error **err_out);
 
 #ifdef __cplusplus
 }  // extern "C"

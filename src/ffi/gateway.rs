@@ -13,7 +13,7 @@ pub struct jevgate_gateway {
 ///
 /// # Safety
 /// `gw` must be NULL or a live handle from `jevgate_gateway_open`.
-unsafe fn gateway<'a>(gw: *const jevgate_gateway) -> Result<&'a Gateway, Error> {
+pub(crate) unsafe fn gateway_ref<'a>(gw: *const jevgate_gateway) -> Result<&'a Gateway, Error> {
     // SAFETY: per the contract, non-NULL `gw` points to a live handle.
     unsafe { gw.as_ref() }
         .map(|g| &g.inner)
@@ -36,6 +36,31 @@ pub unsafe extern "C" fn jevgate_gateway_open(
     gateway_out: *mut *mut jevgate_gateway,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
+    // SAFETY: forwarded contract; no clock.
+    unsafe {
+        jevgate_gateway_open_with_clock(
+            data_dir,
+            config_json,
+            std::ptr::null(),
+            gateway_out,
+            err_out,
+        )
+    }
+}
+
+/// As `jevgate_gateway_open`, with a manual clock (NULL = the system clock) for tests and
+/// simulations: lease expiry and reaping then follow `jevgate_manual_clock_advance_ms`.
+///
+/// # Safety
+/// As `jevgate_gateway_open`; `clock` NULL or a live manual clock.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_gateway_open_with_clock(
+    data_dir: *const c_char,
+    config_json: *const c_char,
+    clock: *const jevgate_manual_clock,
+    gateway_out: *mut *mut jevgate_gateway,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
     guard(err_out, || {
         // SAFETY: forwarded contract.
         let dir = unsafe { str_arg("data_dir", data_dir) }?;
@@ -43,7 +68,9 @@ pub unsafe extern "C" fn jevgate_gateway_open(
         let json = unsafe { str_arg("config_json", config_json) }?;
         out_arg("gateway_out", gateway_out)?;
         let config = Config::from_json_str(json)?;
-        let gw = Gateway::open(GatewayOptions::new(dir, config))?;
+        let mut options = GatewayOptions::new(dir, config);
+        options.clock = super::lease::manual_clock(clock);
+        let gw = Gateway::open(options)?;
         let handle = Box::into_raw(Box::new(jevgate_gateway { inner: gw }));
         // SAFETY: checked non-NULL above; writable per the contract.
         unsafe { *gateway_out = handle };
@@ -82,7 +109,7 @@ pub unsafe extern "C" fn jevgate_gateway_reload(
 ) -> jevgate_status {
     guard(err_out, || {
         // SAFETY: forwarded contract.
-        let gw = unsafe { self::gateway(gateway) }?;
+        let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
         let json = unsafe { str_arg("config_json", config_json) }?;
         let generation = gw.reload_json(json)?;
@@ -102,7 +129,7 @@ pub unsafe extern "C" fn jevgate_gateway_reload(
 pub unsafe extern "C" fn jevgate_gateway_generation(gateway: *const jevgate_gateway) -> u64 {
     // SAFETY: forwarded contract.
     catch_unwind(AssertUnwindSafe(|| {
-        unsafe { self::gateway(gateway) }.map_or(0, Gateway::generation)
+        unsafe { gateway_ref(gateway) }.map_or(0, Gateway::generation)
     }))
     .unwrap_or(0)
 }
@@ -121,7 +148,7 @@ pub unsafe extern "C" fn jevgate_gateway_doctor(
 ) -> jevgate_status {
     guard(err_out, || {
         // SAFETY: forwarded contract.
-        let gw = unsafe { self::gateway(gateway) }?;
+        let gw = unsafe { gateway_ref(gateway) }?;
         out_arg("report_json_out", report_json_out)?;
         let s = c_string(gw.doctor()?.to_json())?;
         // SAFETY: checked non-NULL; writable per the contract.
@@ -144,7 +171,7 @@ pub unsafe extern "C" fn jevgate_gateway_secret_env_names(
 ) -> jevgate_status {
     guard(err_out, || {
         // SAFETY: forwarded contract.
-        let gw = unsafe { self::gateway(gateway) }?;
+        let gw = unsafe { gateway_ref(gateway) }?;
         out_arg("names_json_out", names_json_out)?;
         let json = serde_json::to_string(&gw.secret_env_names()).map_err(|_| Error::Internal {
             reason: "could not encode names".into(),

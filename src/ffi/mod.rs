@@ -13,10 +13,12 @@
 mod config;
 mod error;
 mod gateway;
+mod lease;
 
 pub use config::*;
 pub use error::*;
 pub use gateway::*;
+pub use lease::*;
 
 use crate::Error;
 use std::ffi::{c_char, CStr, CString};

@@ -20,6 +20,8 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
         ErrorFamily::Store => "StoreError",
         ErrorFamily::Argument => "ArgumentError",
         ErrorFamily::Gateway => "GatewayError",
+        ErrorFamily::Lease => "LeaseError",
+        ErrorFamily::Access => "AccessDeniedError",
         _ => "Error",
     };
     let kwargs = PyDict::new(py);

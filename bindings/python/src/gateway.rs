@@ -1,10 +1,14 @@
 //! `jevgate.Gateway`: a context manager around the Rust gateway; blocking calls release the GIL.
 
+use crate::clock::PyManualClock;
 use crate::config::config_text;
 use crate::errors::IntoPy;
+use crate::lease::PyLeases;
+use jevgate::clock::SharedClock;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 #[pyclass(module = "jevgate", name = "Gateway", frozen)]
 pub struct PyGateway {
@@ -19,19 +23,36 @@ fn json_to_py<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'py, PyAny>> {
 #[pymethods]
 impl PyGateway {
     #[new]
-    #[pyo3(signature = (data_dir, config = None))]
-    fn new(py: Python<'_>, data_dir: PathBuf, config: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    #[pyo3(signature = (data_dir, config = None, *, clock = None))]
+    fn new(
+        py: Python<'_>,
+        data_dir: PathBuf,
+        config: Option<&Bound<'_, PyAny>>,
+        clock: Option<&Bound<'_, PyManualClock>>,
+    ) -> PyResult<Self> {
         let text = match config {
             Some(c) => config_text(c)?,
             None => "{}".to_owned(),
         };
+        let clock: Option<SharedClock> =
+            clock.map(|c| Arc::new(c.get().clock.clone()) as SharedClock);
         let inner = py
             .detach(|| {
                 let config = jevgate::Config::from_json_str(&text)?;
-                jevgate::Gateway::open(jevgate::GatewayOptions::new(data_dir, config))
+                let mut options = jevgate::GatewayOptions::new(data_dir, config);
+                options.clock = clock;
+                jevgate::Gateway::open(options)
             })
             .py_err()?;
         Ok(PyGateway { inner })
+    }
+
+    /// Device control leases.
+    #[getter]
+    fn leases(&self) -> PyLeases {
+        PyLeases {
+            gateway: self.inner.clone(),
+        }
     }
 
     #[getter]

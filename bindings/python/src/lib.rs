@@ -3,9 +3,11 @@
 //! Translation only: Python values in, Rust calls with the GIL released, Python values and
 //! exceptions out. No logic lives here. One file per core module.
 
+mod clock;
 mod config;
 mod errors;
 mod gateway;
+mod lease;
 
 use pyo3::prelude::*;
 
@@ -14,5 +16,7 @@ fn _jevgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(config::validate_config, m)?)?;
     m.add_class::<gateway::PyGateway>()?;
+    m.add_class::<clock::PyManualClock>()?;
+    m.add_class::<lease::PyLeases>()?;
     Ok(())
 }

@@ -12,15 +12,27 @@ Rust API: dicts and lists in and out, exceptions that carry the library's stable
     JEV_INVALID_CONFIGURATION gateway.jev.timeoutMs
 """
 
-from jevgate._errors import ArgumentError, ConfigError, Error, GatewayError, StoreError
-from jevgate._jevgate import Gateway, __version__, validate_config
+from jevgate._errors import (
+    AccessDeniedError,
+    ArgumentError,
+    ConfigError,
+    Error,
+    GatewayError,
+    LeaseError,
+    StoreError,
+)
+from jevgate._jevgate import Gateway, Leases, ManualClock, __version__, validate_config
 
 __all__ = [
+    "AccessDeniedError",
     "ArgumentError",
     "ConfigError",
     "Error",
     "Gateway",
     "GatewayError",
+    "LeaseError",
+    "Leases",
+    "ManualClock",
     "StoreError",
     "__version__",
     "validate_config",

@@ -56,3 +56,16 @@ class ArgumentError(Error, ValueError):
 
 class GatewayError(Error):
     """The gateway is not in a state that allows the call (``GATEWAY_CLOSED``)."""
+
+
+class LeaseError(Error):
+    """A device control lease or browser session lease refused the call:
+    ``DEVICE_CONTROL_ELSEWHERE`` (another conversation drives the device; names nobody),
+    ``DEVICE_CONTROL_REVOKED`` (a person took control back; told once — do not retry unless
+    asked), ``DEVICE_CONTROL_NOT_HELD``, ``browser_context_busy`` (isolated mode is available),
+    ``browser_authenticated_unavailable``. All 409 except the last (403)."""
+
+
+class AccessDeniedError(Error, PermissionError):
+    """The caller may not do this (``ACCESS_DENIED``, 403): e.g. a control route called by
+    someone other than the device's owner, or with a delegated credential."""

@@ -11,10 +11,48 @@ ConfigInput = Union[str, Mapping[str, Any]]
 def validate_config(config: ConfigInput) -> None:
     """Validate a configuration (a dict or a JSON string); raise ConfigError with .path."""
 
+class ManualClock:
+    """A clock that moves only when told (tests, simulations). Pass it as Gateway(clock=...)."""
+
+    def __init__(self) -> None: ...
+    def advance(self, seconds: float) -> None:
+        """Move monotonic and wall time forward."""
+    def set_wall(self, unix_seconds: float) -> None:
+        """Set wall time without moving monotonic time (a suspend or an NTP jump)."""
+    @property
+    def now(self) -> float:
+        """Monotonic seconds since creation."""
+    @property
+    def wall_ms(self) -> int: ...
+
+class Leases:
+    """Device control leases of a gateway (SPEC §4.1)."""
+
+    def acquire(self, device_id: str, root_session: str) -> Dict[str, Any]:
+        """Acquire or renew: {"acquired": bool, "expiresAt": unix_ms}; LeaseError otherwise."""
+    def renew(self, device_id: str, root_session: str) -> Dict[str, Any]: ...
+    def take_back(self, device_id: str, principal: str, *, delegated: bool = False) -> bool:
+        """The owner takes the device back; True when a holder was dispossessed."""
+    def status(
+        self, device_id: str, principal: str, *, root_session: Optional[str] = None, delegated: bool = False
+    ) -> Dict[str, Any]:
+        """{"held", "heldByRootSession", "expiresAt", "revoked"}."""
+    def release_session(self, root_session: str) -> int: ...
+    def set_device_owner(self, device_id: str, owner: str) -> None: ...
+    def reap(self) -> int: ...
+
 class Gateway:
     """An open gateway on a data directory. Use as a context manager, or call close()."""
 
-    def __init__(self, data_dir: Union[str, os.PathLike[str]], config: Optional[ConfigInput] = None) -> None: ...
+    def __init__(
+        self,
+        data_dir: Union[str, os.PathLike[str]],
+        config: Optional[ConfigInput] = None,
+        *,
+        clock: Optional[ManualClock] = None,
+    ) -> None: ...
+    @property
+    def leases(self) -> Leases: ...
     @property
     def generation(self) -> int:
         """The live configuration generation (1 after open, +1 per successful reload)."""

@@ -1,0 +1,132 @@
+/*
+ * jevgate from C: the device control lease with a manual clock.
+ *
+ * One conversation drives a device at a time; a second one is turned away without being told
+ * who holds it; the owner takes the browser back; the dispossessed conversation is told exactly
+ * once; the revoked window holds others off for 120 s. Exits non-zero on the first broken
+ * expectation (the test suite runs it).
+ */
+#include "jevgate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+
+#define EXPECT(cond)                                                             \
+  do {                                                                           \
+    if (!(cond)) {                                                               \
+      fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, #cond); \
+      failures++;                                                                \
+    }                                                                            \
+  } while (0)
+
+/* Runs a call that must fail with `code`; frees the error. */
+static void expect_code(jevgate_status status, jevgate_error *err, const char *code) {
+  EXPECT(status != JEVGATE_OK);
+  const char *got = jevgate_error_code(err);
+  if (got == NULL || strcmp(got, code) != 0) {
+    fprintf(stderr, "expected %s, got %s\n", code, got ? got : "(none)");
+    failures++;
+  }
+  jevgate_error_free(err);
+}
+
+static int contains(const char *haystack, const char *needle) {
+  return haystack != NULL && strstr(haystack, needle) != NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s DATA_DIR\n", argv[0]);
+    return 2;
+  }
+  jevgate_manual_clock *clock = jevgate_manual_clock_new();
+  jevgate_gateway *gw = NULL;
+  jevgate_error *err = NULL;
+  if (jevgate_gateway_open_with_clock(argv[1], "{}", clock, &gw, &err) != JEVGATE_OK) {
+    fprintf(stderr, "open: %s\n", jevgate_error_message(err));
+    return 1;
+  }
+  EXPECT(jevgate_lease_set_device_owner(gw, "laptop", "person", &err) == JEVGATE_OK);
+
+  /* R-LEASE-1: the first call acquires. */
+  char *grant = NULL;
+  EXPECT(jevgate_lease_acquire(gw, "laptop", "conversation-a", &grant, &err) == JEVGATE_OK);
+  EXPECT(contains(grant, "\"acquired\":true"));
+  printf("acquired: %s\n", grant);
+  jevgate_string_free(grant);
+
+  /* R-LEASE-2: another conversation is turned away, 409, without the holder's name. */
+  err = NULL;
+  jevgate_status st = jevgate_lease_acquire(gw, "laptop", "conversation-b", &grant, &err);
+  EXPECT(jevgate_error_http_status(err) == 409);
+  EXPECT(!contains(jevgate_error_message(err), "conversation-a"));
+  expect_code(st, err, "DEVICE_CONTROL_ELSEWHERE");
+
+  /* R-LEASE-7: a delegated credential cannot take the browser back. */
+  err = NULL;
+  bool took = false;
+  st = jevgate_lease_take_back(gw, "laptop", "person", true, &took, &err);
+  expect_code(st, err, "ACCESS_DENIED");
+
+  /* R-LEASE-3: the owner takes it back. */
+  err = NULL;
+  EXPECT(jevgate_lease_take_back(gw, "laptop", "person", false, &took, &err) == JEVGATE_OK);
+  EXPECT(took);
+
+  /* R-LEASE-4: the revoked window is reported as held, and blocks others. */
+  char *status = NULL;
+  EXPECT(jevgate_lease_status(gw, "laptop", "person", NULL, false, &status, &err) == JEVGATE_OK);
+  EXPECT(contains(status, "\"held\":true") && contains(status, "\"revoked\":true") &&
+         contains(status, "\"heldByRootSession\":null"));
+  printf("status after take-back: %s\n", status);
+  jevgate_string_free(status);
+  err = NULL;
+  st = jevgate_lease_acquire(gw, "laptop", "conversation-b", &grant, &err);
+  expect_code(st, err, "DEVICE_CONTROL_ELSEWHERE");
+
+  /* The dispossessed conversation is told exactly once, then behaves normally. */
+  err = NULL;
+  st = jevgate_lease_acquire(gw, "laptop", "conversation-a", &grant, &err);
+  expect_code(st, err, "DEVICE_CONTROL_REVOKED");
+  err = NULL;
+  EXPECT(jevgate_lease_acquire(gw, "laptop", "conversation-a", &grant, &err) == JEVGATE_OK);
+  jevgate_string_free(grant);
+
+  /* R-LEASE-1: 120 s without a renewing call frees the device. */
+  jevgate_manual_clock_advance_ms(clock, 120000);
+  EXPECT(jevgate_lease_acquire(gw, "laptop", "conversation-b", &grant, &err) == JEVGATE_OK);
+  jevgate_string_free(grant);
+
+  /* R-LEASE-5: status shows the caller's own session only. */
+  EXPECT(jevgate_lease_status(gw, "laptop", "person", "conversation-b", false, &status, &err) ==
+         JEVGATE_OK);
+  EXPECT(contains(status, "\"heldByRootSession\":\"conversation-b\""));
+  jevgate_string_free(status);
+
+  /* R-LEASE-6: ending the session releases its leases. */
+  size_t released = 0;
+  EXPECT(jevgate_lease_release_session(gw, "conversation-b", &released, &err) == JEVGATE_OK);
+  EXPECT(released == 1);
+
+  /* Bad arguments are errors. */
+  err = NULL;
+  st = jevgate_lease_acquire(gw, NULL, "x", &grant, &err);
+  EXPECT(st == JEVGATE_INVALID_ARGUMENT);
+  expect_code(st, err, "INVALID_ARGUMENT");
+  err = NULL;
+  st = jevgate_lease_acquire(gw, "", "x", &grant, &err);
+  expect_code(st, err, "INVALID_ARGUMENT");
+
+  jevgate_gateway_close(gw);
+  jevgate_manual_clock_free(clock);
+  jevgate_manual_clock_free(NULL);
+  if (failures != 0) {
+    fprintf(stderr, "%d expectation(s) failed\n", failures);
+    return 1;
+  }
+  printf("all C lease expectations held\n");
+  return 0;
+}

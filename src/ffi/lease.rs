@@ -1,0 +1,294 @@
+//! Control leases and the manual clock over the C ABI.
+
+use super::*;
+use crate::clock::{Clock, ManualClock};
+use crate::lease::{ControlCaller, Credential};
+use std::time::{Duration, UNIX_EPOCH};
+
+/// A manual clock for tests and simulations: time moves only when told. Pass it to
+/// `jevgate_gateway_open_with_clock`; free it with `jevgate_manual_clock_free` (a gateway
+/// using it keeps its own reference).
+pub struct jevgate_manual_clock {
+    clock: ManualClock,
+}
+
+/// A new manual clock at monotonic zero and wall time 2026-01-01T00:00:00Z. Never NULL.
+#[no_mangle]
+pub extern "C" fn jevgate_manual_clock_new() -> *mut jevgate_manual_clock {
+    Box::into_raw(Box::new(jevgate_manual_clock {
+        clock: ManualClock::new(),
+    }))
+}
+
+/// Moves the clock forward by `ms` milliseconds (monotonic and wall time). NULL is ignored.
+///
+/// # Safety
+/// `clock` must be NULL or a live clock from `jevgate_manual_clock_new`.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_manual_clock_advance_ms(
+    clock: *const jevgate_manual_clock,
+    ms: u64,
+) {
+    // SAFETY: per the contract.
+    if let Some(c) = unsafe { clock.as_ref() } {
+        c.clock.advance(Duration::from_millis(ms));
+    }
+}
+
+/// Sets the wall time (Unix ms) without moving monotonic time — a suspend/resume or an NTP
+/// jump. Negative values are clamped to the epoch. NULL is ignored.
+///
+/// # Safety
+/// `clock` must be NULL or a live clock from `jevgate_manual_clock_new`.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_manual_clock_set_wall_ms(
+    clock: *const jevgate_manual_clock,
+    unix_ms: i64,
+) {
+    // SAFETY: per the contract.
+    if let Some(c) = unsafe { clock.as_ref() } {
+        c.clock
+            .set_wall(UNIX_EPOCH + Duration::from_millis(unix_ms.max(0) as u64));
+    }
+}
+
+/// The clock's wall time in Unix ms, or 0 for NULL.
+///
+/// # Safety
+/// `clock` must be NULL or a live clock from `jevgate_manual_clock_new`.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_manual_clock_wall_ms(clock: *const jevgate_manual_clock) -> i64 {
+    // SAFETY: per the contract.
+    unsafe { clock.as_ref() }.map_or(0, |c| c.clock.wall_millis())
+}
+
+/// Frees a manual clock. NULL is accepted and ignored.
+///
+/// # Safety
+/// `clock` must be NULL or a clock from `jevgate_manual_clock_new`, not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_manual_clock_free(clock: *mut jevgate_manual_clock) {
+    if !clock.is_null() {
+        // SAFETY: per the contract, from `Box::into_raw` in `jevgate_manual_clock_new`.
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(clock) })));
+    }
+}
+
+pub(crate) fn manual_clock(
+    clock: *const jevgate_manual_clock,
+) -> Option<crate::clock::SharedClock> {
+    // SAFETY: callers pass NULL or a live clock per their own contracts.
+    unsafe { clock.as_ref() }
+        .map(|c| std::sync::Arc::new(c.clock.clone()) as crate::clock::SharedClock)
+}
+
+fn json<T: serde::Serialize>(value: &T) -> Result<*mut c_char, Error> {
+    let text = serde_json::to_string(value).map_err(|_| Error::Internal {
+        reason: "could not encode a result".into(),
+    })?;
+    c_string(text)
+}
+
+fn caller(principal: &str, delegated: bool, root_session: Option<&str>) -> ControlCaller {
+    ControlCaller {
+        principal: principal.to_string(),
+        credential: if delegated {
+            Credential::Delegated
+        } else {
+            Credential::Owner
+        },
+        root_session: root_session.map(str::to_string),
+    }
+}
+
+/// A browser call by `root_session` on `device_id` (R-LEASE-1..4): acquires or renews the
+/// control lease. Writes `{"acquired":bool,"expiresAt":unix_ms}` to `*grant_json_out`.
+/// Fails with `DEVICE_CONTROL_ELSEWHERE` or (once, after a take-back) `DEVICE_CONTROL_REVOKED`.
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; `grant_json_out` writable; `err_out` NULL
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_lease_acquire(
+    gateway: *const jevgate_gateway,
+    device_id: *const c_char,
+    root_session: *const c_char,
+    grant_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let (device, session) = unsafe {
+            (
+                str_arg("device_id", device_id)?,
+                str_arg("root_session", root_session)?,
+            )
+        };
+        out_arg("grant_json_out", grant_json_out)?;
+        let s = json(&gw.leases().acquire(device, session)?)?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { *grant_json_out = s };
+        Ok(())
+    })
+}
+
+/// Renews the caller's control lease without acquiring (`DEVICE_CONTROL_NOT_HELD`). Writes
+/// `{"acquired":false,"expiresAt":unix_ms}`.
+///
+/// # Safety
+/// As `jevgate_lease_acquire`.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_lease_renew(
+    gateway: *const jevgate_gateway,
+    device_id: *const c_char,
+    root_session: *const c_char,
+    grant_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let (device, session) = unsafe {
+            (
+                str_arg("device_id", device_id)?,
+                str_arg("root_session", root_session)?,
+            )
+        };
+        out_arg("grant_json_out", grant_json_out)?;
+        let s = json(&gw.leases().renew(device, session)?)?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { *grant_json_out = s };
+        Ok(())
+    })
+}
+
+/// The device's owner takes control back (R-LEASE-3, -7): clears the holder, cancels its
+/// in-flight command, and opens the revoked window. Writes whether a holder was dispossessed
+/// to `*took_back_out` (may be NULL). `delegated` = the caller used a delegated credential
+/// (refused with `ACCESS_DENIED`).
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; out-pointers NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_lease_take_back(
+    gateway: *const jevgate_gateway,
+    device_id: *const c_char,
+    principal: *const c_char,
+    delegated: bool,
+    took_back_out: *mut bool,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let (device, principal) = unsafe {
+            (
+                str_arg("device_id", device_id)?,
+                str_arg("principal", principal)?,
+            )
+        };
+        let took = gw
+            .leases()
+            .take_back(device, &caller(principal, delegated, None))?;
+        if !took_back_out.is_null() {
+            // SAFETY: non-NULL and writable per the contract.
+            unsafe { *took_back_out = took };
+        }
+        Ok(())
+    })
+}
+
+/// `control_status` for the device's owner (R-LEASE-4, -5): writes
+/// `{"held","heldByRootSession","expiresAt","revoked"}`. `root_session` (may be NULL) is the
+/// caller's own conversation; `heldByRootSession` is only ever that session.
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated (`root_session` may be NULL);
+/// `status_json_out` writable; `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_lease_status(
+    gateway: *const jevgate_gateway,
+    device_id: *const c_char,
+    principal: *const c_char,
+    root_session: *const c_char,
+    delegated: bool,
+    status_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let (device, principal) = unsafe {
+            (
+                str_arg("device_id", device_id)?,
+                str_arg("principal", principal)?,
+            )
+        };
+        let session = if root_session.is_null() {
+            None
+        } else {
+            // SAFETY: non-NULL, NUL-terminated per the contract.
+            Some(unsafe { str_arg("root_session", root_session) }?)
+        };
+        out_arg("status_json_out", status_json_out)?;
+        let s = json(
+            &gw.leases()
+                .status(device, &caller(principal, delegated, session))?,
+        )?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { *status_json_out = s };
+        Ok(())
+    })
+}
+
+/// Session end / Chat Stop (R-LEASE-6): releases every lease `root_session` holds without
+/// cancelling anything. Writes the number of devices released to `*released_out` (may be NULL).
+///
+/// # Safety
+/// `gateway` a live handle; `root_session` NUL-terminated; out-pointers NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_lease_release_session(
+    gateway: *const jevgate_gateway,
+    root_session: *const c_char,
+    released_out: *mut usize,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let session = unsafe { str_arg("root_session", root_session) }?;
+        let n = gw.leases().release_session(session)?;
+        if !released_out.is_null() {
+            // SAFETY: non-NULL and writable per the contract.
+            unsafe { *released_out = n };
+        }
+        Ok(())
+    })
+}
+
+/// Records the owner of a device; control routes then accept only that principal (R-LEASE-7).
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_lease_set_device_owner(
+    gateway: *const jevgate_gateway,
+    device_id: *const c_char,
+    owner: *const c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let (device, owner) =
+            unsafe { (str_arg("device_id", device_id)?, str_arg("owner", owner)?) };
+        gw.leases().set_device_owner(device, owner)
+    })
+}
