@@ -77,7 +77,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let leases = gw.leases();
     leases.set_device_owner("laptop", "person")?;
     let grant = leases.acquire("laptop", "conversation-a")?;
-    println!("\nconversation-a acquired the laptop (expires at {} ms)", grant.expires_at);
+    println!(
+        "\nconversation-a acquired the laptop (expires at {} ms)",
+        grant.expires_at
+    );
     let elsewhere = leases.acquire("laptop", "conversation-b").unwrap_err();
     println!("conversation-b: {} ({})", elsewhere.code(), elsewhere);
     leases.take_back("laptop", &jevgate::lease::ControlCaller::owner("person"))?;

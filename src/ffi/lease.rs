@@ -101,6 +101,36 @@ fn caller(principal: &str, delegated: bool, root_session: Option<&str>) -> Contr
     }
 }
 
+/// Shared body of acquire and renew.
+///
+/// # Safety
+/// As `jevgate_lease_acquire`.
+unsafe fn grant_call(
+    gateway: *const jevgate_gateway,
+    device_id: *const c_char,
+    root_session: *const c_char,
+    grant_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+    call: fn(&crate::lease::Leases, &str, &str) -> crate::Result<crate::lease::LeaseGrant>,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let (device, session) = unsafe {
+            (
+                str_arg("device_id", device_id)?,
+                str_arg("root_session", root_session)?,
+            )
+        };
+        out_arg("grant_json_out", grant_json_out)?;
+        let s = json(&call(gw.leases(), device, session)?)?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { *grant_json_out = s };
+        Ok(())
+    })
+}
+
 /// A browser call by `root_session` on `device_id` (R-LEASE-1..4): acquires or renews the
 /// control lease. Writes `{"acquired":bool,"expiresAt":unix_ms}` to `*grant_json_out`.
 /// Fails with `DEVICE_CONTROL_ELSEWHERE` or (once, after a take-back) `DEVICE_CONTROL_REVOKED`.
@@ -116,22 +146,17 @@ pub unsafe extern "C" fn jevgate_lease_acquire(
     grant_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
-        // SAFETY: forwarded contract.
-        let gw = unsafe { gateway_ref(gateway) }?;
-        // SAFETY: forwarded contract.
-        let (device, session) = unsafe {
-            (
-                str_arg("device_id", device_id)?,
-                str_arg("root_session", root_session)?,
-            )
-        };
-        out_arg("grant_json_out", grant_json_out)?;
-        let s = json(&gw.leases().acquire(device, session)?)?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *grant_json_out = s };
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe {
+        grant_call(
+            gateway,
+            device_id,
+            root_session,
+            grant_json_out,
+            err_out,
+            crate::lease::Leases::acquire,
+        )
+    }
 }
 
 /// Renews the caller's control lease without acquiring (`DEVICE_CONTROL_NOT_HELD`). Writes
@@ -147,22 +172,17 @@ pub unsafe extern "C" fn jevgate_lease_renew(
     grant_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
-        // SAFETY: forwarded contract.
-        let gw = unsafe { gateway_ref(gateway) }?;
-        // SAFETY: forwarded contract.
-        let (device, session) = unsafe {
-            (
-                str_arg("device_id", device_id)?,
-                str_arg("root_session", root_session)?,
-            )
-        };
-        out_arg("grant_json_out", grant_json_out)?;
-        let s = json(&gw.leases().renew(device, session)?)?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *grant_json_out = s };
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe {
+        grant_call(
+            gateway,
+            device_id,
+            root_session,
+            grant_json_out,
+            err_out,
+            crate::lease::Leases::renew,
+        )
+    }
 }
 
 /// The device's owner takes control back (R-LEASE-3, -7): clears the holder, cancels its

@@ -29,6 +29,23 @@ fn caller(principal: String, delegated: bool, root_session: Option<String>) -> C
     }
 }
 
+type GrantCall =
+    fn(&jevgate::lease::Leases, &str, &str) -> jevgate::Result<jevgate::lease::LeaseGrant>;
+
+impl PyLeases {
+    fn grant<'py>(
+        &self,
+        py: Python<'py>,
+        device: &str,
+        session: &str,
+        call: GrantCall,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let gw = &self.gateway;
+        let g = py.detach(|| call(gw.leases(), device, session)).py_err()?;
+        grant_dict(py, g)
+    }
+}
+
 #[pymethods]
 impl PyLeases {
     /// A browser call: acquire a free lease or renew your own. Returns
@@ -40,11 +57,12 @@ impl PyLeases {
         device_id: String,
         root_session: String,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let gw = &self.gateway;
-        let g = py
-            .detach(|| gw.leases().acquire(&device_id, &root_session))
-            .py_err()?;
-        grant_dict(py, g)
+        self.grant(
+            py,
+            &device_id,
+            &root_session,
+            jevgate::lease::Leases::acquire,
+        )
     }
 
     /// Renew only (LeaseError DEVICE_CONTROL_NOT_HELD when the session holds nothing).
@@ -54,11 +72,7 @@ impl PyLeases {
         device_id: String,
         root_session: String,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let gw = &self.gateway;
-        let g = py
-            .detach(|| gw.leases().renew(&device_id, &root_session))
-            .py_err()?;
-        grant_dict(py, g)
+        self.grant(py, &device_id, &root_session, jevgate::lease::Leases::renew)
     }
 
     /// The owner takes the device back; returns whether a holder was dispossessed.
