@@ -12,5 +12,7 @@
 
 pub mod clock;
 mod error;
+pub mod grammar;
+pub mod observation;
 
 pub use error::{Error, ErrorFamily, Result};
