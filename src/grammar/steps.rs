@@ -476,6 +476,10 @@ fn drop_inline_header(text: &str) -> &str {
 
 /// A pacing note: `start with step 1`, `เริ่มจากขั้นตอนที่ 1`, `step by step`, `ทีละขั้น`.
 fn is_pacing(s: &str) -> bool {
+    // Pacing notes are short; bounding the length keeps every caller linear.
+    if s.len() > 120 {
+        return false;
+    }
     let s = trim(s).trim_end_matches(['.', '!', '?', '。', ':', ',']);
     let s = trim(s);
     for whole in [
