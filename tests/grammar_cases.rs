@@ -28,8 +28,8 @@ fn every_case_of_the_shared_table_holds_r_grm() {
         if line.trim().is_empty() {
             continue;
         }
-        let case: Value = serde_json::from_str(line)
-            .unwrap_or_else(|e| panic!("line {}: not JSON: {e}", n + 1));
+        let case: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("line {}: not JSON: {e}", n + 1));
         let function = case["fn"].as_str().expect("fn");
         let input = case["input"].as_str().expect("input");
         *counts.entry(function.to_string()).or_default() += 1;
@@ -44,8 +44,16 @@ fn every_case_of_the_shared_table_holds_r_grm() {
         }
     }
     let total: usize = counts.values().sum();
-    assert!(total >= 400, "the table must hold at least 400 cases, has {total}");
-    assert!(failures.is_empty(), "{} of {total} cases failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        total >= 400,
+        "the table must hold at least 400 cases, has {total}"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {total} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -54,9 +62,12 @@ fn the_case_table_only_uses_documented_functions() {
         let case: Value = serde_json::from_str(line).expect("JSON");
         let keys: Vec<&String> = case.as_object().expect("object").keys().collect();
         assert!(
-            keys.iter().all(|k| ["fn", "input", "expect", "note"].contains(&k.as_str())),
+            keys.iter()
+                .all(|k| ["fn", "input", "expect", "note"].contains(&k.as_str())),
             "unexpected keys in {line}"
         );
-        assert!(["parse", "steps", "parts", "model_address"].contains(&case["fn"].as_str().unwrap()));
+        assert!(
+            ["parse", "steps", "parts", "model_address"].contains(&case["fn"].as_str().unwrap())
+        );
     }
 }

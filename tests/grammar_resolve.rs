@@ -31,7 +31,12 @@ fn keypad() -> Vec<Control> {
     let mut v: Vec<Control> = (0..10)
         .map(|d| Control::new(&format!("k{d}"), "button", &d.to_string()))
         .collect();
-    for (r, n) in [("add", "Add"), ("sub", "Subtract"), ("mul", "Multiply"), ("div", "Divide")] {
+    for (r, n) in [
+        ("add", "Add"),
+        ("sub", "Subtract"),
+        ("mul", "Multiply"),
+        ("div", "Divide"),
+    ] {
         v.push(Control::new(r, "button", n));
     }
     v.push(Control::new("eq", "button", "Equals"));
@@ -63,8 +68,19 @@ fn decision(r: &Resolution) -> &DecisionRequest {
 #[test]
 fn r_grm_resolve_browser_new_tab_and_window_are_out_of_scope() {
     let obs = page(vec![]);
-    for cmd in ["เปิด tab ใหม่", "new tab", "เปิดแท็บ Google ใหม่", "เปิดแท็กใหม่", "Cmd+T", "Cmd+N"] {
-        assert_eq!(on_browser(cmd, &obs), outcome(Outcome::NewTabOutOfScope), "{cmd}");
+    for cmd in [
+        "เปิด tab ใหม่",
+        "new tab",
+        "เปิดแท็บ Google ใหม่",
+        "เปิดแท็กใหม่",
+        "Cmd+T",
+        "Cmd+N",
+    ] {
+        assert_eq!(
+            on_browser(cmd, &obs),
+            outcome(Outcome::NewTabOutOfScope),
+            "{cmd}"
+        );
     }
 }
 
@@ -75,7 +91,10 @@ fn r_grm_resolve_browser_history_without_an_entry_is_unavailable() {
         can_go_back: false,
         can_go_forward: true,
     });
-    assert_eq!(on_browser("ย้อนกลับ", &obs), outcome(Outcome::HistoryUnavailable));
+    assert_eq!(
+        on_browser("ย้อนกลับ", &obs),
+        outcome(Outcome::HistoryUnavailable)
+    );
     assert_eq!(
         on_browser("forward", &obs),
         Resolution::Act(Primitive::History {
@@ -162,7 +181,10 @@ fn r_grm_resolve_browser_search_with_several_fields_asks_which_field() {
     assert_eq!(d.text_offer.as_deref(), Some("cats"));
 
     let two_search = page(vec![search_box("s1"), search_box("s2")]);
-    assert_eq!(decision(&on_browser("search cats", &two_search)).options, vec!["s1", "s2"]);
+    assert_eq!(
+        decision(&on_browser("search cats", &two_search)).options,
+        vec!["s1", "s2"]
+    );
 }
 
 #[test]
@@ -179,7 +201,10 @@ fn r_grm_resolve_sensitive_fields_are_never_offered_for_text() {
     let mut pw = Control::field("p", "textbox", "Password", None);
     pw.sensitive = true;
     let obs = page(vec![pw, Control::field("u", "textbox", "User", Some(""))]);
-    assert_eq!(decision(&on_browser("type hunter2", &obs)).options, vec!["u"]);
+    assert_eq!(
+        decision(&on_browser("type hunter2", &obs)).options,
+        vec!["u"]
+    );
 }
 
 #[test]
@@ -200,13 +225,19 @@ fn r_grm_resolve_a_hand_built_unsafe_navigate_is_unresolved() {
         url: "javascript:alert(1)".into(),
     };
     for adapter in [Adapter::Browser, Adapter::Computer] {
-        assert_eq!(resolve(&bad, &obs, adapter), outcome(Outcome::NavigationUnresolved));
+        assert_eq!(
+            resolve(&bad, &obs, adapter),
+            outcome(Outcome::NavigationUnresolved)
+        );
     }
 }
 
 #[test]
 fn r_grm_resolve_browser_decide_offers_every_control_and_the_quoted_text() {
-    let obs = page(vec![Control::new("e1", "link", "First"), Control::new("e2", "link", "Second")]);
+    let obs = page(vec![
+        Control::new("e1", "link", "First"),
+        Control::new("e2", "link", "Second"),
+    ]);
     let r = on_browser("เข้า link แรก", &obs);
     assert_eq!(decision(&r).options, vec!["e1", "e2"]);
     let r = on_browser("ใส่ \"hello\" ในช่องค้นหา", &obs);
@@ -254,11 +285,17 @@ fn r_grm_resolve_computer_digits_need_a_keypad_and_press_digit_by_digit() {
     // No keypad (a digit missing): decided.
     let mut no_nine = keypad();
     no_nine.retain(|c| c.name != "9");
-    assert!(matches!(on_computer("5", &page(no_nine)), Resolution::Decide(_)));
+    assert!(matches!(
+        on_computer("5", &page(no_nine)),
+        Resolution::Decide(_)
+    ));
     // A digit shown twice is not a keypad.
     let mut twice = keypad();
     twice.push(Control::new("x5", "button", "5"));
-    assert!(matches!(on_computer("5", &page(twice)), Resolution::Decide(_)));
+    assert!(matches!(
+        on_computer("5", &page(twice)),
+        Resolution::Decide(_)
+    ));
 }
 
 #[test]
@@ -297,7 +334,11 @@ fn r_grm_resolve_computer_calculator_keys_press_the_one_labelled_button() {
     let form = page(vec![Control::new("c", "button", "Clear")]);
     assert!(matches!(on_computer("clear", &form), Resolution::Decide(_)));
     assert_eq!(
-        resolve(&Intent::CalcKey { key: CalcKey::Add }, &form, Adapter::Computer),
+        resolve(
+            &Intent::CalcKey { key: CalcKey::Add },
+            &form,
+            Adapter::Computer
+        ),
         Resolution::Decide(DecisionRequest {
             options: vec!["c".into()],
             ..DecisionRequest::default()
@@ -319,7 +360,12 @@ fn r_grm_resolve_computer_words_are_text_while_a_text_field_has_focus() {
 
 #[test]
 fn r_grm_resolve_computer_erase_rewrites_the_focused_field() {
-    let mut obs = page(vec![Control::field("f", "textfield", "Note", Some("สวัสดีครับ"))]);
+    let mut obs = page(vec![Control::field(
+        "f",
+        "textfield",
+        "Note",
+        Some("สวัสดีครับ"),
+    )]);
     obs.focus = Some("f".into());
     assert_eq!(
         on_computer("ลบๆๆ", &obs),
@@ -356,7 +402,10 @@ fn r_grm_resolve_computer_erase_refuses_unknown_or_empty_values() {
     assert_eq!(on_computer("ลบ", &obs), outcome(Outcome::NothingToErase));
     obs.controls[0].sensitive = true;
     obs.controls[0].value = None;
-    assert_eq!(on_computer("delete 2", &obs), outcome(Outcome::EraseUnavailable));
+    assert_eq!(
+        on_computer("delete 2", &obs),
+        outcome(Outcome::EraseUnavailable)
+    );
 }
 
 #[test]
@@ -394,7 +443,10 @@ fn r_grm_resolve_computer_lob_presses_subtract_only_when_no_delete_control_could
     );
     let mut with_delete = keypad();
     with_delete.push(Control::new("del", "button", "Delete"));
-    assert!(matches!(on_computer("ลบ", &page(with_delete)), Resolution::Decide(_)));
+    assert!(matches!(
+        on_computer("ลบ", &page(with_delete)),
+        Resolution::Decide(_)
+    ));
     // "delete" never means Subtract, and ลบๆ is an erase only.
     assert!(matches!(on_computer("delete", &obs), Resolution::Decide(_)));
     assert!(matches!(on_computer("ลบๆ", &obs), Resolution::Decide(_)));
@@ -408,7 +460,12 @@ fn r_grm_resolve_computer_browser_shortcuts_press_the_menu_command_or_decide() {
         Control::new("m3", "menuitem", "Close Tab"),
         Control::new("m4", "menuitem", "Quit Google Chrome"),
     ]);
-    for (cmd, target) in [("Cmd+T", "m1"), ("new window", "m2"), ("ปิดแท็บ", "m3"), ("Cmd+Q", "m4")] {
+    for (cmd, target) in [
+        ("Cmd+T", "m1"),
+        ("new window", "m2"),
+        ("ปิดแท็บ", "m3"),
+        ("Cmd+Q", "m4"),
+    ] {
         assert_eq!(
             on_computer(cmd, &obs),
             Resolution::Act(Primitive::Press {
@@ -417,7 +474,10 @@ fn r_grm_resolve_computer_browser_shortcuts_press_the_menu_command_or_decide() {
             "{cmd}"
         );
     }
-    assert!(matches!(on_computer("เปิด tab ใหม่", &page(vec![])), Resolution::Decide(_)));
+    assert!(matches!(
+        on_computer("เปิด tab ใหม่", &page(vec![])),
+        Resolution::Decide(_)
+    ));
 }
 
 #[test]
@@ -440,7 +500,10 @@ fn r_grm_resolve_computer_navigate_types_into_the_one_address_bar() {
     ]);
     let r = on_computer("เข้า google", &two);
     assert_eq!(decision(&r).options, vec!["a", "b"]);
-    assert!(matches!(on_computer("go to example.com", &page(vec![])), Resolution::Decide(_)));
+    assert!(matches!(
+        on_computer("go to example.com", &page(vec![])),
+        Resolution::Decide(_)
+    ));
 }
 
 #[test]

@@ -73,7 +73,9 @@ fn split(s: &str) -> Result<Parts<'_>, AddressRefused> {
     if s.is_empty() {
         return Err(AddressRefused::Empty);
     }
-    if s.chars().any(|c| c.is_whitespace() || c.is_control() || c == '\\' || c == '\u{200b}') {
+    if s.chars()
+        .any(|c| c.is_whitespace() || c.is_control() || c == '\\' || c == '\u{200b}')
+    {
         return Err(AddressRefused::Malformed);
     }
     let (scheme, after) = match s.find("://") {
@@ -144,13 +146,24 @@ fn check_domain(host: &str) -> Result<(), AddressRefused> {
     if host.len() > 253 {
         return Err(AddressRefused::Malformed);
     }
+    if !host.contains('.') {
+        // One label: a number (an IP in decimal or hex) or a single-label name.
+        let ip_like = host.bytes().all(|b| b.is_ascii_digit())
+            || host.get(..2).is_some_and(|p| p.eq_ignore_ascii_case("0x"));
+        return Err(if ip_like {
+            AddressRefused::IpLiteral
+        } else if host.eq_ignore_ascii_case("localhost") {
+            AddressRefused::Localhost
+        } else {
+            AddressRefused::SingleLabel
+        });
+    }
     let mut labels = 0usize;
     let mut ip_like = true;
     let mut last = "";
     for label in host.split('.') {
         labels += 1;
-        if label.is_empty() || label.len() > 63 || label.starts_with('-') || label.ends_with('-')
-        {
+        if label.is_empty() || label.len() > 63 || label.starts_with('-') || label.ends_with('-') {
             return Err(AddressRefused::Malformed);
         }
         if !label.chars().all(|c| c.is_alphanumeric() || c == '-') {
@@ -194,7 +207,9 @@ pub(crate) fn typed_address(s: &str) -> Option<String> {
     match parts.scheme {
         Some(_) => {
             let host = parts.host;
-            let plain = host.chars().all(|c| c.is_alphanumeric() || matches!(c, '-' | '.'));
+            let plain = host
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '-' | '.'));
             let bracketed = host.starts_with('[') && host.ends_with(']');
             (plain || bracketed).then(|| s.to_string())
         }
@@ -233,11 +248,26 @@ mod tests {
 
     #[test]
     fn r_grm_url_typed_addresses_keep_http_urls_and_upgrade_bare_domains() {
-        assert_eq!(typed_address("example.com").as_deref(), Some("https://example.com"));
-        assert_eq!(typed_address("WWW.Google.com/Maps").as_deref(), Some("https://www.google.com/Maps"));
-        assert_eq!(typed_address("http://Example.com/A").as_deref(), Some("http://Example.com/A"));
-        assert_eq!(typed_address("example.com:8080/x").as_deref(), Some("https://example.com:8080/x"));
-        assert_eq!(typed_address("http://localhost:3000").as_deref(), Some("http://localhost:3000"));
+        assert_eq!(
+            typed_address("example.com").as_deref(),
+            Some("https://example.com")
+        );
+        assert_eq!(
+            typed_address("WWW.Google.com/Maps").as_deref(),
+            Some("https://www.google.com/Maps")
+        );
+        assert_eq!(
+            typed_address("http://Example.com/A").as_deref(),
+            Some("http://Example.com/A")
+        );
+        assert_eq!(
+            typed_address("example.com:8080/x").as_deref(),
+            Some("https://example.com:8080/x")
+        );
+        assert_eq!(
+            typed_address("http://localhost:3000").as_deref(),
+            Some("http://localhost:3000")
+        );
     }
 
     #[test]
@@ -282,9 +312,18 @@ mod tests {
 
     #[test]
     fn r_grm_url_model_addresses_refuse_localhost_and_single_labels() {
-        assert_eq!(check_model_address("app.localhost"), Err(AddressRefused::Localhost));
-        assert_eq!(check_model_address("https://router/"), Err(AddressRefused::SingleLabel));
+        assert_eq!(
+            check_model_address("app.localhost"),
+            Err(AddressRefused::Localhost)
+        );
+        assert_eq!(
+            check_model_address("https://router/"),
+            Err(AddressRefused::SingleLabel)
+        );
         assert_eq!(check_model_address(""), Err(AddressRefused::Empty));
-        assert_eq!(check_model_address("ไทย.com").as_deref(), Ok("https://ไทย.com"));
+        assert_eq!(
+            check_model_address("ไทย.com").as_deref(),
+            Ok("https://ไทย.com")
+        );
     }
 }

@@ -40,7 +40,9 @@ pub use address::{check_model_address, AddressRefused};
 pub use filler::strip_fillers;
 pub use intent::{CalcKey, HistoryDirection, Intent, Key, ScrollDirection};
 pub use parse::parse_command;
-pub use resolve::{keypad_button, resolve, Adapter, DecisionRequest, Outcome, Primitive, Resolution};
+pub use resolve::{
+    keypad_button, resolve, Adapter, DecisionRequest, Outcome, Primitive, Resolution,
+};
 pub use steps::{split_parts, split_steps, MAX_STEPS, MAX_STEP_CHARS};
 
 /// The largest count a key press or an erase takes (`backspace x80` presses 50 times).

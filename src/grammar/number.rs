@@ -5,7 +5,7 @@
 //! (ห้า ห้าสิบ; ร้อยห้า is 105 or 150). It never guesses: an ambiguous or unknown reading is
 //! reported as such and the caller hands the command to a decision.
 
-use super::text::{is_space, trim};
+use super::text::{is_space, trim, Head};
 
 /// How a piece of text reads as a number.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,7 +84,10 @@ fn tokenize(word: &str, out: &mut [Tok; MAX_TOKENS]) -> Option<usize> {
     let mut rest = word;
     let mut n = 0;
     while !rest.is_empty() {
-        let (w, t) = THAI_WORDS.iter().find(|(w, _)| rest.starts_with(w))?;
+        let head = Head::of(rest)?;
+        let (w, t) = THAI_WORDS
+            .iter()
+            .find(|(w, _)| head.may_start(w) && rest.starts_with(w))?;
         if n == MAX_TOKENS {
             return None;
         }
@@ -179,11 +182,32 @@ fn compound(toks: &[Tok]) -> Result<u128, bool> {
                 // สองล้านห้า: a digit right after ล้าน is shorthand too.
                 return Err(*d != 0);
             }
-            let low = if right.is_empty() { 0 } else { below_million(right)? };
+            let low = if right.is_empty() {
+                0
+            } else {
+                below_million(right)?
+            };
             high.checked_mul(1_000_000)
                 .and_then(|v| v.checked_add(low))
                 .ok_or(false)
         }
+    }
+}
+
+/// Appends `v` in decimal (without the formatting machinery: this is on the hot path).
+fn push_decimal(out: &mut String, mut v: u128) {
+    let mut buf = [0u8; 40];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for &b in &buf[i..] {
+        out.push(char::from(b));
     }
 }
 
@@ -205,7 +229,10 @@ fn read_word(word: &str, out: &mut String) -> Word {
         push_digits(out, word);
         return Word::Digits;
     }
-    if let Some(d) = ENGLISH_DIGITS.iter().position(|w| w.eq_ignore_ascii_case(word)) {
+    if let Some(d) = ENGLISH_DIGITS
+        .iter()
+        .position(|w| w.eq_ignore_ascii_case(word))
+    {
         out.push(char::from(b'0' + d as u8));
         return Word::Digits;
     }
@@ -225,9 +252,7 @@ fn read_word(word: &str, out: &mut String) -> Word {
     }
     match compound(toks) {
         Ok(v) => {
-            use std::fmt::Write;
-            // Writing to a String cannot fail.
-            let _ = write!(out, "{v}");
+            push_decimal(out, v);
             Word::Compound
         }
         Err(true) => Word::Ambiguous,
@@ -309,14 +334,31 @@ mod tests {
 
     #[test]
     fn r_grm_parse_shorthand_after_a_multiplier_is_ambiguous() {
-        for s in ["ร้อยห้า", "พันห้า", "หมื่นสอง", "แสนสาม", "สองล้านห้า", "ห้า ห้าสิบ", "สองร้อยห้า"] {
+        for s in [
+            "ร้อยห้า",
+            "พันห้า",
+            "หมื่นสอง",
+            "แสนสาม",
+            "สองล้านห้า",
+            "ห้า ห้าสิบ",
+            "สองร้อยห้า",
+        ] {
             assert_eq!(read_number(s), Reading::Ambiguous, "{s}");
         }
     }
 
     #[test]
     fn r_grm_parse_malformed_words_are_not_numbers() {
-        for s in ["สองสิบ", "ห้าห้าสิบ", "เอ็ด", "สิบหนึ่ง", "ยี่", "ร้อยพัน", "แมว", "5ร้อย"] {
+        for s in [
+            "สองสิบ",
+            "ห้าห้าสิบ",
+            "เอ็ด",
+            "สิบหนึ่ง",
+            "ยี่",
+            "ร้อยพัน",
+            "แมว",
+            "5ร้อย",
+        ] {
             assert_eq!(read_number(s), Reading::NotNumber, "{s}");
         }
     }

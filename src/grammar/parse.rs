@@ -35,17 +35,19 @@ pub fn parse_command(text: &str) -> Intent {
     if s.is_empty() {
         return decide(raw);
     }
+    // Order matters only where readings overlap: tab phrases (เปิด tab ใหม่) before navigate
+    // (เปิด youtube); text verbs first, as no other reading starts with them.
     shortcut(s)
+        .or_else(|| search(raw, s))
+        .or_else(|| type_text(raw, s))
         .or_else(|| tab_window(s))
+        .or_else(|| navigate(s))
         .or_else(|| scroll(s))
         .or_else(|| history(s))
         .or_else(|| key(s))
         .or_else(|| erase(s))
         .or_else(|| calc_key(s))
         .or_else(|| digits(s))
-        .or_else(|| search(raw, s))
-        .or_else(|| type_text(raw, s))
-        .or_else(|| navigate(s))
         .unwrap_or_else(|| decide(raw))
 }
 
@@ -56,17 +58,27 @@ fn decide(raw: &str) -> Intent {
     }
 }
 
-const QUOTES: &[(char, char)] = &[('"', '"'), ('“', '”'), ('「', '」'), ('『', '』'), ('«', '»')];
+const QUOTES: &[(char, char)] = &[
+    ('"', '"'),
+    ('“', '”'),
+    ('「', '」'),
+    ('『', '』'),
+    ('«', '»'),
+];
 
 fn quoted(raw: &str) -> Option<String> {
-    let (start, open) = raw.char_indices().find(|(_, c)| QUOTES.iter().any(|q| q.0 == *c))?;
+    let (start, open) = raw
+        .char_indices()
+        .find(|(_, c)| QUOTES.iter().any(|q| q.0 == *c))?;
     let close = QUOTES.iter().find(|q| q.0 == open)?.1;
     let inner_start = start + open.len_utf8();
     let rest = raw.get(inner_start..)?;
     let end = rest.find(close)?;
     let inner = trim(rest.get(..end)?);
     let after = rest.get(end + close.len_utf8()..)?;
-    let another = after.chars().any(|c| QUOTES.iter().any(|q| q.0 == c || q.1 == c));
+    let another = after
+        .chars()
+        .any(|c| QUOTES.iter().any(|q| q.0 == c || q.1 == c));
     (!inner.is_empty() && !another).then(|| inner.to_string())
 }
 
@@ -120,7 +132,11 @@ fn tab_window(s: &str) -> Option<Intent> {
     if let Some(rest) = eat_any(th, TAB_WORDS) {
         if let Some(middle) = trim(rest).strip_suffix("ใหม่") {
             let middle = trim(middle);
-            if middle.split(super::text::is_space).filter(|w| !w.is_empty()).count() <= 3
+            if middle
+                .split(super::text::is_space)
+                .filter(|w| !w.is_empty())
+                .count()
+                <= 3
                 && middle.len() <= 60
             {
                 return Some(Intent::NewTab);
@@ -182,13 +198,7 @@ fn scroll(s: &str) -> Option<Intent> {
 // ---------------------------------------------------------------- history
 
 const BACK_VERBS: &[&str] = &["ย้อนกลับ", "กลับ", "ย้อน"];
-const PREVIOUS_PAGE_TH: &[&str] = &[
-    "หน้าก่อนหน้านี้",
-    "หน้าก่อนหน้า",
-    "หน้าที่แล้ว",
-    "หน้าก่อน",
-    "หน้าเมื่อกี้",
-];
+const PREVIOUS_PAGE_TH: &[&str] = &["หน้าก่อนหน้านี้", "หน้าก่อนหน้า", "หน้าที่แล้ว", "หน้าก่อน", "หน้าเมื่อกี้"];
 const PREVIOUS_PAGE_EN: &[&str] = &["previous page", "last page", "prior page", "previous"];
 
 /// กลับ, ย้อนกลับ(ไป)(หน้าก่อนหน้า), back, go back (to the previous page), ไปข้างหน้า, forward.
@@ -205,7 +215,8 @@ fn history(s: &str) -> Option<Intent> {
             return BACK;
         }
     }
-    if let Some(rest) = eat_any(s, &["ไปหน้าก่อนหน้า", "หน้าก่อนหน้า", "หน้าที่แล้ว"]) {
+    if let Some(rest) = eat_any(s, &["ไปหน้าก่อนหน้า", "หน้าก่อนหน้า", "หน้าที่แล้ว"])
+    {
         if at_end(rest) {
             return BACK;
         }
@@ -225,7 +236,8 @@ fn history(s: &str) -> Option<Intent> {
             return BACK;
         }
     }
-    if let Some(rest) = eat_any(s, &["ไปข้างหน้า", "เดินหน้า", "ไปหน้าถัดไปในประวัติ"]) {
+    if let Some(rest) = eat_any(s, &["ไปข้างหน้า", "เดินหน้า", "ไปหน้าถัดไปในประวัติ"])
+    {
         if at_end(rest) {
             return FORWARD;
         }
@@ -446,7 +458,17 @@ fn calc_key(s: &str) -> Option<Intent> {
 fn digits(s: &str) -> Option<Intent> {
     let body = opt(
         s,
-        &["กดตัวเลข", "กดเลข", "ตัวเลข", "เลข", "กดปุ่ม", "กด", "press", "hit", "number"],
+        &[
+            "กดตัวเลข",
+            "กดเลข",
+            "ตัวเลข",
+            "เลข",
+            "กดปุ่ม",
+            "กด",
+            "press",
+            "hit",
+            "number",
+        ],
     );
     match read_number(body) {
         Reading::Clear(digits) => Some(Intent::Digits { digits }),
@@ -529,11 +551,56 @@ fn navigate(s: &str) -> Option<Intent> {
         return None;
     }
     // A well-known name needs a verb (เข้า google); a bare word alone is decided.
-    let known = WELL_KNOWN.iter().find(|(n, _)| n.eq_ignore_ascii_case(target));
+    let known = WELL_KNOWN
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(target));
     if let (Some(_), Some((_, url))) = (verb, known) {
         return Some(Intent::Navigate {
             url: (*url).to_string(),
         });
     }
+    // Every address has a dot (a domain) or a colon (a scheme): skip the rest cheaply.
+    if !target.bytes().any(|b| b == b'.' || b == b':') {
+        return None;
+    }
     typed_address(target).map(|url| Intent::Navigate { url })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `eat_any` / `eat_table` compare a lower-case first byte: every table word is lower case.
+    #[test]
+    fn every_command_word_is_written_in_lower_case() {
+        let lists: &[&[&str]] = &[
+            MODIFIERS,
+            PRESS,
+            TAB_WORDS,
+            OPEN,
+            SCROLL_VERBS,
+            BACK_VERBS,
+            PREVIOUS_PAGE_TH,
+            PREVIOUS_PAGE_EN,
+            ARROW_WORDS,
+            ERASE_UNITS,
+            SEARCH_VERBS,
+            TYPE_VERBS,
+            NAV_VERBS,
+        ];
+        let tables = [
+            DIRECTIONS.iter().map(|e| e.0).collect::<Vec<_>>(),
+            KEY_NAMES.iter().map(|e| e.0).collect(),
+            ARROW_DIRS.iter().map(|e| e.0).collect(),
+            ENGLISH_ARROWS.iter().map(|e| e.0).collect(),
+            CALC_WORDS.iter().map(|e| e.0).collect(),
+        ];
+        for w in lists
+            .iter()
+            .flat_map(|l| l.iter())
+            .chain(tables.iter().flatten())
+        {
+            assert_eq!(w.to_ascii_lowercase(), *w);
+        }
+    }
 }

@@ -230,7 +230,11 @@ fn act(p: Primitive) -> Resolution {
     Resolution::Act(p)
 }
 
-fn all_controls(obs: &Observation, text_offer: Option<&str>, offer_command_text: bool) -> Resolution {
+fn all_controls(
+    obs: &Observation,
+    text_offer: Option<&str>,
+    offer_command_text: bool,
+) -> Resolution {
     Resolution::Decide(DecisionRequest {
         options: obs.controls.iter().map(|c| c.reference.clone()).collect(),
         choose_field: false,
@@ -323,7 +327,10 @@ fn erase_in(field: &Control, count: u32) -> Resolution {
         return Resolution::Outcome(Outcome::NothingToErase);
     }
     let keep = value.chars().count().saturating_sub(count as usize);
-    let cut = value.char_indices().nth(keep).map_or(value.len(), |(i, _)| i);
+    let cut = value
+        .char_indices()
+        .nth(keep)
+        .map_or(value.len(), |(i, _)| i);
     act(Primitive::Erase {
         target: field.reference.clone(),
         count,
@@ -475,9 +482,15 @@ fn could_mean_delete(obs: &Observation) -> bool {
 fn is_address_field(c: &Control) -> bool {
     let r = role_key(&c.role);
     typeable(c)
-        && ["textfield", "combobox", "searchfield", "textbox", "searchbox"]
-            .iter()
-            .any(|k| r.contains(k))
+        && [
+            "textfield",
+            "combobox",
+            "searchfield",
+            "textbox",
+            "searchbox",
+        ]
+        .iter()
+        .any(|k| r.contains(k))
 }
 
 fn computer(intent: &Intent, obs: &Observation) -> Resolution {
@@ -516,7 +529,11 @@ fn computer(intent: &Intent, obs: &Observation) -> Resolution {
             let Some(url) = navigate_url(url) else {
                 return Resolution::Outcome(Outcome::NavigationUnresolved);
             };
-            let bars: Vec<&Control> = obs.controls.iter().filter(|c| is_address_field(c)).collect();
+            let bars: Vec<&Control> = obs
+                .controls
+                .iter()
+                .filter(|c| is_address_field(c))
+                .collect();
             match bars.as_slice() {
                 [only] => act(Primitive::Type {
                     target: only.reference.clone(),

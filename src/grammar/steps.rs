@@ -499,7 +499,8 @@ fn is_pacing(s: &str) -> bool {
     };
     let rest = opt(rest, &["with", "from", "at", "จาก", "ที่"]);
     let rest = opt(rest, &["the"]);
-    if let Some(r) = eat_any(rest, &["first step", "ขั้นตอนแรก", "ขั้นแรก", "ข้อแรก"]) {
+    if let Some(r) = eat_any(rest, &["first step", "ขั้นตอนแรก", "ขั้นแรก", "ข้อแรก"])
+    {
         return trim(r).is_empty();
     }
     let Some(rest) = eat_any(rest, &["step", "ขั้นตอนที่", "ขั้นที่", "ข้อที่", "ข้อ", "ขั้นตอน"])
@@ -510,7 +511,14 @@ fn is_pacing(s: &str) -> bool {
 }
 
 const CONDITION_WORDS: &[&str] = &[
-    "if", "unless", "otherwise", "else", "when", "whenever", "until", "whether",
+    "if",
+    "unless",
+    "otherwise",
+    "else",
+    "when",
+    "whenever",
+    "until",
+    "whether",
 ];
 const THAI_CONDITIONS: &[&str] = &[
     "ถ้า",

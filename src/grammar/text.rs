@@ -11,8 +11,16 @@ pub(crate) fn is_space(c: char) -> bool {
 }
 
 /// `s` without leading separators.
+#[inline]
 pub(crate) fn skip_space(s: &str) -> &str {
-    s.trim_start_matches(is_space)
+    // Fast path: a first byte that cannot start a separator (ASCII non-space, or a lead byte
+    // outside the blocks that hold Unicode spaces, e.g. every Thai character's 0xE0).
+    match s.as_bytes().first() {
+        None => s,
+        Some(&b) if b < 0x80 && !b.is_ascii_whitespace() => s,
+        Some(&b) if b >= 0x80 && !matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3) => s,
+        Some(_) => s.trim_start_matches(is_space),
+    }
 }
 
 /// `s` trimmed of separators on both sides.
@@ -41,18 +49,27 @@ pub(crate) fn strip_suffix_ci<'a>(s: &'a str, suffix: &str) -> Option<&'a str> {
     }
 }
 
+// A multi-byte character has no ASCII byte, so checking one byte is exact.
 fn ends_word_char(s: &str) -> bool {
-    s.chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric())
+    s.as_bytes().last().is_some_and(u8::is_ascii_alphanumeric)
 }
 
 fn starts_word_char(s: &str) -> bool {
-    s.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+    s.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric)
 }
 
-/// Skips separators, then matches `word`; a word ending in an ASCII letter or digit must not
-/// run into another one (`scroll` does not match `scrolling`). Returns what follows.
-pub(crate) fn eat<'a>(s: &'a str, word: &str) -> Option<&'a str> {
-    let rest = strip_prefix_ci(skip_space(s), word)?;
+/// [`eat`] on text that starts with no separator.
+#[inline]
+fn eat_here<'a>(s: &'a str, word: &str) -> Option<&'a str> {
+    let (first_s, first_w) = (s.as_bytes().first()?, word.as_bytes().first()?);
+    if !first_s.eq_ignore_ascii_case(first_w) {
+        return None;
+    }
+    // Thai words all start with byte 0xE0: compare the whole first character before the rest.
+    if *first_w >= 0x80 && s.as_bytes().get(..3) != word.as_bytes().get(..3) {
+        return None;
+    }
+    let rest = strip_prefix_ci(s, word)?;
     if ends_word_char(word) && starts_word_char(rest) {
         None
     } else {
@@ -60,14 +77,70 @@ pub(crate) fn eat<'a>(s: &'a str, word: &str) -> Option<&'a str> {
     }
 }
 
-/// [`eat`] of the first of `words` that matches (list longer words first).
+/// Skips separators, then matches `word`; a word ending in an ASCII letter or digit must not
+/// run into another one (`scroll` does not match `scrolling`). Returns what follows.
+pub(crate) fn eat<'a>(s: &'a str, word: &str) -> Option<&'a str> {
+    eat_here(skip_space(s), word)
+}
+
+/// [`eat`] of the first of `words` that matches (list longer words first; words are written
+/// in lower case, which lets one byte compare skip most entries).
 pub(crate) fn eat_any<'a>(s: &'a str, words: &[&str]) -> Option<&'a str> {
-    words.iter().find_map(|w| eat(s, w))
+    let s = skip_space(s);
+    let head = Head::of(s)?;
+    words
+        .iter()
+        .filter(|w| head.may_start(w))
+        .find_map(|w| eat_here(s, w))
 }
 
 /// [`eat_any`] that also says which entry matched.
 pub(crate) fn eat_table<'a, T: Copy>(s: &'a str, table: &[(&str, T)]) -> Option<(&'a str, T)> {
-    table.iter().find_map(|&(w, v)| eat(s, w).map(|rest| (rest, v)))
+    let s = skip_space(s);
+    let head = Head::of(s)?;
+    table
+        .iter()
+        .filter(|(w, _)| head.may_start(w))
+        .find_map(|&(w, v)| eat_here(s, w).map(|rest| (rest, v)))
+}
+
+/// The first character of a text as bytes (ASCII lower-cased), to skip table words cheaply.
+#[derive(Clone, Copy)]
+pub(crate) struct Head {
+    bytes: [u8; 4],
+    len: usize,
+}
+
+impl Head {
+    /// The head of `s`, `None` for empty text.
+    #[inline]
+    pub(crate) fn of(s: &str) -> Option<Head> {
+        let b = s.as_bytes();
+        let lead = *b.first()?;
+        let len = match lead {
+            0x00..=0x7F => 1,
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            _ => 4,
+        };
+        let mut bytes = [0u8; 4];
+        bytes[0] = lead.to_ascii_lowercase();
+        for i in 1..len {
+            bytes[i] = *b.get(i)?;
+        }
+        Some(Head { bytes, len })
+    }
+
+    /// Whether lower-case `word` may start the text (its first character is the head).
+    #[inline]
+    pub(crate) fn may_start(self, word: &str) -> bool {
+        let w = word.as_bytes();
+        w.len() >= self.len
+            && w[0] == self.bytes[0]
+            && (self.len < 2 || w[1] == self.bytes[1])
+            && (self.len < 3 || w[2] == self.bytes[2])
+            && (self.len < 4 || w[3] == self.bytes[3])
+    }
 }
 
 /// Optional word: what follows it, or `s` unchanged.
