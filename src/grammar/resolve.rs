@@ -266,7 +266,7 @@ fn choose_field(obs: &Observation, text: &str, submit: bool, fields: &[&Control]
     })
 }
 
-fn focused<'a>(obs: &'a Observation) -> Option<&'a Control> {
+fn focused(obs: &Observation) -> Option<&Control> {
     let focus = obs.focus.as_deref()?;
     obs.controls.iter().find(|c| c.reference == focus)
 }
@@ -274,7 +274,7 @@ fn focused<'a>(obs: &'a Observation) -> Option<&'a Control> {
 /// The field the keyboard is in: the focused editable control, or (when the helper reports
 /// focus on the static text inside a field) the one editable field holding exactly that
 /// text. `Err(())` when two fields hold that text.
-fn text_focus<'a>(obs: &'a Observation) -> Result<Option<&'a Control>, ()> {
+fn text_focus(obs: &Observation) -> Result<Option<&Control>, ()> {
     let Some(f) = focused(obs) else {
         return Ok(None);
     };

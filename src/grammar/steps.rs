@@ -544,10 +544,11 @@ fn has_conditional(text: &str) -> bool {
     let mut prev_char: Option<char> = None;
     for (i, c) in text.char_indices() {
         // หาก at the start of a word (หาก is also the tail of ค้นหา + ก…).
-        if c == 'ห' && prev_char.is_none_or(|p| !is_thai_letter(p)) {
-            if text.get(i..).is_some_and(|r| r.starts_with("หาก")) {
-                return true;
-            }
+        if c == 'ห'
+            && prev_char.is_none_or(|p| !is_thai_letter(p))
+            && text.get(i..).is_some_and(|r| r.starts_with("หาก"))
+        {
+            return true;
         }
         if c.is_ascii_alphabetic() && prev_char.is_none_or(|p| !p.is_ascii_alphanumeric()) {
             let rest = text.get(i..).unwrap_or("");

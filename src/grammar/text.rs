@@ -125,9 +125,7 @@ impl Head {
         };
         let mut bytes = [0u8; 4];
         bytes[0] = lead.to_ascii_lowercase();
-        for i in 1..len {
-            bytes[i] = *b.get(i)?;
-        }
+        bytes[1..len].copy_from_slice(b.get(1..len)?);
         Some(Head { bytes, len })
     }
 
