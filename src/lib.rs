@@ -12,6 +12,8 @@
 
 pub mod clock;
 mod error;
+pub mod grammar;
+pub mod observation;
 
 pub use error::{Error, ErrorFamily, Result};
 pub mod config;
