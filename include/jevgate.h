@@ -218,6 +218,50 @@ jevgate_status jevgate_gateway_secret_env_names(const jevgate_gateway *gateway,
                                                 jevgate_error **err_out);
 
 /**
+ * Parses a user command (Thai or English) into its intent and writes the intent JSON, e.g.
+ * `{"intent":"scroll","direction":"down"}` or `{"intent":"decide"}` (R-GRM-PARSE).
+ *
+ * # Safety
+ * `text` NUL-terminated; `intent_json_out` writable; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_parse_command(const char *text,
+                                     char **intent_json_out,
+                                     jevgate_error **err_out);
+
+/**
+ * Splits a message into steps (R-GRM-STEPS): writes a JSON array of strings, or `null` when
+ * the message keeps the one-command path.
+ *
+ * # Safety
+ * `text` NUL-terminated; `steps_json_out` writable; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_split_steps(const char *text,
+                                   char **steps_json_out,
+                                   jevgate_error **err_out);
+
+/**
+ * Splits one step into its parts (R-GRM-PARTS: แล้ว, จากนั้น, then): writes a JSON array.
+ *
+ * # Safety
+ * `text` NUL-terminated; `parts_json_out` writable; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_split_parts(const char *text,
+                                   char **parts_json_out,
+                                   jevgate_error **err_out);
+
+/**
+ * Checks an address produced by a model or text helper (R-GRM-URL, the strict rule) and
+ * writes the URL to open as a JSON string; refused addresses fail with
+ * `NAVIGATION_UNRESOLVED`.
+ *
+ * # Safety
+ * `text` NUL-terminated; `url_json_out` writable; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_check_model_address(const char *text,
+                                           char **url_json_out,
+                                           jevgate_error **err_out);
+
+/**
  * A new manual clock at monotonic zero and wall time 2026-01-01T00:00:00Z. Never NULL.
  */
 jevgate_manual_clock *jevgate_manual_clock_new(void);

@@ -27,6 +27,8 @@ pub enum ErrorFamily {
     Argument,
     /// The gateway is not in a state that allows the call.
     Gateway,
+    /// The step-command grammar refused an input (e.g. an unsafe address).
+    Grammar,
     /// Device control leases and browser session (profile) leases.
     Lease,
     /// The caller is not allowed to do this (wrong owner, delegated credential).
@@ -43,6 +45,7 @@ impl ErrorFamily {
             ErrorFamily::Store => "store",
             ErrorFamily::Argument => "argument",
             ErrorFamily::Gateway => "gateway",
+            ErrorFamily::Grammar => "grammar",
             ErrorFamily::Lease => "lease",
             ErrorFamily::Access => "access",
             ErrorFamily::Internal => "internal",
@@ -156,6 +159,15 @@ pub enum Error {
     #[error("authenticated browser mode is unavailable to this caller")]
     BrowserAuthenticatedUnavailable,
 
+    /// An address produced by a model or text helper was refused (R-GRM-URL): not http(s) or a
+    /// bare domain, or it carries credentials, an IP literal, localhost or a single-label host.
+    /// Nothing is dispatched.
+    #[error("navigation unresolved: {reason}")]
+    NavigationUnresolved {
+        /// Which rule refused the address (never the address itself).
+        reason: String,
+    },
+
     /// The gateway has been closed; no further calls are accepted.
     #[error("the gateway is closed")]
     GatewayClosed,
@@ -188,6 +200,7 @@ impl Error {
             Error::StoreIo { .. } => "STORE_IO",
             Error::InvalidArgument { .. } => "INVALID_ARGUMENT",
             Error::GatewayClosed => "GATEWAY_CLOSED",
+            Error::NavigationUnresolved { .. } => "NAVIGATION_UNRESOLVED",
             Error::DeviceControlElsewhere => "DEVICE_CONTROL_ELSEWHERE",
             Error::DeviceControlRevoked => "DEVICE_CONTROL_REVOKED",
             Error::DeviceControlNotHeld => "DEVICE_CONTROL_NOT_HELD",
@@ -201,7 +214,9 @@ impl Error {
     /// The HTTP status a host serving the documented HTTP contracts should answer with.
     pub fn http_status(&self) -> u16 {
         match self {
-            Error::InvalidConfiguration { .. } | Error::InvalidArgument { .. } => 400,
+            Error::InvalidConfiguration { .. }
+            | Error::InvalidArgument { .. }
+            | Error::NavigationUnresolved { .. } => 400,
             Error::MissingCredentials { .. } => 500,
             Error::StoreLocked
             | Error::GatewayClosed
@@ -229,6 +244,7 @@ impl Error {
             | Error::StoreIo { .. } => ErrorFamily::Store,
             Error::InvalidArgument { .. } => ErrorFamily::Argument,
             Error::GatewayClosed => ErrorFamily::Gateway,
+            Error::NavigationUnresolved { .. } => ErrorFamily::Grammar,
             Error::DeviceControlElsewhere
             | Error::DeviceControlRevoked
             | Error::DeviceControlNotHeld

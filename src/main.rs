@@ -8,16 +8,18 @@ mod cli;
 use cli::Usage;
 use std::process::ExitCode;
 
-const USAGE: &str = "\
-usage: jevgate <command> [args]
+const USAGE: &str = r#"usage: jevgate <command> [args]
 
 commands:
   check-config FILE|-                 validate a configuration; prints `ok` or one JSON error line
   doctor --config FILE|- [--data-dir DIR]
                                       local readiness checks (no network); prints a JSON report
+  parse [--jsonl] [TEXT]              the intent of a user command (step-command grammar)
+  steps [--jsonl] [--parts] [TEXT]    split a message into steps ({"steps":[...]|null}),
+                                      or one step into parts ({"parts":[...]})
   version                             print the version
   help                                print this help
-";
+"#;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -38,6 +40,8 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
     match command.as_str() {
         "check-config" => cli::config::check_config(rest),
         "doctor" => cli::config::doctor(rest),
+        "parse" => cli::grammar::parse(rest),
+        "steps" => cli::grammar::steps(rest),
         "version" | "--version" | "-V" => {
             println!("jevgate {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)

@@ -1,6 +1,7 @@
 //! Subcommands of the `jevgate` binary: one file per command family, thin over the library.
 
 pub mod config;
+pub mod grammar;
 
 use std::io::Read;
 

@@ -13,11 +13,13 @@
 mod config;
 mod error;
 mod gateway;
+mod grammar;
 mod lease;
 
 pub use config::*;
 pub use error::*;
 pub use gateway::*;
+pub use grammar::*;
 pub use lease::*;
 
 use crate::Error;

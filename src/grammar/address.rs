@@ -242,6 +242,18 @@ pub fn check_model_address(address: &str) -> Result<String, AddressRefused> {
     })
 }
 
+impl From<AddressRefused> for crate::Error {
+    fn from(r: AddressRefused) -> crate::Error {
+        let text = r.to_string();
+        crate::Error::NavigationUnresolved {
+            reason: text
+                .strip_prefix("NAVIGATION_UNRESOLVED: ")
+                .unwrap_or(&text)
+                .to_string(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,7 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
         ErrorFamily::Argument => "ArgumentError",
         ErrorFamily::Gateway => "GatewayError",
         ErrorFamily::Lease => "LeaseError",
+        ErrorFamily::Grammar => "GrammarError",
         ErrorFamily::Access => "AccessDeniedError",
         _ => "Error",
     };

@@ -7,6 +7,7 @@ mod clock;
 mod config;
 mod errors;
 mod gateway;
+mod grammar;
 mod lease;
 
 use pyo3::prelude::*;
@@ -15,6 +16,10 @@ use pyo3::prelude::*;
 fn _jevgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(config::validate_config, m)?)?;
+    m.add_function(wrap_pyfunction!(grammar::parse_command, m)?)?;
+    m.add_function(wrap_pyfunction!(grammar::split_steps, m)?)?;
+    m.add_function(wrap_pyfunction!(grammar::split_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(grammar::check_model_address, m)?)?;
     m.add_class::<gateway::PyGateway>()?;
     m.add_class::<clock::PyManualClock>()?;
     m.add_class::<lease::PyLeases>()?;

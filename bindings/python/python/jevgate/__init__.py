@@ -18,10 +18,21 @@ from jevgate._errors import (
     ConfigError,
     Error,
     GatewayError,
+    GrammarError,
     LeaseError,
     StoreError,
 )
-from jevgate._jevgate import Gateway, Leases, ManualClock, __version__, validate_config
+from jevgate._jevgate import (
+    Gateway,
+    Leases,
+    ManualClock,
+    __version__,
+    check_model_address,
+    parse_command,
+    split_parts,
+    split_steps,
+    validate_config,
+)
 
 __all__ = [
     "AccessDeniedError",
@@ -30,10 +41,15 @@ __all__ = [
     "Error",
     "Gateway",
     "GatewayError",
+    "GrammarError",
     "LeaseError",
     "Leases",
     "ManualClock",
     "StoreError",
     "__version__",
+    "check_model_address",
+    "parse_command",
+    "split_parts",
+    "split_steps",
     "validate_config",
 ]

@@ -69,3 +69,9 @@ class LeaseError(Error):
 class AccessDeniedError(Error, PermissionError):
     """The caller may not do this (``ACCESS_DENIED``, 403): e.g. a control route called by
     someone other than the device's owner, or with a delegated credential."""
+
+
+class GrammarError(Error, ValueError):
+    """The step-command grammar refused an input: ``NAVIGATION_UNRESOLVED`` for a
+    model-produced address that is not a plain http(s) URL or domain (credentials, IP literal,
+    localhost, single-label host, other schemes)."""

@@ -11,6 +11,18 @@ ConfigInput = Union[str, Mapping[str, Any]]
 def validate_config(config: ConfigInput) -> None:
     """Validate a configuration (a dict or a JSON string); raise ConfigError with .path."""
 
+def parse_command(text: str) -> Dict[str, Any]:
+    """The intent of a user command, e.g. {"intent": "scroll", "direction": "down"}."""
+
+def split_steps(text: str) -> Optional[List[str]]:
+    """The steps of a message, or None for the one-command path."""
+
+def split_parts(text: str) -> List[str]:
+    """The parts of one step joined by แล้ว, จากนั้น or then."""
+
+def check_model_address(text: str) -> str:
+    """The URL to open for a model-produced address; GrammarError NAVIGATION_UNRESOLVED."""
+
 class ManualClock:
     """A clock that moves only when told (tests, simulations). Pass it as Gateway(clock=...)."""
 

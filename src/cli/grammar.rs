@@ -1,0 +1,118 @@
+//! `jevgate parse` and `jevgate steps`: the step-command grammar for people and scripts.
+//!
+//! With `--jsonl`, every stdin line is a JSON string and every output line is that line's
+//! result JSON, in input order; a line that is not a JSON string gets
+//! `{"error":{"code":"INVALID_ARGUMENT","message":…}}` and the run exits 1 at the end.
+
+use super::Usage;
+use jevgate::grammar::{parse_command, split_parts, split_steps};
+use serde_json::json;
+use std::io::{BufRead, Read, Write};
+use std::process::ExitCode;
+
+/// The largest command text accepted (one argument, stdin, or one JSONL line).
+const MAX_TEXT_BYTES: usize = 1 << 20;
+
+struct Flags {
+    jsonl: bool,
+    parts: bool,
+    text: Option<String>,
+}
+
+fn flags(args: &[String], allow_parts: bool) -> Result<Flags, Usage> {
+    let mut f = Flags {
+        jsonl: false,
+        parts: false,
+        text: None,
+    };
+    for a in args {
+        match a.as_str() {
+            "--jsonl" => f.jsonl = true,
+            "--parts" if allow_parts => f.parts = true,
+            s if s.starts_with("--") => {
+                return Err(Usage(format!("unknown flag `{}`", s.escape_debug())))
+            }
+            s if f.text.is_none() => f.text = Some(s.to_string()),
+            _ => return Err(Usage("give the text as one argument (quote it)".into())),
+        }
+    }
+    if f.jsonl && f.text.is_some() {
+        return Err(Usage("--jsonl reads stdin; do not also give TEXT".into()));
+    }
+    Ok(f)
+}
+
+/// The intent JSON as the library writes it (`"intent"` first).
+fn parse_one(text: &str) -> String {
+    parse_command(text).to_json()
+}
+
+fn steps_one(text: &str, parts: bool) -> String {
+    if parts {
+        json!({ "parts": split_parts(text) }).to_string()
+    } else {
+        json!({ "steps": split_steps(text) }).to_string()
+    }
+}
+
+fn run(
+    args: &[String],
+    allow_parts: bool,
+    one: impl Fn(&str, bool) -> String,
+) -> Result<ExitCode, Usage> {
+    let f = flags(args, allow_parts)?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if !f.jsonl {
+        let text = match f.text {
+            Some(t) => t,
+            None => {
+                let mut buf = String::new();
+                std::io::stdin()
+                    .take(MAX_TEXT_BYTES as u64 + 1)
+                    .read_to_string(&mut buf)
+                    .map_err(|e| Usage(format!("cannot read stdin: {}", e.kind())))?;
+                buf.trim_end_matches(['\n', '\r']).to_string()
+            }
+        };
+        if text.len() > MAX_TEXT_BYTES {
+            return Err(Usage(format!("text is longer than {MAX_TEXT_BYTES} bytes")));
+        }
+        let _ = writeln!(out, "{}", one(&text, f.parts));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut failed = false;
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let line = line.map_err(|e| Usage(format!("cannot read stdin: {}", e.kind())))?;
+        let result = match serde_json::from_str::<String>(&line) {
+            Ok(text) if text.len() <= MAX_TEXT_BYTES => one(&text, f.parts),
+            Ok(_) => {
+                failed = true;
+                json!({"error": {"code": "INVALID_ARGUMENT", "message": format!("text is longer than {MAX_TEXT_BYTES} bytes")}}).to_string()
+            }
+            Err(_) => {
+                failed = true;
+                json!({"error": {"code": "INVALID_ARGUMENT", "message": "each line must be one JSON string"}}).to_string()
+            }
+        };
+        if writeln!(out, "{result}").is_err() {
+            break;
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `jevgate parse [--jsonl] [TEXT]`: the intent JSON of each command.
+pub fn parse(args: &[String]) -> Result<ExitCode, Usage> {
+    run(args, false, |text, _| parse_one(text))
+}
+
+/// `jevgate steps [--jsonl] [--parts] [TEXT]`: `{"steps":[…]|null}` or `{"parts":[…]}`.
+pub fn steps(args: &[String]) -> Result<ExitCode, Usage> {
+    run(args, true, steps_one)
+}
