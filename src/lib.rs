@@ -11,6 +11,7 @@
 #![deny(unsafe_code)]
 
 pub mod clock;
+pub mod jev;
 mod error;
 
 pub use error::{Error, ErrorFamily, Result};

@@ -1,0 +1,763 @@
+//! `validate_response` (R-VAL-KEYS, -NOUL, -CHOICE, -SCORE, -SUM, -USAGE, -FAST): one pass over
+//! the provider's bytes, specialised to the answer shapes the questions expect.
+//!
+//! Answers are matched to questions by expected-next-key (then binary search), options likewise;
+//! seen keys live in stack bitsets; sums, maxima and Σ i·pᵢ accumulate as values stream in; no
+//! generic JSON value is built. The first error in document order is reported and scanning stops
+//! there, so invalid input is never slower than valid input.
+//!
+//! This module must never alter a provider's number (each is stored exactly as parsed), never
+//! log, never do I/O, never panic, and never put provider text into an error.
+
+use super::lex::{Lexer, Malformed, RawStr};
+use super::question::{Question, QuestionType, Questions};
+use super::reason::{ValidationError, ValidationReason as R};
+use super::response::{Billing, Response, Usage};
+use super::sum::Dist;
+use std::borrow::Cow;
+
+impl From<Malformed> for ValidationError {
+    #[cold]
+    fn from(_: Malformed) -> ValidationError {
+        ValidationError::new(R::MalformedJson)
+    }
+}
+
+type VResult<T> = Result<T, ValidationError>;
+
+/// Validates a provider response against every question and returns it, numbers unchanged.
+///
+/// `bytes` is the provider's JSON: `{model, answers, usage, billing?, request_id?,
+/// requested_model?}`; other envelope members are skipped (syntax still checked). The returned
+/// [`Response`] borrows strings from `bytes` and keys from `questions`, and lists answers in
+/// question order.
+///
+/// ```
+/// use jevgate::jev::{validate_response, Questions, Answer, Limits};
+/// let questions = Questions::from_json(br#"{
+///   "needs_decision": {"type": "noul"},
+///   "next_step": {"type": "choice", "criteria": {"explain": "Compare.", "execute": "Execute."}},
+///   "clarity": {"type": "score", "criteria": ["Unspecified", "Partially", "Fully"]}}"#,
+///   &Limits::default()).unwrap();
+/// let response = validate_response(&questions, br#"{"model": "jev-1.13.0", "answers": {
+///   "needs_decision": {"type": "noul", "noul": 0.8},
+///   "next_step": {"type": "choice", "choice": "explain",
+///                 "probabilities": {"explain": 0.7, "execute": 0.29}, "confidence": 0.7},
+///   "clarity": {"type": "score", "score": 1.5, "levels": [0.1, 0.3, 0.6],
+///               "legend": ["Unspecified", "Partially", "Fully"], "confidence": 0.6}},
+///   "usage": {"input_tokens": 120, "output_tokens": 8}}"#).unwrap();
+/// assert_eq!(response.model(), "jev-1.13.0");
+/// match response.answers().get("next_step").unwrap() {
+///     Answer::Choice(c) => {
+///         assert_eq!(c.choice(), "explain");
+///         assert_eq!(c.probability("execute"), Some(0.29)); // 0.99 in total: rounding envelope
+///     }
+///     _ => unreachable!(),
+/// }
+/// ```
+pub fn validate_response<'a>(
+    questions: &'a Questions,
+    bytes: &'a [u8],
+) -> Result<Response<'a>, ValidationError> {
+    let v = Validator {
+        lx: Lexer::new(bytes),
+        q: questions,
+        numbers: vec![0.0; questions.numbers_len()],
+        legend: vec![Cow::Borrowed(""); questions.legend_len()],
+    };
+    v.envelope()
+}
+
+/// Field names the validator recognises.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Type,
+    Noul,
+    Choice,
+    Probabilities,
+    Confidence,
+    Score,
+    Levels,
+    Legend,
+    Other,
+}
+
+#[inline(always)]
+fn answer_field(name: &[u8]) -> Field {
+    match name {
+        b"type" => Field::Type,
+        b"noul" => Field::Noul,
+        b"choice" => Field::Choice,
+        b"probabilities" => Field::Probabilities,
+        b"confidence" => Field::Confidence,
+        b"score" => Field::Score,
+        b"levels" => Field::Levels,
+        b"legend" => Field::Legend,
+        _ => Field::Other,
+    }
+}
+
+/// Runs `f` on the member name's decoded bytes (borrowed unless it has escapes).
+#[inline(always)]
+fn with_name<T>(k: &RawStr<'_>, f: impl FnOnce(&[u8]) -> T) -> T {
+    if k.escaped {
+        f(k.decode().as_bytes())
+    } else {
+        f(k.raw)
+    }
+}
+
+/// Which questions (or options) have been seen: a stack bitset up to 256 entries.
+enum Seen {
+    Small([u64; 4]),
+    Large(Vec<u64>),
+}
+
+impl Seen {
+    fn new(n: usize) -> Seen {
+        if n <= 256 {
+            Seen::Small([0; 4])
+        } else {
+            Seen::Large(vec![0; n.div_ceil(64)])
+        }
+    }
+
+    /// Marks `i`; returns whether it was already marked.
+    #[inline(always)]
+    fn test_and_set(&mut self, i: usize) -> bool {
+        let words: &mut [u64] = match self {
+            Seen::Small(w) => w,
+            Seen::Large(w) => w,
+        };
+        let (w, bit) = (i / 64, 1u64 << (i % 64));
+        match words.get_mut(w) {
+            Some(word) => {
+                let was = *word & bit != 0;
+                *word |= bit;
+                was
+            }
+            None => true,
+        }
+    }
+
+    fn first_unset(&self, n: usize) -> Option<usize> {
+        let words: &[u64] = match self {
+            Seen::Small(w) => w,
+            Seen::Large(w) => w,
+        };
+        (0..n).find(|&i| words.get(i / 64).is_none_or(|w| w & (1u64 << (i % 64)) == 0))
+    }
+}
+
+struct Validator<'a> {
+    lx: Lexer<'a>,
+    q: &'a Questions,
+    numbers: Vec<f64>,
+    legend: Vec<Cow<'a, str>>,
+}
+
+#[cold]
+fn fail(reason: R, key: Option<&str>, field: Option<&'static str>) -> ValidationError {
+    ValidationError::at(reason, key, field)
+}
+
+impl<'a> Validator<'a> {
+    /// The value at the cursor has the wrong JSON kind: check its syntax (a syntax error wins),
+    /// then report `reason`.
+    #[cold]
+    fn wrong(&mut self, reason: R, key: Option<&str>, field: &'static str) -> ValidationError {
+        match self.lx.skip_value() {
+            Ok(()) => fail(reason, key, Some(field)),
+            Err(m) => m.into(),
+        }
+    }
+
+    fn envelope(mut self) -> VResult<Response<'a>> {
+        if self.lx.peek_ws() != Some(b'{') {
+            return Err(ValidationError::new(R::MalformedJson));
+        }
+        self.lx.bump();
+        let mut model: Option<Cow<'a, str>> = None;
+        let mut answers = false;
+        let mut usage: Option<Usage> = None;
+        let mut billing: Option<Option<Billing<'a>>> = None;
+        let mut request_id: Option<Option<Cow<'a, str>>> = None;
+        let mut requested_model: Option<Option<Cow<'a, str>>> = None;
+        if self.lx.object_nonempty()? {
+            loop {
+                let k = self.lx.key()?;
+                match with_name(&k, |n| match n {
+                    b"model" => 1,
+                    b"answers" => 2,
+                    b"usage" => 3,
+                    b"billing" => 4,
+                    b"request_id" => 5,
+                    b"requested_model" => 6,
+                    _ => 0,
+                }) {
+                    1 if model.is_none() => model = Some(self.string_field("model")?),
+                    2 if !answers => {
+                        self.answers()?;
+                        answers = true;
+                    }
+                    3 if usage.is_none() => usage = Some(self.usage()?),
+                    4 if billing.is_none() => billing = Some(self.billing()?),
+                    5 if request_id.is_none() => {
+                        request_id = Some(self.opt_string_field("request_id")?)
+                    }
+                    6 if requested_model.is_none() => {
+                        requested_model = Some(self.opt_string_field("requested_model")?)
+                    }
+                    0 => self.lx.skip_value()?,
+                    // a known member repeated
+                    _ => return Err(ValidationError::new(R::MalformedJson)),
+                }
+                if !self.lx.comma_or(b'}')? {
+                    break;
+                }
+            }
+        }
+        let Some(model) = model else {
+            return Err(fail(R::MissingField, None, Some("model")));
+        };
+        if !answers {
+            return Err(fail(R::MissingField, None, Some("answers")));
+        }
+        let Some(usage) = usage else {
+            return Err(fail(R::MissingField, None, Some("usage")));
+        };
+        if !self.lx.at_end() {
+            return Err(ValidationError::new(R::MalformedJson));
+        }
+        Ok(Response {
+            questions: self.q,
+            model,
+            usage,
+            billing: billing.flatten(),
+            request_id: request_id.flatten(),
+            requested_model: requested_model.flatten(),
+            numbers: self.numbers,
+            legend: self.legend,
+        })
+    }
+
+    fn string_field(&mut self, field: &'static str) -> VResult<Cow<'a, str>> {
+        if self.lx.peek_ws() == Some(b'"') {
+            Ok(self.lx.string()?.decode())
+        } else {
+            Err(self.wrong(R::InvalidField, None, field))
+        }
+    }
+
+    fn opt_string_field(&mut self, field: &'static str) -> VResult<Option<Cow<'a, str>>> {
+        if self.lx.null()? {
+            return Ok(None);
+        }
+        self.string_field(field).map(Some)
+    }
+
+    fn usage(&mut self) -> VResult<Usage> {
+        if self.lx.peek_ws() != Some(b'{') {
+            return Err(self.wrong(R::UsageInvalid, None, "usage"));
+        }
+        self.lx.bump();
+        let mut input = None;
+        let mut output = None;
+        if self.lx.object_nonempty()? {
+            loop {
+                let k = self.lx.key()?;
+                match with_name(&k, |n| match n {
+                    b"input_tokens" => 1,
+                    b"output_tokens" => 2,
+                    _ => 0,
+                }) {
+                    1 if input.is_none() => input = Some(self.count("usage.input_tokens")?),
+                    2 if output.is_none() => output = Some(self.count("usage.output_tokens")?),
+                    0 => self.lx.skip_value()?,
+                    _ => return Err(ValidationError::new(R::MalformedJson)),
+                }
+                if !self.lx.comma_or(b'}')? {
+                    break;
+                }
+            }
+        }
+        let input_tokens =
+            input.ok_or_else(|| fail(R::MissingField, None, Some("usage.input_tokens")))?;
+        let output_tokens =
+            output.ok_or_else(|| fail(R::MissingField, None, Some("usage.output_tokens")))?;
+        Ok(Usage {
+            input_tokens,
+            output_tokens,
+        })
+    }
+
+    fn count(&mut self, field: &'static str) -> VResult<u64> {
+        match self.lx.peek_ws() {
+            Some(b'-' | b'0'..=b'9') => {
+                let n = self.lx.number()?;
+                n.to_u64()
+                    .ok_or_else(|| fail(R::UsageInvalid, None, Some(field)))
+            }
+            _ => Err(self.wrong(R::UsageInvalid, None, field)),
+        }
+    }
+
+    fn billing(&mut self) -> VResult<Option<Billing<'a>>> {
+        if self.lx.null()? {
+            return Ok(None);
+        }
+        if self.lx.peek_ws() != Some(b'{') {
+            return Err(self.wrong(R::UsageInvalid, None, "billing"));
+        }
+        self.lx.bump();
+        let mut credits: Option<f64> = None;
+        let mut rate: Option<Option<Cow<'a, str>>> = None;
+        if self.lx.object_nonempty()? {
+            loop {
+                let k = self.lx.key()?;
+                match with_name(&k, |n| match n {
+                    b"charged_credits" => 1,
+                    b"rate_version" => 2,
+                    _ => 0,
+                }) {
+                    1 if credits.is_none() => {
+                        const F: &str = "billing.charged_credits";
+                        let c = match self.lx.peek_ws() {
+                            Some(b'-' | b'0'..=b'9') => self.lx.number()?.to_f64(),
+                            _ => return Err(self.wrong(R::UsageInvalid, None, F)),
+                        };
+                        if !(c.is_finite() && c >= 0.0) {
+                            return Err(fail(R::UsageInvalid, None, Some(F)));
+                        }
+                        credits = Some(c);
+                    }
+                    2 if rate.is_none() => {
+                        const F: &str = "billing.rate_version";
+                        rate = Some(if self.lx.null()? {
+                            None
+                        } else if self.lx.peek_ws() == Some(b'"') {
+                            Some(self.lx.string()?.decode())
+                        } else {
+                            return Err(self.wrong(R::UsageInvalid, None, F));
+                        });
+                    }
+                    0 => self.lx.skip_value()?,
+                    _ => return Err(ValidationError::new(R::MalformedJson)),
+                }
+                if !self.lx.comma_or(b'}')? {
+                    break;
+                }
+            }
+        }
+        let charged_credits =
+            credits.ok_or_else(|| fail(R::MissingField, None, Some("billing.charged_credits")))?;
+        Ok(Some(Billing {
+            charged_credits,
+            rate_version: rate.flatten(),
+        }))
+    }
+
+    fn answers(&mut self) -> VResult<()> {
+        if self.lx.peek_ws() != Some(b'{') {
+            return Err(self.wrong(R::InvalidField, None, "answers"));
+        }
+        self.lx.bump();
+        let q = self.q;
+        let n = q.len();
+        let mut seen = Seen::new(n);
+        let mut count = 0usize;
+        let mut hint = 0usize;
+        if self.lx.object_nonempty()? {
+            loop {
+                let k = self.lx.key()?;
+                let Some(i) = with_name(&k, |name| q.index_of(name, hint)) else {
+                    return Err(fail(R::UnexpectedAnswer, None, None));
+                };
+                let question = q.at(i);
+                if seen.test_and_set(i) {
+                    return Err(fail(R::UnexpectedAnswer, Some(question.key()), None));
+                }
+                count += 1;
+                hint = i + 1;
+                self.answer(question)?;
+                if !self.lx.comma_or(b'}')? {
+                    break;
+                }
+            }
+        }
+        if count != n {
+            let missing = seen.first_unset(n).unwrap_or(0);
+            return Err(fail(R::MissingAnswer, Some(q.at(missing).key()), None));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn answer(&mut self, question: &'a Question) -> VResult<()> {
+        if self.lx.peek_ws() != Some(b'{') {
+            let key = question.key();
+            return Err(match self.lx.skip_value() {
+                Ok(()) => fail(R::TypeMismatch, Some(key), None),
+                Err(m) => m.into(),
+            });
+        }
+        self.lx.bump();
+        match question.question_type() {
+            QuestionType::Noul => self.noul(question),
+            QuestionType::Choice => self.choice(question),
+            QuestionType::Score => self.score(question),
+        }
+    }
+
+    /// `"type": "<expected>"`.
+    #[inline]
+    fn type_field(&mut self, question: &Question) -> VResult<()> {
+        let expected = question.question_type().as_str();
+        if self.lx.peek_ws() == Some(b'"') {
+            if self.lx.string()?.eq_str(expected) {
+                return Ok(());
+            }
+            return Err(fail(R::TypeMismatch, Some(question.key()), Some("type")));
+        }
+        Err(self.wrong(R::TypeMismatch, Some(question.key()), "type"))
+    }
+
+    /// A probability or confidence: a number in [0, 1]. Returns the exact value and whether its
+    /// text is a multiple of 0.01.
+    #[inline(always)]
+    fn probability(&mut self, key: &str, field: &'static str) -> VResult<(f64, bool)> {
+        match self.lx.peek_ws() {
+            Some(b'-' | b'0'..=b'9') => {
+                let n = self.lx.number()?;
+                let p = n.to_f64();
+                if (0.0..=1.0).contains(&p) {
+                    Ok((p, n.hundredths))
+                } else {
+                    Err(fail(R::ProbabilityRange, Some(key), Some(field)))
+                }
+            }
+            _ => Err(self.wrong(R::ProbabilityRange, Some(key), field)),
+        }
+    }
+
+    /// A member of an answer that its type does not define.
+    #[cold]
+    fn stray(&self, f: Field, question: &Question) -> ValidationError {
+        let reason = if f == Field::Other {
+            R::UnexpectedField
+        } else {
+            // a member of another answer type: the answer is of another type
+            R::TypeMismatch
+        };
+        fail(reason, Some(question.key()), None)
+    }
+
+    #[cold]
+    fn duplicate(&self) -> ValidationError {
+        ValidationError::new(R::MalformedJson)
+    }
+
+    fn noul(&mut self, question: &'a Question) -> VResult<()> {
+        let key = question.key();
+        let at = question.numbers_at as usize;
+        let (mut has_type, mut has_noul) = (false, false);
+        if self.lx.object_nonempty()? {
+            loop {
+                let k = self.lx.key()?;
+                match with_name(&k, answer_field) {
+                    Field::Type if !has_type => {
+                        self.type_field(question)?;
+                        has_type = true;
+                    }
+                    Field::Noul if !has_noul => {
+                        let (p, _) = self.probability(key, "noul")?;
+                        if let Some(slot) = self.numbers.get_mut(at) {
+                            *slot = p;
+                        }
+                        has_noul = true;
+                    }
+                    Field::Type | Field::Noul => return Err(self.duplicate()),
+                    f => return Err(self.stray(f, question)),
+                }
+                if !self.lx.comma_or(b'}')? {
+                    break;
+                }
+            }
+        }
+        if !has_type {
+            return Err(fail(R::MissingField, Some(key), Some("type")));
+        }
+        if !has_noul {
+            return Err(fail(R::MissingField, Some(key), Some("noul")));
+        }
+        Ok(())
+    }
+
+    fn choice(&mut self, question: &'a Question) -> VResult<()> {
+        let key = question.key();
+        let n = question.arity();
+        let at = question.numbers_at as usize;
+        let mut has_type = false;
+        let mut chosen: Option<usize> = None;
+        let mut max: Option<f64> = None;
+        let mut has_confidence = false;
+        if self.lx.object_nonempty()? {
+            loop {
+                let k = self.lx.key()?;
+                match with_name(&k, answer_field) {
+                    Field::Type if !has_type => {
+                        self.type_field(question)?;
+                        has_type = true;
+                    }
+                    Field::Choice if chosen.is_none() => {
+                        if self.lx.peek_ws() != Some(b'"') {
+                            return Err(self.wrong(R::UnknownOption, Some(key), "choice"));
+                        }
+                        let s = self.lx.string()?;
+                        let Some(i) = with_name(&s, |name| question.option_index(name, 0)) else {
+                            return Err(fail(R::UnknownOption, Some(key), Some("choice")));
+                        };
+                        chosen = Some(i);
+                    }
+                    Field::Probabilities if max.is_none() => {
+                        max = Some(self.probabilities(question)?);
+                    }
+                    Field::Confidence if !has_confidence => {
+                        let (c, _) = self.probability(key, "confidence")?;
+                        if let Some(slot) = self.numbers.get_mut(at + n) {
+                            *slot = c;
+                        }
+                        has_confidence = true;
+                    }
+                    Field::Type | Field::Choice | Field::Probabilities | Field::Confidence => {
+                        return Err(self.duplicate());
+                    }
+                    f => return Err(self.stray(f, question)),
+                }
+                if !self.lx.comma_or(b'}')? {
+                    break;
+                }
+            }
+        }
+        if !has_type {
+            return Err(fail(R::MissingField, Some(key), Some("type")));
+        }
+        let Some(chosen) = chosen else {
+            return Err(fail(R::MissingField, Some(key), Some("choice")));
+        };
+        let Some(max) = max else {
+            return Err(fail(R::MissingField, Some(key), Some("probabilities")));
+        };
+        if !has_confidence {
+            return Err(fail(R::MissingField, Some(key), Some("confidence")));
+        }
+        let p_chosen = self.numbers.get(at + chosen).copied().unwrap_or(f64::NAN);
+        if !(p_chosen >= max) {
+            return Err(fail(R::ChoiceNotMax, Some(key), Some("choice")));
+        }
+        if let Some(slot) = self.numbers.get_mut(at + n + 1) {
+            *slot = chosen as f64;
+        }
+        Ok(())
+    }
+
+    /// `{"option": p, …}`: every option once, nothing else; returns the maximum.
+    fn probabilities(&mut self, question: &'a Question) -> VResult<f64> {
+        const F: &str = "probabilities";
+        let key = question.key();
+        if self.lx.peek_ws() != Some(b'{') {
+            return Err(self.wrong(R::InvalidField, Some(key), F));
+        }
+        self.lx.bump();
+        let n = question.arity();
+        let at = question.numbers_at as usize;
+        let mut seen = [0u64; 4];
+        let mut count = 0usize;
+        let mut hint = 0usize;
+        let mut dist = Dist::new();
+        if self.lx.object_nonempty()? {
+            loop {
+                let k = self.lx.key()?;
+                let Some(i) = with_name(&k, |name| question.option_index(name, hint)) else {
+                    return Err(fail(R::UnknownOption, Some(key), Some(F)));
+                };
+                let (w, bit) = (i / 64, 1u64 << (i % 64));
+                if seen[w & 3] & bit != 0 {
+                    return Err(self.duplicate());
+                }
+                seen[w & 3] |= bit;
+                let (p, hundredths) = self.probability(key, F)?;
+                if let Some(slot) = self.numbers.get_mut(at + i) {
+                    *slot = p;
+                }
+                dist.push(i, p, hundredths);
+                count += 1;
+                hint = i + 1;
+                if !self.lx.comma_or(b'}')? {
+                    break;
+                }
+            }
+        }
+        if count != n {
+            return Err(fail(R::MissingOption, Some(key), Some(F)));
+        }
+        if !dist.sum_ok() {
+            return Err(fail(R::DistributionSum, Some(key), Some(F)));
+        }
+        Ok(dist.max())
+    }
+
+    fn score(&mut self, question: &'a Question) -> VResult<()> {
+        let key = question.key();
+        let n = question.arity();
+        let at = question.numbers_at as usize;
+        let mut has_type = false;
+        let mut score: Option<(f64, bool)> = None;
+        let mut levels: Option<Dist> = None;
+        let mut has_legend = false;
+        let mut has_confidence = false;
+        if self.lx.object_nonempty()? {
+            loop {
+                let k = self.lx.key()?;
+                match with_name(&k, answer_field) {
+                    Field::Type if !has_type => {
+                        self.type_field(question)?;
+                        has_type = true;
+                    }
+                    Field::Score if score.is_none() => {
+                        let s = match self.lx.peek_ws() {
+                            Some(b'-' | b'0'..=b'9') => {
+                                let num = self.lx.number()?;
+                                (num.to_f64(), num.hundredths)
+                            }
+                            _ => return Err(self.wrong(R::ScoreMismatch, Some(key), "score")),
+                        };
+                        if !s.0.is_finite() {
+                            return Err(fail(R::ScoreMismatch, Some(key), Some("score")));
+                        }
+                        if let Some(slot) = self.numbers.get_mut(at + n) {
+                            *slot = s.0;
+                        }
+                        score = Some(s);
+                    }
+                    Field::Levels if levels.is_none() => levels = Some(self.levels(question)?),
+                    Field::Legend if !has_legend => {
+                        self.legend(question)?;
+                        has_legend = true;
+                    }
+                    Field::Confidence if !has_confidence => {
+                        let (c, _) = self.probability(key, "confidence")?;
+                        if let Some(slot) = self.numbers.get_mut(at + n + 1) {
+                            *slot = c;
+                        }
+                        has_confidence = true;
+                    }
+                    Field::Type
+                    | Field::Score
+                    | Field::Levels
+                    | Field::Legend
+                    | Field::Confidence => return Err(self.duplicate()),
+                    f => return Err(self.stray(f, question)),
+                }
+                if !self.lx.comma_or(b'}')? {
+                    break;
+                }
+            }
+        }
+        if !has_type {
+            return Err(fail(R::MissingField, Some(key), Some("type")));
+        }
+        let Some((s, s_hundredths)) = score else {
+            return Err(fail(R::MissingField, Some(key), Some("score")));
+        };
+        let Some(dist) = levels else {
+            return Err(fail(R::MissingField, Some(key), Some("levels")));
+        };
+        if !has_legend {
+            return Err(fail(R::MissingField, Some(key), Some("legend")));
+        }
+        if !has_confidence {
+            return Err(fail(R::MissingField, Some(key), Some("confidence")));
+        }
+        if !dist.score_ok(s, s_hundredths) {
+            return Err(fail(R::ScoreMismatch, Some(key), Some("score")));
+        }
+        Ok(())
+    }
+
+    /// `[p0, …, pn-1]`: exactly one probability per level.
+    fn levels(&mut self, question: &'a Question) -> VResult<Dist> {
+        const F: &str = "levels";
+        let key = question.key();
+        if self.lx.peek_ws() != Some(b'[') {
+            return Err(self.wrong(R::LevelCount, Some(key), F));
+        }
+        self.lx.bump();
+        let n = question.arity();
+        let at = question.numbers_at as usize;
+        let mut dist = Dist::new();
+        let mut i = 0usize;
+        if self.lx.peek_ws() == Some(b']') {
+            self.lx.bump();
+        } else {
+            loop {
+                if i == n {
+                    return Err(fail(R::LevelCount, Some(key), Some(F)));
+                }
+                let (p, hundredths) = self.probability(key, F)?;
+                if let Some(slot) = self.numbers.get_mut(at + i) {
+                    *slot = p;
+                }
+                dist.push(i, p, hundredths);
+                i += 1;
+                if !self.lx.comma_or(b']')? {
+                    break;
+                }
+            }
+        }
+        if i != n {
+            return Err(fail(R::LevelCount, Some(key), Some(F)));
+        }
+        if !dist.sum_ok() {
+            return Err(fail(R::DistributionSum, Some(key), Some(F)));
+        }
+        Ok(dist)
+    }
+
+    /// `["…", …]`: one string per level.
+    fn legend(&mut self, question: &'a Question) -> VResult<()> {
+        const F: &str = "legend";
+        let key = question.key();
+        if self.lx.peek_ws() != Some(b'[') {
+            return Err(self.wrong(R::LevelCount, Some(key), F));
+        }
+        self.lx.bump();
+        let n = question.arity();
+        let at = question.legend_at as usize;
+        let mut i = 0usize;
+        if self.lx.peek_ws() == Some(b']') {
+            self.lx.bump();
+        } else {
+            loop {
+                if i == n {
+                    return Err(fail(R::LevelCount, Some(key), Some(F)));
+                }
+                if self.lx.peek_ws() != Some(b'"') {
+                    return Err(self.wrong(R::InvalidField, Some(key), F));
+                }
+                let s = self.lx.string()?;
+                if let Some(slot) = self.legend.get_mut(at + i) {
+                    *slot = s.decode();
+                }
+                i += 1;
+                if !self.lx.comma_or(b']')? {
+                    break;
+                }
+            }
+        }
+        if i != n {
+            return Err(fail(R::LevelCount, Some(key), Some(F)));
+        }
+        Ok(())
+    }
+}
