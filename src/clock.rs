@@ -199,8 +199,13 @@ mod tests {
         let late = early + Duration::from_secs(2);
         assert_eq!(late - early, Duration::from_secs(2));
         assert_eq!(early - late, Duration::ZERO);
-        assert_eq!(Instant::from_origin(Duration::MAX) + Duration::from_secs(1), Instant::from_origin(Duration::MAX));
-        assert!(Instant::from_origin(Duration::MAX).checked_add(Duration::from_secs(1)).is_none());
+        assert_eq!(
+            Instant::from_origin(Duration::MAX) + Duration::from_secs(1),
+            Instant::from_origin(Duration::MAX)
+        );
+        assert!(Instant::from_origin(Duration::MAX)
+            .checked_add(Duration::from_secs(1))
+            .is_none());
     }
 
     #[test]

@@ -259,7 +259,12 @@ mod tests {
                 400,
                 ErrorFamily::Argument,
             ),
-            (Error::GatewayClosed, "GATEWAY_CLOSED", 409, ErrorFamily::Gateway),
+            (
+                Error::GatewayClosed,
+                "GATEWAY_CLOSED",
+                409,
+                ErrorFamily::Gateway,
+            ),
             (
                 Error::Internal { reason: "x".into() },
                 "INTERNAL",

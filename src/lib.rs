@@ -11,7 +11,7 @@
 #![deny(unsafe_code)]
 
 pub mod clock;
-pub mod jev;
 mod error;
+pub mod jev;
 
 pub use error::{Error, ErrorFamily, Result};

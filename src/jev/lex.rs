@@ -440,11 +440,11 @@ impl<'a> Lexer<'a> {
         'value: loop {
             match self.peek_ws().ok_or(Malformed)? {
                 b'{' => {
+                    if depth == MAX_DEPTH {
+                        return Err(Malformed);
+                    }
                     self.i += 1;
                     if self.object_nonempty()? {
-                        if depth == MAX_DEPTH {
-                            return Err(Malformed);
-                        }
                         stack |= 1u128 << depth;
                         depth += 1;
                         self.key()?;
@@ -452,13 +452,13 @@ impl<'a> Lexer<'a> {
                     }
                 }
                 b'[' => {
+                    if depth == MAX_DEPTH {
+                        return Err(Malformed);
+                    }
                     self.i += 1;
                     if self.peek_ws() == Some(b']') {
                         self.i += 1;
                     } else {
-                        if depth == MAX_DEPTH {
-                            return Err(Malformed);
-                        }
                         stack &= !(1u128 << depth);
                         depth += 1;
                         continue 'value;
@@ -554,19 +554,29 @@ mod tests {
     #[test]
     fn r_val_sum_hundredths_detection_is_exact_on_the_decimal_text() {
         for s in [
-            "0", "-0", "1", "0.5", "0.50", "0.01", "0.99", "1.00", "5e-1", "1E-2", "0.1e-1",
-            "0.0", "0.000", "100e-2", "0.10000", "10", "0e-999",
+            "0", "-0", "1", "0.5", "0.50", "0.01", "0.99", "1.00", "5e-1", "1E-2", "0.1e-1", "0.0",
+            "0.000", "100e-2", "0.10000", "10", "0e-999",
         ] {
             assert!(num(s).hundredths, "{s} is a multiple of 0.01");
         }
-        for s in ["0.001", "0.005", "0.333", "1e-3", "0.1e-2", "0.0100000001", "1.0000000001"] {
+        for s in [
+            "0.001",
+            "0.005",
+            "0.333",
+            "1e-3",
+            "0.1e-2",
+            "0.0100000001",
+            "1.0000000001",
+        ] {
             assert!(!num(s).hundredths, "{s} is not a multiple of 0.01");
         }
     }
 
     #[test]
     fn r_val_fast_number_syntax_matches_json() {
-        for bad in ["01", "-", "1.", ".5", "1e", "1e+", "+1", "--1", "0x1", "1.e3"] {
+        for bad in [
+            "01", "-", "1.", ".5", "1e", "1e+", "+1", "--1", "0x1", "1.e3",
+        ] {
             let mut lx = Lexer::new(bad.as_bytes());
             let ok = lx.number().is_ok() && lx.at_end();
             assert!(!ok, "{bad} must be rejected");
@@ -586,20 +596,35 @@ mod tests {
 
     #[test]
     fn r_val_fast_skip_checks_syntax_and_depth() {
-        let ok = [r#"{"a":[1,{"b":null}],"c":"x\u00e9\ud83d\ude00"}"#, "[]", "{}", "true", "-1.5e3"];
+        let ok = [
+            r#"{"a":[1,{"b":null}],"c":"x\u00e9\ud83d\ude00"}"#,
+            "[]",
+            "{}",
+            "true",
+            "-1.5e3",
+        ];
         for s in ok {
             let mut lx = Lexer::new(s.as_bytes());
             assert!(lx.skip_value().is_ok() && lx.at_end(), "{s}");
         }
         let bad = [
-            r#"{"a":}"#, "[1,]", r#"{"a" 1}"#, "[1 2]", r#""\ud800""#, r#""\udc00x""#, "tru",
-            r#"{"a":1,}"#, "[", r#""\x""#, "\"a\u{1}\"",
+            r#"{"a":}"#,
+            "[1,]",
+            r#"{"a" 1}"#,
+            "[1 2]",
+            r#""\ud800""#,
+            r#""\udc00x""#,
+            "tru",
+            r#"{"a":1,}"#,
+            "[",
+            r#""\x""#,
+            "\"a\u{1}\"",
         ];
         for s in bad {
             let mut lx = Lexer::new(s.as_bytes());
             assert!(!(lx.skip_value().is_ok() && lx.at_end()), "{s}");
         }
-        let deep_ok = "[".repeat(128) + &"]".repeat(128);
+        let deep_ok = "[".repeat(128) + &"]".repeat(128); // serde_json's limit too
         assert!(Lexer::new(deep_ok.as_bytes()).skip_value().is_ok());
         let deep_bad = "[".repeat(129) + &"]".repeat(129);
         assert!(Lexer::new(deep_bad.as_bytes()).skip_value().is_err());

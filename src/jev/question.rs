@@ -326,7 +326,7 @@ impl Questions {
     pub fn from_json(json: &[u8], limits: &Limits) -> Result<Questions, RequestError> {
         let mut de = serde_json::Deserializer::from_slice(json);
         let wire: QuestionsWire = serde_path_to_error::deserialize(&mut de)
-            .map_err(|e| RequestError::from_serde(path_of(&e), e.inner()))?;
+            .map_err(|e| RequestError::from_path_error(&e))?;
         de.end()
             .map_err(|e| RequestError::from_serde(String::new(), &e))?;
         Questions::new(wire.0, limits)
@@ -402,20 +402,12 @@ impl<'a> IntoIterator for &'a Questions {
     }
 }
 
-fn path_of(e: &serde_path_to_error::Error<serde_json::Error>) -> String {
-    let p = e.path().to_string();
-    if p == "." {
-        String::new()
-    } else {
-        p
-    }
-}
-
 // ---- serde: the wire shape of questions -------------------------------------------------------
 
 impl Serialize for Question {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let n = 1 + usize::from(self.instructions.is_some())
+        let n = 1
+            + usize::from(self.instructions.is_some())
             + usize::from(!matches!(self.criteria, Criteria::None));
         let mut st = s.serialize_struct("Question", n)?;
         st.serialize_field("type", self.question_type().as_str())?;

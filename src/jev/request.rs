@@ -87,6 +87,20 @@ impl RequestError {
         &self.message
     }
 
+    /// Turns a located serde_json error into a request error (path empty for syntax errors).
+    pub(crate) fn from_path_error(
+        e: &serde_path_to_error::Error<serde_json::Error>,
+    ) -> RequestError {
+        let inner = e.inner();
+        let path = e.path().to_string();
+        let path = if inner.is_syntax() || inner.is_eof() || path == "." {
+            String::new()
+        } else {
+            path
+        };
+        RequestError::from_serde(path, inner)
+    }
+
     /// Turns a serde_json error into a request error without quoting input text.
     pub(crate) fn from_serde(path: String, err: &serde_json::Error) -> RequestError {
         let text = err.to_string();
@@ -205,7 +219,7 @@ impl Request {
         check_size(json.len(), limits)?;
         let mut de = serde_json::Deserializer::from_slice(json);
         let wire: RequestWire = serde_path_to_error::deserialize(&mut de)
-            .map_err(|e| RequestError::from_serde(e.path().to_string(), e.inner()))?;
+            .map_err(|e| RequestError::from_path_error(&e))?;
         de.end()
             .map_err(|e| RequestError::from_serde(String::new(), &e))?;
         if let Some(id) = &wire.request_id {

@@ -141,7 +141,7 @@ mod tests {
         assert!(dist(&["0.3995", "0.5995"]).sum_ok()); // 0.999 exactly at the edge
         assert!(!dist(&["0.4006", "0.6005"]).sum_ok()); // 1.0011
         assert!(!dist(&["0.3994", "0.5995"]).sum_ok()); // 0.9989
-        // one full-precision value switches the whole distribution to 0.001
+                                                        // one full-precision value switches the whole distribution to 0.001
         assert!(!dist(&["0.50", "0.495"]).sum_ok());
         assert!(dist(&["0.50", "0.4995"]).sum_ok());
     }

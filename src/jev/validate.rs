@@ -145,7 +145,11 @@ impl Seen {
             Seen::Small(w) => w,
             Seen::Large(w) => w,
         };
-        (0..n).find(|&i| words.get(i / 64).is_none_or(|w| w & (1u64 << (i % 64)) == 0))
+        (0..n).find(|&i| {
+            words
+                .get(i / 64)
+                .is_none_or(|w| w & (1u64 << (i % 64)) == 0)
+        })
     }
 }
 

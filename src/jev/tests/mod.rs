@@ -1,1 +1,8 @@
-//! Tests of the jev module.
+//! Tests of the jev module: table-driven verdicts for every reason and every edge of the
+//! rounding envelope, property tests, exact float parsing and the request model.
+
+mod floats;
+mod props;
+mod request;
+mod support;
+mod table;
