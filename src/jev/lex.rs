@@ -45,7 +45,22 @@ static STR_CLASS: [u8; 256] = {
     t
 };
 
+/// Marks (high bit of each byte) the bytes of `w` that end a plain run inside a string: `"`,
+/// `\\`, a control character or a non-ASCII byte. The lowest marked byte is exact.
+#[inline(always)]
+fn special_bytes(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x;
+    let quote = zero_byte(w ^ (ONES * b'"' as u64));
+    let backslash = zero_byte(w ^ (ONES * b'\\' as u64));
+    let control = w.wrapping_sub(ONES * 0x20);
+    (quote | backslash | control | w) & HIGH
+}
+
 /// The body of a JSON string as it appears in the input (between the quotes).
+///
+/// Equality compares the decoded strings.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RawStr<'a> {
     /// Bytes between the quotes; valid UTF-8; escapes not decoded.
@@ -54,7 +69,19 @@ pub(crate) struct RawStr<'a> {
     pub escaped: bool,
 }
 
+impl PartialEq for RawStr<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.decode() == other.decode()
+    }
+}
+
 impl<'a> RawStr<'a> {
+    /// The empty string.
+    pub const EMPTY: RawStr<'static> = RawStr {
+        raw: b"",
+        escaped: false,
+    };
+
     /// The decoded string: borrowed when there is no escape.
     pub fn decode(&self) -> Cow<'a, str> {
         if !self.escaped {
@@ -271,6 +298,22 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    /// Consumes `"key":` when the next member name is exactly `key` written without escapes
+    /// (the expected-next-key fast path); otherwise consumes nothing and returns false.
+    #[inline(always)]
+    pub fn try_key(&mut self, key: &[u8]) -> LResult<bool> {
+        self.peek_ws();
+        let i = self.i;
+        let end = i + 1 + key.len();
+        if self.b.get(i + 1..end) == Some(key) && self.b.get(end) == Some(&b'"') {
+            self.i = end + 1;
+            self.expect(b':')?;
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+
     /// Reads a member name and its colon: `"name" :`.
     #[inline(always)]
     pub fn key(&mut self) -> LResult<RawStr<'a>> {
@@ -298,6 +341,16 @@ impl<'a> Lexer<'a> {
         let mut escaped = false;
         let mut high = false;
         loop {
+            // Eight bytes at a time until a byte that needs a look.
+            while let Some(chunk) = b.get(i..i + 8) {
+                let word = u64::from_le_bytes(chunk.try_into().unwrap_or([b'"'; 8]));
+                let m = special_bytes(word);
+                if m != 0 {
+                    i += (m.trailing_zeros() / 8) as usize;
+                    break;
+                }
+                i += 8;
+            }
             let c = *b.get(i).ok_or(Malformed)?;
             match STR_CLASS[c as usize] {
                 PLAIN => i += 1,

@@ -73,6 +73,11 @@ pub struct Question {
     pub(crate) numbers_at: u32,
     /// Where this answer's legend starts in the response's legend buffer.
     pub(crate) legend_at: u32,
+    /// Position in the question set.
+    pub(crate) index: u32,
+    /// The key (and, for a choice, every option key) appears verbatim in JSON: no `"`, `\\`
+    /// or control character, so raw input bytes can be compared with it.
+    pub(crate) raw_safe: bool,
 }
 
 impl Question {
@@ -84,6 +89,8 @@ impl Question {
             criteria: Criteria::None,
             numbers_at: 0,
             legend_at: 0,
+            index: 0,
+            raw_safe: false,
         }
     }
 
@@ -110,6 +117,8 @@ impl Question {
             criteria,
             numbers_at: 0,
             legend_at: 0,
+            index: 0,
+            raw_safe: false,
         })
     }
 
@@ -128,6 +137,8 @@ impl Question {
             criteria,
             numbers_at: 0,
             legend_at: 0,
+            index: 0,
+            raw_safe: false,
         })
     }
 
@@ -184,6 +195,16 @@ impl Question {
         }
     }
 
+    /// The option key at `index` as bytes, when every key of this question is written verbatim
+    /// in JSON (so it can be compared with raw input).
+    #[inline(always)]
+    pub(crate) fn option_key_bytes(&self, index: usize) -> Option<&[u8]> {
+        match &self.criteria {
+            Criteria::Options(o, _) if self.raw_safe => o.get(index).map(|(k, _)| k.as_bytes()),
+            _ => None,
+        }
+    }
+
     /// Index of an option by key: tries `hint` first (options usually arrive in order), then a
     /// binary search. `raw` is the key as it appears in JSON (no escapes).
     #[inline]
@@ -212,6 +233,11 @@ impl Question {
             Criteria::Levels(l) => l.len() + 2,
         }
     }
+}
+
+/// Whether `s` is written in JSON exactly as its bytes (nothing to escape).
+fn verbatim(s: &str) -> bool {
+    s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
 }
 
 fn choice_criteria(options: Vec<(String, String)>) -> Result<Criteria, RequestError> {
@@ -291,7 +317,9 @@ impl Questions {
         let mut list: Vec<Question> = questions.into_iter().collect();
         let mut numbers_len = 0usize;
         let mut legend_len = 0usize;
-        for q in &mut list {
+        for (i, q) in list.iter_mut().enumerate() {
+            q.index = u32::try_from(i).unwrap_or(u32::MAX);
+            q.raw_safe = verbatim(&q.key) && q.options().all(|(k, _)| verbatim(k));
             q.numbers_at = u32::try_from(numbers_len).unwrap_or(u32::MAX);
             q.legend_at = u32::try_from(legend_len).unwrap_or(u32::MAX);
             numbers_len += q.numbers_len();
@@ -364,6 +392,10 @@ impl Questions {
     /// The question with this key.
     pub fn get(&self, key: &str) -> Option<&Question> {
         self.index_of(key.as_bytes(), 0).map(|i| &self.list[i])
+    }
+
+    pub(crate) fn nth(&self, index: usize) -> Option<&Question> {
+        self.list.get(index)
     }
 
     pub(crate) fn at(&self, index: usize) -> &Question {
@@ -551,6 +583,8 @@ impl<'de> de::DeserializeSeed<'de> for QuestionSeed {
             criteria,
             numbers_at: 0,
             legend_at: 0,
+            index: 0,
+            raw_safe: false,
         })
     }
 }

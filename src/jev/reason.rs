@@ -159,14 +159,6 @@ impl ValidationError {
     /// The error code shared by every validation failure.
     pub const CODE: &'static str = "JEV_MALFORMED_RESPONSE";
 
-    pub(crate) fn new(reason: ValidationReason) -> ValidationError {
-        ValidationError {
-            reason,
-            key: None,
-            field: None,
-        }
-    }
-
     pub(crate) fn at(
         reason: ValidationReason,
         key: Option<&str>,

@@ -5,6 +5,7 @@
 //! probability, confidence and score is the exact `f64` parsed from the provider's text, and
 //! serializes (shortest round-trip form) back to that same `f64`.
 
+use super::lex::RawStr;
 use super::question::{Question, QuestionType, Questions};
 use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Serialize, Serializer};
@@ -57,8 +58,8 @@ pub struct Response<'a> {
     /// Per question, at `numbers_at`: noul `[p]`; choice `[p…, confidence, chosen]`;
     /// score `[p…, score, confidence]`.
     pub(crate) numbers: Vec<f64>,
-    /// Score legends, per question at `legend_at`.
-    pub(crate) legend: Vec<Cow<'a, str>>,
+    /// Score legends as they appear in the input, per question at `legend_at`.
+    pub(crate) legend: Vec<RawStr<'a>>,
 }
 
 impl<'a> Response<'a> {
@@ -286,16 +287,53 @@ impl Serialize for ChoiceAnswer<'_> {
 }
 
 /// A validated score answer: `score` = Σ i·levels\[i\] within the distribution's tolerance.
+///
+/// ```
+/// # use jevgate::jev::*;
+/// let q = Questions::from_json(br#"{"s":{"type":"score","criteria":["low","high"]}}"#,
+///     &Limits::default()).unwrap();
+/// let r = validate_response(&q, br#"{"model":"m","usage":{"input_tokens":0,"output_tokens":0},
+///     "answers":{"s":{"type":"score","score":0.75,"levels":[0.25,0.75],"legend":["lo","hi"],"confidence":0.75}}}"#).unwrap();
+/// let Some(Answer::Score(s)) = r.answers().get("s") else { unreachable!() };
+/// assert_eq!((s.score(), s.levels(), s.confidence()), (0.75, &[0.25, 0.75][..], 0.75));
+/// assert_eq!(s.legend().collect::<Vec<_>>(), ["lo", "hi"]);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ScoreAnswer<'r> {
+    score: f64,
+    levels: &'r [f64],
+    legend: &'r [RawStr<'r>],
+    confidence: f64,
+}
+
+impl<'r> ScoreAnswer<'r> {
     /// The probability-weighted score as reported.
-    pub score: f64,
+    pub fn score(&self) -> f64 {
+        self.score
+    }
+
     /// Level probabilities, level 0 first.
-    pub levels: &'r [f64],
-    /// The legend as reported, one entry per level.
-    pub legend: &'r [Cow<'r, str>],
+    pub fn levels(&self) -> &'r [f64] {
+        self.levels
+    }
+
+    /// The legend as reported (escapes decoded), one entry per level.
+    pub fn legend(&self) -> impl ExactSizeIterator<Item = Cow<'r, str>> + 'r {
+        self.legend.iter().map(|t| t.decode())
+    }
+
     /// The reported confidence, in [0, 1].
-    pub confidence: f64,
+    pub fn confidence(&self) -> f64 {
+        self.confidence
+    }
+}
+
+struct Legend<'a>(&'a [RawStr<'a>]);
+
+impl Serialize for Legend<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|t| t.decode()))
+    }
 }
 
 impl Serialize for ScoreAnswer<'_> {
@@ -304,7 +342,7 @@ impl Serialize for ScoreAnswer<'_> {
         st.serialize_field("type", "score")?;
         st.serialize_field("score", &self.score)?;
         st.serialize_field("levels", self.levels)?;
-        st.serialize_field("legend", self.legend)?;
+        st.serialize_field("legend", &Legend(self.legend))?;
         st.serialize_field("confidence", &self.confidence)?;
         st.end()
     }

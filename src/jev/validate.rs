@@ -1,10 +1,11 @@
 //! `validate_response` (R-VAL-KEYS, -NOUL, -CHOICE, -SCORE, -SUM, -USAGE, -FAST): one pass over
 //! the provider's bytes, specialised to the answer shapes the questions expect.
 //!
-//! Answers are matched to questions by expected-next-key (then binary search), options likewise;
-//! seen keys live in stack bitsets; sums, maxima and Σ i·pᵢ accumulate as values stream in; no
-//! generic JSON value is built. The first error in document order is reported and scanning stops
-//! there, so invalid input is never slower than valid input.
+//! Answers are matched to questions by expected-next-key (compared straight against the input,
+//! then binary search), options likewise; seen keys live in stack bitsets; sums, maxima and
+//! Σ i·pᵢ accumulate as values stream in; no generic JSON value is built; failures travel as an
+//! 8-byte code until the public error is made. The first error in document order is reported and
+//! scanning stops there, so invalid input is never slower than valid input.
 //!
 //! This module must never alter a provider's number (each is stored exactly as parsed), never
 //! log, never do I/O, never panic, and never put provider text into an error.
@@ -16,14 +17,91 @@ use super::response::{Billing, Response, Usage};
 use super::sum::Dist;
 use std::borrow::Cow;
 
-impl From<Malformed> for ValidationError {
-    #[cold]
-    fn from(_: Malformed) -> ValidationError {
-        ValidationError::new(R::MalformedJson)
+/// Field names an error can carry (index into [`FIELD_NAMES`]).
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum Fld {
+    None,
+    Model,
+    Answers,
+    Usage,
+    InputTokens,
+    OutputTokens,
+    Billing,
+    ChargedCredits,
+    RateVersion,
+    RequestId,
+    RequestedModel,
+    Type,
+    Noul,
+    Choice,
+    Probabilities,
+    Confidence,
+    Score,
+    Levels,
+    Legend,
+}
+
+const FIELD_NAMES: [Option<&str>; 19] = [
+    None,
+    Some("model"),
+    Some("answers"),
+    Some("usage"),
+    Some("usage.input_tokens"),
+    Some("usage.output_tokens"),
+    Some("billing"),
+    Some("billing.charged_credits"),
+    Some("billing.rate_version"),
+    Some("request_id"),
+    Some("requested_model"),
+    Some("type"),
+    Some("noul"),
+    Some("choice"),
+    Some("probabilities"),
+    Some("confidence"),
+    Some("score"),
+    Some("levels"),
+    Some("legend"),
+];
+
+const NO_QUESTION: u32 = u32::MAX;
+
+/// A failure while scanning: reason, field and question index in 8 bytes.
+#[derive(Clone, Copy)]
+struct Fail {
+    reason: R,
+    field: Fld,
+    question: u32,
+}
+
+impl From<Malformed> for Fail {
+    #[inline]
+    fn from(_: Malformed) -> Fail {
+        Fail {
+            reason: R::MalformedJson,
+            field: Fld::None,
+            question: NO_QUESTION,
+        }
     }
 }
 
-type VResult<T> = Result<T, ValidationError>;
+#[cold]
+#[inline(never)]
+fn fail(reason: R, question: u32, field: Fld) -> Fail {
+    Fail {
+        reason,
+        field,
+        question,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn malformed() -> Fail {
+    Fail::from(Malformed)
+}
+
+type VResult<T> = Result<T, Fail>;
 
 /// Validates a provider response against every question and returns it, numbers unchanged.
 ///
@@ -63,12 +141,17 @@ pub fn validate_response<'a>(
         lx: Lexer::new(bytes),
         q: questions,
         numbers: vec![0.0; questions.numbers_len()],
-        legend: vec![Cow::Borrowed(""); questions.legend_len()],
+        legend: vec![RawStr::EMPTY; questions.legend_len()],
     };
-    v.envelope()
+    v.envelope().map_err(|f| {
+        let key = (f.question != NO_QUESTION)
+            .then(|| questions.nth(f.question as usize).map(Question::key))
+            .flatten();
+        ValidationError::at(f.reason, key, FIELD_NAMES[f.field as usize])
+    })
 }
 
-/// Field names the validator recognises.
+/// Field names the validator recognises in an answer.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Field {
     Type,
@@ -114,6 +197,7 @@ enum Seen {
 }
 
 impl Seen {
+    #[inline]
     fn new(n: usize) -> Seen {
         if n <= 256 {
             Seen::Small([0; 4])
@@ -157,28 +241,31 @@ struct Validator<'a> {
     lx: Lexer<'a>,
     q: &'a Questions,
     numbers: Vec<f64>,
-    legend: Vec<Cow<'a, str>>,
-}
-
-#[cold]
-fn fail(reason: R, key: Option<&str>, field: Option<&'static str>) -> ValidationError {
-    ValidationError::at(reason, key, field)
+    legend: Vec<RawStr<'a>>,
 }
 
 impl<'a> Validator<'a> {
     /// The value at the cursor has the wrong JSON kind: check its syntax (a syntax error wins),
     /// then report `reason`.
     #[cold]
-    fn wrong(&mut self, reason: R, key: Option<&str>, field: &'static str) -> ValidationError {
+    #[inline(never)]
+    fn wrong(&mut self, reason: R, question: u32, field: Fld) -> Fail {
         match self.lx.skip_value() {
-            Ok(()) => fail(reason, key, Some(field)),
+            Ok(()) => fail(reason, question, field),
             Err(m) => m.into(),
+        }
+    }
+
+    #[inline(always)]
+    fn set_number(&mut self, at: usize, value: f64) {
+        if let Some(slot) = self.numbers.get_mut(at) {
+            *slot = value;
         }
     }
 
     fn envelope(mut self) -> VResult<Response<'a>> {
         if self.lx.peek_ws() != Some(b'{') {
-            return Err(ValidationError::new(R::MalformedJson));
+            return Err(malformed());
         }
         self.lx.bump();
         let mut model: Option<Cow<'a, str>> = None;
@@ -199,7 +286,7 @@ impl<'a> Validator<'a> {
                     b"requested_model" => 6,
                     _ => 0,
                 }) {
-                    1 if model.is_none() => model = Some(self.string_field("model")?),
+                    1 if model.is_none() => model = Some(self.string_field(Fld::Model)?),
                     2 if !answers => {
                         self.answers()?;
                         answers = true;
@@ -207,14 +294,14 @@ impl<'a> Validator<'a> {
                     3 if usage.is_none() => usage = Some(self.usage()?),
                     4 if billing.is_none() => billing = Some(self.billing()?),
                     5 if request_id.is_none() => {
-                        request_id = Some(self.opt_string_field("request_id")?)
+                        request_id = Some(self.opt_string_field(Fld::RequestId)?)
                     }
                     6 if requested_model.is_none() => {
-                        requested_model = Some(self.opt_string_field("requested_model")?)
+                        requested_model = Some(self.opt_string_field(Fld::RequestedModel)?)
                     }
                     0 => self.lx.skip_value()?,
                     // a known member repeated
-                    _ => return Err(ValidationError::new(R::MalformedJson)),
+                    _ => return Err(malformed()),
                 }
                 if !self.lx.comma_or(b'}')? {
                     break;
@@ -222,16 +309,16 @@ impl<'a> Validator<'a> {
             }
         }
         let Some(model) = model else {
-            return Err(fail(R::MissingField, None, Some("model")));
+            return Err(fail(R::MissingField, NO_QUESTION, Fld::Model));
         };
         if !answers {
-            return Err(fail(R::MissingField, None, Some("answers")));
+            return Err(fail(R::MissingField, NO_QUESTION, Fld::Answers));
         }
         let Some(usage) = usage else {
-            return Err(fail(R::MissingField, None, Some("usage")));
+            return Err(fail(R::MissingField, NO_QUESTION, Fld::Usage));
         };
         if !self.lx.at_end() {
-            return Err(ValidationError::new(R::MalformedJson));
+            return Err(malformed());
         }
         Ok(Response {
             questions: self.q,
@@ -245,15 +332,15 @@ impl<'a> Validator<'a> {
         })
     }
 
-    fn string_field(&mut self, field: &'static str) -> VResult<Cow<'a, str>> {
+    fn string_field(&mut self, field: Fld) -> VResult<Cow<'a, str>> {
         if self.lx.peek_ws() == Some(b'"') {
             Ok(self.lx.string()?.decode())
         } else {
-            Err(self.wrong(R::InvalidField, None, field))
+            Err(self.wrong(R::InvalidField, NO_QUESTION, field))
         }
     }
 
-    fn opt_string_field(&mut self, field: &'static str) -> VResult<Option<Cow<'a, str>>> {
+    fn opt_string_field(&mut self, field: Fld) -> VResult<Option<Cow<'a, str>>> {
         if self.lx.null()? {
             return Ok(None);
         }
@@ -262,7 +349,7 @@ impl<'a> Validator<'a> {
 
     fn usage(&mut self) -> VResult<Usage> {
         if self.lx.peek_ws() != Some(b'{') {
-            return Err(self.wrong(R::UsageInvalid, None, "usage"));
+            return Err(self.wrong(R::UsageInvalid, NO_QUESTION, Fld::Usage));
         }
         self.lx.bump();
         let mut input = None;
@@ -275,34 +362,36 @@ impl<'a> Validator<'a> {
                     b"output_tokens" => 2,
                     _ => 0,
                 }) {
-                    1 if input.is_none() => input = Some(self.count("usage.input_tokens")?),
-                    2 if output.is_none() => output = Some(self.count("usage.output_tokens")?),
+                    1 if input.is_none() => input = Some(self.count(Fld::InputTokens)?),
+                    2 if output.is_none() => output = Some(self.count(Fld::OutputTokens)?),
                     0 => self.lx.skip_value()?,
-                    _ => return Err(ValidationError::new(R::MalformedJson)),
+                    _ => return Err(malformed()),
                 }
                 if !self.lx.comma_or(b'}')? {
                     break;
                 }
             }
         }
-        let input_tokens =
-            input.ok_or_else(|| fail(R::MissingField, None, Some("usage.input_tokens")))?;
-        let output_tokens =
-            output.ok_or_else(|| fail(R::MissingField, None, Some("usage.output_tokens")))?;
+        let Some(input_tokens) = input else {
+            return Err(fail(R::MissingField, NO_QUESTION, Fld::InputTokens));
+        };
+        let Some(output_tokens) = output else {
+            return Err(fail(R::MissingField, NO_QUESTION, Fld::OutputTokens));
+        };
         Ok(Usage {
             input_tokens,
             output_tokens,
         })
     }
 
-    fn count(&mut self, field: &'static str) -> VResult<u64> {
+    fn count(&mut self, field: Fld) -> VResult<u64> {
         match self.lx.peek_ws() {
             Some(b'-' | b'0'..=b'9') => {
                 let n = self.lx.number()?;
                 n.to_u64()
-                    .ok_or_else(|| fail(R::UsageInvalid, None, Some(field)))
+                    .ok_or_else(|| fail(R::UsageInvalid, NO_QUESTION, field))
             }
-            _ => Err(self.wrong(R::UsageInvalid, None, field)),
+            _ => Err(self.wrong(R::UsageInvalid, NO_QUESTION, field)),
         }
     }
 
@@ -311,7 +400,7 @@ impl<'a> Validator<'a> {
             return Ok(None);
         }
         if self.lx.peek_ws() != Some(b'{') {
-            return Err(self.wrong(R::UsageInvalid, None, "billing"));
+            return Err(self.wrong(R::UsageInvalid, NO_QUESTION, Fld::Billing));
         }
         self.lx.bump();
         let mut credits: Option<f64> = None;
@@ -325,36 +414,36 @@ impl<'a> Validator<'a> {
                     _ => 0,
                 }) {
                     1 if credits.is_none() => {
-                        const F: &str = "billing.charged_credits";
+                        let f = Fld::ChargedCredits;
                         let c = match self.lx.peek_ws() {
                             Some(b'-' | b'0'..=b'9') => self.lx.number()?.to_f64(),
-                            _ => return Err(self.wrong(R::UsageInvalid, None, F)),
+                            _ => return Err(self.wrong(R::UsageInvalid, NO_QUESTION, f)),
                         };
                         if !(c.is_finite() && c >= 0.0) {
-                            return Err(fail(R::UsageInvalid, None, Some(F)));
+                            return Err(fail(R::UsageInvalid, NO_QUESTION, f));
                         }
                         credits = Some(c);
                     }
                     2 if rate.is_none() => {
-                        const F: &str = "billing.rate_version";
                         rate = Some(if self.lx.null()? {
                             None
                         } else if self.lx.peek_ws() == Some(b'"') {
                             Some(self.lx.string()?.decode())
                         } else {
-                            return Err(self.wrong(R::UsageInvalid, None, F));
+                            return Err(self.wrong(R::UsageInvalid, NO_QUESTION, Fld::RateVersion));
                         });
                     }
                     0 => self.lx.skip_value()?,
-                    _ => return Err(ValidationError::new(R::MalformedJson)),
+                    _ => return Err(malformed()),
                 }
                 if !self.lx.comma_or(b'}')? {
                     break;
                 }
             }
         }
-        let charged_credits =
-            credits.ok_or_else(|| fail(R::MissingField, None, Some("billing.charged_credits")))?;
+        let Some(charged_credits) = credits else {
+            return Err(fail(R::MissingField, NO_QUESTION, Fld::ChargedCredits));
+        };
         Ok(Some(Billing {
             charged_credits,
             rate_version: rate.flatten(),
@@ -363,7 +452,7 @@ impl<'a> Validator<'a> {
 
     fn answers(&mut self) -> VResult<()> {
         if self.lx.peek_ws() != Some(b'{') {
-            return Err(self.wrong(R::InvalidField, None, "answers"));
+            return Err(self.wrong(R::InvalidField, NO_QUESTION, Fld::Answers));
         }
         self.lx.bump();
         let q = self.q;
@@ -373,16 +462,24 @@ impl<'a> Validator<'a> {
         let mut hint = 0usize;
         if self.lx.object_nonempty()? {
             loop {
-                let k = self.lx.key()?;
-                let Some(i) = with_name(&k, |name| q.index_of(name, hint)) else {
-                    return Err(fail(R::UnexpectedAnswer, None, None));
+                // expected next key straight from the input, else scan and look up
+                let expected = q.nth(hint).filter(|e| e.raw_safe);
+                let i = match expected {
+                    Some(e) if self.lx.try_key(e.key().as_bytes())? => hint,
+                    _ => {
+                        let k = self.lx.key()?;
+                        match with_name(&k, |name| q.index_of(name, hint)) {
+                            Some(i) => i,
+                            None => return Err(fail(R::UnexpectedAnswer, NO_QUESTION, Fld::None)),
+                        }
+                    }
                 };
-                let question = q.at(i);
                 if seen.test_and_set(i) {
-                    return Err(fail(R::UnexpectedAnswer, Some(question.key()), None));
+                    return Err(fail(R::UnexpectedAnswer, i as u32, Fld::None));
                 }
                 count += 1;
                 hint = i + 1;
+                let question = q.at(i);
                 self.answer(question)?;
                 if !self.lx.comma_or(b'}')? {
                     break;
@@ -391,7 +488,7 @@ impl<'a> Validator<'a> {
         }
         if count != n {
             let missing = seen.first_unset(n).unwrap_or(0);
-            return Err(fail(R::MissingAnswer, Some(q.at(missing).key()), None));
+            return Err(fail(R::MissingAnswer, missing as u32, Fld::None));
         }
         Ok(())
     }
@@ -399,11 +496,7 @@ impl<'a> Validator<'a> {
     #[inline]
     fn answer(&mut self, question: &'a Question) -> VResult<()> {
         if self.lx.peek_ws() != Some(b'{') {
-            let key = question.key();
-            return Err(match self.lx.skip_value() {
-                Ok(()) => fail(R::TypeMismatch, Some(key), None),
-                Err(m) => m.into(),
-            });
+            return Err(self.wrong(R::TypeMismatch, question.index, Fld::None));
         }
         self.lx.bump();
         match question.question_type() {
@@ -421,15 +514,15 @@ impl<'a> Validator<'a> {
             if self.lx.string()?.eq_str(expected) {
                 return Ok(());
             }
-            return Err(fail(R::TypeMismatch, Some(question.key()), Some("type")));
+            return Err(fail(R::TypeMismatch, question.index, Fld::Type));
         }
-        Err(self.wrong(R::TypeMismatch, Some(question.key()), "type"))
+        Err(self.wrong(R::TypeMismatch, question.index, Fld::Type))
     }
 
     /// A probability or confidence: a number in [0, 1]. Returns the exact value and whether its
     /// text is a multiple of 0.01.
     #[inline(always)]
-    fn probability(&mut self, key: &str, field: &'static str) -> VResult<(f64, bool)> {
+    fn probability(&mut self, question: u32, field: Fld) -> VResult<(f64, bool)> {
         match self.lx.peek_ws() {
             Some(b'-' | b'0'..=b'9') => {
                 let n = self.lx.number()?;
@@ -437,32 +530,28 @@ impl<'a> Validator<'a> {
                 if (0.0..=1.0).contains(&p) {
                     Ok((p, n.hundredths))
                 } else {
-                    Err(fail(R::ProbabilityRange, Some(key), Some(field)))
+                    Err(fail(R::ProbabilityRange, question, field))
                 }
             }
-            _ => Err(self.wrong(R::ProbabilityRange, Some(key), field)),
+            _ => Err(self.wrong(R::ProbabilityRange, question, field)),
         }
     }
 
     /// A member of an answer that its type does not define.
     #[cold]
-    fn stray(&self, f: Field, question: &Question) -> ValidationError {
+    #[inline(never)]
+    fn stray(&self, f: Field, question: &Question) -> Fail {
         let reason = if f == Field::Other {
             R::UnexpectedField
         } else {
             // a member of another answer type: the answer is of another type
             R::TypeMismatch
         };
-        fail(reason, Some(question.key()), None)
-    }
-
-    #[cold]
-    fn duplicate(&self) -> ValidationError {
-        ValidationError::new(R::MalformedJson)
+        fail(reason, question.index, Fld::None)
     }
 
     fn noul(&mut self, question: &'a Question) -> VResult<()> {
-        let key = question.key();
+        let qi = question.index;
         let at = question.numbers_at as usize;
         let (mut has_type, mut has_noul) = (false, false);
         if self.lx.object_nonempty()? {
@@ -474,13 +563,11 @@ impl<'a> Validator<'a> {
                         has_type = true;
                     }
                     Field::Noul if !has_noul => {
-                        let (p, _) = self.probability(key, "noul")?;
-                        if let Some(slot) = self.numbers.get_mut(at) {
-                            *slot = p;
-                        }
+                        let (p, _) = self.probability(qi, Fld::Noul)?;
+                        self.set_number(at, p);
                         has_noul = true;
                     }
-                    Field::Type | Field::Noul => return Err(self.duplicate()),
+                    Field::Type | Field::Noul => return Err(malformed()),
                     f => return Err(self.stray(f, question)),
                 }
                 if !self.lx.comma_or(b'}')? {
@@ -489,16 +576,16 @@ impl<'a> Validator<'a> {
             }
         }
         if !has_type {
-            return Err(fail(R::MissingField, Some(key), Some("type")));
+            return Err(fail(R::MissingField, qi, Fld::Type));
         }
         if !has_noul {
-            return Err(fail(R::MissingField, Some(key), Some("noul")));
+            return Err(fail(R::MissingField, qi, Fld::Noul));
         }
         Ok(())
     }
 
     fn choice(&mut self, question: &'a Question) -> VResult<()> {
-        let key = question.key();
+        let qi = question.index;
         let n = question.arity();
         let at = question.numbers_at as usize;
         let mut has_type = false;
@@ -515,11 +602,11 @@ impl<'a> Validator<'a> {
                     }
                     Field::Choice if chosen.is_none() => {
                         if self.lx.peek_ws() != Some(b'"') {
-                            return Err(self.wrong(R::UnknownOption, Some(key), "choice"));
+                            return Err(self.wrong(R::UnknownOption, qi, Fld::Choice));
                         }
                         let s = self.lx.string()?;
                         let Some(i) = with_name(&s, |name| question.option_index(name, 0)) else {
-                            return Err(fail(R::UnknownOption, Some(key), Some("choice")));
+                            return Err(fail(R::UnknownOption, qi, Fld::Choice));
                         };
                         chosen = Some(i);
                     }
@@ -527,14 +614,12 @@ impl<'a> Validator<'a> {
                         max = Some(self.probabilities(question)?);
                     }
                     Field::Confidence if !has_confidence => {
-                        let (c, _) = self.probability(key, "confidence")?;
-                        if let Some(slot) = self.numbers.get_mut(at + n) {
-                            *slot = c;
-                        }
+                        let (c, _) = self.probability(qi, Fld::Confidence)?;
+                        self.set_number(at + n, c);
                         has_confidence = true;
                     }
                     Field::Type | Field::Choice | Field::Probabilities | Field::Confidence => {
-                        return Err(self.duplicate());
+                        return Err(malformed());
                     }
                     f => return Err(self.stray(f, question)),
                 }
@@ -544,33 +629,30 @@ impl<'a> Validator<'a> {
             }
         }
         if !has_type {
-            return Err(fail(R::MissingField, Some(key), Some("type")));
+            return Err(fail(R::MissingField, qi, Fld::Type));
         }
         let Some(chosen) = chosen else {
-            return Err(fail(R::MissingField, Some(key), Some("choice")));
+            return Err(fail(R::MissingField, qi, Fld::Choice));
         };
         let Some(max) = max else {
-            return Err(fail(R::MissingField, Some(key), Some("probabilities")));
+            return Err(fail(R::MissingField, qi, Fld::Probabilities));
         };
         if !has_confidence {
-            return Err(fail(R::MissingField, Some(key), Some("confidence")));
+            return Err(fail(R::MissingField, qi, Fld::Confidence));
         }
         let p_chosen = self.numbers.get(at + chosen).copied().unwrap_or(f64::NAN);
         if !(p_chosen >= max) {
-            return Err(fail(R::ChoiceNotMax, Some(key), Some("choice")));
+            return Err(fail(R::ChoiceNotMax, qi, Fld::Choice));
         }
-        if let Some(slot) = self.numbers.get_mut(at + n + 1) {
-            *slot = chosen as f64;
-        }
+        self.set_number(at + n + 1, chosen as f64);
         Ok(())
     }
 
     /// `{"option": p, …}`: every option once, nothing else; returns the maximum.
     fn probabilities(&mut self, question: &'a Question) -> VResult<f64> {
-        const F: &str = "probabilities";
-        let key = question.key();
+        let qi = question.index;
         if self.lx.peek_ws() != Some(b'{') {
-            return Err(self.wrong(R::InvalidField, Some(key), F));
+            return Err(self.wrong(R::InvalidField, qi, Fld::Probabilities));
         }
         self.lx.bump();
         let n = question.arity();
@@ -581,19 +663,23 @@ impl<'a> Validator<'a> {
         let mut dist = Dist::new();
         if self.lx.object_nonempty()? {
             loop {
-                let k = self.lx.key()?;
-                let Some(i) = with_name(&k, |name| question.option_index(name, hint)) else {
-                    return Err(fail(R::UnknownOption, Some(key), Some(F)));
+                let i = match question.option_key_bytes(hint) {
+                    Some(expected) if self.lx.try_key(expected)? => hint,
+                    _ => {
+                        let k = self.lx.key()?;
+                        match with_name(&k, |name| question.option_index(name, hint)) {
+                            Some(i) => i,
+                            None => return Err(fail(R::UnknownOption, qi, Fld::Probabilities)),
+                        }
+                    }
                 };
-                let (w, bit) = (i / 64, 1u64 << (i % 64));
-                if seen[w & 3] & bit != 0 {
-                    return Err(self.duplicate());
+                let (w, bit) = ((i / 64) & 3, 1u64 << (i % 64));
+                if seen[w] & bit != 0 {
+                    return Err(malformed());
                 }
-                seen[w & 3] |= bit;
-                let (p, hundredths) = self.probability(key, F)?;
-                if let Some(slot) = self.numbers.get_mut(at + i) {
-                    *slot = p;
-                }
+                seen[w] |= bit;
+                let (p, hundredths) = self.probability(qi, Fld::Probabilities)?;
+                self.set_number(at + i, p);
                 dist.push(i, p, hundredths);
                 count += 1;
                 hint = i + 1;
@@ -603,16 +689,16 @@ impl<'a> Validator<'a> {
             }
         }
         if count != n {
-            return Err(fail(R::MissingOption, Some(key), Some(F)));
+            return Err(fail(R::MissingOption, qi, Fld::Probabilities));
         }
         if !dist.sum_ok() {
-            return Err(fail(R::DistributionSum, Some(key), Some(F)));
+            return Err(fail(R::DistributionSum, qi, Fld::Probabilities));
         }
         Ok(dist.max())
     }
 
     fn score(&mut self, question: &'a Question) -> VResult<()> {
-        let key = question.key();
+        let qi = question.index;
         let n = question.arity();
         let at = question.numbers_at as usize;
         let mut has_type = false;
@@ -634,14 +720,12 @@ impl<'a> Validator<'a> {
                                 let num = self.lx.number()?;
                                 (num.to_f64(), num.hundredths)
                             }
-                            _ => return Err(self.wrong(R::ScoreMismatch, Some(key), "score")),
+                            _ => return Err(self.wrong(R::ScoreMismatch, qi, Fld::Score)),
                         };
                         if !s.0.is_finite() {
-                            return Err(fail(R::ScoreMismatch, Some(key), Some("score")));
+                            return Err(fail(R::ScoreMismatch, qi, Fld::Score));
                         }
-                        if let Some(slot) = self.numbers.get_mut(at + n) {
-                            *slot = s.0;
-                        }
+                        self.set_number(at + n, s.0);
                         score = Some(s);
                     }
                     Field::Levels if levels.is_none() => levels = Some(self.levels(question)?),
@@ -650,17 +734,15 @@ impl<'a> Validator<'a> {
                         has_legend = true;
                     }
                     Field::Confidence if !has_confidence => {
-                        let (c, _) = self.probability(key, "confidence")?;
-                        if let Some(slot) = self.numbers.get_mut(at + n + 1) {
-                            *slot = c;
-                        }
+                        let (c, _) = self.probability(qi, Fld::Confidence)?;
+                        self.set_number(at + n + 1, c);
                         has_confidence = true;
                     }
                     Field::Type
                     | Field::Score
                     | Field::Levels
                     | Field::Legend
-                    | Field::Confidence => return Err(self.duplicate()),
+                    | Field::Confidence => return Err(malformed()),
                     f => return Err(self.stray(f, question)),
                 }
                 if !self.lx.comma_or(b'}')? {
@@ -669,32 +751,31 @@ impl<'a> Validator<'a> {
             }
         }
         if !has_type {
-            return Err(fail(R::MissingField, Some(key), Some("type")));
+            return Err(fail(R::MissingField, qi, Fld::Type));
         }
         let Some((s, s_hundredths)) = score else {
-            return Err(fail(R::MissingField, Some(key), Some("score")));
+            return Err(fail(R::MissingField, qi, Fld::Score));
         };
         let Some(dist) = levels else {
-            return Err(fail(R::MissingField, Some(key), Some("levels")));
+            return Err(fail(R::MissingField, qi, Fld::Levels));
         };
         if !has_legend {
-            return Err(fail(R::MissingField, Some(key), Some("legend")));
+            return Err(fail(R::MissingField, qi, Fld::Legend));
         }
         if !has_confidence {
-            return Err(fail(R::MissingField, Some(key), Some("confidence")));
+            return Err(fail(R::MissingField, qi, Fld::Confidence));
         }
         if !dist.score_ok(s, s_hundredths) {
-            return Err(fail(R::ScoreMismatch, Some(key), Some("score")));
+            return Err(fail(R::ScoreMismatch, qi, Fld::Score));
         }
         Ok(())
     }
 
     /// `[p0, …, pn-1]`: exactly one probability per level.
     fn levels(&mut self, question: &'a Question) -> VResult<Dist> {
-        const F: &str = "levels";
-        let key = question.key();
+        let qi = question.index;
         if self.lx.peek_ws() != Some(b'[') {
-            return Err(self.wrong(R::LevelCount, Some(key), F));
+            return Err(self.wrong(R::LevelCount, qi, Fld::Levels));
         }
         self.lx.bump();
         let n = question.arity();
@@ -706,12 +787,10 @@ impl<'a> Validator<'a> {
         } else {
             loop {
                 if i == n {
-                    return Err(fail(R::LevelCount, Some(key), Some(F)));
+                    return Err(fail(R::LevelCount, qi, Fld::Levels));
                 }
-                let (p, hundredths) = self.probability(key, F)?;
-                if let Some(slot) = self.numbers.get_mut(at + i) {
-                    *slot = p;
-                }
+                let (p, hundredths) = self.probability(qi, Fld::Levels)?;
+                self.set_number(at + i, p);
                 dist.push(i, p, hundredths);
                 i += 1;
                 if !self.lx.comma_or(b']')? {
@@ -720,20 +799,19 @@ impl<'a> Validator<'a> {
             }
         }
         if i != n {
-            return Err(fail(R::LevelCount, Some(key), Some(F)));
+            return Err(fail(R::LevelCount, qi, Fld::Levels));
         }
         if !dist.sum_ok() {
-            return Err(fail(R::DistributionSum, Some(key), Some(F)));
+            return Err(fail(R::DistributionSum, qi, Fld::Levels));
         }
         Ok(dist)
     }
 
     /// `["…", …]`: one string per level.
     fn legend(&mut self, question: &'a Question) -> VResult<()> {
-        const F: &str = "legend";
-        let key = question.key();
+        let qi = question.index;
         if self.lx.peek_ws() != Some(b'[') {
-            return Err(self.wrong(R::LevelCount, Some(key), F));
+            return Err(self.wrong(R::LevelCount, qi, Fld::Legend));
         }
         self.lx.bump();
         let n = question.arity();
@@ -744,14 +822,14 @@ impl<'a> Validator<'a> {
         } else {
             loop {
                 if i == n {
-                    return Err(fail(R::LevelCount, Some(key), Some(F)));
+                    return Err(fail(R::LevelCount, qi, Fld::Legend));
                 }
                 if self.lx.peek_ws() != Some(b'"') {
-                    return Err(self.wrong(R::InvalidField, Some(key), F));
+                    return Err(self.wrong(R::InvalidField, qi, Fld::Legend));
                 }
                 let s = self.lx.string()?;
                 if let Some(slot) = self.legend.get_mut(at + i) {
-                    *slot = s.decode();
+                    *slot = s;
                 }
                 i += 1;
                 if !self.lx.comma_or(b']')? {
@@ -760,7 +838,7 @@ impl<'a> Validator<'a> {
             }
         }
         if i != n {
-            return Err(fail(R::LevelCount, Some(key), Some(F)));
+            return Err(fail(R::LevelCount, qi, Fld::Legend));
         }
         Ok(())
     }

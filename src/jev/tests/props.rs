@@ -276,9 +276,9 @@ proptest! {
                     prop_assert_eq!(c.confidence(), confidence.parse::<f64>().unwrap());
                 }
                 (Gen::Score { dist, score, confidence }, Answer::Score(s)) => {
-                    prop_assert_eq!(s.levels, &dist.values()[..]);
-                    prop_assert_eq!(s.score, score.parse::<f64>().unwrap());
-                    prop_assert_eq!(s.confidence, confidence.parse::<f64>().unwrap());
+                    prop_assert_eq!(s.levels(), &dist.values()[..]);
+                    prop_assert_eq!(s.score(), score.parse::<f64>().unwrap());
+                    prop_assert_eq!(s.confidence(), confidence.parse::<f64>().unwrap());
                 }
                 _ => prop_assert!(false, "answer kind changed"),
             }

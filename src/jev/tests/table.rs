@@ -705,10 +705,10 @@ fn r_val_numbers_come_back_unchanged_and_serialize_to_the_wire_shape() {
         panic!("score expected")
     };
     assert_eq!(
-        (s.score, s.levels, s.confidence),
+        (s.score(), s.levels(), s.confidence()),
         (1.55, &[0.1, 0.25, 0.65][..], 0.65)
     );
-    assert_eq!(s.legend.len(), 3);
+    assert_eq!(s.legend().len(), 3);
     // serialization: the same document, numbers in shortest form
     let out: serde_json::Value = serde_json::to_value(&r).unwrap();
     let want: serde_json::Value = serde_json::from_str(TYPICAL_OK).unwrap();
@@ -731,7 +731,7 @@ fn r_val_escaped_strings_are_decoded() {
     let Some(Answer::Score(s)) = r.answers().get("clarity") else {
         panic!()
     };
-    assert_eq!(s.legend[0], "Un\"spec\"ified");
+    assert_eq!(s.legend().next().unwrap(), "Un\"spec\"ified");
 }
 
 #[test]
