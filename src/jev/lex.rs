@@ -45,6 +45,32 @@ static STR_CLASS: [u8; 256] = {
     t
 };
 
+/// Byte equality tuned for short keys: overlapping word loads instead of a `memcmp` call.
+#[inline(always)]
+pub(crate) fn short_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word8 = |s: &[u8], at: usize| {
+        s.get(at..at + 8)
+            .and_then(|w| <[u8; 8]>::try_from(w).ok())
+            .map(u64::from_le_bytes)
+    };
+    let word4 = |s: &[u8], at: usize| {
+        s.get(at..at + 4)
+            .and_then(|w| <[u8; 4]>::try_from(w).ok())
+            .map(u32::from_le_bytes)
+    };
+    match n {
+        0 => true,
+        1..=3 => a.iter().zip(b).all(|(x, y)| x == y),
+        4..=8 => word4(a, 0) == word4(b, 0) && word4(a, n - 4) == word4(b, n - 4),
+        9..=16 => word8(a, 0) == word8(b, 0) && word8(a, n - 8) == word8(b, n - 8),
+        _ => a == b,
+    }
+}
+
 /// Marks (high bit of each byte) the bytes of `w` that end a plain run inside a string: `"`,
 /// `\\`, a control character or a non-ASCII byte. The lowest marked byte is exact.
 #[inline(always)]
@@ -95,7 +121,7 @@ impl<'a> RawStr<'a> {
     #[inline]
     pub fn eq_str(&self, s: &str) -> bool {
         if !self.escaped {
-            self.raw == s.as_bytes()
+            short_eq(self.raw, s.as_bytes())
         } else {
             decode_escaped(self.raw) == s
         }
@@ -177,6 +203,18 @@ static POW10: [f64; 23] = [
     1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ];
 
+/// `HUNDREDTHS[k]` is the double nearest k/100 (one correctly rounded division, done at build
+/// time): the common "rounded to hundredths" probabilities need no division at run time.
+static HUNDREDTHS: [f64; 101] = {
+    let mut t = [0.0; 101];
+    let mut k = 0;
+    while k <= 100 {
+        t[k] = k as f64 / 100.0;
+        k += 1;
+    }
+    t
+};
+
 impl Number<'_> {
     /// The correctly rounded `f64` (the value `str::parse::<f64>` and serde_json with
     /// `float_roundtrip` produce). Overflow gives ±infinity.
@@ -185,6 +223,14 @@ impl Number<'_> {
         if self.digits <= 19 {
             if self.mantissa == 0 {
                 return if self.negative { -0.0 } else { 0.0 };
+            }
+            // k/100 with 0 ≤ k ≤ 100: a table entry.
+            if (-2..=0).contains(&self.exp10) && self.mantissa <= 100 {
+                let k = self.mantissa * [1, 10, 100][(self.exp10 + 2) as usize];
+                if k <= 100 {
+                    let v = HUNDREDTHS[k as usize];
+                    return if self.negative { -v } else { v };
+                }
             }
             // Clinger's fast path: an exact mantissa and an exact power of ten make one correctly
             // rounded IEEE operation.
@@ -305,7 +351,7 @@ impl<'a> Lexer<'a> {
         self.peek_ws();
         let i = self.i;
         let end = i + 1 + key.len();
-        if self.b.get(i + 1..end) == Some(key) && self.b.get(end) == Some(&b'"') {
+        if self.b.get(end) == Some(&b'"') && self.b.get(i + 1..end).is_some_and(|s| short_eq(s, key)) {
             self.i = end + 1;
             self.expect(b':')?;
             Ok(true)
@@ -681,6 +727,23 @@ mod tests {
         assert!(Lexer::new(deep_ok.as_bytes()).skip_value().is_ok());
         let deep_bad = "[".repeat(129) + &"]".repeat(129);
         assert!(Lexer::new(deep_bad.as_bytes()).skip_value().is_err());
+    }
+
+    #[test]
+    fn r_val_fast_short_eq_matches_slice_equality() {
+        let words: Vec<Vec<u8>> = (0..40)
+            .map(|n| (0..n).map(|i| b'a' + (i % 26) as u8).collect())
+            .collect();
+        for a in &words {
+            for b in &words {
+                assert_eq!(short_eq(a, b), a == b);
+                for flip in 0..a.len() {
+                    let mut c = a.clone();
+                    c[flip] ^= 1;
+                    assert_eq!(short_eq(a, &c), false, "{a:?} flip {flip}");
+                }
+            }
+        }
     }
 
     #[test]
