@@ -102,12 +102,6 @@ impl PartialEq for RawStr<'_> {
 }
 
 impl<'a> RawStr<'a> {
-    /// The empty string.
-    pub const EMPTY: RawStr<'static> = RawStr {
-        raw: b"",
-        escaped: false,
-    };
-
     /// The decoded string: borrowed when there is no escape.
     pub fn decode(&self) -> Cow<'a, str> {
         if !self.escaped {
@@ -293,6 +287,16 @@ impl<'a> Lexer<'a> {
         None
     }
 
+    /// The whole input.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.b
+    }
+
+    /// The cursor's byte offset.
+    pub fn pos(&self) -> usize {
+        self.i
+    }
+
     /// Whether only whitespace remains.
     pub fn at_end(&mut self) -> bool {
         self.peek_ws().is_none()
@@ -351,7 +355,9 @@ impl<'a> Lexer<'a> {
         self.peek_ws();
         let i = self.i;
         let end = i + 1 + key.len();
-        if self.b.get(end) == Some(&b'"') && self.b.get(i + 1..end).is_some_and(|s| short_eq(s, key)) {
+        if self.b.get(end) == Some(&b'"')
+            && self.b.get(i + 1..end).is_some_and(|s| short_eq(s, key))
+        {
             self.i = end + 1;
             self.expect(b':')?;
             Ok(true)

@@ -71,8 +71,6 @@ pub struct Question {
     criteria: Criteria,
     /// Where this answer's numbers start in the response's number buffer.
     pub(crate) numbers_at: u32,
-    /// Where this answer's legend starts in the response's legend buffer.
-    pub(crate) legend_at: u32,
     /// Position in the question set.
     pub(crate) index: u32,
     /// The key (and, for a choice, every option key) appears verbatim in JSON: no `"`, `\\`
@@ -88,7 +86,6 @@ impl Question {
             instructions: Some(instructions.into()),
             criteria: Criteria::None,
             numbers_at: 0,
-            legend_at: 0,
             index: 0,
             raw_safe: false,
         }
@@ -116,7 +113,6 @@ impl Question {
             instructions: Some(instructions.into()),
             criteria,
             numbers_at: 0,
-            legend_at: 0,
             index: 0,
             raw_safe: false,
         })
@@ -136,7 +132,6 @@ impl Question {
             instructions: Some(instructions.into()),
             criteria,
             numbers_at: 0,
-            legend_at: 0,
             index: 0,
             raw_safe: false,
         })
@@ -229,8 +224,8 @@ impl Question {
             Criteria::None => 1,
             // probabilities…, confidence, chosen index
             Criteria::Options(o, _) => o.len() + 2,
-            // levels…, score, confidence
-            Criteria::Levels(l) => l.len() + 2,
+            // levels…, score, confidence, legend start, legend end
+            Criteria::Levels(l) => l.len() + 4,
         }
     }
 }
@@ -299,7 +294,6 @@ pub struct Questions {
     /// Question indices sorted by key.
     by_key: Vec<u32>,
     numbers_len: usize,
-    legend_len: usize,
 }
 
 impl Questions {
@@ -316,14 +310,11 @@ impl Questions {
     ) -> Result<Questions, RequestError> {
         let mut list: Vec<Question> = questions.into_iter().collect();
         let mut numbers_len = 0usize;
-        let mut legend_len = 0usize;
         for (i, q) in list.iter_mut().enumerate() {
             q.index = u32::try_from(i).unwrap_or(u32::MAX);
             q.raw_safe = verbatim(&q.key) && q.options().all(|(k, _)| verbatim(k));
             q.numbers_at = u32::try_from(numbers_len).unwrap_or(u32::MAX);
-            q.legend_at = u32::try_from(legend_len).unwrap_or(u32::MAX);
             numbers_len += q.numbers_len();
-            legend_len += q.levels().len();
         }
         let mut by_key: Vec<u32> = (0..list.len() as u32).collect();
         by_key.sort_by(|&a, &b| list[a as usize].key.cmp(&list[b as usize].key));
@@ -343,7 +334,6 @@ impl Questions {
             list,
             by_key,
             numbers_len,
-            legend_len,
         };
         questions.check_count(limits)?;
         Ok(questions)
@@ -404,10 +394,6 @@ impl Questions {
 
     pub(crate) fn numbers_len(&self) -> usize {
         self.numbers_len
-    }
-
-    pub(crate) fn legend_len(&self) -> usize {
-        self.legend_len
     }
 
     /// Index of the question with this key (as raw JSON bytes, no escapes): `hint` first, then
@@ -582,7 +568,6 @@ impl<'de> de::DeserializeSeed<'de> for QuestionSeed {
             instructions: w.instructions,
             criteria,
             numbers_at: 0,
-            legend_at: 0,
             index: 0,
             raw_safe: false,
         })

@@ -5,7 +5,7 @@
 //! probability, confidence and score is the exact `f64` parsed from the provider's text, and
 //! serializes (shortest round-trip form) back to that same `f64`.
 
-use super::lex::RawStr;
+use super::lex::Lexer;
 use super::question::{Question, QuestionType, Questions};
 use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Serialize, Serializer};
@@ -47,7 +47,7 @@ pub struct Billing<'a> {
 /// assert_eq!(serde_json::to_string(&r).unwrap(),
 ///   r#"{"model":"jev-1.13.0","answers":{"greeting":{"type":"noul","noul":0.99}},"usage":{"input_tokens":120,"output_tokens":8},"request_id":"r-1"}"#);
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Response<'a> {
     pub(crate) questions: &'a Questions,
     pub(crate) model: Cow<'a, str>,
@@ -55,11 +55,61 @@ pub struct Response<'a> {
     pub(crate) billing: Option<Billing<'a>>,
     pub(crate) request_id: Option<Cow<'a, str>>,
     pub(crate) requested_model: Option<Cow<'a, str>>,
+    /// The response bytes (score legends are read from them on request).
+    pub(crate) bytes: &'a [u8],
     /// Per question, at `numbers_at`: noul `[p]`; choice `[p…, confidence, chosen]`;
-    /// score `[p…, score, confidence]`.
-    pub(crate) numbers: Vec<f64>,
-    /// Score legends as they appear in the input, per question at `legend_at`.
-    pub(crate) legend: Vec<RawStr<'a>>,
+    /// score `[p…, score, confidence, legend start, legend end]`.
+    pub(crate) numbers: Numbers,
+}
+
+/// Two responses are equal when they say the same thing: same envelope, same answers, numbers
+/// bit for bit (their JSON text may differ).
+impl PartialEq for Response<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.model == other.model
+            && self.usage == other.usage
+            && self.billing == other.billing
+            && self.request_id == other.request_id
+            && self.requested_model == other.requested_model
+            && self.answers().iter().eq(other.answers().iter())
+    }
+}
+
+/// Numbers of up to this many slots live inline: no heap allocation for a typical answer set.
+const INLINE: usize = 32;
+
+/// The response's number slots: inline when they fit, else on the heap.
+#[derive(Debug, Clone)]
+pub(crate) enum Numbers {
+    Inline([f64; INLINE]),
+    Heap(Vec<f64>),
+}
+
+impl Numbers {
+    /// `n` zeroed slots.
+    pub fn zeroed(n: usize) -> Numbers {
+        if n <= INLINE {
+            Numbers::Inline([0.0; INLINE])
+        } else {
+            Numbers::Heap(vec![0.0; n])
+        }
+    }
+
+    #[inline(always)]
+    pub fn as_slice(&self) -> &[f64] {
+        match self {
+            Numbers::Inline(a) => a,
+            Numbers::Heap(v) => v,
+        }
+    }
+
+    #[inline(always)]
+    pub fn as_mut_slice(&mut self) -> &mut [f64] {
+        match self {
+            Numbers::Inline(a) => a,
+            Numbers::Heap(v) => v,
+        }
+    }
 }
 
 impl<'a> Response<'a> {
@@ -152,7 +202,11 @@ impl<'r> Answers<'r> {
 fn answer_of<'r>(r: &'r Response<'r>, q: &'r Question) -> Answer<'r> {
     let at = q.numbers_at as usize;
     let n = q.arity();
-    let nums = r.numbers.get(at..at + q.numbers_len()).unwrap_or(&[]);
+    let nums = r
+        .numbers
+        .as_slice()
+        .get(at..at + q.numbers_len())
+        .unwrap_or(&[]);
     let num = |i: usize| nums.get(i).copied().unwrap_or(f64::NAN);
     match q.question_type() {
         QuestionType::Noul => Answer::Noul { noul: num(0) },
@@ -163,11 +217,11 @@ fn answer_of<'r>(r: &'r Response<'r>, q: &'r Question) -> Answer<'r> {
             chosen: num(n + 1) as usize,
         }),
         QuestionType::Score => {
-            let l = q.legend_at as usize;
+            let span = (num(n + 2) as usize)..(num(n + 3) as usize);
             Answer::Score(ScoreAnswer {
                 score: num(n),
                 levels: nums.get(..n).unwrap_or(&[]),
-                legend: r.legend.get(l..l + n).unwrap_or(&[]),
+                legend: r.bytes.get(span).unwrap_or(b"[]"),
                 confidence: num(n + 1),
             })
         }
@@ -298,13 +352,51 @@ impl Serialize for ChoiceAnswer<'_> {
 /// assert_eq!((s.score(), s.levels(), s.confidence()), (0.75, &[0.25, 0.75][..], 0.75));
 /// assert_eq!(s.legend().collect::<Vec<_>>(), ["lo", "hi"]);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy)]
 pub struct ScoreAnswer<'r> {
     score: f64,
     levels: &'r [f64],
-    legend: &'r [RawStr<'r>],
+    /// The legend array's JSON text (validated).
+    legend: &'r [u8],
     confidence: f64,
 }
+
+impl PartialEq for ScoreAnswer<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.score == other.score
+            && self.levels == other.levels
+            && self.confidence == other.confidence
+            && self.legend().eq(other.legend())
+    }
+}
+
+/// Reads the strings of a validated legend array.
+struct LegendIter<'r> {
+    lx: Lexer<'r>,
+    left: usize,
+}
+
+impl<'r> Iterator for LegendIter<'r> {
+    type Item = Cow<'r, str>;
+
+    fn next(&mut self) -> Option<Cow<'r, str>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        // `[` before the first string, `,` before the others
+        if matches!(self.lx.peek_ws(), Some(b'[' | b',')) {
+            self.lx.bump();
+        }
+        Some(self.lx.string().map_or(Cow::Borrowed(""), |s| s.decode()))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for LegendIter<'_> {}
 
 impl<'r> ScoreAnswer<'r> {
     /// The probability-weighted score as reported.
@@ -319,7 +411,10 @@ impl<'r> ScoreAnswer<'r> {
 
     /// The legend as reported (escapes decoded), one entry per level.
     pub fn legend(&self) -> impl ExactSizeIterator<Item = Cow<'r, str>> + 'r {
-        self.legend.iter().map(|t| t.decode())
+        LegendIter {
+            lx: Lexer::new(self.legend),
+            left: self.levels.len(),
+        }
     }
 
     /// The reported confidence, in [0, 1].
@@ -328,11 +423,11 @@ impl<'r> ScoreAnswer<'r> {
     }
 }
 
-struct Legend<'a>(&'a [RawStr<'a>]);
+struct Legend<'a>(&'a ScoreAnswer<'a>);
 
 impl Serialize for Legend<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|t| t.decode()))
+        s.collect_seq(self.0.legend())
     }
 }
 
@@ -342,7 +437,7 @@ impl Serialize for ScoreAnswer<'_> {
         st.serialize_field("type", "score")?;
         st.serialize_field("score", &self.score)?;
         st.serialize_field("levels", self.levels)?;
-        st.serialize_field("legend", &Legend(self.legend))?;
+        st.serialize_field("legend", &Legend(self))?;
         st.serialize_field("confidence", &self.confidence)?;
         st.end()
     }

@@ -13,7 +13,7 @@
 use super::lex::{Lexer, Malformed, RawStr};
 use super::question::{Question, QuestionType, Questions};
 use super::reason::{ValidationError, ValidationReason as R};
-use super::response::{Billing, Response, Usage};
+use super::response::{Billing, Numbers, Response, Usage};
 use super::sum::Dist;
 use std::borrow::Cow;
 
@@ -140,8 +140,7 @@ pub fn validate_response<'a>(
     let v = Validator {
         lx: Lexer::new(bytes),
         q: questions,
-        numbers: vec![0.0; questions.numbers_len()],
-        legend: vec![RawStr::EMPTY; questions.legend_len()],
+        numbers: Numbers::zeroed(questions.numbers_len()),
     };
     v.envelope().map_err(|f| {
         let key = (f.question != NO_QUESTION)
@@ -240,8 +239,7 @@ impl Seen {
 struct Validator<'a> {
     lx: Lexer<'a>,
     q: &'a Questions,
-    numbers: Vec<f64>,
-    legend: Vec<RawStr<'a>>,
+    numbers: Numbers,
 }
 
 impl<'a> Validator<'a> {
@@ -258,7 +256,7 @@ impl<'a> Validator<'a> {
 
     #[inline(always)]
     fn set_number(&mut self, at: usize, value: f64) {
-        if let Some(slot) = self.numbers.get_mut(at) {
+        if let Some(slot) = self.numbers.as_mut_slice().get_mut(at) {
             *slot = value;
         }
     }
@@ -327,8 +325,8 @@ impl<'a> Validator<'a> {
             billing: billing.flatten(),
             request_id: request_id.flatten(),
             requested_model: requested_model.flatten(),
+            bytes: self.lx.bytes(),
             numbers: self.numbers,
-            legend: self.legend,
         })
     }
 
@@ -640,7 +638,12 @@ impl<'a> Validator<'a> {
         if !has_confidence {
             return Err(fail(R::MissingField, qi, Fld::Confidence));
         }
-        let p_chosen = self.numbers.get(at + chosen).copied().unwrap_or(f64::NAN);
+        let p_chosen = self
+            .numbers
+            .as_slice()
+            .get(at + chosen)
+            .copied()
+            .unwrap_or(f64::NAN);
         if !(p_chosen >= max) {
             return Err(fail(R::ChoiceNotMax, qi, Fld::Choice));
         }
@@ -807,15 +810,17 @@ impl<'a> Validator<'a> {
         Ok(dist)
     }
 
-    /// `["…", …]`: one string per level.
+    /// `["…", …]`: one string per level. The array's span is kept (the strings are read again
+    /// only when the answer's legend is asked for).
     fn legend(&mut self, question: &'a Question) -> VResult<()> {
         let qi = question.index;
         if self.lx.peek_ws() != Some(b'[') {
             return Err(self.wrong(R::LevelCount, qi, Fld::Legend));
         }
+        let start = self.lx.pos();
         self.lx.bump();
         let n = question.arity();
-        let at = question.legend_at as usize;
+        let at = question.numbers_at as usize + n + 2;
         let mut i = 0usize;
         if self.lx.peek_ws() == Some(b']') {
             self.lx.bump();
@@ -827,10 +832,7 @@ impl<'a> Validator<'a> {
                 if self.lx.peek_ws() != Some(b'"') {
                     return Err(self.wrong(R::InvalidField, qi, Fld::Legend));
                 }
-                let s = self.lx.string()?;
-                if let Some(slot) = self.legend.get_mut(at + i) {
-                    *slot = s;
-                }
+                self.lx.string()?;
                 i += 1;
                 if !self.lx.comma_or(b']')? {
                     break;
@@ -840,6 +842,9 @@ impl<'a> Validator<'a> {
         if i != n {
             return Err(fail(R::LevelCount, qi, Fld::Legend));
         }
+        let end = self.lx.pos();
+        self.set_number(at, start as f64);
+        self.set_number(at + 1, end as f64);
         Ok(())
     }
 }
