@@ -213,7 +213,7 @@ impl Number<'_> {
     /// The correctly rounded `f64` (the value `str::parse::<f64>` and serde_json with
     /// `float_roundtrip` produce). Overflow gives ±infinity.
     #[inline]
-    pub fn to_f64(&self) -> f64 {
+    pub fn to_f64(self) -> f64 {
         if self.digits <= 19 {
             if self.mantissa == 0 {
                 return if self.negative { -0.0 } else { 0.0 };
@@ -246,7 +246,7 @@ impl Number<'_> {
 
     /// The value as a `u64` when written as a nonnegative integer (no fraction, no exponent;
     /// `-0` is zero) that fits.
-    pub fn to_u64(&self) -> Option<u64> {
+    pub fn to_u64(self) -> Option<u64> {
         if !self.integer {
             return None;
         }
@@ -746,7 +746,7 @@ mod tests {
                 for flip in 0..a.len() {
                     let mut c = a.clone();
                     c[flip] ^= 1;
-                    assert_eq!(short_eq(a, &c), false, "{a:?} flip {flip}");
+                    assert!(!short_eq(a, &c), "{a:?} flip {flip}");
                 }
             }
         }

@@ -644,7 +644,7 @@ impl<'a> Validator<'a> {
             .get(at + chosen)
             .copied()
             .unwrap_or(f64::NAN);
-        if !(p_chosen >= max) {
+        if p_chosen.is_nan() || p_chosen < max {
             return Err(fail(R::ChoiceNotMax, qi, Fld::Choice));
         }
         self.set_number(at + n + 1, chosen as f64);
