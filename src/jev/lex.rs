@@ -15,8 +15,9 @@ pub(crate) struct Malformed;
 
 pub(crate) type LResult<T> = Result<T, Malformed>;
 
-/// Deepest nesting the skipper accepts (serde_json's default recursion limit).
-const MAX_DEPTH: u32 = 128;
+/// Deepest nesting accepted: serde_json's default recursion limit of 128 admits 127 nested
+/// containers.
+const MAX_DEPTH: u32 = 127;
 
 // Byte classes inside a string.
 const PLAIN: u8 = 0;
@@ -355,7 +356,8 @@ impl<'a> Lexer<'a> {
         self.peek_ws();
         let i = self.i;
         let end = i + 1 + key.len();
-        if self.b.get(end) == Some(&b'"')
+        if self.b.get(i) == Some(&b'"')
+            && self.b.get(end) == Some(&b'"')
             && self.b.get(i + 1..end).is_some_and(|s| short_eq(s, key))
         {
             self.i = end + 1;
@@ -538,14 +540,22 @@ impl<'a> Lexer<'a> {
     }
 
     /// Consumes one complete JSON value of any kind, checking its syntax, without recursion.
+    /// Nesting deeper than 127 containers is malformed (as serde_json by default).
     pub fn skip_value(&mut self) -> LResult<()> {
+        self.skip_value_nested(0)
+    }
+
+    /// [`skip_value`](Lexer::skip_value) for a value already inside `outer` containers, so the
+    /// document as a whole keeps to the limit.
+    pub fn skip_value_nested(&mut self, outer: u32) -> LResult<()> {
+        let max_depth = MAX_DEPTH.saturating_sub(outer);
         // Bit d of `stack` is 1 when the container at depth d+1 is an object.
         let mut stack: u128 = 0;
         let mut depth: u32 = 0;
         'value: loop {
             match self.peek_ws().ok_or(Malformed)? {
                 b'{' => {
-                    if depth == MAX_DEPTH {
+                    if depth >= max_depth {
                         return Err(Malformed);
                     }
                     self.i += 1;
@@ -557,7 +567,7 @@ impl<'a> Lexer<'a> {
                     }
                 }
                 b'[' => {
-                    if depth == MAX_DEPTH {
+                    if depth >= max_depth {
                         return Err(Malformed);
                     }
                     self.i += 1;
@@ -729,9 +739,11 @@ mod tests {
             let mut lx = Lexer::new(s.as_bytes());
             assert!(!(lx.skip_value().is_ok() && lx.at_end()), "{s}");
         }
-        let deep_ok = "[".repeat(128) + &"]".repeat(128); // serde_json's limit too
+        let deep_ok = "[".repeat(127) + &"]".repeat(127); // serde_json's limit too
         assert!(Lexer::new(deep_ok.as_bytes()).skip_value().is_ok());
-        let deep_bad = "[".repeat(129) + &"]".repeat(129);
+        assert!(serde_json::from_str::<serde_json::Value>(&deep_ok).is_ok());
+        let deep_bad = "[".repeat(128) + &"]".repeat(128);
+        assert!(serde_json::from_str::<serde_json::Value>(&deep_bad).is_err());
         assert!(Lexer::new(deep_bad.as_bytes()).skip_value().is_err());
     }
 

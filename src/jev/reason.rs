@@ -51,7 +51,7 @@ pub enum ValidationReason {
     /// fraction or exponent, or `billing` is malformed (R-VAL-USAGE).
     UsageInvalid,
     /// The bytes are not one JSON object: a syntax error, invalid UTF-8, a lone surrogate escape,
-    /// nesting deeper than 128, trailing bytes, or a member name repeated inside one object.
+    /// nesting deeper than serde_json's limit (127 containers), trailing bytes, or a member name repeated inside one object.
     MalformedJson,
     /// A required field is absent: `model`, `answers`, `usage`, a usage count,
     /// `billing.charged_credits`, or a field of an answer.

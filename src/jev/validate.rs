@@ -297,7 +297,7 @@ impl<'a> Validator<'a> {
                     6 if requested_model.is_none() => {
                         requested_model = Some(self.opt_string_field(Fld::RequestedModel)?)
                     }
-                    0 => self.lx.skip_value()?,
+                    0 => self.lx.skip_value_nested(1)?,
                     // a known member repeated
                     _ => return Err(malformed()),
                 }
@@ -362,7 +362,7 @@ impl<'a> Validator<'a> {
                 }) {
                     1 if input.is_none() => input = Some(self.count(Fld::InputTokens)?),
                     2 if output.is_none() => output = Some(self.count(Fld::OutputTokens)?),
-                    0 => self.lx.skip_value()?,
+                    0 => self.lx.skip_value_nested(2)?,
                     _ => return Err(malformed()),
                 }
                 if !self.lx.comma_or(b'}')? {
@@ -431,7 +431,7 @@ impl<'a> Validator<'a> {
                             return Err(self.wrong(R::UsageInvalid, NO_QUESTION, Fld::RateVersion));
                         });
                     }
-                    0 => self.lx.skip_value()?,
+                    0 => self.lx.skip_value_nested(2)?,
                     _ => return Err(malformed()),
                 }
                 if !self.lx.comma_or(b'}')? {
