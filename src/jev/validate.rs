@@ -179,6 +179,36 @@ fn answer_field(name: &[u8]) -> Field {
     }
 }
 
+const fn field_name(f: Field) -> &'static [u8] {
+    match f {
+        Field::Type => b"type",
+        Field::Noul => b"noul",
+        Field::Choice => b"choice",
+        Field::Probabilities => b"probabilities",
+        Field::Confidence => b"confidence",
+        Field::Score => b"score",
+        Field::Levels => b"levels",
+        Field::Legend => b"legend",
+        Field::Other => b"",
+    }
+}
+
+/// Member order of each answer type as SPEC §3.2 writes it (and providers send it).
+const NOUL_ORDER: [Field; 2] = [Field::Type, Field::Noul];
+const CHOICE_ORDER: [Field; 4] = [
+    Field::Type,
+    Field::Choice,
+    Field::Probabilities,
+    Field::Confidence,
+];
+const SCORE_ORDER: [Field; 5] = [
+    Field::Type,
+    Field::Score,
+    Field::Levels,
+    Field::Legend,
+    Field::Confidence,
+];
+
 /// Runs `f` on the member name's decoded bytes (borrowed unless it has escapes).
 #[inline(always)]
 fn with_name<T>(k: &RawStr<'_>, f: impl FnOnce(&[u8]) -> T) -> T {
@@ -504,6 +534,24 @@ impl<'a> Validator<'a> {
         }
     }
 
+    /// The next member name of an answer: the one `order` expects next is compared straight
+    /// against the input; anything else is scanned and classified.
+    #[inline(always)]
+    fn member(&mut self, order: &[Field], next: &mut usize) -> VResult<Field> {
+        if let Some(&want) = order.get(*next) {
+            if self.lx.try_key(field_name(want))? {
+                *next += 1;
+                return Ok(want);
+            }
+        }
+        let k = self.lx.key()?;
+        let f = with_name(&k, answer_field);
+        if let Some(p) = order.iter().position(|&o| o == f) {
+            *next = p + 1;
+        }
+        Ok(f)
+    }
+
     /// `"type": "<expected>"`.
     #[inline]
     fn type_field(&mut self, question: &Question) -> VResult<()> {
@@ -552,10 +600,10 @@ impl<'a> Validator<'a> {
         let qi = question.index;
         let at = question.numbers_at as usize;
         let (mut has_type, mut has_noul) = (false, false);
+        let mut next = 0usize;
         if self.lx.object_nonempty()? {
             loop {
-                let k = self.lx.key()?;
-                match with_name(&k, answer_field) {
+                match self.member(&NOUL_ORDER, &mut next)? {
                     Field::Type if !has_type => {
                         self.type_field(question)?;
                         has_type = true;
@@ -590,10 +638,10 @@ impl<'a> Validator<'a> {
         let mut chosen: Option<usize> = None;
         let mut max: Option<f64> = None;
         let mut has_confidence = false;
+        let mut next = 0usize;
         if self.lx.object_nonempty()? {
             loop {
-                let k = self.lx.key()?;
-                match with_name(&k, answer_field) {
+                match self.member(&CHOICE_ORDER, &mut next)? {
                     Field::Type if !has_type => {
                         self.type_field(question)?;
                         has_type = true;
@@ -709,10 +757,10 @@ impl<'a> Validator<'a> {
         let mut levels: Option<Dist> = None;
         let mut has_legend = false;
         let mut has_confidence = false;
+        let mut next = 0usize;
         if self.lx.object_nonempty()? {
             loop {
-                let k = self.lx.key()?;
-                match with_name(&k, answer_field) {
+                match self.member(&SCORE_ORDER, &mut next)? {
                     Field::Type if !has_type => {
                         self.type_field(question)?;
                         has_type = true;

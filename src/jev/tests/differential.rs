@@ -65,7 +65,9 @@ fn as_doubles(v: &Value) -> Value {
             .and_then(serde_json::Number::from_f64)
             .map_or(Value::Null, Value::Number),
         Value::Array(a) => Value::Array(a.iter().map(as_doubles).collect()),
-        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), as_doubles(v))).collect()),
+        Value::Object(o) => {
+            Value::Object(o.iter().map(|(k, v)| (k.clone(), as_doubles(v))).collect())
+        }
         other => other.clone(),
     }
 }
