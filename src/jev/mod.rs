@@ -27,7 +27,10 @@
 //! - Ties at the maximum are accepted; the score must equal Σ i·pᵢ within the tolerance of its
 //!   level distribution; the legend must have one string per level (`LEVEL_COUNT`), its text is
 //!   not compared with the criteria.
-//! - The first error in document order wins; scanning stops there.
+//! - The first error in document order wins; scanning stops there. Invalid UTF-8 inside a string
+//!   is `MALFORMED_JSON`; nesting is limited as serde_json limits it (127 containers).
+//! - A [`Response`] serializes every number as the double it holds, in shortest round-trip form:
+//!   the provider's `0.80` comes back as `0.8` and `0` as `0.0` (same value, bit for bit).
 //! - `ValidationError::key` is a question key or `None`; an unexpected answer key (provider text)
 //!   is never repeated.
 

@@ -2,7 +2,8 @@
 //! the provider's bytes, specialised to the answer shapes the questions expect.
 //!
 //! Answers are matched to questions by expected-next-key (compared straight against the input,
-//! then binary search), options likewise; seen keys live in stack bitsets; sums, maxima and
+//! then binary search), options likewise, and an answer's member names are expected in the order
+//! SPEC §3.2 writes them (any order is accepted); seen keys live in stack bitsets; sums, maxima and
 //! Σ i·pᵢ accumulate as values stream in; no generic JSON value is built; failures travel as an
 //! 8-byte code until the public error is made. The first error in document order is reported and
 //! scanning stops there, so invalid input is never slower than valid input.
