@@ -31,6 +31,8 @@
 //!   is `MALFORMED_JSON`; nesting is limited as serde_json limits it (127 containers).
 //! - A [`Response`] serializes every number as the double it holds, in shortest round-trip form:
 //!   the provider's `0.80` comes back as `0.8` and `0` as `0.0` (same value, bit for bit).
+//! - A question's `instructions` are optional (only types and criteria matter to validation);
+//!   unknown members of a question are rejected; question and option keys are kept in order.
 //! - `ValidationError::key` is a question key or `None`; an unexpected answer key (provider text)
 //!   is never repeated.
 
