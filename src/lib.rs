@@ -11,17 +11,16 @@
 #![deny(unsafe_code)]
 
 pub mod clock;
-mod error;
-pub mod grammar;
-pub mod observation;
-
-pub use error::{Error, ErrorFamily, Result};
 pub mod config;
-
-pub use config::Config;
+mod error;
+pub mod ffi;
 mod gateway;
+pub mod grammar;
+pub mod jev;
 pub mod lease;
+pub mod observation;
 pub mod store;
 
+pub use config::Config;
+pub use error::{Error, ErrorFamily, Result};
 pub use gateway::{ConfigSnapshot, Gateway, GatewayOptions};
-pub mod ffi;

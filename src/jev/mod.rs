@@ -1,0 +1,58 @@
+//! Jev typed evaluation: the request model (R-JEV-REQ) and the response validator (R-VAL), the
+//! hot path every model decision passes through.
+//!
+//! - [`Questions`] / [`Question`]: an ordered map key → `noul | choice | score` with the limits
+//!   of SPEC §3.1 (1..=maxQuestions questions, 1..=255 options, 2..=10 levels); [`Request`] adds
+//!   `requestId`, `agentId` and `state` ([`Content`]: text, object or array) and the
+//!   `maxInputBytes` check. Failures are [`RequestError`] (`JEV_INVALID_REQUEST`).
+//! - [`validate_response`] checks provider bytes against every question in one pass and returns
+//!   a [`Response`] whose numbers are exactly those sent; failures are [`ValidationError`]
+//!   (`JEV_MALFORMED_RESPONSE`) with one fixed [`ValidationReason`].
+//! - [`answer_schema`] emits the JSON Schema of a valid answers object.
+//!
+//! # Decisions where the specification is silent
+//! - Envelope members other than `model`, `answers`, `usage`, `billing`, `request_id` and
+//!   `requested_model` are skipped (syntax still checked): providers add routing metadata.
+//!   Extra members of `usage` and `billing` are skipped likewise. `null` counts as absent for the
+//!   optional `billing`, `request_id`, `requested_model` and `billing.rate_version`.
+//! - Answer objects are exact: a member of another answer type is `TYPE_MISMATCH`, any other
+//!   unknown member `UNEXPECTED_FIELD`; a missing member is `MISSING_FIELD`.
+//! - A repeated member name is `MALFORMED_JSON` (parsers disagree on which copy wins), except a
+//!   repeated answer key, which answers a question twice: `UNEXPECTED_ANSWER`.
+//! - Numbers are converted exactly (correct rounding, as `str::parse::<f64>`); one whose value
+//!   overflows to infinity is out of range. `-0` is a valid zero. Usage counts must be written
+//!   as integers (`5.0` and `1e3` are `USAGE_INVALID`).
+//! - "Multiple of 0.01" is decided on the decimal text (`0.50`, `5e-1` are; `0.005` is not),
+//!   and the rounded tolerance is then checked exactly in integer hundredths.
+//! - Ties at the maximum are accepted; the score must equal Σ i·pᵢ within the tolerance of its
+//!   level distribution; the legend must have one string per level (`LEVEL_COUNT`), its text is
+//!   not compared with the criteria.
+//! - The first error in document order wins; scanning stops there. Invalid UTF-8 inside a string
+//!   is `MALFORMED_JSON`; nesting is limited as serde_json limits it (127 containers).
+//! - A [`Response`] serializes every number as the double it holds, in shortest round-trip form:
+//!   the provider's `0.80` comes back as `0.8` and `0` as `0.0` (same value, bit for bit).
+//! - A question's `instructions` are optional (only types and criteria matter to validation);
+//!   unknown members of a question are rejected; question and option keys are kept in order.
+//! - `ValidationError::key` is a question key or `None`; an unexpected answer key (provider text)
+//!   is never repeated.
+
+mod content;
+mod lex;
+mod question;
+mod reason;
+mod request;
+mod response;
+mod schema;
+mod sum;
+mod validate;
+
+pub use content::Content;
+pub use question::{Question, QuestionType, Questions, MAX_LEVELS, MAX_OPTIONS, MIN_LEVELS};
+pub use reason::{ValidationError, ValidationReason};
+pub use request::{check_request_id, Limits, Request, RequestError};
+pub use response::{Answer, Answers, Billing, ChoiceAnswer, Response, ScoreAnswer, Usage};
+pub use schema::answer_schema;
+pub use validate::validate_response;
+
+#[cfg(test)]
+mod tests;
