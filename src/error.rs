@@ -27,6 +27,8 @@ pub enum ErrorFamily {
     Argument,
     /// The gateway is not in a state that allows the call.
     Gateway,
+    /// Jev evaluations: invalid requests, malformed provider responses, provider failures.
+    Jev,
     /// The step-command grammar refused an input (e.g. an unsafe address).
     Grammar,
     /// Device control leases and browser session (profile) leases.
@@ -45,6 +47,7 @@ impl ErrorFamily {
             ErrorFamily::Store => "store",
             ErrorFamily::Argument => "argument",
             ErrorFamily::Gateway => "gateway",
+            ErrorFamily::Jev => "jev",
             ErrorFamily::Grammar => "grammar",
             ErrorFamily::Lease => "lease",
             ErrorFamily::Access => "access",
@@ -159,6 +162,27 @@ pub enum Error {
     #[error("authenticated browser mode is unavailable to this caller")]
     BrowserAuthenticatedUnavailable,
 
+    /// A Jev request is invalid (R-JEV-REQ): too many questions, options or levels, a bad
+    /// `requestId`, a request larger than `maxInputBytes`, malformed JSON. Rejected before any
+    /// I/O. `path` is the JSON path of the offending value when there is one.
+    #[error("invalid Jev request at {}: {reason}", display_path(path))]
+    InvalidRequest {
+        /// JSON path of the offending value (`questions.next_step.criteria`), or empty.
+        path: String,
+        /// Why, never quoting submitted text.
+        reason: String,
+    },
+
+    /// A provider response failed validation (R-VAL): one fixed `validationReason` code and
+    /// the question key it concerns. The answer itself is never kept or shown.
+    #[error("malformed Jev response: {}{}", reason.as_str(), key.as_deref().map(|k| format!(" (question {k})")).unwrap_or_default())]
+    MalformedResponse {
+        /// Which check failed (`DISTRIBUTION_SUM`, `MISSING_ANSWER`, …).
+        reason: crate::jev::ValidationReason,
+        /// The question key concerned, when there is one.
+        key: Option<String>,
+    },
+
     /// An address produced by a model or text helper was refused (R-GRM-URL): not http(s) or a
     /// bare domain, or it carries credentials, an IP literal, localhost or a single-label host.
     /// Nothing is dispatched.
@@ -201,6 +225,8 @@ impl Error {
             Error::InvalidArgument { .. } => "INVALID_ARGUMENT",
             Error::GatewayClosed => "GATEWAY_CLOSED",
             Error::NavigationUnresolved { .. } => "NAVIGATION_UNRESOLVED",
+            Error::InvalidRequest { .. } => "JEV_INVALID_REQUEST",
+            Error::MalformedResponse { .. } => "JEV_MALFORMED_RESPONSE",
             Error::DeviceControlElsewhere => "DEVICE_CONTROL_ELSEWHERE",
             Error::DeviceControlRevoked => "DEVICE_CONTROL_REVOKED",
             Error::DeviceControlNotHeld => "DEVICE_CONTROL_NOT_HELD",
@@ -216,7 +242,9 @@ impl Error {
         match self {
             Error::InvalidConfiguration { .. }
             | Error::InvalidArgument { .. }
-            | Error::NavigationUnresolved { .. } => 400,
+            | Error::NavigationUnresolved { .. }
+            | Error::InvalidRequest { .. } => 400,
+            Error::MalformedResponse { .. } => 502,
             Error::MissingCredentials { .. } => 500,
             Error::StoreLocked
             | Error::GatewayClosed
@@ -245,6 +273,7 @@ impl Error {
             Error::InvalidArgument { .. } => ErrorFamily::Argument,
             Error::GatewayClosed => ErrorFamily::Gateway,
             Error::NavigationUnresolved { .. } => ErrorFamily::Grammar,
+            Error::InvalidRequest { .. } | Error::MalformedResponse { .. } => ErrorFamily::Jev,
             Error::DeviceControlElsewhere
             | Error::DeviceControlRevoked
             | Error::DeviceControlNotHeld
@@ -258,7 +287,17 @@ impl Error {
     /// The JSON path of the offending value, for configuration errors.
     pub fn path(&self) -> Option<&str> {
         match self {
-            Error::InvalidConfiguration { path, .. } => Some(path),
+            Error::InvalidConfiguration { path, .. } | Error::InvalidRequest { path, .. } => {
+                Some(path)
+            }
+            _ => None,
+        }
+    }
+
+    /// The fixed `validationReason` code of a malformed provider response.
+    pub fn validation_reason(&self) -> Option<&'static str> {
+        match self {
+            Error::MalformedResponse { reason, .. } => Some(reason.as_str()),
             _ => None,
         }
     }

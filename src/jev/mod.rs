@@ -56,3 +56,21 @@ pub use validate::validate_response;
 
 #[cfg(test)]
 mod tests;
+
+impl From<ValidationError> for crate::Error {
+    fn from(e: ValidationError) -> crate::Error {
+        crate::Error::MalformedResponse {
+            reason: e.reason(),
+            key: e.key().map(str::to_string),
+        }
+    }
+}
+
+impl From<RequestError> for crate::Error {
+    fn from(e: RequestError) -> crate::Error {
+        crate::Error::InvalidRequest {
+            path: e.path().to_string(),
+            reason: e.message().to_string(),
+        }
+    }
+}
