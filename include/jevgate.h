@@ -131,6 +131,15 @@ uint16_t jevgate_error_http_status(const jevgate_error *err);
 int64_t jevgate_error_retry_after_ms(const jevgate_error *err);
 
 /**
+ * The fixed `validationReason` of a `JEV_MALFORMED_RESPONSE` error (`"DISTRIBUTION_SUM"`,
+ * `"MISSING_ANSWER"`, …), or NULL for other errors and NULL.
+ *
+ * # Safety
+ * `err` must be NULL or a live error object from jevgate.
+ */
+const char *jevgate_error_validation_reason(const jevgate_error *err);
+
+/**
  * Frees an error object. NULL is accepted and ignored.
  *
  * # Safety
@@ -260,6 +269,32 @@ jevgate_status jevgate_split_parts(const char *text,
 jevgate_status jevgate_check_model_address(const char *text,
                                            char **url_json_out,
                                            jevgate_error **err_out);
+
+/**
+ * Validates a provider response against the questions (both UTF-8 JSON) and, when every
+ * answer is valid, writes the answers object as JSON to `*answers_json_out` (numbers exactly
+ * as the provider sent them). A failure is `JEV_MALFORMED_RESPONSE` with
+ * `jevgate_error_validation_reason` (`DISTRIBUTION_SUM`, …), or `JEV_INVALID_REQUEST` when the
+ * questions themselves are invalid.
+ *
+ * # Safety
+ * Strings NUL-terminated; `answers_json_out` writable; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_validate_response(const char *questions_json,
+                                         const char *response_json,
+                                         char **answers_json_out,
+                                         jevgate_error **err_out);
+
+/**
+ * Writes the JSON Schema of a valid answers object for the questions (R-VAL-SCHEMA) to
+ * `*schema_json_out`. Distribution sums cannot be expressed in JSON Schema and are not.
+ *
+ * # Safety
+ * `questions_json` NUL-terminated; `schema_json_out` writable; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_answer_schema(const char *questions_json,
+                                     char **schema_json_out,
+                                     jevgate_error **err_out);
 
 /**
  * A new manual clock at monotonic zero and wall time 2026-01-01T00:00:00Z. Never NULL.

@@ -17,6 +17,9 @@ commands:
   parse [--jsonl] [TEXT]              the intent of a user command (step-command grammar)
   steps [--jsonl] [--parts] [TEXT]    split a message into steps ({"steps":[...]|null}),
                                       or one step into parts ({"parts":[...]})
+  validate --jsonl                    validate Jev responses: stdin lines {"questions","response"}
+  validate --questions Q.json [RESPONSE.json|-]
+                                      validate one response; prints the answers or the reason
   version                             print the version
   help                                print this help
 "#;
@@ -42,6 +45,7 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
         "doctor" => cli::config::doctor(rest),
         "parse" => cli::grammar::parse(rest),
         "steps" => cli::grammar::steps(rest),
+        "validate" => cli::jev::validate(rest),
         "version" | "--version" | "-V" => {
             println!("jevgate {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)

@@ -10,6 +10,7 @@ pub struct jevgate_error {
     path: Option<CString>,
     http_status: u16,
     retry_after_ms: i64,
+    validation_reason: Option<CString>,
 }
 
 fn lossless(s: &str) -> CString {
@@ -26,6 +27,7 @@ impl jevgate_error {
             retry_after_ms: e
                 .retry_after()
                 .map_or(-1, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+            validation_reason: e.validation_reason().map(lossless),
         }))
     }
 }
@@ -92,6 +94,21 @@ pub unsafe extern "C" fn jevgate_error_http_status(err: *const jevgate_error) ->
 pub unsafe extern "C" fn jevgate_error_retry_after_ms(err: *const jevgate_error) -> i64 {
     // SAFETY: forwarded contract.
     unsafe { get(err) }.map_or(-1, |e| e.retry_after_ms)
+}
+
+/// The fixed `validationReason` of a `JEV_MALFORMED_RESPONSE` error (`"DISTRIBUTION_SUM"`,
+/// `"MISSING_ANSWER"`, …), or NULL for other errors and NULL.
+///
+/// # Safety
+/// `err` must be NULL or a live error object from jevgate.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_error_validation_reason(
+    err: *const jevgate_error,
+) -> *const c_char {
+    // SAFETY: forwarded contract.
+    unsafe { get(err) }
+        .and_then(|e| e.validation_reason.as_ref())
+        .map_or(std::ptr::null(), |p| p.as_ptr())
 }
 
 /// Frees an error object. NULL is accepted and ignored.

@@ -14,12 +14,14 @@ mod config;
 mod error;
 mod gateway;
 mod grammar;
+mod jev;
 mod lease;
 
 pub use config::*;
 pub use error::*;
 pub use gateway::*;
 pub use grammar::*;
+pub use jev::*;
 pub use lease::*;
 
 use crate::Error;

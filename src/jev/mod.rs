@@ -74,3 +74,30 @@ impl From<RequestError> for crate::Error {
         }
     }
 }
+
+/// Validates `response` against the questions given as JSON and returns the answers object as
+/// JSON — the one entry point the C ABI, Python and the CLI share.
+///
+/// ```
+/// let questions = br#"{"greeting":{"type":"noul","instructions":"Is this a greeting?"}}"#;
+/// let response = br#"{"model":"jev-1.13.0","answers":{"greeting":{"type":"noul","noul":0.99}},
+///                     "usage":{"input_tokens":120,"output_tokens":8}}"#;
+/// let answers = jevgate::jev::validate_to_json(questions, response).unwrap();
+/// assert_eq!(answers, r#"{"greeting":{"type":"noul","noul":0.99}}"#);
+/// let bad = br#"{"model":"m","answers":{},"usage":{"input_tokens":1,"output_tokens":1}}"#;
+/// let err = jevgate::jev::validate_to_json(questions, bad).unwrap_err();
+/// assert_eq!(err.validation_reason(), Some("MISSING_ANSWER"));
+/// ```
+pub fn validate_to_json(questions_json: &[u8], response: &[u8]) -> crate::Result<String> {
+    let questions = Questions::from_json(questions_json, &Limits::default())?;
+    let validated = validate_response(&questions, response)?;
+    serde_json::to_string(&validated.answers()).map_err(|_| crate::Error::Internal {
+        reason: "could not encode validated answers".into(),
+    })
+}
+
+/// The JSON Schema of a valid answers object for questions given as JSON (R-VAL-SCHEMA).
+pub fn answer_schema_json(questions_json: &[u8]) -> crate::Result<String> {
+    let questions = Questions::from_json(questions_json, &Limits::default())?;
+    Ok(answer_schema(&questions).to_string())
+}

@@ -22,6 +22,8 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
         ErrorFamily::Gateway => "GatewayError",
         ErrorFamily::Lease => "LeaseError",
         ErrorFamily::Grammar => "GrammarError",
+        ErrorFamily::Jev if err.validation_reason().is_some() => "ValidationError",
+        ErrorFamily::Jev => "JevError",
         ErrorFamily::Access => "AccessDeniedError",
         _ => "Error",
     };
@@ -29,8 +31,11 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
     kwargs.set_item("code", err.code())?;
     kwargs.set_item("http_status", err.http_status())?;
     kwargs.set_item("retry_after", err.retry_after().map(|d| d.as_secs_f64()))?;
-    if err.family() == ErrorFamily::Config {
+    if matches!(err.family(), ErrorFamily::Config | ErrorFamily::Jev) {
         kwargs.set_item("path", err.path())?;
+    }
+    if let Some(reason) = err.validation_reason() {
+        kwargs.set_item("reason", reason)?;
     }
     let instance = module
         .getattr(class)?

@@ -8,6 +8,7 @@ mod config;
 mod errors;
 mod gateway;
 mod grammar;
+mod jev;
 mod lease;
 
 use pyo3::prelude::*;
@@ -20,6 +21,8 @@ fn _jevgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(grammar::split_steps, m)?)?;
     m.add_function(wrap_pyfunction!(grammar::split_parts, m)?)?;
     m.add_function(wrap_pyfunction!(grammar::check_model_address, m)?)?;
+    m.add_function(wrap_pyfunction!(jev::validate_response, m)?)?;
+    m.add_function(wrap_pyfunction!(jev::answer_schema, m)?)?;
     m.add_class::<gateway::PyGateway>()?;
     m.add_class::<clock::PyManualClock>()?;
     m.add_class::<lease::PyLeases>()?;

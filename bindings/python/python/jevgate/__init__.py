@@ -19,19 +19,23 @@ from jevgate._errors import (
     Error,
     GatewayError,
     GrammarError,
+    JevError,
     LeaseError,
     StoreError,
+    ValidationError,
 )
 from jevgate._jevgate import (
     Gateway,
     Leases,
     ManualClock,
     __version__,
+    answer_schema,
     check_model_address,
     parse_command,
     split_parts,
     split_steps,
     validate_config,
+    validate_response,
 )
 
 __all__ = [
@@ -42,14 +46,18 @@ __all__ = [
     "Gateway",
     "GatewayError",
     "GrammarError",
+    "JevError",
     "LeaseError",
     "Leases",
     "ManualClock",
     "StoreError",
+    "ValidationError",
     "__version__",
+    "answer_schema",
     "check_model_address",
     "parse_command",
     "split_parts",
     "split_steps",
     "validate_config",
+    "validate_response",
 ]

@@ -75,3 +75,29 @@ class GrammarError(Error, ValueError):
     """The step-command grammar refused an input: ``NAVIGATION_UNRESOLVED`` for a
     model-produced address that is not a plain http(s) URL or domain (credentials, IP literal,
     localhost, single-label host, other schemes)."""
+
+
+class JevError(Error):
+    """A Jev evaluation failed: ``JEV_INVALID_REQUEST`` (with ``.path``), provider and limit
+    failures (``JEV_TIMEOUT``, ``JEV_RATE_LIMITED`` with ``.retry_after``, …)."""
+
+    path: Optional[str]
+
+    def __init__(self, message: str, *, path: Optional[str] = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(message, **kwargs)
+        self.path = path
+
+
+class ValidationError(JevError, ValueError):
+    """A provider response failed validation (``JEV_MALFORMED_RESPONSE``). ``reason`` is one
+    fixed code: ``MISSING_ANSWER``, ``UNEXPECTED_ANSWER``, ``TYPE_MISMATCH``,
+    ``PROBABILITY_RANGE``, ``UNKNOWN_OPTION``, ``MISSING_OPTION``, ``CHOICE_NOT_MAX``,
+    ``DISTRIBUTION_SUM``, ``LEVEL_COUNT``, ``SCORE_MISMATCH``, ``USAGE_INVALID``,
+    ``MALFORMED_JSON``, ``MISSING_FIELD``, ``UNEXPECTED_FIELD``, ``INVALID_FIELD``. The answer
+    itself is never included."""
+
+    reason: str
+
+    def __init__(self, message: str, *, reason: str = "", **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(message, **kwargs)
+        self.reason = reason

@@ -11,6 +11,14 @@ ConfigInput = Union[str, Mapping[str, Any]]
 def validate_config(config: ConfigInput) -> None:
     """Validate a configuration (a dict or a JSON string); raise ConfigError with .path."""
 
+JsonInput = Union[str, bytes, bytearray, Mapping[str, Any]]
+
+def validate_response(questions: JsonInput, response: JsonInput) -> Dict[str, Any]:
+    """The validated answers dict; ValidationError (.code, .reason) otherwise."""
+
+def answer_schema(questions: JsonInput) -> Dict[str, Any]:
+    """The JSON Schema of a valid answers object (sums cannot be expressed)."""
+
 def parse_command(text: str) -> Dict[str, Any]:
     """The intent of a user command, e.g. {"intent": "scroll", "direction": "down"}."""
 
