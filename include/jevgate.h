@@ -43,6 +43,12 @@ typedef enum {
 } jevgate_status;
 
 /**
+ * A browser tool call's session lease (R-PROF-2..4). Opaque; end it with
+ * `jevgate_browser_call_end` when the call finishes.
+ */
+typedef struct jevgate_browser_call jevgate_browser_call;
+
+/**
  * An error: stable code, message, JSON path (configuration errors), HTTP status and
  * retry-after. Opaque; read it with the accessors; free it with `jevgate_error_free`.
  */
@@ -417,6 +423,49 @@ jevgate_status jevgate_lease_set_device_owner(const jevgate_gateway *gateway,
                                               const char *device_id,
                                               const char *owner,
                                               jevgate_error **err_out);
+
+/**
+ * Starts a browser tool call's session: `call_json` is
+ * `{"threadId","organization","mode"?:"authenticated"|"isolated","profileKey"?,"authenticatedAllowed"?}`.
+ * The raw profile key is hashed at once and never kept. Fails with `browser_context_busy` or
+ * `browser_authenticated_unavailable`. Read the session with `jevgate_browser_call_info`.
+ *
+ * # Safety
+ * `gateway` a live handle; `call_json` NUL-terminated; `call_out` writable; `err_out` NULL or
+ * writable.
+ */
+jevgate_status jevgate_browser_call_begin(const jevgate_gateway *gateway,
+                                          const char *call_json,
+                                          jevgate_browser_call **call_out,
+                                          jevgate_error **err_out);
+
+/**
+ * `{"sessionId","mode","created"}` of a browser call; valid until the call ends. NULL for NULL.
+ *
+ * # Safety
+ * `call` NULL or a live browser call.
+ */
+const char *jevgate_browser_call_info(const jevgate_browser_call *call);
+
+/**
+ * Ends a browser call (its session stays live for the thread until idle) and frees it. NULL
+ * is accepted and ignored.
+ *
+ * # Safety
+ * `call` NULL or a live browser call, not used again.
+ */
+void jevgate_browser_call_end(jevgate_browser_call *call);
+
+/**
+ * Reaps idle (15 min) and over-age (1 h) browser sessions now; writes how many closed to
+ * `*reaped_out` (may be NULL). The gateway also reaps every second.
+ *
+ * # Safety
+ * `gateway` a live handle; out-pointers NULL or writable.
+ */
+jevgate_status jevgate_lease_reap(const jevgate_gateway *gateway,
+                                  size_t *reaped_out,
+                                  jevgate_error **err_out);
 
 #ifdef __cplusplus
 }  // extern "C"

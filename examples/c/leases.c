@@ -120,6 +120,29 @@ int main(int argc, char **argv) {
   st = jevgate_lease_acquire(gw, "", "x", &grant, &err);
   expect_code(st, err, "INVALID_ARGUMENT");
 
+  /* R-PROF-2..4: browser sessions are leased per thread; a profile has one live session. */
+  jevgate_browser_call *call = NULL;
+  EXPECT(jevgate_browser_call_begin(
+             gw, "{\"threadId\":\"t1\",\"organization\":\"acme\",\"profileKey\":\"work\"}", &call,
+             &err) == JEVGATE_OK);
+  EXPECT(contains(jevgate_browser_call_info(call), "\"mode\":\"authenticated\""));
+  printf("browser call: %s\n", jevgate_browser_call_info(call));
+  jevgate_browser_call *other = NULL;
+  err = NULL;
+  st = jevgate_browser_call_begin(
+      gw, "{\"threadId\":\"t2\",\"organization\":\"acme\",\"profileKey\":\"work\"}", &other, &err);
+  EXPECT(other == NULL);
+  expect_code(st, err, "browser_context_busy");
+  jevgate_browser_call_end(call);
+  jevgate_manual_clock_advance_ms(clock, 15 * 60 * 1000);
+  size_t reaped = 0;
+  EXPECT(jevgate_lease_reap(gw, &reaped, &err) == JEVGATE_OK);
+  EXPECT(reaped == 1);
+  err = NULL;
+  st = jevgate_browser_call_begin(gw, "{\"threadId\":\"t\"}", &other, &err);
+  expect_code(st, err, "INVALID_ARGUMENT");
+  jevgate_browser_call_end(NULL);
+
   jevgate_gateway_close(gw);
   jevgate_manual_clock_free(clock);
   jevgate_manual_clock_free(NULL);

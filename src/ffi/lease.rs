@@ -312,3 +312,153 @@ pub unsafe extern "C" fn jevgate_lease_set_device_owner(
         gw.leases().set_device_owner(device, owner)
     })
 }
+
+/// A browser tool call's session lease (R-PROF-2..4). Opaque; end it with
+/// `jevgate_browser_call_end` when the call finishes.
+pub struct jevgate_browser_call {
+    guard: Option<crate::lease::BrowserCallGuard>,
+    info: CString,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct BrowserCallJson {
+    thread_id: String,
+    organization: String,
+    #[serde(default)]
+    mode: Option<String>,
+    #[serde(default)]
+    profile_key: Option<String>,
+    #[serde(default = "yes")]
+    authenticated_allowed: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Parses a browser call description (shared by C and Python).
+fn browser_call_from_json(json: &str) -> Result<crate::lease::BrowserCall, Error> {
+    let c: BrowserCallJson = serde_json::from_str(json).map_err(|e| Error::InvalidArgument {
+        name: "call_json",
+        reason: format!(
+            "must be {{threadId, organization, mode?, profileKey?, authenticatedAllowed?}} ({})",
+            json_problem(&e)
+        ),
+    })?;
+    let mode = match c.mode.as_deref() {
+        None => None,
+        Some("authenticated") => Some(crate::lease::SessionMode::Authenticated),
+        Some("isolated") => Some(crate::lease::SessionMode::Isolated),
+        Some(_) => {
+            return Err(Error::InvalidArgument {
+                name: "mode",
+                reason: "must be \"authenticated\" or \"isolated\"".into(),
+            })
+        }
+    };
+    Ok(crate::lease::BrowserCall {
+        thread_id: c.thread_id,
+        organization: c.organization,
+        mode,
+        profile_key: c.profile_key,
+        authenticated_allowed: c.authenticated_allowed,
+    })
+}
+
+fn json_problem(e: &serde_json::Error) -> &'static str {
+    match e.classify() {
+        serde_json::error::Category::Io => "unreadable",
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => "not JSON",
+        serde_json::error::Category::Data => "wrong or unknown members",
+    }
+}
+
+/// Starts a browser tool call's session: `call_json` is
+/// `{"threadId","organization","mode"?:"authenticated"|"isolated","profileKey"?,"authenticatedAllowed"?}`.
+/// The raw profile key is hashed at once and never kept. Fails with `browser_context_busy` or
+/// `browser_authenticated_unavailable`. Read the session with `jevgate_browser_call_info`.
+///
+/// # Safety
+/// `gateway` a live handle; `call_json` NUL-terminated; `call_out` writable; `err_out` NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_browser_call_begin(
+    gateway: *const jevgate_gateway,
+    call_json: *const c_char,
+    call_out: *mut *mut jevgate_browser_call,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let json = unsafe { str_arg("call_json", call_json) }?;
+        out_arg("call_out", call_out)?;
+        let call = browser_call_from_json(json)?;
+        let g = gw.leases().begin_browser_call(&call)?;
+        let info = serde_json::json!({"sessionId": g.session_id, "mode": g.mode.as_str(), "created": g.created});
+        let info = CString::new(info.to_string()).map_err(|_| Error::Internal {
+            reason: "session info with NUL".into(),
+        })?;
+        let handle = Box::into_raw(Box::new(jevgate_browser_call {
+            guard: Some(g),
+            info,
+        }));
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { *call_out = handle };
+        Ok(())
+    })
+}
+
+/// `{"sessionId","mode","created"}` of a browser call; valid until the call ends. NULL for NULL.
+///
+/// # Safety
+/// `call` NULL or a live browser call.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_browser_call_info(
+    call: *const jevgate_browser_call,
+) -> *const c_char {
+    // SAFETY: per the contract.
+    unsafe { call.as_ref() }.map_or(std::ptr::null(), |c| c.info.as_ptr())
+}
+
+/// Ends a browser call (its session stays live for the thread until idle) and frees it. NULL
+/// is accepted and ignored.
+///
+/// # Safety
+/// `call` NULL or a live browser call, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_browser_call_end(call: *mut jevgate_browser_call) {
+    if call.is_null() {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: from `Box::into_raw` in `jevgate_browser_call_begin`.
+        let mut c = unsafe { Box::from_raw(call) };
+        drop(c.guard.take());
+    }));
+}
+
+/// Reaps idle (15 min) and over-age (1 h) browser sessions now; writes how many closed to
+/// `*reaped_out` (may be NULL). The gateway also reaps every second.
+///
+/// # Safety
+/// `gateway` a live handle; out-pointers NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_lease_reap(
+    gateway: *const jevgate_gateway,
+    reaped_out: *mut usize,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        let n = gw.leases().reap();
+        if !reaped_out.is_null() {
+            // SAFETY: non-NULL, writable per the contract.
+            unsafe { *reaped_out = n };
+        }
+        Ok(())
+    })
+}

@@ -1,7 +1,9 @@
 //! `gateway.leases`: device control leases (R-LEASE) with dicts out.
 
 use crate::errors::IntoPy;
-use jevgate::lease::{ControlCaller, Credential};
+use jevgate::lease::{BrowserCall, BrowserCallGuard, ControlCaller, Credential, SessionMode};
+use parking_lot::Mutex;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -133,10 +135,85 @@ impl PyLeases {
             .py_err()
     }
 
+    /// Starts a browser tool call's session lease (R-PROF-2..4); use as a context manager.
+    /// Raises LeaseError browser_context_busy / browser_authenticated_unavailable.
+    #[pyo3(signature = (thread_id, organization, *, mode = None, profile_key = None, authenticated_allowed = true))]
+    fn browser_call(
+        &self,
+        py: Python<'_>,
+        thread_id: String,
+        organization: String,
+        mode: Option<String>,
+        profile_key: Option<String>,
+        authenticated_allowed: bool,
+    ) -> PyResult<PyBrowserCall> {
+        let mode = match mode.as_deref() {
+            None => None,
+            Some("authenticated") => Some(SessionMode::Authenticated),
+            Some("isolated") => Some(SessionMode::Isolated),
+            Some(_) => {
+                return Err(PyValueError::new_err(
+                    "mode must be \"authenticated\" or \"isolated\"",
+                ))
+            }
+        };
+        let call = BrowserCall {
+            thread_id,
+            organization,
+            mode,
+            profile_key,
+            authenticated_allowed,
+        };
+        let gw = &self.gateway;
+        let guard = py
+            .detach(|| gw.leases().begin_browser_call(&call))
+            .py_err()?;
+        Ok(PyBrowserCall {
+            session_id: guard.session_id.clone(),
+            mode: guard.mode.as_str(),
+            created: guard.created,
+            guard: Mutex::new(Some(guard)),
+        })
+    }
+
     /// Reaps idle browser sessions now (the gateway also does so every second); returns how
     /// many were closed.
     fn reap(&self, py: Python<'_>) -> usize {
         let gw = &self.gateway;
         py.detach(|| gw.leases().reap())
+    }
+}
+
+/// A browser call's session lease; `end()` (or leaving the `with` block) ends the call.
+#[pyclass(module = "jevgate", name = "BrowserCall", frozen)]
+pub struct PyBrowserCall {
+    #[pyo3(get)]
+    session_id: String,
+    #[pyo3(get)]
+    mode: &'static str,
+    #[pyo3(get)]
+    created: bool,
+    guard: Mutex<Option<BrowserCallGuard>>,
+}
+
+#[pymethods]
+impl PyBrowserCall {
+    /// Ends the call (idempotent); the thread's session stays live until idle.
+    fn end(&self) {
+        drop(self.guard.lock().take());
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (_exc_type = None, _exc = None, _tb = None))]
+    fn __exit__(
+        &self,
+        _exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) {
+        self.end();
     }
 }

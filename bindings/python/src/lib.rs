@@ -26,5 +26,6 @@ fn _jevgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<gateway::PyGateway>()?;
     m.add_class::<clock::PyManualClock>()?;
     m.add_class::<lease::PyLeases>()?;
+    m.add_class::<lease::PyBrowserCall>()?;
     Ok(())
 }

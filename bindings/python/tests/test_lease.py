@@ -130,3 +130,24 @@ def test_leases_after_close_raise_gateway_error(tmp_path):
     gw.close()
     with pytest.raises(jevgate.GatewayError):
         leases.acquire("d", "s")
+
+
+def test_r_prof_browser_sessions_from_python(clocked):
+    gw, clock = clocked
+    with gw.leases.browser_call("t1", "acme", profile_key="work") as call:
+        assert call.mode == "authenticated" and call.created
+        first = call.session_id
+        with pytest.raises(jevgate.LeaseError) as info:
+            gw.leases.browser_call("t2", "acme", profile_key="work")
+        assert info.value.code == "browser_context_busy" and info.value.http_status == 409
+        with gw.leases.browser_call("t2", "acme", mode="isolated") as iso:
+            assert iso.mode == "isolated"
+    with gw.leases.browser_call("t1", "acme", profile_key="work") as again:
+        assert again.session_id == first and not again.created
+    with pytest.raises(jevgate.LeaseError) as info:
+        gw.leases.browser_call("t3", "acme", mode="authenticated", profile_key="work", authenticated_allowed=False)
+    assert info.value.code == "browser_authenticated_unavailable" and info.value.http_status == 403
+    clock.advance(15 * 60)
+    assert gw.leases.reap() == 2
+    with pytest.raises(ValueError):
+        gw.leases.browser_call("t1", "acme", mode="sideways")

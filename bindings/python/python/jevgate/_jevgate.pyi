@@ -60,6 +60,26 @@ class Leases:
     def release_session(self, root_session: str) -> int: ...
     def set_device_owner(self, device_id: str, owner: str) -> None: ...
     def reap(self) -> int: ...
+    def browser_call(
+        self,
+        thread_id: str,
+        organization: str,
+        *,
+        mode: Optional[str] = None,
+        profile_key: Optional[str] = None,
+        authenticated_allowed: bool = True,
+    ) -> "BrowserCall":
+        """Start a browser call's session lease (one live session per organization+profile)."""
+
+class BrowserCall:
+    """A browser tool call's session; a context manager."""
+
+    session_id: str
+    mode: str
+    created: bool
+    def end(self) -> None: ...
+    def __enter__(self) -> "BrowserCall": ...
+    def __exit__(self, *args: Any) -> None: ...
 
 class Gateway:
     """An open gateway on a data directory. Use as a context manager, or call close()."""
