@@ -2,21 +2,32 @@
 
 import os
 from types import TracebackType
-from typing import Any, Dict, List, Mapping, Optional, Type, Union
+from typing import Any, Dict, List, Mapping, Optional, Type, Union, final
 
 __version__: str
+__all__ = [
+    "__version__",
+    "validate_config",
+    "parse_command",
+    "split_steps",
+    "split_parts",
+    "check_model_address",
+    "validate_response",
+    "answer_schema",
+    "Gateway",
+    "ManualClock",
+    "Leases",
+    "BrowserCall",
+]
 
-ConfigInput = Union[str, Mapping[str, Any]]
 
-def validate_config(config: ConfigInput) -> None:
+def validate_config(config: Union[str, Mapping[str, Any]]) -> None:
     """Validate a configuration (a dict or a JSON string); raise ConfigError with .path."""
 
-JsonInput = Union[str, bytes, bytearray, Mapping[str, Any]]
-
-def validate_response(questions: JsonInput, response: JsonInput) -> Dict[str, Any]:
+def validate_response(questions: Union[str, bytes, bytearray, Mapping[str, Any]], response: Union[str, bytes, bytearray, Mapping[str, Any]]) -> Dict[str, Any]:
     """The validated answers dict; ValidationError (.code, .reason) otherwise."""
 
-def answer_schema(questions: JsonInput) -> Dict[str, Any]:
+def answer_schema(questions: Union[str, bytes, bytearray, Mapping[str, Any]]) -> Dict[str, Any]:
     """The JSON Schema of a valid answers object (sums cannot be expressed)."""
 
 def parse_command(text: str) -> Dict[str, Any]:
@@ -31,10 +42,11 @@ def split_parts(text: str) -> List[str]:
 def check_model_address(text: str) -> str:
     """The URL to open for a model-produced address; GrammarError NAVIGATION_UNRESOLVED."""
 
+@final
 class ManualClock:
     """A clock that moves only when told (tests, simulations). Pass it as Gateway(clock=...)."""
 
-    def __init__(self) -> None: ...
+    def __new__(cls) -> "ManualClock": ...
     def advance(self, seconds: float) -> None:
         """Move monotonic and wall time forward."""
     def set_wall(self, unix_seconds: float) -> None:
@@ -45,6 +57,7 @@ class ManualClock:
     @property
     def wall_ms(self) -> int: ...
 
+@final
 class Leases:
     """Device control leases of a gateway (SPEC §4.1)."""
 
@@ -71,6 +84,7 @@ class Leases:
     ) -> "BrowserCall":
         """Start a browser call's session lease (one live session per organization+profile)."""
 
+@final
 class BrowserCall:
     """A browser tool call's session; a context manager."""
 
@@ -79,18 +93,24 @@ class BrowserCall:
     created: bool
     def end(self) -> None: ...
     def __enter__(self) -> "BrowserCall": ...
-    def __exit__(self, *args: Any) -> None: ...
+    def __exit__(
+        self,
+        _exc_type: Optional[Type[BaseException]] = None,
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> None: ...
 
+@final
 class Gateway:
     """An open gateway on a data directory. Use as a context manager, or call close()."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         data_dir: Union[str, os.PathLike[str]],
-        config: Optional[ConfigInput] = None,
+        config: Optional[Union[str, Mapping[str, Any]]] = None,
         *,
         clock: Optional[ManualClock] = None,
-    ) -> None: ...
+    ) -> "Gateway": ...
     @property
     def leases(self) -> Leases: ...
     @property
@@ -98,7 +118,7 @@ class Gateway:
         """The live configuration generation (1 after open, +1 per successful reload)."""
     @property
     def closed(self) -> bool: ...
-    def reload(self, config: ConfigInput) -> int:
+    def reload(self, config: Union[str, Mapping[str, Any]]) -> int:
         """Validate and swap in a configuration atomically; return the new generation."""
     def doctor(self) -> Dict[str, Any]:
         """Local readiness checks: {"ok": bool, "checks": [{"name", "status", "code"?, "detail"}]}."""
@@ -109,7 +129,7 @@ class Gateway:
     def __enter__(self) -> "Gateway": ...
     def __exit__(
         self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
+        _exc_type: Optional[Type[BaseException]] = None,
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
     ) -> None: ...
