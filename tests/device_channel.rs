@@ -1094,3 +1094,50 @@ fn r_dev_chan_close_stops_and_joins_the_channel() {
     // Refused raw HTTP gets an answer, never a hang.
     let _ = std::net::TcpStream::connect("127.0.0.1:9").map(|mut s| s.write_all(b"x"));
 }
+
+// ----- CLI (R-DEV-TOOLS) -----
+
+#[test]
+fn r_dev_tools_cli_prints_definitions_in_mcp_and_openai_form() {
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_jevgate"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["tools", "--format", "mcp"]);
+    assert!(out.status.success());
+    let mcp: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        mcp,
+        jevgate::device::tool_definitions(jevgate::device::ToolFormat::Mcp)
+    );
+    let names: Vec<&str> = mcp
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "browser_navigate",
+            "browser_read_page",
+            "browser_get_text",
+            "browser_find",
+            "browser_computer",
+            "browser_form_input",
+            "browser_javascript",
+            "browser_tabs",
+            "browser_batch"
+        ]
+    );
+    let out = run(&["tools", "--format", "openai"]);
+    let openai: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(openai[8]["type"], "function");
+    assert_eq!(
+        openai[8]["function"]["parameters"]["properties"]["actions"]["maxItems"],
+        10
+    );
+    assert_eq!(run(&["tools", "--format", "xml"]).status.code(), Some(2));
+}

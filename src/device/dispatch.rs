@@ -265,7 +265,9 @@ impl Run<'_> {
                     } else {
                         "failed"
                     };
-                    stopped = Some(if f.code == "timed_out" && Instant::now() >= batch_end {
+                    stopped = Some(if f.not_sent {
+                        "device_offline"
+                    } else if f.code == "timed_out" && Instant::now() >= batch_end {
                         "batch_timeout"
                     } else if f.code == "cancelled" {
                         "cancelled"

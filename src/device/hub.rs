@@ -288,3 +288,81 @@ impl Hub {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(conn: &Arc<Conn>) -> std::thread::JoinHandle<Result<Value, WorkerFailure>> {
+        let conn = Arc::clone(conn);
+        std::thread::spawn(move || {
+            conn.execute(
+                "browser_get_text",
+                &Value::Null,
+                Duration::from_secs(5),
+                &CancelToken::new(),
+            )
+        })
+    }
+
+    fn wait_queued(conn: &Conn) {
+        while conn.state.lock().outgoing.is_empty() {
+            std::thread::yield_now();
+        }
+    }
+
+    // R-DEV-FAIL: a command the worker never received is "offline", not "unknown".
+    #[test]
+    fn disconnect_before_delivery_is_offline_and_after_is_unknown() {
+        let hub = Hub::default();
+        let conn = hub.register("dev_a");
+        let waiting = run(&conn);
+        wait_queued(&conn);
+        conn.shut();
+        let failure = waiting.join().unwrap().unwrap_err();
+        assert!(failure.not_sent);
+
+        let conn = hub.register("dev_b");
+        let waiting = run(&conn);
+        wait_queued(&conn);
+        for item in conn.drain_outgoing() {
+            item.mark_sent();
+        }
+        conn.shut();
+        let failure = waiting.join().unwrap().unwrap_err();
+        assert_eq!(failure.code, OUTCOME_UNKNOWN);
+        assert!(!failure.not_sent);
+    }
+
+    // R-DEV-CHAN: results are routed by id; late results are dropped.
+    #[test]
+    fn results_are_routed_by_id_and_a_replaced_connection_fails_its_commands() {
+        let hub = Hub::default();
+        let conn = hub.register("dev_a");
+        let waiting = run(&conn);
+        wait_queued(&conn);
+        let sent = conn.drain_outgoing();
+        let frame: Value = serde_json::from_str(&sent[0].text).unwrap();
+        let id = frame["id"].as_str().unwrap();
+        conn.complete("unknown", Ok(Value::Bool(false)));
+        conn.complete(id, Ok(Value::Bool(true)));
+        assert_eq!(waiting.join().unwrap().unwrap(), Value::Bool(true));
+        conn.complete(id, Ok(Value::Bool(false))); // late duplicate: dropped
+
+        let waiting = run(&conn);
+        wait_queued(&conn);
+        for item in conn.drain_outgoing() {
+            item.mark_sent();
+        }
+        let replacement = hub.register("dev_a");
+        assert_eq!(
+            conn.close_request(),
+            Some((4000, "REPLACED_BY_NEW_CONNECTION"))
+        );
+        assert_eq!(waiting.join().unwrap().unwrap_err().code, OUTCOME_UNKNOWN);
+        hub.unregister(&conn);
+        assert!(hub.online("dev_a"));
+        hub.unregister(&replacement);
+        assert!(!hub.online("dev_a"));
+    }
+}
