@@ -1141,3 +1141,68 @@ fn r_dev_tools_cli_prints_definitions_in_mcp_and_openai_form() {
     );
     assert_eq!(run(&["tools", "--format", "xml"]).status.code(), Some(2));
 }
+
+// ----- privacy (R-LOG, R-ERR-2) -----
+
+/// Captures jevgate's own records at every level, and every crate's records above `trace`
+/// (tungstenite traces raw frames: hosts must keep `tungstenite=trace` off — see `device`).
+struct Capture(std::sync::Mutex<Vec<String>>);
+
+impl log::Log for Capture {
+    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record<'_>) {
+        if record.target().starts_with("jevgate") || record.level() < log::Level::Trace {
+            self.0.lock().unwrap().push(record.args().to_string());
+        }
+    }
+    fn flush(&self) {}
+}
+
+static CAPTURE: Capture = Capture(std::sync::Mutex::new(Vec::new()));
+
+#[test]
+fn r_log_tokens_page_text_and_field_values_never_reach_logs_or_errors() {
+    if log::set_logger(&CAPTURE).is_ok() {
+        log::set_max_level(log::LevelFilter::Trace);
+    }
+    let (_d, gw) = gateway();
+    let channel = serve(&gw);
+    let (_, token) = pair(&gw, "alice", "i1");
+    let _w = Worker::start(
+        channel.local_addr(),
+        &token,
+        Box::new(|cmd: &Cmd| match cmd.tool.as_str() {
+            "browser_get_text" => vec![Out::Ok(cmd.id.clone(), json!({"text": "PAGE-TEXT-7f3a"}))],
+            _ => vec![Out::Fail(cmd.id.clone(), "execution_failed", "failed")],
+        }),
+    );
+    let mut ws = worker::open(channel.local_addr(), worker::PATH, None).unwrap();
+    let _ = worker::authenticate(&mut ws, &format!("{token}x"), Some(2));
+    assert!(call(&gw, "alice", "s1", "browser_get_text", json!({})).is_success());
+    let r = call(
+        &gw,
+        "alice",
+        "s1",
+        "browser_form_input",
+        json!({"ref": "ref_1", "value": "FIELD-VALUE-9c2e"}),
+    );
+    assert_eq!(code(&r), "execution_failed");
+    let r = call(
+        &gw,
+        "alice",
+        "s1",
+        "browser_form_input",
+        json!({"ref": "ref_1", "value": "FIELD-VALUE-9c2e", "FIELD-VALUE-9c2e": 1}),
+    );
+    assert!(!r.to_json().to_string().contains("FIELD-VALUE-9c2e"));
+    gw.close();
+    let lines = CAPTURE.0.lock().unwrap().clone();
+    assert!(lines.iter().any(|l| l.contains("device channel listening")));
+    for line in &lines {
+        for secret in [token.as_str(), "PAGE-TEXT-7f3a", "FIELD-VALUE-9c2e"] {
+            assert!(!line.contains(secret), "log line leaks: {line}");
+        }
+    }
+}

@@ -201,3 +201,26 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        // R-DEV-CHAN: no input makes frame parsing panic.
+        #[test]
+        fn parsing_never_panics(text in ".{0,200}") {
+            let _ = parse_worker_frame(&text);
+        }
+
+        #[test]
+        fn json_shaped_input_never_panics(kind in "(authenticate|result|ping|pong|x)", id in proptest::option::of(".{0,8}"), success in proptest::option::of(any::<bool>()), protocol in proptest::option::of(any::<i64>())) {
+            let mut v = json!({"type": kind});
+            if let Some(id) = id { v["id"] = json!(id); }
+            if let Some(s) = success { v["success"] = json!(s); }
+            if let Some(p) = protocol { v["protocol"] = json!(p); v["authorization"] = json!("Device t"); }
+            let _ = parse_worker_frame(&v.to_string());
+        }
+    }
+}

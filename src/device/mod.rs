@@ -36,6 +36,10 @@
 //! `maxChars`, `artifactId`, `mediaType`, `bytes`, and a batch's per-action statuses) are the
 //! gateway's own.
 //!
+//! Logging: jevgate logs codes, device ids, sizes and durations only. tungstenite, the
+//! WebSocket library underneath, logs raw frames (tokens, page text) at `trace` level under the
+//! `tungstenite` target: a host must not enable `trace` for that target in production.
+//!
 //! This module must never log or store a device token after pairing, page content, field
 //! values or screenshots; never retry a command; and never tell one owner about another owner's
 //! devices.
