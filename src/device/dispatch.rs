@@ -22,6 +22,7 @@ use std::time::Instant;
 
 /// One tool call by an agent.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ToolCall {
     /// The account whose devices the call may use.
     pub owner: String,

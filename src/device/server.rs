@@ -90,6 +90,7 @@ impl ChannelTls {
 /// assert_eq!(options.auth_timeout, std::time::Duration::from_secs(10));
 /// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ChannelOptions {
     /// Where to listen (`127.0.0.1:0` picks a free port; see [`ChannelHandle::local_addr`]).
     pub addr: String,

@@ -471,10 +471,10 @@ pub(crate) fn validate_batch(
                 )))
             }
         };
-        let args = item
-            .get("args")
-            .cloned()
-            .unwrap_or(Value::Object(Map::new()));
+        let args = match item.get("args") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(v) => v.clone(),
+        };
         validate_one(tool, &args, at, text_max).map_err(BatchRefusal::Invalid)?;
         actions.push(Action { tool, args });
     }
