@@ -35,6 +35,8 @@ pub enum ErrorFamily {
     Lease,
     /// The caller is not allowed to do this (wrong owner, delegated credential).
     Access,
+    /// Paired devices, the device-worker channel and the browser tools.
+    Device,
     /// A bug in jevgate (a caught panic, a broken invariant).
     Internal,
 }
@@ -51,6 +53,7 @@ impl ErrorFamily {
             ErrorFamily::Grammar => "grammar",
             ErrorFamily::Lease => "lease",
             ErrorFamily::Access => "access",
+            ErrorFamily::Device => "device",
             ErrorFamily::Internal => "internal",
         }
     }
@@ -196,6 +199,55 @@ pub enum Error {
     #[error("the gateway is closed")]
     GatewayClosed,
 
+    /// No such device for this owner: none is paired, the id is unknown, or it belongs to
+    /// another owner (existence is never revealed across owners) (R-DEV-FAIL).
+    #[error("no browser is paired with this id for this account; pair one first")]
+    DeviceNotPaired,
+
+    /// The owner has several browsers paired and the call named none; copy `deviceId` from the
+    /// device inventory (R-DEV-TOOLS).
+    #[error("several browsers are paired; pass deviceId (see the device inventory)")]
+    DeviceSelectionRequired,
+
+    /// The device is paired but its worker is not connected to the channel right now.
+    #[error("the browser is offline; it drives only while its extension is connected")]
+    DeviceOffline,
+
+    /// The device cannot serve browser tools: a shell worker, or a browser whose extension
+    /// last authenticated below channel protocol 2 (R-DEV-VER). Refused before anything is
+    /// queued.
+    #[error("this device cannot run browser tools (extension out of date — update to use)")]
+    DeviceCapabilityMismatch,
+
+    /// A tool name that is not one of the browser tools.
+    #[error("unknown tool `{tool}`")]
+    UnknownTool {
+        /// The requested tool name, when it is a short identifier; `?` otherwise.
+        tool: String,
+    },
+
+    /// A tool's arguments failed validation before anything was sent (R-DEV-TOOLS). The
+    /// reason names the argument and the rule, never its value.
+    #[error("invalid arguments for {tool}: {reason}")]
+    InvalidToolArguments {
+        /// The tool.
+        tool: &'static str,
+        /// Which argument and rule, never the value.
+        reason: String,
+    },
+
+    /// No artifact with this id for this root session (also when it belongs to another
+    /// session: existence is never revealed) (R-DEV-SHOT).
+    #[error("no such artifact for this session")]
+    ArtifactNotFound,
+
+    /// The device-worker channel could not be served (address in use, TLS setup failed).
+    #[error("device channel failed: {reason}")]
+    ChannelIo {
+        /// The operation and the error kind.
+        reason: String,
+    },
+
     /// A bug in jevgate: a panic caught at an FFI boundary or a broken internal invariant.
     #[error("internal error: {reason}")]
     Internal {
@@ -233,6 +285,14 @@ impl Error {
             Error::AccessDenied { .. } => "ACCESS_DENIED",
             Error::BrowserContextBusy => "browser_context_busy",
             Error::BrowserAuthenticatedUnavailable => "browser_authenticated_unavailable",
+            Error::DeviceNotPaired => "DEVICE_NOT_PAIRED",
+            Error::DeviceSelectionRequired => "DEVICE_SELECTION_REQUIRED",
+            Error::DeviceOffline => "DEVICE_OFFLINE",
+            Error::DeviceCapabilityMismatch => "DEVICE_CAPABILITY_MISMATCH",
+            Error::UnknownTool { .. } => "UNKNOWN_TOOL",
+            Error::InvalidToolArguments { .. } => "INVALID_TOOL_ARGUMENTS",
+            Error::ArtifactNotFound => "ARTIFACT_NOT_FOUND",
+            Error::ChannelIo { .. } => "DEVICE_CHANNEL_IO",
             Error::Internal { .. } => "INTERNAL",
         }
     }
@@ -243,7 +303,12 @@ impl Error {
             Error::InvalidConfiguration { .. }
             | Error::InvalidArgument { .. }
             | Error::NavigationUnresolved { .. }
-            | Error::InvalidRequest { .. } => 400,
+            | Error::InvalidRequest { .. }
+            | Error::DeviceSelectionRequired
+            | Error::UnknownTool { .. }
+            | Error::InvalidToolArguments { .. } => 400,
+            Error::DeviceNotPaired | Error::ArtifactNotFound => 404,
+            Error::DeviceOffline | Error::DeviceCapabilityMismatch => 409,
             Error::MalformedResponse { .. } => 502,
             Error::MissingCredentials { .. } => 500,
             Error::StoreLocked
@@ -256,6 +321,7 @@ impl Error {
             Error::StoreCorrupt { .. }
             | Error::StoreVersionUnsupported { .. }
             | Error::StoreIo { .. }
+            | Error::ChannelIo { .. }
             | Error::Internal { .. } => 500,
         }
     }
@@ -280,6 +346,14 @@ impl Error {
             | Error::BrowserContextBusy
             | Error::BrowserAuthenticatedUnavailable => ErrorFamily::Lease,
             Error::AccessDenied { .. } => ErrorFamily::Access,
+            Error::DeviceNotPaired
+            | Error::DeviceSelectionRequired
+            | Error::DeviceOffline
+            | Error::DeviceCapabilityMismatch
+            | Error::UnknownTool { .. }
+            | Error::InvalidToolArguments { .. }
+            | Error::ArtifactNotFound
+            | Error::ChannelIo { .. } => ErrorFamily::Device,
             Error::Internal { .. } => ErrorFamily::Internal,
         }
     }
@@ -377,6 +451,57 @@ mod tests {
                 "GATEWAY_CLOSED",
                 409,
                 ErrorFamily::Gateway,
+            ),
+            (
+                Error::DeviceNotPaired,
+                "DEVICE_NOT_PAIRED",
+                404,
+                ErrorFamily::Device,
+            ),
+            (
+                Error::DeviceSelectionRequired,
+                "DEVICE_SELECTION_REQUIRED",
+                400,
+                ErrorFamily::Device,
+            ),
+            (
+                Error::DeviceOffline,
+                "DEVICE_OFFLINE",
+                409,
+                ErrorFamily::Device,
+            ),
+            (
+                Error::DeviceCapabilityMismatch,
+                "DEVICE_CAPABILITY_MISMATCH",
+                409,
+                ErrorFamily::Device,
+            ),
+            (
+                Error::UnknownTool { tool: "x".into() },
+                "UNKNOWN_TOOL",
+                400,
+                ErrorFamily::Device,
+            ),
+            (
+                Error::InvalidToolArguments {
+                    tool: "browser_find",
+                    reason: "x".into(),
+                },
+                "INVALID_TOOL_ARGUMENTS",
+                400,
+                ErrorFamily::Device,
+            ),
+            (
+                Error::ArtifactNotFound,
+                "ARTIFACT_NOT_FOUND",
+                404,
+                ErrorFamily::Device,
+            ),
+            (
+                Error::ChannelIo { reason: "x".into() },
+                "DEVICE_CHANNEL_IO",
+                500,
+                ErrorFamily::Device,
             ),
             (
                 Error::Internal { reason: "x".into() },

@@ -8,6 +8,7 @@
 
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::{doctor, CheckStatus, Config, DoctorCheck, DoctorReport};
+use crate::device::DeviceService;
 use crate::lease::Leases;
 use crate::store::Store;
 use crate::{Error, Result};
@@ -78,6 +79,7 @@ pub struct Gateway {
 struct Inner {
     store: Arc<Store>,
     leases: Leases,
+    devices: DeviceService,
     reaper: Mutex<Option<Reaper>>,
     clock: SharedClock,
     live: RwLock<Arc<ConfigSnapshot>>,
@@ -96,6 +98,12 @@ impl Gateway {
             .clock
             .unwrap_or_else(|| Arc::new(SystemClock::new()));
         let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock))?;
+        let devices = DeviceService::open(
+            Arc::clone(&store),
+            Arc::clone(&clock),
+            &leases,
+            options.data_dir.clone(),
+        )?;
         let reaper = Reaper::start(leases.clone())?;
         let secret_names = options.config.secret_env_names();
         log::info!("gateway opened (schema {})", crate::store::SCHEMA_VERSION);
@@ -103,6 +111,7 @@ impl Gateway {
             inner: Arc::new(Inner {
                 store,
                 leases,
+                devices,
                 reaper: Mutex::new(Some(reaper)),
                 clock,
                 live: RwLock::new(Arc::new(ConfigSnapshot {
@@ -202,6 +211,11 @@ impl Gateway {
         &self.inner.leases
     }
 
+    /// The device registry, channel servers and tool dispatch.
+    pub(crate) fn device_service(&self) -> &DeviceService {
+        &self.inner.devices
+    }
+
     /// Whether [`Gateway::close`] has been called.
     pub fn is_closed(&self) -> bool {
         self.inner.closed.load(Ordering::Acquire)
@@ -213,6 +227,7 @@ impl Gateway {
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return;
         }
+        self.inner.devices.close();
         if let Some(reaper) = self.inner.reaper.lock().take() {
             reaper.stop();
         }
@@ -224,6 +239,7 @@ impl Gateway {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        self.devices.close();
         if let Some(reaper) = self.reaper.lock().take() {
             reaper.stop();
         }

@@ -12,6 +12,7 @@
 
 pub mod clock;
 pub mod config;
+pub mod device;
 mod error;
 pub mod ffi;
 mod gateway;

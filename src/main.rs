@@ -20,6 +20,7 @@ commands:
   validate --jsonl                    validate Jev responses: stdin lines {"questions","response"}
   validate --questions Q.json [RESPONSE.json|-]
                                       validate one response; prints the answers or the reason
+  tools [--format mcp|openai]         the nine browser tool definitions as JSON (default mcp)
   version                             print the version
   help                                print this help
 "#;
@@ -46,6 +47,7 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
         "parse" => cli::grammar::parse(rest),
         "steps" => cli::grammar::steps(rest),
         "validate" => cli::jev::validate(rest),
+        "tools" => cli::device::tools(rest),
         "version" | "--version" | "-V" => {
             println!("jevgate {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)

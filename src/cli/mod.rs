@@ -1,6 +1,7 @@
 //! Subcommands of the `jevgate` binary: one file per command family, thin over the library.
 
 pub mod config;
+pub mod device;
 pub mod grammar;
 pub mod jev;
 

@@ -14,7 +14,7 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 type Migration = fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>;
 
 /// `MIGRATIONS[i]` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[Migration] = &[v1_meta, v2_control_leases];
+const MIGRATIONS: &[Migration] = &[v1_meta, v2_control_leases, v3_devices];
 
 /// v1: store identity and the per-gateway secret.
 fn v1_meta(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
@@ -40,6 +40,37 @@ fn v2_control_leases(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
             revoked TEXT NOT NULL,
             version INTEGER NOT NULL
         ) STRICT;",
+    )
+}
+
+/// v3: paired devices (token stored only as a SHA-256 hash, last authenticated channel
+/// protocol) and screenshot artifacts of root sessions (R-DEV-PAIR, R-DEV-VER, R-DEV-SHOT).
+fn v3_devices(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "CREATE TABLE devices (
+            device_id TEXT PRIMARY KEY NOT NULL,
+            owner TEXT NOT NULL,
+            installation_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            capability TEXT NOT NULL,
+            browser_name TEXT,
+            browser_version TEXT,
+            token_hash BLOB NOT NULL UNIQUE,
+            last_protocol INTEGER,
+            paired_at INTEGER NOT NULL,
+            last_seen_at INTEGER,
+            UNIQUE (owner, installation_id)
+        ) STRICT;
+        CREATE INDEX devices_owner ON devices (owner);
+        CREATE TABLE artifacts (
+            artifact_id TEXT PRIMARY KEY NOT NULL,
+            root_session TEXT NOT NULL,
+            device_id TEXT NOT NULL,
+            media_type TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            created_at INTEGER NOT NULL
+        ) STRICT;
+        CREATE INDEX artifacts_session ON artifacts (root_session);",
     )
 }
 

@@ -1,0 +1,37 @@
+//! `jevgate tools --format mcp|openai`: prints the nine browser tool definitions (R-DEV-TOOLS)
+//! as one JSON array, for hosts that register them with their model.
+
+use super::Usage;
+use jevgate::device::{tool_definitions, ToolFormat};
+use std::process::ExitCode;
+
+pub fn tools(args: &[String]) -> Result<ExitCode, Usage> {
+    let mut format = ToolFormat::Mcp;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--format" => {
+                let value = args
+                    .get(i + 1)
+                    .ok_or_else(|| Usage("--format needs mcp or openai".into()))?;
+                format = ToolFormat::parse(value).ok_or_else(|| {
+                    Usage(format!(
+                        "unknown format `{}` (mcp or openai)",
+                        value.escape_debug()
+                    ))
+                })?;
+                i += 2;
+            }
+            other => {
+                return Err(Usage(format!(
+                    "unknown argument `{}`",
+                    other.escape_debug()
+                )))
+            }
+        }
+    }
+    let text = serde_json::to_string_pretty(&tool_definitions(format))
+        .map_err(|_| Usage("cannot print the definitions".into()))?;
+    println!("{text}");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,184 @@
+//! The seam between dispatch and whatever runs a browser tool: the [`ToolExecutor`] trait, the
+//! [`CancelToken`] a take-back fires, and the [`WorkerFailure`] a worker reports.
+//!
+//! Owns only these small types. It must never know how a command travels (channel, local
+//! browser): dispatch enforces every cap and lease rule before and after an executor runs, so an
+//! executor is trusted with nothing but running one tool once.
+
+use parking_lot::Mutex;
+use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Worker failure codes passed through to the caller unchanged (R-DEV-FAIL).
+pub const WORKER_CODES: &[&str] = &[
+    "cancelled",
+    "timed_out",
+    "execution_failed",
+    "tab_unavailable",
+    "debugger_unavailable",
+    "blocked_by_user",
+    "javascript_error",
+    "batch_cap_exceeded",
+];
+
+/// The command was sent and the worker went away before answering: it may or may not have run.
+/// Never retried.
+pub const OUTCOME_UNKNOWN: &str = "OUTCOME_UNKNOWN";
+
+/// A result broke a cap the gateway cannot truncate to (a screenshot over 150,000 base64
+/// characters); the result was discarded (R-DEV-CAPS).
+pub const RESULT_CAP_EXCEEDED: &str = "RESULT_CAP_EXCEEDED";
+
+/// The longest worker message passed through, in characters; longer ones are cut.
+pub const MAX_WORKER_MESSAGE_CHARS: usize = 500;
+
+/// A tool that ran (or was sent) and failed. `code` is one of [`WORKER_CODES`],
+/// [`OUTCOME_UNKNOWN`] or [`RESULT_CAP_EXCEEDED`]; `message` is the worker's own text (at most
+/// [`MAX_WORKER_MESSAGE_CHARS`]) or one written by the gateway.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerFailure {
+    /// The failure code.
+    pub code: String,
+    /// A short explanation for the model.
+    pub message: String,
+    /// `true` when the command was never delivered (the device went offline first): the
+    /// browser was not touched, and dispatch reports `DEVICE_OFFLINE`.
+    pub not_sent: bool,
+}
+
+impl WorkerFailure {
+    /// A failure with `code` and `message`.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> WorkerFailure {
+        WorkerFailure {
+            code: code.into(),
+            message: message.into(),
+            not_sent: false,
+        }
+    }
+
+    /// Maps a worker's `errorCode` to a known code (anything else becomes `execution_failed`)
+    /// and bounds its message.
+    pub fn from_worker(code: &str, message: &str) -> WorkerFailure {
+        let code = if WORKER_CODES.contains(&code) {
+            code
+        } else {
+            "execution_failed"
+        };
+        WorkerFailure::new(code, truncate_chars(message, MAX_WORKER_MESSAGE_CHARS).0)
+    }
+}
+
+/// The first `max` characters of `s`, and whether anything was cut.
+pub fn truncate_chars(s: &str, max: usize) -> (&str, bool) {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => (&s[..at], true),
+        None => (s, false),
+    }
+}
+
+type Hook = Box<dyn FnOnce() + Send>;
+
+#[derive(Default)]
+struct CancelState {
+    cancelled: AtomicBool,
+    hooks: Mutex<Vec<(u64, Hook)>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+/// Fired when a person takes the device back (or the host cancels): every registered hook runs
+/// once, outside the token's lock. Cheap to clone.
+///
+/// ```
+/// use jevgate::device::CancelToken;
+/// let token = CancelToken::new();
+/// let seen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+/// let s = seen.clone();
+/// let _hook = token.on_cancel(move || s.store(true, std::sync::atomic::Ordering::SeqCst));
+/// token.cancel();
+/// assert!(token.is_cancelled() && seen.load(std::sync::atomic::Ordering::SeqCst));
+/// ```
+#[derive(Clone, Default)]
+pub struct CancelToken {
+    state: Arc<CancelState>,
+}
+
+impl std::fmt::Debug for CancelToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CancelToken")
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
+}
+
+/// Unregisters a cancellation hook when dropped.
+pub struct CancelRegistration {
+    token: CancelToken,
+    id: u64,
+}
+
+impl Drop for CancelRegistration {
+    fn drop(&mut self) {
+        self.token
+            .state
+            .hooks
+            .lock()
+            .retain(|(id, _)| *id != self.id);
+    }
+}
+
+impl CancelToken {
+    /// A token not yet cancelled.
+    pub fn new() -> CancelToken {
+        CancelToken::default()
+    }
+
+    /// Whether [`CancelToken::cancel`] has been called.
+    pub fn is_cancelled(&self) -> bool {
+        self.state.cancelled.load(Ordering::Acquire)
+    }
+
+    /// Cancels: runs every registered hook once. Idempotent.
+    pub fn cancel(&self) {
+        if self.state.cancelled.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let hooks = std::mem::take(&mut *self.state.hooks.lock());
+        for (_, hook) in hooks {
+            hook();
+        }
+    }
+
+    /// Runs `hook` on cancellation (at once if already cancelled). Dropping the registration
+    /// unregisters a hook that has not run.
+    pub fn on_cancel(&self, hook: impl FnOnce() + Send + 'static) -> CancelRegistration {
+        let id = self.state.next.fetch_add(1, Ordering::Relaxed);
+        let mut hooks = self.state.hooks.lock();
+        if self.is_cancelled() {
+            drop(hooks);
+            hook();
+        } else {
+            hooks.push((id, Box::new(hook)));
+        }
+        CancelRegistration {
+            token: self.clone(),
+            id,
+        }
+    }
+}
+
+/// Runs one browser tool once. Implemented by a connected channel worker (here) and by the local
+/// Chromium backend. Dispatch has already validated `args`, acquired the control lease and will
+/// apply every cap to the returned value; the executor must return by `deadline` (answering
+/// `timed_out`) and stop as soon as `cancel` fires (answering `cancelled`).
+pub trait ToolExecutor: Send + Sync {
+    /// Runs `tool` with `args`. `Ok` carries the tool's raw result as the worker produced it.
+    fn execute(
+        &self,
+        tool: &str,
+        args: &Value,
+        deadline: Duration,
+        cancel: &CancelToken,
+    ) -> Result<Value, WorkerFailure>;
+}

@@ -1,0 +1,226 @@
+//! The channel's JSON frames (R-DEV-CHAN), parsed and built as pure functions.
+//!
+//! Worker → gateway: `authenticate`, `result`, `ping`, `pong`. Gateway → worker: `ready`,
+//! `command`, `cancel`, `pong`. Every frame is one JSON object in one text message.
+//!
+//! Parsing never panics and never copies a field it does not need; a frame that is not a JSON
+//! object with a string `type`, or whose known fields have the wrong types, is
+//! [`FrameError::Malformed`]. A well-formed frame of an unknown `type` is
+//! [`WorkerFrame::Unknown`] and is ignored (forward compatibility). This module must never log
+//! a frame's content.
+
+use serde_json::{json, Map, Value};
+
+/// The path the channel is served at; any other path is answered 404.
+pub const CHANNEL_PATH: &str = "/v1/device-worker/channel";
+
+/// The channel protocol version this gateway speaks; browser workers below it are refused.
+pub const PROTOCOL_VERSION: u64 = 2;
+
+/// A frame sent by a worker.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkerFrame {
+    /// `{"type":"authenticate","authorization":"Device <token>","protocol":2}`.
+    Authenticate {
+        /// The token after `Device `, or `None` when the header is not of that form.
+        token: Option<String>,
+        /// The protocol number; `None` when omitted or not a non-negative integer.
+        protocol: Option<u64>,
+    },
+    /// `{"type":"result","id","success":true,"result"}` or
+    /// `{"type":"result","id","success":false,"errorCode","message"}`.
+    Result {
+        /// The command id it answers.
+        id: String,
+        /// The outcome.
+        outcome: Result<Value, (String, String)>,
+    },
+    /// `{"type":"ping"}`: answered `{"type":"pong"}`.
+    Ping,
+    /// `{"type":"pong"}`: keepalive answer.
+    Pong,
+    /// A well-formed frame of a type this gateway does not know (ignored).
+    Unknown,
+}
+
+/// Why a frame was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameError {
+    /// Not a JSON object with a string `type`, or a known frame with wrong field types.
+    Malformed,
+}
+
+fn str_field<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, FrameError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(FrameError::Malformed),
+    }
+}
+
+/// Parses one text message from a worker.
+///
+/// ```
+/// use jevgate::device::frames::{parse_worker_frame, WorkerFrame};
+/// let f = parse_worker_frame(r#"{"type":"authenticate","authorization":"Device abc","protocol":2}"#).unwrap();
+/// assert_eq!(f, WorkerFrame::Authenticate { token: Some("abc".into()), protocol: Some(2) });
+/// assert!(parse_worker_frame("not json").is_err());
+/// ```
+pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, FrameError> {
+    let value: Value = serde_json::from_str(text).map_err(|_| FrameError::Malformed)?;
+    let Value::Object(mut obj) = value else {
+        return Err(FrameError::Malformed);
+    };
+    let kind = str_field(&obj, "type")?.ok_or(FrameError::Malformed)?;
+    match kind {
+        "authenticate" => {
+            let token = str_field(&obj, "authorization")?
+                .and_then(|a| a.strip_prefix("Device "))
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_string);
+            let protocol = match obj.get("protocol") {
+                None | Some(Value::Null) => None,
+                Some(Value::Number(n)) => n.as_u64(),
+                Some(_) => None,
+            };
+            Ok(WorkerFrame::Authenticate { token, protocol })
+        }
+        "result" => {
+            let id = str_field(&obj, "id")?
+                .ok_or(FrameError::Malformed)?
+                .to_string();
+            let success = match obj.get("success") {
+                Some(Value::Bool(b)) => *b,
+                _ => return Err(FrameError::Malformed),
+            };
+            if success {
+                let result = obj.remove("result").unwrap_or(Value::Null);
+                Ok(WorkerFrame::Result {
+                    id,
+                    outcome: Ok(result),
+                })
+            } else {
+                let code = str_field(&obj, "errorCode")?
+                    .unwrap_or("execution_failed")
+                    .to_string();
+                let message = str_field(&obj, "message")?.unwrap_or("").to_string();
+                Ok(WorkerFrame::Result {
+                    id,
+                    outcome: Err((code, message)),
+                })
+            }
+        }
+        "ping" => Ok(WorkerFrame::Ping),
+        "pong" => Ok(WorkerFrame::Pong),
+        _ => Ok(WorkerFrame::Unknown),
+    }
+}
+
+/// `{"type":"ready","deviceId"}`.
+pub fn ready(device_id: &str) -> String {
+    json!({"type": "ready", "deviceId": device_id}).to_string()
+}
+
+/// `{"type":"command","id","tool","args","deadlineMs"}`.
+pub fn command(id: &str, tool: &str, args: &Value, deadline_ms: u64) -> String {
+    json!({"type": "command", "id": id, "tool": tool, "args": args, "deadlineMs": deadline_ms})
+        .to_string()
+}
+
+/// `{"type":"cancel","id"}`.
+pub fn cancel(id: &str) -> String {
+    json!({"type": "cancel", "id": id}).to_string()
+}
+
+/// `{"type":"pong"}`.
+pub fn pong() -> String {
+    json!({"type": "pong"}).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // R-DEV-CHAN: frame shapes.
+    #[test]
+    fn parses_results_and_refuses_malformed_frames() {
+        assert_eq!(
+            parse_worker_frame(r#"{"type":"result","id":"c1","success":true,"result":{"a":1}}"#),
+            Ok(WorkerFrame::Result {
+                id: "c1".into(),
+                outcome: Ok(json!({"a": 1}))
+            })
+        );
+        assert_eq!(
+            parse_worker_frame(
+                r#"{"type":"result","id":"c1","success":false,"errorCode":"tab_unavailable","message":"m"}"#
+            ),
+            Ok(WorkerFrame::Result {
+                id: "c1".into(),
+                outcome: Err(("tab_unavailable".into(), "m".into()))
+            })
+        );
+        for bad in [
+            "",
+            "[]",
+            "{}",
+            r#"{"type":3}"#,
+            r#"{"type":"result","success":true}"#,
+            r#"{"type":"result","id":"c","success":"yes"}"#,
+            r#"{"type":"authenticate","authorization":5}"#,
+        ] {
+            assert_eq!(parse_worker_frame(bad), Err(FrameError::Malformed), "{bad}");
+        }
+        assert_eq!(
+            parse_worker_frame(r#"{"type":"progress"}"#),
+            Ok(WorkerFrame::Unknown)
+        );
+    }
+
+    // R-DEV-VER: protocol missing, 1, or not a number all read as "not 2".
+    #[test]
+    fn authenticate_reads_token_and_protocol() {
+        let f = parse_worker_frame(r#"{"type":"authenticate","authorization":"Bearer x"}"#);
+        assert_eq!(
+            f,
+            Ok(WorkerFrame::Authenticate {
+                token: None,
+                protocol: None
+            })
+        );
+        let f = parse_worker_frame(
+            r#"{"type":"authenticate","authorization":"Device t","protocol":"2"}"#,
+        );
+        assert_eq!(
+            f,
+            Ok(WorkerFrame::Authenticate {
+                token: Some("t".into()),
+                protocol: None
+            })
+        );
+    }
+}
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        // R-DEV-CHAN: no input makes frame parsing panic.
+        #[test]
+        fn parsing_never_panics(text in ".{0,200}") {
+            let _ = parse_worker_frame(&text);
+        }
+
+        #[test]
+        fn json_shaped_input_never_panics(kind in "(authenticate|result|ping|pong|x)", id in proptest::option::of(".{0,8}"), success in proptest::option::of(any::<bool>()), protocol in proptest::option::of(any::<i64>())) {
+            let mut v = json!({"type": kind});
+            if let Some(id) = id { v["id"] = json!(id); }
+            if let Some(s) = success { v["success"] = json!(s); }
+            if let Some(p) = protocol { v["protocol"] = json!(p); v["authorization"] = json!("Device t"); }
+            let _ = parse_worker_frame(&v.to_string());
+        }
+    }
+}

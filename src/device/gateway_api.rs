@@ -1,0 +1,77 @@
+//! The device methods of [`Gateway`]: pairing, inventory, the channel server, tool calls,
+//! limits and artifacts. Thin: each forwards to the device service with the gateway's lease
+//! manager; it must never hold a lock across a call.
+
+use super::{
+    Artifact, ChannelHandle, ChannelOptions, Device, DeviceLimits, PairRequest, Pairing, ToolCall,
+    ToolResult,
+};
+use crate::{Error, Gateway, Result};
+
+impl Gateway {
+    fn open_or_closed(&self) -> Result<()> {
+        if self.is_closed() {
+            Err(Error::GatewayClosed)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Pairs a worker for `owner` (R-DEV-PAIR): a `browser` device when `request.browser` is
+    /// given, else a `shell` worker. Returns the device and its token — shown this once, stored
+    /// only hashed. Re-pairing the same installation keeps the device id and replaces the
+    /// token: the old token stops working and an open connection with it is closed.
+    pub fn pair(&self, owner: &str, request: &PairRequest) -> Result<Pairing> {
+        self.open_or_closed()?;
+        self.device_service().pair(self.leases(), owner, request)
+    }
+
+    /// Unpairs `owner`'s device and closes its connection. `DEVICE_NOT_PAIRED` when `owner` has
+    /// no device with that id.
+    pub fn unpair(&self, owner: &str, device_id: &str) -> Result<()> {
+        self.open_or_closed()?;
+        self.device_service().unpair(owner, device_id)
+    }
+
+    /// `owner`'s devices with their inventory labels and online state (R-DEV-VER).
+    pub fn devices(&self, owner: &str) -> Result<Vec<Device>> {
+        self.open_or_closed()?;
+        self.device_service().devices(owner)
+    }
+
+    /// Starts serving the device-worker channel (R-DEV-CHAN). The server's threads are the
+    /// gateway's: [`Gateway::close`] stops and joins them.
+    pub fn serve_channel(&self, options: ChannelOptions) -> Result<ChannelHandle> {
+        self.open_or_closed()?;
+        self.device_service().serve(options)
+    }
+
+    /// Runs a browser tool for an agent (R-DEV-FAIL, R-DEV-CAPS): never fails as a Rust error,
+    /// always answers `{success, result}` or `{success:false, errorCode, message}`.
+    pub fn call_tool(&self, call: &ToolCall) -> ToolResult {
+        if let Err(e) = self.open_or_closed() {
+            return ToolResult::Failure {
+                error_code: e.code().into(),
+                message: e.to_string(),
+            };
+        }
+        self.device_service().call_tool(self.leases(), call)
+    }
+
+    /// The limits in force (R-DEV-CAPS).
+    pub fn device_limits(&self) -> DeviceLimits {
+        self.device_service().limits()
+    }
+
+    /// Replaces the limits (e.g. shrunk in tests). `INVALID_ARGUMENT` for a zero limit.
+    pub fn set_device_limits(&self, limits: DeviceLimits) -> Result<()> {
+        self.device_service().set_limits(limits)
+    }
+
+    /// A screenshot artifact, only to the root session it belongs to (R-DEV-SHOT);
+    /// `ARTIFACT_NOT_FOUND` otherwise.
+    pub fn artifact(&self, root_session: &str, artifact_id: &str) -> Result<Artifact> {
+        self.open_or_closed()?;
+        self.device_service().artifact(root_session, artifact_id)
+    }
+}

@@ -1,0 +1,368 @@
+//! Live worker connections: which device is online, the outgoing queue of each connection, and
+//! the commands waiting for a result (R-DEV-CHAN, R-DEV-FAIL).
+//!
+//! A [`Conn`] is shared by its connection thread (which alone touches the socket) and by the
+//! dispatching threads (which only queue frames and wait on a slot), so no lock is ever held
+//! across socket I/O. A command is marked *sent* before its bytes are written: if the worker
+//! goes away afterwards its outcome is unknown and it is never re-sent; if it goes away before,
+//! the command was not delivered and the device is reported offline. This module must never
+//! retry a command or log a frame's content.
+
+use super::executor::{CancelToken, ToolExecutor, WorkerFailure, OUTCOME_UNKNOWN};
+use super::frames;
+use parking_lot::{Condvar, Mutex};
+use serde_json::Value;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What became of a command.
+#[derive(Debug)]
+enum Outcome {
+    Answered(Result<Value, (String, String)>),
+    Cancelled,
+    Disconnected,
+}
+
+#[derive(Debug, Default)]
+struct SlotState {
+    sent: bool,
+    outcome: Option<Outcome>,
+}
+
+/// One command waiting for its result.
+#[derive(Debug, Default)]
+pub(crate) struct Slot {
+    state: Mutex<SlotState>,
+    ready: Condvar,
+}
+
+impl Slot {
+    fn settle(&self, outcome: Outcome) {
+        let mut s = self.state.lock();
+        if s.outcome.is_none() {
+            s.outcome = Some(outcome);
+            self.ready.notify_all();
+        }
+    }
+}
+
+/// A frame waiting to be written, with the command slot it delivers (if it is a command).
+pub(crate) struct Outgoing {
+    pub text: String,
+    pub slot: Option<Arc<Slot>>,
+}
+
+impl Outgoing {
+    /// Marks the command sent; called just before its bytes are written.
+    pub fn mark_sent(&self) {
+        if let Some(slot) = &self.slot {
+            slot.state.lock().sent = true;
+        }
+    }
+}
+
+#[derive(Default)]
+struct ConnState {
+    alive: bool,
+    outgoing: VecDeque<Outgoing>,
+    pending: HashMap<String, Arc<Slot>>,
+    close: Option<(u16, &'static str)>,
+}
+
+/// One authenticated worker connection.
+pub(crate) struct Conn {
+    serial: u64,
+    device_id: String,
+    ids: Arc<AtomicU64>,
+    state: Mutex<ConnState>,
+}
+
+impl Conn {
+    pub fn device_id(&self) -> &str {
+        &self.device_id
+    }
+
+    /// Queues a frame (e.g. a pong) for the connection thread.
+    pub fn queue(&self, text: String) {
+        let mut s = self.state.lock();
+        if s.alive {
+            s.outgoing.push_back(Outgoing { text, slot: None });
+        }
+    }
+
+    /// Takes everything queued for writing.
+    pub fn drain_outgoing(&self) -> Vec<Outgoing> {
+        self.state.lock().outgoing.drain(..).collect()
+    }
+
+    /// Asks the connection thread to close with `code` and `reason`.
+    pub fn request_close(&self, code: u16, reason: &'static str) {
+        let mut s = self.state.lock();
+        if s.close.is_none() {
+            s.close = Some((code, reason));
+        }
+    }
+
+    /// A close asked for by another thread, if any.
+    pub fn close_request(&self) -> Option<(u16, &'static str)> {
+        self.state.lock().close
+    }
+
+    /// Delivers a worker's result to the command waiting for it; results for unknown (late,
+    /// cancelled, timed-out) ids are dropped.
+    pub fn complete(&self, id: &str, outcome: Result<Value, (String, String)>) {
+        let slot = self.state.lock().pending.remove(id);
+        match slot {
+            Some(slot) => slot.settle(Outcome::Answered(outcome)),
+            None => log::debug!("result for an unknown command id dropped"),
+        }
+    }
+
+    /// The connection ended: every waiting command fails (unknown outcome if it was sent).
+    pub fn shut(&self) {
+        let pending: Vec<Arc<Slot>> = {
+            let mut s = self.state.lock();
+            s.alive = false;
+            s.outgoing.clear();
+            s.pending.drain().map(|(_, slot)| slot).collect()
+        };
+        for slot in pending {
+            slot.settle(Outcome::Disconnected);
+        }
+    }
+
+    /// Gives up on command `id`: unqueues it if it was never written, else tells the worker to
+    /// cancel it.
+    fn abandon(&self, id: &str, slot: &Arc<Slot>) {
+        let mut s = self.state.lock();
+        s.pending.remove(id);
+        let before = s.outgoing.len();
+        s.outgoing
+            .retain(|o| !o.slot.as_ref().is_some_and(|x| Arc::ptr_eq(x, slot)));
+        if s.outgoing.len() == before && s.alive {
+            s.outgoing.push_back(Outgoing {
+                text: frames::cancel(id),
+                slot: None,
+            });
+        }
+    }
+}
+
+impl ToolExecutor for Conn {
+    fn execute(
+        &self,
+        tool: &str,
+        args: &Value,
+        deadline: Duration,
+        cancel: &CancelToken,
+    ) -> Result<Value, WorkerFailure> {
+        let id = format!("c{}", self.ids.fetch_add(1, Ordering::Relaxed));
+        let slot = Arc::new(Slot::default());
+        let deadline_ms = u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX);
+        {
+            let mut s = self.state.lock();
+            if !s.alive {
+                return Err(offline());
+            }
+            s.pending.insert(id.clone(), Arc::clone(&slot));
+            s.outgoing.push_back(Outgoing {
+                text: frames::command(&id, tool, args, deadline_ms),
+                slot: Some(Arc::clone(&slot)),
+            });
+        }
+        let registration = {
+            let slot = Arc::clone(&slot);
+            cancel.on_cancel(move || slot.settle(Outcome::Cancelled))
+        };
+        let end = Instant::now() + deadline;
+        let (outcome, sent) = {
+            let mut s = slot.state.lock();
+            while s.outcome.is_none() {
+                if slot.ready.wait_until(&mut s, end).timed_out() {
+                    break;
+                }
+            }
+            (s.outcome.take(), s.sent)
+        };
+        drop(registration);
+        match outcome {
+            Some(Outcome::Answered(Ok(value))) => Ok(value),
+            Some(Outcome::Answered(Err((code, message)))) => {
+                Err(WorkerFailure::from_worker(&code, &message))
+            }
+            Some(Outcome::Cancelled) => {
+                self.abandon(&id, &slot);
+                Err(WorkerFailure::new(
+                    "cancelled",
+                    "a person took control of this browser back and the command was cancelled; do not retry unless asked to",
+                ))
+            }
+            Some(Outcome::Disconnected) if !sent => Err(offline()),
+            Some(Outcome::Disconnected) => Err(WorkerFailure::new(
+                OUTCOME_UNKNOWN,
+                "the browser disconnected while running the command; it may or may not have taken effect, and it was not retried",
+            )),
+            None => {
+                self.abandon(&id, &slot);
+                Err(WorkerFailure::new(
+                    "timed_out",
+                    format!(
+                        "the command did not finish within {} ms and was cancelled; it may have partly run",
+                        deadline_ms
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+fn offline() -> WorkerFailure {
+    WorkerFailure {
+        code: "DEVICE_OFFLINE".into(),
+        message: "the browser went offline before the command was delivered".into(),
+        not_sent: true,
+    }
+}
+
+/// Every live connection, one per device.
+#[derive(Default)]
+pub(crate) struct Hub {
+    conns: Mutex<HashMap<String, Arc<Conn>>>,
+    serials: AtomicU64,
+    ids: Arc<AtomicU64>,
+}
+
+impl Hub {
+    /// Registers an authenticated connection for `device_id`; a previous connection of the same
+    /// device is asked to close (a second connection replaces the first).
+    pub fn register(&self, device_id: &str) -> Arc<Conn> {
+        let conn = Arc::new(Conn {
+            serial: self.serials.fetch_add(1, Ordering::Relaxed),
+            device_id: device_id.to_string(),
+            ids: Arc::clone(&self.ids),
+            state: Mutex::new(ConnState {
+                alive: true,
+                ..ConnState::default()
+            }),
+        });
+        let previous = self
+            .conns
+            .lock()
+            .insert(device_id.to_string(), Arc::clone(&conn));
+        if let Some(previous) = previous {
+            previous.request_close(4000, "REPLACED_BY_NEW_CONNECTION");
+            previous.shut();
+        }
+        conn
+    }
+
+    /// Removes `conn` if it is still its device's current connection.
+    pub fn unregister(&self, conn: &Arc<Conn>) {
+        let mut conns = self.conns.lock();
+        if conns
+            .get(&conn.device_id)
+            .is_some_and(|c| c.serial == conn.serial)
+        {
+            conns.remove(&conn.device_id);
+        }
+    }
+
+    /// The device's live connection.
+    pub fn get(&self, device_id: &str) -> Option<Arc<Conn>> {
+        self.conns.lock().get(device_id).cloned()
+    }
+
+    /// Whether the device's worker is connected.
+    pub fn online(&self, device_id: &str) -> bool {
+        self.conns.lock().contains_key(device_id)
+    }
+
+    /// Closes the device's connection (unpaired, re-paired).
+    pub fn disconnect(&self, device_id: &str, code: u16, reason: &'static str) {
+        let conn = self.conns.lock().remove(device_id);
+        if let Some(conn) = conn {
+            conn.request_close(code, reason);
+            conn.shut();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(conn: &Arc<Conn>) -> std::thread::JoinHandle<Result<Value, WorkerFailure>> {
+        let conn = Arc::clone(conn);
+        std::thread::spawn(move || {
+            conn.execute(
+                "browser_get_text",
+                &Value::Null,
+                Duration::from_secs(5),
+                &CancelToken::new(),
+            )
+        })
+    }
+
+    fn wait_queued(conn: &Conn) {
+        while conn.state.lock().outgoing.is_empty() {
+            std::thread::yield_now();
+        }
+    }
+
+    // R-DEV-FAIL: a command the worker never received is "offline", not "unknown".
+    #[test]
+    fn disconnect_before_delivery_is_offline_and_after_is_unknown() {
+        let hub = Hub::default();
+        let conn = hub.register("dev_a");
+        let waiting = run(&conn);
+        wait_queued(&conn);
+        conn.shut();
+        let failure = waiting.join().unwrap().unwrap_err();
+        assert!(failure.not_sent);
+
+        let conn = hub.register("dev_b");
+        let waiting = run(&conn);
+        wait_queued(&conn);
+        for item in conn.drain_outgoing() {
+            item.mark_sent();
+        }
+        conn.shut();
+        let failure = waiting.join().unwrap().unwrap_err();
+        assert_eq!(failure.code, OUTCOME_UNKNOWN);
+        assert!(!failure.not_sent);
+    }
+
+    // R-DEV-CHAN: results are routed by id; late results are dropped.
+    #[test]
+    fn results_are_routed_by_id_and_a_replaced_connection_fails_its_commands() {
+        let hub = Hub::default();
+        let conn = hub.register("dev_a");
+        let waiting = run(&conn);
+        wait_queued(&conn);
+        let sent = conn.drain_outgoing();
+        let frame: Value = serde_json::from_str(&sent[0].text).unwrap();
+        let id = frame["id"].as_str().unwrap();
+        conn.complete("unknown", Ok(Value::Bool(false)));
+        conn.complete(id, Ok(Value::Bool(true)));
+        assert_eq!(waiting.join().unwrap().unwrap(), Value::Bool(true));
+        conn.complete(id, Ok(Value::Bool(false))); // late duplicate: dropped
+
+        let waiting = run(&conn);
+        wait_queued(&conn);
+        for item in conn.drain_outgoing() {
+            item.mark_sent();
+        }
+        let replacement = hub.register("dev_a");
+        assert_eq!(
+            conn.close_request(),
+            Some((4000, "REPLACED_BY_NEW_CONNECTION"))
+        );
+        assert_eq!(waiting.join().unwrap().unwrap_err().code, OUTCOME_UNKNOWN);
+        hub.unregister(&conn);
+        assert!(hub.online("dev_a"));
+        hub.unregister(&replacement);
+        assert!(!hub.online("dev_a"));
+    }
+}

@@ -1,0 +1,204 @@
+//! Paired devices and the browser tools (SPEC §5: R-DEV-PAIR, R-DEV-CHAN, R-DEV-VER,
+//! R-DEV-FAIL, R-DEV-TOOLS, R-DEV-CAPS, R-DEV-SHOT; §6 R-BRW-UNTRUSTED).
+//!
+//! A person pairs their browser ([`Gateway::pair`](crate::Gateway::pair)) and gets a device
+//! token once; the browser's worker keeps one WebSocket open to the channel
+//! ([`Gateway::serve_channel`](crate::Gateway::serve_channel)), authenticates with its first
+//! frame and then receives commands. Agents call the nine browser tools through
+//! [`Gateway::call_tool`](crate::Gateway::call_tool), which picks the device, holds the control
+//! lease, enforces every cap and answers `{success, result}` or `{success:false, errorCode,
+//! message}`.
+//!
+//! # The channel protocol (version 2)
+//!
+//! One JSON object per text message, at `/v1/device-worker/channel`:
+//!
+//! ```text
+//! worker → {"type":"authenticate","authorization":"Device <token>","protocol":2}
+//! gateway → {"type":"ready","deviceId":"dev_…"}
+//! gateway → {"type":"command","id":"c7","tool":"browser_get_text","args":{…},"deadlineMs":60000}
+//! worker → {"type":"result","id":"c7","success":true,"result":{"text":"…"}}
+//! worker → {"type":"result","id":"c7","success":false,"errorCode":"tab_unavailable","message":"…"}
+//! gateway → {"type":"cancel","id":"c7"}
+//! either  → WebSocket ping/pong; the worker may also send {"type":"ping"} → {"type":"pong"}
+//! ```
+//!
+//! Worker results per tool: `{"text"}` for read_page/get_text (capped to `max_chars`),
+//! `{"value"}` for javascript (serialized value capped), `{"image","mediaType"}` for
+//! browser_computer's screenshot/zoom (base64 ≤ 150,000 characters, stored as an artifact),
+//! any JSON for the rest. `browser_batch` is never sent as such: the gateway runs its actions
+//! one by one.
+//!
+//! # Untrusted content (R-BRW-UNTRUSTED)
+//!
+//! Everything a worker returns is page-derived and sits under `result.untrustedContent`, one
+//! fixed envelope `{"notice": UNTRUSTED_NOTICE, "data": …}`; the fields beside it (`truncated`,
+//! `maxChars`, `artifactId`, `mediaType`, `bytes`, and a batch's per-action statuses) are the
+//! gateway's own.
+//!
+//! Logging: jevgate logs codes, device ids, sizes and durations only. tungstenite, the
+//! WebSocket library underneath, logs raw frames (tokens, page text) at `trace` level under the
+//! `tungstenite` target: a host must not enable `trace` for that target in production.
+//!
+//! This module must never log or store a device token after pairing, page content, field
+//! values or screenshots; never retry a command; and never tell one owner about another owner's
+//! devices.
+//!
+//! ```
+//! use jevgate::device::{ChannelOptions, PairRequest, BrowserInfo, ToolCall};
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let gw = jevgate::Gateway::open(jevgate::GatewayOptions::new(dir.path(), Default::default())).unwrap();
+//! let pairing = gw.pair("alice", &PairRequest {
+//!     installation_id: "ext-1".into(),
+//!     name: "Work laptop".into(),
+//!     browser: Some(BrowserInfo { name: "Chrome".into(), version: "131".into() }),
+//! }).unwrap();
+//! let channel = gw.serve_channel(ChannelOptions::new("127.0.0.1:0")).unwrap();
+//! assert!(channel.url().starts_with("ws://127.0.0.1:"));
+//! // No worker is connected yet: the call is not attempted.
+//! let answer = gw.call_tool(&ToolCall::new("alice", "conv-1", "browser_get_text", serde_json::json!({})));
+//! assert_eq!(answer.error_code(), Some("DEVICE_OFFLINE"));
+//! assert_eq!(gw.devices("alice").unwrap()[0].label, "browser");
+//! gw.close();
+//! ```
+
+mod artifacts;
+mod caps;
+mod connection;
+mod dispatch;
+mod executor;
+pub mod frames;
+mod gateway_api;
+mod hub;
+mod registry;
+mod server;
+mod tools;
+
+pub use artifacts::Artifact;
+pub use caps::{wrap_untrusted, DeviceLimits, UNTRUSTED_KEY, UNTRUSTED_NOTICE};
+pub use dispatch::{ToolCall, ToolResult};
+pub use executor::{
+    truncate_chars, CancelRegistration, CancelToken, ToolExecutor, WorkerFailure,
+    MAX_WORKER_MESSAGE_CHARS, OUTCOME_UNKNOWN, RESULT_CAP_EXCEEDED, WORKER_CODES,
+};
+pub use registry::{
+    BrowserInfo, Capability, Device, DeviceToken, PairRequest, Pairing, LABEL_BROWSER,
+    LABEL_BROWSER_OUTDATED, LABEL_SHELL,
+};
+pub use server::{ChannelHandle, ChannelOptions, ChannelTls};
+pub use tools::{tool_definitions, Tool, ToolFormat, TOOLS};
+
+use crate::clock::SharedClock;
+use crate::lease::Leases;
+use crate::store::Store;
+use crate::Result;
+use parking_lot::{Mutex, RwLock};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The device side of a gateway: registry, live connections, channel servers, limits and
+/// artifacts.
+pub(crate) struct DeviceService {
+    registry: Arc<registry::Registry>,
+    hub: Arc<hub::Hub>,
+    servers: Mutex<Vec<Arc<server::Shared>>>,
+    limits: RwLock<DeviceLimits>,
+    artifacts: artifacts::Artifacts,
+}
+
+impl std::fmt::Debug for DeviceService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceService").finish_non_exhaustive()
+    }
+}
+
+impl DeviceService {
+    /// Opens the service and tells the lease manager who owns each paired device.
+    pub fn open(
+        store: Arc<Store>,
+        clock: SharedClock,
+        leases: &Leases,
+        data_dir: PathBuf,
+    ) -> Result<DeviceService> {
+        let registry = Arc::new(registry::Registry::new(
+            Arc::clone(&store),
+            Arc::clone(&clock),
+        ));
+        for (device, owner) in registry.owners()? {
+            leases.set_device_owner(&device, &owner)?;
+        }
+        Ok(DeviceService {
+            registry,
+            hub: Arc::new(hub::Hub::default()),
+            servers: Mutex::new(Vec::new()),
+            limits: RwLock::new(DeviceLimits::default()),
+            artifacts: artifacts::Artifacts::new(data_dir.join("artifacts"), store, clock),
+        })
+    }
+
+    pub fn limits(&self) -> DeviceLimits {
+        self.limits.read().clone()
+    }
+
+    pub fn set_limits(&self, limits: DeviceLimits) -> Result<()> {
+        limits.validate()?;
+        *self.limits.write() = limits;
+        Ok(())
+    }
+
+    /// The executor serving `device_id` now: its connected worker.
+    fn executor(&self, device_id: &str) -> Option<Arc<dyn ToolExecutor>> {
+        self.hub.get(device_id).map(|c| c as Arc<dyn ToolExecutor>)
+    }
+
+    pub fn pair(&self, leases: &Leases, owner: &str, request: &PairRequest) -> Result<Pairing> {
+        let (record, token) = self.registry.pair(owner, request)?;
+        leases.set_device_owner(&record.id, owner)?;
+        // A re-paired device's old token stops working, including on an open connection.
+        self.hub.disconnect(&record.id, 1008, "DEVICE_UNPAIRED");
+        log::info!("device {} paired", record.id);
+        Ok(Pairing {
+            device: record.to_device(false),
+            token,
+        })
+    }
+
+    pub fn unpair(&self, owner: &str, device_id: &str) -> Result<()> {
+        if !self.registry.unpair(owner, device_id)? {
+            return Err(crate::Error::DeviceNotPaired);
+        }
+        self.hub.disconnect(device_id, 1008, "DEVICE_UNPAIRED");
+        log::info!("device {device_id} unpaired");
+        Ok(())
+    }
+
+    pub fn devices(&self, owner: &str) -> Result<Vec<Device>> {
+        Ok(self
+            .registry
+            .list(owner)?
+            .iter()
+            .map(|r| r.to_device(self.hub.online(&r.id)))
+            .collect())
+    }
+
+    pub fn serve(&self, options: ChannelOptions) -> Result<ChannelHandle> {
+        let (handle, shared) =
+            server::serve(options, Arc::clone(&self.registry), Arc::clone(&self.hub))?;
+        let mut servers = self.servers.lock();
+        servers.retain(|s| !s.stopping.load(std::sync::atomic::Ordering::Acquire));
+        servers.push(shared);
+        Ok(handle)
+    }
+
+    pub fn artifact(&self, root_session: &str, id: &str) -> Result<Artifact> {
+        self.artifacts.get(root_session, id)
+    }
+
+    /// Stops every channel server and joins its threads.
+    pub fn close(&self) {
+        let servers = std::mem::take(&mut *self.servers.lock());
+        for s in servers {
+            s.stop();
+        }
+    }
+}

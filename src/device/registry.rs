@@ -1,0 +1,366 @@
+//! The device registry (R-DEV-PAIR, R-DEV-VER): pairing, unpairing, the owner's inventory, and
+//! token authentication for the channel, stored in SQLite.
+//!
+//! A device token is 32 random bytes from `ring`, returned once by [`Registry::pair`] and
+//! stored only as its SHA-256 hash; re-pairing the same (owner, installation) keeps the device
+//! id and replaces the hash, so the old token stops working. This module must never log, store
+//! or return a token after `pair` returns it, and never answers one owner about another owner's
+//! device.
+
+use crate::clock::SharedClock;
+use crate::store::Store;
+use crate::{Error, Result};
+use rusqlite::{params, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// The inventory label of a browser that can be driven.
+pub const LABEL_BROWSER: &str = "browser";
+/// The inventory label of a browser whose extension last authenticated below protocol 2.
+pub const LABEL_BROWSER_OUTDATED: &str = "browser (extension out of date — update to use)";
+/// The inventory label of a shell (CLI) worker.
+pub const LABEL_SHELL: &str = "shell";
+
+/// The browser a worker runs in, as sent when pairing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BrowserInfo {
+    /// Browser name (`Chrome`).
+    pub name: String,
+    /// Browser version (`131.0`).
+    pub version: String,
+}
+
+/// The pairing request body: `{installationId, name, browser: {name, version}}`. Without
+/// `browser` the device is a shell worker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PairRequest {
+    /// The worker's stable installation id (1..=256 printable characters).
+    pub installation_id: String,
+    /// A name the person recognises (1..=256 characters).
+    pub name: String,
+    /// The browser, for browser workers.
+    #[serde(default)]
+    pub browser: Option<BrowserInfo>,
+}
+
+/// What a device can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Capability {
+    /// A browser worker: serves the browser tools.
+    Browser,
+    /// A shell (CLI) worker: never version-checked, never serves browser tools.
+    Shell,
+}
+
+impl Capability {
+    fn as_str(self) -> &'static str {
+        match self {
+            Capability::Browser => "browser",
+            Capability::Shell => "shell",
+        }
+    }
+}
+
+/// One device of the owner's inventory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Device {
+    /// The device id (`dev_…`), what `deviceId` takes.
+    pub id: String,
+    /// The name given when pairing.
+    pub name: String,
+    /// `browser` or `shell`.
+    pub capability: Capability,
+    /// The inventory label: [`LABEL_BROWSER`], [`LABEL_BROWSER_OUTDATED`] or [`LABEL_SHELL`].
+    pub label: String,
+    /// The browser, for browser devices.
+    pub browser: Option<BrowserInfo>,
+    /// Whether its worker is connected right now.
+    pub online: bool,
+    /// Whether browser tools can target it (a browser that last authenticated with protocol
+    /// ≥ 2, or never yet).
+    pub browser_tools: bool,
+    /// The channel protocol it last authenticated with (`0` = omitted), if it ever did.
+    pub last_protocol: Option<u64>,
+    /// When it was (last re-)paired, Unix ms.
+    pub paired_at: i64,
+    /// When its worker last authenticated, Unix ms.
+    pub last_seen_at: Option<i64>,
+}
+
+/// A device token, shown once. Its `Debug` never prints it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DeviceToken(String);
+
+impl DeviceToken {
+    /// The token, to hand to the worker once (`authorization: "Device <token>"`).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for DeviceToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeviceToken(<redacted>)")
+    }
+}
+
+/// The result of pairing: the device and its token (returned this once).
+#[derive(Debug, Clone)]
+pub struct Pairing {
+    /// The device as listed in the inventory.
+    pub device: Device,
+    /// The device token; store it in the worker, it is never shown again.
+    pub token: DeviceToken,
+}
+
+/// A device row as the gateway uses it internally.
+#[derive(Debug, Clone)]
+pub(crate) struct DeviceRecord {
+    pub id: String,
+    pub owner: String,
+    pub name: String,
+    pub capability: Capability,
+    pub browser: Option<BrowserInfo>,
+    pub last_protocol: Option<u64>,
+    pub paired_at: i64,
+    pub last_seen_at: Option<i64>,
+}
+
+impl DeviceRecord {
+    /// A browser that last authenticated below protocol 2 (R-DEV-VER).
+    pub fn outdated(&self) -> bool {
+        self.capability == Capability::Browser
+            && self
+                .last_protocol
+                .is_some_and(|p| p < super::frames::PROTOCOL_VERSION)
+    }
+
+    pub fn to_device(&self, online: bool) -> Device {
+        let label = match self.capability {
+            Capability::Shell => LABEL_SHELL,
+            Capability::Browser if self.outdated() => LABEL_BROWSER_OUTDATED,
+            Capability::Browser => LABEL_BROWSER,
+        };
+        Device {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            capability: self.capability,
+            label: label.to_string(),
+            browser: self.browser.clone(),
+            online,
+            browser_tools: self.capability == Capability::Browser && !self.outdated(),
+            last_protocol: self.last_protocol,
+            paired_at: self.paired_at,
+            last_seen_at: self.last_seen_at,
+        }
+    }
+}
+
+fn text_arg(name: &'static str, value: &str, max: usize) -> Result<()> {
+    let n = value.chars().count();
+    if n == 0 || n > max || value.chars().any(char::is_control) {
+        return Err(Error::InvalidArgument {
+            name,
+            reason: format!("must be 1 to {max} characters without control characters"),
+        });
+    }
+    Ok(())
+}
+
+fn random_hex(bytes: usize) -> Result<String> {
+    let mut buf = vec![0u8; bytes];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut buf).map_err(|_| {
+        Error::Internal {
+            reason: "the system random source failed".into(),
+        }
+    })?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A random id with a prefix (`dev_…`, `art_…`).
+pub(crate) fn random_id(prefix: &str) -> Result<String> {
+    Ok(format!("{prefix}{}", random_hex(12)?))
+}
+
+fn token_hash(token: &str) -> Vec<u8> {
+    ring::digest::digest(&ring::digest::SHA256, token.as_bytes())
+        .as_ref()
+        .to_vec()
+}
+
+const COLUMNS: &str = "device_id, owner, name, capability, browser_name, browser_version, \
+                       last_protocol, paired_at, last_seen_at";
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeviceRecord> {
+    let capability: String = r.get(3)?;
+    let browser_name: Option<String> = r.get(4)?;
+    let browser_version: Option<String> = r.get(5)?;
+    let protocol: Option<i64> = r.get(6)?;
+    Ok(DeviceRecord {
+        id: r.get(0)?,
+        owner: r.get(1)?,
+        name: r.get(2)?,
+        capability: if capability == "browser" {
+            Capability::Browser
+        } else {
+            Capability::Shell
+        },
+        browser: match (browser_name, browser_version) {
+            (Some(name), Some(version)) => Some(BrowserInfo { name, version }),
+            _ => None,
+        },
+        last_protocol: protocol.map(|p| p.max(0) as u64),
+        paired_at: r.get(7)?,
+        last_seen_at: r.get(8)?,
+    })
+}
+
+/// The device table.
+#[derive(Debug)]
+pub(crate) struct Registry {
+    store: Arc<Store>,
+    clock: SharedClock,
+}
+
+impl Registry {
+    pub fn new(store: Arc<Store>, clock: SharedClock) -> Registry {
+        Registry { store, clock }
+    }
+
+    /// Pairs (or re-pairs) `request.installation_id` for `owner` (R-DEV-PAIR).
+    pub fn pair(&self, owner: &str, request: &PairRequest) -> Result<(DeviceRecord, DeviceToken)> {
+        text_arg("owner", owner, 256)?;
+        text_arg("installationId", &request.installation_id, 256)?;
+        text_arg("name", &request.name, 256)?;
+        if let Some(b) = &request.browser {
+            text_arg("browser.name", &b.name, 128)?;
+            text_arg("browser.version", &b.version, 128)?;
+        }
+        let token = DeviceToken(format!("jgd_{}", random_hex(32)?));
+        let hash = token_hash(&token.0);
+        let new_id = random_id("dev_")?;
+        let capability = if request.browser.is_some() {
+            Capability::Browser
+        } else {
+            Capability::Shell
+        };
+        let now = self.clock.wall_millis();
+        let id = self.store.write(|tx| {
+            let existing: Option<String> = tx
+                .query_row(
+                    "SELECT device_id FROM devices WHERE owner = ?1 AND installation_id = ?2",
+                    params![owner, request.installation_id],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            let id = existing.unwrap_or(new_id);
+            tx.execute(
+                "INSERT INTO devices (device_id, owner, installation_id, name, capability,
+                    browser_name, browser_version, token_hash, last_protocol, paired_at, last_seen_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, ?9, NULL)
+                 ON CONFLICT(device_id) DO UPDATE SET name = excluded.name,
+                    capability = excluded.capability, browser_name = excluded.browser_name,
+                    browser_version = excluded.browser_version, token_hash = excluded.token_hash,
+                    last_protocol = NULL, paired_at = excluded.paired_at",
+                params![
+                    id,
+                    owner,
+                    request.installation_id,
+                    request.name,
+                    capability.as_str(),
+                    request.browser.as_ref().map(|b| &b.name),
+                    request.browser.as_ref().map(|b| &b.version),
+                    hash,
+                    now
+                ],
+            )?;
+            Ok(id)
+        })?;
+        let record = self.get_any(&id)?.ok_or_else(|| Error::Internal {
+            reason: "a paired device vanished".into(),
+        })?;
+        Ok((record, token))
+    }
+
+    /// Removes `owner`'s device; `false` when there is none with that id for that owner.
+    pub fn unpair(&self, owner: &str, device_id: &str) -> Result<bool> {
+        let n = self.store.write(|tx| {
+            tx.execute(
+                "DELETE FROM devices WHERE device_id = ?1 AND owner = ?2",
+                params![device_id, owner],
+            )
+        })?;
+        Ok(n > 0)
+    }
+
+    /// `owner`'s devices, oldest pairing first.
+    pub fn list(&self, owner: &str) -> Result<Vec<DeviceRecord>> {
+        self.store.read(|c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {COLUMNS} FROM devices WHERE owner = ?1 ORDER BY paired_at, device_id"
+            ))?;
+            let rows = stmt
+                .query_map([owner], row)?
+                .collect::<rusqlite::Result<Vec<_>>>();
+            rows
+        })
+    }
+
+    /// `owner`'s device `device_id` (another owner's is `None`).
+    pub fn get(&self, owner: &str, device_id: &str) -> Result<Option<DeviceRecord>> {
+        Ok(self.get_any(device_id)?.filter(|d| d.owner == owner))
+    }
+
+    fn get_any(&self, device_id: &str) -> Result<Option<DeviceRecord>> {
+        self.store.read(|c| {
+            c.query_row(
+                &format!("SELECT {COLUMNS} FROM devices WHERE device_id = ?1"),
+                [device_id],
+                row,
+            )
+            .optional()
+        })
+    }
+
+    /// Every (device, owner), for restoring lease ownership on open.
+    pub fn owners(&self) -> Result<Vec<(String, String)>> {
+        self.store.read(|c| {
+            let mut stmt = c.prepare("SELECT device_id, owner FROM devices")?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>();
+            rows
+        })
+    }
+
+    /// The device whose token this is, if any.
+    pub fn authenticate(&self, token: &str) -> Result<Option<DeviceRecord>> {
+        let hash = token_hash(token);
+        self.store.read(|c| {
+            c.query_row(
+                &format!("SELECT {COLUMNS} FROM devices WHERE token_hash = ?1"),
+                [hash],
+                row,
+            )
+            .optional()
+        })
+    }
+
+    /// Records the protocol a worker with a valid token authenticated with (`None` = omitted,
+    /// stored as 0) and when.
+    pub fn record_authentication(&self, device_id: &str, protocol: Option<u64>) -> Result<()> {
+        let now = self.clock.wall_millis();
+        let protocol = protocol.map_or(0, |p| p.min(i64::MAX as u64) as i64);
+        self.store.write(|tx| {
+            tx.execute(
+                "UPDATE devices SET last_protocol = ?2, last_seen_at = ?3 WHERE device_id = ?1",
+                params![device_id, protocol, now],
+            )
+        })?;
+        Ok(())
+    }
+}

@@ -1,0 +1,4 @@
+//! Test support shared by integration tests.
+#![allow(dead_code)] // reason: each test binary uses a different subset of the helpers
+
+pub mod worker;
