@@ -21,6 +21,7 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
         ErrorFamily::Argument => "ArgumentError",
         ErrorFamily::Gateway => "GatewayError",
         ErrorFamily::Lease => "LeaseError",
+        ErrorFamily::Device => "DeviceError",
         ErrorFamily::Grammar => "GrammarError",
         ErrorFamily::Jev if err.validation_reason().is_some() => "ValidationError",
         ErrorFamily::Jev => "JevError",

@@ -101,3 +101,9 @@ class ValidationError(JevError, ValueError):
     def __init__(self, message: str, *, reason: str = "", **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(message, **kwargs)
         self.reason = reason
+
+
+class DeviceError(Error):
+    """A paired browser device cannot be used: ``DEVICE_NOT_PAIRED``,
+    ``DEVICE_SELECTION_REQUIRED``, ``DEVICE_OFFLINE``, ``DEVICE_CAPABILITY_MISMATCH``,
+    ``UNKNOWN_TOOL``, ``INVALID_TOOL_ARGUMENTS``, ``ARTIFACT_NOT_FOUND``."""
