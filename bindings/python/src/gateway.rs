@@ -77,6 +77,76 @@ impl PyGateway {
         json_to_py(py, &report.to_json())
     }
 
+    /// Pairs a device for `owner`: returns {"device": {...}, "token": "..."} (the token is shown
+    /// once; store it in the worker).
+    fn pair<'py>(
+        &self,
+        py: Python<'py>,
+        owner: String,
+        request: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::device::pair(py, &self.inner, owner, request)
+    }
+
+    /// Unpairs a device (its token stops working; an open connection is closed).
+    fn unpair(&self, py: Python<'_>, owner: String, device_id: String) -> PyResult<()> {
+        let gw = &self.inner;
+        py.detach(|| gw.unpair(&owner, &device_id)).py_err()
+    }
+
+    /// The owner's devices with labels and online state.
+    fn devices<'py>(&self, py: Python<'py>, owner: String) -> PyResult<Bound<'py, PyAny>> {
+        crate::device::devices(py, &self.inner, owner)
+    }
+
+    /// Starts the device-worker WebSocket channel on `addr` ("127.0.0.1:0" picks a port).
+    #[pyo3(signature = (addr = "127.0.0.1:0".to_string(), *, tls_cert_pem = None, tls_key_pem = None))]
+    fn serve_channel(
+        &self,
+        py: Python<'_>,
+        addr: String,
+        tls_cert_pem: Option<Vec<u8>>,
+        tls_key_pem: Option<Vec<u8>>,
+    ) -> PyResult<crate::device::PyChannelHandle> {
+        crate::device::serve_channel(py, &self.inner, addr, tls_cert_pem, tls_key_pem)
+    }
+
+    /// Runs one browser tool for a root session: {"success": True, "result": ...} or
+    /// {"success": False, "errorCode": ..., "message": ...}.
+    #[pyo3(signature = (owner, root_session, tool, args = None, *, device_id = None, inline_images = false))]
+    #[allow(clippy::too_many_arguments)] // reason: mirrors the Python keyword signature
+    fn call_tool<'py>(
+        &self,
+        py: Python<'py>,
+        owner: String,
+        root_session: String,
+        tool: String,
+        args: Option<&Bound<'py, PyAny>>,
+        device_id: Option<String>,
+        inline_images: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::device::call_tool(
+            py,
+            &self.inner,
+            owner,
+            root_session,
+            tool,
+            args,
+            device_id,
+            inline_images,
+        )
+    }
+
+    /// A stored screenshot of `root_session`: (media_type, bytes).
+    fn artifact<'py>(
+        &self,
+        py: Python<'py>,
+        root_session: String,
+        artifact_id: String,
+    ) -> PyResult<(String, Bound<'py, pyo3::types::PyBytes>)> {
+        crate::device::artifact(py, &self.inner, root_session, artifact_id)
+    }
+
     fn secret_env_names(&self) -> Vec<String> {
         self.inner.secret_env_names()
     }

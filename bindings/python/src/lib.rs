@@ -5,6 +5,7 @@
 
 mod clock;
 mod config;
+mod device;
 mod errors;
 mod gateway;
 mod grammar;
@@ -23,6 +24,8 @@ fn _jevgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(grammar::check_model_address, m)?)?;
     m.add_function(wrap_pyfunction!(jev::validate_response, m)?)?;
     m.add_function(wrap_pyfunction!(jev::answer_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(device::tool_definitions, m)?)?;
+    m.add_class::<device::PyChannelHandle>()?;
     m.add_class::<gateway::PyGateway>()?;
     m.add_class::<clock::PyManualClock>()?;
     m.add_class::<lease::PyLeases>()?;

@@ -26,6 +26,8 @@ from jevgate._errors import (
     ValidationError,
 )
 from jevgate._jevgate import (
+    BrowserCall,
+    ChannelHandle,
     Gateway,
     Leases,
     ManualClock,
@@ -35,12 +37,15 @@ from jevgate._jevgate import (
     parse_command,
     split_parts,
     split_steps,
+    tool_definitions,
     validate_config,
     validate_response,
 )
 
 __all__ = [
     "AccessDeniedError",
+    "BrowserCall",
+    "ChannelHandle",
     "ArgumentError",
     "ConfigError",
     "DeviceError",
@@ -60,6 +65,7 @@ __all__ = [
     "parse_command",
     "split_parts",
     "split_steps",
+    "tool_definitions",
     "validate_config",
     "validate_response",
 ]

@@ -2,7 +2,7 @@
 
 import os
 from types import TracebackType
-from typing import Any, Dict, List, Mapping, Optional, Type, Union, final
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, Union, final
 
 __version__: str
 __all__ = [
@@ -18,6 +18,8 @@ __all__ = [
     "ManualClock",
     "Leases",
     "BrowserCall",
+    "tool_definitions",
+    "ChannelHandle",
 ]
 
 
@@ -29,6 +31,19 @@ def validate_response(questions: Union[str, bytes, bytearray, Mapping[str, Any]]
 
 def answer_schema(questions: Union[str, bytes, bytearray, Mapping[str, Any]]) -> Dict[str, Any]:
     """The JSON Schema of a valid answers object (sums cannot be expressed)."""
+
+def tool_definitions(format: str = "mcp") -> List[Dict[str, Any]]:
+    """The nine browser tools as JSON Schema, in MCP ("mcp") or function-calling ("openai") form."""
+
+@final
+class ChannelHandle:
+    """A running device-worker channel server."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+    def stop(self) -> None: ...
 
 def parse_command(text: str) -> Dict[str, Any]:
     """The intent of a user command, e.g. {"intent": "scroll", "direction": "down"}."""
@@ -113,6 +128,25 @@ class Gateway:
     ) -> "Gateway": ...
     @property
     def leases(self) -> Leases: ...
+    def pair(self, owner: str, request: Mapping[str, Any]) -> Dict[str, Any]:
+        """{"device": {...}, "token": "..."}; the token is shown once."""
+    def unpair(self, owner: str, device_id: str) -> None: ...
+    def devices(self, owner: str) -> List[Dict[str, Any]]: ...
+    def serve_channel(
+        self, addr: str = "127.0.0.1:0", *, tls_cert_pem: Optional[bytes] = None, tls_key_pem: Optional[bytes] = None
+    ) -> ChannelHandle: ...
+    def call_tool(
+        self,
+        owner: str,
+        root_session: str,
+        tool: str,
+        args: Optional[Mapping[str, Any]] = None,
+        *,
+        device_id: Optional[str] = None,
+        inline_images: bool = False,
+    ) -> Dict[str, Any]:
+        """{"success": True, "result": ...} or {"success": False, "errorCode": ..., "message": ...}."""
+    def artifact(self, root_session: str, artifact_id: str) -> Tuple[str, bytes]: ...
     @property
     def generation(self) -> int:
         """The live configuration generation (1 after open, +1 per successful reload)."""

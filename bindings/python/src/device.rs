@@ -1,0 +1,156 @@
+//! Devices from Python (SPEC §5): pairing, inventory, the channel server, tool calls, artifacts,
+//! tool definitions. Dicts in and out; blocking calls release the GIL.
+
+use crate::errors::IntoPy;
+use jevgate::device::{
+    ChannelHandle, ChannelOptions, ChannelTls, PairRequest, ToolCall, ToolFormat,
+};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+fn json_to_py<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.import("json")?.call_method1("loads", (json,))
+}
+
+fn py_to_json(value: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
+    let text: String = value
+        .py()
+        .import("json")?
+        .call_method1("dumps", (value,))?
+        .extract()?;
+    serde_json::from_str(&text).map_err(|_| PyValueError::new_err("value is not JSON"))
+}
+
+/// `jevgate.tool_definitions(format="mcp"|"openai")`: the nine browser tools as JSON Schema.
+#[pyfunction]
+#[pyo3(signature = (format = "mcp"))]
+pub fn tool_definitions<'py>(py: Python<'py>, format: &str) -> PyResult<Bound<'py, PyAny>> {
+    let f = match format {
+        "mcp" => ToolFormat::Mcp,
+        "openai" => ToolFormat::OpenAi,
+        _ => {
+            return Err(PyValueError::new_err(
+                "format must be \"mcp\" or \"openai\"",
+            ))
+        }
+    };
+    json_to_py(py, &jevgate::device::tool_definitions(f).to_string())
+}
+
+/// A running channel server; `stop()` ends it (the gateway also stops it on close).
+#[pyclass(module = "jevgate", name = "ChannelHandle", frozen)]
+pub struct PyChannelHandle {
+    handle: ChannelHandle,
+}
+
+#[pymethods]
+impl PyChannelHandle {
+    /// `ws://host:port/v1/device-worker/channel` (or `wss://…`).
+    #[getter]
+    fn url(&self) -> String {
+        self.handle.url()
+    }
+
+    /// The bound port (useful with port 0).
+    #[getter]
+    fn port(&self) -> u16 {
+        self.handle.local_addr().port()
+    }
+
+    /// Stops accepting and closes every connection; joins the server's threads.
+    fn stop(&self, py: Python<'_>) {
+        let h = &self.handle;
+        py.detach(|| h.stop());
+    }
+}
+
+pub fn pair<'py>(
+    py: Python<'py>,
+    gw: &jevgate::Gateway,
+    owner: String,
+    request: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let req: PairRequest = serde_json::from_value(py_to_json(request)?).map_err(|e| {
+        PyValueError::new_err(format!("invalid pair request: {}", pair_problem(&e)))
+    })?;
+    let pairing = py.detach(|| gw.pair(&owner, &req)).py_err()?;
+    let out = serde_json::json!({"device": pairing.device, "token": pairing.token.expose()});
+    json_to_py(py, &out.to_string())
+}
+
+fn pair_problem(e: &serde_json::Error) -> &'static str {
+    match e.classify() {
+        serde_json::error::Category::Data => {
+            "expected {installationId, name, browser?: {name, version}}"
+        }
+        _ => "not JSON",
+    }
+}
+
+pub fn devices<'py>(
+    py: Python<'py>,
+    gw: &jevgate::Gateway,
+    owner: String,
+) -> PyResult<Bound<'py, PyAny>> {
+    let list = py.detach(|| gw.devices(&owner)).py_err()?;
+    let json = serde_json::to_string(&list).map_err(|_| PyValueError::new_err("encoding"))?;
+    json_to_py(py, &json)
+}
+
+pub fn serve_channel(
+    py: Python<'_>,
+    gw: &jevgate::Gateway,
+    addr: String,
+    tls_cert_pem: Option<Vec<u8>>,
+    tls_key_pem: Option<Vec<u8>>,
+) -> PyResult<PyChannelHandle> {
+    let mut options = ChannelOptions::new(addr);
+    match (tls_cert_pem, tls_key_pem) {
+        (Some(cert), Some(key)) => {
+            options = options.with_tls(ChannelTls::from_pem(&cert, &key).py_err()?)
+        }
+        (None, None) => {}
+        _ => {
+            return Err(PyValueError::new_err(
+                "give both tls_cert_pem and tls_key_pem, or neither",
+            ))
+        }
+    }
+    let handle = py.detach(|| gw.serve_channel(options)).py_err()?;
+    Ok(PyChannelHandle { handle })
+}
+
+#[allow(clippy::too_many_arguments)] // reason: mirrors the Python keyword signature
+pub fn call_tool<'py>(
+    py: Python<'py>,
+    gw: &jevgate::Gateway,
+    owner: String,
+    root_session: String,
+    tool: String,
+    args: Option<&Bound<'py, PyAny>>,
+    device_id: Option<String>,
+    inline_images: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let args = match args {
+        Some(a) => py_to_json(a)?,
+        None => serde_json::json!({}),
+    };
+    let mut call = ToolCall::new(owner, root_session, tool, args);
+    call.device_id = device_id;
+    call.inline_images = inline_images;
+    let result = py.detach(|| gw.call_tool(&call));
+    json_to_py(py, &result.to_json().to_string())
+}
+
+pub fn artifact<'py>(
+    py: Python<'py>,
+    gw: &jevgate::Gateway,
+    root_session: String,
+    artifact_id: String,
+) -> PyResult<(String, Bound<'py, PyBytes>)> {
+    let a = py
+        .detach(|| gw.artifact(&root_session, &artifact_id))
+        .py_err()?;
+    Ok((a.media_type, PyBytes::new(py, &a.bytes)))
+}
