@@ -49,6 +49,12 @@ typedef enum {
 typedef struct jevgate_browser_call jevgate_browser_call;
 
 /**
+ * A running device-worker channel server. Stopped by `jevgate_channel_free` or when the
+ * gateway closes.
+ */
+typedef struct jevgate_channel jevgate_channel;
+
+/**
  * An error: stable code, message, JSON path (configuration errors), HTTP status and
  * retry-after. Opaque; read it with the accessors; free it with `jevgate_error_free`.
  */
@@ -92,6 +98,94 @@ void jevgate_string_free(char *s);
  * `config_json` must be NULL or a NUL-terminated string; `err_out` NULL or writable.
  */
 jevgate_status jevgate_config_validate(const char *config_json, jevgate_error **err_out);
+
+/**
+ * Pairs a device for `owner`. `request_json` is
+ * `{"installationId","name","browser"?:{"name","version"}}`; writes
+ * `{"device":{…},"token":"…"}` — the token is shown this once; only its hash is stored.
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `pairing_json_out` writable.
+ */
+jevgate_status jevgate_pair(const jevgate_gateway *gateway,
+                            const char *owner,
+                            const char *request_json,
+                            char **pairing_json_out,
+                            jevgate_error **err_out);
+
+/**
+ * Unpairs `owner`'s device: its token stops working and an open connection is closed.
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_unpair(const jevgate_gateway *gateway,
+                              const char *owner,
+                              const char *device_id,
+                              jevgate_error **err_out);
+
+/**
+ * Writes `owner`'s devices as a JSON array (labels, online state; never tokens).
+ *
+ * # Safety
+ * `gateway` a live handle; `owner` NUL-terminated; `devices_json_out` writable.
+ */
+jevgate_status jevgate_devices(const jevgate_gateway *gateway,
+                               const char *owner,
+                               char **devices_json_out,
+                               jevgate_error **err_out);
+
+/**
+ * Starts the device-worker WebSocket channel on `addr` (`"127.0.0.1:0"` picks a free port).
+ *
+ * # Safety
+ * `gateway` a live handle; `addr` NUL-terminated; `channel_out` writable.
+ */
+jevgate_status jevgate_serve_channel(const jevgate_gateway *gateway,
+                                     const char *addr,
+                                     jevgate_channel **channel_out,
+                                     jevgate_error **err_out);
+
+/**
+ * The channel's bound port, or 0 for NULL.
+ *
+ * # Safety
+ * `channel` NULL or a live channel.
+ */
+uint16_t jevgate_channel_port(const jevgate_channel *channel);
+
+/**
+ * Stops the channel (closes every connection, joins its threads) and frees the handle. NULL
+ * is accepted and ignored.
+ *
+ * # Safety
+ * `channel` NULL or a live channel, not used again.
+ */
+void jevgate_channel_free(jevgate_channel *channel);
+
+/**
+ * Runs one browser tool: `call_json` is
+ * `{"owner","rootSession","tool","args"?,"deviceId"?,"inlineImages"?}`. Writes the tool result
+ * `{"success":true,"result":…}` or `{"success":false,"errorCode":…,"message":…}` — a tool
+ * failure is a result, not a call failure (the status is still `JEVGATE_OK`).
+ *
+ * # Safety
+ * `gateway` a live handle; `call_json` NUL-terminated; `result_json_out` writable.
+ */
+jevgate_status jevgate_call_tool(const jevgate_gateway *gateway,
+                                 const char *call_json,
+                                 char **result_json_out,
+                                 jevgate_error **err_out);
+
+/**
+ * Writes the nine browser tools' definitions as JSON: `format` is `"mcp"` or `"openai"`.
+ *
+ * # Safety
+ * `format` NUL-terminated; `tools_json_out` writable; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_tool_definitions(const char *format,
+                                        char **tools_json_out,
+                                        jevgate_error **err_out);
 
 /**
  * The stable error code (e.g. `"JEV_INVALID_CONFIGURATION"`), or NULL for a NULL error.

@@ -11,6 +11,7 @@
 #![allow(non_camel_case_types)] // reason: C names (jevgate_status, jevgate_error) are the API
 
 mod config;
+mod device;
 mod error;
 mod gateway;
 mod grammar;
@@ -18,6 +19,7 @@ mod jev;
 mod lease;
 
 pub use config::*;
+pub use device::*;
 pub use error::*;
 pub use gateway::*;
 pub use grammar::*;

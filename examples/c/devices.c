@@ -1,0 +1,72 @@
+/*
+ * jevgate from C: pair a browser device, list it, serve the device-worker channel, and see a
+ * tool call answered without touching the browser while no worker is connected.
+ * Exits non-zero on the first broken expectation (the test suite runs it).
+ */
+#include "jevgate.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures = 0;
+#define EXPECT(c)                                                                  \
+  do {                                                                             \
+    if (!(c)) {                                                                    \
+      fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, #c); \
+      failures++;                                                                  \
+    }                                                                              \
+  } while (0)
+
+int main(int argc, char **argv) {
+  if (argc != 2) return 2;
+  jevgate_gateway *gw = NULL;
+  jevgate_error *err = NULL;
+  if (jevgate_gateway_open(argv[1], "{}", &gw, &err) != JEVGATE_OK) return 1;
+
+  char *json = NULL;
+  EXPECT(jevgate_pair(gw, "person",
+                      "{\"installationId\":\"i1\",\"name\":\"Work Chrome\","
+                      "\"browser\":{\"name\":\"Chrome\",\"version\":\"130\"}}",
+                      &json, &err) == JEVGATE_OK);
+  EXPECT(json != NULL && strstr(json, "\"token\":\"") != NULL);
+  jevgate_string_free(json);
+
+  EXPECT(jevgate_devices(gw, "person", &json, &err) == JEVGATE_OK);
+  EXPECT(strstr(json, "\"label\":\"browser\"") != NULL && strstr(json, "token") == NULL);
+  printf("devices: %s\n", json);
+  jevgate_string_free(json);
+
+  jevgate_channel *channel = NULL;
+  EXPECT(jevgate_serve_channel(gw, "127.0.0.1:0", &channel, &err) == JEVGATE_OK);
+  EXPECT(jevgate_channel_port(channel) > 0);
+  printf("channel on port %u\n", (unsigned)jevgate_channel_port(channel));
+
+  /* No worker connected: answered without touching the browser. */
+  EXPECT(jevgate_call_tool(gw,
+                           "{\"owner\":\"person\",\"rootSession\":\"conv\","
+                           "\"tool\":\"browser_get_text\",\"args\":{}}",
+                           &json, &err) == JEVGATE_OK);
+  EXPECT(strstr(json, "\"errorCode\":\"DEVICE_OFFLINE\"") != NULL);
+  printf("call: %s\n", json);
+  jevgate_string_free(json);
+
+  EXPECT(jevgate_tool_definitions("mcp", &json, &err) == JEVGATE_OK);
+  EXPECT(strstr(json, "browser_batch") != NULL);
+  jevgate_string_free(json);
+  err = NULL;
+  EXPECT(jevgate_tool_definitions("yaml", &json, &err) == JEVGATE_INVALID_ARGUMENT);
+  jevgate_error_free(err);
+  err = NULL;
+  EXPECT(jevgate_call_tool(gw, "{\"owner\":1}", &json, &err) == JEVGATE_INVALID_ARGUMENT);
+  jevgate_error_free(err);
+
+  jevgate_channel_free(channel);
+  jevgate_channel_free(NULL);
+  jevgate_gateway_close(gw);
+  if (failures) {
+    fprintf(stderr, "%d expectation(s) failed\n", failures);
+    return 1;
+  }
+  printf("all C device expectations held\n");
+  return 0;
+}

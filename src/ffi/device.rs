@@ -1,0 +1,267 @@
+//! Devices over the C ABI (SPEC §5): pairing, inventory, the channel server, tool calls and
+//! tool definitions. JSON in and out.
+
+use super::*;
+use crate::device::{ChannelHandle, ChannelOptions, PairRequest, ToolCall, ToolFormat};
+
+fn encode<T: serde::Serialize>(v: &T) -> Result<*mut c_char, Error> {
+    let s = serde_json::to_string(v).map_err(|_| Error::Internal {
+        reason: "could not encode a result".into(),
+    })?;
+    c_string(s)
+}
+
+fn parse<T: serde::de::DeserializeOwned>(
+    name: &'static str,
+    json: &str,
+    shape: &str,
+) -> Result<T, Error> {
+    serde_json::from_str(json).map_err(|_| Error::InvalidArgument {
+        name,
+        reason: format!("must be {shape}"),
+    })
+}
+
+/// Writes a JSON string result through an out-pointer after checking it.
+///
+/// # Safety
+/// `out` must be writable when non-NULL.
+unsafe fn write_out(
+    name: &'static str,
+    out: *mut *mut c_char,
+    value: *mut c_char,
+) -> Result<(), Error> {
+    if out.is_null() {
+        // SAFETY: `value` came from `c_string` and is freed here instead of leaking.
+        unsafe { jevgate_string_free(value) };
+        return Err(Error::InvalidArgument {
+            name,
+            reason: "is NULL".into(),
+        });
+    }
+    // SAFETY: non-NULL and writable per the contract.
+    unsafe { *out = value };
+    Ok(())
+}
+
+/// Pairs a device for `owner`. `request_json` is
+/// `{"installationId","name","browser"?:{"name","version"}}`; writes
+/// `{"device":{…},"token":"…"}` — the token is shown this once; only its hash is stored.
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; `pairing_json_out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_pair(
+    gateway: *const jevgate_gateway,
+    owner: *const c_char,
+    request_json: *const c_char,
+    pairing_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let (owner, req) = unsafe {
+            (
+                str_arg("owner", owner)?,
+                str_arg("request_json", request_json)?,
+            )
+        };
+        out_arg("pairing_json_out", pairing_json_out)?;
+        let req: PairRequest = parse(
+            "request_json",
+            req,
+            "{installationId, name, browser?: {name, version}}",
+        )?;
+        let pairing = gw.pair(owner, &req)?;
+        let s = encode(
+            &serde_json::json!({"device": pairing.device, "token": pairing.token.expose()}),
+        )?;
+        // SAFETY: forwarded contract.
+        unsafe { write_out("pairing_json_out", pairing_json_out, s) }
+    })
+}
+
+/// Unpairs `owner`'s device: its token stops working and an open connection is closed.
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_unpair(
+    gateway: *const jevgate_gateway,
+    owner: *const c_char,
+    device_id: *const c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let (owner, device) =
+            unsafe { (str_arg("owner", owner)?, str_arg("device_id", device_id)?) };
+        gw.unpair(owner, device)
+    })
+}
+
+/// Writes `owner`'s devices as a JSON array (labels, online state; never tokens).
+///
+/// # Safety
+/// `gateway` a live handle; `owner` NUL-terminated; `devices_json_out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_devices(
+    gateway: *const jevgate_gateway,
+    owner: *const c_char,
+    devices_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let owner = unsafe { str_arg("owner", owner) }?;
+        out_arg("devices_json_out", devices_json_out)?;
+        let s = encode(&gw.devices(owner)?)?;
+        // SAFETY: forwarded contract.
+        unsafe { write_out("devices_json_out", devices_json_out, s) }
+    })
+}
+
+/// A running device-worker channel server. Stopped by `jevgate_channel_free` or when the
+/// gateway closes.
+pub struct jevgate_channel {
+    handle: ChannelHandle,
+}
+
+/// Starts the device-worker WebSocket channel on `addr` (`"127.0.0.1:0"` picks a free port).
+///
+/// # Safety
+/// `gateway` a live handle; `addr` NUL-terminated; `channel_out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_serve_channel(
+    gateway: *const jevgate_gateway,
+    addr: *const c_char,
+    channel_out: *mut *mut jevgate_channel,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let addr = unsafe { str_arg("addr", addr) }?;
+        out_arg("channel_out", channel_out)?;
+        let handle = gw.serve_channel(ChannelOptions::new(addr))?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { *channel_out = Box::into_raw(Box::new(jevgate_channel { handle })) };
+        Ok(())
+    })
+}
+
+/// The channel's bound port, or 0 for NULL.
+///
+/// # Safety
+/// `channel` NULL or a live channel.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_channel_port(channel: *const jevgate_channel) -> u16 {
+    // SAFETY: per the contract.
+    unsafe { channel.as_ref() }.map_or(0, |c| c.handle.local_addr().port())
+}
+
+/// Stops the channel (closes every connection, joins its threads) and frees the handle. NULL
+/// is accepted and ignored.
+///
+/// # Safety
+/// `channel` NULL or a live channel, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_channel_free(channel: *mut jevgate_channel) {
+    if channel.is_null() {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: from `Box::into_raw` in `jevgate_serve_channel`.
+        let c = unsafe { Box::from_raw(channel) };
+        c.handle.stop();
+    }));
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CallJson {
+    owner: String,
+    root_session: String,
+    tool: String,
+    #[serde(default)]
+    args: Option<serde_json::Value>,
+    #[serde(default)]
+    device_id: Option<String>,
+    #[serde(default)]
+    inline_images: bool,
+}
+
+/// Runs one browser tool: `call_json` is
+/// `{"owner","rootSession","tool","args"?,"deviceId"?,"inlineImages"?}`. Writes the tool result
+/// `{"success":true,"result":…}` or `{"success":false,"errorCode":…,"message":…}` — a tool
+/// failure is a result, not a call failure (the status is still `JEVGATE_OK`).
+///
+/// # Safety
+/// `gateway` a live handle; `call_json` NUL-terminated; `result_json_out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_call_tool(
+    gateway: *const jevgate_gateway,
+    call_json: *const c_char,
+    result_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let json = unsafe { str_arg("call_json", call_json) }?;
+        out_arg("result_json_out", result_json_out)?;
+        let c: CallJson = parse(
+            "call_json",
+            json,
+            "{owner, rootSession, tool, args?, deviceId?, inlineImages?}",
+        )?;
+        let mut call = ToolCall::new(
+            c.owner,
+            c.root_session,
+            c.tool,
+            c.args.unwrap_or_else(|| serde_json::json!({})),
+        );
+        call.device_id = c.device_id;
+        call.inline_images = c.inline_images;
+        let s = c_string(gw.call_tool(&call).to_json().to_string())?;
+        // SAFETY: forwarded contract.
+        unsafe { write_out("result_json_out", result_json_out, s) }
+    })
+}
+
+/// Writes the nine browser tools' definitions as JSON: `format` is `"mcp"` or `"openai"`.
+///
+/// # Safety
+/// `format` NUL-terminated; `tools_json_out` writable; `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_tool_definitions(
+    format: *const c_char,
+    tools_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let f = match unsafe { str_arg("format", format) }? {
+            "mcp" => ToolFormat::Mcp,
+            "openai" => ToolFormat::OpenAi,
+            _ => {
+                return Err(Error::InvalidArgument {
+                    name: "format",
+                    reason: "must be \"mcp\" or \"openai\"".into(),
+                })
+            }
+        };
+        out_arg("tools_json_out", tools_json_out)?;
+        let s = c_string(crate::device::tool_definitions(f).to_string())?;
+        // SAFETY: forwarded contract.
+        unsafe { write_out("tools_json_out", tools_json_out, s) }
+    })
+}
