@@ -235,7 +235,7 @@ impl Gateway {
     ///     r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#).unwrap();
     /// let gw = Gateway::open(GatewayOptions::new(dir.path(), config)).unwrap();
     /// let q = Questions::new([Question::choice("next", "What next?",
-    ///     [("explain", "Compare the options"), ("execute", "Execute the choice")])],
+    ///     [("explain", "Compare the options"), ("execute", "Execute the choice")]).unwrap()],
     ///     &Limits::default()).unwrap();
     /// let e = gw.evaluate(&EvaluateCall::new("assistant", "Compare the options please", q)).unwrap();
     /// assert_eq!(e.model, "local-heuristic-1");
@@ -280,6 +280,11 @@ impl Gateway {
     pub fn usage(&self, agent_id: &str, limit: u32, offset: u64) -> Result<UsagePage> {
         self.check_open()?;
         self.inner.jev.usage(agent_id, limit, offset)
+    }
+
+    /// `(in flight, waiting)` Jev evaluations right now (R-JEV-LIMIT), for metrics and tests.
+    pub fn jev_load(&self) -> (usize, usize) {
+        self.inner.jev.load()
     }
 
     /// Registers (or, with `None`, removes) the function answering evaluations when

@@ -475,6 +475,10 @@ impl JevClient {
         self.usage.page(agent_id, limit, offset)
     }
 
+    pub(crate) fn load(&self) -> (usize, usize) {
+        self.limiter.counts()
+    }
+
     pub(crate) fn close(&self) {
         self.pool.close();
         self.usage.close();

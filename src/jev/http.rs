@@ -111,6 +111,10 @@ fn transport_error(e: &ureq::Error, timeout_ms: u64) -> Error {
         E::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
             return Error::Timeout { timeout_ms }
         }
+        // rustls reports a refused certificate as an I/O error of kind InvalidData
+        E::Io(io) if io.kind() == std::io::ErrorKind::InvalidData => {
+            "TLS error or invalid data from the provider".into()
+        }
         E::Io(io) => format!("transport error ({:?})", io.kind()),
         E::HostNotFound => "host not found".into(),
         E::ConnectionFailed => "connection failed".into(),

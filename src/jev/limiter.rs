@@ -170,7 +170,7 @@ impl Limiter {
         }
     }
 
-    #[cfg(test)]
+    /// `(active, waiting)` right now.
     pub(crate) fn counts(&self) -> (usize, usize) {
         let s = self.state.lock();
         (s.active(), s.waiting())
