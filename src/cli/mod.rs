@@ -2,6 +2,7 @@
 
 pub mod config;
 pub mod grammar;
+pub mod jev;
 
 use std::io::Read;
 
