@@ -176,7 +176,8 @@ fn r_jev_errmap_statuses_map_and_retry_after_is_kept() {
     let env = key_env("ERR", "k");
     let gw = open(upstream(&server, &env, json!({})));
     let body = format!("{{\"error\": \"{SENTINEL} echo of state\"}}");
-    let cases: Vec<(u16, Vec<(String, String)>, &str)> = vec![
+    type Headers = Vec<(String, String)>;
+    let cases: Vec<(u16, Headers, &str)> = vec![
         (400, vec![], "JEV_INVALID_REQUEST"),
         (401, vec![], "JEV_AUTHENTICATION_FAILED"),
         (402, vec![], "JEV_QUOTA_EXCEEDED"),

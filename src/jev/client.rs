@@ -16,7 +16,7 @@
 
 use super::cancel::CancelToken;
 use super::content::Content;
-use super::http::{Auth, Http};
+use super::http::{Auth, Http, Post};
 use super::ledger::{Ledger, LedgerRefusal};
 use super::limiter::{Limiter, WaitEnd};
 use super::local::{local_evaluate, LOCAL_MODEL};
@@ -781,16 +781,16 @@ impl JevClient {
                 let remaining = deadline.saturating_duration_since(clock.now());
                 let wall = clock.wall();
                 Box::new(move || {
-                    http.post_json(
-                        &url,
-                        Auth::Bearer,
-                        &key,
-                        &[],
-                        &body,
-                        remaining,
+                    http.post_json(&Post {
+                        url: &url,
+                        auth: Auth::Bearer,
+                        key: &key,
+                        extra_headers: &[],
+                        body: &body,
+                        timeout: remaining,
                         wall,
                         timeout_ms,
-                    )
+                    })
                 })
             }
         };

@@ -23,6 +23,27 @@ pub(crate) enum Auth {
     XApiKey,
 }
 
+/// One JSON POST.
+#[derive(Clone, Copy)]
+pub(crate) struct Post<'a> {
+    /// Full URL.
+    pub url: &'a str,
+    /// How the key is sent.
+    pub auth: Auth,
+    /// The key.
+    pub key: &'a Secret,
+    /// More headers.
+    pub extra_headers: &'a [(&'a str, &'a str)],
+    /// The JSON body.
+    pub body: &'a [u8],
+    /// Bound on the whole call.
+    pub timeout: Duration,
+    /// Wall clock now, to convert HTTP dates.
+    pub wall: SystemTime,
+    /// The configured deadline, for `JEV_TIMEOUT`.
+    pub timeout_ms: u64,
+}
+
 /// A pooled HTTP client. Cheap to clone.
 #[derive(Debug, Clone)]
 pub(crate) struct Http {
@@ -57,17 +78,17 @@ impl Http {
 
     /// POSTs `body` as JSON to `url` and returns the 2xx body. `timeout` bounds the whole call
     /// (connect, send, receive). Other statuses map per R-JEV-ERRMAP; `wall` converts HTTP dates.
-    pub(crate) fn post_json(
-        &self,
-        url: &str,
-        auth: Auth,
-        key: &Secret,
-        extra_headers: &[(&str, &str)],
-        body: &[u8],
-        timeout: Duration,
-        wall: SystemTime,
-        timeout_ms: u64,
-    ) -> Result<Vec<u8>> {
+    pub(crate) fn post_json(&self, p: &Post<'_>) -> Result<Vec<u8>> {
+        let Post {
+            url,
+            auth,
+            key,
+            extra_headers,
+            body,
+            timeout,
+            wall,
+            timeout_ms,
+        } = *p;
         let mut req = self
             .agent
             .post(url)

@@ -8,7 +8,7 @@
 //! is not that object — is an error and never becomes text. It never logs the prompt, the reply
 //! or the credential.
 
-use super::http::Auth;
+use super::http::{Auth, Post};
 use crate::config::{CredentialRef, ThinkingApi};
 use crate::{Error, Gateway, Result};
 use serde::{Deserialize, Serialize};
@@ -115,16 +115,16 @@ pub(crate) fn think(gw: &Gateway, req: &ThinkRequest) -> Result<Thought> {
         return Err(Error::Timeout { timeout_ms });
     }
     let gw_client = gw.jev_client();
-    let bytes = gw_client.http.post_json(
-        &url,
+    let bytes = gw_client.http.post_json(&Post {
+        url: &url,
         auth,
-        &key,
-        headers,
-        &body,
-        remaining,
-        clock.wall(),
+        key: &key,
+        extra_headers: headers,
+        body: &body,
+        timeout: remaining,
+        wall: clock.wall(),
         timeout_ms,
-    )?;
+    })?;
     parse_reply(t.api, &bytes)
 }
 

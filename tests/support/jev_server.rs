@@ -242,7 +242,9 @@ fn serve_connection(s: &Arc<Shared>, conn: TcpStream) {
     }
 }
 
-fn read_request(r: &mut impl BufRead) -> Option<(String, Vec<(String, String)>, Vec<u8>)> {
+type Headers = Vec<(String, String)>;
+
+fn read_request(r: &mut impl BufRead) -> Option<(String, Headers, Vec<u8>)> {
     let mut line = String::new();
     if r.read_line(&mut line).ok()? == 0 {
         return None;
