@@ -195,6 +195,77 @@ pub enum Error {
         reason: String,
     },
 
+    /// Jev access was refused (R-JEV-ACCESS): Jev is not enabled, the agent is not in
+    /// `allowedAgentIds`, or the agent's own `jev.enabled` is false — checked before dispatch
+    /// and again before returning (a revocation in between discards the answer, although the
+    /// provider may have charged). Also the provider's HTTP 403.
+    #[error("Jev access denied: {reason}")]
+    JevAccessDenied {
+        /// Which check refused (written by jevgate; names no other agent).
+        reason: String,
+    },
+
+    /// The provider refused the credential (HTTP 401).
+    #[error("the Jev provider rejected the credential (HTTP 401)")]
+    AuthenticationFailed,
+
+    /// The provider reports the account's quota or credit exhausted (HTTP 402). Retry/reset
+    /// metadata the provider sent is kept.
+    #[error("the Jev provider reports the quota exhausted (HTTP 402)")]
+    QuotaExceeded {
+        /// Retry-After and reset metadata, when supplied.
+        retry: RetryInfo,
+    },
+
+    /// The provider does not serve the requested model (HTTP 404).
+    #[error("the Jev provider does not serve the requested model (HTTP 404)")]
+    UnsupportedModel,
+
+    /// The `requestId` was already used within this caller's scope in the last five minutes
+    /// (R-JEV-LEDGER), or the provider answered HTTP 409. Never a cached answer.
+    #[error("request conflict: {reason}")]
+    RequestConflict {
+        /// Local ledger or provider.
+        reason: String,
+    },
+
+    /// Rate limited (HTTP 429 from the provider), or the local request ledger is full
+    /// (R-JEV-LEDGER: 4096 ids, 1024 per caller). `retry` holds Retry-After / reset metadata.
+    #[error("Jev rate limited: {reason}")]
+    RateLimited {
+        /// Provider or local ledger.
+        reason: String,
+        /// When to retry, when known.
+        retry: RetryInfo,
+    },
+
+    /// The local queue of evaluations waiting for a slot is full (`maxQueueSize`, R-JEV-LIMIT).
+    /// Rejected immediately; nothing was sent.
+    #[error("too many Jev evaluations are waiting (maxQueueSize reached)")]
+    QueueFull,
+
+    /// The provider failed: HTTP 5xx, an unexpected status, a redirect (never followed), a
+    /// transport or TLS error, or a callback provider's failure. The provider's body is never
+    /// kept. Not retried automatically.
+    #[error("Jev provider failure: {reason}")]
+    ProviderFailure {
+        /// Status or transport error kind, written by jevgate.
+        reason: String,
+    },
+
+    /// The evaluation's deadline (`timeoutMs`, covering queue wait, credential resolution and
+    /// I/O) passed. The provider may still have done (and charged for) the work.
+    #[error("Jev evaluation timed out after {timeout_ms} ms")]
+    Timeout {
+        /// The deadline that applied, in milliseconds.
+        timeout_ms: u64,
+    },
+
+    /// The caller cancelled the evaluation (R-JEV-LIMIT). The provider may still have done the
+    /// work.
+    #[error("Jev evaluation cancelled by the caller")]
+    Cancelled,
+
     /// The gateway has been closed; no further calls are accepted.
     #[error("the gateway is closed")]
     GatewayClosed,
@@ -256,6 +327,18 @@ pub enum Error {
     },
 }
 
+/// Retry and reset metadata kept from a provider's `Retry-After` and rate-limit reset headers
+/// (R-ERR-2, R-JEV-ERRMAP), as typed values: never the raw header text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetryInfo {
+    /// How long to wait before retrying (`Retry-After`, delta-seconds or an HTTP date
+    /// converted against the gateway's wall clock).
+    pub retry_after: Option<Duration>,
+    /// When the provider's rate-limit window resets (`RateLimit-Reset` / `X-RateLimit-Reset`:
+    /// epoch seconds when larger than 10⁹, otherwise seconds from now).
+    pub reset_at: Option<std::time::SystemTime>,
+}
+
 fn display_path(path: &str) -> &str {
     if path.is_empty() {
         "the document root"
@@ -294,6 +377,16 @@ impl Error {
             Error::ArtifactNotFound => "ARTIFACT_NOT_FOUND",
             Error::ChannelIo { .. } => "DEVICE_CHANNEL_IO",
             Error::Internal { .. } => "INTERNAL",
+            Error::JevAccessDenied { .. } => "JEV_ACCESS_DENIED",
+            Error::AuthenticationFailed => "JEV_AUTHENTICATION_FAILED",
+            Error::QuotaExceeded { .. } => "JEV_QUOTA_EXCEEDED",
+            Error::UnsupportedModel => "JEV_UNSUPPORTED_MODEL",
+            Error::RequestConflict { .. } => "JEV_REQUEST_CONFLICT",
+            Error::RateLimited { .. } => "JEV_RATE_LIMITED",
+            Error::QueueFull => "JEV_QUEUE_FULL",
+            Error::ProviderFailure { .. } => "JEV_PROVIDER_FAILURE",
+            Error::Timeout { .. } => "JEV_TIMEOUT",
+            Error::Cancelled => "JEV_CANCELLED",
         }
     }
 
@@ -323,6 +416,15 @@ impl Error {
             | Error::StoreIo { .. }
             | Error::ChannelIo { .. }
             | Error::Internal { .. } => 500,
+            Error::JevAccessDenied { .. } => 403,
+            Error::AuthenticationFailed => 401,
+            Error::QuotaExceeded { .. } => 402,
+            Error::UnsupportedModel => 404,
+            Error::RequestConflict { .. } => 409,
+            Error::RateLimited { .. } | Error::QueueFull => 429,
+            Error::ProviderFailure { .. } => 502,
+            Error::Timeout { .. } => 504,
+            Error::Cancelled => 499,
         }
     }
 
@@ -339,7 +441,18 @@ impl Error {
             Error::InvalidArgument { .. } => ErrorFamily::Argument,
             Error::GatewayClosed => ErrorFamily::Gateway,
             Error::NavigationUnresolved { .. } => ErrorFamily::Grammar,
-            Error::InvalidRequest { .. } | Error::MalformedResponse { .. } => ErrorFamily::Jev,
+            Error::InvalidRequest { .. }
+            | Error::MalformedResponse { .. }
+            | Error::JevAccessDenied { .. }
+            | Error::AuthenticationFailed
+            | Error::QuotaExceeded { .. }
+            | Error::UnsupportedModel
+            | Error::RequestConflict { .. }
+            | Error::RateLimited { .. }
+            | Error::QueueFull
+            | Error::ProviderFailure { .. }
+            | Error::Timeout { .. }
+            | Error::Cancelled => ErrorFamily::Jev,
             Error::DeviceControlElsewhere
             | Error::DeviceControlRevoked
             | Error::DeviceControlNotHeld
@@ -378,7 +491,16 @@ impl Error {
 
     /// How long the provider asked the caller to wait before retrying, when it said so.
     pub fn retry_after(&self) -> Option<Duration> {
-        None
+        self.retry_info().and_then(|r| r.retry_after)
+    }
+
+    /// The retry and reset metadata of a rate-limit or quota error (R-ERR-2), when the provider
+    /// (or the local ledger) supplied any.
+    pub fn retry_info(&self) -> Option<&RetryInfo> {
+        match self {
+            Error::RateLimited { retry, .. } | Error::QuotaExceeded { retry } => Some(retry),
+            _ => None,
+        }
     }
 
     pub(crate) fn config(path: impl Into<String>, reason: impl Into<String>) -> Error {
@@ -509,6 +631,61 @@ mod tests {
                 500,
                 ErrorFamily::Internal,
             ),
+            (
+                Error::JevAccessDenied { reason: "x".into() },
+                "JEV_ACCESS_DENIED",
+                403,
+                ErrorFamily::Jev,
+            ),
+            (
+                Error::AuthenticationFailed,
+                "JEV_AUTHENTICATION_FAILED",
+                401,
+                ErrorFamily::Jev,
+            ),
+            (
+                Error::QuotaExceeded {
+                    retry: RetryInfo::default(),
+                },
+                "JEV_QUOTA_EXCEEDED",
+                402,
+                ErrorFamily::Jev,
+            ),
+            (
+                Error::UnsupportedModel,
+                "JEV_UNSUPPORTED_MODEL",
+                404,
+                ErrorFamily::Jev,
+            ),
+            (
+                Error::RequestConflict { reason: "x".into() },
+                "JEV_REQUEST_CONFLICT",
+                409,
+                ErrorFamily::Jev,
+            ),
+            (
+                Error::RateLimited {
+                    reason: "x".into(),
+                    retry: RetryInfo::default(),
+                },
+                "JEV_RATE_LIMITED",
+                429,
+                ErrorFamily::Jev,
+            ),
+            (Error::QueueFull, "JEV_QUEUE_FULL", 429, ErrorFamily::Jev),
+            (
+                Error::ProviderFailure { reason: "x".into() },
+                "JEV_PROVIDER_FAILURE",
+                502,
+                ErrorFamily::Jev,
+            ),
+            (
+                Error::Timeout { timeout_ms: 5 },
+                "JEV_TIMEOUT",
+                504,
+                ErrorFamily::Jev,
+            ),
+            (Error::Cancelled, "JEV_CANCELLED", 499, ErrorFamily::Jev),
         ];
         for (err, code, status, family) in cases {
             assert_eq!(err.code(), code);
@@ -516,6 +693,20 @@ mod tests {
             assert_eq!(err.family(), family, "{code}");
             assert!(!err.to_string().is_empty());
         }
+    }
+
+    // R-ERR-2: retry metadata is typed and reachable through retry_after().
+    #[test]
+    fn rate_limit_keeps_retry_after_as_a_typed_field() {
+        let err = Error::RateLimited {
+            reason: "provider".into(),
+            retry: RetryInfo {
+                retry_after: Some(Duration::from_secs(7)),
+                reset_at: None,
+            },
+        };
+        assert_eq!(err.retry_after(), Some(Duration::from_secs(7)));
+        assert_eq!(Error::QueueFull.retry_after(), None);
     }
 
     #[test]

@@ -9,6 +9,10 @@
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::{doctor, CheckStatus, Config, DoctorCheck, DoctorReport};
 use crate::device::DeviceService;
+use crate::jev::{
+    CancelToken, EvaluateCall, Evaluation, JevCallback, JevClient, Limits, ThinkRequest, Thought,
+    UsagePage,
+};
 use crate::lease::Leases;
 use crate::store::Store;
 use crate::{Error, Result};
@@ -27,6 +31,9 @@ pub struct GatewayOptions {
     pub config: Config,
     /// The clock; `None` uses the system clock.
     pub clock: Option<SharedClock>,
+    /// Extra trusted root certificates (DER) for provider connections. When non-empty, only
+    /// these are trusted (a private CA, tests); otherwise the Mozilla roots are used.
+    pub jev_root_certificates: Vec<Vec<u8>>,
 }
 
 impl GatewayOptions {
@@ -36,7 +43,14 @@ impl GatewayOptions {
             data_dir: data_dir.into(),
             config,
             clock: None,
+            jev_root_certificates: Vec::new(),
         }
+    }
+
+    /// Trusts only these DER root certificates for provider connections (private CA, tests).
+    pub fn with_jev_root_certificates(mut self, roots: Vec<Vec<u8>>) -> GatewayOptions {
+        self.jev_root_certificates = roots;
+        self
     }
 
     /// Uses `clock` instead of the system clock (tests, simulations).
@@ -86,6 +100,7 @@ struct Inner {
     /// Serialises reloads so generations are assigned in order.
     reload: Mutex<()>,
     secret_names: Mutex<BTreeSet<String>>,
+    jev: JevClient,
     closed: AtomicBool,
 }
 
@@ -104,6 +119,7 @@ impl Gateway {
             &leases,
             options.data_dir.clone(),
         )?;
+        let jev = JevClient::open(Arc::clone(&store), &options.jev_root_certificates)?;
         let reaper = Reaper::start(leases.clone())?;
         let secret_names = options.config.secret_env_names();
         log::info!("gateway opened (schema {})", crate::store::SCHEMA_VERSION);
@@ -120,12 +136,13 @@ impl Gateway {
                 })),
                 reload: Mutex::new(()),
                 secret_names: Mutex::new(secret_names),
+                jev,
                 closed: AtomicBool::new(false),
             }),
         })
     }
 
-    fn check_open(&self) -> Result<()> {
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.inner.closed.load(Ordering::Acquire) {
             Err(Error::GatewayClosed)
         } else {
@@ -216,6 +233,86 @@ impl Gateway {
         &self.inner.devices
     }
 
+    pub(crate) fn jev_client(&self) -> &JevClient {
+        &self.inner.jev
+    }
+
+    /// Runs one Jev evaluation (R-JEV): access check, request checks, ledger, limiter and queue,
+    /// credential resolution, provider, validator, access re-check, usage record. Blocks until
+    /// the answer, an error, or the `timeoutMs` deadline.
+    ///
+    /// ```
+    /// use jevgate::{Config, Gateway, GatewayOptions};
+    /// use jevgate::jev::{EvalAnswer, EvaluateCall, Limits, Question, Questions};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let config = Config::from_json_str(
+    ///     r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#).unwrap();
+    /// let gw = Gateway::open(GatewayOptions::new(dir.path(), config)).unwrap();
+    /// let q = Questions::new([Question::choice("next", "What next?",
+    ///     [("explain", "Compare the options"), ("execute", "Execute the choice")]).unwrap()],
+    ///     &Limits::default()).unwrap();
+    /// let e = gw.evaluate(&EvaluateCall::new("assistant", "Compare the options please", q)).unwrap();
+    /// assert_eq!(e.model, "local-heuristic-1");
+    /// assert!(matches!(e.answer("next"), Some(EvalAnswer::Choice { .. })));
+    /// assert_eq!(gw.usage("assistant", 10, 0).unwrap().total, 1);
+    /// gw.close();
+    /// ```
+    pub fn evaluate(&self, call: &EvaluateCall) -> Result<Evaluation> {
+        self.inner.jev.evaluate(self, call, &CancelToken::new())
+    }
+
+    /// [`Gateway::evaluate`], cancellable from another thread through `cancel`
+    /// (`JEV_CANCELLED`).
+    pub fn evaluate_with_cancel(
+        &self,
+        call: &EvaluateCall,
+        cancel: &CancelToken,
+    ) -> Result<Evaluation> {
+        self.inner.jev.evaluate(self, call, cancel)
+    }
+
+    /// JSON in, JSON out: parses `{agentId, sessionId?, taskId?, requestId?, state, questions}`,
+    /// evaluates, and returns the evaluation's JSON (for the C and Python surfaces and the CLI).
+    /// `cancel` may be `None`.
+    pub fn evaluate_json(&self, call_json: &str, cancel: Option<&CancelToken>) -> Result<String> {
+        let jev = &self.config().config.gateway.jev;
+        let limits = Limits {
+            max_questions: jev.max_questions as usize,
+            max_input_bytes: jev.max_input_bytes as usize,
+        };
+        let call = EvaluateCall::from_json(call_json.as_bytes(), &limits)?;
+        let fresh = CancelToken::new();
+        let e = self
+            .inner
+            .jev
+            .evaluate(self, &call, cancel.unwrap_or(&fresh))?;
+        Ok(e.to_json())
+    }
+
+    /// Usage records of `agent_id`, newest first (R-JEV-USAGE): `limit` 1..=100 (else
+    /// `INVALID_ARGUMENT`), `offset` ≥ 0; `total` counts all the agent's records kept.
+    pub fn usage(&self, agent_id: &str, limit: u32, offset: u64) -> Result<UsagePage> {
+        self.check_open()?;
+        self.inner.jev.usage(agent_id, limit, offset)
+    }
+
+    /// `(in flight, waiting)` Jev evaluations right now (R-JEV-LIMIT), for metrics and tests.
+    pub fn jev_load(&self) -> (usize, usize) {
+        self.inner.jev.load()
+    }
+
+    /// Registers (or, with `None`, removes) the function answering evaluations when
+    /// `provider` is `callback`. Its responses go through the validator like any provider's.
+    pub fn set_jev_callback(&self, callback: Option<JevCallback>) {
+        self.inner.jev.set_callback(callback);
+    }
+
+    /// The thinking helper (R-PRV-THINK): returns only `{text: string|null}`; failures are
+    /// errors and never become text.
+    pub fn think(&self, request: &ThinkRequest) -> Result<Thought> {
+        crate::jev::thinking_call(self, request)
+    }
+
     /// Whether [`Gateway::close`] has been called.
     pub fn is_closed(&self) -> bool {
         self.inner.closed.load(Ordering::Acquire)
@@ -232,6 +329,7 @@ impl Gateway {
             reaper.stop();
         }
         self.inner.leases.close_all();
+        self.inner.jev.close();
         self.inner.store.close();
         log::info!("gateway closed");
     }
@@ -244,6 +342,7 @@ impl Drop for Inner {
             reaper.stop();
         }
         self.leases.close_all();
+        self.jev.close();
     }
 }
 

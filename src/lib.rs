@@ -23,5 +23,5 @@ pub mod observation;
 pub mod store;
 
 pub use config::Config;
-pub use error::{Error, ErrorFamily, Result};
+pub use error::{Error, ErrorFamily, Result, RetryInfo};
 pub use gateway::{ConfigSnapshot, Gateway, GatewayOptions};

@@ -14,6 +14,9 @@ commands:
   check-config FILE|-                 validate a configuration; prints `ok` or one JSON error line
   doctor --config FILE|- [--data-dir DIR]
                                       local readiness checks (no network); prints a JSON report
+  evaluate --config FILE --agent ID [--data-dir DIR] [REQUEST.json|-]
+                                      one Jev evaluation; prints the evaluation JSON
+                                      or one JSON error line
   parse [--jsonl] [TEXT]              the intent of a user command (step-command grammar)
   steps [--jsonl] [--parts] [TEXT]    split a message into steps ({"steps":[...]|null}),
                                       or one step into parts ({"parts":[...]})
@@ -44,6 +47,7 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
     match command.as_str() {
         "check-config" => cli::config::check_config(rest),
         "doctor" => cli::config::doctor(rest),
+        "evaluate" => cli::evaluate::evaluate(rest),
         "parse" => cli::grammar::parse(rest),
         "steps" => cli::grammar::steps(rest),
         "validate" => cli::jev::validate(rest),

@@ -167,3 +167,42 @@ fn doctor_prints_a_json_report_and_exits_by_verdict() {
         "store"
     );
 }
+
+// R-JEV (CLI): `jevgate evaluate` runs one evaluation (local provider: no network, no key) and
+// reports errors as one JSON line with exit code 1.
+#[test]
+fn evaluate_prints_the_evaluation_or_one_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.json");
+    std::fs::write(
+        &config,
+        r#"{"gateway":{"jev":{"enabled":true,"provider":"local","allowedAgentIds":["assistant"]}}}"#,
+    )
+    .unwrap();
+    let request = br#"{"requestId":"r-1","state":"Hello there",
+        "questions":{"greeting":{"type":"noul","instructions":"Is this a greeting?"}}}"#;
+    let cfg = config.to_str().unwrap();
+    let out = jevgate(
+        &["evaluate", "--config", cfg, "--agent", "assistant", "-"],
+        request,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["requestId"], "r-1");
+    assert_eq!(v["model"], "local-heuristic-1");
+    assert_eq!(v["answers"]["greeting"]["type"], "noul");
+    let out = jevgate(
+        &["evaluate", "--config", cfg, "--agent", "intern", "-"],
+        request,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["code"], "JEV_ACCESS_DENIED");
+    let out = jevgate(&["evaluate", "--config", cfg], request);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -2,6 +2,7 @@
 
 pub mod config;
 pub mod device;
+pub mod evaluate;
 pub mod grammar;
 pub mod jev;
 

@@ -9,6 +9,11 @@
 //!   a [`Response`] whose numbers are exactly those sent; failures are [`ValidationError`]
 //!   (`JEV_MALFORMED_RESPONSE`) with one fixed [`ValidationReason`].
 //! - [`answer_schema`] emits the JSON Schema of a valid answers object.
+//! - The client (R-JEV): [`crate::Gateway::evaluate`] with an [`EvaluateCall`] returns an
+//!   [`Evaluation`]; providers `typesafe`, `upstream` (HTTPS, ureq + rustls), `callback`
+//!   ([`JevCallback`]) and `local` ([`local_evaluate`], a documented heuristic); the
+//!   [`Ledger`], the limiter ([`LimiterState`]), [`CancelToken`], usage records
+//!   ([`UsageRecord`]) and the thinking helper ([`crate::Gateway::think`]).
 //!
 //! # Decisions where the specification is silent
 //! - Envelope members other than `model`, `answers`, `usage`, `billing`, `request_id` and
@@ -36,22 +41,42 @@
 //! - `ValidationError::key` is a question key or `None`; an unexpected answer key (provider text)
 //!   is never repeated.
 
+mod cancel;
+mod client;
 mod content;
+mod http;
+mod ledger;
 mod lex;
+mod limiter;
+mod local;
+mod pool;
 mod question;
 mod reason;
 mod request;
 mod response;
 mod schema;
 mod sum;
+mod thinking;
+mod usage;
 mod validate;
 
+pub use cancel::CancelToken;
+pub(crate) use client::JevClient;
+pub use client::{
+    EvalAnswer, EvalBilling, EvaluateCall, Evaluation, JevCallback, TYPESAFE_BASE_URL,
+};
 pub use content::Content;
+pub use ledger::{Ledger, LedgerRefusal, LEDGER_CAPACITY, LEDGER_PER_CALLER, LEDGER_TTL};
+pub use limiter::{Admission, LimiterState};
+pub use local::{local_evaluate, LOCAL_MODEL};
 pub use question::{Question, QuestionType, Questions, MAX_LEVELS, MAX_OPTIONS, MIN_LEVELS};
 pub use reason::{ValidationError, ValidationReason};
 pub use request::{check_request_id, Limits, Request, RequestError};
 pub use response::{Answer, Answers, Billing, ChoiceAnswer, Response, ScoreAnswer, Usage};
 pub use schema::answer_schema;
+pub(crate) use thinking::think as thinking_call;
+pub use thinking::{ThinkRequest, Thought, MAX_OUTPUT_TOKENS};
+pub use usage::{UsagePage, UsageRecord, USAGE_RETENTION};
 pub use validate::validate_response;
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use serde::{Serialize, Serializer};
 use std::borrow::Cow;
 
 /// Token usage reported by the provider (R-VAL-USAGE).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 pub struct Usage {
     /// `usage.input_tokens`.
     pub input_tokens: u64,

@@ -14,7 +14,7 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 type Migration = fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>;
 
 /// `MIGRATIONS[i]` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[Migration] = &[v1_meta, v2_control_leases, v3_devices];
+const MIGRATIONS: &[Migration] = &[v1_meta, v2_control_leases, v3_devices, v4_jev_usage];
 
 /// v1: store identity and the per-gateway secret.
 fn v1_meta(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
@@ -71,6 +71,33 @@ fn v3_devices(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
             created_at INTEGER NOT NULL
         ) STRICT;
         CREATE INDEX artifacts_session ON artifacts (root_session);",
+    )
+}
+
+/// v4: Jev usage records (R-JEV-USAGE): metadata only — never state, questions, answers' text
+/// or credentials; the request id only as a keyed hash.
+fn v4_jev_usage(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "CREATE TABLE jev_usage (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            at_ms INTEGER NOT NULL,
+            agent_id TEXT NOT NULL,
+            session_id TEXT,
+            task_id TEXT,
+            request_id_hash TEXT,
+            generation INTEGER NOT NULL,
+            provider TEXT NOT NULL,
+            latency_ms INTEGER NOT NULL,
+            outcome TEXT NOT NULL,
+            validation_reason TEXT,
+            requested_model TEXT,
+            model TEXT,
+            input_tokens INTEGER,
+            output_tokens INTEGER,
+            charged_credits REAL,
+            rate_version TEXT
+        ) STRICT;
+        CREATE INDEX jev_usage_agent ON jev_usage (agent_id, seq);",
     )
 }
 

@@ -1,0 +1,808 @@
+//! The Jev client end to end on loopback (real sockets, no network): providers and wire
+//! contracts (R-JEV-WIRE, R-CFG-PATH), status mapping (R-JEV-ERRMAP), limits, queue, deadline and
+//! cancellation (R-JEV-LIMIT), ledger (R-JEV-LEDGER), access re-checks and reload
+//! (R-JEV-ACCESS, R-CFG-RELOAD), key rotation (R-CFG-KEYFILE), usage records (R-JEV-USAGE),
+//! callback and local providers (R-PRV), TLS with a test CA, the thinking helper (R-PRV-THINK).
+//!
+//! Logic never waits on sleeps: the ledger runs on a manual clock; real, short timeouts are used
+//! only where a real socket must time out; `wait_until` polls an observable condition.
+
+mod support;
+
+use jevgate::clock::ManualClock;
+use jevgate::jev::{
+    CancelToken, EvalAnswer, EvaluateCall, Limits, Question, Questions, ThinkRequest,
+};
+use jevgate::{Config, Error, Gateway, GatewayOptions};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::jev_server::{Behaviour, TestServer};
+
+const SENTINEL: &str = "SENTINEL-7f3a9c";
+
+struct Fixture {
+    gw: Gateway,
+    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Fixture {
+    type Target = Gateway;
+    fn deref(&self) -> &Gateway {
+        &self.gw
+    }
+}
+
+fn open_with(
+    config: serde_json::Value,
+    f: impl FnOnce(GatewayOptions) -> GatewayOptions,
+) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config::from_json_str(&config.to_string()).unwrap();
+    let gw = Gateway::open(f(GatewayOptions::new(dir.path(), config))).unwrap();
+    Fixture { gw, _dir: dir }
+}
+
+fn open(config: serde_json::Value) -> Fixture {
+    open_with(config, |o| o)
+}
+
+/// A unique environment variable holding `key` (tests run in parallel threads).
+fn key_env(name: &str, key: &str) -> String {
+    let var = format!("JEVGATE_TEST_{name}_{}", std::process::id());
+    std::env::set_var(&var, key);
+    var
+}
+
+fn upstream(server: &TestServer, env: &str, extra: serde_json::Value) -> serde_json::Value {
+    let mut jev = json!({
+        "enabled": true, "provider": "upstream", "baseUrl": server.base(),
+        "apiKeyEnv": env, "model": "catalog-prefix/jev-version",
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        jev[k] = v.clone();
+    }
+    json!({"gateway": {"jev": jev}})
+}
+
+fn questions() -> Questions {
+    Questions::new(
+        [
+            Question::noul("greeting", "Is this a greeting?"),
+            Question::choice(
+                "next",
+                "What next?",
+                [("explain", "Compare the options"), ("execute", "Execute")],
+            )
+            .unwrap(),
+            Question::score("clarity", "How clear?", ["Unclear", "Partly", "Clear"]).unwrap(),
+        ],
+        &Limits::default(),
+    )
+    .unwrap()
+}
+
+fn call(agent: &str) -> EvaluateCall {
+    EvaluateCall::new(agent, "Hello", questions())
+}
+
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+// R-JEV-WIRE, R-CFG-PATH: the upstream body, path and bearer; the prefixed catalog model id
+// reaches the upstream unchanged; requestedModel and model are kept apart; billing passes.
+#[test]
+fn r_jev_wire_upstream_body_path_and_prefixed_model_reach_the_server_unchanged() {
+    let server = TestServer::start();
+    let env = key_env("WIRE", "sk-upstream-1");
+    let gw = open(upstream(&server, &env, json!({})));
+    let e = gw
+        .evaluate(&call("assistant").with_request_id("order-42"))
+        .unwrap();
+    assert_eq!(e.request_id, "order-42");
+    assert_eq!(e.requested_model, "catalog-prefix/jev-version");
+    assert_eq!(e.model, "jev-1.13.0");
+    assert_eq!(e.billing.as_ref().unwrap().charged_credits, 0.25);
+    assert!(matches!(e.answer("greeting"), Some(EvalAnswer::Noul { noul }) if *noul == 0.5));
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "/v1/jev/evaluate");
+    assert_eq!(
+        seen[0].authorization.as_deref(),
+        Some("Bearer sk-upstream-1")
+    );
+    let body = seen[0].body.as_object().unwrap();
+    let keys: Vec<&str> = body.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["model", "questions", "request_id", "state"]); // sorted by serde_json
+    assert_eq!(body["model"], "catalog-prefix/jev-version");
+    assert_eq!(body["state"], "Hello");
+    // caller-scoped and hashed: not the caller's raw id
+    let wire_id = body["request_id"].as_str().unwrap();
+    assert!(wire_id.starts_with("jev-") && !wire_id.contains("order-42"));
+    // the JSON shape of the seed's gateway response
+    let v: serde_json::Value = serde_json::from_str(&e.to_json()).unwrap();
+    assert_eq!(v["requestedModel"], "catalog-prefix/jev-version");
+    assert_eq!(v["answers"]["next"]["choice"], "execute"); // the server picks the first key in sorted order
+    assert_eq!(v["usage"]["input_tokens"], 120);
+}
+
+// R-JEV-WIRE: a direct TypeSafe request holds only model, state and questions, at /v1/systemone.
+#[test]
+fn r_jev_wire_typesafe_body_is_model_state_questions_only() {
+    let server = TestServer::start();
+    let env = key_env("TS", "ts-key");
+    let gw = open(
+        json!({"gateway": {"jev": {"enabled": true, "provider": "typesafe",
+        "baseUrl": server.base(), "apiKeyEnv": env, "model": "jev-1.13.0"}}}),
+    );
+    gw.evaluate(&call("a").with_request_id("r1")).unwrap();
+    let seen = server.seen();
+    assert_eq!(seen[0].path, "/v1/systemone");
+    let keys: Vec<&str> = seen[0]
+        .body
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["model", "questions", "state"]); // sorted by serde_json
+}
+
+// R-CFG-PATH: a leading deployment path is kept.
+#[test]
+fn r_cfg_path_deployment_prefix_is_kept() {
+    let server = TestServer::start();
+    let env = key_env("PATH", "k");
+    let mut cfg = upstream(&server, &env, json!({}));
+    cfg["gateway"]["jev"]["baseUrl"] = json!(format!("{}/deploy", server.base()));
+    let gw = open(cfg);
+    gw.evaluate(&call("a")).unwrap();
+    assert_eq!(server.seen()[0].path, "/deploy/v1/jev/evaluate");
+}
+
+// R-JEV-ERRMAP: every documented status; Retry-After kept as a typed field; provider error
+// bodies never surface.
+#[test]
+fn r_jev_errmap_statuses_map_and_retry_after_is_kept() {
+    let server = TestServer::start();
+    let env = key_env("ERR", "k");
+    let gw = open(upstream(&server, &env, json!({})));
+    let body = format!("{{\"error\": \"{SENTINEL} echo of state\"}}");
+    type Headers = Vec<(String, String)>;
+    let cases: Vec<(u16, Headers, &str)> = vec![
+        (400, vec![], "JEV_INVALID_REQUEST"),
+        (401, vec![], "JEV_AUTHENTICATION_FAILED"),
+        (402, vec![], "JEV_QUOTA_EXCEEDED"),
+        (403, vec![], "JEV_ACCESS_DENIED"),
+        (404, vec![], "JEV_UNSUPPORTED_MODEL"),
+        (409, vec![], "JEV_REQUEST_CONFLICT"),
+        (
+            429,
+            vec![
+                ("Retry-After".into(), "7".into()),
+                ("X-RateLimit-Reset".into(), "30".into()),
+            ],
+            "JEV_RATE_LIMITED",
+        ),
+        (500, vec![], "JEV_PROVIDER_FAILURE"),
+        (503, vec![], "JEV_PROVIDER_FAILURE"),
+    ];
+    for (status, headers, code) in cases {
+        server.script([Behaviour::Status(status, headers, body.clone())]);
+        let err = gw.evaluate(&call("a")).unwrap_err();
+        assert_eq!(err.code(), code, "HTTP {status}");
+        assert!(!err.to_string().contains(SENTINEL));
+        assert!(!format!("{err:?}").contains(SENTINEL));
+        if status == 429 {
+            assert_eq!(err.retry_after(), Some(Duration::from_secs(7)));
+            assert!(err.retry_info().unwrap().reset_at.is_some());
+        }
+    }
+    assert_eq!(server.hits(), 9, "no retries");
+}
+
+// R-JEV-ERRMAP: a bad body is JEV_MALFORMED_RESPONSE; a chat completion is not an evaluation.
+#[test]
+fn r_jev_errmap_malformed_and_chat_completion_bodies_are_malformed_responses() {
+    let server = TestServer::start();
+    let env = key_env("MAL", "k");
+    let gw = open(upstream(&server, &env, json!({})));
+    server.script([Behaviour::Malformed]);
+    let err = gw.evaluate(&call("a")).unwrap_err();
+    assert_eq!(err.code(), "JEV_MALFORMED_RESPONSE");
+    assert_eq!(err.validation_reason(), Some("MALFORMED_JSON"));
+    server.script([Behaviour::ChatCompletion]);
+    let err = gw.evaluate(&call("a")).unwrap_err();
+    assert_eq!(err.code(), "JEV_MALFORMED_RESPONSE");
+    assert_eq!(err.validation_reason(), Some("MISSING_FIELD"));
+    // an answer set that fails validation (chosen option not the maximum)
+    server.script([Behaviour::Raw(
+        json!({"model": "m", "usage": {"input_tokens": 1, "output_tokens": 1}, "answers": {
+            "greeting": {"type": "noul", "noul": 0.5},
+            "next": {"type": "choice", "choice": "execute",
+                     "probabilities": {"explain": 0.9, "execute": 0.1}, "confidence": 0.9},
+            "clarity": {"type": "score", "score": 0.0, "levels": [1.0, 0.0, 0.0],
+                        "legend": ["a", "b", "c"], "confidence": 0.8}}})
+        .to_string(),
+    )]);
+    let err = gw.evaluate(&call("a")).unwrap_err();
+    assert_eq!(err.validation_reason(), Some("CHOICE_NOT_MAX"));
+}
+
+// R-CFG-URL, R-JEV-ERRMAP: a redirect is never followed.
+#[test]
+fn r_cfg_url_redirect_is_not_followed() {
+    let server = TestServer::start();
+    let env = key_env("REDIR", "k");
+    let gw = open(upstream(&server, &env, json!({})));
+    server.script([Behaviour::Redirect]);
+    let err = gw.evaluate(&call("a")).unwrap_err();
+    assert_eq!(err.code(), "JEV_PROVIDER_FAILURE");
+    assert!(err.to_string().contains("redirect"), "{err}");
+    assert_eq!(server.hits(), 1, "the redirect target was requested");
+}
+
+// R-JEV-LIMIT: 4 in flight, 16 queued, the next one rejected at once with JEV_QUEUE_FULL;
+// the provider never sees more than 4 at a time.
+#[test]
+fn r_jev_limit_four_active_sixteen_queued_seventeenth_rejected() {
+    let server = TestServer::start();
+    server.set_default(Behaviour::Gate);
+    let env = key_env("LIMIT", "k");
+    let gw = Arc::new(open(upstream(&server, &env, json!({"timeoutMs": 60000}))));
+    let threads: Vec<_> = (0..20)
+        .map(|_| {
+            let gw = Arc::clone(&gw);
+            std::thread::spawn(move || gw.evaluate(&call("a")))
+        })
+        .collect();
+    wait_until("4 in flight and 16 waiting", || gw.jev_load() == (4, 16));
+    wait_until("4 at the server", || server.hits() == 4);
+    let started = Instant::now();
+    let err = gw.evaluate(&call("a")).unwrap_err();
+    assert_eq!(err.code(), "JEV_QUEUE_FULL");
+    assert_eq!(err.http_status(), 429);
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "rejected immediately"
+    );
+    server.open_gate();
+    for t in threads {
+        t.join().unwrap().unwrap();
+    }
+    assert_eq!(server.hits(), 20);
+    assert!(server.max_in_handler() <= 4);
+    let page = gw.usage("a", 100, 0).unwrap();
+    assert_eq!(page.total, 21);
+    assert_eq!(
+        page.records
+            .iter()
+            .filter(|r| r.outcome == "JEV_QUEUE_FULL")
+            .count(),
+        1
+    );
+}
+
+// R-JEV-LIMIT: one deadline covers the queue wait; a queued call times out without being sent.
+#[test]
+fn r_jev_limit_deadline_includes_queue_wait() {
+    let server = TestServer::start();
+    server.set_default(Behaviour::Gate);
+    let env = key_env("QWAIT", "k");
+    let gw = Arc::new(open(upstream(
+        &server,
+        &env,
+        json!({"timeoutMs": 300, "maxConcurrentRequests": 1}),
+    )));
+    let g2 = Arc::clone(&gw);
+    let first = std::thread::spawn(move || g2.evaluate(&call("a")));
+    wait_until("the first at the server", || server.hits() == 1);
+    let started = Instant::now();
+    let err = gw.evaluate(&call("a")).unwrap_err();
+    let waited = started.elapsed();
+    assert_eq!(err.code(), "JEV_TIMEOUT");
+    assert!(waited >= Duration::from_millis(250), "{waited:?}");
+    assert!(waited < Duration::from_secs(3), "{waited:?}");
+    assert_eq!(server.hits(), 1, "the queued call was never sent");
+    assert_eq!(first.join().unwrap().unwrap_err().code(), "JEV_TIMEOUT");
+    server.open_gate();
+}
+
+// R-JEV-LIMIT: cancel from another thread, while in flight and while queued.
+#[test]
+fn r_jev_limit_cancel_from_another_thread() {
+    let server = TestServer::start();
+    server.set_default(Behaviour::Gate);
+    let env = key_env("CANCEL", "k");
+    let gw = Arc::new(open(upstream(
+        &server,
+        &env,
+        json!({"timeoutMs": 60000, "maxConcurrentRequests": 1}),
+    )));
+    let (t1, t2) = (CancelToken::new(), CancelToken::new());
+    let (g1, c1) = (Arc::clone(&gw), t1.clone());
+    let in_flight = std::thread::spawn(move || g1.evaluate_with_cancel(&call("a"), &c1));
+    wait_until("in flight", || server.hits() == 1);
+    let (g2, c2) = (Arc::clone(&gw), t2.clone());
+    let queued = std::thread::spawn(move || g2.evaluate_with_cancel(&call("a"), &c2));
+    wait_until("queued", || gw.jev_load().1 == 1);
+    let started = Instant::now();
+    t2.cancel();
+    assert_eq!(queued.join().unwrap().unwrap_err().code(), "JEV_CANCELLED");
+    t1.cancel();
+    assert_eq!(
+        in_flight.join().unwrap().unwrap_err().code(),
+        "JEV_CANCELLED"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(server.hits(), 1);
+    // the cancelled in-flight request keeps its slot until its I/O ends
+    assert_eq!(gw.jev_load().0, 1);
+    server.open_gate();
+    wait_until("slot released", || gw.jev_load() == (0, 0));
+}
+
+// R-JEV-LIMIT, R-JEV-ERRMAP: a provider slower than the deadline is JEV_TIMEOUT, and nothing
+// is retried; a slow body counts against the same deadline.
+#[test]
+fn r_jev_limit_timeout_is_not_retried_and_slow_body_times_out() {
+    let server = TestServer::start();
+    let env = key_env("SLOW", "k");
+    let gw = open(upstream(&server, &env, json!({"timeoutMs": 200})));
+    server.script([Behaviour::Delay(Duration::from_millis(600))]);
+    let err = gw.evaluate(&call("a")).unwrap_err();
+    assert_eq!(err.code(), "JEV_TIMEOUT");
+    wait_until("the delayed response written", || server.finished() == 1);
+    assert_eq!(server.hits(), 1, "no retry after a timeout");
+    server.script([Behaviour::SlowBody(Duration::from_millis(5))]);
+    let started = Instant::now();
+    let err = gw.evaluate(&call("a")).unwrap_err();
+    assert_eq!(err.code(), "JEV_TIMEOUT");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(server.hits(), 2);
+}
+
+// R-CFG-KEYFILE: the key file is read for each request; rotation needs no restart.
+#[test]
+fn r_cfg_keyfile_rotation_between_two_requests() {
+    let server = TestServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("jev.key");
+    std::fs::write(&key, "first-key\n").unwrap();
+    let gw = open(
+        json!({"gateway": {"jev": {"enabled": true, "provider": "upstream",
+        "baseUrl": server.base(), "apiKeyFile": key.to_str().unwrap(), "model": "m"}}}),
+    );
+    gw.evaluate(&call("a")).unwrap();
+    std::fs::write(&key, "second-key\n").unwrap();
+    gw.evaluate(&call("a")).unwrap();
+    let auth: Vec<_> = server
+        .seen()
+        .into_iter()
+        .map(|s| s.authorization.unwrap())
+        .collect();
+    assert_eq!(auth, ["Bearer first-key", "Bearer second-key"]);
+    std::fs::write(&key, "").unwrap();
+    let err = gw
+        .evaluate(&call("a").with_request_id("after-empty"))
+        .unwrap_err();
+    assert_eq!(err.code(), "JEV_MISSING_CREDENTIALS");
+    assert_eq!(server.hits(), 2);
+    // nothing was sent: the id may be used again
+    std::fs::write(&key, "third-key").unwrap();
+    gw.evaluate(&call("a").with_request_id("after-empty"))
+        .unwrap();
+}
+
+// R-JEV-ACCESS, R-CFG-RELOAD: revocation between dispatch and return discards the answer; the
+// in-flight request keeps its generation's model.
+#[test]
+fn r_jev_access_revocation_in_flight_discards_the_answer() {
+    let server = TestServer::start();
+    server.set_default(Behaviour::Gate);
+    let env = key_env("REVOKE", "k");
+    let cfg = upstream(&server, &env, json!({"timeoutMs": 60000}));
+    let gw = Arc::new(open(cfg.clone()));
+    let g = Arc::clone(&gw);
+    let pending = std::thread::spawn(move || g.evaluate(&call("assistant")));
+    wait_until("in flight", || server.hits() == 1);
+    let mut revoked = cfg.clone();
+    revoked["gateway"]["jev"]["allowedAgentIds"] = json!(["someone-else"]);
+    revoked["gateway"]["jev"]["model"] = json!("other/model");
+    gw.reload(Config::from_json_str(&revoked.to_string()).unwrap())
+        .unwrap();
+    server.open_gate();
+    let err = pending.join().unwrap().unwrap_err();
+    assert_eq!(err.code(), "JEV_ACCESS_DENIED");
+    assert_eq!(server.seen()[0].body["model"], "catalog-prefix/jev-version");
+    let rec = &gw.usage("assistant", 1, 0).unwrap().records[0];
+    assert_eq!(rec.outcome, "JEV_ACCESS_DENIED");
+    assert_eq!(rec.generation, 1);
+    // and before dispatch: denied without I/O
+    let err = gw.evaluate(&call("assistant")).unwrap_err();
+    assert_eq!(err.code(), "JEV_ACCESS_DENIED");
+    assert_eq!(server.hits(), 1);
+}
+
+// R-JEV-ACCESS: enablement, allowlist and per-agent narrowing are checked before any I/O.
+#[test]
+fn r_jev_access_checks_enabled_allowlist_and_agent_flag() {
+    let gw = open(
+        json!({"gateway": {"jev": {"enabled": true, "provider": "local",
+        "allowedAgentIds": ["assistant", "intern"]}},
+        "agents": [{"id": "intern", "jev": {"enabled": false}}]}),
+    );
+    assert!(gw.evaluate(&call("assistant")).is_ok());
+    for agent in ["intern", "stranger"] {
+        assert_eq!(
+            gw.evaluate(&call(agent)).unwrap_err().code(),
+            "JEV_ACCESS_DENIED"
+        );
+    }
+    let off = open(json!({}));
+    assert_eq!(
+        off.evaluate(&call("a")).unwrap_err().code(),
+        "JEV_ACCESS_DENIED"
+    );
+}
+
+// R-JEV-LEDGER: reuse in the same caller scope conflicts (never a cached answer); another
+// caller's scope is independent; ids expire after five minutes on the gateway clock.
+#[test]
+fn r_jev_ledger_conflict_scope_and_expiry_with_the_manual_clock() {
+    let clock = Arc::new(ManualClock::new());
+    let gw = open_with(
+        json!({"gateway": {"jev": {"enabled": true, "provider": "local"}}}),
+        |o| o.with_clock(clock.clone()),
+    );
+    gw.evaluate(&call("a").with_request_id("r1")).unwrap();
+    let err = gw.evaluate(&call("a").with_request_id("r1")).unwrap_err();
+    assert_eq!(err.code(), "JEV_REQUEST_CONFLICT");
+    assert_eq!(err.http_status(), 409);
+    gw.evaluate(&call("b").with_request_id("r1")).unwrap();
+    clock.advance(Duration::from_secs(299));
+    assert_eq!(
+        gw.evaluate(&call("a").with_request_id("r1"))
+            .unwrap_err()
+            .code(),
+        "JEV_REQUEST_CONFLICT"
+    );
+    clock.advance(Duration::from_secs(1));
+    gw.evaluate(&call("a").with_request_id("r1")).unwrap();
+}
+
+// R-JEV-LEDGER: 1024 ids per caller and 4096 in total; new ids are rejected, live ones kept.
+#[test]
+fn r_jev_ledger_per_caller_1024_and_total_4096_caps() {
+    let clock = Arc::new(ManualClock::new());
+    let gw = open_with(
+        json!({"gateway": {"jev": {"enabled": true, "provider": "local"}}}),
+        |o| o.with_clock(clock.clone()),
+    );
+    let q = Questions::new([Question::noul("g", "?")], &Limits::default()).unwrap();
+    let one = |agent: &str, id: String| {
+        gw.evaluate(&EvaluateCall::new(agent, "s", q.clone()).with_request_id(id))
+    };
+    for i in 0..1024 {
+        one("a", format!("r{i}")).unwrap();
+    }
+    let err = one("a", "r1024".into()).unwrap_err();
+    assert_eq!(err.code(), "JEV_RATE_LIMITED");
+    assert_eq!(err.retry_after(), Some(Duration::from_secs(300)));
+    clock.advance(Duration::from_secs(10));
+    for agent in ["b", "c", "d"] {
+        for i in 0..1024 {
+            one(agent, format!("r{i}")).unwrap();
+        }
+    }
+    let err = one("e", "x".into()).unwrap_err();
+    assert_eq!(err.code(), "JEV_RATE_LIMITED");
+    assert_eq!(err.retry_after(), Some(Duration::from_secs(290)));
+    // live ids were not evicted
+    assert_eq!(
+        one("a", "r0".into()).unwrap_err().code(),
+        "JEV_REQUEST_CONFLICT"
+    );
+    // calls without a requestId do not enter the ledger
+    gw.evaluate(&EvaluateCall::new("e", "s", q.clone()))
+        .unwrap();
+    clock.advance(Duration::from_secs(290));
+    one("e", "x".into()).unwrap();
+}
+
+// R-JEV-USAGE, R-LOG: usage records never contain a sentinel placed in state, questions, the
+// key, or a provider error body — neither in the API nor anywhere in the store's files.
+#[test]
+fn r_jev_usage_records_never_contain_sentinels() {
+    let server = TestServer::start();
+    let env = key_env("SENT", &format!("key-{SENTINEL}"));
+    let gw = open(upstream(&server, &env, json!({})));
+    let q = Questions::new(
+        [
+            Question::noul(format!("k-{SENTINEL}"), format!("instr {SENTINEL}")),
+            Question::choice("c", SENTINEL, [(format!("o-{SENTINEL}"), SENTINEL)]).unwrap(),
+        ],
+        &Limits::default(),
+    )
+    .unwrap();
+    let mk = || {
+        EvaluateCall::new("agent", format!("state {SENTINEL}"), q.clone())
+            .with_session_id("s1")
+            .with_task_id("t1")
+    };
+    gw.evaluate(&mk().with_request_id(format!("id-{SENTINEL}")))
+        .unwrap();
+    server.script([Behaviour::Status(500, vec![], format!("boom {SENTINEL}"))]);
+    let err = gw.evaluate(&mk()).unwrap_err();
+    assert!(!err.to_string().contains(SENTINEL));
+    server.script([Behaviour::Malformed]);
+    gw.evaluate(&mk()).unwrap_err();
+    let page = gw.usage("agent", 100, 0).unwrap();
+    assert_eq!(page.total, 3);
+    let text = serde_json::to_string(&page).unwrap();
+    assert!(!text.contains(SENTINEL), "{text}");
+    assert_eq!(page.records[0].outcome, "JEV_MALFORMED_RESPONSE");
+    assert_eq!(
+        page.records[0].validation_reason.as_deref(),
+        Some("MALFORMED_JSON")
+    );
+    assert_eq!(page.records[1].outcome, "JEV_PROVIDER_FAILURE");
+    let ok = &page.records[2];
+    assert_eq!(ok.outcome, "OK");
+    assert_eq!(ok.session_id.as_deref(), Some("s1"));
+    assert_eq!(
+        ok.requested_model.as_deref(),
+        Some("catalog-prefix/jev-version")
+    );
+    assert_eq!(ok.model.as_deref(), Some("jev-1.13.0"));
+    assert_eq!(ok.usage.unwrap().input_tokens, 120);
+    assert_eq!(ok.request_id_hash.as_ref().unwrap().len(), 32);
+    let dir = gw.store().path().parent().unwrap().to_path_buf();
+    gw.close();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        assert!(
+            !bytes
+                .windows(SENTINEL.len())
+                .any(|w| w == SENTINEL.as_bytes()),
+            "sentinel found in the store files"
+        );
+    }
+}
+
+// R-JEV-USAGE: paging bounds, newest first, total per agent, newest 10,000 kept.
+#[test]
+fn r_jev_usage_paging_bounds_and_retention() {
+    let gw = open(json!({"gateway": {"jev": {"enabled": true, "provider": "local"}}}));
+    assert_eq!(gw.usage("nobody", 50, 0).unwrap().total, 0);
+    assert!(gw.usage("nobody", 50, 0).unwrap().records.is_empty());
+    for bad in [0, 101] {
+        assert_eq!(
+            gw.usage("a", bad, 0).unwrap_err().code(),
+            "INVALID_ARGUMENT"
+        );
+    }
+    let q = Questions::new([Question::noul("g", "?")], &Limits::default()).unwrap();
+    for i in 0..10_005 {
+        let agent = if i < 5 { "old" } else { "a" };
+        gw.evaluate(&EvaluateCall::new(agent, "s", q.clone()).with_task_id(format!("t{i}")))
+            .unwrap();
+    }
+    assert_eq!(gw.usage("old", 10, 0).unwrap().total, 0, "oldest trimmed");
+    let page = gw.usage("a", 3, 1).unwrap();
+    assert_eq!(page.total, 10_000);
+    let tasks: Vec<_> = page
+        .records
+        .iter()
+        .map(|r| r.task_id.clone().unwrap())
+        .collect();
+    assert_eq!(tasks, ["t10003", "t10002", "t10001"]);
+}
+
+// R-JEV-REQ: size and question limits from the captured configuration, before any I/O.
+#[test]
+fn r_jev_req_size_and_question_limits_apply_before_io() {
+    let server = TestServer::start();
+    let env = key_env("REQ", "k");
+    let gw = open(upstream(
+        &server,
+        &env,
+        json!({"maxInputBytes": 200, "maxQuestions": 2}),
+    ));
+    let err = gw
+        .evaluate(&EvaluateCall::new("a", "x".repeat(300), questions()))
+        .unwrap_err();
+    assert_eq!(err.code(), "JEV_INVALID_REQUEST");
+    let err = gw
+        .evaluate_json(
+            r#"{"agentId":"a","state":"s","requestId":"has space","questions":{"g":{"type":"noul"}}}"#,
+            None,
+        )
+        .unwrap_err();
+    assert_eq!(err.path(), Some("requestId"));
+    assert_eq!(server.hits(), 0);
+}
+
+// R-JEV-LIMIT: maxQueueSize 0 rejects at once when the slot is busy.
+#[test]
+fn r_jev_limit_zero_queue_rejects_immediately() {
+    let server = TestServer::start();
+    server.set_default(Behaviour::Gate);
+    let env = key_env("Q0", "k");
+    let gw = Arc::new(open(upstream(
+        &server,
+        &env,
+        json!({"maxConcurrentRequests": 1, "maxQueueSize": 0, "timeoutMs": 60000}),
+    )));
+    let g = Arc::clone(&gw);
+    let t = std::thread::spawn(move || g.evaluate(&call("a").with_request_id("busy")));
+    wait_until("in flight", || server.hits() == 1);
+    let err = gw
+        .evaluate(&call("a").with_request_id("second"))
+        .unwrap_err();
+    assert_eq!(err.code(), "JEV_QUEUE_FULL");
+    server.open_gate();
+    t.join().unwrap().unwrap();
+    // the rejected id was never sent, so it is free again
+    gw.evaluate(&call("a").with_request_id("second")).unwrap();
+}
+
+// R-PRV callback: the host's function receives the upstream-shaped request and its answer goes
+// through the validator.
+#[test]
+fn r_prv_callback_goes_through_the_validator() {
+    let gw = open(json!({"gateway": {"jev": {"enabled": true, "provider": "callback"}}}));
+    assert_eq!(
+        gw.evaluate(&call("a")).unwrap_err().code(),
+        "JEV_INVALID_CONFIGURATION"
+    );
+    let got = Arc::new(parking_lot::Mutex::new(None));
+    let g2 = Arc::clone(&got);
+    gw.set_jev_callback(Some(Arc::new(move |req: &[u8]| {
+        let v: serde_json::Value = serde_json::from_slice(req).unwrap();
+        *g2.lock() = Some(v.clone());
+        let body = json!({"model": "host-model", "answers": support::jev_server::answers_for(&v),
+                          "usage": {"input_tokens": 1, "output_tokens": 2}});
+        Ok(body.to_string().into_bytes())
+    })));
+    let e = gw.evaluate(&call("a")).unwrap();
+    assert_eq!(e.model, "host-model");
+    let req = got.lock().clone().unwrap();
+    assert_eq!(req["state"], "Hello");
+    assert!(req["request_id"].is_string());
+    gw.set_jev_callback(Some(Arc::new(|_req: &[u8]| {
+        Ok(br#"{"model":"m","answers":{},"usage":{"input_tokens":1,"output_tokens":1}}"#.to_vec())
+    })));
+    let err = gw.evaluate(&call("a")).unwrap_err();
+    assert_eq!(err.validation_reason(), Some("MISSING_ANSWER"));
+    gw.set_jev_callback(Some(Arc::new(|_req: &[u8]| {
+        Err(Error::ProviderFailure {
+            reason: "host model down".into(),
+        })
+    })));
+    assert_eq!(
+        gw.evaluate(&call("a")).unwrap_err().code(),
+        "JEV_PROVIDER_FAILURE"
+    );
+}
+
+// SPEC §3.4 local: deterministic, Thai-aware, always valid.
+#[test]
+fn r_prv_local_is_deterministic_and_thai_aware() {
+    let gw = open(json!({"gateway": {"jev": {"enabled": true, "provider": "local"}}}));
+    let q = Questions::new(
+        [Question::choice(
+            "next",
+            "ขั้นตอนถัดไป",
+            [("pay", "ชำระเงินด้วยบัตร"), ("search", "ค้นหาเที่ยวบินไปโอซาก้า")],
+        )
+        .unwrap()],
+        &Limits::default(),
+    )
+    .unwrap();
+    let c = EvaluateCall::new("a", "ค้นหาเที่ยวบิน เชียงใหม่ โอซาก้า", q);
+    let a = gw.evaluate(&c).unwrap();
+    let b = gw.evaluate(&c).unwrap();
+    assert_eq!(a.answers, b.answers);
+    assert!(
+        matches!(a.answer("next"), Some(EvalAnswer::Choice { choice, .. }) if choice == "search")
+    );
+    assert_eq!(a.model, "local-heuristic-1");
+}
+
+// TLS with a test CA: trusted with the CA, refused without it.
+#[test]
+fn tls_with_a_test_ca() {
+    let server = TestServer::start_tls();
+    let env = key_env("TLS", "k");
+    let ca = server.ca_der.clone().unwrap();
+    let gw = open_with(upstream(&server, &env, json!({})), |o| {
+        o.with_jev_root_certificates(vec![ca])
+    });
+    gw.evaluate(&call("a")).unwrap();
+    let untrusting = open(upstream(&server, &env, json!({})));
+    let err = untrusting.evaluate(&call("a")).unwrap_err();
+    assert_eq!(err.code(), "JEV_PROVIDER_FAILURE");
+    assert!(err.to_string().contains("TLS"), "{err}");
+}
+
+// R-PRV-THINK: both wire formats, only {text}, failures never become text.
+#[test]
+fn r_prv_think_wire_formats_and_failures() {
+    let server = TestServer::start();
+    let env = key_env("THINK", "think-key");
+    let thinking = |api: &str| {
+        json!({"gateway": {"jev": {"enabled": true, "provider": "local",
+            "thinking": {"baseUrl": format!("{}/v1", server.base()), "model": "small",
+                         "apiKeyEnv": env, "api": api}}}})
+    };
+    let req = ThinkRequest {
+        agent_id: "a".into(),
+        instructions: "Fill the origin field".into(),
+        input: "เลือกต้นทางเป็นเชียงใหม่".into(),
+        timeout_ms: None,
+    };
+    let gw = open(thinking("openai-chat"));
+    server.script([Behaviour::Think(r#"{"text":"เชียงใหม่"}"#.into())]);
+    assert_eq!(gw.think(&req).unwrap().text.as_deref(), Some("เชียงใหม่"));
+    let seen = server.seen().pop().unwrap();
+    assert_eq!(seen.path, "/v1/chat/completions");
+    assert_eq!(seen.authorization.as_deref(), Some("Bearer think-key"));
+    assert_eq!(seen.body["max_tokens"], 4096);
+    server.script([Behaviour::Think(r#"{"text":null}"#.into())]);
+    assert_eq!(gw.think(&req).unwrap().text, None);
+    server.script([Behaviour::Think("Chiang Mai".into())]);
+    assert_eq!(gw.think(&req).unwrap_err().code(), "JEV_MALFORMED_RESPONSE");
+    server.script([Behaviour::Status(500, vec![], "oops".into())]);
+    assert_eq!(gw.think(&req).unwrap_err().code(), "JEV_PROVIDER_FAILURE");
+    let gw = open(thinking("anthropic-messages"));
+    server.script([Behaviour::Think(r#"{"text":"x"}"#.into())]);
+    assert_eq!(gw.think(&req).unwrap().text.as_deref(), Some("x"));
+    let seen = server.seen().pop().unwrap();
+    assert_eq!(seen.path, "/v1/messages");
+    assert_eq!(seen.x_api_key.as_deref(), Some("think-key"));
+    assert_eq!(seen.authorization, None);
+}
+
+// The JSON surface used by C, Python and the CLI.
+#[test]
+fn evaluate_json_round_trip() {
+    let gw = open(json!({"gateway": {"jev": {"enabled": true, "provider": "local"}}}));
+    let out = gw
+        .evaluate_json(
+            r#"{"agentId":"a","sessionId":"s","requestId":"r-1","state":"Hello",
+                "questions":{"greeting":{"type":"noul","instructions":"Is this a greeting?"}}}"#,
+            None,
+        )
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["requestId"], "r-1");
+    assert_eq!(v["answers"]["greeting"]["type"], "noul");
+    let err = gw
+        .evaluate_json(
+            r#"{"agentId":"a","state":"s","questions":{},"extra":1}"#,
+            None,
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), "JEV_INVALID_REQUEST");
+}
+
+// Closing joins the client's threads and refuses further evaluations.
+#[test]
+fn close_joins_and_refuses() {
+    let gw = open(json!({"gateway": {"jev": {"enabled": true, "provider": "local"}}}));
+    gw.evaluate(&call("a")).unwrap();
+    gw.close();
+    assert_eq!(
+        gw.evaluate(&call("a")).unwrap_err().code(),
+        "GATEWAY_CLOSED"
+    );
+}
