@@ -62,3 +62,72 @@ pub fn answer_schema<'py>(
     let schema = jevgate::jev::answer_schema_json(&q).py_err()?;
     json_to_py(py, &schema)
 }
+
+/// A cancel handle for an evaluation, usable from another thread.
+#[pyclass(module = "jevgate", name = "CancelToken", frozen)]
+pub struct PyCancelToken {
+    pub token: jevgate::jev::CancelToken,
+}
+
+#[pymethods]
+impl PyCancelToken {
+    #[new]
+    fn new() -> Self {
+        PyCancelToken {
+            token: jevgate::jev::CancelToken::new(),
+        }
+    }
+
+    /// Cancels the evaluation using this token (`JEV_CANCELLED`).
+    fn cancel(&self) {
+        self.token.cancel();
+    }
+}
+
+pub fn evaluate<'py>(
+    py: Python<'py>,
+    gw: &jevgate::Gateway,
+    call: &Bound<'py, PyAny>,
+    cancel: Option<&Bound<'py, PyCancelToken>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let text = String::from_utf8(json_bytes(call, "call")?)
+        .map_err(|_| pyo3::exceptions::PyValueError::new_err("call must be UTF-8 JSON"))?;
+    let token = cancel.map(|c| c.get().token.clone());
+    let out = py
+        .detach(|| gw.evaluate_json(&text, token.as_ref()))
+        .py_err()?;
+    json_to_py(py, &out)
+}
+
+pub fn usage<'py>(
+    py: Python<'py>,
+    gw: &jevgate::Gateway,
+    agent_id: String,
+    limit: u32,
+    offset: u64,
+) -> PyResult<Bound<'py, PyAny>> {
+    let page = py.detach(|| gw.usage(&agent_id, limit, offset)).py_err()?;
+    let json = serde_json::to_string(&page)
+        .map_err(|_| pyo3::exceptions::PyValueError::new_err("encoding"))?;
+    json_to_py(py, &json)
+}
+
+/// Wraps a Python callable as the `callback` provider: it receives the request as a dict and
+/// returns the response (dict, str or bytes). Called with the GIL taken, on whatever thread
+/// runs the evaluation; an exception becomes `JEV_PROVIDER_FAILURE` (its text is not kept).
+pub fn callback(callable: Py<PyAny>) -> jevgate::jev::JevCallback {
+    std::sync::Arc::new(move |request: &[u8]| {
+        Python::attach(|py| {
+            let fail = |what: &str| jevgate::Error::ProviderFailure {
+                reason: format!("the Python callback {what}"),
+            };
+            let text = std::str::from_utf8(request).map_err(|_| fail("got a non-UTF-8 request"))?;
+            let arg = json_to_py(py, text).map_err(|_| fail("got an unreadable request"))?;
+            let out = callable
+                .bind(py)
+                .call1((arg,))
+                .map_err(|_| fail("raised an exception"))?;
+            json_bytes(&out, "response").map_err(|_| fail("returned something that is not JSON"))
+        })
+    })
+}

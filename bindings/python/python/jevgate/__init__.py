@@ -27,6 +27,7 @@ from jevgate._errors import (
 )
 from jevgate._jevgate import (
     BrowserCall,
+    CancelToken,
     ChannelHandle,
     Gateway,
     Leases,
@@ -45,6 +46,7 @@ from jevgate._jevgate import (
 __all__ = [
     "AccessDeniedError",
     "BrowserCall",
+    "CancelToken",
     "ChannelHandle",
     "ArgumentError",
     "ConfigError",

@@ -2,7 +2,7 @@
 
 import os
 from types import TracebackType
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, Union, final
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type, Union, final
 
 __version__: str
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "BrowserCall",
     "tool_definitions",
     "ChannelHandle",
+    "CancelToken",
 ]
 
 
@@ -34,6 +35,13 @@ def answer_schema(questions: Union[str, bytes, bytearray, Mapping[str, Any]]) ->
 
 def tool_definitions(format: str = "mcp") -> List[Dict[str, Any]]:
     """The nine browser tools as JSON Schema, in MCP ("mcp") or function-calling ("openai") form."""
+
+@final
+class CancelToken:
+    """Cancels an evaluation from another thread (JEV_CANCELLED)."""
+
+    def __new__(cls) -> "CancelToken": ...
+    def cancel(self) -> None: ...
 
 @final
 class ChannelHandle:
@@ -147,6 +155,12 @@ class Gateway:
     ) -> Dict[str, Any]:
         """{"success": True, "result": ...} or {"success": False, "errorCode": ..., "message": ...}."""
     def artifact(self, root_session: str, artifact_id: str) -> Tuple[str, bytes]: ...
+    def evaluate(
+        self, call: Union[str, bytes, bytearray, Mapping[str, Any]], *, cancel: Optional[CancelToken] = None
+    ) -> Dict[str, Any]:
+        """One Jev evaluation: {"requestId", "requestedModel", "model", "answers", "usage", "billing"?}."""
+    def usage(self, agent_id: str, limit: int = ..., offset: int = ...) -> Dict[str, Any]: ...
+    def set_jev_callback(self, callback: Optional[Callable[[Dict[str, Any]], Any]]) -> None: ...
     @property
     def generation(self) -> int:
         """The live configuration generation (1 after open, +1 per successful reload)."""

@@ -1,0 +1,111 @@
+"""gw.evaluate and gw.usage (SPEC §3.3–3.4, R-JEV-*): the local heuristic provider, a Python
+callable as the callback provider (through the validator), access checks, usage privacy."""
+
+import threading
+
+import pytest
+
+import jevgate
+
+QUESTIONS = {
+    "greeting": {"type": "noul", "instructions": "Is this a greeting?"},
+    "next": {"type": "choice", "instructions": "Next step?", "criteria": {"explain": "Compare the options", "execute": "Execute the choice"}},
+}
+
+
+def config(provider, **jev):
+    return {"gateway": {"jev": {"enabled": True, "provider": provider, "allowedAgentIds": ["assistant"], **jev}}}
+
+
+def test_local_provider_evaluates_offline_and_records_usage(tmp_path):
+    with jevgate.Gateway(tmp_path, config("local")) as gw:
+        e = gw.evaluate({"agentId": "assistant", "state": "Hello there! Please compare the options.", "questions": QUESTIONS})
+        assert set(e["answers"]) == {"greeting", "next"}
+        assert e["answers"]["next"]["choice"] in {"explain", "execute"}
+        page = gw.usage("assistant", 10, 0)
+        assert page["total"] == 1 and len(page["records"]) == 1
+        assert "Hello there" not in repr(page)
+
+
+def test_access_is_checked(tmp_path):
+    with jevgate.Gateway(tmp_path, config("local")) as gw:
+        with pytest.raises(jevgate.JevError) as info:
+            gw.evaluate({"agentId": "intruder", "state": "x", "questions": QUESTIONS})
+        assert info.value.code == "JEV_ACCESS_DENIED" and info.value.http_status == 403
+
+
+def test_a_python_callable_is_the_provider_and_its_answer_is_validated(tmp_path):
+    seen = []
+
+    def model(request):
+        seen.append((threading.current_thread().name, sorted(request)))
+        return {
+            "model": "my-own-model",
+            "answers": {
+                "greeting": {"type": "noul", "noul": 0.9},
+                "next": {"type": "choice", "choice": "explain", "probabilities": {"explain": 0.51, "execute": 0.5}, "confidence": 0.5},
+            },
+            "usage": {"input_tokens": 3, "output_tokens": 1},
+        }
+
+    with jevgate.Gateway(tmp_path, config("callback")) as gw:
+        gw.set_jev_callback(model)
+        e = gw.evaluate({"agentId": "assistant", "state": "hi", "questions": QUESTIONS})
+        assert e["model"] == "my-own-model"
+        assert e["answers"]["next"]["probabilities"] == {"explain": 0.51, "execute": 0.5}
+        assert seen and "questions" in seen[0][1]
+
+        def bad_model(request):
+            return {"model": "m", "answers": {"greeting": {"type": "noul", "noul": 1.5}}, "usage": {"input_tokens": 1, "output_tokens": 1}}
+
+        gw.set_jev_callback(bad_model)
+        with pytest.raises(jevgate.ValidationError) as info:
+            gw.evaluate({"agentId": "assistant", "state": "hi", "questions": QUESTIONS})
+        assert info.value.reason in {"PROBABILITY_RANGE", "MISSING_ANSWER"}
+
+        def raising_model(request):
+            raise RuntimeError("secret provider prose")
+
+        gw.set_jev_callback(raising_model)
+        with pytest.raises(jevgate.JevError) as info:
+            gw.evaluate({"agentId": "assistant", "state": "hi", "questions": QUESTIONS})
+        assert info.value.code == "JEV_PROVIDER_FAILURE"
+        assert "secret provider prose" not in str(info.value)
+
+
+def test_cancel_from_another_thread(tmp_path):
+    started = threading.Event()
+    release = threading.Event()
+
+    def slow_model(request):
+        started.set()
+        release.wait(5)
+        return {"model": "m", "answers": {}, "usage": {"input_tokens": 0, "output_tokens": 0}}
+
+    with jevgate.Gateway(tmp_path, config("callback", timeoutMs=10000)) as gw:
+        gw.set_jev_callback(slow_model)
+        token = jevgate.CancelToken()
+        errors = []
+
+        def run():
+            try:
+                gw.evaluate({"agentId": "assistant", "state": "x", "questions": QUESTIONS}, cancel=token)
+            except jevgate.JevError as e:
+                errors.append(e.code)
+
+        t = threading.Thread(target=run)
+        t.start()
+        assert started.wait(5)
+        token.cancel()
+        t.join(5)
+        release.set()
+        assert errors == ["JEV_CANCELLED"]
+
+
+def test_bad_calls(tmp_path):
+    with jevgate.Gateway(tmp_path, config("local")) as gw:
+        with pytest.raises(jevgate.JevError) as info:
+            gw.evaluate({"agentId": "assistant", "state": "x", "questions": {}})
+        assert info.value.code == "JEV_INVALID_REQUEST"
+        with pytest.raises(jevgate.Error):
+            gw.usage("assistant", 0, 0)
