@@ -73,6 +73,18 @@ typedef struct jevgate_gateway jevgate_gateway;
  */
 typedef struct jevgate_manual_clock jevgate_manual_clock;
 
+/**
+ * A host's model, answering evaluations when the provider is `callback`: receives the
+ * request JSON and returns a NUL-terminated response JSON (or NULL for a failure). Called on
+ * whatever thread runs the evaluation, possibly several at once.
+ */
+typedef char *(*jevgate_provider_fn)(void *user_data, const char *request_json);
+
+/**
+ * Frees a response returned by a `jevgate_provider_fn` once jevgate has copied it.
+ */
+typedef void (*jevgate_provider_free_fn)(void *user_data, char *response_json);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -89,6 +101,49 @@ const char *jevgate_version(void);
  * `s` must be NULL or a string returned by a jevgate function, not yet freed.
  */
 void jevgate_string_free(char *s);
+
+/**
+ * Evaluates one call: `call_json` is `{"agentId","sessionId"?,"taskId"?,"requestId"?,"state",
+ * "questions"}`; writes the evaluation `{"requestId","requestedModel","model","answers",
+ * "usage","billing"?}` to `*result_json_out`. Errors carry the `JEV_*` codes, statuses and
+ * (for `JEV_RATE_LIMITED`) `jevgate_error_retry_after_ms`.
+ *
+ * # Safety
+ * `gateway` a live handle; `call_json` NUL-terminated; `result_json_out` writable.
+ */
+jevgate_status jevgate_evaluate(const jevgate_gateway *gateway,
+                                const char *call_json,
+                                char **result_json_out,
+                                jevgate_error **err_out);
+
+/**
+ * Usage records of `agent_id`, newest first: writes `{"records":[…],"total":n}`; `limit`
+ * 1..=100.
+ *
+ * # Safety
+ * `gateway` a live handle; `agent_id` NUL-terminated; `usage_json_out` writable.
+ */
+jevgate_status jevgate_usage(const jevgate_gateway *gateway,
+                             const char *agent_id,
+                             uint32_t limit,
+                             uint64_t offset,
+                             char **usage_json_out,
+                             jevgate_error **err_out);
+
+/**
+ * Registers `provider` (NULL removes it) as the `callback` provider; its responses go through
+ * the validator like any provider's. `free_response` (may be NULL) is called with each
+ * non-NULL response after jevgate copied it. `user_data` is passed first to both.
+ *
+ * # Safety
+ * `gateway` a live handle. `provider`, `free_response` and `user_data` must stay valid and be
+ * safe to call from any thread, concurrently, until replaced or the gateway closes.
+ */
+jevgate_status jevgate_gateway_set_jev_callback(const jevgate_gateway *gateway,
+                                                jevgate_provider_fn provider,
+                                                jevgate_provider_free_fn free_response,
+                                                void *user_data,
+                                                jevgate_error **err_out);
 
 /**
  * Validates a configuration document (UTF-8 JSON). On failure the error has code

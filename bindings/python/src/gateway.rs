@@ -162,14 +162,21 @@ impl PyGateway {
 
     /// Usage records of an agent, newest first: {"records": [...], "total": n}.
     #[pyo3(signature = (agent_id, limit = 50, offset = 0))]
-    fn usage<'py>(&self, py: Python<'py>, agent_id: String, limit: u32, offset: u64) -> PyResult<Bound<'py, PyAny>> {
+    fn usage<'py>(
+        &self,
+        py: Python<'py>,
+        agent_id: String,
+        limit: u32,
+        offset: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
         crate::jev::usage(py, &self.inner, agent_id, limit, offset)
     }
 
     /// Sets (or with None removes) the Python callable answering evaluations when the
     /// provider is "callback". It receives the request dict and returns the response.
     fn set_jev_callback(&self, callback: Option<Py<PyAny>>) {
-        self.inner.set_jev_callback(callback.map(crate::jev::callback));
+        self.inner
+            .set_jev_callback(callback.map(crate::jev::callback));
     }
 
     fn secret_env_names(&self) -> Vec<String> {
