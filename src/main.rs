@@ -15,6 +15,10 @@ commands:
   check-config FILE|-                 validate a configuration; prints `ok` or one JSON error line
   doctor --config FILE|- [--data-dir DIR]
                                       local readiness checks (no network); prints a JSON report
+  observe URL [--format json|snapshot] [--repeat N]
+                                      load URL in a fresh local Chromium and print what a model
+                                      sees (observation JSON or snapshot); with --repeat, stderr
+                                      ends with `observe: median_ms=<n> p90_ms=<n> chars=<n>`
   version                             print the version
   help                                print this help
 ";
@@ -38,6 +42,7 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
     match command.as_str() {
         "check-config" => cli::config::check_config(rest),
         "doctor" => cli::config::doctor(rest),
+        "observe" => cli::browser::observe(rest),
         "version" | "--version" | "-V" => {
             println!("jevgate {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)

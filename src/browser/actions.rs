@@ -59,6 +59,12 @@ impl Sent {
     }
 }
 
+struct NavMarks {
+    doc: u64,
+    same_doc: u64,
+    started: u64,
+}
+
 fn stale(cause: StaleCause) -> Error {
     Error::StaleObservation { cause }
 }
@@ -176,10 +182,17 @@ impl LocalTab {
     }
 
     fn url_title(&self) -> Result<(String, String)> {
-        let info = self
-            .inner
-            .call("Target.getTargetInfo", json!({ "targetId": self.tab.target_id }), None)?;
-        let field = |k: &str| info["targetInfo"][k].as_str().unwrap_or_default().to_string();
+        let info = self.inner.call(
+            "Target.getTargetInfo",
+            json!({ "targetId": self.tab.target_id }),
+            None,
+        )?;
+        let field = |k: &str| {
+            info["targetInfo"][k]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        };
         Ok((field("url"), field("title")))
     }
 
@@ -212,7 +225,11 @@ impl LocalTab {
     }
 
     /// The walk plus generation bookkeeping; `tree` asks for the snapshot tree too.
-    fn observe_raw(&self, args: &ObserveArgs, tree: Option<&SnapshotArgs>) -> Result<(Observation, Option<Value>)> {
+    fn observe_raw(
+        &self,
+        args: &ObserveArgs,
+        tree: Option<&SnapshotArgs>,
+    ) -> Result<(Observation, Option<Value>)> {
         if self.tab.lock().dialog.is_some() {
             return Ok((self.dialog_observation()?, None));
         }
@@ -294,7 +311,11 @@ impl LocalTab {
         let max = args.max_chars.unwrap_or(DEFAULT_TEXT);
         let (body, truncated) = match (&obs.dialog, tree) {
             (Some(d), _) => (
-                format!("- dialog {}: {}", serde_json::to_string(&d.kind).unwrap_or_default(), d.message),
+                format!(
+                    "- dialog {}: {}",
+                    serde_json::to_string(&d.kind).unwrap_or_default(),
+                    d.message
+                ),
                 false,
             ),
             (None, Some(tree)) if !tree.is_null() => format_tree(&tree, max),
@@ -461,7 +482,10 @@ impl LocalTab {
         let args = serde_json::to_string(&[&a.reference, &fp]).unwrap_or_default();
         let v = self.page_for_action(&format!("point(...{args})"))?;
         self.target_status(&v)?;
-        let (x, y) = (v["x"].as_f64().unwrap_or(0.0), v["y"].as_f64().unwrap_or(0.0));
+        let (x, y) = (
+            v["x"].as_f64().unwrap_or(0.0),
+            v["y"].as_f64().unwrap_or(0.0),
+        );
         let before = self.started_seq();
         self.mouse_click_at(x, y, sent)?;
         Ok(self.result(&a.operation_id, "page_click", a.generation, before))
@@ -501,19 +525,15 @@ impl LocalTab {
         self.target_status(&v)?;
         let before = self.started_seq();
         sent.mark();
-        let mut chars = a.text.chars();
-        let mut keyed = 0;
+        let text: Vec<char> = a.text.chars().collect();
+        let (keyed, rest) = text.split_at(text.len().min(KEYED_CHARS));
         let mut pending = String::new();
-        for c in chars.by_ref() {
-            if keyed >= KEYED_CHARS {
-                pending.push(c);
-                break;
-            }
-            keyed += 1;
+        for &c in keyed {
             match char_events(c) {
                 Some(events) => {
                     if !pending.is_empty() {
-                        self.input("Input.insertText", json!({ "text": std::mem::take(&mut pending) }))?;
+                        let chunk = std::mem::take(&mut pending);
+                        self.input("Input.insertText", json!({ "text": chunk }))?;
                     }
                     for ev in events {
                         self.input("Input.dispatchKeyEvent", ev)?;
@@ -525,7 +545,7 @@ impl LocalTab {
                 return Ok(self.result(&a.operation_id, "page_type", a.generation, before));
             }
         }
-        pending.extend(chars);
+        pending.extend(rest);
         if !pending.is_empty() {
             self.input("Input.insertText", json!({ "text": pending }))?;
         }
@@ -592,12 +612,28 @@ impl LocalTab {
         Ok(self.result(&a.operation_id, "page_scroll", a.generation, before))
     }
 
-    /// Waits (bounded) for the load started after `stop_before`/`same_before` to settle, or
-    /// a dialog; `true` when it settled.
-    fn wait_settled(&self, stop_before: u64, same_before: u64) -> bool {
+    /// The counters a navigation's settling is measured against.
+    fn nav_marks(&self) -> NavMarks {
+        let st = self.tab.lock();
+        NavMarks {
+            doc: st.doc_seq,
+            same_doc: st.same_doc_seq,
+            started: st.started_seq,
+        }
+    }
+
+    /// Waits (bounded) until the navigation started after `marks` settled — a new document
+    /// committed and loaded, a same-document navigation, or a load that started and stopped
+    /// without a commit (204, download) — or a dialog opened; `true` when it settled.
+    fn wait_settled(&self, marks: &NavMarks) -> bool {
         let deadline = Instant::now() + self.inner.opts.navigation_timeout;
         let done = |st: &super::tab::TabState| {
-            !st.pending_nav && (st.stop_seq > stop_before || st.same_doc_seq > same_before)
+            !st.pending_nav
+                && ((st.doc_seq > marks.doc && st.loaded_since_commit)
+                    || st.same_doc_seq > marks.same_doc
+                    || (st.started_seq > marks.started
+                        && st.stop_seq > st.stop_at_start
+                        && st.doc_seq == marks.doc))
         };
         self.tab
             .wait_for(deadline, |st| st.gone || st.dialog.is_some() || done(st));
@@ -608,7 +644,10 @@ impl LocalTab {
     fn navigate_now(&self, a: &NavigateArgs, sent: &Sent) -> Result<ActionResult> {
         let url = a.url.trim();
         let lower = url.to_ascii_lowercase();
-        if !(lower.starts_with("http://") || lower.starts_with("https://") || lower == "about:blank") {
+        if !(lower.starts_with("http://")
+            || lower.starts_with("https://")
+            || lower == "about:blank")
+        {
             return Err(Error::NavigationFailed {
                 reason: "only http, https and about:blank addresses are opened".into(),
             });
@@ -616,10 +655,8 @@ impl LocalTab {
         if let Some(d) = self.tab.lock().dialog.clone() {
             return Err(Error::DialogOpen { kind: d.kind });
         }
-        let (stop_before, same_before, generation, started) = {
-            let st = self.tab.lock();
-            (st.stop_seq, st.same_doc_seq, st.generation, st.started_seq)
-        };
+        let generation = self.tab.lock().generation;
+        let marks = self.nav_marks();
         sent.mark();
         let res = self.call("Page.navigate", json!({ "url": url }))?;
         if let Some(err) = res["errorText"].as_str().filter(|e| !e.is_empty()) {
@@ -630,8 +667,8 @@ impl LocalTab {
                 .collect();
             return Err(Error::NavigationFailed { reason: class });
         }
-        let settled = self.wait_settled(stop_before, same_before);
-        let mut r = self.result(&a.operation_id, "tab_navigate", generation, started);
+        let settled = self.wait_settled(&marks);
+        let mut r = self.result(&a.operation_id, "tab_navigate", generation, marks.started);
         r.navigation_started = true;
         r.settled = settled;
         Ok(r)
@@ -650,14 +687,14 @@ impl LocalTab {
         let Some(entry_id) = entry.and_then(|e| e["id"].as_i64()) else {
             return Err(Error::HistoryUnavailable);
         };
-        let (stop_before, same_before, started) = {
-            let st = self.tab.lock();
-            (st.stop_seq, st.same_doc_seq, st.started_seq)
-        };
+        let marks = self.nav_marks();
         sent.mark();
-        self.call("Page.navigateToHistoryEntry", json!({ "entryId": entry_id }))?;
-        let settled = self.wait_settled(stop_before, same_before);
-        let mut r = self.result(&a.operation_id, "tab_history", a.generation, started);
+        self.call(
+            "Page.navigateToHistoryEntry",
+            json!({ "entryId": entry_id }),
+        )?;
+        let settled = self.wait_settled(&marks);
+        let mut r = self.result(&a.operation_id, "tab_history", a.generation, marks.started);
         r.navigation_started = true;
         r.settled = settled;
         Ok(r)
@@ -706,7 +743,11 @@ impl LocalTab {
         })
     }
 
-    pub(crate) fn handle_dialog_now(&self, a: &HandleDialogArgs, sent: &Sent) -> Result<ActionResult> {
+    pub(crate) fn handle_dialog_now(
+        &self,
+        a: &HandleDialogArgs,
+        sent: &Sent,
+    ) -> Result<ActionResult> {
         let (generation, started) = {
             let st = self.tab.lock();
             if st.dialog.is_none() {
@@ -721,7 +762,8 @@ impl LocalTab {
         sent.mark();
         self.call_plain("Page.handleJavaScriptDialog", params)?;
         let deadline = Instant::now() + self.inner.opts.call_timeout;
-        self.tab.wait_for(deadline, |st| st.dialog.is_none() || st.gone);
+        self.tab
+            .wait_for(deadline, |st| st.dialog.is_none() || st.gone);
         Ok(self.result("", "handle_dialog", generation, started))
     }
 
@@ -749,7 +791,10 @@ impl LocalTab {
                     x: 0.0,
                     y: 0.0,
                     width: content["width"].as_f64().unwrap_or(vw).clamp(1.0, 16_000.0),
-                    height: content["height"].as_f64().unwrap_or(vh).clamp(1.0, 16_000.0),
+                    height: content["height"]
+                        .as_f64()
+                        .unwrap_or(vh)
+                        .clamp(1.0, 16_000.0),
                 }
             }
             (None, false) => Rect {
@@ -759,10 +804,10 @@ impl LocalTab {
                 height: vh,
             },
         };
-        // Lower the JPEG quality first, then the scale, until the frame fits the cap.
-        let mut plan: Vec<(u32, f64)> = [80, 60, 45, 30].iter().map(|q| (*q, 1.0)).collect();
-        plan.extend([0.75, 0.5, 0.35, 0.25, 0.18, 0.12, 0.08].iter().map(|s| (30, *s)));
-        for (quality, scale) in plan {
+        // Lower the JPEG quality first (80 → 60 → 45 → 30; straight to 30 when far over),
+        // then the scale, sized from how far over the cap the last frame was.
+        let (mut quality, mut scale) = (80u32, 1.0f64);
+        for _ in 0..12 {
             let shot = self.call(
                 "Page.captureScreenshot",
                 json!({
@@ -782,6 +827,21 @@ impl LocalTab {
                     scale,
                     generation,
                 });
+            }
+            let over = data.len().max(1) as f64 / SCREENSHOT_CAP as f64;
+            if quality > 30 {
+                quality = if over > 2.5 {
+                    30
+                } else {
+                    match quality {
+                        80 => 60,
+                        60 => 45,
+                        _ => 30,
+                    }
+                };
+            } else {
+                // Bytes scale with the pixel count, so with the square of the scale.
+                scale = (scale * over.sqrt().recip() * 0.9).max(0.02);
             }
         }
         Err(Error::ExecutionFailed {

@@ -94,11 +94,17 @@ pub(crate) struct Cdp {
 
 impl Cdp {
     /// Connects to `ws://host:port/path` and starts the reader and writer threads.
-    pub(crate) fn connect(url: &str, timeout: Duration, handler: EventHandler) -> Result<Cdp, Error> {
+    pub(crate) fn connect(
+        url: &str,
+        timeout: Duration,
+        handler: EventHandler,
+    ) -> Result<Cdp, Error> {
         let fail = |what: &str| Error::BrowserUnavailable {
             reason: format!("cannot connect to the DevTools endpoint: {what}"),
         };
-        let rest = url.strip_prefix("ws://").ok_or_else(|| fail("not a ws:// URL"))?;
+        let rest = url
+            .strip_prefix("ws://")
+            .ok_or_else(|| fail("not a ws:// URL"))?;
         let host_port = rest.split('/').next().unwrap_or_default();
         let addr = host_port
             .to_socket_addrs()
@@ -117,8 +123,10 @@ impl Cdp {
             .map_err(|_| fail("WebSocket handshake refused"))?;
         drop(handshake);
         stream.set_read_timeout(None).map_err(io)?;
-        let mut reader = WebSocket::from_raw_socket(stream.try_clone().map_err(io)?, Role::Client, None);
-        let mut writer = WebSocket::from_raw_socket(stream.try_clone().map_err(io)?, Role::Client, None);
+        let mut reader =
+            WebSocket::from_raw_socket(stream.try_clone().map_err(io)?, Role::Client, None);
+        let mut writer =
+            WebSocket::from_raw_socket(stream.try_clone().map_err(io)?, Role::Client, None);
         let shared = Arc::new(Shared {
             pending: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
@@ -294,7 +302,10 @@ fn route(shared: &Shared, text: &str) {
                         .unwrap_or_default()
                         .to_string(),
                 }),
-                None => Ok(msg.get_mut("result").map(Value::take).unwrap_or(Value::Null)),
+                None => Ok(msg
+                    .get_mut("result")
+                    .map(Value::take)
+                    .unwrap_or(Value::Null)),
             };
             let _ = tx.send(reply);
         }
@@ -303,8 +314,14 @@ fn route(shared: &Shared, text: &str) {
     if let Some(method) = msg.get("method").and_then(Value::as_str) {
         let event = Event {
             method: method.to_string(),
-            session_id: msg.get("sessionId").and_then(Value::as_str).map(str::to_string),
-            params: msg.get_mut("params").map(Value::take).unwrap_or(Value::Null),
+            session_id: msg
+                .get("sessionId")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            params: msg
+                .get_mut("params")
+                .map(Value::take)
+                .unwrap_or(Value::Null),
         };
         (shared.handler)(event);
     }

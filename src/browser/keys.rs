@@ -44,7 +44,10 @@ pub(crate) fn char_events(c: char) -> Option<[Value; 2]> {
     }
     let s = c.to_string();
     let (code, vk) = if c.is_ascii_alphabetic() {
-        (format!("Key{}", c.to_ascii_uppercase()), c.to_ascii_uppercase() as u32)
+        (
+            format!("Key{}", c.to_ascii_uppercase()),
+            c.to_ascii_uppercase() as u32,
+        )
     } else if c.is_ascii_digit() {
         (format!("Digit{c}"), c as u32)
     } else if c == ' ' {

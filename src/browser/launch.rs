@@ -65,7 +65,8 @@ impl Default for LaunchOptions {
 /// ```
 pub fn find_chromium(explicit: Option<&Path>) -> Result<PathBuf> {
     if let Some(path) = explicit {
-        return runnable(path).ok_or_else(|| unavailable("the configured Chromium path is not an executable file"));
+        return runnable(path)
+            .ok_or_else(|| unavailable("the configured Chromium path is not an executable file"));
     }
     if let Some(env) = std::env::var_os("JEVGATE_CHROMIUM").filter(|v| !v.is_empty()) {
         return runnable(Path::new(&env))
@@ -75,7 +76,12 @@ pub fn find_chromium(explicit: Option<&Path>) -> Result<PathBuf> {
         return Ok(p);
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
-    for name in ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"] {
+    for name in [
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "google-chrome-stable",
+    ] {
         for dir in std::env::split_paths(&path) {
             if let Some(p) = runnable(&dir.join(name)) {
                 return Ok(p);
@@ -141,8 +147,12 @@ impl ChromiumProcess {
                 (dir.clone(), Some(dir))
             }
         };
-        std::fs::create_dir_all(&profile)
-            .map_err(|e| unavailable(&format!("cannot create the profile directory: {}", e.kind())))?;
+        std::fs::create_dir_all(&profile).map_err(|e| {
+            unavailable(&format!(
+                "cannot create the profile directory: {}",
+                e.kind()
+            ))
+        })?;
         let mut cmd = Command::new(&exe);
         cmd.arg("--headless")
             .arg("--remote-debugging-port=0")
@@ -161,6 +171,10 @@ impl ChromiumProcess {
                 "--mute-audio",
                 "--hide-scrollbars",
                 "--password-store=basic",
+                // History navigations load for real (a restored page would keep stale refs
+                // alive and skip the load events the settle wait relies on).
+                "--disable-back-forward-cache",
+                "--disable-features=BackForwardCache",
             ])
             .arg(format!(
                 "--window-size={},{}",
@@ -227,15 +241,21 @@ impl ChromiumProcess {
             }
             Ok(_) => {
                 process.kill();
-                Err(unavailable("Chromium printed an unexpected DevTools endpoint"))
+                Err(unavailable(
+                    "Chromium printed an unexpected DevTools endpoint",
+                ))
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 process.kill();
-                Err(unavailable("Chromium did not report its DevTools endpoint in time"))
+                Err(unavailable(
+                    "Chromium did not report its DevTools endpoint in time",
+                ))
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 process.kill();
-                Err(unavailable("Chromium exited before reporting its DevTools endpoint"))
+                Err(unavailable(
+                    "Chromium exited before reporting its DevTools endpoint",
+                ))
             }
         }
     }
@@ -295,7 +315,10 @@ fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => {
             // Field 3 (after the parenthesised command name) is the state.
-            let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next());
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next());
             !matches!(state, Some("Z") | Some("X") | None)
         }
         Err(_) => false,

@@ -178,7 +178,12 @@ impl LocalBrowser {
 
     /// A handle on the current tab.
     pub fn current_tab(&self) -> Result<LocalTab> {
-        let tab = self.inner.current.lock().clone().ok_or(Error::TabUnavailable)?;
+        let tab = self
+            .inner
+            .current
+            .lock()
+            .clone()
+            .ok_or(Error::TabUnavailable)?;
         Ok(LocalTab {
             inner: self.inner.clone(),
             tab,
@@ -254,7 +259,10 @@ impl Inner {
             })?
             .to_string();
         let tab = Arc::new(TabShared::new(target_id.to_string(), session.clone()));
-        self.router.by_session.lock().insert(session.clone(), tab.clone());
+        self.router
+            .by_session
+            .lock()
+            .insert(session.clone(), tab.clone());
         self.call("Page.enable", json!({}), Some(&session))?;
         let tree = self.call("Page.getFrameTree", json!({}), Some(&session))?;
         if let Some(id) = tree["frameTree"]["frame"]["id"].as_str() {
@@ -312,10 +320,13 @@ impl Inner {
                 *self.current.lock() = Some(tab);
             }
             TabsAction::Select => {
-                let id = args.tab_id.as_deref().ok_or_else(|| Error::InvalidArgument {
-                    name: "tabId",
-                    reason: "select needs a tabId".into(),
-                })?;
+                let id = args
+                    .tab_id
+                    .as_deref()
+                    .ok_or_else(|| Error::InvalidArgument {
+                        name: "tabId",
+                        reason: "select needs a tabId".into(),
+                    })?;
                 let tab = self
                     .tabs
                     .lock()
@@ -326,10 +337,13 @@ impl Inner {
                 *self.current.lock() = Some(tab);
             }
             TabsAction::Close => {
-                let id = args.tab_id.as_deref().ok_or_else(|| Error::InvalidArgument {
-                    name: "tabId",
-                    reason: "close needs a tabId".into(),
-                })?;
+                let id = args
+                    .tab_id
+                    .as_deref()
+                    .ok_or_else(|| Error::InvalidArgument {
+                        name: "tabId",
+                        reason: "close needs a tabId".into(),
+                    })?;
                 self.close_tab(id)?;
             }
         }
@@ -491,7 +505,9 @@ impl BrowserBackend for LocalTab {
         }
         match command {
             Command::OperationStatus(a) => {
-                return Ok(Response::Operation(self.inner.operation_status(&a.operation_id)))
+                return Ok(Response::Operation(
+                    self.inner.operation_status(&a.operation_id),
+                ))
             }
             Command::TabLease(a) => return Ok(Response::Lease(self.inner.lease(&self.tab, a)?)),
             Command::Tabs(a) => {
@@ -511,14 +527,15 @@ impl BrowserBackend for LocalTab {
                 })?));
             }
             Command::HandleDialog(a) => {
-                return self
-                    .inner
-                    .run_operation(command, |sent| self.handle_dialog_now(a, sent).map(Response::Action))
+                return self.inner.run_operation(command, |sent| {
+                    self.handle_dialog_now(a, sent).map(Response::Action)
+                })
             }
             _ => {}
         }
         let _busy = self.tab.enter(self.inner.opts.call_timeout)?;
-        self.inner.run_operation(command, |sent| self.run(command, sent))
+        self.inner
+            .run_operation(command, |sent| self.run(command, sent))
     }
 }
 

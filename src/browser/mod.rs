@@ -28,9 +28,9 @@ pub use backend::{
     ActionResult, BrowserBackend, ClickArgs, Command, FindArgs, FormInputArgs, FoundControls,
     GetTextArgs, HandleDialogArgs, HistoryArgs, JavascriptArgs, KeypressArgs, LeaseAction,
     MouseClickArgs, NavigateArgs, ObserveArgs, OperationRecord, OperationState,
-    OperationStatusArgs, PageText, Rect, Response, ScriptResult, ScreenshotArgs, ScrollArgs,
-    Snapshot, SnapshotArgs, StaleCause, TabInfo, TabLeaseArgs, TabLeaseState, TabList,
-    TabsAction, TabsArgs, TypeArgs,
+    OperationStatusArgs, PageText, Rect, Response, ScreenshotArgs, ScriptResult, ScrollArgs,
+    Snapshot, SnapshotArgs, StaleCause, TabInfo, TabLeaseArgs, TabLeaseState, TabList, TabsAction,
+    TabsArgs, TypeArgs,
 };
 pub use launch::{find_chromium, LaunchOptions};
 pub use local::{LocalBrowser, LocalTab};

@@ -30,8 +30,13 @@ pub(crate) fn format_tree(tree: &Value, max_chars: usize) -> (String, bool) {
         truncated: false,
     };
     if tree.get("r").and_then(Value::as_str) == Some("root") {
-        for child in children(tree) {
-            emit(child, 0, &mut out);
+        for child in visible_children(tree) {
+            match child {
+                Child::Text(t) => {
+                    out.line(0, &format!("text: {t}"));
+                }
+                Child::Node(n) => emit(n, 0, &mut out),
+            }
         }
     } else {
         emit(tree, 0, &mut out);
@@ -69,7 +74,10 @@ impl Out {
 }
 
 fn children(node: &Value) -> &[Value] {
-    node.get("c").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
+    node.get("c")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
 }
 
 fn squash(s: &str) -> String {
@@ -112,7 +120,11 @@ fn hoist(mut node: &Value) -> Option<&Value> {
             return Some(node);
         }
         let role = node.get("r").and_then(Value::as_str).unwrap_or_default();
-        let named = !node.get("n").and_then(Value::as_str).unwrap_or_default().is_empty();
+        let named = !node
+            .get("n")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .is_empty();
         let kids = visible_children(node);
         if kids.is_empty() && !named && role != "img" && role != "iframe" {
             return None;
@@ -131,7 +143,11 @@ fn emit(node: &Value, indent: usize, out: &mut Out) {
     let Some(node) = hoist(node) else { return };
     let role = node.get("r").and_then(Value::as_str).unwrap_or("generic");
     let mut head = role.to_string();
-    if let Some(name) = node.get("n").and_then(Value::as_str).filter(|n| !n.is_empty()) {
+    if let Some(name) = node
+        .get("n")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+    {
         head.push(' ');
         head.push_str(&serde_json::to_string(name).unwrap_or_default());
     }
@@ -149,7 +165,10 @@ fn emit(node: &Value, indent: usize, out: &mut Out) {
         }
     }
     let kids = visible_children(node);
-    let value = node.get("v").and_then(Value::as_str).filter(|_| node.get("sensitive").is_none());
+    let value = node
+        .get("v")
+        .and_then(Value::as_str)
+        .filter(|_| node.get("sensitive").is_none());
     if let Some(v) = value {
         head.push_str(": ");
         head.push_str(v);
@@ -197,13 +216,14 @@ mod tests {
             {"r":"textbox","n":"Email","ref":"e2","v":"ann@example.com","c":[]},
             {"r":"textbox","n":"Password","ref":"e3","sensitive":true,"c":[]},
             {"r":"checkbox","n":"Remember","ref":"e4","checked":true,"c":[]},
-            {"r":"listitem","n":"","c":[]}
+            {"r":"listitem","n":"","c":[]},
+            " Footer   text "
         ]});
         let (text, cut) = format_tree(&tree, 10_000);
         assert!(!cut);
         assert_eq!(
             text,
-            "- heading \"Sign in\" [level=1]\n- navigation:\n  - list:\n    - link \"Home\" [ref=e1]\n- text: Welcome back\n- textbox \"Email\" [ref=e2]: ann@example.com\n- textbox \"Password\" [ref=e3] [sensitive]\n- checkbox \"Remember\" [ref=e4] [checked]"
+            "- heading \"Sign in\" [level=1]\n- navigation:\n  - list:\n    - link \"Home\" [ref=e1]\n- text: Welcome back\n- textbox \"Email\" [ref=e2]: ann@example.com\n- textbox \"Password\" [ref=e3] [sensitive]\n- checkbox \"Remember\" [ref=e4] [checked]\n- text: Footer text"
         );
     }
 

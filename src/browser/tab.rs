@@ -38,6 +38,10 @@ pub(crate) struct TabState {
     pub same_doc_seq: u64,
     /// Cross-document commits of the main frame.
     pub doc_seq: u64,
+    /// The main frame finished loading since its last commit.
+    pub loaded_since_commit: bool,
+    /// `stop_seq` when the last navigation started.
+    pub stop_at_start: u64,
     /// The open JavaScript dialog.
     pub dialog: Option<Dialog>,
     /// The tab was closed, detached or crashed.
@@ -71,13 +75,23 @@ impl TabShared {
     pub(crate) fn apply(&self, method: &str, params: &Value) {
         let frame_of = |p: &Value| p.get("frameId").and_then(Value::as_str).map(str::to_string);
         let is_main = |id: Option<String>| id.is_some_and(|id| *self.main_frame.lock() == id);
+        if std::env::var_os("JEVGATE_CDP_TRACE").is_some() {
+            eprintln!(
+                "[cdp {}] {method} main={}",
+                &self.target_id[..6],
+                is_main(frame_of(params))
+            );
+        }
         {
             let mut st = self.state.lock();
             match method {
-                "Page.frameStartedLoading" | "Page.frameRequestedNavigation" => {
+                "Page.frameStartedNavigating"
+                | "Page.frameStartedLoading"
+                | "Page.frameRequestedNavigation" => {
                     if is_main(frame_of(params)) {
                         if !st.pending_nav {
                             st.started_seq += 1;
+                            st.stop_at_start = st.stop_seq;
                         }
                         st.pending_nav = true;
                     }
@@ -87,6 +101,7 @@ impl TabShared {
                     if frame.get("parentId").is_none() {
                         st.doc_seq += 1;
                         st.world = None;
+                        st.loaded_since_commit = false;
                     }
                 }
                 "Page.domContentEventFired" => st.pending_nav = false,
@@ -94,6 +109,7 @@ impl TabShared {
                     if is_main(frame_of(params)) {
                         st.pending_nav = false;
                         st.stop_seq += 1;
+                        st.loaded_since_commit = true;
                     }
                 }
                 "Page.navigatedWithinDocument" => {
@@ -102,7 +118,10 @@ impl TabShared {
                     }
                 }
                 "Page.javascriptDialogOpening" => {
-                    let kind = params.get("type").and_then(Value::as_str).unwrap_or("alert");
+                    let kind = params
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("alert");
                     let message = params.get("message").and_then(Value::as_str).unwrap_or("");
                     st.dialog = Some(Dialog {
                         kind: kind.to_string(),

@@ -93,6 +93,9 @@ mod tests {
         assert_eq!(w.matches(UNTRUSTED_OPEN).count(), 1);
         assert_eq!(w.matches(UNTRUSTED_CLOSE).count(), 1);
         assert!(w.contains("&lt;untrusted-page-content> y &lt;/Untrusted-Page-Content> z"));
-        assert_eq!(wrap_untrusted("ไทย"), "<untrusted-page-content>\nไทย\n</untrusted-page-content>");
+        assert_eq!(
+            wrap_untrusted("ไทย"),
+            "<untrusted-page-content>\nไทย\n</untrusted-page-content>"
+        );
     }
 }

@@ -98,14 +98,18 @@ fn serve(mut conn: TcpStream, counts: &Mutex<HashMap<String, u32>>) {
     }
     let mut body = vec![0; content_length.min(1 << 20)];
     let _ = reader.read_exact(&mut body);
-    let target = request_line.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let target = request_line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("/")
+        .to_string();
     let (path, query) = target.split_once('?').unwrap_or((&target, ""));
     let param = |k: &str| {
         query
             .split('&')
             .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
-            .unwrap_or("")
-            .to_string()
+            .map(percent_decode)
+            .unwrap_or_default()
     };
     let (status, ctype, body): (&str, &str, String) = if path == "/beacon" {
         *counts.lock().unwrap().entry(param("n")).or_insert(0) += 1;
@@ -135,6 +139,24 @@ fn serve(mut conn: TcpStream, counts: &Mutex<HashMap<String, u32>>) {
     let _ = conn.write_all(body.as_bytes());
 }
 
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(if bytes[i] == b'+' { b' ' } else { bytes[i] });
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// One headless Chromium shared by the tests of a binary that run at the same time; it is
 /// closed (and its processes reaped) when the last of them drops its handle.
 pub fn shared_browser() -> Arc<LocalBrowser> {
@@ -156,7 +178,18 @@ pub struct Closing(pub Arc<LocalBrowser>);
 impl Drop for Closing {
     fn drop(&mut self) {
         if Arc::strong_count(&self.0) == 1 {
+            let pid = self.0.pid();
             self.0.close();
+            // No Chromium process of this browser may outlive close().
+            if let Some(pid) = pid {
+                let left = wait_group_gone(pid, Duration::from_secs(5));
+                if !std::thread::panicking() {
+                    assert!(
+                        left.is_empty(),
+                        "Chromium processes left after close: {left:?}"
+                    );
+                }
+            }
         }
     }
 }

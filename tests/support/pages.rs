@@ -66,12 +66,13 @@ closed.attachShadow({mode:'closed'}).innerHTML = '<button>Closed shadow button</
         "long" => r#"<title>Long</title><h1>Top</h1>
 <div style="height:5000px;background:linear-gradient(#fff,#888)">tall</div><p>Bottom</p>"#
             .to_string(),
-        "noisy" => r#"<title>Noisy</title><canvas id="c" width="1280" height="6000"></canvas>
+        "noisy" => r#"<title>Noisy</title><canvas id="c" width="1280" height="4000"></canvas>
 <script>
 const c = document.getElementById('c').getContext('2d');
-const img = c.createImageData(1280, 6000);
+const img = c.createImageData(1280, 4000);
+const px = new Uint32Array(img.data.buffer);
 let s = 12345;
-for (let i = 0; i < img.data.length; i++) { s = (s * 1103515245 + 12345) & 0x7fffffff; img.data[i] = (i % 4 === 3) ? 255 : (s >> 16) & 255; }
+for (let i = 0; i < px.length; i++) { s = (Math.imul(s, 1103515245) + 12345) >>> 0; px[i] = s | 0xff000000; }
 c.putImageData(img, 0, 0);
 </script>"#
             .to_string(),
