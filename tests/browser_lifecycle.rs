@@ -140,3 +140,61 @@ fn r_dev_caps_screenshots_stay_under_the_cap_on_a_large_noisy_page() {
     assert_eq!((zoom.width, zoom.height, zoom.scale), (100, 50, 1.0));
     tab.close().unwrap();
 }
+
+/// The child processes of `parent` (from /proc).
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let rest: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        if rest.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(parent) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn r_brw_host_killed_mid_call_leaves_no_chromium_behind() {
+    let server = Server::start();
+    // The CLI waits on a slow page; it is killed without any chance to close the browser.
+    let mut cli = std::process::Command::new(env!("CARGO_BIN_EXE_jevgate"))
+        .args(["observe", &server.url("/slow?ms=20000&to=second")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let browser_pid = loop {
+        // The browser leads its own process group, so it is found by pgid == pid.
+        if let Some(pid) = children_of(cli.id())
+            .into_iter()
+            .find(|p| group_members(*p).contains(p))
+        {
+            if group_members(pid).len() > 1 {
+                break pid;
+            }
+        }
+        assert!(Instant::now() < deadline, "the CLI never started Chromium");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    track_pid(browser_pid);
+    let comm = std::fs::read_to_string(format!("/proc/{browser_pid}/comm")).unwrap_or_default();
+    assert!(comm.contains("chrom"), "{comm}");
+    cli.kill().unwrap();
+    cli.wait().unwrap();
+    assert_eq!(
+        wait_group_gone(browser_pid, Duration::from_secs(5)),
+        Vec::<u32>::new()
+    );
+}

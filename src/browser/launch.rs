@@ -120,6 +120,9 @@ fn running_as_root() -> bool {
 /// browser endpoint, and the profile directory it owns.
 pub(crate) struct ChromiumProcess {
     child: Option<Child>,
+    /// `sh -c 'read x; kill -KILL -<pgid>'` reading a pipe only we hold: if this process
+    /// dies without closing the browser, the pipe closes and the watchdog ends the group.
+    watchdog: Option<Child>,
     pid: u32,
     endpoint: String,
     temp_profile: Option<PathBuf>,
@@ -227,8 +230,16 @@ impl ChromiumProcess {
                 }
             })
             .map_err(|e| unavailable(&format!("cannot start a thread: {}", e.kind())))?;
+        let watchdog = Command::new("sh")
+            .args(["-c", &format!("read x; kill -KILL -{pid} 2>/dev/null")])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok();
         let mut process = ChromiumProcess {
             child: Some(child),
+            watchdog,
             pid,
             endpoint: String::new(),
             temp_profile,
@@ -286,6 +297,11 @@ impl ChromiumProcess {
     /// Kills the whole process group, reaps the browser process, joins the stderr reader and
     /// removes a temporary profile. Idempotent.
     pub(crate) fn kill(&mut self) {
+        if let Some(mut watchdog) = self.watchdog.take() {
+            // Ended first, so it can never fire at a reused process group id later.
+            let _ = watchdog.kill();
+            let _ = watchdog.wait();
+        }
         if let Some(mut child) = self.child.take() {
             // The group id equals the leader's pid, which stays reserved until we reap it.
             let group_killed = Command::new("kill")

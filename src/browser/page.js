@@ -84,9 +84,15 @@
     return out;
   }
 
+  let labelCache = new Map();
   function labelText(el) {
     if (!el.labels || !el.labels.length) return "";
-    return squash(Array.from(el.labels).map((l) => ownText(l, el, []).join(" ")).join(" "));
+    let t = labelCache.get(el);
+    if (t === undefined) {
+      t = squash(Array.from(el.labels).map((l) => ownText(l, el, []).join(" ")).join(" "));
+      labelCache.set(el, t);
+    }
+    return t;
   }
 
   function isField(el, tag) {
@@ -282,7 +288,8 @@
         me = n;
         regionNode = n;
       }
-      if (role === "heading" && wantTree) childInControl = true;
+      // A heading's text is its name; a label's text is its control's name: not repeated.
+      if (wantTree && (role === "heading" || (tag === "label" && el.control))) childInControl = true;
       if (tag === "iframe" || tag === "frame") {
         let doc = null;
         try { doc = el.contentDocument; } catch (e) { doc = null; }
@@ -302,6 +309,7 @@
     }
 
     const top = { r: "root", n: "", c: [] };
+    labelCache = new Map();
     roots.push(document);
     if (document.documentElement) visit(document.documentElement, top, false);
     W.refs = refs;
