@@ -488,6 +488,71 @@ mod tests {
         }
     }
 
+    // R-ERR-1 for the browser family: codes spelled as the seeds spell them.
+    #[test]
+    fn browser_codes_statuses_and_family() {
+        let cases: Vec<(Error, &str, u16)> = vec![
+            (
+                Error::BrowserUnavailable { reason: "x".into() },
+                "BROWSER_UNAVAILABLE",
+                500,
+            ),
+            (
+                Error::StaleObservation {
+                    cause: crate::browser::StaleCause::NavigationPending,
+                },
+                "STALE_OBSERVATION",
+                409,
+            ),
+            (Error::HistoryUnavailable, "HISTORY_UNAVAILABLE", 409),
+            (Error::ScrollLimit, "SCROLL_LIMIT", 409),
+            (Error::FocusRequired, "FOCUS_REQUIRED", 409),
+            (
+                Error::DialogOpen {
+                    kind: "alert".into(),
+                },
+                "DIALOG_OPEN",
+                409,
+            ),
+            (Error::NoDialog, "NO_DIALOG", 409),
+            (
+                Error::TargetNotFound { reason: "x".into() },
+                "TARGET_NOT_FOUND",
+                400,
+            ),
+            (
+                Error::NavigationFailed { reason: "x".into() },
+                "NAVIGATION_FAILED",
+                400,
+            ),
+            (
+                Error::BrowserTimeout {
+                    timeout: Duration::from_secs(1),
+                },
+                "timed_out",
+                500,
+            ),
+            (Error::TabUnavailable, "tab_unavailable", 500),
+            (
+                Error::JavascriptError { reason: "x".into() },
+                "javascript_error",
+                500,
+            ),
+            (
+                Error::ExecutionFailed { reason: "x".into() },
+                "execution_failed",
+                500,
+            ),
+            (Error::TabLeaseHeld, "TAB_LEASE_HELD", 409),
+        ];
+        for (err, code, status) in cases {
+            assert_eq!(err.code(), code);
+            assert_eq!(err.http_status(), status, "{code}");
+            assert_eq!(err.family(), ErrorFamily::Browser, "{code}");
+            assert_eq!(err.family().as_str(), "browser");
+        }
+    }
+
     #[test]
     fn config_error_message_names_the_path() {
         let err = Error::config("gateway.jev.apiKeyEnv", "refused name");

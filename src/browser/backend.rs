@@ -779,3 +779,148 @@ pub trait BrowserBackend: Send + Sync {
         /// `handle_dialog`.
         handle_dialog(HandleDialogArgs) -> Action(ActionResult) via HandleDialog);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    // The channel frame's `tool`/`args` for every command round-trips (R-DEV-TOOLS, R-BRW-ACT).
+    #[test]
+    fn r_brw_act_every_command_round_trips_as_tool_and_args() {
+        let commands = vec![
+            Command::Observe(ObserveArgs {
+                max_controls: Some(5),
+                max_text_chars: None,
+            }),
+            Command::Snapshot(SnapshotArgs {
+                region: Some("e2".into()),
+                max_chars: Some(100),
+            }),
+            Command::PageClick(ClickArgs {
+                operation_id: "a".into(),
+                generation: 1,
+                reference: "e1".into(),
+            }),
+            Command::PageType(TypeArgs {
+                operation_id: "b".into(),
+                generation: 1,
+                reference: "e1".into(),
+                text: "แมว".into(),
+                submit: true,
+            }),
+            Command::PageKeypress(KeypressArgs {
+                operation_id: "c".into(),
+                generation: 1,
+                key: Key::Tab,
+                count: 2,
+            }),
+            Command::PageScroll(ScrollArgs {
+                operation_id: "d".into(),
+                generation: 1,
+                direction: ScrollDirection::Down,
+            }),
+            Command::TabNavigate(NavigateArgs {
+                operation_id: "e".into(),
+                url: "https://example.com/".into(),
+            }),
+            Command::TabHistory(HistoryArgs {
+                operation_id: "f".into(),
+                generation: 1,
+                direction: HistoryDirection::Back,
+            }),
+            Command::PageScreenshot(ScreenshotArgs {
+                operation_id: None,
+                full_page: true,
+                region: None,
+            }),
+            Command::OperationStatus(OperationStatusArgs {
+                operation_id: "a".into(),
+            }),
+            Command::TabLease(TabLeaseArgs {
+                action: LeaseAction::Acquire,
+                lease_id: None,
+            }),
+            Command::GetText(GetTextArgs {
+                max_chars: Some(10),
+            }),
+            Command::Find(FindArgs {
+                query: "sign in".into(),
+                max_results: None,
+            }),
+            Command::FormInput(FormInputArgs {
+                operation_id: "g".into(),
+                generation: 1,
+                reference: "e3".into(),
+                value: "true".into(),
+            }),
+            Command::Javascript(JavascriptArgs {
+                operation_id: "h".into(),
+                code: "1+1".into(),
+            }),
+            Command::MouseClick(MouseClickArgs {
+                operation_id: "i".into(),
+                generation: 1,
+                x: 1.5,
+                y: 2.0,
+            }),
+            Command::Tabs(TabsArgs {
+                action: TabsAction::List,
+                tab_id: None,
+                url: None,
+            }),
+            Command::HandleDialog(HandleDialogArgs {
+                accept: false,
+                prompt_text: None,
+            }),
+        ];
+        for c in commands {
+            let v = serde_json::to_value(&c).unwrap();
+            assert_eq!(v["tool"], c.tool());
+            assert!(v["args"].is_object(), "{v}");
+            let back: Command = serde_json::from_value(v).unwrap();
+            assert_eq!(back, c);
+        }
+        let typed: Command = serde_json::from_value(
+            json!({"tool":"page_keypress","args":{"operationId":"k","generation":3,"key":"Enter"}}),
+        )
+        .unwrap();
+        assert_eq!(
+            typed,
+            Command::PageKeypress(KeypressArgs {
+                operation_id: "k".into(),
+                generation: 3,
+                key: Key::Enter,
+                count: 1
+            })
+        );
+    }
+
+    #[test]
+    fn r_brw_act_results_decode_by_command_and_stale_causes_are_typed() {
+        let click = Command::PageClick(ClickArgs {
+            operation_id: "a".into(),
+            generation: 1,
+            reference: "e1".into(),
+        });
+        let r = click.decode_result(json!({"operationId":"a","tool":"page_click","generationBefore":1,"dialog":{"type":"alert","message":"hi"}})).unwrap();
+        let Response::Action(a) = &r else {
+            panic!("{r:?}")
+        };
+        assert_eq!(a.dialog.as_ref().unwrap().kind, "alert");
+        assert_eq!(serde_json::to_value(&r).unwrap()["generationBefore"], 1);
+        let bad = click.decode_result(json!({"nope": true})).unwrap_err();
+        assert_eq!(bad.code(), "execution_failed");
+        for (cause, code) in [
+            (StaleCause::NavigationPending, "NAVIGATION_PENDING"),
+            (StaleCause::GenerationChanged, "GENERATION_CHANGED"),
+            (StaleCause::TargetObscured, "TARGET_OBSCURED"),
+        ] {
+            let err = Error::StaleObservation { cause };
+            assert_eq!(err.code(), "STALE_OBSERVATION");
+            assert_eq!(err.http_status(), 409);
+            assert_eq!(err.stale_cause(), Some(cause));
+            assert!(err.to_string().ends_with(code));
+        }
+    }
+}
