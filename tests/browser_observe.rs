@@ -273,6 +273,21 @@ fn r_brw_snap_snapshot_is_a_compact_tree_with_refs_and_regions_wrapped_untrusted
     assert!(body.contains("combobox \"Colour\""));
     assert!(body.contains(": Red"));
     assert!(body.contains("checkbox \"I agree\""));
+    // A contenteditable region is one editable textbox, its own text as value.
+    let editor = obs
+        .controls
+        .iter()
+        .find(|c| c.name == "Editor")
+        .expect("editor");
+    assert!(editor.editable && editor.role == "textbox");
+    assert_eq!(editor.value.as_deref(), Some("Rich text"));
+    assert_eq!(
+        obs.controls
+            .iter()
+            .filter(|c| c.role == "textbox" && c.name.is_empty())
+            .count(),
+        0
+    );
     // One region: the search form only.
     let region = tab
         .snapshot(SnapshotArgs {

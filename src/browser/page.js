@@ -65,13 +65,14 @@
       case "th": return "columnheader";
       case "iframe": case "frame": return "iframe";
     }
-    if (el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable)) return "textbox";
+    // The root of an editable region carries the attribute; its descendants inherit it.
+    if (el.hasAttribute("contenteditable") && el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable)) return "textbox";
     if (el.hasAttribute("onclick") || (el.hasAttribute("tabindex") && el.tabIndex >= 0)) return "generic-clickable";
     return null;
   }
 
   function ownText(node, skip, out) {
-    for (const c of node.childNodes) {
+    for (let c = node.firstChild; c; c = c.nextSibling) {
       if (c === skip) continue;
       if (c.nodeType === 3) out.push(c.data);
       else if (c.nodeType === 1) {
@@ -84,12 +85,28 @@
     return out;
   }
 
+  // Labels by control, indexed once per tree scope of a walk (el.labels is a live query per
+  // access, which made big forms quadratic).
+  let labelIdx = new Map();
   let labelCache = new Map();
+  function indexLabels(root) {
+    for (const l of root.querySelectorAll("label")) {
+      const c = l.control;
+      if (!c) continue;
+      let a = labelIdx.get(c);
+      if (!a) labelIdx.set(c, (a = []));
+      a.push(l);
+    }
+  }
+  function labelsOf(el) {
+    return labelIdx.get(el) || (W.indexed ? [] : el.labels || []);
+  }
   function labelText(el) {
-    if (!el.labels || !el.labels.length) return "";
+    const labels = labelsOf(el);
+    if (!labels.length) return "";
     let t = labelCache.get(el);
     if (t === undefined) {
-      t = squash(Array.from(el.labels).map((l) => ownText(l, el, []).join(" ")).join(" "));
+      t = squash(Array.from(labels).map((l) => ownText(l, el, []).join(" ")).join(" "));
       labelCache.set(el, t);
     }
     return t;
@@ -207,15 +224,19 @@
         return;
       }
       if (node.nodeType !== 1 && node.nodeType !== 11) return;
-      if (node.nodeType === 11) { for (const c of node.childNodes) visit(c, parent, inControl); return; }
+      if (node.nodeType === 11) {
+        indexLabels(node);
+        for (let c = node.firstChild; c; c = c.nextSibling) visit(c, parent, inControl);
+        return;
+      }
       const el = node;
       const tag = el.localName;
       if (SKIP.has(tag)) return;
       if (el.hidden || el.getAttribute("aria-hidden") === "true" || el.inert) return;
       if (tag === "slot") {
         const assigned = el.assignedNodes({ flatten: true });
-        const kids = assigned.length ? assigned : el.childNodes;
-        for (const c of kids) visit(c, parent, inControl);
+        if (assigned.length) for (const c of assigned) visit(c, parent, inControl);
+        else for (let c = el.firstChild; c; c = c.nextSibling) visit(c, parent, inControl);
         return;
       }
       if (!visible(el)) {
@@ -229,7 +250,7 @@
       let childInControl = inControl;
       if (role && INTERACTIVE.has(role)) {
         const r = el.getBoundingClientRect();
-        if (r.width > 0 || r.height > 0 || (el.labels && el.labels.length)) {
+        if (r.width > 0 || r.height > 0 || labelsOf(el).length) {
           count++;
           const name = clip(nameOf(el, tag, role), 200);
           h1 = fnv(role + "\u0001" + name + "\u0002", h1);
@@ -295,6 +316,7 @@
         try { doc = el.contentDocument; } catch (e) { doc = null; }
         if (doc && doc.documentElement) {
           roots.push(doc);
+          indexLabels(doc);
           visit(doc.documentElement, me, childInControl);
         }
         return;
@@ -303,15 +325,19 @@
         roots.push(el.shadowRoot);
         visit(el.shadowRoot, me, childInControl);
       } else {
-        for (const c of el.childNodes) visit(c, me, childInControl);
+        for (let c = el.firstChild; c; c = c.nextSibling) visit(c, me, childInControl);
       }
       if (block) pushText("\n");
     }
 
     const top = { r: "root", n: "", c: [] };
     labelCache = new Map();
+    labelIdx = new Map();
+    indexLabels(document);
+    W.indexed = true;
     roots.push(document);
     if (document.documentElement) visit(document.documentElement, top, false);
+    W.indexed = false;
     W.refs = refs;
     const fp = count + ":" + h1.toString(16);
     W.fp = fp;

@@ -61,6 +61,7 @@ closed.attachShadow({mode:'closed'}).innerHTML = '<button>Closed shadow button</
 <label><input type="checkbox" name="agree" onchange="b('agree:'+this.checked)"> I agree</label>
 <input id="ro" readonly value="fixed" aria-label="Read only">
 <button id="notfield" onclick="b('notfield')">Not a field</button>
+<div contenteditable="true" aria-label="Editor"><p>Rich <b>text</b></p></div>
 <input id="keys" aria-label="Keys" onkeydown="if(event.key==='Enter')b('enter');if(event.key==='Escape')b('escape')">"#
             .to_string(),
         "long" => r#"<title>Long</title><h1>Top</h1>
