@@ -254,9 +254,14 @@
           count++;
           const name = clip(nameOf(el, tag, role), 200);
           h1 = fnv(role + "\u0001" + name + "\u0002", h1);
-          if (controls.length < maxControls) {
-            const ref = "e" + (controls.length + 1);
-            refs.set(ref, el);
+          // Every interactive element gets its ref, in page order, whatever the budget: a
+          // budget cuts what is reported, never which refs hold for this generation.
+          const ref = "e" + count;
+          refs.set(ref, el);
+          if (el === active) focus = ref;
+          const listed = controls.length < maxControls;
+          if (!listed) controlsTruncated = true;
+          if (listed || wantTree) {
             const field = isField(el, tag);
             const t = tag === "input" ? (el.getAttribute("type") || "text").toLowerCase() : "";
             const editable = (tag === "textarea" || (tag === "input" && TEXTY.has(t)) || (el.isContentEditable && tag !== "select")) && !el.disabled && !el.readOnly;
@@ -281,8 +286,7 @@
             } else c.disabled = true;
             const hay = (t + " " + (el.getAttribute("name") || "") + " " + el.id + " " + name + " " + (el.getAttribute("placeholder") || "")).toLowerCase();
             c.searchLike = editable && (role === "searchbox" || t === "search" || /search|query|\bq\b|ค้นหา|検索/.test(hay) || !!(el.closest && el.closest("[role=search], search")));
-            if (el === active) focus = ref;
-            controls.push(c);
+            if (listed) controls.push(c);
             if (wantTree) {
               const n = { r: c.role, n: name, ref, c: [] };
               if (c.value !== undefined && c.value !== "") n.v = clip(squash(c.value), 200);
@@ -293,7 +297,7 @@
               me = n;
               if (el === regionEl) regionNode = n;
             }
-          } else controlsTruncated = true;
+          }
           childInControl = true;
           if (tag === "select" || tag === "textarea") { if (block) pushText("\n"); return; }
         }
@@ -391,10 +395,7 @@
   function stillSame(fp) {
     for (const o of W.observers) if (o.takeRecords().length) W.dirty = true;
     if (!W.dirty) return W.fp === fp;
-    const before = W.refs;
-    const res = walk({ maxControls: before.size || 1, maxTextChars: 1 });
-    if (res.fp !== fp) return false;
-    return true;
+    return walk({ maxControls: 1, maxTextChars: 1 }).fp === fp;
   }
 
   function frameOffset(el) {
