@@ -600,14 +600,19 @@ impl LocalTab {
                 "deltaX": 0, "deltaY": if a.direction == ScrollDirection::Up { -delta } else { delta },
             }),
         )?;
-        // Bounded polling of the real scroll position: wheel scrolling is asynchronous.
-        let deadline = Instant::now() + Duration::from_millis(1500);
+        // Bounded polling of the real scroll position: wheel scrolling is asynchronous. Done
+        // when it moved and then held still for one poll.
+        let deadline = Instant::now() + Duration::from_millis(2000);
+        let mut last = top;
+        let mut moved = false;
         while Instant::now() < deadline {
-            let now = self.page("scroll()")?;
-            if (now["top"].as_f64().unwrap_or(top) - top).abs() >= 1.0 {
+            std::thread::sleep(Duration::from_millis(15));
+            let now = self.page("scroll()")?["top"].as_f64().unwrap_or(last);
+            if moved && (now - last).abs() < 0.5 {
                 break;
             }
-            std::thread::sleep(Duration::from_millis(15));
+            moved |= (now - top).abs() >= 1.0;
+            last = now;
         }
         Ok(self.result(&a.operation_id, "page_scroll", a.generation, before))
     }

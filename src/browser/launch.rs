@@ -177,6 +177,8 @@ impl ChromiumProcess {
                 // History navigations load for real (a restored page would keep stale refs
                 // alive and skip the load events the settle wait relies on).
                 "--disable-back-forward-cache",
+                // A wheel event scrolls at once, so page_scroll returns on the final position.
+                "--disable-smooth-scrolling",
                 "--disable-features=BackForwardCache",
             ])
             .arg(format!(

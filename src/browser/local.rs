@@ -86,7 +86,8 @@ pub(crate) struct Inner {
 }
 
 /// A local headless Chromium started and owned by jevgate. Cheap to clone (an `Arc` inside);
-/// the browser ends when [`LocalBrowser::close`] is called or the last clone is dropped.
+/// the browser ends when [`LocalBrowser::close`] is called, or when the last clone and the last
+/// [`LocalTab`] handle are dropped, or when the host process dies (a watchdog ends it).
 ///
 /// As a [`BrowserBackend`] it acts on its current tab (the first one, or the one `tabs`
 /// selected); [`LocalBrowser::open_tab`] gives a handle bound to one tab.

@@ -159,10 +159,13 @@ fn percent_decode(s: &str) -> String {
 
 /// One headless Chromium shared by the tests of a binary that run at the same time; it is
 /// closed (and its processes reaped) when the last of them drops its handle.
-pub fn shared_browser() -> Arc<LocalBrowser> {
+fn shared_slot() -> &'static Mutex<Weak<LocalBrowser>> {
     static SHARED: OnceLock<Mutex<Weak<LocalBrowser>>> = OnceLock::new();
-    let slot = SHARED.get_or_init(|| Mutex::new(Weak::new()));
-    let mut weak = slot.lock().unwrap();
+    SHARED.get_or_init(|| Mutex::new(Weak::new()))
+}
+
+pub fn shared_browser() -> Arc<LocalBrowser> {
+    let mut weak = shared_slot().lock().unwrap_or_else(|e| e.into_inner());
     if let Some(b) = weak.upgrade() {
         return b;
     }
@@ -177,7 +180,16 @@ pub struct Closing(pub Arc<LocalBrowser>);
 
 impl Drop for Closing {
     fn drop(&mut self) {
-        if Arc::strong_count(&self.0) == 1 {
+        // Decided under the slot's lock, so no other test can pick up a browser being closed.
+        let last = {
+            let mut weak = shared_slot().lock().unwrap_or_else(|e| e.into_inner());
+            let last = Arc::strong_count(&self.0) == 1;
+            if last {
+                *weak = Weak::new();
+            }
+            last
+        };
+        if last {
             let pid = self.0.pid();
             self.0.close();
             // No Chromium process of this browser may outlive close().

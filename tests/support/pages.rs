@@ -84,7 +84,7 @@ c.putImageData(img, 0, 0);
         "onload-alert" => r#"<title>Onload alert</title><p>Before</p>
 <script>alert('Blocking alert');</script><button>After</button>"#
             .to_string(),
-        "slowlink" => r#"<title>Slow link</title><a href="/slow?ms=2500&to=second">Slow page</a>
+        "slowlink" => r#"<title>Slow link</title><a href="/slow?ms=5000&to=second">Slow page</a>
 <button onclick="b('stale')">Stay</button>"#
             .to_string(),
         "big" => big(1000),
