@@ -73,7 +73,7 @@ fn r_brw_obs_cli_reports_an_open_dialog_never_hangs() {
 }
 
 #[test]
-fn cli_observe_usage_errors_exit_2() {
+fn r_brw_obs_cli_usage_errors_exit_2_and_refused_schemes_exit_1() {
     for args in [
         vec!["observe"],
         vec!["observe", "http://127.0.0.1:9/", "--format", "yaml"],

@@ -320,7 +320,15 @@ impl ChromiumProcess {
             let _ = child.wait();
         }
         if let Some(drain) = self.stderr_drain.take() {
-            let _ = drain.join();
+            // The reader ends at EOF, once every process holding Chromium's stderr is gone;
+            // a process that escaped the group could hold it open, so the wait is bounded.
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while !drain.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if drain.is_finished() {
+                let _ = drain.join();
+            }
         }
         if let Some(dir) = self.temp_profile.take() {
             let _ = std::fs::remove_dir_all(dir);
