@@ -37,6 +37,8 @@ pub enum ErrorFamily {
     Access,
     /// Paired devices, the device-worker channel and the browser tools.
     Device,
+    /// A browser backend: the browser, its pages and the actions on them.
+    Browser,
     /// A bug in jevgate (a caught panic, a broken invariant).
     Internal,
 }
@@ -54,6 +56,7 @@ impl ErrorFamily {
             ErrorFamily::Lease => "lease",
             ErrorFamily::Access => "access",
             ErrorFamily::Device => "device",
+            ErrorFamily::Browser => "browser",
             ErrorFamily::Internal => "internal",
         }
     }
@@ -319,6 +322,97 @@ pub enum Error {
         reason: String,
     },
 
+    /// No browser can be driven: no Chromium is installed (or `JEVGATE_CHROMIUM` points at
+    /// nothing runnable), it failed to start, or the browser process exited or its DevTools
+    /// connection was lost under the backend. `reason` is written by jevgate.
+    #[error("browser unavailable: {reason}")]
+    BrowserUnavailable {
+        /// What happened (`no Chromium found`, `the browser connection was lost`).
+        reason: String,
+    },
+
+    /// The observation the action was decided on no longer describes the page (R-BRW-STALE).
+    /// Nothing was sent to the page; re-observe and decide again. The action is never
+    /// replayed by jevgate.
+    #[error("stale observation: {cause}")]
+    StaleObservation {
+        /// Why the observation is stale.
+        cause: crate::browser::StaleCause,
+    },
+
+    /// `tab_history` asked for a history entry that does not exist. Nothing was sent
+    /// (not executed, never an unknown outcome).
+    #[error("no history entry in that direction; nothing was sent")]
+    HistoryUnavailable,
+
+    /// `page_scroll` towards a limit the page is already at. Nothing was sent.
+    #[error("the page is already scrolled to that limit; nothing was sent")]
+    ScrollLimit,
+
+    /// `page_type` into an element that cannot take keyboard focus (not editable, disabled,
+    /// read-only, or focus was refused). No key was sent.
+    #[error("the target cannot take keyboard focus; nothing was typed")]
+    FocusRequired,
+
+    /// A JavaScript dialog (alert, confirm, prompt, beforeunload) is open in the tab; every
+    /// action other than handling it is refused until it is accepted or dismissed.
+    #[error("a {kind} dialog is open; handle it before acting on the page")]
+    DialogOpen {
+        /// The dialog type (`alert`, `confirm`, `prompt`, `beforeunload`).
+        kind: String,
+    },
+
+    /// `handle_dialog` was called while no dialog is open.
+    #[error("no dialog is open")]
+    NoDialog,
+
+    /// A ref that this generation never handed out (`e999`), or a target that has no box on
+    /// the page (hidden, zero-sized). Nothing was sent.
+    #[error("target not found: {reason}")]
+    TargetNotFound {
+        /// Which ref and why, written by jevgate.
+        reason: String,
+    },
+
+    /// A navigation could not be started or failed at the network level (refused scheme,
+    /// connection refused, DNS failure). The reason names the error class, never the URL.
+    #[error("navigation failed: {reason}")]
+    NavigationFailed {
+        /// The network error class (`net::ERR_CONNECTION_REFUSED`) or the refusal.
+        reason: String,
+    },
+
+    /// The browser did not answer a command within its deadline (worker code `timed_out`).
+    #[error("the browser did not answer within {}ms", timeout.as_millis())]
+    BrowserTimeout {
+        /// The deadline that passed.
+        timeout: Duration,
+    },
+
+    /// The tab is gone (closed, crashed) or was never opened (worker code `tab_unavailable`).
+    #[error("the tab is unavailable")]
+    TabUnavailable,
+
+    /// A script run by `javascript` threw or its result could not be serialized (worker code
+    /// `javascript_error`). The page's exception text is not repeated.
+    #[error("the script failed: {reason}")]
+    JavascriptError {
+        /// `threw an exception`, `result is not serializable`, … written by jevgate.
+        reason: String,
+    },
+
+    /// The browser refused a command (worker code `execution_failed`). `reason` is the
+    /// DevTools method name and error code, never page content.
+    #[error("the browser refused the command: {reason}")]
+    ExecutionFailed {
+        /// The DevTools method and protocol error code.
+        reason: String,
+    },
+
+    /// The tab is leased to another operation holder (`tab_lease` acquire while held).
+    #[error("the tab is leased by another holder")]
+    TabLeaseHeld,
+
     /// A bug in jevgate: a panic caught at an FFI boundary or a broken internal invariant.
     #[error("internal error: {reason}")]
     Internal {
@@ -376,6 +470,20 @@ impl Error {
             Error::InvalidToolArguments { .. } => "INVALID_TOOL_ARGUMENTS",
             Error::ArtifactNotFound => "ARTIFACT_NOT_FOUND",
             Error::ChannelIo { .. } => "DEVICE_CHANNEL_IO",
+            Error::BrowserUnavailable { .. } => "BROWSER_UNAVAILABLE",
+            Error::StaleObservation { .. } => "STALE_OBSERVATION",
+            Error::HistoryUnavailable => "HISTORY_UNAVAILABLE",
+            Error::ScrollLimit => "SCROLL_LIMIT",
+            Error::FocusRequired => "FOCUS_REQUIRED",
+            Error::DialogOpen { .. } => "DIALOG_OPEN",
+            Error::NoDialog => "NO_DIALOG",
+            Error::TargetNotFound { .. } => "TARGET_NOT_FOUND",
+            Error::NavigationFailed { .. } => "NAVIGATION_FAILED",
+            Error::BrowserTimeout { .. } => "timed_out",
+            Error::TabUnavailable => "tab_unavailable",
+            Error::JavascriptError { .. } => "javascript_error",
+            Error::ExecutionFailed { .. } => "execution_failed",
+            Error::TabLeaseHeld => "TAB_LEASE_HELD",
             Error::Internal { .. } => "INTERNAL",
             Error::JevAccessDenied { .. } => "JEV_ACCESS_DENIED",
             Error::AuthenticationFailed => "JEV_AUTHENTICATION_FAILED",
@@ -409,7 +517,20 @@ impl Error {
             | Error::DeviceControlElsewhere
             | Error::DeviceControlRevoked
             | Error::DeviceControlNotHeld
-            | Error::BrowserContextBusy => 409,
+            | Error::BrowserContextBusy
+            | Error::StaleObservation { .. }
+            | Error::HistoryUnavailable
+            | Error::ScrollLimit
+            | Error::FocusRequired
+            | Error::DialogOpen { .. }
+            | Error::NoDialog
+            | Error::TabLeaseHeld => 409,
+            Error::TargetNotFound { .. } | Error::NavigationFailed { .. } => 400,
+            Error::BrowserTimeout { .. }
+            | Error::BrowserUnavailable { .. }
+            | Error::TabUnavailable
+            | Error::JavascriptError { .. }
+            | Error::ExecutionFailed { .. } => 500,
             Error::AccessDenied { .. } | Error::BrowserAuthenticatedUnavailable => 403,
             Error::StoreCorrupt { .. }
             | Error::StoreVersionUnsupported { .. }
@@ -467,6 +588,20 @@ impl Error {
             | Error::InvalidToolArguments { .. }
             | Error::ArtifactNotFound
             | Error::ChannelIo { .. } => ErrorFamily::Device,
+            Error::BrowserUnavailable { .. }
+            | Error::StaleObservation { .. }
+            | Error::HistoryUnavailable
+            | Error::ScrollLimit
+            | Error::FocusRequired
+            | Error::DialogOpen { .. }
+            | Error::NoDialog
+            | Error::TargetNotFound { .. }
+            | Error::NavigationFailed { .. }
+            | Error::BrowserTimeout { .. }
+            | Error::TabUnavailable
+            | Error::JavascriptError { .. }
+            | Error::ExecutionFailed { .. }
+            | Error::TabLeaseHeld => ErrorFamily::Browser,
             Error::Internal { .. } => ErrorFamily::Internal,
         }
     }
@@ -485,6 +620,21 @@ impl Error {
     pub fn validation_reason(&self) -> Option<&'static str> {
         match self {
             Error::MalformedResponse { reason, .. } => Some(reason.as_str()),
+            _ => None,
+        }
+    }
+
+    /// The cause of a `STALE_OBSERVATION`, when this is one (R-BRW-STALE).
+    ///
+    /// ```
+    /// use jevgate::browser::StaleCause;
+    /// let err = jevgate::Error::StaleObservation { cause: StaleCause::TargetObscured };
+    /// assert_eq!(err.stale_cause(), Some(StaleCause::TargetObscured));
+    /// assert_eq!(err.to_string(), "stale observation: TARGET_OBSCURED");
+    /// ```
+    pub fn stale_cause(&self) -> Option<crate::browser::StaleCause> {
+        match self {
+            Error::StaleObservation { cause } => Some(*cause),
             _ => None,
         }
     }
@@ -707,6 +857,71 @@ mod tests {
         };
         assert_eq!(err.retry_after(), Some(Duration::from_secs(7)));
         assert_eq!(Error::QueueFull.retry_after(), None);
+    }
+
+    // R-ERR-1 for the browser family: codes spelled as the seeds spell them.
+    #[test]
+    fn browser_codes_statuses_and_family() {
+        let cases: Vec<(Error, &str, u16)> = vec![
+            (
+                Error::BrowserUnavailable { reason: "x".into() },
+                "BROWSER_UNAVAILABLE",
+                500,
+            ),
+            (
+                Error::StaleObservation {
+                    cause: crate::browser::StaleCause::NavigationPending,
+                },
+                "STALE_OBSERVATION",
+                409,
+            ),
+            (Error::HistoryUnavailable, "HISTORY_UNAVAILABLE", 409),
+            (Error::ScrollLimit, "SCROLL_LIMIT", 409),
+            (Error::FocusRequired, "FOCUS_REQUIRED", 409),
+            (
+                Error::DialogOpen {
+                    kind: "alert".into(),
+                },
+                "DIALOG_OPEN",
+                409,
+            ),
+            (Error::NoDialog, "NO_DIALOG", 409),
+            (
+                Error::TargetNotFound { reason: "x".into() },
+                "TARGET_NOT_FOUND",
+                400,
+            ),
+            (
+                Error::NavigationFailed { reason: "x".into() },
+                "NAVIGATION_FAILED",
+                400,
+            ),
+            (
+                Error::BrowserTimeout {
+                    timeout: Duration::from_secs(1),
+                },
+                "timed_out",
+                500,
+            ),
+            (Error::TabUnavailable, "tab_unavailable", 500),
+            (
+                Error::JavascriptError { reason: "x".into() },
+                "javascript_error",
+                500,
+            ),
+            (
+                Error::ExecutionFailed { reason: "x".into() },
+                "execution_failed",
+                500,
+            ),
+            (Error::TabLeaseHeld, "TAB_LEASE_HELD", 409),
+        ];
+        for (err, code, status) in cases {
+            assert_eq!(err.code(), code);
+            assert_eq!(err.http_status(), status, "{code}");
+            assert_eq!(err.family(), ErrorFamily::Browser, "{code}");
+            assert_eq!(err.family().as_str(), "browser");
+        }
     }
 
     #[test]

@@ -24,6 +24,10 @@ commands:
   validate --questions Q.json [RESPONSE.json|-]
                                       validate one response; prints the answers or the reason
   tools [--format mcp|openai]         the nine browser tool definitions as JSON (default mcp)
+  observe URL [--format json|snapshot] [--repeat N]
+                                      load URL in a fresh local Chromium and print what a model
+                                      sees (observation JSON or snapshot); with --repeat, stderr
+                                      ends with `observe: median_ms=<n> p90_ms=<n> chars=<n>`
   version                             print the version
   help                                print this help
 "#;
@@ -52,6 +56,7 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
         "steps" => cli::grammar::steps(rest),
         "validate" => cli::jev::validate(rest),
         "tools" => cli::device::tools(rest),
+        "observe" => cli::browser::observe(rest),
         "version" | "--version" | "-V" => {
             println!("jevgate {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)

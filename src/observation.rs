@@ -54,6 +54,26 @@ pub struct Observation {
     /// Bounded visible text of the page (untrusted page content).
     #[serde(default)]
     pub text: String,
+    /// A JavaScript dialog open in the tab; while it is, the page cannot be read (no
+    /// controls) and every action but handling it is refused. Absent when none is open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialog: Option<Dialog>,
+}
+
+/// An open JavaScript dialog (`alert`, `confirm`, `prompt`, `beforeunload`).
+///
+/// ```
+/// let d = jevgate::observation::Dialog { kind: "confirm".into(), message: "Delete?".into() };
+/// assert_eq!(serde_json::to_string(&d).unwrap(), r#"{"type":"confirm","message":"Delete?"}"#);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Dialog {
+    /// `alert`, `confirm`, `prompt` or `beforeunload`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The dialog's message (untrusted page content, at most 500 characters).
+    #[serde(default)]
+    pub message: String,
 }
 
 /// Whether the tab has history entries to go to (R-BRW-OBS `navigation`).
@@ -141,6 +161,12 @@ pub struct Control {
     /// What can be done with it (`click`, `type`, `select`, `press`, …).
     #[serde(default)]
     pub actions: Vec<String>,
+    /// For checkboxes, radios and switches: whether it is checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked: Option<bool>,
+    /// The control is disabled (it has no actions).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disabled: bool,
 }
 
 impl Control {
@@ -160,6 +186,8 @@ impl Control {
             search_like: false,
             sensitive: false,
             actions: vec!["click".to_string()],
+            checked: None,
+            disabled: false,
         }
     }
 
@@ -179,6 +207,8 @@ impl Control {
             search_like: false,
             sensitive: false,
             actions: vec!["click".to_string(), "type".to_string()],
+            checked: None,
+            disabled: false,
         }
     }
 

@@ -1,5 +1,6 @@
 //! Subcommands of the `jevgate` binary: one file per command family, thin over the library.
 
+pub mod browser;
 pub mod config;
 pub mod device;
 pub mod evaluate;

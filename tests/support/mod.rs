@@ -1,5 +1,254 @@
-//! Test support shared by integration tests.
-#![allow(dead_code)] // reason: each test binary uses a different subset of the helpers
+//! Test support for the browser suites: a loopback HTTP server of fixture pages that counts
+//! beacons (so a test proves a click happened exactly once), and one shared headless Chromium
+//! per test binary that ends when the last test using it drops its handle.
+#![allow(dead_code)] // each test binary uses a different part of the support module
 
 pub mod jev_server;
+pub mod pages;
 pub mod worker;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use jevgate::browser::{LaunchOptions, LocalBrowser};
+
+/// A loopback server: `GET /p/<name>` serves a fixture page, `/beacon?n=<name>` counts,
+/// `/slow?ms=<n>&to=<name>` answers a fixture page after a delay.
+pub struct Server {
+    pub base: String,
+    counts: Arc<Mutex<HashMap<String, u32>>>,
+    stop: Arc<AtomicBool>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    pub fn start() -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let counts = Arc::new(Mutex::new(HashMap::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (c, s) = (counts.clone(), stop.clone());
+        let accept = std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if s.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                let c = c.clone();
+                std::thread::spawn(move || serve(conn, &c));
+            }
+        });
+        Server {
+            base,
+            counts,
+            stop,
+            accept: Some(accept),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub fn count(&self, name: &str) -> u32 {
+        *self.counts.lock().unwrap().get(name).unwrap_or(&0)
+    }
+
+    /// Polls the beacon count (bounded) until it reaches `want`; returns the final count after
+    /// a short quiet period so a double count would show.
+    pub fn wait_count(&self, name: &str, want: u32) -> u32 {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.count(name) < want && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(150));
+        self.count(name)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.base.trim_start_matches("http://"));
+        if let Some(t) = self.accept.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn serve(mut conn: TcpStream, counts: &Mutex<HashMap<String, u32>>) {
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).is_err() {
+        return;
+    }
+    let mut content_length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            content_length = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; content_length.min(1 << 20)];
+    let _ = reader.read_exact(&mut body);
+    let target = request_line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("/")
+        .to_string();
+    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+    let param = |k: &str| {
+        query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
+            .map(percent_decode)
+            .unwrap_or_default()
+    };
+    let (status, ctype, body): (&str, &str, String) = if path == "/beacon" {
+        *counts.lock().unwrap().entry(param("n")).or_insert(0) += 1;
+        ("204 No Content", "text/plain", String::new())
+    } else if path == "/slow" {
+        let ms: u64 = param("ms").parse().unwrap_or(1000);
+        std::thread::sleep(Duration::from_millis(ms));
+        match pages::page(&param("to")) {
+            Some(p) => ("200 OK", "text/html; charset=utf-8", p),
+            None => ("404 Not Found", "text/plain", "no page".into()),
+        }
+    } else if let Some(name) = path.strip_prefix("/p/") {
+        match pages::page(name) {
+            Some(p) => ("200 OK", "text/html; charset=utf-8", p),
+            None => ("404 Not Found", "text/plain", "no page".into()),
+        }
+    } else if path == "/favicon.ico" {
+        ("404 Not Found", "text/plain", String::new())
+    } else {
+        ("404 Not Found", "text/plain", "no page".into())
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = conn.write_all(head.as_bytes());
+    let _ = conn.write_all(body.as_bytes());
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(if bytes[i] == b'+' { b' ' } else { bytes[i] });
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// One headless Chromium shared by the tests of a binary that run at the same time; it is
+/// closed (and its processes reaped) when the last of them drops its handle.
+fn shared_slot() -> &'static Mutex<Weak<LocalBrowser>> {
+    static SHARED: OnceLock<Mutex<Weak<LocalBrowser>>> = OnceLock::new();
+    SHARED.get_or_init(|| Mutex::new(Weak::new()))
+}
+
+pub fn shared_browser() -> Arc<LocalBrowser> {
+    let mut weak = shared_slot().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(b) = weak.upgrade() {
+        return b;
+    }
+    let b = Arc::new(LocalBrowser::launch(LaunchOptions::default()).expect("launch Chromium"));
+    track_pid(b.pid().expect("pid"));
+    *weak = Arc::downgrade(&b);
+    b
+}
+
+/// Drops the browser handle, closing the browser when it is the last one.
+pub struct Closing(pub Arc<LocalBrowser>);
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        // Decided under the slot's lock, so no other test can pick up a browser being closed.
+        let last = {
+            let mut weak = shared_slot().lock().unwrap_or_else(|e| e.into_inner());
+            let last = Arc::strong_count(&self.0) == 1;
+            if last {
+                *weak = Weak::new();
+            }
+            last
+        };
+        if last {
+            let pid = self.0.pid();
+            self.0.close();
+            // No Chromium process of this browser may outlive close().
+            if let Some(pid) = pid {
+                let left = wait_group_gone(pid, Duration::from_secs(5));
+                if !std::thread::panicking() {
+                    assert!(
+                        left.is_empty(),
+                        "Chromium processes left after close: {left:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn pids() -> &'static Mutex<Vec<u32>> {
+    static PIDS: OnceLock<Mutex<Vec<u32>>> = OnceLock::new();
+    PIDS.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+/// Remembers a browser pid this binary started.
+pub fn track_pid(pid: u32) {
+    pids().lock().unwrap().push(pid);
+}
+
+/// Processes of the process group `pgid` (the browser and everything it started).
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let rest = stat.rsplit(')').next().unwrap_or("");
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // fields[0] = state, fields[2] = pgrp
+        if fields.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid) && fields[0] != "Z" {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Polls (bounded) until no process of the group `pgid` is left; returns what is left.
+pub fn wait_group_gone(pgid: u32, within: Duration) -> Vec<u32> {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = group_members(pgid);
+        if left.is_empty() || Instant::now() >= deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

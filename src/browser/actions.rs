@@ -1,0 +1,856 @@
+//! What the local backend does for each command on one tab: observe through the page library
+//! in an isolated world, and the primitives as real input events (R-BRW-OBS, R-BRW-ACT,
+//! R-BRW-STALE).
+//!
+//! This module owns the order of checks before an action (dialog, navigation in flight,
+//! generation, the page's own fingerprint, hit-testing) and the input events themselves. It
+//! never sends input after a failed check, never reads a sensitive field's value (the page
+//! library refuses to) and never puts page text, URLs or typed text into an error.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::backend::*;
+use super::keys::{char_events, key_events};
+use super::local::LocalTab;
+use super::snapshot::format_tree;
+use super::untrusted::wrap_untrusted;
+use crate::grammar::{HistoryDirection, Key, ScrollDirection};
+use crate::observation::{Navigation, Observation, ScrollPosition, Truncated};
+use crate::{Error, Result};
+
+/// The page library, evaluated once per isolated world.
+const PAGE_JS: &str = include_str!("page.js");
+/// The isolated world's name.
+const WORLD: &str = "jevgate";
+/// Title and URL budgets (R-BRW-OBS `truncated.title` / `truncated.url`).
+const MAX_TITLE: usize = 300;
+const MAX_URL: usize = 2048;
+/// Budgets of text results (R-DEV-CAPS).
+const DEFAULT_TEXT: usize = 20_000;
+const MAX_TEXT: usize = 30_000;
+const MAX_SCRIPT_RESULT: usize = 20_000;
+/// Screenshots stay under this many base64 characters (R-DEV-CAPS).
+pub const SCREENSHOT_CAP: usize = 150_000;
+/// At most this many characters of a `page_type` text go out as key events; the rest is
+/// inserted as text in one event.
+const KEYED_CHARS: usize = 256;
+
+static INTERNAL_ID: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) fn next_internal_id() -> u64 {
+    INTERNAL_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Set once the first input event of an operation is about to go out, so a failure after it
+/// is recorded as unknown rather than not executed.
+#[derive(Default)]
+pub(crate) struct Sent(Cell<bool>);
+
+impl Sent {
+    pub(crate) fn mark(&self) {
+        self.0.set(true);
+    }
+    pub(crate) fn get(&self) -> bool {
+        self.0.get()
+    }
+}
+
+struct NavMarks {
+    doc: u64,
+    same_doc: u64,
+    started: u64,
+}
+
+fn stale(cause: StaleCause) -> Error {
+    Error::StaleObservation { cause }
+}
+
+fn cut(s: &str, max: usize) -> (String, bool) {
+    if s.chars().count() <= max {
+        (s.to_string(), false)
+    } else {
+        (s.chars().take(max).collect(), true)
+    }
+}
+
+impl LocalTab {
+    fn session(&self) -> &str {
+        &self.tab.session_id
+    }
+
+    /// A DevTools call on this tab's session that ends early when a dialog opens.
+    fn call(&self, method: &str, params: Value) -> Result<Value> {
+        self.inner
+            .cdp
+            .call_interruptible(
+                method,
+                params,
+                Some(self.session()),
+                self.inner.opts.call_timeout,
+                &|| self.tab.dialog_or_gone(),
+            )
+            .map_err(|e| e.into_error(method))
+    }
+
+    /// A DevTools call that ignores dialogs (browser-side methods that work while one is open).
+    fn call_plain(&self, method: &str, params: Value) -> Result<Value> {
+        self.inner.call(method, params, Some(self.session()))
+    }
+
+    /// The isolated world's context, created (and the page library installed) when missing.
+    fn world(&self) -> Result<i64> {
+        let doc = {
+            let st = self.tab.lock();
+            if let Some((ctx, made_in)) = st.world {
+                if made_in == st.doc_seq {
+                    return Ok(ctx);
+                }
+            }
+            st.doc_seq
+        };
+        let frame = self.tab.main_frame.lock().clone();
+        let made = self.call(
+            "Page.createIsolatedWorld",
+            json!({ "frameId": frame, "worldName": WORLD, "grantUniveralAccess": false }),
+        )?;
+        let ctx = made["executionContextId"]
+            .as_i64()
+            .ok_or_else(|| Error::ExecutionFailed {
+                reason: "Page.createIsolatedWorld answered without a context".into(),
+            })?;
+        let installed = self.call(
+            "Runtime.evaluate",
+            json!({ "expression": format!("globalThis.__jevgate = {PAGE_JS}; 0"), "contextId": ctx }),
+        )?;
+        if installed.get("exceptionDetails").is_some() {
+            return Err(Error::ExecutionFailed {
+                reason: "the page library failed to install".into(),
+            });
+        }
+        self.tab.lock().world = Some((ctx, doc));
+        Ok(ctx)
+    }
+
+    /// Calls `__jevgate.<expr>` in the isolated world and parses its JSON answer. A lost
+    /// context (the document changed under us) is retried once in a fresh world.
+    fn page(&self, expr: &str) -> Result<Value> {
+        for attempt in 0..2 {
+            let ctx = self.world()?;
+            let res = self.inner.cdp.call_interruptible(
+                "Runtime.evaluate",
+                json!({ "expression": format!("__jevgate.{expr}"), "contextId": ctx, "returnByValue": true }),
+                Some(self.session()),
+                self.inner.opts.call_timeout,
+                &|| self.tab.dialog_or_gone(),
+            );
+            match res {
+                Ok(v) => {
+                    if v.get("exceptionDetails").is_some() {
+                        return Err(Error::ExecutionFailed {
+                            reason: "the page library threw".into(),
+                        });
+                    }
+                    let text = v["result"]["value"].as_str().unwrap_or("null");
+                    return serde_json::from_str(text).map_err(|_| Error::ExecutionFailed {
+                        reason: "the page library answered malformed JSON".into(),
+                    });
+                }
+                Err(super::cdp::CdpError::Protocol { message, .. })
+                    if attempt == 0 && message.contains("ontext") =>
+                {
+                    // The context was destroyed (navigation); make a new world and retry.
+                    self.tab.lock().world = None;
+                }
+                Err(e) => return Err(e.into_error("Runtime.evaluate")),
+            }
+        }
+        Err(stale(StaleCause::GenerationChanged))
+    }
+
+    fn navigation(&self) -> Result<Navigation> {
+        let h = self.call_plain("Page.getNavigationHistory", json!({}))?;
+        let index = h["currentIndex"].as_i64().unwrap_or(0);
+        let len = h["entries"].as_array().map_or(0, Vec::len) as i64;
+        Ok(Navigation {
+            can_go_back: index > 0,
+            can_go_forward: index + 1 < len,
+        })
+    }
+
+    fn url_title(&self) -> Result<(String, String)> {
+        let info = self.inner.call(
+            "Target.getTargetInfo",
+            json!({ "targetId": self.tab.target_id }),
+            None,
+        )?;
+        let field = |k: &str| {
+            info["targetInfo"][k]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        };
+        Ok((field("url"), field("title")))
+    }
+
+    /// The observation while a dialog blocks the page: no controls, the dialog reported.
+    fn dialog_observation(&self) -> Result<Observation> {
+        let (url, title) = self.url_title()?;
+        let (url, url_cut) = cut(&url, MAX_URL);
+        let (title, title_cut) = cut(&title, MAX_TITLE);
+        let st = self.tab.lock();
+        Ok(Observation {
+            generation: st.generation,
+            url,
+            title,
+            navigation: None,
+            truncated: Truncated {
+                controls: false,
+                title: title_cut,
+                url: url_cut,
+            },
+            focus: None,
+            scroll: ScrollPosition::default(),
+            controls: Vec::new(),
+            text: String::new(),
+            dialog: st.dialog.clone(),
+        })
+        .map(|mut o| {
+            o.navigation = self.navigation().ok();
+            o
+        })
+    }
+
+    /// The walk plus generation bookkeeping; `tree` asks for the snapshot tree too.
+    fn observe_raw(
+        &self,
+        args: &ObserveArgs,
+        tree: Option<&SnapshotArgs>,
+    ) -> Result<(Observation, Option<Value>)> {
+        if self.tab.lock().dialog.is_some() {
+            return Ok((self.dialog_observation()?, None));
+        }
+        if let Some(err) = self.tab.refusal() {
+            return Err(err);
+        }
+        let doc_before = self.tab.lock().doc_seq;
+        let mut opts = json!({
+            "maxControls": args.max_controls.unwrap_or(2000).max(1),
+            "maxTextChars": args.max_text_chars.unwrap_or(DEFAULT_TEXT).min(MAX_TEXT),
+        });
+        if let Some(t) = tree {
+            opts["tree"] = json!(true);
+            if let Some(region) = &t.region {
+                opts["region"] = json!(region);
+            }
+        }
+        let walked = match self.page(&format!("observe({opts})")) {
+            Ok(v) => v,
+            Err(Error::DialogOpen { .. }) => return Ok((self.dialog_observation()?, None)),
+            Err(e) => return Err(e),
+        };
+        let navigation = match self.navigation() {
+            Ok(n) => Some(n),
+            Err(Error::DialogOpen { .. }) => return Ok((self.dialog_observation()?, None)),
+            Err(e) => return Err(e),
+        };
+        let controls = serde_json::from_value(walked["controls"].clone()).map_err(|_| {
+            Error::ExecutionFailed {
+                reason: "the page library answered controls of an unexpected shape".into(),
+            }
+        })?;
+        let fp = walked["fp"].as_str().unwrap_or_default().to_string();
+        let generation = {
+            let mut st = self.tab.lock();
+            if st.pending_nav || st.doc_seq != doc_before {
+                return Err(stale(StaleCause::NavigationPending));
+            }
+            if st.generation == 0 || st.fp != fp || st.obs_doc != doc_before {
+                st.generation += 1;
+                st.fp = fp;
+                st.obs_doc = doc_before;
+            }
+            st.generation
+        };
+        let (url, url_cut) = cut(walked["url"].as_str().unwrap_or_default(), MAX_URL);
+        let (title, title_cut) = cut(walked["title"].as_str().unwrap_or_default(), MAX_TITLE);
+        let obs = Observation {
+            generation,
+            url,
+            title,
+            navigation,
+            truncated: Truncated {
+                controls: walked["truncated"]["controls"].as_bool().unwrap_or(false),
+                title: title_cut,
+                url: url_cut,
+            },
+            focus: walked["focus"].as_str().map(str::to_string),
+            scroll: ScrollPosition {
+                at_top: walked["scroll"]["atTop"].as_bool().unwrap_or(true),
+                at_bottom: walked["scroll"]["atBottom"].as_bool().unwrap_or(true),
+            },
+            controls,
+            text: walked["text"].as_str().unwrap_or_default().to_string(),
+            dialog: None,
+        };
+        let tree = walked.get("tree").cloned();
+        Ok((obs, tree))
+    }
+
+    fn snapshot_now(&self, args: &SnapshotArgs) -> Result<Snapshot> {
+        let (obs, tree) = self.observe_raw(
+            &ObserveArgs {
+                max_controls: None,
+                max_text_chars: Some(1),
+            },
+            Some(args),
+        )?;
+        let max = args.max_chars.unwrap_or(DEFAULT_TEXT);
+        let (body, truncated) = match (&obs.dialog, tree) {
+            (Some(d), _) => (
+                format!(
+                    "- dialog {}: {}",
+                    serde_json::to_string(&d.kind).unwrap_or_default(),
+                    d.message
+                ),
+                false,
+            ),
+            (None, Some(tree)) if !tree.is_null() => format_tree(&tree, max),
+            (None, _) if args.region.is_some() => {
+                return Err(Error::TargetNotFound {
+                    reason: "the region ref is not on the page".into(),
+                })
+            }
+            (None, _) => (String::new(), false),
+        };
+        Ok(Snapshot {
+            generation: obs.generation,
+            url: obs.url,
+            title: obs.title,
+            text: wrap_untrusted(&body),
+            truncated,
+        })
+    }
+
+    /// Runs one tab command (the busy flag and operation record are the caller's).
+    pub(crate) fn run(&self, command: &Command, sent: &Sent) -> Result<Response> {
+        match command {
+            Command::Observe(a) => Ok(Response::Observation(self.observe_raw(a, None)?.0)),
+            Command::Snapshot(a) => Ok(Response::Snapshot(self.snapshot_now(a)?)),
+            Command::GetText(a) => {
+                let max = a.max_chars.unwrap_or(DEFAULT_TEXT).min(MAX_TEXT);
+                let (obs, _) = self.observe_raw(
+                    &ObserveArgs {
+                        max_controls: Some(1),
+                        max_text_chars: Some(max + 1),
+                    },
+                    None,
+                )?;
+                let (text, truncated) = cut(&obs.text, max);
+                Ok(Response::Text(PageText {
+                    generation: obs.generation,
+                    text: wrap_untrusted(&text),
+                    truncated,
+                }))
+            }
+            Command::Find(a) => {
+                let (obs, _) = self.observe_raw(&ObserveArgs::default(), None)?;
+                let words: Vec<String> =
+                    a.query.split_whitespace().map(str::to_lowercase).collect();
+                let controls = obs
+                    .controls
+                    .into_iter()
+                    .filter(|c| {
+                        let hay = format!("{} {}", c.role, c.name).to_lowercase();
+                        words.iter().all(|w| hay.contains(w.as_str()))
+                    })
+                    .take(a.max_results.unwrap_or(20))
+                    .collect();
+                Ok(Response::Found(FoundControls {
+                    generation: obs.generation,
+                    controls,
+                }))
+            }
+            Command::PageClick(a) => self.click(a, sent).map(Response::Action),
+            Command::PageType(a) => self.type_text(a, sent).map(Response::Action),
+            Command::PageKeypress(a) => self.keypress(a, sent).map(Response::Action),
+            Command::PageScroll(a) => self.scroll(a, sent).map(Response::Action),
+            Command::TabNavigate(a) => self.navigate_now(a, sent).map(Response::Action),
+            Command::TabHistory(a) => self.history(a, sent).map(Response::Action),
+            Command::PageScreenshot(a) => self.screenshot(a).map(Response::Screenshot),
+            Command::FormInput(a) => self.form_input_now(a, sent).map(Response::Action),
+            Command::Javascript(a) => self.javascript_now(a, sent).map(Response::Script),
+            Command::MouseClick(a) => self.mouse_click_now(a, sent).map(Response::Action),
+            Command::OperationStatus(_)
+            | Command::TabLease(_)
+            | Command::Tabs(_)
+            | Command::HandleDialog(_) => Err(Error::Internal {
+                reason: "browser-level command routed to a tab".into(),
+            }),
+        }
+    }
+
+    fn result(&self, id: &str, tool: &str, generation: u64, started_before: u64) -> ActionResult {
+        let st = self.tab.lock();
+        ActionResult {
+            operation_id: id.to_string(),
+            tool: tool.to_string(),
+            generation_before: generation,
+            navigation_started: st.started_seq > started_before || st.pending_nav,
+            settled: false,
+            dialog: st.dialog.clone(),
+        }
+    }
+
+    fn started_seq(&self) -> u64 {
+        self.tab.lock().started_seq
+    }
+
+    /// Sends input; a dialog opened by it ends the wait (the input was delivered).
+    fn input(&self, method: &str, params: Value) -> Result<()> {
+        match self.call(method, params) {
+            Ok(_) | Err(Error::DialogOpen { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn mouse_click_at(&self, x: f64, y: f64, sent: &Sent) -> Result<()> {
+        sent.mark();
+        self.input(
+            "Input.dispatchMouseEvent",
+            json!({ "type": "mouseMoved", "x": x, "y": y, "button": "none", "buttons": 0 }),
+        )?;
+        if self.tab.lock().dialog.is_some() {
+            return Ok(());
+        }
+        self.input(
+            "Input.dispatchMouseEvent",
+            json!({ "type": "mousePressed", "x": x, "y": y, "button": "left", "buttons": 1, "clickCount": 1 }),
+        )?;
+        if self.tab.lock().dialog.is_some() {
+            return Ok(());
+        }
+        self.input(
+            "Input.dispatchMouseEvent",
+            json!({ "type": "mouseReleased", "x": x, "y": y, "button": "left", "buttons": 0, "clickCount": 1 }),
+        )
+    }
+
+    /// Maps the page library's status of a target check to the refusal it means.
+    fn target_status(&self, v: &Value) -> Result<()> {
+        match v["status"].as_str().unwrap_or("") {
+            "ok" => Ok(()),
+            "changed" => Err(stale(StaleCause::GenerationChanged)),
+            "obscured" => Err(stale(StaleCause::TargetObscured)),
+            "unfocusable" => Err(Error::FocusRequired),
+            "missing" => Err(Error::TargetNotFound {
+                reason: "the ref was not handed out by this generation".into(),
+            }),
+            "nobox" => Err(Error::TargetNotFound {
+                reason: "the target has no box on the page (hidden or empty)".into(),
+            }),
+            "nooption" => Err(Error::InvalidArgument {
+                name: "value",
+                reason: "matches no option of the select".into(),
+            }),
+            _ => Err(Error::ExecutionFailed {
+                reason: "the page library answered an unknown status".into(),
+            }),
+        }
+    }
+
+    /// A page-library call for an action; a lost document means the page changed.
+    fn page_for_action(&self, expr: &str) -> Result<Value> {
+        match self.page(expr) {
+            Err(Error::ExecutionFailed { .. }) if self.document_changed() => {
+                Err(stale(StaleCause::GenerationChanged))
+            }
+            other => other,
+        }
+    }
+
+    fn document_changed(&self) -> bool {
+        let st = self.tab.lock();
+        st.doc_seq != st.obs_doc
+    }
+
+    fn click(&self, a: &ClickArgs, sent: &Sent) -> Result<ActionResult> {
+        let fp = self.tab.check_generation(a.generation)?;
+        let args = serde_json::to_string(&[&a.reference, &fp]).unwrap_or_default();
+        let v = self.page_for_action(&format!("point(...{args})"))?;
+        self.target_status(&v)?;
+        let (x, y) = (
+            v["x"].as_f64().unwrap_or(0.0),
+            v["y"].as_f64().unwrap_or(0.0),
+        );
+        let before = self.started_seq();
+        self.mouse_click_at(x, y, sent)?;
+        Ok(self.result(&a.operation_id, "page_click", a.generation, before))
+    }
+
+    fn mouse_click_now(&self, a: &MouseClickArgs, sent: &Sent) -> Result<ActionResult> {
+        let fp = self.tab.check_generation(a.generation)?;
+        let v = self.page_for_action(&format!("check({})", json!(fp)))?;
+        self.target_status(&v)?;
+        let (w, h) = self.inner.opts.window_size;
+        if !(a.x >= 0.0 && a.y >= 0.0 && a.x <= f64::from(w) && a.y <= f64::from(h)) {
+            return Err(Error::InvalidArgument {
+                name: "x/y",
+                reason: "outside the viewport".into(),
+            });
+        }
+        let before = self.started_seq();
+        self.mouse_click_at(a.x, a.y, sent)?;
+        Ok(self.result(&a.operation_id, "mouse_click", a.generation, before))
+    }
+
+    fn press(&self, key: Key, sent: &Sent) -> Result<()> {
+        sent.mark();
+        for ev in key_events(key) {
+            self.input("Input.dispatchKeyEvent", ev)?;
+            if self.tab.lock().dialog.is_some() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn type_text(&self, a: &TypeArgs, sent: &Sent) -> Result<ActionResult> {
+        let fp = self.tab.check_generation(a.generation)?;
+        let args = serde_json::to_string(&[&a.reference, &fp]).unwrap_or_default();
+        let v = self.page_for_action(&format!("focusField(...{args})"))?;
+        self.target_status(&v)?;
+        let before = self.started_seq();
+        sent.mark();
+        let text: Vec<char> = a.text.chars().collect();
+        let (keyed, rest) = text.split_at(text.len().min(KEYED_CHARS));
+        let mut pending = String::new();
+        for &c in keyed {
+            match char_events(c) {
+                Some(events) => {
+                    if !pending.is_empty() {
+                        let chunk = std::mem::take(&mut pending);
+                        self.input("Input.insertText", json!({ "text": chunk }))?;
+                    }
+                    for ev in events {
+                        self.input("Input.dispatchKeyEvent", ev)?;
+                    }
+                }
+                None => pending.push(c),
+            }
+            if self.tab.lock().dialog.is_some() {
+                return Ok(self.result(&a.operation_id, "page_type", a.generation, before));
+            }
+        }
+        pending.extend(rest);
+        if !pending.is_empty() {
+            self.input("Input.insertText", json!({ "text": pending }))?;
+        }
+        if a.submit && self.tab.lock().dialog.is_none() {
+            self.press(Key::Enter, sent)?;
+        }
+        Ok(self.result(&a.operation_id, "page_type", a.generation, before))
+    }
+
+    fn keypress(&self, a: &KeypressArgs, sent: &Sent) -> Result<ActionResult> {
+        if a.count == 0 || a.count > 20 {
+            return Err(Error::InvalidArgument {
+                name: "count",
+                reason: "must be 1 to 20".into(),
+            });
+        }
+        let fp = self.tab.check_generation(a.generation)?;
+        let v = self.page_for_action(&format!("check({})", json!(fp)))?;
+        self.target_status(&v)?;
+        let before = self.started_seq();
+        for _ in 0..a.count {
+            self.press(a.key, sent)?;
+            if self.tab.lock().dialog.is_some() {
+                break;
+            }
+        }
+        Ok(self.result(&a.operation_id, "page_keypress", a.generation, before))
+    }
+
+    fn scroll(&self, a: &ScrollArgs, sent: &Sent) -> Result<ActionResult> {
+        let fp = self.tab.check_generation(a.generation)?;
+        let v = self.page_for_action(&format!("check({})", json!(fp)))?;
+        self.target_status(&v)?;
+        let s = self.page("scroll()")?;
+        let at_limit = match a.direction {
+            ScrollDirection::Up => s["atTop"].as_bool().unwrap_or(true),
+            ScrollDirection::Down => s["atBottom"].as_bool().unwrap_or(true),
+        };
+        if at_limit {
+            return Err(Error::ScrollLimit);
+        }
+        let top = s["top"].as_f64().unwrap_or(0.0);
+        let view = s["view"].as_f64().unwrap_or(600.0);
+        let (w, h) = self.inner.opts.window_size;
+        let delta = (view * 0.8).max(40.0);
+        let before = self.started_seq();
+        sent.mark();
+        self.input(
+            "Input.dispatchMouseEvent",
+            json!({
+                "type": "mouseWheel", "x": f64::from(w) / 2.0, "y": f64::from(h) / 2.0,
+                "deltaX": 0, "deltaY": if a.direction == ScrollDirection::Up { -delta } else { delta },
+            }),
+        )?;
+        // Bounded polling of the real scroll position: wheel scrolling is asynchronous. Done
+        // when it moved and then held still for one poll.
+        let deadline = Instant::now() + Duration::from_millis(2000);
+        let mut last = top;
+        let mut moved = false;
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(15));
+            let now = self.page("scroll()")?["top"].as_f64().unwrap_or(last);
+            if moved && (now - last).abs() < 0.5 {
+                break;
+            }
+            moved |= (now - top).abs() >= 1.0;
+            last = now;
+        }
+        Ok(self.result(&a.operation_id, "page_scroll", a.generation, before))
+    }
+
+    /// The counters a navigation's settling is measured against.
+    fn nav_marks(&self) -> NavMarks {
+        let st = self.tab.lock();
+        NavMarks {
+            doc: st.doc_seq,
+            same_doc: st.same_doc_seq,
+            started: st.started_seq,
+        }
+    }
+
+    /// Waits (bounded) until the navigation started after `marks` settled — a new document
+    /// committed and loaded, a same-document navigation, or a load that started and stopped
+    /// without a commit (204, download) — or a dialog opened; `true` when it settled.
+    fn wait_settled(&self, marks: &NavMarks) -> bool {
+        let deadline = Instant::now() + self.inner.opts.navigation_timeout;
+        let done = |st: &super::tab::TabState| {
+            !st.pending_nav
+                && ((st.doc_seq > marks.doc && st.loaded_since_commit)
+                    || st.same_doc_seq > marks.same_doc
+                    || (st.started_seq > marks.started
+                        && st.stop_seq > st.stop_at_start
+                        && st.doc_seq == marks.doc))
+        };
+        self.tab
+            .wait_for(deadline, |st| st.gone || st.dialog.is_some() || done(st));
+        let st = self.tab.lock();
+        !st.gone && st.dialog.is_none() && done(&st)
+    }
+
+    fn navigate_now(&self, a: &NavigateArgs, sent: &Sent) -> Result<ActionResult> {
+        let url = a.url.trim();
+        let lower = url.to_ascii_lowercase();
+        if !(lower.starts_with("http://")
+            || lower.starts_with("https://")
+            || lower == "about:blank")
+        {
+            return Err(Error::NavigationFailed {
+                reason: "only http, https and about:blank addresses are opened".into(),
+            });
+        }
+        if let Some(d) = self.tab.lock().dialog.clone() {
+            return Err(Error::DialogOpen { kind: d.kind });
+        }
+        let generation = self.tab.lock().generation;
+        let marks = self.nav_marks();
+        sent.mark();
+        let res = self.call("Page.navigate", json!({ "url": url }))?;
+        if let Some(err) = res["errorText"].as_str().filter(|e| !e.is_empty()) {
+            let class: String = err
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
+                .take(80)
+                .collect();
+            return Err(Error::NavigationFailed { reason: class });
+        }
+        let settled = self.wait_settled(&marks);
+        let mut r = self.result(&a.operation_id, "tab_navigate", generation, marks.started);
+        r.navigation_started = true;
+        r.settled = settled;
+        Ok(r)
+    }
+
+    fn history(&self, a: &HistoryArgs, sent: &Sent) -> Result<ActionResult> {
+        self.tab.check_generation(a.generation)?;
+        let h = self.call_plain("Page.getNavigationHistory", json!({}))?;
+        let index = h["currentIndex"].as_i64().unwrap_or(0);
+        let entries = h["entries"].as_array().cloned().unwrap_or_default();
+        let target = match a.direction {
+            HistoryDirection::Back => index - 1,
+            HistoryDirection::Forward => index + 1,
+        };
+        let entry = usize::try_from(target).ok().and_then(|i| entries.get(i));
+        let Some(entry_id) = entry.and_then(|e| e["id"].as_i64()) else {
+            return Err(Error::HistoryUnavailable);
+        };
+        let marks = self.nav_marks();
+        sent.mark();
+        self.call(
+            "Page.navigateToHistoryEntry",
+            json!({ "entryId": entry_id }),
+        )?;
+        let settled = self.wait_settled(&marks);
+        let mut r = self.result(&a.operation_id, "tab_history", a.generation, marks.started);
+        r.navigation_started = true;
+        r.settled = settled;
+        Ok(r)
+    }
+
+    fn form_input_now(&self, a: &FormInputArgs, sent: &Sent) -> Result<ActionResult> {
+        let fp = self.tab.check_generation(a.generation)?;
+        let before = self.started_seq();
+        let args = serde_json::to_string(&[&a.reference, &fp, &a.value]).unwrap_or_default();
+        sent.mark();
+        let v = self.page_for_action(&format!("setValue(...{args})"))?;
+        if v["status"] != "ok" {
+            // Nothing was set: the library checks before it writes.
+            sent.0.set(false);
+        }
+        self.target_status(&v)?;
+        Ok(self.result(&a.operation_id, "form_input", a.generation, before))
+    }
+
+    fn javascript_now(&self, a: &JavascriptArgs, sent: &Sent) -> Result<ScriptResult> {
+        if let Some(err) = self.tab.refusal() {
+            return Err(err);
+        }
+        sent.mark();
+        let res = self.call(
+            "Runtime.evaluate",
+            json!({
+                "expression": a.code, "returnByValue": true, "awaitPromise": true,
+                "userGesture": true, "timeout": self.inner.opts.call_timeout.as_millis() as u64,
+            }),
+        )?;
+        if res.get("exceptionDetails").is_some() {
+            return Err(Error::JavascriptError {
+                reason: "the script threw an exception".into(),
+            });
+        }
+        let value = res["result"].get("value").cloned().unwrap_or(Value::Null);
+        let json = serde_json::to_string(&value).map_err(|_| Error::JavascriptError {
+            reason: "the result is not serializable".into(),
+        })?;
+        let (json, truncated) = cut(&json, MAX_SCRIPT_RESULT);
+        Ok(ScriptResult {
+            operation_id: a.operation_id.clone(),
+            value: wrap_untrusted(&json),
+            truncated,
+        })
+    }
+
+    pub(crate) fn handle_dialog_now(
+        &self,
+        a: &HandleDialogArgs,
+        sent: &Sent,
+    ) -> Result<ActionResult> {
+        let (generation, started) = {
+            let st = self.tab.lock();
+            if st.dialog.is_none() {
+                return Err(Error::NoDialog);
+            }
+            (st.generation, st.started_seq)
+        };
+        let mut params = json!({ "accept": a.accept });
+        if let Some(t) = &a.prompt_text {
+            params["promptText"] = json!(t);
+        }
+        sent.mark();
+        self.call_plain("Page.handleJavaScriptDialog", params)?;
+        let deadline = Instant::now() + self.inner.opts.call_timeout;
+        self.tab
+            .wait_for(deadline, |st| st.dialog.is_none() || st.gone);
+        Ok(self.result("", "handle_dialog", generation, started))
+    }
+
+    fn screenshot(&self, a: &ScreenshotArgs) -> Result<Screenshot> {
+        if let Some(err) = self.tab.refusal() {
+            return Err(err);
+        }
+        let generation = self.tab.lock().generation;
+        let metrics = self.call("Page.getLayoutMetrics", json!({}))?;
+        let view = &metrics["cssLayoutViewport"];
+        let (vw, vh) = (
+            view["clientWidth"].as_f64().unwrap_or(1280.0),
+            view["clientHeight"].as_f64().unwrap_or(800.0),
+        );
+        let rect = match (&a.region, a.full_page) {
+            (Some(r), _) => Rect {
+                x: r.x.max(0.0),
+                y: r.y.max(0.0),
+                width: r.width.clamp(1.0, 16_000.0),
+                height: r.height.clamp(1.0, 16_000.0),
+            },
+            (None, true) => {
+                let content = &metrics["cssContentSize"];
+                Rect {
+                    x: 0.0,
+                    y: 0.0,
+                    width: content["width"].as_f64().unwrap_or(vw).clamp(1.0, 16_000.0),
+                    height: content["height"]
+                        .as_f64()
+                        .unwrap_or(vh)
+                        .clamp(1.0, 16_000.0),
+                }
+            }
+            (None, false) => Rect {
+                x: view["pageX"].as_f64().unwrap_or(0.0),
+                y: view["pageY"].as_f64().unwrap_or(0.0),
+                width: vw,
+                height: vh,
+            },
+        };
+        // Lower the JPEG quality first (80 → 60 → 45 → 30; straight to 30 when far over),
+        // then the scale, sized from how far over the cap the last frame was.
+        let (mut quality, mut scale) = (80u32, 1.0f64);
+        for _ in 0..12 {
+            let shot = self.call(
+                "Page.captureScreenshot",
+                json!({
+                    "format": "jpeg", "quality": quality,
+                    "captureBeyondViewport": a.full_page,
+                    "clip": { "x": rect.x, "y": rect.y, "width": rect.width, "height": rect.height, "scale": scale },
+                }),
+            )?;
+            let data = shot["data"].as_str().unwrap_or_default();
+            if !data.is_empty() && data.len() <= SCREENSHOT_CAP {
+                return Ok(Screenshot {
+                    format: "jpeg".into(),
+                    data: data.to_string(),
+                    width: (rect.width * scale).round() as u32,
+                    height: (rect.height * scale).round() as u32,
+                    quality,
+                    scale,
+                    generation,
+                });
+            }
+            let over = data.len().max(1) as f64 / SCREENSHOT_CAP as f64;
+            if quality > 30 {
+                quality = if over > 2.5 {
+                    30
+                } else {
+                    match quality {
+                        80 => 60,
+                        60 => 45,
+                        _ => 30,
+                    }
+                };
+            } else {
+                // Bytes scale with the pixel count, so with the square of the scale.
+                scale = (scale * over.sqrt().recip() * 0.9).max(0.02);
+            }
+        }
+        Err(Error::ExecutionFailed {
+            reason: "the screenshot stays over the size cap at the smallest scale".into(),
+        })
+    }
+}

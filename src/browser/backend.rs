@@ -1,0 +1,926 @@
+//! The one browser backend trait of SPEC §6 and its JSON-friendly commands and results.
+//!
+//! This module owns the *shape* of every call a backend serves: the primitives of R-BRW-ACT
+//! (each with its `operationId` and observed `generation`), what the nine tools of R-DEV-TOOLS
+//! need, `observe` and `operation_status`. A command serializes exactly as the `tool`/`args`
+//! pair of a channel frame (`{"type":"command","tool":"page_click","args":{…}}`), so the channel
+//! backend of issue 7 is a thin serializer: send `serde_json::to_value(&command)`, read the
+//! worker's `result`, and turn it back with [`Command::decode_result`]. It never talks to a
+//! browser and never decides anything.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::grammar::{HistoryDirection, Key, ScrollDirection};
+use crate::observation::{Control, Dialog, Observation};
+use crate::{Error, Result};
+
+/// Why an observation is stale (R-BRW-STALE); carried by [`Error::StaleObservation`].
+///
+/// ```
+/// use jevgate::browser::StaleCause;
+/// assert_eq!(serde_json::to_string(&StaleCause::NavigationPending).unwrap(), r#""NAVIGATION_PENDING""#);
+/// assert_eq!(StaleCause::GenerationChanged.to_string(), "GENERATION_CHANGED");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum StaleCause {
+    /// A navigation started and its document is not ready yet: re-read with a short backoff.
+    NavigationPending,
+    /// The page changed since the observation (new document, or controls added, removed or
+    /// renamed): its refs no longer hold.
+    GenerationChanged,
+    /// Another element covers the target's centre (an overlay, a banner): the page is not
+    /// changing, so retrying the same action is pointless.
+    TargetObscured,
+}
+
+impl StaleCause {
+    /// The cause's code string.
+    ///
+    /// ```
+    /// assert_eq!(jevgate::browser::StaleCause::TargetObscured.code(), "TARGET_OBSCURED");
+    /// ```
+    pub fn code(self) -> &'static str {
+        match self {
+            StaleCause::NavigationPending => "NAVIGATION_PENDING",
+            StaleCause::GenerationChanged => "GENERATION_CHANGED",
+            StaleCause::TargetObscured => "TARGET_OBSCURED",
+        }
+    }
+}
+
+impl std::fmt::Display for StaleCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+/// Arguments of `observe`.
+///
+/// ```
+/// let a: jevgate::browser::ObserveArgs = serde_json::from_str("{}").unwrap();
+/// assert_eq!(a.max_controls, None);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ObserveArgs {
+    /// At most this many controls (default 2,000); more sets `truncated.controls`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_controls: Option<usize>,
+    /// At most this many characters of page text (default 20,000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_text_chars: Option<usize>,
+}
+
+/// Arguments of `snapshot` (R-BRW-SNAP; the `browser_read_page` tool).
+///
+/// ```
+/// let a: jevgate::browser::SnapshotArgs = serde_json::from_str(r#"{"region":"e4"}"#).unwrap();
+/// assert_eq!(a.region.as_deref(), Some("e4"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SnapshotArgs {
+    /// Only the subtree of this ref (of the current generation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// Character budget of the tree text (default 20,000, at most 30,000 as `read_page`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<usize>,
+}
+
+/// `page_click(ref)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClickArgs {
+    /// Caller-chosen id of this operation; never reused.
+    pub operation_id: String,
+    /// The generation of the observation the ref comes from.
+    pub generation: u64,
+    /// The control's ref (`e5`).
+    #[serde(rename = "ref")]
+    pub reference: String,
+}
+
+/// `page_type(ref, text, submit)`: replaces the field's content by `text`, then Enter when
+/// `submit`, under one operation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TypeArgs {
+    /// Caller-chosen id of this operation.
+    pub operation_id: String,
+    /// The observed generation.
+    pub generation: u64,
+    /// The field's ref.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// The text to type.
+    pub text: String,
+    /// Press Enter after the text.
+    #[serde(default)]
+    pub submit: bool,
+}
+
+/// `page_keypress(key, count)` to the focused element.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeypressArgs {
+    /// Caller-chosen id of this operation.
+    pub operation_id: String,
+    /// The observed generation.
+    pub generation: u64,
+    /// The key.
+    pub key: Key,
+    /// How many presses (1–20).
+    #[serde(default = "one")]
+    pub count: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// `page_scroll(direction)` by about one screen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScrollArgs {
+    /// Caller-chosen id of this operation.
+    pub operation_id: String,
+    /// The observed generation.
+    pub generation: u64,
+    /// Which way.
+    pub direction: ScrollDirection,
+}
+
+/// `tab_navigate(url)` in the tab (http, https or `about:blank` only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NavigateArgs {
+    /// Caller-chosen id of this operation.
+    pub operation_id: String,
+    /// The address.
+    pub url: String,
+}
+
+/// `tab_history(back|forward)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryArgs {
+    /// Caller-chosen id of this operation.
+    pub operation_id: String,
+    /// The observed generation.
+    pub generation: u64,
+    /// Which way.
+    pub direction: HistoryDirection,
+}
+
+/// A rectangle in CSS pixels of the page viewport.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Rect {
+    /// Left edge.
+    pub x: f64,
+    /// Top edge.
+    pub y: f64,
+    /// Width.
+    pub width: f64,
+    /// Height.
+    pub height: f64,
+}
+
+/// `page_screenshot()`: the viewport, the whole page, or one region (the computer tool's zoom).
+///
+/// ```
+/// let a: jevgate::browser::ScreenshotArgs = serde_json::from_str("{}").unwrap();
+/// assert!(!a.full_page && a.region.is_none());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ScreenshotArgs {
+    /// Optional operation id (screenshots do not mutate; the id only names the record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operation_id: Option<String>,
+    /// The whole scrollable page instead of the viewport.
+    pub full_page: bool,
+    /// Only this region of the viewport.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<Rect>,
+}
+
+/// `operation_status(operationId)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationStatusArgs {
+    /// The operation asked about.
+    pub operation_id: String,
+}
+
+/// `tab_lease(acquire|release)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TabLeaseArgs {
+    /// Acquire or release.
+    pub action: LeaseAction,
+    /// The lease to release (from the acquire result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_id: Option<String>,
+}
+
+/// What `tab_lease` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LeaseAction {
+    /// Take the tab's lease (refused while another holder has it).
+    Acquire,
+    /// Give it back.
+    Release,
+}
+
+/// `get_text` (the `browser_get_text` tool).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GetTextArgs {
+    /// At most this many characters (default 20,000, at most 30,000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<usize>,
+}
+
+/// `find` (the `browser_find` tool): controls whose name or role contains every word of
+/// `query` (case-insensitive).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FindArgs {
+    /// The words to look for.
+    pub query: String,
+    /// At most this many matches (default 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_results: Option<usize>,
+}
+
+/// `form_input` (the `browser_form_input` tool): sets a control's value with input/change
+/// events (selects pick an option by value or label; checkboxes take `true`/`false`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FormInputArgs {
+    /// Caller-chosen id of this operation.
+    pub operation_id: String,
+    /// The observed generation.
+    pub generation: u64,
+    /// The control's ref.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// The value to set.
+    pub value: String,
+}
+
+/// `javascript` (the `browser_javascript` tool): evaluates an expression in the page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JavascriptArgs {
+    /// Caller-chosen id of this operation.
+    pub operation_id: String,
+    /// A JavaScript expression; a promise is awaited.
+    pub code: String,
+}
+
+/// `mouse_click` (the computer tool's pixel-coordinate click, for surfaces without refs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MouseClickArgs {
+    /// Caller-chosen id of this operation.
+    pub operation_id: String,
+    /// The observed generation (the screenshot's).
+    pub generation: u64,
+    /// Viewport x in CSS pixels.
+    pub x: f64,
+    /// Viewport y in CSS pixels.
+    pub y: f64,
+}
+
+/// `tabs` (the `browser_tabs` tool).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TabsArgs {
+    /// What to do.
+    pub action: TabsAction,
+    /// The tab for `select` and `close`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tab_id: Option<String>,
+    /// The address a `new` tab opens (http, https or `about:blank`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+/// What `tabs` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TabsAction {
+    /// List the tabs.
+    List,
+    /// Open a tab and make it current.
+    New,
+    /// Make a tab current.
+    Select,
+    /// Close a tab.
+    Close,
+}
+
+/// `handle_dialog`: accept or dismiss the open JavaScript dialog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HandleDialogArgs {
+    /// Accept (OK) or dismiss (Cancel).
+    pub accept: bool,
+    /// The text a `prompt` answers with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_text: Option<String>,
+}
+
+/// One call to a backend. Serializes as the channel frame's `tool` and `args`.
+///
+/// ```
+/// use jevgate::browser::{ClickArgs, Command};
+/// let c = Command::PageClick(ClickArgs { operation_id: "op-1".into(), generation: 3, reference: "e5".into() });
+/// assert_eq!(
+///     serde_json::to_string(&c).unwrap(),
+///     r#"{"tool":"page_click","args":{"operationId":"op-1","generation":3,"ref":"e5"}}"#
+/// );
+/// let back: Command = serde_json::from_str(r#"{"tool":"observe","args":{}}"#).unwrap();
+/// assert_eq!(back.tool(), "observe");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "tool", content = "args", rename_all = "snake_case")]
+pub enum Command {
+    /// Read the tab (R-BRW-OBS) → [`Response::Observation`].
+    Observe(ObserveArgs),
+    /// The snapshot view (R-BRW-SNAP) → [`Response::Snapshot`].
+    Snapshot(SnapshotArgs),
+    /// → [`Response::Action`].
+    PageClick(ClickArgs),
+    /// → [`Response::Action`].
+    PageType(TypeArgs),
+    /// → [`Response::Action`].
+    PageKeypress(KeypressArgs),
+    /// → [`Response::Action`].
+    PageScroll(ScrollArgs),
+    /// → [`Response::Action`].
+    TabNavigate(NavigateArgs),
+    /// → [`Response::Action`].
+    TabHistory(HistoryArgs),
+    /// → [`Response::Screenshot`].
+    PageScreenshot(ScreenshotArgs),
+    /// → [`Response::Operation`].
+    OperationStatus(OperationStatusArgs),
+    /// → [`Response::Lease`].
+    TabLease(TabLeaseArgs),
+    /// → [`Response::Text`].
+    GetText(GetTextArgs),
+    /// → [`Response::Found`].
+    Find(FindArgs),
+    /// → [`Response::Action`].
+    FormInput(FormInputArgs),
+    /// → [`Response::Script`].
+    Javascript(JavascriptArgs),
+    /// → [`Response::Action`].
+    MouseClick(MouseClickArgs),
+    /// → [`Response::Tabs`].
+    Tabs(TabsArgs),
+    /// → [`Response::Action`].
+    HandleDialog(HandleDialogArgs),
+}
+
+impl Command {
+    /// The tool name (`"page_click"`), as in the channel frame.
+    pub fn tool(&self) -> &'static str {
+        match self {
+            Command::Observe(_) => "observe",
+            Command::Snapshot(_) => "snapshot",
+            Command::PageClick(_) => "page_click",
+            Command::PageType(_) => "page_type",
+            Command::PageKeypress(_) => "page_keypress",
+            Command::PageScroll(_) => "page_scroll",
+            Command::TabNavigate(_) => "tab_navigate",
+            Command::TabHistory(_) => "tab_history",
+            Command::PageScreenshot(_) => "page_screenshot",
+            Command::OperationStatus(_) => "operation_status",
+            Command::TabLease(_) => "tab_lease",
+            Command::GetText(_) => "get_text",
+            Command::Find(_) => "find",
+            Command::FormInput(_) => "form_input",
+            Command::Javascript(_) => "javascript",
+            Command::MouseClick(_) => "mouse_click",
+            Command::Tabs(_) => "tabs",
+            Command::HandleDialog(_) => "handle_dialog",
+        }
+    }
+
+    /// The operation id a mutating command carries (`None` for reads).
+    pub fn operation_id(&self) -> Option<&str> {
+        match self {
+            Command::PageClick(a) => Some(&a.operation_id),
+            Command::PageType(a) => Some(&a.operation_id),
+            Command::PageKeypress(a) => Some(&a.operation_id),
+            Command::PageScroll(a) => Some(&a.operation_id),
+            Command::TabNavigate(a) => Some(&a.operation_id),
+            Command::TabHistory(a) => Some(&a.operation_id),
+            Command::FormInput(a) => Some(&a.operation_id),
+            Command::Javascript(a) => Some(&a.operation_id),
+            Command::MouseClick(a) => Some(&a.operation_id),
+            Command::PageScreenshot(a) => a.operation_id.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Turns a backend's JSON result for this command back into its typed [`Response`] (what
+    /// the channel backend does with a worker's `result`).
+    ///
+    /// ```
+    /// use jevgate::browser::{Command, ObserveArgs, Response};
+    /// let cmd = Command::Observe(ObserveArgs::default());
+    /// let r = cmd.decode_result(serde_json::json!({"generation": 2, "url": "about:blank"})).unwrap();
+    /// assert!(matches!(r, Response::Observation(o) if o.generation == 2));
+    /// ```
+    pub fn decode_result(&self, value: Value) -> Result<Response> {
+        fn de<T: serde::de::DeserializeOwned>(v: Value) -> Result<T> {
+            serde_json::from_value(v).map_err(|e| Error::ExecutionFailed {
+                reason: format!("malformed result: {}", e.classify_name()),
+            })
+        }
+        Ok(match self {
+            Command::Observe(_) => Response::Observation(de(value)?),
+            Command::Snapshot(_) => Response::Snapshot(de(value)?),
+            Command::PageScreenshot(_) => Response::Screenshot(de(value)?),
+            Command::OperationStatus(_) => Response::Operation(de(value)?),
+            Command::TabLease(_) => Response::Lease(de(value)?),
+            Command::GetText(_) => Response::Text(de(value)?),
+            Command::Find(_) => Response::Found(de(value)?),
+            Command::Javascript(_) => Response::Script(de(value)?),
+            Command::Tabs(_) => Response::Tabs(de(value)?),
+            _ => Response::Action(de(value)?),
+        })
+    }
+}
+
+trait ClassifyName {
+    fn classify_name(&self) -> &'static str;
+}
+
+impl ClassifyName for serde_json::Error {
+    fn classify_name(&self) -> &'static str {
+        match self.classify() {
+            serde_json::error::Category::Io => "io",
+            serde_json::error::Category::Syntax => "syntax",
+            serde_json::error::Category::Data => "unexpected shape",
+            serde_json::error::Category::Eof => "truncated",
+        }
+    }
+}
+
+/// What a mutating primitive did.
+///
+/// ```
+/// let a: jevgate::browser::ActionResult = serde_json::from_str(
+///     r#"{"operationId":"op-1","tool":"page_click","generationBefore":4}"#).unwrap();
+/// assert!(!a.navigation_started && a.dialog.is_none());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionResult {
+    /// The operation's id.
+    pub operation_id: String,
+    /// The primitive that ran.
+    pub tool: String,
+    /// The generation the action was checked against.
+    pub generation_before: u64,
+    /// A navigation started during the action (refs of `generation_before` are now stale).
+    #[serde(default)]
+    pub navigation_started: bool,
+    /// For navigations: the new page finished loading before the call returned.
+    #[serde(default)]
+    pub settled: bool,
+    /// A dialog the action opened (the action's result reports it; handle it next).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialog: Option<Dialog>,
+}
+
+/// The snapshot view: a compact YAML-like tree with `[ref=eN]` per interactive element,
+/// wrapped in the untrusted envelope (R-BRW-SNAP, R-BRW-UNTRUSTED).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot {
+    /// The generation whose refs the tree shows.
+    pub generation: u64,
+    /// The tab's URL.
+    pub url: String,
+    /// The page title.
+    pub title: String,
+    /// The tree text, inside the untrusted envelope.
+    pub text: String,
+    /// The tree was cut to the character budget.
+    #[serde(default)]
+    pub truncated: bool,
+}
+
+/// A screenshot, JPEG, base64, under 150,000 characters (R-DEV-CAPS).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Screenshot {
+    /// Always `"jpeg"`.
+    pub format: String,
+    /// Base64 image bytes.
+    pub data: String,
+    /// Image width in pixels.
+    pub width: u32,
+    /// Image height in pixels.
+    pub height: u32,
+    /// The JPEG quality used.
+    pub quality: u32,
+    /// The scale used (1.0 = CSS pixels).
+    pub scale: f64,
+    /// The generation current when it was taken.
+    pub generation: u64,
+}
+
+/// The state of an operation this backend was asked to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OperationState {
+    /// Still running.
+    Running,
+    /// Done; the input was delivered.
+    Completed,
+    /// Refused before anything was sent to the page (stale, limit, no history, …).
+    NotExecuted,
+    /// Sent, and the browser reported it failed (a navigation error, a script that threw).
+    Failed,
+    /// Something was sent but the outcome is not known (lost connection, timeout). Never
+    /// replayed.
+    Unknown,
+    /// This backend never saw the id (or forgot it: it keeps the last 256).
+    NotFound,
+}
+
+/// `operation_status` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationRecord {
+    /// The operation's id.
+    pub operation_id: String,
+    /// Its state.
+    pub status: OperationState,
+    /// The primitive it ran, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The error code it ended with, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    /// Its result, when completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<ActionResult>,
+}
+
+/// `tab_lease` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TabLeaseState {
+    /// The tab is leased now.
+    pub held: bool,
+    /// The lease id (after acquire).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_id: Option<String>,
+}
+
+/// Page text (`get_text`), inside the untrusted envelope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PageText {
+    /// The generation it was read at.
+    pub generation: u64,
+    /// The wrapped text.
+    pub text: String,
+    /// Cut to the budget.
+    #[serde(default)]
+    pub truncated: bool,
+}
+
+/// `find` result: matching controls of one generation (names are untrusted page content).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FoundControls {
+    /// The generation the refs belong to.
+    pub generation: u64,
+    /// The matches, in page order.
+    pub controls: Vec<Control>,
+}
+
+/// `javascript` result: the JSON-serialized value, inside the untrusted envelope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScriptResult {
+    /// The operation's id.
+    pub operation_id: String,
+    /// The wrapped JSON text of the value (`undefined` → `null`).
+    pub value: String,
+    /// The JSON was longer than 20,000 characters and was cut.
+    #[serde(default)]
+    pub truncated: bool,
+}
+
+/// One tab of `tabs`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TabInfo {
+    /// The tab's id.
+    pub tab_id: String,
+    /// Its URL.
+    pub url: String,
+    /// Its title.
+    pub title: String,
+    /// Commands go to this tab.
+    pub current: bool,
+}
+
+/// `tabs` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TabList {
+    /// The tabs, in opening order.
+    pub tabs: Vec<TabInfo>,
+}
+
+/// The typed result of a [`Command`]. Serializes as the bare result object (the channel
+/// frame's `result`); [`Command::decode_result`] reads it back.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Response {
+    /// From `observe`.
+    Observation(Observation),
+    /// From `snapshot`.
+    Snapshot(Snapshot),
+    /// From the mutating primitives and `handle_dialog`.
+    Action(ActionResult),
+    /// From `page_screenshot`.
+    Screenshot(Screenshot),
+    /// From `operation_status`.
+    Operation(OperationRecord),
+    /// From `tab_lease`.
+    Lease(TabLeaseState),
+    /// From `get_text`.
+    Text(PageText),
+    /// From `find`.
+    Found(FoundControls),
+    /// From `javascript`.
+    Script(ScriptResult),
+    /// From `tabs`.
+    Tabs(TabList),
+}
+
+fn mismatch(tool: &str) -> Error {
+    Error::Internal {
+        reason: format!("backend answered {tool} with another result type"),
+    }
+}
+
+macro_rules! typed_call {
+    ($(#[$doc:meta])* $name:ident($args:ty) -> $variant:ident($out:ty) via $cmd:ident) => {
+        $(#[$doc])*
+        fn $name(&self, args: $args) -> Result<$out> {
+            match self.execute(&Command::$cmd(args))? {
+                Response::$variant(v) => Ok(v),
+                _ => Err(mismatch(stringify!($name))),
+            }
+        }
+    };
+}
+
+/// A browser backend (SPEC §6): the local Chromium ([`crate::browser::LocalBrowser`]) or a
+/// paired worker over the channel. One required method; the typed helpers call it.
+///
+/// Every call blocks and returns within its deadline. Mutating primitives check the observed
+/// generation first and refuse with `STALE_OBSERVATION` (cause [`StaleCause`]) rather than act
+/// on a page that changed; a refused action sent nothing and is recorded as not executed.
+///
+/// ```no_run
+/// use jevgate::browser::{BrowserBackend, ClickArgs, LaunchOptions, LocalBrowser, NavigateArgs};
+/// let browser = LocalBrowser::launch(LaunchOptions::default())?;
+/// browser.tab_navigate(NavigateArgs { operation_id: "op-1".into(), url: "http://127.0.0.1:8080/".into() })?;
+/// let obs = browser.observe()?;
+/// if let Some(button) = obs.controls.iter().find(|c| c.role == "button") {
+///     browser.page_click(ClickArgs {
+///         operation_id: "op-2".into(),
+///         generation: obs.generation,
+///         reference: button.reference.clone(),
+///     })?;
+/// }
+/// browser.close();
+/// # Ok::<(), jevgate::Error>(())
+/// ```
+pub trait BrowserBackend: Send + Sync {
+    /// Runs one command.
+    fn execute(&self, command: &Command) -> Result<Response>;
+
+    /// `observe` with default budgets.
+    fn observe(&self) -> Result<Observation> {
+        self.observe_with(ObserveArgs::default())
+    }
+
+    typed_call!(
+        /// `observe` with explicit budgets.
+        observe_with(ObserveArgs) -> Observation(Observation) via Observe);
+    typed_call!(
+        /// The snapshot view.
+        snapshot(SnapshotArgs) -> Snapshot(Snapshot) via Snapshot);
+    typed_call!(
+        /// `page_click`.
+        page_click(ClickArgs) -> Action(ActionResult) via PageClick);
+    typed_call!(
+        /// `page_type`.
+        page_type(TypeArgs) -> Action(ActionResult) via PageType);
+    typed_call!(
+        /// `page_keypress`.
+        page_keypress(KeypressArgs) -> Action(ActionResult) via PageKeypress);
+    typed_call!(
+        /// `page_scroll`.
+        page_scroll(ScrollArgs) -> Action(ActionResult) via PageScroll);
+    typed_call!(
+        /// `tab_navigate`.
+        tab_navigate(NavigateArgs) -> Action(ActionResult) via TabNavigate);
+    typed_call!(
+        /// `tab_history`.
+        tab_history(HistoryArgs) -> Action(ActionResult) via TabHistory);
+    typed_call!(
+        /// `page_screenshot`.
+        page_screenshot(ScreenshotArgs) -> Screenshot(Screenshot) via PageScreenshot);
+    typed_call!(
+        /// `operation_status`.
+        operation_status(OperationStatusArgs) -> Operation(OperationRecord) via OperationStatus);
+    typed_call!(
+        /// `tab_lease`.
+        tab_lease(TabLeaseArgs) -> Lease(TabLeaseState) via TabLease);
+    typed_call!(
+        /// `get_text`.
+        get_text(GetTextArgs) -> Text(PageText) via GetText);
+    typed_call!(
+        /// `find`.
+        find(FindArgs) -> Found(FoundControls) via Find);
+    typed_call!(
+        /// `form_input`.
+        form_input(FormInputArgs) -> Action(ActionResult) via FormInput);
+    typed_call!(
+        /// `javascript`.
+        javascript(JavascriptArgs) -> Script(ScriptResult) via Javascript);
+    typed_call!(
+        /// `mouse_click`.
+        mouse_click(MouseClickArgs) -> Action(ActionResult) via MouseClick);
+    typed_call!(
+        /// `tabs`.
+        tabs(TabsArgs) -> Tabs(TabList) via Tabs);
+    typed_call!(
+        /// `handle_dialog`.
+        handle_dialog(HandleDialogArgs) -> Action(ActionResult) via HandleDialog);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    // The channel frame's `tool`/`args` for every command round-trips (R-DEV-TOOLS, R-BRW-ACT).
+    #[test]
+    fn r_brw_act_every_command_round_trips_as_tool_and_args() {
+        let commands = vec![
+            Command::Observe(ObserveArgs {
+                max_controls: Some(5),
+                max_text_chars: None,
+            }),
+            Command::Snapshot(SnapshotArgs {
+                region: Some("e2".into()),
+                max_chars: Some(100),
+            }),
+            Command::PageClick(ClickArgs {
+                operation_id: "a".into(),
+                generation: 1,
+                reference: "e1".into(),
+            }),
+            Command::PageType(TypeArgs {
+                operation_id: "b".into(),
+                generation: 1,
+                reference: "e1".into(),
+                text: "แมว".into(),
+                submit: true,
+            }),
+            Command::PageKeypress(KeypressArgs {
+                operation_id: "c".into(),
+                generation: 1,
+                key: Key::Tab,
+                count: 2,
+            }),
+            Command::PageScroll(ScrollArgs {
+                operation_id: "d".into(),
+                generation: 1,
+                direction: ScrollDirection::Down,
+            }),
+            Command::TabNavigate(NavigateArgs {
+                operation_id: "e".into(),
+                url: "https://example.com/".into(),
+            }),
+            Command::TabHistory(HistoryArgs {
+                operation_id: "f".into(),
+                generation: 1,
+                direction: HistoryDirection::Back,
+            }),
+            Command::PageScreenshot(ScreenshotArgs {
+                operation_id: None,
+                full_page: true,
+                region: None,
+            }),
+            Command::OperationStatus(OperationStatusArgs {
+                operation_id: "a".into(),
+            }),
+            Command::TabLease(TabLeaseArgs {
+                action: LeaseAction::Acquire,
+                lease_id: None,
+            }),
+            Command::GetText(GetTextArgs {
+                max_chars: Some(10),
+            }),
+            Command::Find(FindArgs {
+                query: "sign in".into(),
+                max_results: None,
+            }),
+            Command::FormInput(FormInputArgs {
+                operation_id: "g".into(),
+                generation: 1,
+                reference: "e3".into(),
+                value: "true".into(),
+            }),
+            Command::Javascript(JavascriptArgs {
+                operation_id: "h".into(),
+                code: "1+1".into(),
+            }),
+            Command::MouseClick(MouseClickArgs {
+                operation_id: "i".into(),
+                generation: 1,
+                x: 1.5,
+                y: 2.0,
+            }),
+            Command::Tabs(TabsArgs {
+                action: TabsAction::List,
+                tab_id: None,
+                url: None,
+            }),
+            Command::HandleDialog(HandleDialogArgs {
+                accept: false,
+                prompt_text: None,
+            }),
+        ];
+        for c in commands {
+            let v = serde_json::to_value(&c).unwrap();
+            assert_eq!(v["tool"], c.tool());
+            assert!(v["args"].is_object(), "{v}");
+            let back: Command = serde_json::from_value(v).unwrap();
+            assert_eq!(back, c);
+        }
+        let typed: Command = serde_json::from_value(
+            json!({"tool":"page_keypress","args":{"operationId":"k","generation":3,"key":"Enter"}}),
+        )
+        .unwrap();
+        assert_eq!(
+            typed,
+            Command::PageKeypress(KeypressArgs {
+                operation_id: "k".into(),
+                generation: 3,
+                key: Key::Enter,
+                count: 1
+            })
+        );
+    }
+
+    #[test]
+    fn r_brw_act_results_decode_by_command_and_stale_causes_are_typed() {
+        let click = Command::PageClick(ClickArgs {
+            operation_id: "a".into(),
+            generation: 1,
+            reference: "e1".into(),
+        });
+        let r = click.decode_result(json!({"operationId":"a","tool":"page_click","generationBefore":1,"dialog":{"type":"alert","message":"hi"}})).unwrap();
+        let Response::Action(a) = &r else {
+            panic!("{r:?}")
+        };
+        assert_eq!(a.dialog.as_ref().unwrap().kind, "alert");
+        assert_eq!(serde_json::to_value(&r).unwrap()["generationBefore"], 1);
+        let bad = click.decode_result(json!({"nope": true})).unwrap_err();
+        assert_eq!(bad.code(), "execution_failed");
+        for (cause, code) in [
+            (StaleCause::NavigationPending, "NAVIGATION_PENDING"),
+            (StaleCause::GenerationChanged, "GENERATION_CHANGED"),
+            (StaleCause::TargetObscured, "TARGET_OBSCURED"),
+        ] {
+            let err = Error::StaleObservation { cause };
+            assert_eq!(err.code(), "STALE_OBSERVATION");
+            assert_eq!(err.http_status(), 409);
+            assert_eq!(err.stale_cause(), Some(cause));
+            assert!(err.to_string().ends_with(code));
+        }
+    }
+}

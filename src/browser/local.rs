@@ -1,0 +1,547 @@
+//! The embedded default backend: a local headless Chromium over the DevTools protocol
+//! (SPEC §6, issue 8).
+//!
+//! This module owns the browser's lifetime (launch, tabs, close and drop), routing DevTools
+//! events to tabs, the record of operations it ran (`operation_status`) and the dispatch of
+//! [`Command`]s to the tab that runs them. It never replays an operation id, never holds a
+//! lock across a DevTools call, and never logs page content, URLs or typed text.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+use super::backend::{
+    ActionResult, BrowserBackend, Command, OperationRecord, OperationState, Response, TabInfo,
+    TabLeaseState, TabList, TabsAction, TabsArgs,
+};
+use super::cdp::{Cdp, Event};
+use super::launch::{ChromiumProcess, LaunchOptions};
+use super::tab::TabShared;
+use crate::{Error, Result};
+
+/// How many operation records a browser keeps for `operation_status`.
+const KEPT_OPERATIONS: usize = 256;
+
+#[derive(Default)]
+struct Router {
+    by_session: Mutex<HashMap<String, Arc<TabShared>>>,
+}
+
+impl Router {
+    fn handle(&self, event: Event) {
+        if let Some(session) = &event.session_id {
+            let tab = self.by_session.lock().get(session).cloned();
+            if let Some(tab) = tab {
+                tab.apply(&event.method, &event.params);
+            }
+            return;
+        }
+        match event.method.as_str() {
+            "Target.detachedFromTarget" => {
+                let session = event.params.get("sessionId").and_then(Value::as_str);
+                let tab = session.and_then(|s| self.by_session.lock().get(s).cloned());
+                if let Some(tab) = tab {
+                    tab.mark_gone();
+                }
+            }
+            "Target.targetDestroyed" | "Target.targetCrashed" => {
+                let target = event.params.get("targetId").and_then(Value::as_str);
+                let tabs: Vec<Arc<TabShared>> = self.by_session.lock().values().cloned().collect();
+                for tab in tabs {
+                    if Some(tab.target_id.as_str()) == target {
+                        tab.mark_gone();
+                    }
+                }
+            }
+            "jevgate.disconnected" => {
+                let tabs: Vec<Arc<TabShared>> = self.by_session.lock().values().cloned().collect();
+                for tab in tabs {
+                    tab.mark_gone();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[derive(Default)]
+struct Operations {
+    records: HashMap<String, OperationRecord>,
+    order: VecDeque<String>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) cdp: Cdp,
+    pub(crate) opts: LaunchOptions,
+    process: Mutex<Option<ChromiumProcess>>,
+    router: Arc<Router>,
+    tabs: Mutex<Vec<Arc<TabShared>>>,
+    current: Mutex<Option<Arc<TabShared>>>,
+    ops: Mutex<Operations>,
+    closed: AtomicBool,
+}
+
+/// A local headless Chromium started and owned by jevgate. Cheap to clone (an `Arc` inside);
+/// the browser ends when [`LocalBrowser::close`] is called, or when the last clone and the last
+/// [`LocalTab`] handle are dropped, or when the host process dies (a watchdog ends it).
+///
+/// As a [`BrowserBackend`] it acts on its current tab (the first one, or the one `tabs`
+/// selected); [`LocalBrowser::open_tab`] gives a handle bound to one tab.
+///
+/// ```no_run
+/// use jevgate::browser::{BrowserBackend, LaunchOptions, LocalBrowser, SnapshotArgs};
+/// let browser = LocalBrowser::launch(LaunchOptions::default())?;
+/// browser.navigate("http://127.0.0.1:8080/")?;
+/// println!("{}", browser.snapshot(SnapshotArgs::default())?.text);
+/// browser.close();
+/// # Ok::<(), jevgate::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct LocalBrowser {
+    inner: Arc<Inner>,
+}
+
+/// A handle on one tab of a [`LocalBrowser`]; a [`BrowserBackend`] acting on that tab only.
+#[derive(Clone)]
+pub struct LocalTab {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) tab: Arc<TabShared>,
+}
+
+impl LocalBrowser {
+    /// Starts Chromium and attaches to its first tab. `BROWSER_UNAVAILABLE` when no Chromium
+    /// is installed or it cannot start.
+    pub fn launch(opts: LaunchOptions) -> Result<LocalBrowser> {
+        let mut process = ChromiumProcess::start(&opts)?;
+        let router = Arc::new(Router::default());
+        let handler_router = router.clone();
+        let cdp = match Cdp::connect(
+            process.endpoint(),
+            opts.call_timeout,
+            Arc::new(move |e| handler_router.handle(e)),
+        ) {
+            Ok(cdp) => cdp,
+            Err(e) => {
+                process.kill();
+                return Err(e);
+            }
+        };
+        let inner = Arc::new(Inner {
+            cdp,
+            opts,
+            process: Mutex::new(Some(process)),
+            router,
+            tabs: Mutex::new(Vec::new()),
+            current: Mutex::new(None),
+            ops: Mutex::new(Operations::default()),
+            closed: AtomicBool::new(false),
+        });
+        let browser = LocalBrowser { inner };
+        let first = browser.first_page_target();
+        let tab = match first.and_then(|target| browser.inner.attach(&target)) {
+            Ok(tab) => tab,
+            Err(e) => {
+                browser.close();
+                return Err(e);
+            }
+        };
+        *browser.inner.current.lock() = Some(tab);
+        Ok(browser)
+    }
+
+    fn first_page_target(&self) -> Result<String> {
+        let targets = self.inner.call("Target.getTargets", json!({}), None)?;
+        targets["targetInfos"]
+            .as_array()
+            .and_then(|list| {
+                list.iter()
+                    .find(|t| t["type"] == "page")
+                    .and_then(|t| t["targetId"].as_str())
+            })
+            .map(str::to_string)
+            .map_or_else(|| self.inner.create_target("about:blank"), Ok)
+    }
+
+    /// Opens a new tab (about:blank) and returns a handle bound to it; the current tab of the
+    /// browser does not change.
+    pub fn open_tab(&self) -> Result<LocalTab> {
+        let target = self.inner.create_target("about:blank")?;
+        let tab = self.inner.attach(&target)?;
+        Ok(LocalTab {
+            inner: self.inner.clone(),
+            tab,
+        })
+    }
+
+    /// A handle on the current tab.
+    pub fn current_tab(&self) -> Result<LocalTab> {
+        let tab = self
+            .inner
+            .current
+            .lock()
+            .clone()
+            .ok_or(Error::TabUnavailable)?;
+        Ok(LocalTab {
+            inner: self.inner.clone(),
+            tab,
+        })
+    }
+
+    /// Loads `url` in the current tab and waits (bounded) for it to settle; a shortcut for
+    /// `tab_navigate` with a generated operation id.
+    pub fn navigate(&self, url: &str) -> Result<ActionResult> {
+        self.current_tab()?.navigate(url)
+    }
+
+    /// The process id of the browser process (for hosts that watch processes, and tests).
+    pub fn pid(&self) -> Option<u32> {
+        self.inner.process.lock().as_ref().map(ChromiumProcess::pid)
+    }
+
+    /// Ends the browser: asks it to close, then kills its process group, reaps it, joins the
+    /// connection's threads and removes a temporary profile. Idempotent; bounded in time.
+    pub fn close(&self) {
+        self.inner.shutdown();
+    }
+}
+
+impl LocalTab {
+    /// The tab's id (its DevTools target id).
+    pub fn id(&self) -> &str {
+        &self.tab.target_id
+    }
+
+    /// Loads `url` and waits (bounded) for it to settle, with a generated operation id.
+    pub fn navigate(&self, url: &str) -> Result<ActionResult> {
+        let id = format!("nav-{}", super::actions::next_internal_id());
+        self.tab_navigate(super::backend::NavigateArgs {
+            operation_id: id,
+            url: url.to_string(),
+        })
+    }
+
+    /// Closes this tab.
+    pub fn close(&self) -> Result<()> {
+        self.inner.close_tab(&self.tab.target_id)
+    }
+}
+
+impl Inner {
+    pub(crate) fn call(&self, method: &str, params: Value, session: Option<&str>) -> Result<Value> {
+        self.cdp
+            .call(method, params, session, self.opts.call_timeout)
+            .map_err(|e| e.into_error(method))
+    }
+
+    fn create_target(&self, url: &str) -> Result<String> {
+        let created = self.call("Target.createTarget", json!({ "url": url }), None)?;
+        created["targetId"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| Error::ExecutionFailed {
+                reason: "Target.createTarget answered without a target id".into(),
+            })
+    }
+
+    fn attach(&self, target_id: &str) -> Result<Arc<TabShared>> {
+        let attached = self.call(
+            "Target.attachToTarget",
+            json!({ "targetId": target_id, "flatten": true }),
+            None,
+        )?;
+        let session = attached["sessionId"]
+            .as_str()
+            .ok_or_else(|| Error::ExecutionFailed {
+                reason: "Target.attachToTarget answered without a session".into(),
+            })?
+            .to_string();
+        let tab = Arc::new(TabShared::new(target_id.to_string(), session.clone()));
+        self.router
+            .by_session
+            .lock()
+            .insert(session.clone(), tab.clone());
+        self.call("Page.enable", json!({}), Some(&session))?;
+        let tree = self.call("Page.getFrameTree", json!({}), Some(&session))?;
+        if let Some(id) = tree["frameTree"]["frame"]["id"].as_str() {
+            *tab.main_frame.lock() = id.to_string();
+        }
+        self.tabs.lock().push(tab.clone());
+        Ok(tab)
+    }
+
+    fn close_tab(&self, target_id: &str) -> Result<()> {
+        let tab = self
+            .tabs
+            .lock()
+            .iter()
+            .find(|t| t.target_id == target_id)
+            .cloned()
+            .ok_or(Error::TabUnavailable)?;
+        self.call("Target.closeTarget", json!({ "targetId": target_id }), None)?;
+        tab.mark_gone();
+        self.tabs.lock().retain(|t| t.target_id != target_id);
+        self.router.by_session.lock().remove(&tab.session_id);
+        let mut current = self.current.lock();
+        if current.as_ref().is_some_and(|c| c.target_id == target_id) {
+            *current = self.tabs.lock().first().cloned();
+        }
+        Ok(())
+    }
+
+    fn shutdown(&self) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let process = self.process.lock().take();
+        if !self.cdp.is_closed() {
+            let _ = self
+                .cdp
+                .call("Browser.close", json!({}), None, Duration::from_secs(2));
+        }
+        self.cdp.close();
+        if let Some(mut process) = process {
+            process.wait_exit(Duration::from_secs(2));
+            process.kill();
+        }
+        for tab in self.tabs.lock().iter() {
+            tab.mark_gone();
+        }
+    }
+
+    fn tabs_command(&self, args: &TabsArgs) -> Result<TabList> {
+        match args.action {
+            TabsAction::List => {}
+            TabsAction::New => {
+                let target = self.create_target("about:blank")?;
+                let tab = self.attach(&target)?;
+                *self.current.lock() = Some(tab);
+            }
+            TabsAction::Select => {
+                let id = args
+                    .tab_id
+                    .as_deref()
+                    .ok_or_else(|| Error::InvalidArgument {
+                        name: "tabId",
+                        reason: "select needs a tabId".into(),
+                    })?;
+                let tab = self
+                    .tabs
+                    .lock()
+                    .iter()
+                    .find(|t| t.target_id == id)
+                    .cloned()
+                    .ok_or(Error::TabUnavailable)?;
+                *self.current.lock() = Some(tab);
+            }
+            TabsAction::Close => {
+                let id = args
+                    .tab_id
+                    .as_deref()
+                    .ok_or_else(|| Error::InvalidArgument {
+                        name: "tabId",
+                        reason: "close needs a tabId".into(),
+                    })?;
+                self.close_tab(id)?;
+            }
+        }
+        let infos = self.call("Target.getTargets", json!({}), None)?;
+        let infos = infos["targetInfos"].as_array().cloned().unwrap_or_default();
+        let current = self.current.lock().as_ref().map(|t| t.target_id.clone());
+        let tabs = self.tabs.lock().clone();
+        Ok(TabList {
+            tabs: tabs
+                .iter()
+                .map(|t| {
+                    let info = infos.iter().find(|i| i["targetId"] == t.target_id.as_str());
+                    let field = |k: &str| {
+                        info.and_then(|i| i[k].as_str())
+                            .unwrap_or_default()
+                            .to_string()
+                    };
+                    TabInfo {
+                        tab_id: t.target_id.clone(),
+                        url: field("url"),
+                        title: field("title"),
+                        current: current.as_deref() == Some(t.target_id.as_str()),
+                    }
+                })
+                .collect(),
+        })
+    }
+
+    /// Runs a mutating command under its operation id: refuses a reused id (never replays),
+    /// records running/completed/not executed/unknown for `operation_status`.
+    pub(crate) fn run_operation(
+        &self,
+        command: &Command,
+        run: impl FnOnce(&super::actions::Sent) -> Result<Response>,
+    ) -> Result<Response> {
+        let Some(id) = command.operation_id().map(str::to_string) else {
+            return run(&super::actions::Sent::default());
+        };
+        if id.is_empty() || id.len() > 200 {
+            return Err(Error::InvalidArgument {
+                name: "operationId",
+                reason: "must be 1 to 200 characters".into(),
+            });
+        }
+        {
+            let mut ops = self.ops.lock();
+            if ops.records.contains_key(&id) {
+                return Err(Error::InvalidArgument {
+                    name: "operationId",
+                    reason: "already used on this browser; read operation_status instead (nothing was sent)".into(),
+                });
+            }
+            ops.records.insert(
+                id.clone(),
+                OperationRecord {
+                    operation_id: id.clone(),
+                    status: OperationState::Running,
+                    tool: Some(command.tool().to_string()),
+                    error_code: None,
+                    result: None,
+                },
+            );
+            ops.order.push_back(id.clone());
+            while ops.order.len() > KEPT_OPERATIONS {
+                if let Some(old) = ops.order.pop_front() {
+                    ops.records.remove(&old);
+                }
+            }
+        }
+        let sent = super::actions::Sent::default();
+        let outcome = run(&sent);
+        let mut ops = self.ops.lock();
+        if let Some(record) = ops.records.get_mut(&id) {
+            match &outcome {
+                Ok(response) => {
+                    record.status = OperationState::Completed;
+                    if let Response::Action(a) = response {
+                        record.result = Some(a.clone());
+                    }
+                }
+                Err(e) => {
+                    record.error_code = Some(e.code().to_string());
+                    record.status = if !sent.get() {
+                        OperationState::NotExecuted
+                    } else if matches!(
+                        e,
+                        Error::JavascriptError { .. } | Error::NavigationFailed { .. }
+                    ) {
+                        OperationState::Failed
+                    } else {
+                        OperationState::Unknown
+                    };
+                }
+            }
+        }
+        outcome
+    }
+
+    fn operation_status(&self, id: &str) -> OperationRecord {
+        self.ops
+            .lock()
+            .records
+            .get(id)
+            .cloned()
+            .unwrap_or_else(|| OperationRecord {
+                operation_id: id.to_string(),
+                status: OperationState::NotFound,
+                tool: None,
+                error_code: None,
+                result: None,
+            })
+    }
+
+    fn lease(&self, tab: &TabShared, args: &super::backend::TabLeaseArgs) -> Result<TabLeaseState> {
+        use super::backend::LeaseAction;
+        let mut st = tab.lock();
+        match args.action {
+            LeaseAction::Acquire => {
+                if st.lease.is_some() {
+                    return Err(Error::TabLeaseHeld);
+                }
+                let id = format!("lease-{}", super::actions::next_internal_id());
+                st.lease = Some(id.clone());
+                Ok(TabLeaseState {
+                    held: true,
+                    lease_id: Some(id),
+                })
+            }
+            LeaseAction::Release => {
+                if st.lease.is_some() && st.lease != args.lease_id {
+                    return Err(Error::TabLeaseHeld);
+                }
+                st.lease = None;
+                Ok(TabLeaseState {
+                    held: false,
+                    lease_id: None,
+                })
+            }
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl BrowserBackend for LocalTab {
+    fn execute(&self, command: &Command) -> Result<Response> {
+        if self.inner.closed.load(Ordering::SeqCst) || self.inner.cdp.is_closed() {
+            return Err(Error::BrowserUnavailable {
+                reason: if self.inner.closed.load(Ordering::SeqCst) {
+                    "the browser was closed".into()
+                } else {
+                    "the browser connection was lost (the browser exited or closed it)".into()
+                },
+            });
+        }
+        match command {
+            Command::OperationStatus(a) => {
+                return Ok(Response::Operation(
+                    self.inner.operation_status(&a.operation_id),
+                ))
+            }
+            Command::TabLease(a) => return Ok(Response::Lease(self.inner.lease(&self.tab, a)?)),
+            Command::Tabs(a) => {
+                let list = self.inner.tabs_command(a)?;
+                let Some(url) = a.url.as_deref().filter(|_| a.action == TabsAction::New) else {
+                    return Ok(Response::Tabs(list));
+                };
+                let opened = LocalBrowser {
+                    inner: self.inner.clone(),
+                }
+                .current_tab()?;
+                opened.navigate(url)?;
+                return Ok(Response::Tabs(self.inner.tabs_command(&TabsArgs {
+                    action: TabsAction::List,
+                    tab_id: None,
+                    url: None,
+                })?));
+            }
+            Command::HandleDialog(a) => {
+                return self.inner.run_operation(command, |sent| {
+                    self.handle_dialog_now(a, sent).map(Response::Action)
+                })
+            }
+            _ => {}
+        }
+        let _busy = self.tab.enter(self.inner.opts.call_timeout)?;
+        self.inner
+            .run_operation(command, |sent| self.run(command, sent))
+    }
+}
+
+impl BrowserBackend for LocalBrowser {
+    fn execute(&self, command: &Command) -> Result<Response> {
+        self.current_tab()?.execute(command)
+    }
+}

@@ -1,0 +1,37 @@
+//! Browser backends (SPEC §6): the backend trait shared by the local Chromium and the channel
+//! worker, the local Chromium over the DevTools protocol, the snapshot view and the
+//! untrusted-content envelope.
+//!
+//! This module owns nothing but the layout and the public names; each file's top comment says
+//! what it owns and what it must never do.
+//!
+//! * [`BrowserBackend`] — one required method, `execute(&Command) -> Response`; typed helpers
+//!   (`observe`, `snapshot`, `page_click`, …) are provided.
+//! * [`Command`] / [`Response`] — serde enums whose JSON is the channel frame's `tool`/`args`
+//!   and `result`.
+//! * [`LocalBrowser`] / [`LocalTab`] — the embedded default: a headless Chromium started,
+//!   driven and ended by jevgate.
+//! * [`wrap_untrusted`] — the fixed envelope around page-derived text (R-BRW-UNTRUSTED).
+
+mod actions;
+mod backend;
+mod cdp;
+mod keys;
+mod launch;
+mod local;
+mod snapshot;
+mod tab;
+mod untrusted;
+
+pub use actions::SCREENSHOT_CAP;
+pub use backend::{
+    ActionResult, BrowserBackend, ClickArgs, Command, FindArgs, FormInputArgs, FoundControls,
+    GetTextArgs, HandleDialogArgs, HistoryArgs, JavascriptArgs, KeypressArgs, LeaseAction,
+    MouseClickArgs, NavigateArgs, ObserveArgs, OperationRecord, OperationState,
+    OperationStatusArgs, PageText, Rect, Response, ScreenshotArgs, ScriptResult, ScrollArgs,
+    Snapshot, SnapshotArgs, StaleCause, TabInfo, TabLeaseArgs, TabLeaseState, TabList, TabsAction,
+    TabsArgs, TypeArgs,
+};
+pub use launch::{find_chromium, LaunchOptions};
+pub use local::{LocalBrowser, LocalTab};
+pub use untrusted::{unwrap_untrusted, wrap_untrusted, UNTRUSTED_CLOSE, UNTRUSTED_OPEN};

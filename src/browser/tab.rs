@@ -1,0 +1,230 @@
+//! The state of one attached tab, kept current from DevTools events (R-BRW-OBS, R-BRW-STALE).
+//!
+//! This module owns what the reader thread learns about a tab — a navigation in flight, the
+//! committed document, loads finished, an open dialog, the tab gone or crashed — plus the
+//! generation bookkeeping of the last observation and the tab's busy flag, lease and isolated
+//! world. It never calls the browser: the event handler only updates state and wakes waiters,
+//! and no lock here is held across I/O.
+
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use serde_json::Value;
+
+use crate::observation::Dialog;
+use crate::{Error, Result};
+
+use super::backend::StaleCause;
+
+/// One tab: its DevTools ids and its event-fed state.
+pub(crate) struct TabShared {
+    pub target_id: String,
+    pub session_id: String,
+    pub main_frame: Mutex<String>,
+    pub state: Mutex<TabState>,
+    pub changed: Condvar,
+}
+
+/// What the events and the last observation say about a tab.
+#[derive(Default)]
+pub(crate) struct TabState {
+    /// A main-frame navigation started and its document is not ready yet.
+    pub pending_nav: bool,
+    /// Main-frame navigations started.
+    pub started_seq: u64,
+    /// Main-frame loads finished (frameStoppedLoading).
+    pub stop_seq: u64,
+    /// Same-document navigations (fragment, pushState, same-document history).
+    pub same_doc_seq: u64,
+    /// Cross-document commits of the main frame.
+    pub doc_seq: u64,
+    /// The main frame finished loading since its last commit.
+    pub loaded_since_commit: bool,
+    /// `stop_seq` when the last navigation started.
+    pub stop_at_start: u64,
+    /// The open JavaScript dialog.
+    pub dialog: Option<Dialog>,
+    /// The tab was closed, detached or crashed.
+    pub gone: bool,
+    /// An operation runs on the tab.
+    pub busy: bool,
+    /// The generation of the last observation (0 before the first).
+    pub generation: u64,
+    /// The fingerprint of the last observation's controls.
+    pub fp: String,
+    /// `doc_seq` at the last observation.
+    pub obs_doc: u64,
+    /// The isolated world's execution context and the `doc_seq` it was made in.
+    pub world: Option<(i64, u64)>,
+    /// The tab lease holder.
+    pub lease: Option<String>,
+}
+
+impl TabShared {
+    pub(crate) fn new(target_id: String, session_id: String) -> TabShared {
+        TabShared {
+            main_frame: Mutex::new(target_id.clone()),
+            target_id,
+            session_id,
+            state: Mutex::new(TabState::default()),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// Applies one event of this tab's session.
+    pub(crate) fn apply(&self, method: &str, params: &Value) {
+        let frame_of = |p: &Value| p.get("frameId").and_then(Value::as_str).map(str::to_string);
+        let is_main = |id: Option<String>| id.is_some_and(|id| *self.main_frame.lock() == id);
+        if std::env::var_os("JEVGATE_CDP_TRACE").is_some() {
+            eprintln!(
+                "[cdp {}] {method} main={}",
+                &self.target_id[..6],
+                is_main(frame_of(params))
+            );
+        }
+        {
+            let mut st = self.state.lock();
+            match method {
+                "Page.frameStartedNavigating"
+                | "Page.frameStartedLoading"
+                | "Page.frameRequestedNavigation" => {
+                    if is_main(frame_of(params)) {
+                        if !st.pending_nav {
+                            st.started_seq += 1;
+                            st.stop_at_start = st.stop_seq;
+                        }
+                        st.pending_nav = true;
+                    }
+                }
+                "Page.frameNavigated" => {
+                    let frame = params.get("frame").unwrap_or(&Value::Null);
+                    if frame.get("parentId").is_none() {
+                        st.doc_seq += 1;
+                        st.world = None;
+                        st.loaded_since_commit = false;
+                    }
+                }
+                "Page.domContentEventFired" => st.pending_nav = false,
+                "Page.frameStoppedLoading" => {
+                    if is_main(frame_of(params)) {
+                        st.pending_nav = false;
+                        st.stop_seq += 1;
+                        st.loaded_since_commit = true;
+                    }
+                }
+                "Page.navigatedWithinDocument" => {
+                    if is_main(frame_of(params)) {
+                        st.same_doc_seq += 1;
+                    }
+                }
+                "Page.javascriptDialogOpening" => {
+                    let kind = params
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("alert");
+                    let message = params.get("message").and_then(Value::as_str).unwrap_or("");
+                    st.dialog = Some(Dialog {
+                        kind: kind.to_string(),
+                        message: message.chars().take(500).collect(),
+                    });
+                }
+                "Page.javascriptDialogClosed" => st.dialog = None,
+                "Inspector.targetCrashed" | "Inspector.detached" => st.gone = true,
+                _ => return,
+            }
+        }
+        self.changed.notify_all();
+    }
+
+    /// Marks the tab gone (detached, destroyed, connection lost) and wakes every waiter.
+    pub(crate) fn mark_gone(&self) {
+        self.state.lock().gone = true;
+        self.changed.notify_all();
+    }
+
+    /// Waits (bounded) until no other operation runs on the tab, then marks it busy.
+    pub(crate) fn enter(&self, timeout: Duration) -> Result<BusyGuard<'_>> {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.state.lock();
+        while st.busy {
+            if self.changed.wait_until(&mut st, deadline).timed_out() {
+                return Err(Error::BrowserTimeout { timeout });
+            }
+        }
+        st.busy = true;
+        Ok(BusyGuard { tab: self })
+    }
+
+    /// Waits until `done(state)` or the deadline; `true` when `done` held.
+    pub(crate) fn wait_for(&self, deadline: Instant, done: impl Fn(&TabState) -> bool) -> bool {
+        let mut st = self.state.lock();
+        loop {
+            if done(&st) {
+                return true;
+            }
+            if self.changed.wait_until(&mut st, deadline).timed_out() {
+                return done(&st);
+            }
+        }
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, TabState> {
+        self.state.lock()
+    }
+
+    /// The refusal for acting on this tab now, if any: gone, dialog, navigation in flight.
+    pub(crate) fn refusal(&self) -> Option<Error> {
+        let st = self.state.lock();
+        if st.gone {
+            return Some(Error::TabUnavailable);
+        }
+        if let Some(d) = &st.dialog {
+            return Some(Error::DialogOpen {
+                kind: d.kind.clone(),
+            });
+        }
+        if st.pending_nav {
+            return Some(Error::StaleObservation {
+                cause: StaleCause::NavigationPending,
+            });
+        }
+        None
+    }
+
+    /// Checks an action's observed generation; returns the fingerprint to hold the page to.
+    pub(crate) fn check_generation(&self, generation: u64) -> Result<String> {
+        if let Some(err) = self.refusal() {
+            return Err(err);
+        }
+        let st = self.state.lock();
+        if st.generation == 0 || generation != st.generation || st.obs_doc != st.doc_seq {
+            return Err(Error::StaleObservation {
+                cause: StaleCause::GenerationChanged,
+            });
+        }
+        Ok(st.fp.clone())
+    }
+
+    /// An interrupt for waits on this tab: a dialog opened or the tab went away.
+    pub(crate) fn dialog_or_gone(&self) -> Option<Error> {
+        let st = self.state.lock();
+        if st.gone {
+            return Some(Error::TabUnavailable);
+        }
+        st.dialog.as_ref().map(|d| Error::DialogOpen {
+            kind: d.kind.clone(),
+        })
+    }
+}
+
+/// Clears the busy flag on drop.
+pub(crate) struct BusyGuard<'a> {
+    tab: &'a TabShared,
+}
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        self.tab.state.lock().busy = false;
+        self.tab.changed.notify_all();
+    }
+}

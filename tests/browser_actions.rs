@@ -1,0 +1,519 @@
+//! R-BRW-ACT and R-BRW-STALE against a real headless Chromium: every primitive sends real
+//! input exactly once (the fixture server counts beacons), refusals send nothing.
+
+mod support;
+
+use jevgate::browser::*;
+use jevgate::grammar::{HistoryDirection, Key, ScrollDirection};
+use jevgate::observation::{Control, Observation};
+use std::time::{Duration, Instant};
+use support::{shared_browser, Closing, Server};
+
+fn setup(page: &str) -> (Server, Closing, LocalTab, Observation) {
+    let server = Server::start();
+    let browser = Closing(shared_browser());
+    let tab = browser.0.open_tab().expect("open tab");
+    tab.navigate(&server.url(page)).unwrap();
+    let obs = tab.observe().unwrap();
+    (server, browser, tab, obs)
+}
+
+fn named<'a>(obs: &'a Observation, name: &str) -> &'a Control {
+    obs.controls
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no control named {name}: {:?}", obs.controls))
+}
+
+fn op(tag: &str) -> String {
+    format!("{tag}-{}", std::process::id())
+}
+
+fn click(tab: &LocalTab, id: &str, generation: u64, r: &str) -> jevgate::Result<ActionResult> {
+    tab.page_click(ClickArgs {
+        operation_id: id.into(),
+        generation,
+        reference: r.into(),
+    })
+}
+
+fn status(tab: &LocalTab, id: &str) -> OperationRecord {
+    tab.operation_status(OperationStatusArgs {
+        operation_id: id.into(),
+    })
+    .unwrap()
+}
+
+#[test]
+fn r_brw_act_page_click_sends_one_real_click_and_is_recorded() {
+    let (server, _b, tab, obs) = setup("/p/buttons");
+    let id = op("click");
+    let res = click(
+        &tab,
+        &id,
+        obs.generation,
+        &named(&obs, "Press me").reference,
+    )
+    .unwrap();
+    assert_eq!(res.tool, "page_click");
+    assert_eq!(server.wait_count("go", 1), 1);
+    let rec = status(&tab, &id);
+    assert_eq!(rec.status, OperationState::Completed);
+    assert_eq!(rec.result.as_ref(), Some(&res));
+    // The same operation id is never run twice.
+    let again = click(
+        &tab,
+        &id,
+        obs.generation,
+        &named(&obs, "Press me").reference,
+    );
+    assert_eq!(again.unwrap_err().code(), "INVALID_ARGUMENT");
+    assert_eq!(server.wait_count("go", 1), 1);
+    assert_eq!(status(&tab, "never-seen").status, OperationState::NotFound);
+    tab.close().unwrap();
+}
+
+#[test]
+fn r_brw_stale_covered_target_is_target_obscured_and_nothing_is_clicked() {
+    let (server, _b, tab, obs) = setup("/p/overlay");
+    let id = op("covered");
+    let err = click(&tab, &id, obs.generation, &named(&obs, "Covered").reference).unwrap_err();
+    assert_eq!(err.code(), "STALE_OBSERVATION");
+    assert_eq!(err.stale_cause(), Some(StaleCause::TargetObscured));
+    assert_eq!(status(&tab, &id).status, OperationState::NotExecuted);
+    assert_eq!(
+        status(&tab, &id).error_code.as_deref(),
+        Some("STALE_OBSERVATION")
+    );
+    assert_eq!(server.wait_count("under", 0), 0);
+    assert_eq!(server.count("veil"), 0);
+    tab.close().unwrap();
+}
+
+#[test]
+fn r_brw_act_page_type_replaces_text_and_submits_under_one_operation() {
+    let (server, _b, tab, obs) = setup("/p/form");
+    let q = obs
+        .controls
+        .iter()
+        .find(|c| c.search_like)
+        .unwrap()
+        .reference
+        .clone();
+    tab.page_type(TypeArgs {
+        operation_id: op("search"),
+        generation: obs.generation,
+        reference: q.clone(),
+        text: "cats".into(),
+        submit: true,
+    })
+    .unwrap();
+    assert_eq!(server.wait_count("submit:cats", 1), 1);
+    // Typing again replaces the content; non-ASCII goes in whole.
+    let obs = tab.observe().unwrap();
+    tab.page_type(TypeArgs {
+        operation_id: op("thai"),
+        generation: obs.generation,
+        reference: q.clone(),
+        text: "แมว dogs".into(),
+        submit: false,
+    })
+    .unwrap();
+    let obs = tab.observe().unwrap();
+    let field = obs.controls.iter().find(|c| c.reference == q).unwrap();
+    assert_eq!(field.value.as_deref(), Some("แมว dogs"));
+    assert_eq!(obs.focus.as_deref(), Some(q.as_str()));
+    assert_eq!(server.wait_count("submit:แมว dogs", 0), 0);
+    tab.close().unwrap();
+}
+
+#[test]
+fn r_brw_stale_typing_into_an_unfocusable_target_is_focus_required() {
+    let (_server, _b, tab, obs) = setup("/p/form");
+    for name in ["Not a field", "Read only"] {
+        let id = op(&format!("focus-{name}"));
+        let err = tab
+            .page_type(TypeArgs {
+                operation_id: id.clone(),
+                generation: obs.generation,
+                reference: named(&obs, name).reference.clone(),
+                text: "x".into(),
+                submit: false,
+            })
+            .unwrap_err();
+        assert_eq!(err.code(), "FOCUS_REQUIRED", "{name}");
+        assert_eq!(status(&tab, &id).status, OperationState::NotExecuted);
+    }
+    tab.close().unwrap();
+}
+
+#[test]
+fn r_brw_act_page_keypress_sends_native_keys_count_times() {
+    let (server, _b, tab, obs) = setup("/p/form");
+    let keys = named(&obs, "Keys").reference.clone();
+    // Focus the field with a real click, then press keys to it.
+    click(&tab, &op("focus-keys"), obs.generation, &keys).unwrap();
+    let obs = tab.observe().unwrap();
+    assert_eq!(obs.focus.as_deref(), Some(keys.as_str()));
+    tab.page_keypress(KeypressArgs {
+        operation_id: op("enter3"),
+        generation: obs.generation,
+        key: Key::Enter,
+        count: 3,
+    })
+    .unwrap();
+    assert_eq!(server.wait_count("enter", 3), 3);
+    tab.page_keypress(KeypressArgs {
+        operation_id: op("esc"),
+        generation: obs.generation,
+        key: Key::Escape,
+        count: 1,
+    })
+    .unwrap();
+    assert_eq!(server.wait_count("escape", 1), 1);
+    // Tab moves focus away from the field.
+    tab.page_keypress(KeypressArgs {
+        operation_id: op("tab"),
+        generation: obs.generation,
+        key: Key::Tab,
+        count: 1,
+    })
+    .unwrap();
+    let after = tab.observe().unwrap();
+    assert_ne!(after.focus.as_deref(), Some(keys.as_str()));
+    let err = tab.page_keypress(KeypressArgs {
+        operation_id: op("zero"),
+        generation: after.generation,
+        key: Key::Enter,
+        count: 0,
+    });
+    assert_eq!(err.unwrap_err().code(), "INVALID_ARGUMENT");
+    tab.close().unwrap();
+}
+
+#[test]
+fn r_brw_stale_scroll_moves_and_stops_at_the_limits_without_sending() {
+    let (_server, _b, tab, obs) = setup("/p/long");
+    assert!(obs.scroll.at_top && !obs.scroll.at_bottom);
+    let up = op("up-at-top");
+    let err = tab
+        .page_scroll(ScrollArgs {
+            operation_id: up.clone(),
+            generation: obs.generation,
+            direction: ScrollDirection::Up,
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), "SCROLL_LIMIT");
+    assert_eq!(status(&tab, &up).status, OperationState::NotExecuted);
+    let mut obs = obs;
+    let mut steps = 0;
+    while !obs.scroll.at_bottom {
+        tab.page_scroll(ScrollArgs {
+            operation_id: op(&format!("down{steps}")),
+            generation: obs.generation,
+            direction: ScrollDirection::Down,
+        })
+        .unwrap();
+        obs = tab.observe().unwrap();
+        steps += 1;
+        assert!(steps < 20, "never reached the bottom");
+    }
+    assert!(steps >= 3, "a 5000px page takes several screens: {steps}");
+    assert!(!obs.scroll.at_top);
+    let err = tab
+        .page_scroll(ScrollArgs {
+            operation_id: op("down-at-bottom"),
+            generation: obs.generation,
+            direction: ScrollDirection::Down,
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), "SCROLL_LIMIT");
+    tab.page_scroll(ScrollArgs {
+        operation_id: op("back-up"),
+        generation: obs.generation,
+        direction: ScrollDirection::Up,
+    })
+    .unwrap();
+    assert!(!tab.observe().unwrap().scroll.at_bottom);
+    tab.close().unwrap();
+}
+
+#[test]
+fn r_brw_stale_history_with_and_without_entries() {
+    let server = Server::start();
+    let browser = Closing(shared_browser());
+    let tab = browser.0.open_tab().unwrap();
+    // A fresh tab on about:blank: no entry either way, nothing is sent.
+    let blank = tab.observe().unwrap();
+    assert!(!blank.navigation.unwrap().can_go_back);
+    let id = op("no-back");
+    let err = tab
+        .tab_history(HistoryArgs {
+            operation_id: id.clone(),
+            generation: blank.generation,
+            direction: HistoryDirection::Back,
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), "HISTORY_UNAVAILABLE");
+    assert_eq!(status(&tab, &id).status, OperationState::NotExecuted);
+    tab.navigate(&server.url("/p/second")).unwrap();
+    tab.navigate(&server.url("/p/third")).unwrap();
+    let third = tab.observe().unwrap();
+    assert_eq!(third.title, "Third");
+    let back = tab
+        .tab_history(HistoryArgs {
+            operation_id: op("back"),
+            generation: third.generation,
+            direction: HistoryDirection::Back,
+        })
+        .unwrap();
+    assert!(back.settled && back.navigation_started);
+    let second = tab.observe().unwrap();
+    assert_eq!(second.title, "Second");
+    assert!(second.navigation.unwrap().can_go_forward);
+    assert!(second.generation > third.generation);
+    tab.tab_history(HistoryArgs {
+        operation_id: op("fwd"),
+        generation: second.generation,
+        direction: HistoryDirection::Forward,
+    })
+    .unwrap();
+    let again = tab.observe().unwrap();
+    assert_eq!(again.title, "Third");
+    let err = tab
+        .tab_history(HistoryArgs {
+            operation_id: op("no-fwd"),
+            generation: again.generation,
+            direction: HistoryDirection::Forward,
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), "HISTORY_UNAVAILABLE");
+    tab.close().unwrap();
+}
+
+#[test]
+fn r_brw_stale_slow_navigation_is_navigation_pending_then_settles() {
+    let (server, _b, tab, obs) = setup("/p/slowlink");
+    click(
+        &tab,
+        &op("slow"),
+        obs.generation,
+        &named(&obs, "Slow page").reference,
+    )
+    .unwrap();
+    // Bounded polling of real state: the navigation is reported pending while it loads (the
+    // server holds the response 5 s; a loaded CI machine may take a while to start it).
+    let deadline = Instant::now() + Duration::from_millis(4500);
+    let err = loop {
+        match tab.observe() {
+            Err(e) => break e,
+            Ok(o) => assert_eq!(o.title, "Slow link"),
+        }
+        assert!(
+            Instant::now() < deadline,
+            "navigation never reported pending"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(err.stale_cause(), Some(StaleCause::NavigationPending));
+    // An action on the old page is refused with the same cause and sends nothing.
+    let id = op("stale-click");
+    let err = click(&tab, &id, obs.generation, &named(&obs, "Stay").reference).unwrap_err();
+    assert_eq!(err.stale_cause(), Some(StaleCause::NavigationPending));
+    assert_eq!(status(&tab, &id).status, OperationState::NotExecuted);
+    // Then it settles on the new page.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let settled = loop {
+        match tab.observe() {
+            Ok(o) => break o,
+            Err(e) => assert_eq!(e.stale_cause(), Some(StaleCause::NavigationPending)),
+        }
+        assert!(Instant::now() < deadline, "navigation never settled");
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    assert_eq!(settled.title, "Second");
+    assert!(settled.generation > obs.generation);
+    assert_eq!(server.count("stale"), 0);
+    tab.close().unwrap();
+}
+
+#[test]
+fn r_brw_act_tab_navigate_refuses_other_schemes_and_reports_network_errors() {
+    let (_server, _b, tab, _obs) = setup("/p/buttons");
+    for url in [
+        "javascript:alert(1)",
+        "file:///etc/passwd",
+        "data:text/html,hi",
+    ] {
+        let err = tab
+            .tab_navigate(NavigateArgs {
+                operation_id: op(url),
+                url: url.into(),
+            })
+            .unwrap_err();
+        assert_eq!(err.code(), "NAVIGATION_FAILED");
+        assert!(!err.to_string().contains("passwd"));
+    }
+    // A closed port: a network error class, never the URL.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/secret-token-abc", dead.local_addr().unwrap());
+    drop(dead);
+    let id = op("dead");
+    let err = tab
+        .tab_navigate(NavigateArgs {
+            operation_id: id.clone(),
+            url,
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), "NAVIGATION_FAILED");
+    assert!(!err.to_string().contains("secret-token"), "{err}");
+    assert_eq!(status(&tab, &id).status, OperationState::Failed);
+    tab.close().unwrap();
+}
+
+#[test]
+fn r_brw_act_form_input_javascript_find_and_mouse_click() {
+    let (server, _b, tab, obs) = setup("/p/form");
+    let agree = named(&obs, "I agree").reference.clone();
+    assert_eq!(named(&obs, "I agree").checked, Some(false));
+    tab.form_input(FormInputArgs {
+        operation_id: op("agree"),
+        generation: obs.generation,
+        reference: agree.clone(),
+        value: "true".into(),
+    })
+    .unwrap();
+    assert_eq!(server.wait_count("agree:true", 1), 1);
+    let colour = named(&obs, "Colour").reference.clone();
+    tab.form_input(FormInputArgs {
+        operation_id: op("colour"),
+        generation: obs.generation,
+        reference: colour.clone(),
+        value: "Green".into(),
+    })
+    .unwrap();
+    let err = tab
+        .form_input(FormInputArgs {
+            operation_id: op("nocolour"),
+            generation: obs.generation,
+            reference: colour.clone(),
+            value: "Blue".into(),
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_ARGUMENT");
+    let after = tab.observe().unwrap();
+    assert_eq!(named(&after, "Colour").value.as_deref(), Some("Green"));
+    assert_eq!(named(&after, "I agree").checked, Some(true));
+
+    let js = tab
+        .javascript(JavascriptArgs {
+            operation_id: op("js"),
+            code: "document.title + ':' + (1 + 2)".into(),
+        })
+        .unwrap();
+    assert_eq!(unwrap_untrusted(&js.value), Some("\"Form:3\""));
+    let err = tab
+        .javascript(JavascriptArgs {
+            operation_id: op("throw"),
+            code: "throw new Error('page secret')".into(),
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), "javascript_error");
+    assert!(!err.to_string().contains("page secret"));
+
+    let found = tab
+        .find(FindArgs {
+            query: "not FIELD".into(),
+            max_results: None,
+        })
+        .unwrap();
+    assert_eq!(found.controls.len(), 1);
+    assert_eq!(found.controls[0].name, "Not a field");
+
+    // Pixel-coordinate click at the button's centre (the computer tool's fallback).
+    let rect = tab
+        .javascript(JavascriptArgs {
+            operation_id: op("rect"),
+            code: "(() => { const r = document.getElementById('notfield').getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()".into(),
+        })
+        .unwrap();
+    let xy: Vec<f64> = serde_json::from_str(unwrap_untrusted(&rect.value).unwrap()).unwrap();
+    tab.mouse_click(MouseClickArgs {
+        operation_id: op("xy"),
+        generation: after.generation,
+        x: xy[0],
+        y: xy[1],
+    })
+    .unwrap();
+    assert_eq!(server.wait_count("notfield", 1), 1);
+    tab.close().unwrap();
+}
+
+#[test]
+fn r_brw_act_tabs_and_tab_lease() {
+    let server = Server::start();
+    let browser = Closing(shared_browser());
+    let tab = browser.0.open_tab().unwrap();
+    let lease = tab
+        .tab_lease(TabLeaseArgs {
+            action: LeaseAction::Acquire,
+            lease_id: None,
+        })
+        .unwrap();
+    assert!(lease.held);
+    let err = tab
+        .tab_lease(TabLeaseArgs {
+            action: LeaseAction::Acquire,
+            lease_id: None,
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), "TAB_LEASE_HELD");
+    let released = tab
+        .tab_lease(TabLeaseArgs {
+            action: LeaseAction::Release,
+            lease_id: lease.lease_id,
+        })
+        .unwrap();
+    assert!(!released.held);
+
+    let before = tab
+        .tabs(TabsArgs {
+            action: TabsAction::List,
+            tab_id: None,
+            url: None,
+        })
+        .unwrap();
+    assert!(before.tabs.iter().any(|t| t.tab_id == tab.id()));
+    let list = tab
+        .tabs(TabsArgs {
+            action: TabsAction::New,
+            tab_id: None,
+            url: Some(server.url("/p/second")),
+        })
+        .unwrap();
+    let opened = list
+        .tabs
+        .iter()
+        .find(|t| t.current)
+        .expect("the new tab is current")
+        .clone();
+    assert_eq!(opened.title, "Second");
+    let list = tab
+        .tabs(TabsArgs {
+            action: TabsAction::Close,
+            tab_id: Some(opened.tab_id.clone()),
+            url: None,
+        })
+        .unwrap();
+    assert!(!list.tabs.iter().any(|t| t.tab_id == opened.tab_id));
+    let err = tab
+        .tabs(TabsArgs {
+            action: TabsAction::Select,
+            tab_id: Some(opened.tab_id),
+            url: None,
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), "tab_unavailable");
+    tab.close().unwrap();
+    assert_eq!(tab.observe().unwrap_err().code(), "tab_unavailable");
+}

@@ -1,0 +1,117 @@
+//! Fixture pages served by the test server. Controls call `b(name)`, which posts a beacon the
+//! server counts, so a test can prove an input event reached the page exactly once.
+
+const HEAD: &str = r#"<!doctype html><meta charset="utf-8"><script>
+function b(n){fetch('/beacon?n='+encodeURIComponent(n),{method:'POST',keepalive:true});}
+</script>"#;
+
+pub const SECRET_PASSWORD: &str = "hunter2-SECRET-pw";
+pub const SECRET_CARD: &str = "4111111111111111";
+pub const SECRET_OTP: &str = "918273";
+pub const SECRET_TYPED: &str = "typed-SECRET-xyz";
+
+pub fn page(name: &str) -> Option<String> {
+    let body = match name {
+        "buttons" => r#"<title>Buttons</title><h1>Buttons page</h1>
+<p>Some plain text here.</p>
+<button id="go" onclick="b('go')">Press me</button>
+<a href="/p/second">Second page</a>
+<button onclick="var x=document.createElement('button');x.textContent='Added';document.body.appendChild(x);b('add')">Add a button</button>
+<button disabled>Disabled one</button>"#
+            .to_string(),
+        "second" => r#"<title>Second</title><h1>Second page</h1><button onclick="b('second')">On second</button>
+<a href="/p/third">Third page</a>"#
+            .to_string(),
+        "third" => r#"<title>Third</title><h1>Third page</h1>"#.to_string(),
+        "overlay" => r#"<title>Overlay</title>
+<button id="under" onclick="b('under')" style="margin:100px">Covered</button>
+<div id="veil" style="position:fixed;inset:0;background:rgba(0,0,0,.4)"
+  onclick="b('veil')"></div>"#
+            .to_string(),
+        "frames" => r#"<title>Frames</title><h1>Frames and shadow</h1>
+<iframe src="/p/inner" title="Inner frame" style="width:400px;height:150px;border:3px solid #000;padding:5px"></iframe>
+<div id="host"></div>
+<script>
+const root = document.getElementById('host').attachShadow({mode:'open'});
+root.innerHTML = '<p>In the shadow</p><button onclick="b(\'shadow\')">Shadow button</button><slot></slot>';
+const closed = document.createElement('div'); document.body.appendChild(closed);
+closed.attachShadow({mode:'closed'}).innerHTML = '<button>Closed shadow button</button>';
+</script>"#
+            .to_string(),
+        "inner" => r#"<title>Inner</title><p>Inside the frame</p>
+<button onclick="parent.b('inner')" style="margin-top:40px">Frame button</button>"#
+            .to_string(),
+        "sensitive" => format!(
+            r#"<title>Checkout</title><h1>Checkout</h1><form onsubmit="event.preventDefault()">
+<label>Name <input name="fullname" value="Ann Visible"></label>
+<label>Password <input type="password" name="pw" value="{SECRET_PASSWORD}"></label>
+<label>Card number <input name="cardnumber" autocomplete="cc-number" value="{SECRET_CARD}"></label>
+<label>Security code <input name="cvc" value="123"></label>
+<label>One-time code <input name="otp" autocomplete="one-time-code" value="{SECRET_OTP}"></label>
+<textarea name="notes">Visible notes</textarea>
+<button>Pay</button></form>"#
+        ),
+        "form" => r#"<title>Form</title><h1>Search form</h1>
+<form role="search" onsubmit="event.preventDefault(); b('submit:' + document.getElementById('q').value)">
+  <input id="q" type="search" name="q" placeholder="Search">
+  <button type="submit">Go</button>
+</form>
+<label>Comment <input id="comment" name="comment"></label>
+<label>Colour <select name="colour"><option value="r">Red</option><option value="g">Green</option></select></label>
+<label><input type="checkbox" name="agree" onchange="b('agree:'+this.checked)"> I agree</label>
+<input id="ro" readonly value="fixed" aria-label="Read only">
+<button id="notfield" onclick="b('notfield')">Not a field</button>
+<div contenteditable="true" aria-label="Editor"><p>Rich <b>text</b></p></div>
+<input id="keys" aria-label="Keys" onkeydown="if(event.key==='Enter')b('enter');if(event.key==='Escape')b('escape')">"#
+            .to_string(),
+        "long" => r#"<title>Long</title><h1>Top</h1>
+<div style="height:5000px;background:linear-gradient(#fff,#888)">tall</div><p>Bottom</p>"#
+            .to_string(),
+        "noisy" => r#"<title>Noisy</title><canvas id="c" width="1280" height="4000"></canvas>
+<script>
+const c = document.getElementById('c').getContext('2d');
+const img = c.createImageData(1280, 4000);
+const px = new Uint32Array(img.data.buffer);
+let s = 12345;
+for (let i = 0; i < px.length; i++) { s = (Math.imul(s, 1103515245) + 12345) >>> 0; px[i] = s | 0xff000000; }
+c.putImageData(img, 0, 0);
+</script>"#
+            .to_string(),
+        "dialogs" => r#"<title>Dialogs</title>
+<button onclick="alert('Hello from alert'); b('after-alert')">Alert</button>
+<button onclick="b('confirm:' + confirm('Sure?'))">Confirm</button>"#
+            .to_string(),
+        "onload-alert" => r#"<title>Onload alert</title><p>Before</p>
+<script>alert('Blocking alert');</script><button>After</button>"#
+            .to_string(),
+        "slowlink" => r#"<title>Slow link</title><a href="/slow?ms=5000&to=second">Slow page</a>
+<button onclick="b('stale')">Stay</button>"#
+            .to_string(),
+        "big" => big(1000),
+        _ => return None,
+    };
+    Some(format!("{HEAD}{body}"))
+}
+
+/// A page with `n` interactive elements in lists, tables and forms.
+pub fn big(n: usize) -> String {
+    let mut s = String::from("<title>Big</title><header><nav><ul>");
+    for i in 0..20 {
+        s.push_str(&format!("<li><a href=\"#n{i}\">Nav {i}</a></li>"));
+    }
+    s.push_str("</ul></nav></header><main><h1>Catalogue</h1>");
+    let mut made = 20;
+    let mut row = 0;
+    while made < n {
+        s.push_str(&format!(
+            "<section><h2>Item {row}</h2><p>Description of item {row}, a fine thing.</p>\
+             <a href=\"#i{row}\">Details {row}</a> <button onclick=\"b('buy{row}')\">Buy {row}</button> \
+             <label>Qty <input name=\"qty{row}\" value=\"1\"></label> \
+             <label><input type=\"checkbox\" name=\"fav{row}\"> Favourite</label></section>"
+        ));
+        made += 4;
+        row += 1;
+    }
+    s.push_str("</main>");
+    s
+}
