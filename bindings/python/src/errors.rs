@@ -22,6 +22,7 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
         ErrorFamily::Gateway => "GatewayError",
         ErrorFamily::Lease => "LeaseError",
         ErrorFamily::Device => "DeviceError",
+        ErrorFamily::Browser => "BrowserError",
         ErrorFamily::Grammar => "GrammarError",
         ErrorFamily::Jev if err.validation_reason().is_some() => "ValidationError",
         ErrorFamily::Jev => "JevError",

@@ -15,6 +15,7 @@ Rust API: dicts and lists in and out, exceptions that carry the library's stable
 from jevgate._errors import (
     AccessDeniedError,
     ArgumentError,
+    BrowserError,
     ConfigError,
     DeviceError,
     Error,
@@ -49,6 +50,7 @@ __all__ = [
     "CancelToken",
     "ChannelHandle",
     "ArgumentError",
+    "BrowserError",
     "ConfigError",
     "DeviceError",
     "Error",

@@ -107,3 +107,9 @@ class DeviceError(Error):
     """A paired browser device cannot be used: ``DEVICE_NOT_PAIRED``,
     ``DEVICE_SELECTION_REQUIRED``, ``DEVICE_OFFLINE``, ``DEVICE_CAPABILITY_MISMATCH``,
     ``UNKNOWN_TOOL``, ``INVALID_TOOL_ARGUMENTS``, ``ARTIFACT_NOT_FOUND``."""
+
+
+class BrowserError(Error):
+    """The browser refused or failed an action: ``BROWSER_UNAVAILABLE``, ``STALE_OBSERVATION``
+    (cause ``NAVIGATION_PENDING``, ``GENERATION_CHANGED`` or ``TARGET_OBSCURED``),
+    ``HISTORY_UNAVAILABLE``, ``SCROLL_LIMIT``, ``FOCUS_REQUIRED``, ``DIALOG_OPEN``, …"""
