@@ -301,6 +301,15 @@ impl Gateway {
         self.inner.jev.load()
     }
 
+    /// [`Gateway::usage`] as JSON (`{"records": [...], "total": n}`), for the C and Python
+    /// surfaces.
+    pub fn usage_json(&self, agent_id: &str, limit: u32, offset: u64) -> Result<String> {
+        let page = self.usage(agent_id, limit, offset)?;
+        serde_json::to_string(&page).map_err(|_| Error::Internal {
+            reason: "cannot encode usage records".into(),
+        })
+    }
+
     /// Registers (or, with `None`, removes) the function answering evaluations when
     /// `provider` is `callback`. Its responses go through the validator like any provider's.
     pub fn set_jev_callback(&self, callback: Option<JevCallback>) {

@@ -786,6 +786,11 @@ fn evaluate_json_round_trip() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["requestId"], "r-1");
     assert_eq!(v["answers"]["greeting"]["type"], "noul");
+    let usage: serde_json::Value =
+        serde_json::from_str(&gw.usage_json("a", 10, 0).unwrap()).unwrap();
+    assert_eq!(usage["total"], 1);
+    assert_eq!(usage["records"][0]["sessionId"], "s");
+    assert_eq!(usage["records"][0]["outcome"], "OK");
     let err = gw
         .evaluate_json(
             r#"{"agentId":"a","state":"s","questions":{},"extra":1}"#,

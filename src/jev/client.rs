@@ -509,6 +509,10 @@ impl JevClient {
             requested_model: None,
         };
         let result = self.run(gw, &snap, call, cancel, started, &mut draft);
+        if gw.is_closed() {
+            // no store to record into
+            return result;
+        }
         let (outcome, validation_reason) = match &result {
             Ok(_) => ("OK", None),
             Err(e) => (e.code(), e.validation_reason()),
@@ -771,7 +775,12 @@ impl JevClient {
         let clock = gw.clock();
         let result: Slot<Result<Vec<u8>>> = Arc::new((Mutex::new(None), Condvar::new()));
         let job: Box<dyn FnOnce() -> Result<Vec<u8>> + Send> = match dispatch {
-            Dispatch::Local => unreachable_local(),
+            // answered inline by `run`; never handed to an I/O thread
+            Dispatch::Local => Box::new(|| {
+                Err(Error::Internal {
+                    reason: "the local provider is not dispatched".into(),
+                })
+            }),
             Dispatch::Callback(cb) => {
                 let cb = Arc::clone(cb);
                 Box::new(move || cb(&body))
@@ -834,14 +843,6 @@ impl JevClient {
     }
 }
 
-fn unreachable_local() -> Box<dyn FnOnce() -> Result<Vec<u8>> + Send> {
-    Box::new(|| {
-        Err(Error::Internal {
-            reason: "the local provider is not dispatched".into(),
-        })
-    })
-}
-
 /// The provider body (R-JEV-WIRE): TypeSafe `{model, state, questions}`; upstream and callback
 /// `{request_id, model, state, questions}`.
 fn wire(
@@ -895,5 +896,68 @@ fn upstream_identity(
         _ => Err(Error::MissingCredentials {
             reason: "the upstream identity group (ANTHROPIC_BASE_URL with ANTHROPIC_AUTH_TOKEN, ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN) is incomplete".into(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::ffi::OsString;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k: &str| map.get(k).map(OsString::from)
+    }
+
+    // Seed 003 "Configure a compatible upstream": the identity group is a URL and a usable
+    // credential together, never combined with another identity's values.
+    #[test]
+    fn upstream_identity_group_needs_both_url_and_credential() {
+        let (base, key) = upstream_identity(&env_of(&[
+            ("ANTHROPIC_BASE_URL", "https://gw.example/deploy"),
+            ("ANTHROPIC_AUTH_TOKEN", "tok"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            resolve_api_url(&base, "/v1", "/jev/evaluate"),
+            "https://gw.example/deploy/v1/jev/evaluate"
+        );
+        assert_eq!(key.expose(), "tok");
+        for env in [
+            env_of(&[("ANTHROPIC_BASE_URL", "https://gw.example")]),
+            env_of(&[("ANTHROPIC_API_KEY", "k")]),
+            env_of(&[]),
+        ] {
+            let err = upstream_identity(&env).unwrap_err();
+            assert_eq!(err.code(), "JEV_MISSING_CREDENTIALS");
+        }
+        let err = upstream_identity(&env_of(&[
+            ("ANTHROPIC_BASE_URL", "http://example.com"),
+            ("ANTHROPIC_API_KEY", "k"),
+        ]))
+        .unwrap_err();
+        assert_eq!(err.code(), "JEV_INVALID_CONFIGURATION");
+    }
+
+    #[test]
+    fn access_refusals_name_the_failing_check() {
+        let cfg = |j: &str| Config::from_json_str(j).unwrap();
+        assert_eq!(access_refusal(&cfg("{}"), "a"), Some("Jev is not enabled"));
+        let c = cfg(
+            r#"{"gateway":{"jev":{"enabled":true,"provider":"local","allowedAgentIds":["a","b"]}},"agents":[{"id":"b","jev":{"enabled":false}}]}"#,
+        );
+        assert_eq!(access_refusal(&c, "a"), None);
+        assert_eq!(
+            access_refusal(&c, "b"),
+            Some("Jev is disabled for this agent")
+        );
+        assert_eq!(
+            access_refusal(&c, "z"),
+            Some("the agent is not in allowedAgentIds")
+        );
     }
 }

@@ -22,6 +22,9 @@ use std::sync::Arc;
 /// Most records kept in the store.
 pub const USAGE_RETENTION: usize = 10_000;
 
+/// How long the writer gathers records before one batched transaction.
+const BATCH_WINDOW: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// One usage record. Never holds state, questions, answers or credentials.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -116,6 +119,10 @@ impl UsageLog {
                     while p.records.is_empty() && !p.stop {
                         s2.wake.wait(&mut p);
                     }
+                    // Gather a batch: one transaction (one fsync) for many records.
+                    if !p.stop {
+                        s2.wake.wait_for(&mut p, BATCH_WINDOW);
+                    }
                     p.stop
                 };
                 flush(&s2, &st2);
@@ -140,9 +147,13 @@ impl UsageLog {
         if p.records.len() >= USAGE_RETENTION {
             p.records.remove(0);
         }
+        let first = p.records.is_empty();
         p.records.push(record);
         drop(p);
-        self.shared.wake.notify_one();
+        // Only the first record of a batch wakes the writer; the rest join its window.
+        if first {
+            self.shared.wake.notify_one();
+        }
     }
 
     /// Writes every pending record, then reads a page for `agent_id` (newest first).
