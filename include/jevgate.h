@@ -146,6 +146,19 @@ jevgate_status jevgate_gateway_set_jev_callback(const jevgate_gateway *gateway,
                                                 jevgate_error **err_out);
 
 /**
+ * The thinking (text) helper (R-PRV-THINK): `request_json` is
+ * `{"agentId","instructions","input","timeoutMs"?}`; writes `{"text": string | null}` (null =
+ * missing information). Provider or parse failures are errors, never text.
+ *
+ * # Safety
+ * `gateway` a live handle; `request_json` NUL-terminated; `thought_json_out` writable.
+ */
+jevgate_status jevgate_think(const jevgate_gateway *gateway,
+                             const char *request_json,
+                             char **thought_json_out,
+                             jevgate_error **err_out);
+
+/**
  * Validates a configuration document (UTF-8 JSON). On failure the error has code
  * `JEV_INVALID_CONFIGURATION` and the JSON path of the first offending value.
  *

@@ -129,3 +129,39 @@ pub unsafe extern "C" fn jevgate_gateway_set_jev_callback(
         Ok(())
     })
 }
+
+/// The thinking (text) helper (R-PRV-THINK): `request_json` is
+/// `{"agentId","instructions","input","timeoutMs"?}`; writes `{"text": string | null}` (null =
+/// missing information). Provider or parse failures are errors, never text.
+///
+/// # Safety
+/// `gateway` a live handle; `request_json` NUL-terminated; `thought_json_out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_think(
+    gateway: *const jevgate_gateway,
+    request_json: *const c_char,
+    thought_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let json = unsafe { str_arg("request_json", request_json) }?;
+        out_arg("thought_json_out", thought_json_out)?;
+        let request: crate::jev::ThinkRequest =
+            serde_json::from_str(json).map_err(|_| Error::InvalidArgument {
+                name: "request_json",
+                reason: "must be {agentId, instructions, input, timeoutMs?}".into(),
+            })?;
+        let thought = gw.think(&request)?;
+        let s = c_string(
+            serde_json::to_string(&thought).map_err(|_| Error::Internal {
+                reason: "could not encode the thought".into(),
+            })?,
+        )?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { *thought_json_out = s };
+        Ok(())
+    })
+}

@@ -172,6 +172,27 @@ impl PyGateway {
         crate::jev::usage(py, &self.inner, agent_id, limit, offset)
     }
 
+    /// The thinking (text) helper: returns the text, or None when information is missing.
+    /// Provider or parse failures raise JevError; they never become text.
+    #[pyo3(signature = (agent_id, instructions, input, *, timeout_ms = None))]
+    fn think(
+        &self,
+        py: Python<'_>,
+        agent_id: String,
+        instructions: String,
+        input: String,
+        timeout_ms: Option<u64>,
+    ) -> PyResult<Option<String>> {
+        let request = jevgate::jev::ThinkRequest {
+            agent_id,
+            instructions,
+            input,
+            timeout_ms,
+        };
+        let gw = &self.inner;
+        Ok(py.detach(|| gw.think(&request)).py_err()?.text)
+    }
+
     /// Sets (or with None removes) the Python callable answering evaluations when the
     /// provider is "callback". It receives the request dict and returns the response.
     fn set_jev_callback(&self, callback: Option<Py<PyAny>>) {

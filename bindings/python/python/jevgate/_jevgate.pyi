@@ -161,6 +161,8 @@ class Gateway:
         """One Jev evaluation: {"requestId", "requestedModel", "model", "answers", "usage", "billing"?}."""
     def usage(self, agent_id: str, limit: int = ..., offset: int = ...) -> Dict[str, Any]: ...
     def set_jev_callback(self, callback: Optional[Callable[[Dict[str, Any]], Any]]) -> None: ...
+    def think(self, agent_id: str, instructions: str, input: str, *, timeout_ms: Optional[int] = None) -> Optional[str]:
+        """The thinking helper: text, or None for missing information; failures raise."""
     @property
     def generation(self) -> int:
         """The live configuration generation (1 after open, +1 per successful reload)."""
