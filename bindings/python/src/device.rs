@@ -2,16 +2,13 @@
 //! tool definitions. Dicts in and out; blocking calls release the GIL.
 
 use crate::errors::IntoPy;
+use crate::json_to_py;
 use jevgate::device::{
     ChannelHandle, ChannelOptions, ChannelTls, PairRequest, ToolCall, ToolFormat,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-
-fn json_to_py<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'py, PyAny>> {
-    py.import("json")?.call_method1("loads", (json,))
-}
 
 fn py_to_json(value: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
     let text: String = value

@@ -3,6 +3,7 @@
 use crate::clock::PyManualClock;
 use crate::config::config_text;
 use crate::errors::IntoPy;
+use crate::json_to_py;
 use crate::lease::PyLeases;
 use jevgate::clock::SharedClock;
 use pyo3::prelude::*;
@@ -13,11 +14,6 @@ use std::sync::Arc;
 #[pyclass(module = "jevgate", name = "Gateway", frozen)]
 pub struct PyGateway {
     inner: jevgate::Gateway,
-}
-
-/// JSON text → Python object (dict/list), through the standard `json` module.
-fn json_to_py<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'py, PyAny>> {
-    py.import("json")?.call_method1("loads", (json,))
 }
 
 #[pymethods]

@@ -2,6 +2,7 @@
 //! step-command grammar, dicts and lists out. The GIL is released while parsing.
 
 use crate::errors::IntoPy;
+use crate::json_to_py;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -14,10 +15,6 @@ fn check(text: &str) -> PyResult<()> {
         )));
     }
     Ok(())
-}
-
-fn json_to_py<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'py, PyAny>> {
-    py.import("json")?.call_method1("loads", (json,))
 }
 
 /// The intent of a user command as a dict, e.g. {"intent": "scroll", "direction": "down"}.

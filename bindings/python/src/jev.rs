@@ -2,6 +2,7 @@
 //! answers dict out. The GIL is released while the bytes are validated.
 
 use crate::errors::IntoPy;
+use crate::json_to_py;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyString};
@@ -30,10 +31,6 @@ fn json_bytes(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
     Err(PyTypeError::new_err(format!(
         "{what} must be a dict, str, bytes or bytearray"
     )))
-}
-
-fn json_to_py<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'py, PyAny>> {
-    py.import("json")?.call_method1("loads", (json,))
 }
 
 /// Validates a provider response against the questions; returns the answers dict (numbers

@@ -14,6 +14,11 @@ mod lease;
 
 use pyo3::prelude::*;
 
+/// JSON text → a Python object (dict/list/…), through the standard `json` module.
+pub(crate) fn json_to_py<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.import("json")?.call_method1("loads", (json,))
+}
+
 #[pymodule]
 fn _jevgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
