@@ -67,6 +67,12 @@ typedef struct jevgate_error jevgate_error;
 typedef struct jevgate_gateway jevgate_gateway;
 
 /**
+ * A headless Chromium started by jevgate. Close it with `jevgate_local_browser_close`
+ * (which also reaps every process it started).
+ */
+typedef struct jevgate_local_browser jevgate_local_browser;
+
+/**
  * A manual clock for tests and simulations: time moves only when told. Pass it to
  * `jevgate_gateway_open_with_clock`; free it with `jevgate_manual_clock_free` (a gateway
  * using it keeps its own reference).
@@ -101,6 +107,39 @@ const char *jevgate_version(void);
  * `s` must be NULL or a string returned by a jevgate function, not yet freed.
  */
 void jevgate_string_free(char *s);
+
+/**
+ * Starts a headless Chromium. `options_json` (may be NULL) is
+ * `{"executable"?: path, "profileDir"?: path}`; without an executable, `JEVGATE_CHROMIUM`,
+ * `/usr/bin/chromium`, `chromium-browser`, `google-chrome` are tried (`BROWSER_UNAVAILABLE`).
+ *
+ * # Safety
+ * `options_json` NULL or NUL-terminated; `browser_out` writable; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_local_browser_launch(const char *options_json,
+                                            jevgate_local_browser **browser_out,
+                                            jevgate_error **err_out);
+
+/**
+ * Runs one backend command, `{"tool": …, "args": {…}}` (`observe`, `snapshot`, `page_click`,
+ * `page_type`, `tab_navigate`, `page_screenshot`, …), and writes its result JSON.
+ *
+ * # Safety
+ * `browser` a live handle; `command_json` NUL-terminated; `result_json_out` writable.
+ */
+jevgate_status jevgate_local_browser_execute(const jevgate_local_browser *browser,
+                                             const char *command_json,
+                                             char **result_json_out,
+                                             jevgate_error **err_out);
+
+/**
+ * Closes the browser (every process it started is ended and reaped) and frees the handle.
+ * NULL is accepted and ignored.
+ *
+ * # Safety
+ * `browser` NULL or a live handle, not used again.
+ */
+void jevgate_local_browser_close(jevgate_local_browser *browser);
 
 /**
  * Evaluates one call: `call_json` is `{"agentId","sessionId"?,"taskId"?,"requestId"?,"state",

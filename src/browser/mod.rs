@@ -35,3 +35,24 @@ pub use backend::{
 pub use launch::{find_chromium, LaunchOptions};
 pub use local::{LocalBrowser, LocalTab};
 pub use untrusted::{unwrap_untrusted, wrap_untrusted, UNTRUSTED_CLOSE, UNTRUSTED_OPEN};
+
+/// JSON in, JSON out, for the C and Python surfaces: runs `{"tool": …, "args": …}` (a
+/// [`Command`]) on `backend` and returns its typed result as JSON.
+///
+/// ```no_run
+/// # use jevgate::browser::{execute_json, LaunchOptions, LocalBrowser};
+/// let browser = LocalBrowser::launch(LaunchOptions::default())?;
+/// let observation = execute_json(&browser, r#"{"tool":"observe","args":{}}"#)?;
+/// # Ok::<(), jevgate::Error>(())
+/// ```
+pub fn execute_json(backend: &dyn BrowserBackend, command_json: &str) -> crate::Result<String> {
+    let command: Command =
+        serde_json::from_str(command_json).map_err(|_| crate::Error::InvalidArgument {
+            name: "command",
+            reason: "must be {\"tool\": …, \"args\": {…}} naming a browser command".into(),
+        })?;
+    let response = backend.execute(&command)?;
+    serde_json::to_string(&response).map_err(|_| crate::Error::Internal {
+        reason: "could not encode a browser result".into(),
+    })
+}

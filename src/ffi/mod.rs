@@ -10,6 +10,7 @@
 #![allow(unsafe_code)] // reason: this module is the C boundary; every unsafe block is commented
 #![allow(non_camel_case_types)] // reason: C names (jevgate_status, jevgate_error) are the API
 
+mod browser;
 mod client;
 mod config;
 mod device;
@@ -19,6 +20,7 @@ mod grammar;
 mod jev;
 mod lease;
 
+pub use browser::*;
 pub use client::*;
 pub use config::*;
 pub use device::*;

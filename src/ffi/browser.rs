@@ -1,0 +1,99 @@
+//! The local headless Chromium over the C ABI (SPEC §6): launch, navigate, run any backend
+//! command as JSON, close.
+
+use super::*;
+use crate::browser::{LaunchOptions, LocalBrowser};
+
+/// A headless Chromium started by jevgate. Close it with `jevgate_local_browser_close`
+/// (which also reaps every process it started).
+pub struct jevgate_local_browser {
+    browser: LocalBrowser,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct LaunchJson {
+    #[serde(default)]
+    executable: Option<String>,
+    #[serde(default)]
+    profile_dir: Option<String>,
+}
+
+/// Starts a headless Chromium. `options_json` (may be NULL) is
+/// `{"executable"?: path, "profileDir"?: path}`; without an executable, `JEVGATE_CHROMIUM`,
+/// `/usr/bin/chromium`, `chromium-browser`, `google-chrome` are tried (`BROWSER_UNAVAILABLE`).
+///
+/// # Safety
+/// `options_json` NULL or NUL-terminated; `browser_out` writable; `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_local_browser_launch(
+    options_json: *const c_char,
+    browser_out: *mut *mut jevgate_local_browser,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        let options: LaunchJson = if options_json.is_null() {
+            LaunchJson::default()
+        } else {
+            // SAFETY: forwarded contract.
+            let json = unsafe { str_arg("options_json", options_json) }?;
+            serde_json::from_str(json).map_err(|_| Error::InvalidArgument {
+                name: "options_json",
+                reason: "must be {executable?, profileDir?}".into(),
+            })?
+        };
+        out_arg("browser_out", browser_out)?;
+        let mut launch = LaunchOptions::default();
+        launch.executable = options.executable.map(Into::into);
+        launch.profile_dir = options.profile_dir.map(Into::into);
+        let browser = LocalBrowser::launch(launch)?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { *browser_out = Box::into_raw(Box::new(jevgate_local_browser { browser })) };
+        Ok(())
+    })
+}
+
+/// Runs one backend command, `{"tool": …, "args": {…}}` (`observe`, `snapshot`, `page_click`,
+/// `page_type`, `tab_navigate`, `page_screenshot`, …), and writes its result JSON.
+///
+/// # Safety
+/// `browser` a live handle; `command_json` NUL-terminated; `result_json_out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_local_browser_execute(
+    browser: *const jevgate_local_browser,
+    command_json: *const c_char,
+    result_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: per the contract.
+        let b = unsafe { browser.as_ref() }.ok_or(Error::InvalidArgument {
+            name: "browser",
+            reason: "is NULL".into(),
+        })?;
+        // SAFETY: forwarded contract.
+        let json = unsafe { str_arg("command_json", command_json) }?;
+        out_arg("result_json_out", result_json_out)?;
+        let s = c_string(crate::browser::execute_json(&b.browser, json)?)?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { *result_json_out = s };
+        Ok(())
+    })
+}
+
+/// Closes the browser (every process it started is ended and reaped) and frees the handle.
+/// NULL is accepted and ignored.
+///
+/// # Safety
+/// `browser` NULL or a live handle, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_local_browser_close(browser: *mut jevgate_local_browser) {
+    if browser.is_null() {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: from `Box::into_raw` in `jevgate_local_browser_launch`.
+        let b = unsafe { Box::from_raw(browser) };
+        b.browser.close();
+    }));
+}
