@@ -43,9 +43,11 @@ pub unsafe extern "C" fn jevgate_local_browser_launch(
             })?
         };
         out_arg("browser_out", browser_out)?;
-        let mut launch = LaunchOptions::default();
-        launch.executable = options.executable.map(Into::into);
-        launch.profile_dir = options.profile_dir.map(Into::into);
+        let launch = LaunchOptions {
+            executable: options.executable.map(Into::into),
+            profile_dir: options.profile_dir.map(Into::into),
+            ..LaunchOptions::default()
+        };
         let browser = LocalBrowser::launch(launch)?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { *browser_out = Box::into_raw(Box::new(jevgate_local_browser { browser })) };
