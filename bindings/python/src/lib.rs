@@ -3,6 +3,7 @@
 //! Translation only: Python values in, Rust calls with the GIL released, Python values and
 //! exceptions out. No logic lives here. One file per core module.
 
+mod browser;
 mod clock;
 mod config;
 mod device;
@@ -32,6 +33,7 @@ fn _jevgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(device::tool_definitions, m)?)?;
     m.add_class::<device::PyChannelHandle>()?;
     m.add_class::<jev::PyCancelToken>()?;
+    m.add_class::<browser::PyLocalBrowser>()?;
     m.add_class::<gateway::PyGateway>()?;
     m.add_class::<clock::PyManualClock>()?;
     m.add_class::<lease::PyLeases>()?;

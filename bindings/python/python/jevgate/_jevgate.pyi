@@ -21,6 +21,7 @@ __all__ = [
     "tool_definitions",
     "ChannelHandle",
     "CancelToken",
+    "LocalBrowser",
 ]
 
 
@@ -35,6 +36,27 @@ def answer_schema(questions: Union[str, bytes, bytearray, Mapping[str, Any]]) ->
 
 def tool_definitions(format: str = "mcp") -> List[Dict[str, Any]]:
     """The nine browser tools as JSON Schema, in MCP ("mcp") or function-calling ("openai") form."""
+
+@final
+class LocalBrowser:
+    """A headless Chromium started by jevgate; a context manager."""
+
+    def __new__(
+        cls, *, executable: Optional[Union[str, os.PathLike[str]]] = None, profile_dir: Optional[Union[str, os.PathLike[str]]] = None
+    ) -> "LocalBrowser": ...
+    def execute(self, command: Mapping[str, Any]) -> Dict[str, Any]:
+        """Run {"tool": ..., "args": {...}} (observe, snapshot, page_click, page_type, ...)."""
+    def navigate(self, url: str) -> Dict[str, Any]: ...
+    def observe(self) -> Dict[str, Any]: ...
+    def snapshot(self, region: Optional[str] = None) -> str: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> "LocalBrowser": ...
+    def __exit__(
+        self,
+        _exc_type: Optional[Type[BaseException]] = None,
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> None: ...
 
 @final
 class CancelToken:

@@ -1,0 +1,77 @@
+"""jevgate.LocalBrowser (SPEC §6, R-BRW-*): a real headless Chromium on a loopback fixture
+page — observe, refs and generations, a real click counted by the server, the snapshot,
+sensitive fields never read, stale refusals, and no process left after close."""
+
+import os
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+import jevgate
+
+PAGE = b"""<!doctype html><title>Fixture</title>
+<button id=go onclick="fetch('/beacon');this.textContent='Clicked'">Go</button>
+<input type=password aria-label="Password" value="hunter2-secret">"""
+
+
+class Handler(BaseHTTPRequestHandler):
+    clicks = 0
+
+    def do_GET(self):  # noqa: N802 (http.server API)
+        if self.path == "/beacon":
+            Handler.clicks += 1
+            body = b""
+        else:
+            body = PAGE
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def site():
+    httpd = HTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.skipif(not (os.environ.get("JEVGATE_CHROMIUM") or os.path.exists("/usr/bin/chromium")), reason="no Chromium")
+def test_local_browser_observes_clicks_and_protects_secrets(site):
+    import time
+
+    with jevgate.LocalBrowser() as browser:
+        browser.navigate(site + "/")
+        obs = browser.observe()
+        go = next(c for c in obs["controls"] if c["name"] == "Go")
+        pw = next(c for c in obs["controls"] if c.get("sensitive"))
+        assert "value" not in pw or pw["value"] in (None, "")
+        assert "hunter2-secret" not in repr(obs) and "hunter2-secret" not in browser.snapshot()
+        browser.execute({"tool": "page_click", "args": {"operationId": "op-1", "generation": obs["generation"], "ref": go["ref"]}})
+        deadline = time.monotonic() + 5
+        while Handler.clicks < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert Handler.clicks == 1, "one real click"
+        assert "Clicked" in browser.snapshot()
+        with pytest.raises(jevgate.BrowserError) as info:
+            browser.execute({"tool": "page_click", "args": {"operationId": "op-2", "generation": 0, "ref": go["ref"]}})
+        assert info.value.code == "STALE_OBSERVATION"
+        with pytest.raises(jevgate.ArgumentError):  # a reused operation id: nothing is sent
+            browser.execute({"tool": "page_click", "args": {"operationId": "op-1", "generation": obs["generation"], "ref": go["ref"]}})
+        with pytest.raises(jevgate.ArgumentError):
+            browser.execute({"tool": "fly"})
+    assert Handler.clicks == 1, "a reused operation id is never replayed"
+
+
+def test_missing_chromium_is_browser_unavailable(tmp_path):
+    with pytest.raises(jevgate.BrowserError) as info:
+        jevgate.LocalBrowser(executable=tmp_path / "no-such-chromium")
+    assert info.value.code == "BROWSER_UNAVAILABLE"
