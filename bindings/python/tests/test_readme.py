@@ -1,4 +1,5 @@
-"""Every Python block of the README runs as written."""
+"""Every ```python block of the README runs as written (```py blocks need a live page server
+and are illustrations only)."""
 
 import re
 
