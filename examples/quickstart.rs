@@ -6,7 +6,14 @@
 //! offending value), opens a gateway on a data directory (one SQLite file), reloads the live
 //! configuration, runs the local doctor, and closes. Later modules grow it into the browser demo.
 
+use jevgate::browser::{
+    BrowserBackend, HistoryArgs, KeypressArgs, LaunchOptions, LocalBrowser, ScrollArgs,
+    SnapshotArgs, TypeArgs,
+};
+use jevgate::grammar::{parse_command, resolve, Adapter, Primitive, Resolution};
 use jevgate::{Config, Gateway, GatewayOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
 
 const CONFIG: &str = r#"{
   "gateway": {
@@ -92,5 +99,146 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 6. Close: joins the gateway's threads and releases the data directory.
     gw.close();
     println!("\ngateway closed");
+
+    // 7. The browser: a local headless Chromium driven by the grammar's fast paths.
+    browser_demo()
+}
+
+const HOME: &str = "<!doctype html><title>Pets</title><h1>Pets</h1>\
+<form action=/search><input type=search name=q aria-label=Search><button>Search</button></form>\
+<div style='height:3000px'>A long page.</div>";
+
+/// A two-page fixture site on loopback: `/` with a search box, `/search?q=…` with results.
+fn serve_fixture() -> std::io::Result<String> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let base = format!("http://{}", listener.local_addr()?);
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let mut line = String::new();
+            let mut reader = BufReader::new(match conn.try_clone() {
+                Ok(c) => c,
+                Err(_) => continue,
+            });
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            let mut header = String::new();
+            while reader
+                .read_line(&mut header)
+                .map(|n| n > 2)
+                .unwrap_or(false)
+            {
+                header.clear();
+            }
+            let path = line.split_whitespace().nth(1).unwrap_or("/");
+            let body = match path.strip_prefix("/search?q=") {
+                Some(q) => format!(
+                    "<!doctype html><title>Results</title><h1>Results for {}</h1><a href=/>Back home</a>",
+                    q.replace(['<', '>', '&'], "")
+                ),
+                None => HOME.to_string(),
+            };
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+                body.len(),
+                body
+            );
+        }
+    });
+    Ok(base)
+}
+
+fn browser_demo() -> Result<(), Box<dyn std::error::Error>> {
+    let browser = match LocalBrowser::launch(LaunchOptions::default()) {
+        Ok(b) => b,
+        Err(e) if e.code() == "BROWSER_UNAVAILABLE" => {
+            println!("\nbrowser demo skipped: {e} (Debian: apt-get install chromium; scripts/test installs it)");
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let base = serve_fixture()?;
+    println!("\nbrowser: headless Chromium on the fixture site {base}");
+    let commands = [
+        format!("go to {base}/"),
+        "scroll ลง".into(),
+        "search cats".into(),
+        "กลับ".into(),
+    ];
+    for (i, command) in commands.iter().enumerate() {
+        let op = format!("op-{i}");
+        let intent = parse_command(command);
+        let obs = browser.observe()?;
+        let g = obs.generation;
+        let outcome = match resolve(&intent, &obs, Adapter::Browser) {
+            Resolution::Act(Primitive::Navigate { url }) => {
+                browser.navigate(&url).map(|_| format!("opened {url}"))
+            }
+            Resolution::Act(Primitive::Type {
+                target,
+                text,
+                submit,
+            }) => browser
+                .page_type(TypeArgs {
+                    operation_id: op,
+                    generation: g,
+                    reference: target,
+                    text: text.clone(),
+                    submit,
+                })
+                .map(|_| {
+                    format!(
+                        "typed [{text}]{}",
+                        if submit { " and submitted" } else { "" }
+                    )
+                }),
+            Resolution::Act(Primitive::Scroll { direction }) => browser
+                .page_scroll(ScrollArgs {
+                    operation_id: op,
+                    generation: g,
+                    direction,
+                })
+                .map(|_| format!("scrolled {direction:?}")),
+            Resolution::Act(Primitive::History { direction }) => browser
+                .tab_history(HistoryArgs {
+                    operation_id: op,
+                    generation: g,
+                    direction,
+                })
+                .map(|_| format!("went {direction:?}")),
+            Resolution::Act(Primitive::Keypress { key, count }) => browser
+                .page_keypress(KeypressArgs {
+                    operation_id: op,
+                    generation: g,
+                    key,
+                    count,
+                })
+                .map(|_| format!("pressed {key:?} x{count}")),
+            Resolution::Act(other) => Ok(format!("would run {other:?}")),
+            Resolution::Decide(_) => {
+                println!("  {command:<32} Not done: needs a Jev decision (not in this demo)");
+                continue;
+            }
+            Resolution::Outcome(o) => {
+                println!("  {command:<32} Not done: {} (nothing was sent)", o.code());
+                continue;
+            }
+        };
+        // Let a navigation settle before the next observation.
+        for _ in 0..50 {
+            match browser.observe() {
+                Ok(_) => break,
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
+            }
+        }
+        match outcome {
+            Ok(line) => println!("  {command:<32} Done: {line}"),
+            Err(e) => println!("  {command:<32} Not done: {}", e.code()),
+        }
+    }
+    let snapshot = browser.snapshot(SnapshotArgs::default())?;
+    println!("\nfinal snapshot:\n{}", snapshot.text);
+    browser.close();
     Ok(())
 }
