@@ -51,10 +51,7 @@ pub unsafe extern "C" fn jevgate_usage(
         let agent = unsafe { str_arg("agent_id", agent_id) }?;
         out_arg("usage_json_out", usage_json_out)?;
         let page = gw.usage(agent, limit, offset)?;
-        let json = serde_json::to_string(&page).map_err(|_| Error::Internal {
-            reason: "could not encode usage".into(),
-        })?;
-        let s = c_string(json)?;
+        let s = json_c_string(&page)?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { *usage_json_out = s };
         Ok(())
@@ -155,11 +152,7 @@ pub unsafe extern "C" fn jevgate_think(
                 reason: "must be {agentId, instructions, input, timeoutMs?}".into(),
             })?;
         let thought = gw.think(&request)?;
-        let s = c_string(
-            serde_json::to_string(&thought).map_err(|_| Error::Internal {
-                reason: "could not encode the thought".into(),
-            })?,
-        )?;
+        let s = json_c_string(&thought)?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { *thought_json_out = s };
         Ok(())

@@ -4,13 +4,6 @@
 use super::*;
 use crate::device::{ChannelHandle, ChannelOptions, PairRequest, ToolCall, ToolFormat};
 
-fn encode<T: serde::Serialize>(v: &T) -> Result<*mut c_char, Error> {
-    let s = serde_json::to_string(v).map_err(|_| Error::Internal {
-        reason: "could not encode a result".into(),
-    })?;
-    c_string(s)
-}
-
 fn parse<T: serde::de::DeserializeOwned>(
     name: &'static str,
     json: &str,
@@ -75,7 +68,7 @@ pub unsafe extern "C" fn jevgate_pair(
             "{installationId, name, browser?: {name, version}}",
         )?;
         let pairing = gw.pair(owner, &req)?;
-        let s = encode(
+        let s = json_c_string(
             &serde_json::json!({"device": pairing.device, "token": pairing.token.expose()}),
         )?;
         // SAFETY: forwarded contract.
@@ -121,7 +114,7 @@ pub unsafe extern "C" fn jevgate_devices(
         // SAFETY: forwarded contract.
         let owner = unsafe { str_arg("owner", owner) }?;
         out_arg("devices_json_out", devices_json_out)?;
-        let s = encode(&gw.devices(owner)?)?;
+        let s = json_c_string(&gw.devices(owner)?)?;
         // SAFETY: forwarded contract.
         unsafe { write_out("devices_json_out", devices_json_out, s) }
     })

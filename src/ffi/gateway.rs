@@ -173,10 +173,7 @@ pub unsafe extern "C" fn jevgate_gateway_secret_env_names(
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         out_arg("names_json_out", names_json_out)?;
-        let json = serde_json::to_string(&gw.secret_env_names()).map_err(|_| Error::Internal {
-            reason: "could not encode names".into(),
-        })?;
-        let s = c_string(json)?;
+        let s = json_c_string(&gw.secret_env_names())?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { *names_json_out = s };
         Ok(())

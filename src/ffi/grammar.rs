@@ -43,12 +43,6 @@ unsafe fn text_to_json(
     })
 }
 
-fn encode<T: serde::Serialize>(v: &T) -> Result<String, Error> {
-    serde_json::to_string(v).map_err(|_| Error::Internal {
-        reason: "could not encode a result".into(),
-    })
-}
-
 /// Parses a user command (Thai or English) into its intent and writes the intent JSON, e.g.
 /// `{"intent":"scroll","direction":"down"}` or `{"intent":"decide"}` (R-GRM-PARSE).
 ///
@@ -82,7 +76,7 @@ pub unsafe extern "C" fn jevgate_split_steps(
     // SAFETY: forwarded contract.
     unsafe {
         text_to_json(text, steps_json_out, err_out, "steps_json_out", |t| {
-            encode(&crate::grammar::split_steps(t))
+            json_string(&crate::grammar::split_steps(t))
         })
     }
 }
@@ -100,7 +94,7 @@ pub unsafe extern "C" fn jevgate_split_parts(
     // SAFETY: forwarded contract.
     unsafe {
         text_to_json(text, parts_json_out, err_out, "parts_json_out", |t| {
-            encode(&crate::grammar::split_parts(t))
+            json_string(&crate::grammar::split_parts(t))
         })
     }
 }
@@ -120,7 +114,7 @@ pub unsafe extern "C" fn jevgate_check_model_address(
     // SAFETY: forwarded contract.
     unsafe {
         text_to_json(text, url_json_out, err_out, "url_json_out", |t| {
-            encode(&crate::grammar::check_model_address(t)?)
+            json_string(&crate::grammar::check_model_address(t)?)
         })
     }
 }

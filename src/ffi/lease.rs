@@ -82,13 +82,6 @@ pub(crate) fn manual_clock(
         .map(|c| std::sync::Arc::new(c.clock.clone()) as crate::clock::SharedClock)
 }
 
-fn json<T: serde::Serialize>(value: &T) -> Result<*mut c_char, Error> {
-    let text = serde_json::to_string(value).map_err(|_| Error::Internal {
-        reason: "could not encode a result".into(),
-    })?;
-    c_string(text)
-}
-
 fn caller(principal: &str, delegated: bool, root_session: Option<&str>) -> ControlCaller {
     ControlCaller {
         principal: principal.to_string(),
@@ -124,7 +117,7 @@ unsafe fn grant_call(
             )
         };
         out_arg("grant_json_out", grant_json_out)?;
-        let s = json(&call(gw.leases(), device, session)?)?;
+        let s = json_c_string(&call(gw.leases(), device, session)?)?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { *grant_json_out = s };
         Ok(())
@@ -256,7 +249,7 @@ pub unsafe extern "C" fn jevgate_lease_status(
             Some(unsafe { str_arg("root_session", root_session) }?)
         };
         out_arg("status_json_out", status_json_out)?;
-        let s = json(
+        let s = json_c_string(
             &gw.leases()
                 .status(device, &caller(principal, delegated, session))?,
         )?;

@@ -128,6 +128,18 @@ pub(crate) fn out_arg<T>(name: &'static str, ptr: *mut T) -> Result<(), Error> {
     }
 }
 
+/// A result as JSON text (the one encoder of the C surface).
+pub(crate) fn json_string<T: serde::Serialize>(value: &T) -> Result<String, Error> {
+    serde_json::to_string(value).map_err(|_| Error::Internal {
+        reason: "could not encode a result".into(),
+    })
+}
+
+/// A result as a JSON C string for an out-pointer.
+pub(crate) fn json_c_string<T: serde::Serialize>(value: &T) -> Result<*mut c_char, Error> {
+    c_string(json_string(value)?)
+}
+
 /// Hands a Rust string to C (interior NULs cannot occur in JSON output; they are refused).
 pub(crate) fn c_string(s: String) -> Result<*mut c_char, Error> {
     CString::new(s)
