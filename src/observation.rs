@@ -106,6 +106,9 @@ pub struct Truncated {
     pub title: bool,
     /// The URL was cut.
     pub url: bool,
+    /// The page text was cut to its budget (absent from the JSON when not).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub text: bool,
 }
 
 /// Where the page is scrolled (R-BRW-OBS `scroll`).

@@ -211,6 +211,7 @@ impl LocalTab {
                 controls: false,
                 title: title_cut,
                 url: url_cut,
+                text: false,
             },
             focus: None,
             scroll: ScrollPosition::default(),
@@ -286,6 +287,7 @@ impl LocalTab {
                 controls: walked["truncated"]["controls"].as_bool().unwrap_or(false),
                 title: title_cut,
                 url: url_cut,
+                text: walked["truncated"]["text"].as_bool().unwrap_or(false),
             },
             focus: walked["focus"].as_str().map(str::to_string),
             scroll: ScrollPosition {
@@ -349,11 +351,11 @@ impl LocalTab {
                     },
                     None,
                 )?;
-                let (text, truncated) = cut(&obs.text, max);
+                let (text, cut_here) = cut(&obs.text, max);
                 Ok(Response::Text(PageText {
                     generation: obs.generation,
                     text: wrap_untrusted(&text),
-                    truncated,
+                    truncated: cut_here || obs.truncated.text,
                 }))
             }
             Command::Find(a) => {

@@ -11,6 +11,8 @@
 //!   and `result`.
 //! * [`LocalBrowser`] / [`LocalTab`] — the embedded default: a headless Chromium started,
 //!   driven and ended by jevgate.
+//! * [`BrowserTools`] — the nine browser tools of R-DEV-TOOLS served from any backend (what
+//!   the reference device worker runs).
 //! * [`wrap_untrusted`] — the fixed envelope around page-derived text (R-BRW-UNTRUSTED).
 
 mod actions;
@@ -21,6 +23,7 @@ mod launch;
 mod local;
 mod snapshot;
 mod tab;
+mod tools;
 mod untrusted;
 
 pub use actions::SCREENSHOT_CAP;
@@ -34,6 +37,7 @@ pub use backend::{
 };
 pub use launch::{find_chromium, LaunchOptions};
 pub use local::{LocalBrowser, LocalTab};
+pub use tools::BrowserTools;
 pub use untrusted::{unwrap_untrusted, wrap_untrusted, UNTRUSTED_CLOSE, UNTRUSTED_OPEN};
 
 /// JSON in, JSON out, for the C and Python surfaces: runs `{"tool": …, "args": …}` (a

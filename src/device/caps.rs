@@ -103,6 +103,8 @@ pub(crate) fn cap_text(raw: Value, max_chars: usize) -> Value {
             json!({"text": kept})
         }
         Value::Object(mut obj) => {
+            // A worker that already cut the text to `max_chars` says so.
+            truncated = obj.get("truncated") == Some(&Value::Bool(true));
             if let Some(Value::String(s)) = obj.get("text") {
                 let (kept, cut) = truncate_chars(s, max_chars);
                 if cut {

@@ -138,6 +138,98 @@ pub fn pong() -> String {
     json!({"type": "pong"}).to_string()
 }
 
+/// A frame sent by the gateway, as a worker reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GatewayFrame {
+    /// `{"type":"ready","deviceId"}`: authenticated.
+    Ready {
+        /// The worker's device id.
+        device_id: String,
+    },
+    /// `{"type":"command","id","tool","args","deadlineMs"}`.
+    Command {
+        /// The command id its result must carry.
+        id: String,
+        /// The tool (or primitive) to run.
+        tool: String,
+        /// Its arguments (`null` when omitted).
+        args: Value,
+        /// The gateway's deadline for the answer, in milliseconds (`None` when omitted).
+        deadline_ms: Option<u64>,
+    },
+    /// `{"type":"cancel","id"}`: stop that command.
+    Cancel {
+        /// The command to stop.
+        id: String,
+    },
+    /// `{"type":"pong"}`.
+    Pong,
+    /// A well-formed frame of a type this worker does not know (ignored).
+    Unknown,
+}
+
+/// Parses one text message from the gateway (the reference worker's side of the protocol).
+///
+/// ```
+/// use jevgate::device::frames::{parse_gateway_frame, GatewayFrame};
+/// let f = parse_gateway_frame(r#"{"type":"cancel","id":"c7"}"#).unwrap();
+/// assert_eq!(f, GatewayFrame::Cancel { id: "c7".into() });
+/// ```
+pub fn parse_gateway_frame(text: &str) -> Result<GatewayFrame, FrameError> {
+    let value: Value = serde_json::from_str(text).map_err(|_| FrameError::Malformed)?;
+    let Value::Object(mut obj) = value else {
+        return Err(FrameError::Malformed);
+    };
+    let kind = str_field(&obj, "type")?.ok_or(FrameError::Malformed)?;
+    let required = |obj: &Map<String, Value>, key: &str| -> Result<String, FrameError> {
+        Ok(str_field(obj, key)?
+            .ok_or(FrameError::Malformed)?
+            .to_string())
+    };
+    match kind {
+        "ready" => Ok(GatewayFrame::Ready {
+            device_id: required(&obj, "deviceId")?,
+        }),
+        "command" => {
+            let id = required(&obj, "id")?;
+            let tool = required(&obj, "tool")?;
+            let deadline_ms = match obj.get("deadlineMs") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(v.as_u64().ok_or(FrameError::Malformed)?),
+            };
+            let args = obj.remove("args").unwrap_or(Value::Null);
+            Ok(GatewayFrame::Command {
+                id,
+                tool,
+                args,
+                deadline_ms,
+            })
+        }
+        "cancel" => Ok(GatewayFrame::Cancel {
+            id: required(&obj, "id")?,
+        }),
+        "pong" => Ok(GatewayFrame::Pong),
+        _ => Ok(GatewayFrame::Unknown),
+    }
+}
+
+/// `{"type":"authenticate","authorization":"Device <token>","protocol":<protocol>}`.
+pub fn authenticate(token: &str, protocol: u64) -> String {
+    json!({"type": "authenticate", "authorization": format!("Device {token}"), "protocol": protocol})
+        .to_string()
+}
+
+/// A successful result frame.
+pub fn result_ok(id: &str, result: &Value) -> String {
+    json!({"type": "result", "id": id, "success": true, "result": result}).to_string()
+}
+
+/// A failed result frame.
+pub fn result_err(id: &str, code: &str, message: &str) -> String {
+    json!({"type": "result", "id": id, "success": false, "errorCode": code, "message": message})
+        .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +264,49 @@ mod tests {
         ] {
             assert_eq!(parse_worker_frame(bad), Err(FrameError::Malformed), "{bad}");
         }
+        assert_eq!(
+            parse_gateway_frame(
+                r#"{"type":"command","id":"c1","tool":"t","args":{"a":1},"deadlineMs":5}"#
+            ),
+            Ok(GatewayFrame::Command {
+                id: "c1".into(),
+                tool: "t".into(),
+                args: json!({"a": 1}),
+                deadline_ms: Some(5)
+            })
+        );
+        for bad in [
+            "",
+            "{}",
+            r#"{"type":"command","tool":"t"}"#,
+            r#"{"type":"command","id":"c","tool":"t","deadlineMs":-1}"#,
+            r#"{"type":"ready"}"#,
+            r#"{"type":"cancel","id":7}"#,
+        ] {
+            assert_eq!(
+                parse_gateway_frame(bad),
+                Err(FrameError::Malformed),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            parse_gateway_frame(r#"{"type":"later"}"#),
+            Ok(GatewayFrame::Unknown)
+        );
+        assert_eq!(
+            parse_worker_frame(&result_err("c1", "timed_out", "m")),
+            Ok(WorkerFrame::Result {
+                id: "c1".into(),
+                outcome: Err(("timed_out".into(), "m".into()))
+            })
+        );
+        assert_eq!(
+            parse_worker_frame(&authenticate("tok", 2)),
+            Ok(WorkerFrame::Authenticate {
+                token: Some("tok".into()),
+                protocol: Some(2)
+            })
+        );
         assert_eq!(
             parse_worker_frame(r#"{"type":"progress"}"#),
             Ok(WorkerFrame::Unknown)

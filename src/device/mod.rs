@@ -29,12 +29,22 @@
 //! any JSON for the rest. `browser_batch` is never sent as such: the gateway runs its actions
 //! one by one.
 //!
+//! # The reference worker
+//!
+//! [`DeviceWorker`] is the worker side of this protocol; with
+//! [`crate::browser::BrowserTools`] it serves the nine tools from a local headless Chromium.
+//! The `jevgate-worker` binary is exactly that (`jevgate-worker --url <channel url>`, token in
+//! `JEVGATE_DEVICE_TOKEN` or `--token-file`).
+//!
 //! # Untrusted content (R-BRW-UNTRUSTED)
 //!
 //! Everything a worker returns is page-derived and sits under `result.untrustedContent`, one
 //! fixed envelope `{"notice": UNTRUSTED_NOTICE, "data": …}`; the fields beside it (`truncated`,
 //! `maxChars`, `artifactId`, `mediaType`, `bytes`, and a batch's per-action statuses) are the
-//! gateway's own.
+//! gateway's own. Text that is shown outside a tool result (a snapshot from
+//! [`crate::browser::LocalBrowser`], the `observe` CLI) uses the text form of the same
+//! envelope, [`crate::browser::wrap_untrusted`]; a worker returns page text unwrapped so that
+//! nothing is ever wrapped twice.
 //!
 //! Logging: jevgate logs codes, device ids, sizes and durations only. tungstenite, the
 //! WebSocket library underneath, logs raw frames (tokens, page text) at `trace` level under the
@@ -73,6 +83,7 @@ mod hub;
 mod registry;
 mod server;
 mod tools;
+mod worker;
 
 pub use artifacts::Artifact;
 pub use caps::{wrap_untrusted, DeviceLimits, UNTRUSTED_KEY, UNTRUSTED_NOTICE};
@@ -87,6 +98,7 @@ pub use registry::{
 };
 pub use server::{ChannelHandle, ChannelOptions, ChannelTls};
 pub use tools::{tool_definitions, Tool, ToolFormat, TOOLS};
+pub use worker::{DeviceWorker, WorkerExit, WorkerOptions};
 
 use crate::clock::SharedClock;
 use crate::lease::Leases;

@@ -96,6 +96,11 @@ pub struct Device {
 pub struct DeviceToken(String);
 
 impl DeviceToken {
+    /// A token a worker was given at pairing (read from its own secret store).
+    pub fn new(token: impl Into<String>) -> DeviceToken {
+        DeviceToken(token.into())
+    }
+
     /// The token, to hand to the worker once (`authorization: "Device <token>"`).
     pub fn expose(&self) -> &str {
         &self.0

@@ -252,3 +252,27 @@ pub fn wait_group_gone(pgid: u32, within: Duration) -> Vec<u32> {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Direct children of `pid` (for a worker process: the Chromium it started, which leads its
+/// own process group).
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        let rest = stat.rsplit(')').next().unwrap_or("");
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // fields[0] = state, fields[1] = ppid
+        if fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(pid) && fields[0] != "Z" {
+            out.push(child);
+        }
+    }
+    out
+}

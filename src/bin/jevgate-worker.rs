@@ -1,0 +1,153 @@
+//! `jevgate-worker`: the reference device worker. Starts a local headless Chromium, connects to
+//! a gateway's device-worker channel with a device token (protocol 2) and serves the nine
+//! browser tools and the backend primitives until the gateway closes the channel.
+//!
+//! The token is read from a file or the `JEVGATE_DEVICE_TOKEN` environment variable, never from
+//! the command line (other users can read command lines). Exit status: 0 when the gateway
+//! closed the channel normally or the worker was asked to stop, 1 on a refusal or a broken
+//! connection, 2 on a usage error.
+
+use std::io::Read;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use jevgate::browser::{BrowserTools, LaunchOptions, LocalBrowser};
+use jevgate::device::{DeviceToken, DeviceWorker, WorkerOptions};
+
+const USAGE: &str = "usage: jevgate-worker --url ws://HOST:PORT/v1/device-worker/channel \
+[--token-file PATH] [--ca-file PEM] [--chromium PATH] [--exit-on-stdin-eof]
+
+The device token is read from --token-file, else from JEVGATE_DEVICE_TOKEN.
+--ca-file       trust these PEM certificates for wss:// instead of the public web roots
+--chromium      the Chromium executable (default: JEVGATE_CHROMIUM, /usr/bin/chromium, …)
+--exit-on-stdin-eof  stop (closing the browser) when standard input closes";
+
+struct Args {
+    url: String,
+    token_file: Option<String>,
+    ca_file: Option<String>,
+    chromium: Option<String>,
+    exit_on_stdin_eof: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = std::env::args().skip(1);
+    let mut parsed = Args {
+        url: String::new(),
+        token_file: None,
+        ca_file: None,
+        chromium: None,
+        exit_on_stdin_eof: false,
+    };
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
+        match arg.as_str() {
+            "--url" => parsed.url = value("--url")?,
+            "--token-file" => parsed.token_file = Some(value("--token-file")?),
+            "--ca-file" => parsed.ca_file = Some(value("--ca-file")?),
+            "--chromium" => parsed.chromium = Some(value("--chromium")?),
+            "--exit-on-stdin-eof" => parsed.exit_on_stdin_eof = true,
+            "-h" | "--help" => return Err(String::new()),
+            other if other.starts_with('-') => return Err(format!("unknown option {other}")),
+            _ => {
+                return Err(
+                    "unexpected argument (the token is never given on the command line)".into(),
+                )
+            }
+        }
+    }
+    if parsed.url.is_empty() {
+        return Err("--url is required".into());
+    }
+    Ok(parsed)
+}
+
+fn token(args: &Args) -> Result<DeviceToken, String> {
+    let raw = match &args.token_file {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the token file: {}", e.kind()))?,
+        None => std::env::var("JEVGATE_DEVICE_TOKEN")
+            .map_err(|_| "no token: pass --token-file or set JEVGATE_DEVICE_TOKEN".to_string())?,
+    };
+    let token = raw.trim();
+    if token.is_empty() {
+        return Err("the device token is empty".into());
+    }
+    Ok(DeviceToken::new(token))
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(message) => {
+            if !message.is_empty() {
+                eprintln!("jevgate-worker: {message}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let token = match token(&args) {
+        Ok(t) => t,
+        Err(message) => {
+            eprintln!("jevgate-worker: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut options = WorkerOptions::new(args.url.clone(), token);
+    if let Some(path) = &args.ca_file {
+        match std::fs::read(path) {
+            Ok(pem) => options.tls_roots_pem = Some(pem),
+            Err(e) => {
+                eprintln!("jevgate-worker: cannot read the CA file: {}", e.kind());
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let browser = match LocalBrowser::launch(LaunchOptions {
+        executable: args.chromium.as_ref().map(Into::into),
+        ..LaunchOptions::default()
+    }) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("jevgate-worker: {} {e}", e.code());
+            return ExitCode::from(1);
+        }
+    };
+    let tools = Arc::new(BrowserTools::new(Arc::new(browser.clone())));
+    let worker = match DeviceWorker::connect(options, tools) {
+        Ok(w) => Arc::new(w),
+        Err(e) => {
+            eprintln!("jevgate-worker: {} {e}", e.code());
+            browser.close();
+            return ExitCode::from(1);
+        }
+    };
+    eprintln!("jevgate-worker: ready device={}", worker.device_id());
+    if args.exit_on_stdin_eof {
+        let watched = worker.clone();
+        // Detached on purpose: it blocks in read until stdin closes, then stops the worker.
+        let _ = std::thread::Builder::new()
+            .name("stdin-lifeline".into())
+            .spawn(move || {
+                let mut sink = [0u8; 256];
+                let mut stdin = std::io::stdin();
+                while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
+                watched.close();
+            });
+    }
+    let exit = worker.wait();
+    browser.close();
+    let normal = matches!(exit.close_code, None | Some(1000) | Some(1001))
+        && (exit.close_code.is_some() || exit.reason == "closed by the worker");
+    eprintln!(
+        "jevgate-worker: channel closed ({} {})",
+        exit.close_code.map_or("-".to_string(), |c| c.to_string()),
+        exit.reason
+    );
+    if normal {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

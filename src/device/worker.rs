@@ -1,0 +1,635 @@
+//! The worker side of the channel (R-DEV-CHAN): a [`DeviceWorker`] connects out to a gateway's
+//! `/v1/device-worker/channel` with a device token, authenticates with protocol 2 and serves
+//! every command with a [`ToolExecutor`] — for the reference worker, the nine tools of a local
+//! Chromium ([`crate::browser::BrowserTools`]).
+//!
+//! It owns one I/O thread (the socket: reads with a short timeout, writes results, answers
+//! pings, routes cancels) and one executor thread (runs commands one at a time, in order). It
+//! never runs a command twice, never retries after a disconnect (the gateway reports the
+//! outcome as unknown), and never logs its token or any command's arguments or results.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use serde_json::Value;
+use tungstenite::protocol::WebSocketConfig;
+use tungstenite::{HandshakeError, Message, WebSocket};
+
+use super::executor::{CancelToken, ToolExecutor};
+use super::frames::{self, parse_gateway_frame, GatewayFrame, PROTOCOL_VERSION};
+use super::registry::DeviceToken;
+use crate::{Error, Result};
+
+/// How long the I/O thread blocks in one read: the latency a finished result may wait before
+/// it is written.
+const POLL: Duration = Duration::from_millis(5);
+
+/// How long a result frame may take to write.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How the worker reaches a gateway.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// `ws://host:port/v1/device-worker/channel` or `wss://…` ([`crate::device::ChannelHandle::url`]).
+    pub url: String,
+    /// The device token from pairing (sent in the first frame, never logged).
+    pub token: DeviceToken,
+    /// For `wss`: PEM certificates to trust instead of the public web roots (a private CA or a
+    /// self-signed gateway).
+    pub tls_roots_pem: Option<Vec<u8>>,
+    /// The protocol number sent (2; lower numbers exist to test refusals).
+    pub protocol: u64,
+    /// Connecting, the TLS and WebSocket handshakes and the `ready` answer must fit in this.
+    pub connect_timeout: Duration,
+    /// The largest message accepted from the gateway.
+    pub max_message_bytes: usize,
+}
+
+impl WorkerOptions {
+    /// Protocol 2, 10 s to connect, messages ≤ 16 MiB, public web roots for `wss`.
+    pub fn new(url: impl Into<String>, token: DeviceToken) -> WorkerOptions {
+        WorkerOptions {
+            url: url.into(),
+            token,
+            tls_roots_pem: None,
+            protocol: PROTOCOL_VERSION,
+            connect_timeout: Duration::from_secs(10),
+            max_message_bytes: 16 << 20,
+        }
+    }
+}
+
+/// How a worker's connection ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerExit {
+    /// The WebSocket close code the gateway sent (`1001` when it shut down, `1008` with
+    /// `DEVICE_UNPAIRED` when the device was unpaired…), or `None` when the connection broke
+    /// without one or the worker closed it itself.
+    pub close_code: Option<u16>,
+    /// The close reason (a fixed code word, never page content), or a short description.
+    pub reason: String,
+}
+
+enum Io {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Read for Io {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Io::Plain(s) => s.read(buf),
+            Io::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Io {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Io::Plain(s) => s.write(buf),
+            Io::Tls(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Io::Plain(s) => s.flush(),
+            Io::Tls(s) => s.flush(),
+        }
+    }
+}
+
+fn would_block(e: &tungstenite::Error) -> bool {
+    matches!(e, tungstenite::Error::Io(io)
+        if matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
+}
+
+fn channel_error(reason: impl Into<String>) -> Error {
+    Error::ChannelIo {
+        reason: reason.into(),
+    }
+}
+
+fn bad_url() -> Error {
+    Error::InvalidArgument {
+        name: "url",
+        reason: "must be ws://host:port/path or wss://host:port/path".into(),
+    }
+}
+
+struct Target {
+    tls: bool,
+    host: String,
+    port: u16,
+}
+
+fn parse_url(url: &str) -> Result<Target> {
+    let uri: tungstenite::http::Uri = url.parse().map_err(|_| bad_url())?;
+    let tls = match uri.scheme_str() {
+        Some("ws") => false,
+        Some("wss") => true,
+        _ => return Err(bad_url()),
+    };
+    let authority = uri.authority().ok_or_else(bad_url)?;
+    if authority.as_str().contains('@') {
+        return Err(Error::InvalidArgument {
+            name: "url",
+            reason: "must not carry credentials".into(),
+        });
+    }
+    let host = uri.host().ok_or_else(bad_url)?;
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    Ok(Target {
+        tls,
+        host: host.to_string(),
+        port: uri.port_u16().unwrap_or(if tls { 443 } else { 80 }),
+    })
+}
+
+fn tls_config(roots_pem: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    match roots_pem {
+        Some(pem) => {
+            for cert in rustls::pki_types::CertificateDer::pem_slice_iter(pem) {
+                let cert = cert.map_err(|_| Error::InvalidArgument {
+                    name: "tls_roots_pem",
+                    reason: "not a PEM certificate list".into(),
+                })?;
+                roots.add(cert).map_err(|_| Error::InvalidArgument {
+                    name: "tls_roots_pem",
+                    reason: "a certificate could not be used as a root".into(),
+                })?;
+            }
+            if roots.is_empty() {
+                return Err(Error::InvalidArgument {
+                    name: "tls_roots_pem",
+                    reason: "no certificate found".into(),
+                });
+            }
+        }
+        None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|_| channel_error("TLS is not available"))?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+type Ws = WebSocket<Io>;
+
+/// Opens the socket, the TLS session and the WebSocket, sends `authenticate` and waits for
+/// `ready`.
+fn open(options: &WorkerOptions) -> Result<(Ws, String)> {
+    let target = parse_url(&options.url)?;
+    let deadline = Instant::now() + options.connect_timeout;
+    let addrs: Vec<_> = (target.host.as_str(), target.port)
+        .to_socket_addrs()
+        .map_err(|e| channel_error(format!("resolve the gateway address: {}", e.kind())))?
+        .collect();
+    let mut last = channel_error("the gateway address resolved to nothing");
+    let mut tcp = None;
+    for addr in addrs {
+        match TcpStream::connect_timeout(&addr, options.connect_timeout) {
+            Ok(s) => {
+                tcp = Some(s);
+                break;
+            }
+            Err(e) => last = channel_error(format!("connect to the gateway: {}", e.kind())),
+        }
+    }
+    let tcp = tcp.ok_or(last)?;
+    let _ = tcp.set_nodelay(true);
+    tcp.set_read_timeout(Some(POLL))
+        .and_then(|_| tcp.set_write_timeout(Some(WRITE_TIMEOUT)))
+        .map_err(|e| channel_error(format!("configure the socket: {}", e.kind())))?;
+    let io = if target.tls {
+        let name =
+            rustls::pki_types::ServerName::try_from(target.host.clone()).map_err(|_| bad_url())?;
+        let mut conn =
+            rustls::ClientConnection::new(tls_config(options.tls_roots_pem.as_deref())?, name)
+                .map_err(|_| channel_error("start TLS"))?;
+        let mut tcp = tcp;
+        // The TLS handshake first, so a certificate problem is reported as one.
+        while conn.is_handshaking() {
+            match conn.complete_io(&mut tcp) {
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    if Instant::now() >= deadline {
+                        return Err(channel_error("the TLS handshake timed out"));
+                    }
+                }
+                Err(e) => {
+                    let why = match e
+                        .get_ref()
+                        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+                    {
+                        Some(rustls::Error::InvalidCertificate(_)) => {
+                            "the gateway's certificate is not trusted (see tls_roots_pem)"
+                        }
+                        _ => "the TLS handshake failed",
+                    };
+                    return Err(channel_error(why));
+                }
+            }
+        }
+        Io::Tls(Box::new(rustls::StreamOwned::new(conn, tcp)))
+    } else {
+        Io::Plain(tcp)
+    };
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(options.max_message_bytes))
+        .max_frame_size(Some(options.max_message_bytes));
+    let mut attempt =
+        tungstenite::client::client_with_config(options.url.as_str(), io, Some(config));
+    let mut ws = loop {
+        match attempt {
+            Ok((ws, _)) => break ws,
+            Err(HandshakeError::Interrupted(mid)) => {
+                if Instant::now() >= deadline {
+                    return Err(channel_error("the WebSocket handshake timed out"));
+                }
+                attempt = mid.handshake();
+            }
+            Err(HandshakeError::Failure(tungstenite::Error::Http(response))) => {
+                return Err(channel_error(format!(
+                    "the gateway answered HTTP {} (is the URL the channel path?)",
+                    response.status().as_u16()
+                )))
+            }
+            Err(HandshakeError::Failure(tungstenite::Error::Tls(_))) => {
+                return Err(channel_error("the TLS handshake failed"))
+            }
+            Err(HandshakeError::Failure(tungstenite::Error::Io(e))) => {
+                return Err(channel_error(format!(
+                    "the WebSocket handshake failed: {}",
+                    e.kind()
+                )))
+            }
+            Err(HandshakeError::Failure(_)) => {
+                return Err(channel_error("the WebSocket handshake failed"))
+            }
+        }
+    };
+    ws.send(Message::text(frames::authenticate(
+        options.token.expose(),
+        options.protocol,
+    )))
+    .map_err(|_| channel_error("send the authenticate frame"))?;
+    loop {
+        if Instant::now() >= deadline {
+            return Err(channel_error("the gateway did not answer `ready` in time"));
+        }
+        match ws.read() {
+            Ok(Message::Text(text)) => match parse_gateway_frame(&text) {
+                Ok(GatewayFrame::Ready { device_id }) => return Ok((ws, device_id)),
+                Ok(_) => {}
+                Err(_) => return Err(channel_error("the gateway sent a malformed frame")),
+            },
+            Ok(Message::Close(frame)) => {
+                let (code, reason) = frame.map_or((1005, String::new()), |f| {
+                    (u16::from(f.code), f.reason.to_string())
+                });
+                return Err(channel_error(format!(
+                    "the gateway refused the worker: {code} {reason}"
+                )));
+            }
+            Ok(_) => {}
+            Err(e) if would_block(&e) => {}
+            Err(_) => return Err(channel_error("the connection ended before `ready`")),
+        }
+    }
+}
+
+struct Job {
+    id: String,
+    tool: String,
+    args: Value,
+    deadline: Duration,
+    cancel: CancelToken,
+}
+
+#[derive(Default)]
+struct Shared {
+    stop: AtomicBool,
+    served: AtomicU64,
+    exit: Mutex<Option<WorkerExit>>,
+    ended: Condvar,
+    cancels: Mutex<HashMap<String, CancelToken>>,
+}
+
+/// A connected device worker. Dropping it (or [`DeviceWorker::close`]) closes the connection
+/// and joins its threads.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use jevgate::browser::{BrowserTools, LaunchOptions, LocalBrowser};
+/// use jevgate::device::{DeviceToken, DeviceWorker, WorkerOptions};
+/// let browser = LocalBrowser::launch(LaunchOptions::default())?;
+/// let token = DeviceToken::new(std::env::var("JEVGATE_DEVICE_TOKEN").unwrap_or_default());
+/// let worker = DeviceWorker::connect(
+///     WorkerOptions::new("ws://127.0.0.1:7000/v1/device-worker/channel", token),
+///     Arc::new(BrowserTools::new(Arc::new(browser.clone()))),
+/// )?;
+/// println!("serving device {}", worker.device_id());
+/// let exit = worker.wait(); // until the gateway closes the channel
+/// browser.close();
+/// # Ok::<(), jevgate::Error>(())
+/// ```
+pub struct DeviceWorker {
+    device_id: String,
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for DeviceWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceWorker")
+            .field("device_id", &self.device_id)
+            .field("running", &self.is_running())
+            .finish()
+    }
+}
+
+impl DeviceWorker {
+    /// Connects and authenticates; returns once the gateway answered `ready`. A refusal
+    /// (`AUTHENTICATION_FAILED`, `UPGRADE_REQUIRED`, …) is `DEVICE_CHANNEL_IO` naming the close
+    /// code and reason; a malformed URL or PEM is `INVALID_ARGUMENT`.
+    pub fn connect(
+        options: WorkerOptions,
+        executor: Arc<dyn ToolExecutor>,
+    ) -> Result<DeviceWorker> {
+        let (ws, device_id) = open(&options)?;
+        let shared = Arc::new(Shared::default());
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let (results, outbox) = mpsc::channel::<String>();
+        let exec = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("jevgate-worker-exec".into())
+                .spawn(move || run_jobs(&queue, &results, executor.as_ref(), &shared))
+        }
+        .map_err(|e| channel_error(format!("start the executor thread: {}", e.kind())))?;
+        let io = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("jevgate-worker-io".into())
+                .spawn(move || run_io(ws, &jobs, &outbox, &shared))
+        };
+        let io = match io {
+            Ok(t) => t,
+            Err(e) => {
+                shared.stop.store(true, Ordering::Release);
+                let _ = exec.join();
+                return Err(channel_error(format!("start the I/O thread: {}", e.kind())));
+            }
+        };
+        log::info!("device worker connected as {device_id}");
+        Ok(DeviceWorker {
+            device_id,
+            shared,
+            threads: Mutex::new(vec![io, exec]),
+        })
+    }
+
+    /// The device id the gateway answered `ready` with.
+    pub fn device_id(&self) -> &str {
+        &self.device_id
+    }
+
+    /// The connection is still open.
+    pub fn is_running(&self) -> bool {
+        self.shared.exit.lock().is_none()
+    }
+
+    /// How many commands this worker has answered.
+    pub fn commands_served(&self) -> u64 {
+        self.shared.served.load(Ordering::Acquire)
+    }
+
+    /// Blocks until the connection ends (the gateway closed it, it broke, or
+    /// [`DeviceWorker::close`] ran), then joins the threads.
+    pub fn wait(&self) -> WorkerExit {
+        {
+            let mut exit = self.shared.exit.lock();
+            while exit.is_none() {
+                self.shared.ended.wait(&mut exit);
+            }
+        }
+        self.join();
+        self.shared.exit.lock().clone().unwrap_or(WorkerExit {
+            close_code: None,
+            reason: "ended".into(),
+        })
+    }
+
+    /// Like [`DeviceWorker::wait`], for at most `timeout`; `None` if still running.
+    pub fn wait_timeout(&self, timeout: Duration) -> Option<WorkerExit> {
+        let end = Instant::now() + timeout;
+        {
+            let mut exit = self.shared.exit.lock();
+            while exit.is_none() {
+                if self.shared.ended.wait_until(&mut exit, end).timed_out() {
+                    break;
+                }
+            }
+            exit.as_ref()?;
+        }
+        Some(self.wait())
+    }
+
+    /// Closes the connection (close code 1000) and joins the threads; a command running in the
+    /// executor finishes first. Idempotent.
+    pub fn close(&self) {
+        self.shared.stop.store(true, Ordering::Release);
+        self.join();
+    }
+
+    fn join(&self) {
+        let threads = std::mem::take(&mut *self.threads.lock());
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for DeviceWorker {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn run_jobs(
+    queue: &mpsc::Receiver<Job>,
+    results: &mpsc::Sender<String>,
+    executor: &dyn ToolExecutor,
+    shared: &Shared,
+) {
+    while let Ok(job) = queue.recv() {
+        let answer = if job.cancel.is_cancelled() {
+            frames::result_err(
+                &job.id,
+                "cancelled",
+                "cancelled before it started; nothing was sent to the page",
+            )
+        } else {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                executor.execute(&job.tool, &job.args, job.deadline, &job.cancel)
+            }));
+            match outcome {
+                Ok(Ok(value)) => frames::result_ok(&job.id, &value),
+                Ok(Err(f)) => frames::result_err(&job.id, &f.code, &f.message),
+                Err(_) => {
+                    log::error!("a device worker tool panicked");
+                    frames::result_err(&job.id, "execution_failed", "the worker failed internally")
+                }
+            }
+        };
+        shared.cancels.lock().remove(&job.id);
+        shared.served.fetch_add(1, Ordering::AcqRel);
+        if results.send(answer).is_err() {
+            break;
+        }
+    }
+}
+
+fn run_io(mut ws: Ws, jobs: &mpsc::Sender<Job>, outbox: &mpsc::Receiver<String>, shared: &Shared) {
+    let exit = loop {
+        if shared.stop.load(Ordering::Acquire) {
+            let _ = ws.close(None);
+            let end = Instant::now() + Duration::from_secs(1);
+            while Instant::now() < end {
+                match ws.read() {
+                    Err(e) if would_block(&e) => {}
+                    Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+            break WorkerExit {
+                close_code: None,
+                reason: "closed by the worker".into(),
+            };
+        }
+        let mut broken = false;
+        while let Ok(text) = outbox.try_recv() {
+            if ws.send(Message::text(text)).is_err() {
+                broken = true;
+                break;
+            }
+        }
+        if broken {
+            break WorkerExit {
+                close_code: None,
+                reason: "the connection broke while sending a result".into(),
+            };
+        }
+        match ws.read() {
+            Ok(Message::Text(text)) => match parse_gateway_frame(&text) {
+                Ok(GatewayFrame::Command {
+                    id,
+                    tool,
+                    args,
+                    deadline_ms,
+                }) => {
+                    let cancel = CancelToken::new();
+                    shared.cancels.lock().insert(id.clone(), cancel.clone());
+                    let deadline = Duration::from_millis(deadline_ms.unwrap_or(60_000));
+                    let job = Job {
+                        id,
+                        tool,
+                        args,
+                        deadline,
+                        cancel,
+                    };
+                    if jobs.send(job).is_err() {
+                        break WorkerExit {
+                            close_code: None,
+                            reason: "the executor stopped".into(),
+                        };
+                    }
+                }
+                Ok(GatewayFrame::Cancel { id }) => {
+                    let token = shared.cancels.lock().get(&id).cloned();
+                    if let Some(token) = token {
+                        token.cancel();
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => log::warn!("device worker ignored a malformed frame"),
+            },
+            Ok(Message::Close(frame)) => {
+                let (code, reason) = frame.map_or((None, String::new()), |f| {
+                    (Some(u16::from(f.code)), f.reason.to_string())
+                });
+                // Answer the close and let tungstenite finish the handshake.
+                let _ = ws.flush();
+                break WorkerExit {
+                    close_code: code,
+                    reason,
+                };
+            }
+            Ok(_) => {}
+            Err(e) if would_block(&e) => {}
+            Err(_) => {
+                break WorkerExit {
+                    close_code: None,
+                    reason: "the connection broke".into(),
+                }
+            }
+        }
+    };
+    log::info!(
+        "device worker connection ended ({})",
+        exit.close_code
+            .map_or("no close code".to_string(), |c| c.to_string())
+    );
+    // Running and queued commands get no answer now: cancel them so the executor stops early.
+    for (_, token) in shared.cancels.lock().drain() {
+        token.cancel();
+    }
+    *shared.exit.lock() = Some(exit);
+    shared.ended.notify_all();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_checked_before_connecting() {
+        let t = parse_url("wss://localhost:8443/v1/device-worker/channel")
+            .ok()
+            .unwrap();
+        assert!(t.tls && t.host == "localhost" && t.port == 8443);
+        let t = parse_url("ws://[::1]/x").ok().unwrap();
+        assert!(!t.tls && t.host == "::1" && t.port == 80);
+        for bad in ["http://h/x", "ws://user:pw@h/x", "", "ws//h", "h:1"] {
+            assert_eq!(
+                parse_url(bad).err().map(|e| e.code()),
+                Some("INVALID_ARGUMENT"),
+                "{bad}"
+            );
+        }
+        assert!(tls_config(Some(b"not pem")).is_err());
+        assert!(tls_config(None).is_ok());
+    }
+}

@@ -1,0 +1,471 @@
+//! The reference device worker end to end (issue 7 + 8, R-DEV-CHAN, R-DEV-TOOLS, R-DEV-CAPS,
+//! R-DEV-SHOT, R-BRW-UNTRUSTED): a gateway pairs a device, the worker (in process, and the
+//! `jevgate-worker` binary) connects with its token over a real loopback WebSocket, and agents
+//! drive a real headless Chromium on fixture pages through `gw.call_tool`. The fixture server
+//! counts beacons, so every click is proven to have happened exactly once.
+
+mod support;
+
+use jevgate::browser::BrowserTools;
+use jevgate::device::{
+    BrowserInfo, CancelToken, ChannelHandle, ChannelOptions, ChannelTls, DeviceToken, DeviceWorker,
+    PairRequest, ToolCall, ToolExecutor, ToolResult, WorkerFailure, WorkerOptions,
+    UNTRUSTED_NOTICE,
+};
+use jevgate::lease::ControlCaller;
+use jevgate::{Gateway, GatewayOptions};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+use support::pages::{SECRET_CARD, SECRET_PASSWORD};
+use support::{shared_browser, Closing, Server};
+
+fn gateway() -> (tempfile::TempDir, Gateway, ChannelHandle) {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::open(GatewayOptions::new(dir.path(), Default::default())).unwrap();
+    let channel = gw
+        .serve_channel(ChannelOptions::new("127.0.0.1:0"))
+        .unwrap();
+    (dir, gw, channel)
+}
+
+fn pair(gw: &Gateway, owner: &str) -> (String, DeviceToken) {
+    let p = gw
+        .pair(
+            owner,
+            &PairRequest {
+                installation_id: format!("{owner}-install"),
+                name: "Reference worker".into(),
+                browser: Some(BrowserInfo {
+                    name: "Chromium".into(),
+                    version: "131".into(),
+                }),
+            },
+        )
+        .unwrap();
+    (p.device.id, p.token)
+}
+
+fn call(gw: &Gateway, tool: &str, args: Value) -> ToolResult {
+    gw.call_tool(&ToolCall::new("alice", "conv-1", tool, args))
+}
+
+/// The page-derived data of a successful answer (inside the one untrusted envelope).
+fn data(r: &ToolResult) -> Value {
+    let v = r.result().unwrap_or_else(|| panic!("failed: {r:?}"));
+    assert_eq!(v["untrustedContent"]["notice"], UNTRUSTED_NOTICE);
+    v["untrustedContent"]["data"].clone()
+}
+
+fn find_ref(gw: &Gateway, query: &str) -> String {
+    let found = data(&call(gw, "browser_find", json!({ "query": query })));
+    found["matches"][0]["ref"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no match for {query}: {found}"))
+        .to_string()
+}
+
+// R-DEV-TOOLS end to end: every tool through the channel on a real Chromium.
+#[test]
+fn r_dev_tools_every_tool_through_the_reference_worker_on_a_real_browser() {
+    let server = Server::start();
+    let browser = Closing(shared_browser());
+    let tab = browser.0.open_tab().unwrap();
+    let (_dir, gw, channel) = gateway();
+    let (device, token) = pair(&gw, "alice");
+    let worker = DeviceWorker::connect(
+        WorkerOptions::new(channel.url(), token),
+        Arc::new(BrowserTools::new(Arc::new(tab.clone()))),
+    )
+    .unwrap();
+    assert_eq!(worker.device_id(), device);
+    assert!(gw.devices("alice").unwrap()[0].online);
+
+    // Navigate returns a fresh snapshot (R-BRW-SNAP), page text unwrapped inside the one
+    // JSON envelope — never a second, nested envelope.
+    let nav = call(
+        &gw,
+        "browser_navigate",
+        json!({"url": server.url("/p/buttons")}),
+    );
+    let snap = &data(&nav)["snapshot"];
+    assert_eq!(snap["title"], "Buttons");
+    let text = snap["text"].as_str().unwrap();
+    assert!(
+        text.contains("Press me") && text.contains("[ref="),
+        "{text}"
+    );
+    assert!(!text.contains("untrusted-page-content"), "{text}");
+
+    // Click by ref: exactly one real click.
+    let press = find_ref(&gw, "Press me");
+    let click = call(
+        &gw,
+        "browser_computer",
+        json!({"action": "click", "ref": press}),
+    );
+    assert!(click.is_success(), "{click:?}");
+    assert_eq!(server.wait_count("go", 1), 1);
+
+    // A ref from before the page changed is refused, not applied to another element.
+    let press = find_ref(&gw, "Press me");
+    let js = call(
+        &gw,
+        "browser_javascript",
+        json!({"code": "document.body.prepend(document.createElement('button')); document.title"}),
+    );
+    assert_eq!(data(&js)["value"], "Buttons");
+    let stale = call(
+        &gw,
+        "browser_computer",
+        json!({"action": "click", "ref": press}),
+    );
+    assert_eq!(stale.error_code(), Some("execution_failed"), "{stale:?}");
+    assert!(stale.to_json()["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("STALE_OBSERVATION"));
+    assert_eq!(server.count("go"), 1);
+
+    // Text and its cap at the edge (R-DEV-CAPS).
+    let text = call(&gw, "browser_get_text", json!({}));
+    assert!(data(&text)["text"]
+        .as_str()
+        .unwrap()
+        .contains("Buttons page"));
+    let cut = call(&gw, "browser_get_text", json!({"max_chars": 5}));
+    assert_eq!(cut.result().unwrap()["truncated"], true, "{cut:?}");
+    assert_eq!(data(&cut)["text"].as_str().unwrap().chars().count(), 5);
+    let tree = call(&gw, "browser_read_page", json!({"filter": "interactive"}));
+    assert!(data(&tree)["text"]
+        .as_str()
+        .unwrap()
+        .contains("\"Press me\""));
+
+    // Screenshot: a private artifact of this root session (R-DEV-SHOT).
+    let shot = call(&gw, "browser_computer", json!({"action": "screenshot"}));
+    let id = shot.result().unwrap()["artifactId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(shot.result().unwrap()["mediaType"], "image/jpeg");
+    let art = gw.artifact("conv-1", &id).unwrap();
+    assert_eq!(&art.bytes[..2], &[0xFF, 0xD8]);
+    assert_eq!(
+        gw.artifact("conv-2", &id).unwrap_err().code(),
+        "ARTIFACT_NOT_FOUND"
+    );
+    let zoom = call(
+        &gw,
+        "browser_computer",
+        json!({"action": "zoom", "region": [0, 0, 200, 100]}),
+    );
+    assert!(zoom.result().unwrap()["artifactId"].is_string(), "{zoom:?}");
+
+    // Forms: form_input, typing into a field, a key press that submits.
+    call(
+        &gw,
+        "browser_navigate",
+        json!({"url": server.url("/p/form")}),
+    );
+    let comment = find_ref(&gw, "Comment");
+    let set = call(
+        &gw,
+        "browser_form_input",
+        json!({"ref": comment, "value": "hello"}),
+    );
+    assert!(set.is_success(), "{set:?}");
+    let value = call(
+        &gw,
+        "browser_javascript",
+        json!({"code": "document.getElementById('comment').value"}),
+    );
+    assert_eq!(data(&value)["value"], "hello");
+    let search = find_ref(&gw, "searchbox");
+    let typed = call(
+        &gw,
+        "browser_computer",
+        json!({"action": "type", "ref": search, "text": "cats"}),
+    );
+    assert!(typed.is_success(), "{typed:?}");
+    let key = call(
+        &gw,
+        "browser_computer",
+        json!({"action": "key", "text": "Enter"}),
+    );
+    assert!(key.is_success(), "{key:?}");
+    assert_eq!(server.wait_count("submit:cats", 1), 1);
+    let chord = call(
+        &gw,
+        "browser_computer",
+        json!({"action": "key", "text": "ctrl+a"}),
+    );
+    assert_eq!(chord.error_code(), Some("execution_failed"));
+
+    // History and a batch run by the gateway one action at a time.
+    let batch = call(
+        &gw,
+        "browser_batch",
+        json!({"actions": [
+            {"tool": "browser_navigate", "args": {"url": server.url("/p/second")}},
+            {"tool": "browser_navigate", "args": {"url": "back"}},
+            {"tool": "browser_get_text", "args": {}}
+        ]}),
+    );
+    let b = batch.result().unwrap();
+    assert_eq!(b["completed"], 3, "{b}");
+    let last = &b["actions"][2]["result"]["untrustedContent"]["data"]["text"];
+    assert!(last.as_str().unwrap().contains("Search form"), "{last}");
+
+    // Sensitive values never leave the page (R-BRW-OBS, R-LOG).
+    call(
+        &gw,
+        "browser_navigate",
+        json!({"url": server.url("/p/sensitive")}),
+    );
+    let mut seen = String::new();
+    for (tool, args) in [
+        ("browser_read_page", json!({})),
+        ("browser_read_page", json!({"filter": "interactive"})),
+        ("browser_get_text", json!({})),
+        ("browser_find", json!({"query": "password"})),
+    ] {
+        let r = call(&gw, tool, args);
+        assert!(r.is_success(), "{tool}: {r:?}");
+        seen.push_str(&r.to_json().to_string());
+    }
+    assert!(seen.contains("Password"));
+    assert!(!seen.contains(SECRET_PASSWORD) && !seen.contains(SECRET_CARD));
+
+    // Tabs: the tab list of this browser includes the worker's tab as current.
+    let tabs = call(&gw, "browser_tabs", json!({"action": "list"}));
+    let list = data(&tabs)["tabs"].as_array().unwrap().clone();
+    assert!(list.iter().any(|t| t["current"] == true));
+
+    // Unpairing closes the worker's channel: it ends, and the device is gone.
+    gw.unpair("alice", &device).unwrap();
+    let exit = worker.wait_timeout(Duration::from_secs(5)).expect("ended");
+    assert_eq!(exit.close_code, Some(1008));
+    assert_eq!(exit.reason, "DEVICE_UNPAIRED");
+    assert!(worker.commands_served() >= 20);
+    tab.close().unwrap();
+    gw.close();
+}
+
+/// An executor that blocks until its command is cancelled, then reports it.
+struct Blocking {
+    started: mpsc::Sender<()>,
+    saw_cancel: Arc<AtomicBool>,
+}
+
+impl ToolExecutor for Blocking {
+    fn execute(
+        &self,
+        _tool: &str,
+        _args: &Value,
+        _deadline: Duration,
+        cancel: &CancelToken,
+    ) -> Result<Value, WorkerFailure> {
+        let _ = self.started.send(());
+        let (tx, rx) = mpsc::channel();
+        let _hook = cancel.on_cancel(move || {
+            let _ = tx.send(());
+        });
+        if rx.recv_timeout(Duration::from_secs(10)).is_ok() {
+            self.saw_cancel.store(true, Ordering::SeqCst);
+            return Err(WorkerFailure::new("cancelled", "stopped"));
+        }
+        Ok(json!({"text": "finished"}))
+    }
+}
+
+// R-LEASE-3 / R-DEV-FAIL through the worker: the person's take-back reaches the worker as a
+// cancel frame that fires the running command's token.
+#[test]
+fn r_dev_fail_take_back_reaches_the_worker_as_a_cancel() {
+    let (_dir, gw, channel) = gateway();
+    let (device, token) = pair(&gw, "alice");
+    let (started_tx, started) = mpsc::channel();
+    let saw_cancel = Arc::new(AtomicBool::new(false));
+    let worker = DeviceWorker::connect(
+        WorkerOptions::new(channel.url(), token),
+        Arc::new(Blocking {
+            started: started_tx,
+            saw_cancel: saw_cancel.clone(),
+        }),
+    )
+    .unwrap();
+    let gw = Arc::new(gw);
+    let caller = {
+        let gw = gw.clone();
+        std::thread::spawn(move || call(&gw, "browser_get_text", json!({})))
+    };
+    started.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(gw
+        .leases()
+        .take_back(&device, &ControlCaller::owner("alice"))
+        .unwrap());
+    let answer = caller.join().unwrap();
+    assert_eq!(answer.error_code(), Some("cancelled"));
+    // The worker's executor saw the cancel (bounded wait, no sleep-based assertion).
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !saw_cancel.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+    assert!(saw_cancel.load(Ordering::SeqCst));
+    worker.close();
+    assert!(!worker.is_running());
+    gw.close();
+}
+
+/// Echoes its tool and arguments.
+struct Echo;
+
+impl ToolExecutor for Echo {
+    fn execute(
+        &self,
+        tool: &str,
+        args: &Value,
+        _deadline: Duration,
+        _cancel: &CancelToken,
+    ) -> Result<Value, WorkerFailure> {
+        Ok(json!({"tool": tool, "args": args}))
+    }
+}
+
+// R-DEV-CHAN, R-DEV-VER from the worker's side: refusals are clear errors, TLS works, the
+// gateway closing ends the worker with 1001.
+#[test]
+fn r_dev_chan_worker_refusals_tls_and_gateway_shutdown() {
+    let (_dir, gw, channel) = gateway();
+    let (_device, token) = pair(&gw, "alice");
+    let refused = |options: WorkerOptions| {
+        let e = DeviceWorker::connect(options, Arc::new(Echo)).unwrap_err();
+        assert_eq!(e.code(), "DEVICE_CHANNEL_IO");
+        e.to_string()
+    };
+    let mut old = WorkerOptions::new(channel.url(), token.clone());
+    old.protocol = 1;
+    assert!(refused(old).contains("1008 UPGRADE_REQUIRED"));
+    let wrong = WorkerOptions::new(channel.url(), DeviceToken::new("not-the-token"));
+    let message = refused(wrong);
+    assert!(message.contains("AUTHENTICATION_FAILED"), "{message}");
+    assert!(!message.contains("not-the-token"));
+    let path = channel
+        .url()
+        .replace("/v1/device-worker/channel", "/elsewhere");
+    assert!(refused(WorkerOptions::new(path, token.clone())).contains("HTTP 404"));
+    let bad = DeviceWorker::connect(
+        WorkerOptions::new("http://x/", token.clone()),
+        Arc::new(Echo),
+    );
+    assert_eq!(bad.unwrap_err().code(), "INVALID_ARGUMENT");
+
+    // TLS with a private root.
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let tls = ChannelTls::from_pem(
+        cert.cert.pem().as_bytes(),
+        cert.signing_key.serialize_pem().as_bytes(),
+    )
+    .unwrap();
+    let secure = gw
+        .serve_channel(ChannelOptions::new("127.0.0.1:0").with_tls(tls))
+        .unwrap();
+    let url = format!(
+        "wss://localhost:{}/v1/device-worker/channel",
+        secure.local_addr().port()
+    );
+    // The public roots do not trust a self-signed gateway.
+    assert!(refused(WorkerOptions::new(url.clone(), token.clone())).contains("not trusted"));
+    let mut trusted = WorkerOptions::new(url, token);
+    trusted.tls_roots_pem = Some(cert.cert.pem().into_bytes());
+    let worker = DeviceWorker::connect(trusted, Arc::new(Echo)).unwrap();
+    let r = call(&gw, "browser_find", json!({"query": "over tls"}));
+    assert_eq!(data(&r)["args"]["query"], "over tls");
+    assert_eq!(data(&r)["tool"], "browser_find");
+
+    gw.close();
+    let exit = worker.wait_timeout(Duration::from_secs(5)).expect("ended");
+    assert_eq!(exit.close_code, Some(1001));
+}
+
+// Issue 8 item 4: the `jevgate-worker` binary pairs, serves a fixture page, and on stdin EOF
+// closes its Chromium — no process left behind.
+#[test]
+fn the_jevgate_worker_binary_serves_a_real_browser_and_leaves_no_chromium() {
+    let server = Server::start();
+    let (_dir, gw, channel) = gateway();
+    let (_device, token) = pair(&gw, "alice");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jevgate-worker"))
+        .args(["--url", &channel.url(), "--exit-on-stdin-eof"])
+        .env("JEVGATE_DEVICE_TOKEN", token.expose())
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.starts_with("jevgate-worker: ready device="), "{line}");
+    assert!(!line.contains(token.expose()));
+    // Its Chromium: the process group led by the worker's child.
+    let chromium = support::children_of(child.id());
+    assert!(!chromium.is_empty(), "the worker started no browser");
+
+    let nav = call(
+        &gw,
+        "browser_navigate",
+        json!({"url": server.url("/p/buttons")}),
+    );
+    assert!(nav.is_success(), "{nav:?}");
+    let press = find_ref(&gw, "Press me");
+    let click = call(
+        &gw,
+        "browser_computer",
+        json!({"action": "click", "ref": press}),
+    );
+    assert!(click.is_success(), "{click:?}");
+    assert_eq!(server.wait_count("go", 1), 1);
+
+    drop(child.stdin.take());
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert!(status.success(), "{status:?} {rest}");
+    for pid in chromium {
+        let left = support::wait_group_gone(pid, Duration::from_secs(5));
+        assert!(left.is_empty(), "Chromium left behind: {left:?}");
+    }
+    let after = call(&gw, "browser_get_text", json!({}));
+    assert_eq!(after.error_code(), Some("DEVICE_OFFLINE"));
+    gw.close();
+}
+
+// Usage errors never echo a token and exit 2.
+#[test]
+fn the_jevgate_worker_binary_refuses_bad_usage() {
+    let out = Command::new(env!("CARGO_BIN_EXE_jevgate-worker"))
+        .args([
+            "--url",
+            "ws://127.0.0.1:9/v1/device-worker/channel",
+            "sekrit-token",
+        ])
+        .env_remove("JEVGATE_DEVICE_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("never given on the command line"), "{err}");
+    assert!(!err.contains("sekrit-token"));
+    let out = Command::new(env!("CARGO_BIN_EXE_jevgate-worker"))
+        .args(["--url", "ws://127.0.0.1:9/v1/device-worker/channel"])
+        .env_remove("JEVGATE_DEVICE_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("JEVGATE_DEVICE_TOKEN"));
+}
