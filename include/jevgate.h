@@ -55,6 +55,11 @@ typedef struct jevgate_browser_call jevgate_browser_call;
 typedef struct jevgate_channel jevgate_channel;
 
 /**
+ * A connected device worker. Free it with `jevgate_device_worker_close`.
+ */
+typedef struct jevgate_device_worker jevgate_device_worker;
+
+/**
  * An error: stable code, message, JSON path (configuration errors), HTTP status and
  * retry-after. Opaque; read it with the accessors; free it with `jevgate_error_free`.
  */
@@ -667,6 +672,65 @@ void jevgate_browser_call_end(jevgate_browser_call *call);
 jevgate_status jevgate_lease_reap(const jevgate_gateway *gateway,
                                   size_t *reaped_out,
                                   jevgate_error **err_out);
+
+/**
+ * Connects `browser` to the channel at `url` (`ws://…/v1/device-worker/channel` or `wss://…`)
+ * as the device whose token is `token`, and serves the nine browser tools from it until the
+ * gateway closes the channel or the worker is closed. Returns once the gateway answered
+ * `ready`; a refusal is `DEVICE_CHANNEL_IO` naming the close code and reason (never the
+ * token). `options_json` (may be NULL) is `{"tlsRootsPem"?: PEM text, "protocol"?: 2,
+ * "connectTimeoutMs"?: 10000}`. The browser must outlive the worker.
+ *
+ * # Safety
+ * `url`, `token` NUL-terminated; `browser` a live handle; `options_json` NULL or
+ * NUL-terminated; `worker_out` writable; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_device_worker_connect(const char *url,
+                                             const char *token,
+                                             const jevgate_local_browser *browser,
+                                             const char *options_json,
+                                             jevgate_device_worker **worker_out,
+                                             jevgate_error **err_out);
+
+/**
+ * Writes the device id the gateway answered `ready` with.
+ *
+ * # Safety
+ * `worker` a live handle; `device_id_out` writable.
+ */
+jevgate_status jevgate_device_worker_device_id(const jevgate_device_worker *worker,
+                                               char **device_id_out,
+                                               jevgate_error **err_out);
+
+/**
+ * How many commands the worker has answered (0 for NULL).
+ *
+ * # Safety
+ * `worker` NULL or a live handle.
+ */
+uint64_t jevgate_device_worker_commands_served(const jevgate_device_worker *worker);
+
+/**
+ * Waits for the connection to end, at most `timeout_ms` (0 = without limit). Writes
+ * `{"closeCode": 1008|null, "reason": "DEVICE_UNPAIRED"}` when it ended, or NULL when it is
+ * still running at the timeout.
+ *
+ * # Safety
+ * `worker` a live handle; `exit_json_out` writable.
+ */
+jevgate_status jevgate_device_worker_wait(const jevgate_device_worker *worker,
+                                          uint64_t timeout_ms,
+                                          char **exit_json_out,
+                                          jevgate_error **err_out);
+
+/**
+ * Closes the connection (a running command finishes first), joins the worker's threads and
+ * frees the handle. NULL is accepted and ignored. The browser stays open.
+ *
+ * # Safety
+ * `worker` NULL or a live handle, not used again.
+ */
+void jevgate_device_worker_close(jevgate_device_worker *worker);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -7,7 +7,7 @@ use crate::browser::{LaunchOptions, LocalBrowser};
 /// A headless Chromium started by jevgate. Close it with `jevgate_local_browser_close`
 /// (which also reaps every process it started).
 pub struct jevgate_local_browser {
-    browser: LocalBrowser,
+    pub(crate) browser: LocalBrowser,
 }
 
 #[derive(serde::Deserialize, Default)]

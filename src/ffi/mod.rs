@@ -19,6 +19,7 @@ mod gateway;
 mod grammar;
 mod jev;
 mod lease;
+mod worker;
 
 pub use browser::*;
 pub use client::*;
@@ -29,6 +30,7 @@ pub use gateway::*;
 pub use grammar::*;
 pub use jev::*;
 pub use lease::*;
+pub use worker::*;
 
 use crate::Error;
 use std::ffi::{c_char, CStr, CString};

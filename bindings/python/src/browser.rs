@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 #[pyclass(module = "jevgate", name = "LocalBrowser", frozen)]
 pub struct PyLocalBrowser {
-    browser: LocalBrowser,
+    pub(crate) browser: LocalBrowser,
 }
 
 #[pymethods]

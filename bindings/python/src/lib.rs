@@ -12,6 +12,7 @@ mod gateway;
 mod grammar;
 mod jev;
 mod lease;
+mod worker;
 
 use pyo3::prelude::*;
 
@@ -34,6 +35,7 @@ fn _jevgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<device::PyChannelHandle>()?;
     m.add_class::<jev::PyCancelToken>()?;
     m.add_class::<browser::PyLocalBrowser>()?;
+    m.add_class::<worker::PyDeviceWorker>()?;
     m.add_class::<gateway::PyGateway>()?;
     m.add_class::<clock::PyManualClock>()?;
     m.add_class::<lease::PyLeases>()?;

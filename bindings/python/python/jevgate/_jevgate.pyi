@@ -22,6 +22,7 @@ __all__ = [
     "ChannelHandle",
     "CancelToken",
     "LocalBrowser",
+    "DeviceWorker",
 ]
 
 
@@ -51,6 +52,37 @@ class LocalBrowser:
     def snapshot(self, region: Optional[str] = None) -> str: ...
     def close(self) -> None: ...
     def __enter__(self) -> "LocalBrowser": ...
+    def __exit__(
+        self,
+        _exc_type: Optional[Type[BaseException]] = None,
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> None: ...
+
+@final
+class DeviceWorker:
+    """The reference device worker: serves the nine browser tools from a LocalBrowser over a
+    gateway's channel; a context manager."""
+
+    def __new__(
+        cls,
+        url: str,
+        token: str,
+        browser: LocalBrowser,
+        *,
+        tls_roots_pem: Optional[bytes] = None,
+        protocol: int = 2,
+        connect_timeout: float = 10.0,
+    ) -> "DeviceWorker": ...
+    @property
+    def device_id(self) -> str: ...
+    @property
+    def running(self) -> bool: ...
+    @property
+    def commands_served(self) -> int: ...
+    def wait(self, timeout: Optional[float] = None) -> Optional[Dict[str, Any]]: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> "DeviceWorker": ...
     def __exit__(
         self,
         _exc_type: Optional[Type[BaseException]] = None,

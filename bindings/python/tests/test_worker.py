@@ -1,0 +1,108 @@
+"""jevgate.DeviceWorker (issues 7 and 8, R-DEV-CHAN, R-DEV-TOOLS): the reference worker in
+process — a real headless Chromium behind a real loopback WebSocket channel, driven by agents
+through gw.call_tool; the fixture server counts real clicks."""
+
+import json
+import os
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+import jevgate
+
+OWNER = "person"
+BROWSER = {"installationId": "inst-w", "name": "Reference worker", "browser": {"name": "Chromium", "version": "131"}}
+PAGE = b"""<!doctype html><title>Worker fixture</title><h1>Worker page</h1>
+<button onclick="fetch('/beacon')">Press me</button>
+<label>Password <input type=password value="hunter2-worker-secret"></label>"""
+
+HAVE_CHROMIUM = bool(os.environ.get("JEVGATE_CHROMIUM") or os.path.exists("/usr/bin/chromium"))
+
+
+class Handler(BaseHTTPRequestHandler):
+    clicks = 0
+
+    def do_GET(self):  # noqa: N802 (http.server API)
+        if self.path == "/beacon":
+            Handler.clicks += 1
+            body = b""
+        else:
+            body = PAGE
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def site():
+    httpd = HTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def gw(tmp_path):
+    g = jevgate.Gateway(tmp_path)
+    yield g
+    g.close()
+
+
+@pytest.mark.skipif(not HAVE_CHROMIUM, reason="no Chromium")
+def test_the_reference_worker_serves_the_tools_from_a_real_browser(gw, site):
+    paired = gw.pair(OWNER, BROWSER)
+    channel = gw.serve_channel()
+    with jevgate.LocalBrowser() as browser, jevgate.DeviceWorker(channel.url, paired["token"], browser) as worker:
+        assert worker.device_id == paired["device"]["id"] and worker.running
+        nav = gw.call_tool(OWNER, "conv", "browser_navigate", {"url": site + "/"})
+        assert nav["success"], nav
+        snapshot = nav["result"]["untrustedContent"]["data"]["snapshot"]
+        assert snapshot["title"] == "Worker fixture" and "[ref=" in snapshot["text"]
+        found = gw.call_tool(OWNER, "conv", "browser_find", {"query": "Press me"})
+        ref = found["result"]["untrustedContent"]["data"]["matches"][0]["ref"]
+        click = gw.call_tool(OWNER, "conv", "browser_computer", {"action": "click", "ref": ref})
+        assert click["success"], click
+        deadline = time.monotonic() + 5
+        while Handler.clicks < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert Handler.clicks == 1, "one real click"
+        text = gw.call_tool(OWNER, "conv", "browser_get_text", {"max_chars": 4})
+        assert text["result"]["truncated"] is True
+        assert text["result"]["untrustedContent"]["data"]["text"] == "Work"
+        everything = json.dumps([nav, found, click, gw.call_tool(OWNER, "conv", "browser_read_page", {})])
+        assert "hunter2-worker-secret" not in everything
+        shot = gw.call_tool(OWNER, "conv", "browser_computer", {"action": "screenshot"})
+        media_type, image = gw.artifact("conv", shot["result"]["artifactId"])
+        assert media_type == "image/jpeg" and image[:2] == b"\xff\xd8"
+        assert worker.commands_served >= 6
+        gw.unpair(OWNER, paired["device"]["id"])
+        assert worker.wait(timeout=5) == {"close_code": 1008, "reason": "DEVICE_UNPAIRED"}
+        assert not worker.running
+    assert Handler.clicks == 1
+
+
+def test_worker_refusals_are_device_errors(gw):
+    paired = gw.pair(OWNER, BROWSER)
+    channel = gw.serve_channel()
+    if not HAVE_CHROMIUM:
+        pytest.skip("no Chromium")
+    with jevgate.LocalBrowser() as browser:
+        with pytest.raises(jevgate.DeviceError) as info:
+            jevgate.DeviceWorker(channel.url, paired["token"], browser, protocol=1)
+        assert info.value.code == "DEVICE_CHANNEL_IO" and "UPGRADE_REQUIRED" in str(info.value)
+        with pytest.raises(jevgate.DeviceError) as info:
+            jevgate.DeviceWorker(channel.url, "wrong-token-value", browser)
+        assert "AUTHENTICATION_FAILED" in str(info.value) and "wrong-token-value" not in str(info.value)
+        with pytest.raises(jevgate.ArgumentError):
+            jevgate.DeviceWorker("http://example.com/", paired["token"], browser)
+        with pytest.raises(ValueError):
+            jevgate.DeviceWorker(channel.url, paired["token"], browser, connect_timeout=-1)
