@@ -300,6 +300,33 @@ jevgate_status jevgate_tool_definitions(const char *format,
                                         jevgate_error **err_out);
 
 /**
+ * Deletes every screenshot artifact of `root_session` (call it when that conversation ends)
+ * and writes how many were deleted to `*count_out` (R-DEV-SHOT). Other sessions' artifacts are
+ * untouched. `STORE_IO` when a file could not be removed: the others are deleted, and a later
+ * call retries that one (`*count_out` is then not written).
+ *
+ * # Safety
+ * `gateway` a live handle; `root_session` NUL-terminated; `count_out` writable; `err_out` NULL
+ * or writable.
+ */
+jevgate_status jevgate_gateway_delete_artifacts(const jevgate_gateway *gateway,
+                                                const char *root_session,
+                                                uint64_t *count_out,
+                                                jevgate_error **err_out);
+
+/**
+ * Deletes the screenshot artifacts older than the artifact retention (24 h by default) by
+ * the gateway's clock and writes how many to `*count_out` (R-DEV-SHOT). The gateway also does
+ * this about once a minute on its own. Errors as `jevgate_gateway_delete_artifacts`.
+ *
+ * # Safety
+ * `gateway` a live handle; `count_out` writable; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_gateway_purge_artifacts(const jevgate_gateway *gateway,
+                                               uint64_t *count_out,
+                                               jevgate_error **err_out);
+
+/**
  * The stable error code (e.g. `"JEV_INVALID_CONFIGURATION"`), or NULL for a NULL error.
  * Valid until the error is freed.
  *

@@ -6,7 +6,7 @@
 //! (R-CFG-RELOAD). Environment names that ever held credentials stay reported as secret for the
 //! life of the gateway (R-CFG-SECRETS).
 
-use crate::clock::{SharedClock, SystemClock};
+use crate::clock::{Instant, SharedClock, SystemClock};
 use crate::config::{doctor, CheckStatus, Config, DoctorCheck, DoctorReport};
 use crate::device::DeviceService;
 use crate::jev::{
@@ -120,7 +120,11 @@ impl Gateway {
             options.data_dir.clone(),
         )?;
         let jev = JevClient::open(Arc::clone(&store), &options.jev_root_certificates)?;
-        let reaper = Reaper::start(leases.clone())?;
+        let reaper = Reaper::start(
+            leases.clone(),
+            devices.artifact_purger(),
+            Arc::clone(&clock),
+        )?;
         let secret_names = options.config.secret_env_names();
         log::info!("gateway opened (schema {})", crate::store::SCHEMA_VERSION);
         Ok(Gateway {
@@ -355,8 +359,12 @@ impl Drop for Inner {
     }
 }
 
-/// The thread that reaps idle browser sessions (R-PROF-4). It wakes every second of real time
-/// and decides with the gateway's clock; it is stopped and joined on close.
+/// The thread that reaps idle browser sessions (R-PROF-4) and purges expired screenshot
+/// artifacts (R-DEV-SHOT). It wakes every second of real time and decides with the gateway's
+/// clock: leases on every wake, artifacts at most once per [`Reaper::PURGE_EVERY`] of that
+/// clock's monotonic time, looking at no more than [`Reaper::PURGE_BUDGET`] artifacts per wake so
+/// that a backlog never delays `close` for long. It holds no lock across file I/O, and is stopped
+/// and joined on close, before the store closes.
 struct Reaper {
     stop: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
     thread: std::thread::JoinHandle<()>,
@@ -368,16 +376,25 @@ impl std::fmt::Debug for Reaper {
     }
 }
 
+/// Whether the reaper purges artifacts at `now`, having last purged at `last` (`None`: never,
+/// or a purge that used its whole budget and has more to do).
+fn purge_due(last: Option<Instant>, now: Instant) -> bool {
+    last.is_none_or(|t| now.saturating_duration_since(t) >= Reaper::PURGE_EVERY)
+}
+
 impl Reaper {
     const PERIOD: std::time::Duration = std::time::Duration::from_secs(1);
+    const PURGE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+    const PURGE_BUDGET: usize = 1024;
 
-    fn start(leases: Leases) -> Result<Reaper> {
+    fn start(leases: Leases, purger: crate::device::Purger, clock: SharedClock) -> Result<Reaper> {
         let stop = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
         let signal = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("jevgate-reaper".into())
             .spawn(move || {
                 let (lock, cvar) = &*signal;
+                let mut last_purge = None;
                 let mut stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
                 while !*stopped {
                     let (guard, _) = cvar
@@ -387,6 +404,10 @@ impl Reaper {
                     if !*stopped {
                         drop(stopped);
                         leases.reap();
+                        let now = clock.now();
+                        if purge_due(last_purge, now) {
+                            last_purge = Self::purge(&purger).then_some(now);
+                        }
                         stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
                     }
                 }
@@ -397,6 +418,22 @@ impl Reaper {
         Ok(Reaper { stop, thread })
     }
 
+    /// One purge within the budget; `false` when it used the whole budget (more may be due).
+    fn purge(purger: &crate::device::Purger) -> bool {
+        match purger.purge(Self::PURGE_BUDGET) {
+            Ok(n) => {
+                if n > 0 {
+                    log::info!("purged {n} expired artifacts");
+                }
+                n < Self::PURGE_BUDGET
+            }
+            Err(e) => {
+                log::warn!("artifact purge failed: {}", e.code());
+                true
+            }
+        }
+    }
+
     fn stop(self) {
         let (lock, cvar) = &*self.stop;
         *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
@@ -404,5 +441,23 @@ impl Reaper {
         if self.thread.thread().id() != std::thread::current().id() {
             let _ = self.thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    // R-DEV-SHOT: the reaper purges on its first wake, then not again before a minute of the
+    // gateway clock, and at once again when the last purge used its whole budget.
+    #[test]
+    fn artifact_purge_is_due_first_then_once_a_minute() {
+        let t0 = Instant::from_origin(Duration::from_secs(5));
+        assert!(purge_due(None, t0));
+        assert!(!purge_due(Some(t0), t0));
+        assert!(!purge_due(Some(t0), t0 + Duration::from_millis(59_999)));
+        assert!(purge_due(Some(t0), t0 + Duration::from_secs(60)));
+        assert!(purge_due(None, t0 + Duration::from_secs(1)));
     }
 }

@@ -1,6 +1,7 @@
 /*
- * jevgate from C: pair a browser device, list it, serve the device-worker channel, and see a
- * tool call answered without touching the browser while no worker is connected.
+ * jevgate from C: pair a browser device, list it, serve the device-worker channel, see a
+ * tool call answered without touching the browser while no worker is connected, and delete or
+ * purge a conversation's screenshot artifacts.
  * Exits non-zero on the first broken expectation (the test suite runs it).
  */
 #include "jevgate.h"
@@ -49,6 +50,25 @@ int main(int argc, char **argv) {
   EXPECT(strstr(json, "\"errorCode\":\"DEVICE_OFFLINE\"") != NULL);
   printf("call: %s\n", json);
   jevgate_string_free(json);
+
+  /* Screenshot artifacts (R-DEV-SHOT): a host deletes a conversation's when it ends; expired
+   * ones are purged by the gateway about once a minute, or now on request. */
+  uint64_t count = 99;
+  EXPECT(jevgate_gateway_delete_artifacts(gw, "conv", &count, &err) == JEVGATE_OK);
+  EXPECT(count == 0);
+  count = 99;
+  EXPECT(jevgate_gateway_purge_artifacts(gw, &count, &err) == JEVGATE_OK);
+  EXPECT(count == 0);
+  err = NULL;
+  EXPECT(jevgate_gateway_purge_artifacts(gw, NULL, &err) == JEVGATE_INVALID_ARGUMENT);
+  EXPECT(err != NULL && strcmp(jevgate_error_code(err), "INVALID_ARGUMENT") == 0);
+  jevgate_error_free(err);
+  err = NULL;
+  count = 99;
+  EXPECT(jevgate_gateway_delete_artifacts(gw, NULL, &count, &err) == JEVGATE_INVALID_ARGUMENT);
+  EXPECT(count == 99); /* outputs are written only on success */
+  jevgate_error_free(err);
+  err = NULL;
 
   EXPECT(jevgate_tool_definitions("mcp", &json, &err) == JEVGATE_OK);
   EXPECT(strstr(json, "browser_batch") != NULL);

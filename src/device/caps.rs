@@ -52,6 +52,13 @@ pub struct DeviceLimits {
     pub command_timeout: Duration,
     /// A whole `browser_batch` call (90 s).
     pub batch_timeout: Duration,
+    /// How long a screenshot artifact is kept (24 h of the gateway's wall clock): older ones are
+    /// purged by the gateway's reaper (about once a minute) and by
+    /// [`Gateway::purge_artifacts`](crate::Gateway::purge_artifacts) (R-DEV-SHOT).
+    pub artifact_retention: Duration,
+    /// Screenshot artifacts one root session keeps (200): storing one more deletes its oldest
+    /// (R-DEV-SHOT).
+    pub artifact_max_per_session: usize,
 }
 
 impl Default for DeviceLimits {
@@ -66,6 +73,8 @@ impl Default for DeviceLimits {
             screenshot_max_base64: 150_000,
             command_timeout: Duration::from_secs(60),
             batch_timeout: Duration::from_secs(90),
+            artifact_retention: Duration::from_secs(24 * 60 * 60),
+            artifact_max_per_session: 200,
         }
     }
 }
@@ -81,7 +90,9 @@ impl DeviceLimits {
             || self.javascript_max_chars == 0
             || self.screenshot_max_base64 == 0
             || self.command_timeout.is_zero()
-            || self.batch_timeout.is_zero();
+            || self.batch_timeout.is_zero()
+            || self.artifact_retention.is_zero()
+            || self.artifact_max_per_session == 0;
         if zero || self.text_default_chars > self.text_max_chars {
             return Err(Error::InvalidArgument {
                 name: "limits",

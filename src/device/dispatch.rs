@@ -216,6 +216,7 @@ impl Run<'_> {
                 &self.device.id,
                 &shot.media_type,
                 &bytes,
+                self.limits.artifact_max_per_session,
             )
             .map_err(|e| {
                 log::warn!("screenshot not stored: {}", e.code());

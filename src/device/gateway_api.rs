@@ -1,5 +1,5 @@
 //! The device methods of [`Gateway`]: pairing, inventory, the channel server, tool calls,
-//! limits and artifacts. Thin: each forwards to the device service with the gateway's lease
+//! limits and artifacts (reading, deleting, purging). Thin: each forwards to the device service with the gateway's lease
 //! manager; it must never hold a lock across a call.
 
 use super::{
@@ -73,5 +73,32 @@ impl Gateway {
     pub fn artifact(&self, root_session: &str, artifact_id: &str) -> Result<Artifact> {
         self.open_or_closed()?;
         self.device_service().artifact(root_session, artifact_id)
+    }
+
+    /// Deletes every screenshot artifact of `root_session` — call it when that conversation
+    /// ends — and returns how many were deleted (R-DEV-SHOT). Other sessions' artifacts are
+    /// untouched; an artifact whose file is already gone counts as deleted. `STORE_IO` when a
+    /// file could not be removed: the others are deleted and a later call retries that one.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let gw = jevgate::Gateway::open(jevgate::GatewayOptions::new(dir.path(), Default::default())).unwrap();
+    /// assert_eq!(gw.delete_artifacts("conv-1").unwrap(), 0);
+    /// assert_eq!(gw.purge_artifacts().unwrap(), 0);
+    /// gw.close();
+    /// assert_eq!(gw.purge_artifacts().unwrap_err().code(), "GATEWAY_CLOSED");
+    /// ```
+    pub fn delete_artifacts(&self, root_session: &str) -> Result<usize> {
+        self.open_or_closed()?;
+        self.device_service().delete_artifacts(root_session)
+    }
+
+    /// Deletes the artifacts older than [`DeviceLimits::artifact_retention`] by the gateway's
+    /// wall clock (an artifact expires when its age reaches the retention) and returns how many
+    /// (R-DEV-SHOT). The gateway's reaper thread also does this about once a minute; call it to
+    /// purge now. Errors as [`Gateway::delete_artifacts`].
+    pub fn purge_artifacts(&self) -> Result<usize> {
+        self.open_or_closed()?;
+        self.device_service().purge_artifacts()
     }
 }

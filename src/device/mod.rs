@@ -86,6 +86,7 @@ mod tools;
 mod worker;
 
 pub use artifacts::Artifact;
+pub(crate) use artifacts::Purger;
 pub use caps::{wrap_untrusted, DeviceLimits, UNTRUSTED_KEY, UNTRUSTED_NOTICE};
 pub use dispatch::{ToolCall, ToolResult};
 pub use executor::{
@@ -114,8 +115,8 @@ pub(crate) struct DeviceService {
     registry: Arc<registry::Registry>,
     hub: Arc<hub::Hub>,
     servers: Mutex<Vec<Arc<server::Shared>>>,
-    limits: RwLock<DeviceLimits>,
-    artifacts: artifacts::Artifacts,
+    limits: Arc<RwLock<DeviceLimits>>,
+    artifacts: Arc<artifacts::Artifacts>,
 }
 
 impl std::fmt::Debug for DeviceService {
@@ -143,8 +144,12 @@ impl DeviceService {
             registry,
             hub: Arc::new(hub::Hub::default()),
             servers: Mutex::new(Vec::new()),
-            limits: RwLock::new(DeviceLimits::default()),
-            artifacts: artifacts::Artifacts::new(data_dir.join("artifacts"), store, clock),
+            limits: Arc::new(RwLock::new(DeviceLimits::default())),
+            artifacts: Arc::new(artifacts::Artifacts::new(
+                data_dir.join("artifacts"),
+                store,
+                clock,
+            )),
         })
     }
 
@@ -204,6 +209,23 @@ impl DeviceService {
 
     pub fn artifact(&self, root_session: &str, id: &str) -> Result<Artifact> {
         self.artifacts.get(root_session, id)
+    }
+
+    pub fn delete_artifacts(&self, root_session: &str) -> Result<usize> {
+        let n = self.artifacts.delete_session(root_session)?;
+        if n > 0 {
+            log::info!("deleted {n} artifacts of an ended session");
+        }
+        Ok(n)
+    }
+
+    pub fn purge_artifacts(&self) -> Result<usize> {
+        self.artifact_purger().purge(usize::MAX)
+    }
+
+    /// What purges expired artifacts, for the gateway's reaper thread.
+    pub(crate) fn artifact_purger(&self) -> artifacts::Purger {
+        artifacts::Purger::new(Arc::clone(&self.artifacts), Arc::clone(&self.limits))
     }
 
     /// Stops every channel server and joins its threads.

@@ -1,5 +1,5 @@
-//! Devices over the C ABI (SPEC §5): pairing, inventory, the channel server, tool calls and
-//! tool definitions. JSON in and out.
+//! Devices over the C ABI (SPEC §5): pairing, inventory, the channel server, tool calls, tool
+//! definitions and screenshot artifact retention. JSON in and out.
 
 use super::*;
 use crate::device::{ChannelHandle, ChannelOptions, PairRequest, ToolCall, ToolFormat};
@@ -256,5 +256,56 @@ pub unsafe extern "C" fn jevgate_tool_definitions(
         let s = c_string(crate::device::tool_definitions(f).to_string())?;
         // SAFETY: forwarded contract.
         unsafe { write_out("tools_json_out", tools_json_out, s) }
+    })
+}
+
+/// Deletes every screenshot artifact of `root_session` (call it when that conversation ends)
+/// and writes how many were deleted to `*count_out` (R-DEV-SHOT). Other sessions' artifacts are
+/// untouched. `STORE_IO` when a file could not be removed: the others are deleted, and a later
+/// call retries that one (`*count_out` is then not written).
+///
+/// # Safety
+/// `gateway` a live handle; `root_session` NUL-terminated; `count_out` writable; `err_out` NULL
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_gateway_delete_artifacts(
+    gateway: *const jevgate_gateway,
+    root_session: *const c_char,
+    count_out: *mut u64,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let root_session = unsafe { str_arg("root_session", root_session) }?;
+        out_arg("count_out", count_out)?;
+        let n = gw.delete_artifacts(root_session)?;
+        // SAFETY: checked non-NULL above; writable per the contract.
+        unsafe { *count_out = n as u64 };
+        Ok(())
+    })
+}
+
+/// Deletes the screenshot artifacts older than the artifact retention (24 h by default) by
+/// the gateway's clock and writes how many to `*count_out` (R-DEV-SHOT). The gateway also does
+/// this about once a minute on its own. Errors as `jevgate_gateway_delete_artifacts`.
+///
+/// # Safety
+/// `gateway` a live handle; `count_out` writable; `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_gateway_purge_artifacts(
+    gateway: *const jevgate_gateway,
+    count_out: *mut u64,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        out_arg("count_out", count_out)?;
+        let n = gw.purge_artifacts()?;
+        // SAFETY: checked non-NULL above; writable per the contract.
+        unsafe { *count_out = n as u64 };
+        Ok(())
     })
 }

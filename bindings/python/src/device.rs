@@ -1,5 +1,5 @@
-//! Devices from Python (SPEC §5): pairing, inventory, the channel server, tool calls, artifacts,
-//! tool definitions. Dicts in and out; blocking calls release the GIL.
+//! Devices from Python (SPEC §5): pairing, inventory, the channel server, tool calls, artifacts
+//! (reading, deleting, purging), tool definitions. Dicts in and out; blocking calls release the GIL.
 
 use crate::errors::IntoPy;
 use crate::json_to_py;
@@ -150,4 +150,16 @@ pub fn artifact<'py>(
         .detach(|| gw.artifact(&root_session, &artifact_id))
         .py_err()?;
     Ok((a.media_type, PyBytes::new(py, &a.bytes)))
+}
+
+pub fn delete_artifacts(
+    py: Python<'_>,
+    gw: &jevgate::Gateway,
+    root_session: String,
+) -> PyResult<usize> {
+    py.detach(|| gw.delete_artifacts(&root_session)).py_err()
+}
+
+pub fn purge_artifacts(py: Python<'_>, gw: &jevgate::Gateway) -> PyResult<usize> {
+    py.detach(|| gw.purge_artifacts()).py_err()
 }

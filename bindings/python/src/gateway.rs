@@ -143,6 +143,18 @@ impl PyGateway {
         crate::device::artifact(py, &self.inner, root_session, artifact_id)
     }
 
+    /// Deletes every stored screenshot of `root_session` (call it when that conversation ends);
+    /// returns how many were deleted. Other sessions' artifacts are untouched.
+    fn delete_artifacts(&self, py: Python<'_>, root_session: String) -> PyResult<usize> {
+        crate::device::delete_artifacts(py, &self.inner, root_session)
+    }
+
+    /// Deletes the screenshots older than the artifact retention (24 h) by the gateway's clock;
+    /// returns how many. The gateway also does this about once a minute on its own.
+    fn purge_artifacts(&self, py: Python<'_>) -> PyResult<usize> {
+        crate::device::purge_artifacts(py, &self.inner)
+    }
+
     /// Runs one Jev evaluation: `call` is {"agentId", "sessionId"?, "taskId"?, "requestId"?,
     /// "state", "questions"} (dict or JSON). Returns the evaluation dict. The GIL is released
     /// while waiting.

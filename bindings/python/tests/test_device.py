@@ -148,3 +148,62 @@ def test_artifacts_are_private_to_their_session(gw):
     with pytest.raises(jevgate.DeviceError) as info:
         gw.artifact("conv", "art_missing")
     assert info.value.code == "ARTIFACT_NOT_FOUND"
+
+
+PNG = b"\x89PNG\r\n\x1a\nabcd"
+
+
+def _screenshots(gw, worker, session, n):
+    """Takes `n` screenshots for `session` through the worker, then lets go of the control lease;
+    returns the artifact ids."""
+
+    def serve():
+        for _ in range(n):
+            cmd = worker.recv()
+            image = base64.b64encode(PNG).decode()
+            worker.send({"type": "result", "id": cmd["id"], "success": True,
+                         "result": {"image": image, "mediaType": "image/png"}})
+
+    t = threading.Thread(target=serve)
+    t.start()
+    results = [gw.call_tool(OWNER, session, "browser_computer", {"action": "screenshot"}) for _ in range(n)]
+    t.join()
+    gw.leases.release_session(session)
+    return [r["result"]["artifactId"] for r in results]
+
+
+def _gone(gw, session, artifact_id):
+    with pytest.raises(jevgate.DeviceError) as info:
+        gw.artifact(session, artifact_id)
+    return info.value.code == "ARTIFACT_NOT_FOUND"
+
+
+def test_artifacts_are_deleted_with_their_session_and_purged_after_the_retention(tmp_path):
+    """R-DEV-SHOT: delete_artifacts takes one session's screenshots only; purge_artifacts takes
+    those whose age reached the 24 h retention on the gateway's clock."""
+    clock = jevgate.ManualClock()
+    with jevgate.Gateway(tmp_path, clock=clock) as gw:
+        paired = gw.pair(OWNER, BROWSER)
+        channel = gw.serve_channel()
+        worker = Worker(channel.port, paired["token"])
+        assert worker.recv()["type"] == "ready"
+        ended = _screenshots(gw, worker, "ended", 2)
+        (live,) = _screenshots(gw, worker, "live", 1)
+        assert gw.delete_artifacts("ended") == 2
+        assert all(_gone(gw, "ended", a) for a in ended)
+        assert not any((tmp_path / "artifacts" / a).exists() for a in ended)
+        assert gw.artifact("live", live) == ("image/png", PNG)
+        assert gw.delete_artifacts("ended") == 0
+
+        clock.advance(24 * 3600 - 1)
+        assert gw.purge_artifacts() == 0
+        assert gw.artifact("live", live) == ("image/png", PNG)
+        clock.advance(1)
+        assert gw.purge_artifacts() == 1
+        assert _gone(gw, "live", live)
+        assert gw.purge_artifacts() == 0
+        worker.close()
+        channel.stop()
+    with pytest.raises(jevgate.GatewayError) as info:
+        gw.purge_artifacts()
+    assert info.value.code == "GATEWAY_CLOSED"

@@ -209,6 +209,10 @@ class Gateway:
     ) -> Dict[str, Any]:
         """{"success": True, "result": ...} or {"success": False, "errorCode": ..., "message": ...}."""
     def artifact(self, root_session: str, artifact_id: str) -> Tuple[str, bytes]: ...
+    def delete_artifacts(self, root_session: str) -> int:
+        """Delete every stored screenshot of a root session (its conversation ended); return how many."""
+    def purge_artifacts(self) -> int:
+        """Delete the screenshots older than the retention (24 h) by the gateway clock; return how many."""
     def evaluate(
         self, call: Union[str, bytes, bytearray, Mapping[str, Any]], *, cancel: Optional[CancelToken] = None
     ) -> Dict[str, Any]:
