@@ -4,16 +4,24 @@
 //!
 //! It validates a configuration (and shows how a bad one is rejected with the JSON path of the
 //! offending value), opens a gateway on a data directory (one SQLite file), reloads the live
-//! configuration, runs the local doctor, and closes. Later modules grow it into the browser demo.
+//! configuration, runs the local doctor, shows the control lease, and closes; then it starts a
+//! local headless Chromium on a loopback fixture site, runs step commands through the grammar's
+//! fast paths, and finally connects that browser as a paired device (the reference worker) and
+//! drives it with an agent's tool calls over the real WebSocket channel.
 
+use jevgate::browser::BrowserTools;
 use jevgate::browser::{
     BrowserBackend, HistoryArgs, KeypressArgs, LaunchOptions, LocalBrowser, ScrollArgs,
     SnapshotArgs, TypeArgs,
+};
+use jevgate::device::{
+    BrowserInfo, ChannelOptions, DeviceWorker, PairRequest, ToolCall, WorkerOptions,
 };
 use jevgate::grammar::{parse_command, resolve, Adapter, Primitive, Resolution};
 use jevgate::{Config, Gateway, GatewayOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
+use std::sync::Arc;
 
 const CONFIG: &str = r#"{
   "gateway": {
@@ -100,8 +108,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     gw.close();
     println!("\ngateway closed");
 
-    // 7. The browser: a local headless Chromium driven by the grammar's fast paths.
-    browser_demo()
+    // 7. The browser: a local headless Chromium driven by the grammar's fast paths, then the
+    //    same browser as a paired device driven by an agent's tool calls over the channel.
+    browser_demo(dir.path())
 }
 
 const HOME: &str = "<!doctype html><title>Pets</title><h1>Pets</h1>\
@@ -149,7 +158,7 @@ fn serve_fixture() -> std::io::Result<String> {
     Ok(base)
 }
 
-fn browser_demo() -> Result<(), Box<dyn std::error::Error>> {
+fn browser_demo(data_dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
     let browser = match LocalBrowser::launch(LaunchOptions::default()) {
         Ok(b) => b,
         Err(e) if e.code() == "BROWSER_UNAVAILABLE" => {
@@ -239,6 +248,97 @@ fn browser_demo() -> Result<(), Box<dyn std::error::Error>> {
     }
     let snapshot = browser.snapshot(SnapshotArgs::default())?;
     println!("\nfinal snapshot:\n{}", snapshot.text);
+    let result = device_demo(data_dir, &browser, &base);
     browser.close();
+    result
+}
+
+/// 8. The same browser as a paired device: the reference worker connects it to the gateway's
+///    channel, and an agent drives it with the nine browser tools (R-DEV-TOOLS) under the lease.
+fn device_demo(
+    data_dir: &std::path::Path,
+    browser: &LocalBrowser,
+    base: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let gw = Gateway::open(GatewayOptions::new(data_dir, Config::default()))?;
+    let pairing = gw.pair(
+        "person",
+        &PairRequest {
+            installation_id: "quickstart".into(),
+            name: "Quickstart Chromium".into(),
+            browser: Some(BrowserInfo {
+                name: "Chromium".into(),
+                version: "headless".into(),
+            }),
+        },
+    )?;
+    let channel = gw.serve_channel(ChannelOptions::new("127.0.0.1:0"))?;
+    let worker = DeviceWorker::connect(
+        WorkerOptions::new(channel.url(), pairing.token),
+        Arc::new(BrowserTools::new(Arc::new(browser.clone()))),
+    )?;
+    println!(
+        "\ndevice {} connected over {}; an agent's tool calls:",
+        worker.device_id(),
+        channel.url()
+    );
+    let call = |tool: &str, args: serde_json::Value| {
+        let answer = gw.call_tool(&ToolCall::new(
+            "person",
+            "conversation-a",
+            tool,
+            args.clone(),
+        ));
+        let line = match answer.error_code() {
+            None => "ok".to_string(),
+            Some(code) => format!("{code}: {}", answer.to_json()["message"]),
+        };
+        let what = match args.get("action").and_then(|a| a.as_str()) {
+            Some(action) => format!("{tool} {action}"),
+            None => tool.to_string(),
+        };
+        println!("  {what:<28} {line}");
+        answer
+    };
+    call(
+        "browser_navigate",
+        serde_json::json!({ "url": format!("{base}/") }),
+    );
+    let found = call("browser_find", serde_json::json!({ "query": "search" }));
+    let search = found.result().and_then(|r| {
+        r["untrustedContent"]["data"]["matches"][0]["ref"]
+            .as_str()
+            .map(str::to_string)
+    });
+    if let Some(search) = search {
+        call(
+            "browser_computer",
+            serde_json::json!({"action": "type", "ref": search, "text": "dogs"}),
+        );
+        call(
+            "browser_computer",
+            serde_json::json!({"action": "key", "text": "Enter"}),
+        );
+    }
+    let text = call("browser_get_text", serde_json::json!({ "max_chars": 60 }));
+    if let Some(r) = text.result() {
+        println!(
+            "  page text (untrusted): {}",
+            r["untrustedContent"]["data"]["text"]
+        );
+    }
+    let shot = call(
+        "browser_computer",
+        serde_json::json!({"action": "screenshot"}),
+    );
+    if let Some(id) = shot.result().and_then(|r| r["artifactId"].as_str()) {
+        let art = gw.artifact("conversation-a", id)?;
+        println!(
+            "  screenshot stored privately as {id} ({} bytes)",
+            art.bytes.len()
+        );
+    }
+    worker.close();
+    gw.close();
     Ok(())
 }

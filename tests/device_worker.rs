@@ -220,6 +220,17 @@ fn r_dev_tools_every_tool_through_the_reference_worker_on_a_real_browser() {
     let last = &b["actions"][2]["result"]["untrustedContent"]["data"]["text"];
     assert!(last.as_str().unwrap().contains("Search form"), "{last}");
 
+    // A click that starts a slow navigation: the answer's snapshot waits (bounded) for the new
+    // page instead of answering NAVIGATION_PENDING.
+    call(&gw, "browser_navigate", json!({"url": server.url("/p/slowthird")}));
+    let link = find_ref(&gw, "Slow link");
+    let slow = call(
+        &gw,
+        "browser_computer",
+        json!({"action": "click", "ref": link}),
+    );
+    assert_eq!(data(&slow)["snapshot"]["title"], "Third", "{slow:?}");
+
     // Sensitive values never leave the page (R-BRW-OBS, R-LOG).
     call(
         &gw,

@@ -10,6 +10,10 @@
 //! result as untrusted content, so this module returns page text *unwrapped* (one envelope,
 //! applied by the gateway). It never logs page content, typed text or field values.
 //!
+//! Reads (`browser_read_page`, `browser_get_text`, `browser_find`, the snapshot after an action)
+//! wait, bounded, for a navigation in progress to finish loading instead of answering
+//! `NAVIGATION_PENDING` to a model that cannot wait well by itself.
+//!
 //! Refs: every result that shows refs (`browser_read_page`, `browser_find`, and the fresh
 //! snapshot each mutating tool returns, R-BRW-SNAP) hands out one generation; a ref given back
 //! is checked against the latest generation handed out, so a ref from a page that changed since
@@ -31,6 +35,9 @@ use super::untrusted::unwrap_untrusted;
 use crate::device::{CancelToken, ToolExecutor, WorkerFailure, WORKER_CODES};
 use crate::grammar::{HistoryDirection, Key, ScrollDirection};
 use crate::Error;
+
+/// How long a read waits for a navigation in progress to finish loading.
+const SETTLE_WITHIN: Duration = Duration::from_secs(10);
 
 /// The most screens one `scroll` action moves.
 const MAX_SCROLL_SCREENS: u64 = 5;
@@ -138,6 +145,24 @@ impl BrowserTools {
         }
     }
 
+    /// Runs a read, re-reading with a short backoff while a navigation is still loading
+    /// (`NAVIGATION_PENDING` means exactly that), for at most [`SETTLE_WITHIN`].
+    fn settled<T>(&self, read: impl Fn() -> crate::Result<T>) -> Result<T, WorkerFailure> {
+        let start = std::time::Instant::now();
+        let mut pause = Duration::from_millis(25);
+        loop {
+            match read() {
+                Err(Error::StaleObservation {
+                    cause: super::StaleCause::NavigationPending,
+                }) if start.elapsed() + pause < SETTLE_WITHIN => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(400));
+                }
+                other => return other.map_err(|e| failure(&e)),
+            }
+        }
+    }
+
     fn op(&self) -> String {
         format!(
             "{}-{}",
@@ -161,24 +186,22 @@ impl BrowserTools {
 
     /// The current generation, for actions that name no ref (coordinates, keys, scrolling).
     fn current_generation(&self) -> Result<(u64, Option<String>), WorkerFailure> {
-        let obs = self
-            .backend
-            .observe_with(ObserveArgs {
+        let obs = self.settled(|| {
+            self.backend.observe_with(ObserveArgs {
                 max_controls: Some(1),
                 max_text_chars: Some(1),
             })
-            .map_err(|e| failure(&e))?;
+        })?;
         Ok((obs.generation, obs.focus))
     }
 
     fn snapshot(&self, max_chars: Option<usize>) -> Result<Value, WorkerFailure> {
-        let snap = self
-            .backend
-            .snapshot(SnapshotArgs {
+        let snap = self.settled(|| {
+            self.backend.snapshot(SnapshotArgs {
                 region: None,
                 max_chars,
             })
-            .map_err(|e| failure(&e))?;
+        })?;
         self.hand_out(snap.generation);
         Ok(json!({
             "generation": snap.generation,
@@ -462,7 +485,7 @@ impl BrowserTools {
                     .and_then(Value::as_u64)
                     .map(|n| n as usize);
                 if str_arg(args, "filter") == Some("interactive") {
-                    let obs = b.observe().map_err(|e| failure(&e))?;
+                    let obs = self.settled(|| b.observe())?;
                     self.hand_out(obs.generation);
                     let lines: Vec<String> = obs
                         .controls
@@ -484,9 +507,7 @@ impl BrowserTools {
                     .get("max_chars")
                     .and_then(Value::as_u64)
                     .map(|n| n as usize);
-                let text = b
-                    .get_text(GetTextArgs { max_chars })
-                    .map_err(|e| failure(&e))?;
+                let text = self.settled(|| b.get_text(GetTextArgs { max_chars }))?;
                 Ok(json!({
                     "generation": text.generation,
                     "text": text_of(&text.text),
@@ -494,12 +515,13 @@ impl BrowserTools {
                 }))
             }
             "browser_find" => {
-                let found = b
-                    .find(FindArgs {
-                        query: str_arg(args, "query").unwrap_or("").to_string(),
+                let query = str_arg(args, "query").unwrap_or("").to_string();
+                let found = self.settled(|| {
+                    b.find(FindArgs {
+                        query: query.clone(),
                         max_results: Some(20),
                     })
-                    .map_err(|e| failure(&e))?;
+                })?;
                 self.hand_out(found.generation);
                 Ok(json!({"generation": found.generation, "matches": found.controls}))
             }

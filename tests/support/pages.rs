@@ -23,6 +23,8 @@ pub fn page(name: &str) -> Option<String> {
 <a href="/p/third">Third page</a>"#
             .to_string(),
         "third" => r#"<title>Third</title><h1>Third page</h1>"#.to_string(),
+        "slowthird" => r#"<title>Slow link</title><a href="/slow?ms=700&to=third">Slow link</a>"#
+            .to_string(),
         "overlay" => r#"<title>Overlay</title>
 <button id="under" onclick="b('under')" style="margin:100px">Covered</button>
 <div id="veil" style="position:fixed;inset:0;background:rgba(0,0,0,.4)"
