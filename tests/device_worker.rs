@@ -222,7 +222,11 @@ fn r_dev_tools_every_tool_through_the_reference_worker_on_a_real_browser() {
 
     // A click that starts a slow navigation: the answer's snapshot waits (bounded) for the new
     // page instead of answering NAVIGATION_PENDING.
-    call(&gw, "browser_navigate", json!({"url": server.url("/p/slowthird")}));
+    call(
+        &gw,
+        "browser_navigate",
+        json!({"url": server.url("/p/slowthird")}),
+    );
     let link = find_ref(&gw, "Slow link");
     let slow = call(
         &gw,

@@ -1,7 +1,8 @@
 //! One worker connection, on its own thread (R-DEV-CHAN, R-DEV-VER): the WebSocket handshake
 //! (only [`CHANNEL_PATH`], others 404), first-frame authentication within a deadline, the
-//! protocol check, then a loop that reads with a short timeout, writes queued frames, pings an
-//! idle worker and routes results to waiting commands.
+//! protocol check, then a loop that sleeps until the worker sends something or a frame is
+//! queued ([`super::wake`]), writes queued frames, pings an idle worker and routes results to
+//! waiting commands.
 //!
 //! This thread alone touches its socket. It must never panic on network input, wait without a
 //! deadline, or log a token or a frame's content; a malformed or oversized message closes only
@@ -38,6 +39,8 @@ use tungstenite::{Message, Utf8Bytes, WebSocket};
 const POLL: Duration = Duration::from_millis(10);
 /// How long a blocked write may take before the connection is given up.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest sleep between two looks at the stop flag when nothing else wakes the thread.
+const MAX_WAIT: Duration = Duration::from_millis(500);
 /// How long a closing connection waits for the worker's close reply.
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
@@ -81,6 +84,10 @@ pub(crate) fn serve(stream: TcpStream, shared: &Shared) {
     let options = &shared.options;
     let auth_deadline = Instant::now() + options.auth_timeout;
     let _ = stream.set_nodelay(true);
+    // A second handle on the same socket, for `poll` and for switching it to non-blocking.
+    let Ok(poll_handle) = stream.try_clone() else {
+        return;
+    };
     if stream.set_read_timeout(Some(POLL)).is_err()
         || stream.set_write_timeout(Some(WRITE_TIMEOUT)).is_err()
     {
@@ -183,12 +190,19 @@ pub(crate) fn serve(stream: TcpStream, shared: &Shared) {
 
     let conn = shared.hub.register(&record.id);
     log::info!("device {} connected", record.id);
+    // From here on the socket is non-blocking and the thread sleeps in `Wake::wait` until the
+    // worker sends something, a frame is queued for it, or a timer is due.
+    if poll_handle.set_nonblocking(true).is_err() {
+        conn.shut();
+        shared.hub.unregister(&conn);
+        return;
+    }
     let mut pending_write = ws
         .write(Message::text(frames::ready(conn.device_id())))
         .is_ok();
     let mut last_heard = Instant::now();
     let mut last_ping = Instant::now();
-    let end: Option<(u16, &'static str)> = loop {
+    let end: Option<(u16, &'static str)> = 'conn: loop {
         if shared.stopping.load(Ordering::Acquire) {
             break Some((1001, "GATEWAY_CLOSING"));
         }
@@ -198,9 +212,13 @@ pub(crate) fn serve(stream: TcpStream, shared: &Shared) {
         let mut failed = false;
         for item in conn.drain_outgoing() {
             item.mark_sent();
-            if ws.write(Message::text(item.text)).is_err() {
-                failed = true;
-                break;
+            match ws.write(Message::text(item.text)) {
+                Ok(()) => {}
+                Err(e) if would_block(&e) => {}
+                Err(_) => {
+                    failed = true;
+                    break;
+                }
             }
             pending_write = true;
         }
@@ -209,8 +227,10 @@ pub(crate) fn serve(stream: TcpStream, shared: &Shared) {
         }
         if last_ping.elapsed() >= options.ping_interval {
             last_ping = Instant::now();
-            if ws.write(Message::Ping(Default::default())).is_err() {
-                break None;
+            match ws.write(Message::Ping(Default::default())) {
+                Ok(()) => {}
+                Err(e) if would_block(&e) => {}
+                Err(_) => break None,
             }
             pending_write = true;
         }
@@ -224,31 +244,50 @@ pub(crate) fn serve(stream: TcpStream, shared: &Shared) {
         if last_heard.elapsed() >= options.idle_timeout {
             break Some((1001, "KEEPALIVE_TIMEOUT"));
         }
-        match ws.read() {
-            Ok(message) => {
-                last_heard = Instant::now();
-                match message {
-                    Message::Text(text) => match parse_worker_frame(&text) {
-                        Ok(WorkerFrame::Result { id, outcome }) => conn.complete(&id, outcome),
-                        Ok(WorkerFrame::Ping) => conn.queue(frames::pong()),
-                        Ok(_) => {}
-                        Err(_) => break Some((1007, "MALFORMED_FRAME")),
-                    },
-                    Message::Binary(_) => break Some((1003, "BINARY_FRAMES_UNSUPPORTED")),
-                    Message::Close(_) => {
-                        drain_close(&mut ws);
-                        break None;
+        // Everything the worker sent so far.
+        loop {
+            match ws.read() {
+                Ok(message) => {
+                    last_heard = Instant::now();
+                    match message {
+                        Message::Text(text) => match parse_worker_frame(&text) {
+                            Ok(WorkerFrame::Result { id, outcome }) => conn.complete(&id, outcome),
+                            Ok(WorkerFrame::Ping) => {
+                                conn.queue(frames::pong());
+                                continue 'conn;
+                            }
+                            Ok(_) => {}
+                            Err(_) => break 'conn Some((1007, "MALFORMED_FRAME")),
+                        },
+                        Message::Binary(_) => {
+                            break 'conn Some((1003, "BINARY_FRAMES_UNSUPPORTED"))
+                        }
+                        Message::Close(_) => {
+                            let _ = poll_handle.set_nonblocking(false);
+                            drain_close(&mut ws);
+                            break 'conn None;
+                        }
+                        _ => {}
                     }
-                    _ => {}
+                }
+                Err(e) if would_block(&e) => break,
+                Err(e) => {
+                    let _ = poll_handle.set_nonblocking(false);
+                    close_for(&mut ws, &e);
+                    break 'conn None;
                 }
             }
-            Err(e) if would_block(&e) => {}
-            Err(e) => {
-                close_for(&mut ws, &e);
-                break None;
-            }
         }
+        let next_ping = options.ping_interval.saturating_sub(last_ping.elapsed());
+        let idle = options.idle_timeout.saturating_sub(last_heard.elapsed());
+        conn.wait(
+            &poll_handle,
+            pending_write,
+            next_ping.min(idle).min(MAX_WAIT),
+        );
     };
+    // Closing waits (bounded) for the worker's reply with ordinary timed reads.
+    let _ = poll_handle.set_nonblocking(false);
     conn.shut();
     shared.hub.unregister(&conn);
     if let Some((code, reason)) = end {

@@ -10,6 +10,7 @@
 
 use super::executor::{CancelToken, ToolExecutor, WorkerFailure, OUTCOME_UNKNOWN};
 use super::frames;
+use super::wake::Wake;
 use parking_lot::{Condvar, Mutex};
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
@@ -77,6 +78,7 @@ pub(crate) struct Conn {
     device_id: String,
     ids: Arc<AtomicU64>,
     state: Mutex<ConnState>,
+    wake: Wake,
 }
 
 impl Conn {
@@ -84,11 +86,23 @@ impl Conn {
         &self.device_id
     }
 
+    /// The connection thread's wait for its socket or a queued frame (see [`Wake`]).
+    pub fn wait(&self, socket: &std::net::TcpStream, write: bool, timeout: Duration) {
+        self.wake.wait(socket, write, timeout);
+    }
+
+    /// Wakes the connection thread (a frame was queued, a close asked for, the server stops).
+    pub fn notify(&self) {
+        self.wake.notify();
+    }
+
     /// Queues a frame (e.g. a pong) for the connection thread.
     pub fn queue(&self, text: String) {
         let mut s = self.state.lock();
         if s.alive {
             s.outgoing.push_back(Outgoing { text, slot: None });
+            drop(s);
+            self.notify();
         }
     }
 
@@ -103,6 +117,8 @@ impl Conn {
         if s.close.is_none() {
             s.close = Some((code, reason));
         }
+        drop(s);
+        self.notify();
     }
 
     /// A close asked for by another thread, if any.
@@ -146,6 +162,8 @@ impl Conn {
                 text: frames::cancel(id),
                 slot: None,
             });
+            drop(s);
+            self.notify();
         }
     }
 }
@@ -172,6 +190,7 @@ impl ToolExecutor for Conn {
                 slot: Some(Arc::clone(&slot)),
             });
         }
+        self.notify();
         let registration = {
             let slot = Arc::clone(&slot);
             cancel.on_cancel(move || slot.settle(Outcome::Cancelled))
@@ -246,6 +265,7 @@ impl Hub {
                 alive: true,
                 ..ConnState::default()
             }),
+            wake: Wake::new(),
         });
         let previous = self
             .conns
@@ -266,6 +286,13 @@ impl Hub {
             .is_some_and(|c| c.serial == conn.serial)
         {
             conns.remove(&conn.device_id);
+        }
+    }
+
+    /// Wakes every connection thread (the server is stopping).
+    pub fn wake_all(&self) {
+        for conn in self.conns.lock().values() {
+            conn.notify();
         }
     }
 

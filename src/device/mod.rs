@@ -83,6 +83,7 @@ mod hub;
 mod registry;
 mod server;
 mod tools;
+mod wake;
 mod worker;
 
 pub use artifacts::Artifact;

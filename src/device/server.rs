@@ -212,6 +212,7 @@ impl ChannelHandle {
 impl Shared {
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::Release);
+        self.hub.wake_all();
         let accept = self.accept.lock().take();
         if let Some(thread) = accept {
             if thread.thread().id() != std::thread::current().id() {

@@ -3,8 +3,8 @@
 //! every command with a [`ToolExecutor`] — for the reference worker, the nine tools of a local
 //! Chromium ([`crate::browser::BrowserTools`]).
 //!
-//! It owns one I/O thread (the socket: reads with a short timeout, writes results, answers
-//! pings, routes cancels) and one executor thread (runs commands one at a time, in order). It
+//! It owns one I/O thread (the socket: sleeps until the gateway sends something or a result is
+//! ready, writes results, answers pings, routes cancels) and one executor thread (runs commands one at a time, in order). It
 //! never runs a command twice, never retries after a disconnect (the gateway reports the
 //! outcome as unknown), and never logs its token or any command's arguments or results.
 
@@ -25,11 +25,14 @@ use tungstenite::{HandshakeError, Message, WebSocket};
 use super::executor::{CancelToken, ToolExecutor};
 use super::frames::{self, parse_gateway_frame, GatewayFrame, PROTOCOL_VERSION};
 use super::registry::DeviceToken;
+use super::wake::Wake;
 use crate::{Error, Result};
 
-/// How long the I/O thread blocks in one read: the latency a finished result may wait before
-/// it is written.
+/// The read timeout of the connect phase (handshake, `ready`).
 const POLL: Duration = Duration::from_millis(5);
+
+/// The longest sleep of the I/O thread when nothing wakes it.
+const MAX_WAIT: Duration = Duration::from_millis(500);
 
 /// How long a result frame may take to write.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -194,7 +197,7 @@ type Ws = WebSocket<Io>;
 
 /// Opens the socket, the TLS session and the WebSocket, sends `authenticate` and waits for
 /// `ready`.
-fn open(options: &WorkerOptions) -> Result<(Ws, String)> {
+fn open(options: &WorkerOptions) -> Result<(Ws, TcpStream, String)> {
     let target = parse_url(&options.url)?;
     let deadline = Instant::now() + options.connect_timeout;
     let addrs: Vec<_> = (target.host.as_str(), target.port)
@@ -214,6 +217,9 @@ fn open(options: &WorkerOptions) -> Result<(Ws, String)> {
     }
     let tcp = tcp.ok_or(last)?;
     let _ = tcp.set_nodelay(true);
+    let poll_handle = tcp
+        .try_clone()
+        .map_err(|e| channel_error(format!("configure the socket: {}", e.kind())))?;
     tcp.set_read_timeout(Some(POLL))
         .and_then(|_| tcp.set_write_timeout(Some(WRITE_TIMEOUT)))
         .map_err(|e| channel_error(format!("configure the socket: {}", e.kind())))?;
@@ -301,7 +307,7 @@ fn open(options: &WorkerOptions) -> Result<(Ws, String)> {
         }
         match ws.read() {
             Ok(Message::Text(text)) => match parse_gateway_frame(&text) {
-                Ok(GatewayFrame::Ready { device_id }) => return Ok((ws, device_id)),
+                Ok(GatewayFrame::Ready { device_id }) => return Ok((ws, poll_handle, device_id)),
                 Ok(_) => {}
                 Err(_) => return Err(channel_error("the gateway sent a malformed frame")),
             },
@@ -328,8 +334,8 @@ struct Job {
     cancel: CancelToken,
 }
 
-#[derive(Default)]
 struct Shared {
+    wake: Wake,
     stop: AtomicBool,
     served: AtomicU64,
     exit: Mutex<Option<WorkerExit>>,
@@ -378,8 +384,18 @@ impl DeviceWorker {
         options: WorkerOptions,
         executor: Arc<dyn ToolExecutor>,
     ) -> Result<DeviceWorker> {
-        let (ws, device_id) = open(&options)?;
-        let shared = Arc::new(Shared::default());
+        let (ws, socket, device_id) = open(&options)?;
+        socket
+            .set_nonblocking(true)
+            .map_err(|e| channel_error(format!("configure the socket: {}", e.kind())))?;
+        let shared = Arc::new(Shared {
+            wake: Wake::new(),
+            stop: AtomicBool::new(false),
+            served: AtomicU64::new(0),
+            exit: Mutex::new(None),
+            ended: Condvar::new(),
+            cancels: Mutex::new(HashMap::new()),
+        });
         let (jobs, queue) = mpsc::channel::<Job>();
         let (results, outbox) = mpsc::channel::<String>();
         let exec = {
@@ -393,7 +409,7 @@ impl DeviceWorker {
             let shared = shared.clone();
             std::thread::Builder::new()
                 .name("jevgate-worker-io".into())
-                .spawn(move || run_io(ws, &jobs, &outbox, &shared))
+                .spawn(move || run_io(ws, &socket, &jobs, &outbox, &shared))
         };
         let io = match io {
             Ok(t) => t,
@@ -461,6 +477,7 @@ impl DeviceWorker {
     /// executor finishes first. Idempotent.
     pub fn close(&self) {
         self.shared.stop.store(true, Ordering::Release);
+        self.shared.wake.notify();
         self.join();
     }
 
@@ -509,12 +526,22 @@ fn run_jobs(
         if results.send(answer).is_err() {
             break;
         }
+        shared.wake.notify();
     }
 }
 
-fn run_io(mut ws: Ws, jobs: &mpsc::Sender<Job>, outbox: &mpsc::Receiver<String>, shared: &Shared) {
-    let exit = loop {
+fn run_io(
+    mut ws: Ws,
+    socket: &TcpStream,
+    jobs: &mpsc::Sender<Job>,
+    outbox: &mpsc::Receiver<String>,
+    shared: &Shared,
+) {
+    let mut pending_write = false;
+    let exit = 'conn: loop {
         if shared.stop.load(Ordering::Acquire) {
+            // Closing waits (bounded) for the gateway's reply with ordinary timed reads.
+            let _ = socket.set_nonblocking(false);
             let _ = ws.close(None);
             let end = Instant::now() + Duration::from_secs(1);
             while Instant::now() < end {
@@ -531,9 +558,21 @@ fn run_io(mut ws: Ws, jobs: &mpsc::Sender<Job>, outbox: &mpsc::Receiver<String>,
         }
         let mut broken = false;
         while let Ok(text) = outbox.try_recv() {
-            if ws.send(Message::text(text)).is_err() {
-                broken = true;
-                break;
+            match ws.write(Message::text(text)) {
+                Ok(()) => {}
+                Err(e) if would_block(&e) => {}
+                Err(_) => {
+                    broken = true;
+                    break;
+                }
+            }
+            pending_write = true;
+        }
+        if pending_write && !broken {
+            match ws.flush() {
+                Ok(()) => pending_write = false,
+                Err(e) if would_block(&e) => {}
+                Err(_) => broken = true,
             }
         }
         if broken {
@@ -542,60 +581,65 @@ fn run_io(mut ws: Ws, jobs: &mpsc::Sender<Job>, outbox: &mpsc::Receiver<String>,
                 reason: "the connection broke while sending a result".into(),
             };
         }
-        match ws.read() {
-            Ok(Message::Text(text)) => match parse_gateway_frame(&text) {
-                Ok(GatewayFrame::Command {
-                    id,
-                    tool,
-                    args,
-                    deadline_ms,
-                }) => {
-                    let cancel = CancelToken::new();
-                    shared.cancels.lock().insert(id.clone(), cancel.clone());
-                    let deadline = Duration::from_millis(deadline_ms.unwrap_or(60_000));
-                    let job = Job {
+        loop {
+            match ws.read() {
+                Ok(Message::Text(text)) => match parse_gateway_frame(&text) {
+                    Ok(GatewayFrame::Command {
                         id,
                         tool,
                         args,
-                        deadline,
-                        cancel,
-                    };
-                    if jobs.send(job).is_err() {
-                        break WorkerExit {
-                            close_code: None,
-                            reason: "the executor stopped".into(),
+                        deadline_ms,
+                    }) => {
+                        let cancel = CancelToken::new();
+                        shared.cancels.lock().insert(id.clone(), cancel.clone());
+                        let deadline = Duration::from_millis(deadline_ms.unwrap_or(60_000));
+                        let job = Job {
+                            id,
+                            tool,
+                            args,
+                            deadline,
+                            cancel,
                         };
+                        if jobs.send(job).is_err() {
+                            break 'conn WorkerExit {
+                                close_code: None,
+                                reason: "the executor stopped".into(),
+                            };
+                        }
                     }
-                }
-                Ok(GatewayFrame::Cancel { id }) => {
-                    let token = shared.cancels.lock().get(&id).cloned();
-                    if let Some(token) = token {
-                        token.cancel();
+                    Ok(GatewayFrame::Cancel { id }) => {
+                        let token = shared.cancels.lock().get(&id).cloned();
+                        if let Some(token) = token {
+                            token.cancel();
+                        }
                     }
+                    Ok(_) => {}
+                    Err(_) => log::warn!("device worker ignored a malformed frame"),
+                },
+                Ok(Message::Close(frame)) => {
+                    let (code, reason) = frame.map_or((None, String::new()), |f| {
+                        (Some(u16::from(f.code)), f.reason.to_string())
+                    });
+                    // Answer the close and let tungstenite finish the handshake.
+                    let _ = socket.set_nonblocking(false);
+                    let _ = ws.flush();
+                    break 'conn WorkerExit {
+                        close_code: code,
+                        reason,
+                    };
                 }
                 Ok(_) => {}
-                Err(_) => log::warn!("device worker ignored a malformed frame"),
-            },
-            Ok(Message::Close(frame)) => {
-                let (code, reason) = frame.map_or((None, String::new()), |f| {
-                    (Some(u16::from(f.code)), f.reason.to_string())
-                });
-                // Answer the close and let tungstenite finish the handshake.
-                let _ = ws.flush();
-                break WorkerExit {
-                    close_code: code,
-                    reason,
-                };
-            }
-            Ok(_) => {}
-            Err(e) if would_block(&e) => {}
-            Err(_) => {
-                break WorkerExit {
-                    close_code: None,
-                    reason: "the connection broke".into(),
+                Err(e) if would_block(&e) => break,
+                Err(_) => {
+                    break 'conn WorkerExit {
+                        close_code: None,
+                        reason: "the connection broke".into(),
+                    }
                 }
             }
         }
+        // Sleep until the gateway sends something, a result is ready, or close() is called.
+        shared.wake.wait(socket, pending_write, MAX_WAIT);
     };
     log::info!(
         "device worker connection ended ({})",
