@@ -147,6 +147,35 @@ jevgate_status jevgate_local_browser_execute(const jevgate_local_browser *browse
 void jevgate_local_browser_close(jevgate_local_browser *browser);
 
 /**
+ * Serves the gateway's browser sessions (R-PROF-2..4) with local headless Chromiums started
+ * on each session's first use: isolated sessions get a fresh profile, authenticated ones
+ * `<data_dir>/profiles/<keyed hash>`; a session's browser closes when the lease manager closes
+ * the session (idle, ceiling, mode switch, hand-over, gateway close). `options_json` (may be
+ * NULL) is `{"executable"?: path}`. `INVALID_ARGUMENT` when already enabled.
+ *
+ * # Safety
+ * `gateway` a live handle; `options_json` NULL or NUL-terminated; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_gateway_enable_local_browsers(const jevgate_gateway *gateway,
+                                                     const char *options_json,
+                                                     jevgate_error **err_out);
+
+/**
+ * Runs one backend command (`{"tool": …, "args": {…}}`, as `jevgate_local_browser_execute`)
+ * in the local browser of `call`'s session, starting it on the session's first use. Needs
+ * `jevgate_gateway_enable_local_browsers` (`BROWSER_UNAVAILABLE` otherwise).
+ *
+ * # Safety
+ * `gateway` and `call` live handles (the call not ended); `command_json` NUL-terminated;
+ * `result_json_out` writable; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_browser_call_execute(const jevgate_gateway *gateway,
+                                            const jevgate_browser_call *call,
+                                            const char *command_json,
+                                            char **result_json_out,
+                                            jevgate_error **err_out);
+
+/**
  * Evaluates one call: `call_json` is `{"agentId","sessionId"?,"taskId"?,"requestId"?,"state",
  * "questions"}`; writes the evaluation `{"requestId","requestedModel","model","answers",
  * "usage","billing"?}` to `*result_json_out`. Errors carry the `JEV_*` codes, statuses and

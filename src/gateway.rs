@@ -102,6 +102,8 @@ struct Inner {
     secret_names: Mutex<BTreeSet<String>>,
     jev: JevClient,
     closed: AtomicBool,
+    data_dir: PathBuf,
+    local_browsers: RwLock<Option<Arc<crate::browser::LocalSessions>>>,
 }
 
 impl Gateway {
@@ -142,6 +144,8 @@ impl Gateway {
                 secret_names: Mutex::new(secret_names),
                 jev,
                 closed: AtomicBool::new(false),
+                data_dir: options.data_dir.clone(),
+                local_browsers: RwLock::new(None),
             }),
         })
     }
@@ -230,6 +234,49 @@ impl Gateway {
     /// The lease manager: device control leases and browser session (profile) leases.
     pub fn leases(&self) -> &Leases {
         &self.inner.leases
+    }
+
+    /// Serves the lease manager's browser sessions (R-PROF-2..4) with local headless
+    /// Chromiums started on first use ([`crate::browser::LocalSessions`]): isolated sessions
+    /// get a fresh profile, authenticated ones `<data_dir>/profiles/<keyed hash of the profile
+    /// key>`. `INVALID_ARGUMENT` when already enabled.
+    pub fn enable_local_browsers(&self, options: crate::browser::LaunchOptions) -> Result<()> {
+        self.check_open()?;
+        let mut slot = self.inner.local_browsers.write();
+        if slot.is_some() {
+            return Err(Error::InvalidArgument {
+                name: "local_browsers",
+                reason: "are already enabled on this gateway".into(),
+            });
+        }
+        let sessions = Arc::new(crate::browser::LocalSessions::new(
+            options,
+            self.inner.data_dir.join("profiles"),
+        ));
+        self.inner.leases.set_session_hooks(sessions.clone());
+        *slot = Some(sessions);
+        Ok(())
+    }
+
+    /// The local browser of `call`'s session (started on the session's first use, reused by
+    /// the thread's later calls). `BROWSER_UNAVAILABLE` when local browsers are not enabled or
+    /// Chromium cannot start.
+    pub fn session_browser(
+        &self,
+        call: &crate::lease::BrowserCallGuard,
+    ) -> Result<crate::browser::LocalBrowser> {
+        self.check_open()?;
+        let sessions =
+            self.inner
+                .local_browsers
+                .read()
+                .clone()
+                .ok_or_else(|| Error::BrowserUnavailable {
+                    reason:
+                        "local browsers are not enabled on this gateway (enable_local_browsers)"
+                            .into(),
+                })?;
+        sessions.browser(call)
     }
 
     /// The device registry, channel servers and tool dispatch.

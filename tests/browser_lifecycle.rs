@@ -14,7 +14,7 @@ fn r_brw_launch_without_chromium_is_browser_unavailable() {
         executable: Some("/nonexistent/chromium".into()),
         ..LaunchOptions::default()
     };
-    let err = LocalBrowser::launch(opts).err().expect("no browser");
+    let err = LocalBrowser::launch(opts).expect_err("no browser");
     assert_eq!(err.code(), "BROWSER_UNAVAILABLE");
     assert_eq!(err.family(), jevgate::ErrorFamily::Browser);
     // Something that is not Chromium: it never prints an endpoint and exits.
@@ -23,7 +23,7 @@ fn r_brw_launch_without_chromium_is_browser_unavailable() {
         launch_timeout: Duration::from_secs(5),
         ..LaunchOptions::default()
     };
-    let err = LocalBrowser::launch(opts).err().expect("not a browser");
+    let err = LocalBrowser::launch(opts).expect_err("not a browser");
     assert_eq!(err.code(), "BROWSER_UNAVAILABLE");
 }
 

@@ -112,6 +112,15 @@ pub struct LocalTab {
     pub(crate) tab: Arc<TabShared>,
 }
 
+impl std::fmt::Debug for LocalBrowser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalBrowser")
+            .field("pid", &self.pid())
+            .field("usable", &self.is_usable())
+            .finish()
+    }
+}
+
 impl LocalBrowser {
     /// Starts Chromium and attaches to its first tab. `BROWSER_UNAVAILABLE` when no Chromium
     /// is installed or it cannot start.
@@ -206,6 +215,11 @@ impl LocalBrowser {
     /// connection's threads and removes a temporary profile. Idempotent; bounded in time.
     pub fn close(&self) {
         self.inner.shutdown();
+    }
+
+    /// The browser is running and connected (not closed, not exited or crashed).
+    pub fn is_usable(&self) -> bool {
+        !self.inner.closed.load(Ordering::SeqCst) && !self.inner.cdp.is_closed()
     }
 }
 

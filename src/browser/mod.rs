@@ -11,6 +11,8 @@
 //!   and `result`.
 //! * [`LocalBrowser`] / [`LocalTab`] — the embedded default: a headless Chromium started,
 //!   driven and ended by jevgate.
+//! * [`LocalSessions`] — one local Chromium per browser session of the lease manager (R-PROF),
+//!   started on first use and closed when the session closes.
 //! * [`BrowserTools`] — the nine browser tools of R-DEV-TOOLS served from any backend (what
 //!   the reference device worker runs).
 //! * [`wrap_untrusted`] — the fixed envelope around page-derived text (R-BRW-UNTRUSTED).
@@ -21,6 +23,7 @@ mod cdp;
 mod keys;
 mod launch;
 mod local;
+mod sessions;
 mod snapshot;
 mod tab;
 mod tools;
@@ -37,6 +40,7 @@ pub use backend::{
 };
 pub use launch::{find_chromium, LaunchOptions};
 pub use local::{LocalBrowser, LocalTab};
+pub use sessions::LocalSessions;
 pub use tools::BrowserTools;
 pub use untrusted::{unwrap_untrusted, wrap_untrusted, UNTRUSTED_CLOSE, UNTRUSTED_OPEN};
 

@@ -1,6 +1,7 @@
 //! The local headless Chromium over the C ABI (SPEC §6): launch, navigate, run any backend
 //! command as JSON, close.
 
+use super::gateway::gateway_ref;
 use super::*;
 use crate::browser::{LaunchOptions, LocalBrowser};
 
@@ -19,6 +20,28 @@ struct LaunchJson {
     profile_dir: Option<String>,
 }
 
+/// Parses `{"executable"?, "profileDir"?}` (NULL = defaults).
+///
+/// # Safety
+/// `options_json` NULL or NUL-terminated.
+unsafe fn launch_options(options_json: *const c_char) -> Result<LaunchOptions, Error> {
+    let options: LaunchJson = if options_json.is_null() {
+        LaunchJson::default()
+    } else {
+        // SAFETY: forwarded contract.
+        let json = unsafe { str_arg("options_json", options_json) }?;
+        serde_json::from_str(json).map_err(|_| Error::InvalidArgument {
+            name: "options_json",
+            reason: "must be {executable?, profileDir?}".into(),
+        })?
+    };
+    Ok(LaunchOptions {
+        executable: options.executable.map(Into::into),
+        profile_dir: options.profile_dir.map(Into::into),
+        ..LaunchOptions::default()
+    })
+}
+
 /// Starts a headless Chromium. `options_json` (may be NULL) is
 /// `{"executable"?: path, "profileDir"?: path}`; without an executable, `JEVGATE_CHROMIUM`,
 /// `/usr/bin/chromium`, `chromium-browser`, `google-chrome` are tried (`BROWSER_UNAVAILABLE`).
@@ -32,22 +55,9 @@ pub unsafe extern "C" fn jevgate_local_browser_launch(
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
     guard(err_out, || {
-        let options: LaunchJson = if options_json.is_null() {
-            LaunchJson::default()
-        } else {
-            // SAFETY: forwarded contract.
-            let json = unsafe { str_arg("options_json", options_json) }?;
-            serde_json::from_str(json).map_err(|_| Error::InvalidArgument {
-                name: "options_json",
-                reason: "must be {executable?, profileDir?}".into(),
-            })?
-        };
+        // SAFETY: forwarded contract.
+        let launch = unsafe { launch_options(options_json) }?;
         out_arg("browser_out", browser_out)?;
-        let launch = LaunchOptions {
-            executable: options.executable.map(Into::into),
-            profile_dir: options.profile_dir.map(Into::into),
-            ..LaunchOptions::default()
-        };
         let browser = LocalBrowser::launch(launch)?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { *browser_out = Box::into_raw(Box::new(jevgate_local_browser { browser })) };
@@ -98,4 +108,64 @@ pub unsafe extern "C" fn jevgate_local_browser_close(browser: *mut jevgate_local
         let b = unsafe { Box::from_raw(browser) };
         b.browser.close();
     }));
+}
+
+/// Serves the gateway's browser sessions (R-PROF-2..4) with local headless Chromiums started
+/// on each session's first use: isolated sessions get a fresh profile, authenticated ones
+/// `<data_dir>/profiles/<keyed hash>`; a session's browser closes when the lease manager closes
+/// the session (idle, ceiling, mode switch, hand-over, gateway close). `options_json` (may be
+/// NULL) is `{"executable"?: path}`. `INVALID_ARGUMENT` when already enabled.
+///
+/// # Safety
+/// `gateway` a live handle; `options_json` NULL or NUL-terminated; `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_gateway_enable_local_browsers(
+    gateway: *const jevgate_gateway,
+    options_json: *const c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let mut options = unsafe { launch_options(options_json) }?;
+        options.profile_dir = None;
+        gw.enable_local_browsers(options)
+    })
+}
+
+/// Runs one backend command (`{"tool": …, "args": {…}}`, as `jevgate_local_browser_execute`)
+/// in the local browser of `call`'s session, starting it on the session's first use. Needs
+/// `jevgate_gateway_enable_local_browsers` (`BROWSER_UNAVAILABLE` otherwise).
+///
+/// # Safety
+/// `gateway` and `call` live handles (the call not ended); `command_json` NUL-terminated;
+/// `result_json_out` writable; `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_browser_call_execute(
+    gateway: *const jevgate_gateway,
+    call: *const jevgate_browser_call,
+    command_json: *const c_char,
+    result_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: per the contract.
+        let session = unsafe { call.as_ref() }
+            .and_then(|c| c.guard.as_ref())
+            .ok_or(Error::InvalidArgument {
+                name: "call",
+                reason: "is NULL or already ended".into(),
+            })?;
+        // SAFETY: forwarded contract.
+        let json = unsafe { str_arg("command_json", command_json) }?;
+        out_arg("result_json_out", result_json_out)?;
+        let browser = gw.session_browser(session)?;
+        let s = c_string(crate::browser::execute_json(&browser, json)?)?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { *result_json_out = s };
+        Ok(())
+    })
 }

@@ -309,7 +309,7 @@ pub unsafe extern "C" fn jevgate_lease_set_device_owner(
 /// A browser tool call's session lease (R-PROF-2..4). Opaque; end it with
 /// `jevgate_browser_call_end` when the call finishes.
 pub struct jevgate_browser_call {
-    guard: Option<crate::lease::BrowserCallGuard>,
+    pub(crate) guard: Option<crate::lease::BrowserCallGuard>,
     info: CString,
 }
 

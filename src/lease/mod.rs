@@ -205,6 +205,9 @@ pub struct BrowserCallGuard {
     pub mode: SessionMode,
     /// `true` when this call created the session.
     pub created: bool,
+    /// The keyed hash of the profile an authenticated session holds (`None` when isolated):
+    /// safe to use as a directory name, never the profile key itself.
+    pub profile: Option<String>,
 }
 
 impl Drop for BrowserCallGuard {
@@ -557,6 +560,7 @@ impl Leases {
                 session_id: grant.session_id,
                 mode: grant.mode,
                 created: grant.created,
+                profile: grant.profile,
             }),
             Err(SessionRefusal::ContextBusy) => Err(Error::BrowserContextBusy),
             Err(SessionRefusal::AuthenticatedUnavailable) => {

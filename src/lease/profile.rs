@@ -147,6 +147,8 @@ pub struct SessionGrant {
     pub mode: SessionMode,
     /// `true` when the session was created by this call.
     pub created: bool,
+    /// The keyed hash of the profile an authenticated session holds (`None` when isolated).
+    pub profile: Option<String>,
     /// Sessions to close before using it (a switched-away session, an idle profile holder,
     /// reaped sessions), in order.
     pub effects: Vec<Effect>,
@@ -197,6 +199,7 @@ impl SessionTable {
                         session_id: s.id.clone(),
                         mode,
                         created: false,
+                        profile: s.profile.clone(),
                         effects: Vec::new(),
                     }),
                     effects,
@@ -236,6 +239,9 @@ impl SessionTable {
             }
         }
         let id = new_id();
+        let profile = (mode == SessionMode::Authenticated)
+            .then(|| req.profile.clone())
+            .flatten();
         self.by_thread.insert(
             req.thread_id.clone(),
             BrowserSession {
@@ -243,9 +249,7 @@ impl SessionTable {
                 thread_id: req.thread_id.clone(),
                 organization: req.organization.clone(),
                 mode,
-                profile: (mode == SessionMode::Authenticated)
-                    .then(|| req.profile.clone())
-                    .flatten(),
+                profile: profile.clone(),
                 created_at: now,
                 last_used: now,
                 in_flight: 1,
@@ -257,6 +261,7 @@ impl SessionTable {
                 session_id: id,
                 mode,
                 created: true,
+                profile,
                 effects: grant_effects,
             }),
             effects,

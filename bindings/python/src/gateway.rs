@@ -133,6 +133,18 @@ impl PyGateway {
         )
     }
 
+    /// Serves browser sessions (`gw.leases.browser_call(...)`) with local headless Chromiums
+    /// started on each session's first use and closed with the session (R-PROF-2..4).
+    #[pyo3(signature = (*, executable = None))]
+    fn enable_local_browsers(&self, py: Python<'_>, executable: Option<PathBuf>) -> PyResult<()> {
+        let options = jevgate::browser::LaunchOptions {
+            executable,
+            ..jevgate::browser::LaunchOptions::default()
+        };
+        let gw = &self.inner;
+        py.detach(|| gw.enable_local_browsers(options)).py_err()
+    }
+
     /// A stored screenshot of `root_session`: (media_type, bytes).
     fn artifact<'py>(
         &self,

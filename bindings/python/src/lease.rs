@@ -169,6 +169,7 @@ impl PyLeases {
             .detach(|| gw.leases().begin_browser_call(&call))
             .py_err()?;
         Ok(PyBrowserCall {
+            gateway: gw.clone(),
             session_id: guard.session_id.clone(),
             mode: guard.mode.as_str(),
             created: guard.created,
@@ -187,6 +188,7 @@ impl PyLeases {
 /// A browser call's session lease; `end()` (or leaving the `with` block) ends the call.
 #[pyclass(module = "jevgate", name = "BrowserCall", frozen)]
 pub struct PyBrowserCall {
+    gateway: jevgate::Gateway,
     #[pyo3(get)]
     session_id: String,
     #[pyo3(get)]
@@ -198,9 +200,42 @@ pub struct PyBrowserCall {
 
 #[pymethods]
 impl PyBrowserCall {
-    /// Ends the call (idempotent); the thread's session stays live until idle.
-    fn end(&self) {
-        drop(self.guard.lock().take());
+    /// Runs one backend command ({"tool": ..., "args": {...}}, as `LocalBrowser.execute`) in
+    /// this session's local browser, started on the session's first use. Needs
+    /// `gw.enable_local_browsers()` (BrowserError BROWSER_UNAVAILABLE otherwise).
+    fn execute<'py>(
+        &self,
+        py: Python<'py>,
+        command: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let text: String = py
+            .import("json")?
+            .call_method1("dumps", (command,))?
+            .extract()?;
+        let (gw, guard) = (&self.gateway, &self.guard);
+        // The lock is taken and held without the GIL, so `end()` on another thread cannot
+        // deadlock against it.
+        let out = py
+            .detach(|| {
+                let call = guard.lock();
+                let Some(call) = call.as_ref() else {
+                    return Ok(None);
+                };
+                let browser = gw.session_browser(call)?;
+                jevgate::browser::execute_json(&browser, &text).map(Some)
+            })
+            .py_err()?;
+        let Some(out) = out else {
+            return Err(PyValueError::new_err("this browser call has ended"));
+        };
+        crate::json_to_py(py, &out)
+    }
+
+    /// Ends the call (idempotent); the thread's session stays live until idle. Waits (without
+    /// the GIL) for an `execute` running on another thread.
+    fn end(&self, py: Python<'_>) {
+        let guard = &self.guard;
+        py.detach(|| drop(guard.lock().take()));
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -210,10 +245,11 @@ impl PyBrowserCall {
     #[pyo3(signature = (_exc_type = None, _exc = None, _tb = None))]
     fn __exit__(
         &self,
+        py: Python<'_>,
         _exc_type: Option<&Bound<'_, PyAny>>,
         _exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) {
-        self.end();
+        self.end(py);
     }
 }

@@ -168,6 +168,8 @@ class BrowserCall:
     session_id: str
     mode: str
     created: bool
+    def execute(self, command: Mapping[str, Any]) -> Dict[str, Any]:
+        """Run {"tool": ..., "args": {...}} in this session's local browser (gw.enable_local_browsers())."""
     def end(self) -> None: ...
     def __enter__(self) -> "BrowserCall": ...
     def __exit__(
@@ -209,6 +211,8 @@ class Gateway:
     ) -> Dict[str, Any]:
         """{"success": True, "result": ...} or {"success": False, "errorCode": ..., "message": ...}."""
     def artifact(self, root_session: str, artifact_id: str) -> Tuple[str, bytes]: ...
+    def enable_local_browsers(self, *, executable: Optional[Union[str, os.PathLike[str]]] = None) -> None:
+        """Serve browser sessions with local headless Chromiums started on first use."""
     def delete_artifacts(self, root_session: str) -> int:
         """Delete every stored screenshot of a root session (its conversation ended); return how many."""
     def purge_artifacts(self) -> int:
