@@ -131,10 +131,50 @@ pub(crate) struct ChromiumProcess {
 
 static PROFILE_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// Why one start attempt failed.
+enum Started {
+    /// Chromium closed its output before printing the endpoint (worth one more try).
+    ExitedEarly,
+    /// Anything else.
+    Failed(Error),
+}
+
+impl Started {
+    fn into_error(self) -> Error {
+        match self {
+            Started::ExitedEarly => {
+                unavailable("Chromium exited before reporting its DevTools endpoint")
+            }
+            Started::Failed(e) => e,
+        }
+    }
+}
+
+impl From<Error> for Started {
+    fn from(e: Error) -> Started {
+        Started::Failed(e)
+    }
+}
+
 impl ChromiumProcess {
-    /// Starts Chromium and waits (bounded) for `DevTools listening on ws://…`.
+    /// Starts Chromium and waits (bounded) for `DevTools listening on ws://…`. A Chromium that
+    /// exits before reporting it (a start-up failure seen on loaded machines) is started once
+    /// more before `BROWSER_UNAVAILABLE` is reported.
     pub(crate) fn start(opts: &LaunchOptions) -> Result<ChromiumProcess> {
         let exe = find_chromium(opts.executable.as_deref())?;
+        match ChromiumProcess::start_once(opts, &exe) {
+            Err(Started::ExitedEarly) => {
+                log::warn!("Chromium exited during start-up; starting it once more");
+                ChromiumProcess::start_once(opts, &exe).map_err(Started::into_error)
+            }
+            other => other.map_err(Started::into_error),
+        }
+    }
+
+    fn start_once(
+        opts: &LaunchOptions,
+        exe: &Path,
+    ) -> std::result::Result<ChromiumProcess, Started> {
         let (profile, temp_profile) = match &opts.profile_dir {
             Some(dir) => (dir.clone(), None),
             None => {
@@ -156,7 +196,7 @@ impl ChromiumProcess {
                 e.kind()
             ))
         })?;
-        let mut cmd = Command::new(&exe);
+        let mut cmd = Command::new(exe);
         cmd.arg("--headless")
             .arg("--remote-debugging-port=0")
             .arg(format!("--user-data-dir={}", profile.display()))
@@ -254,21 +294,15 @@ impl ChromiumProcess {
             }
             Ok(_) => {
                 process.kill();
-                Err(unavailable(
-                    "Chromium printed an unexpected DevTools endpoint",
-                ))
+                Err(unavailable("Chromium printed an unexpected DevTools endpoint").into())
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 process.kill();
-                Err(unavailable(
-                    "Chromium did not report its DevTools endpoint in time",
-                ))
+                Err(unavailable("Chromium did not report its DevTools endpoint in time").into())
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 process.kill();
-                Err(unavailable(
-                    "Chromium exited before reporting its DevTools endpoint",
-                ))
+                Err(Started::ExitedEarly)
             }
         }
     }

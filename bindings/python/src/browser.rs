@@ -39,10 +39,7 @@ impl PyLocalBrowser {
         py: Python<'py>,
         command: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let text: String = py
-            .import("json")?
-            .call_method1("dumps", (command,))?
-            .extract()?;
+        let text = crate::dumps(command)?;
         let b = &self.browser;
         let out = py
             .detach(|| jevgate::browser::execute_json(b, &text))

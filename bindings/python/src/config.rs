@@ -12,20 +12,14 @@ pub fn config_text(config: &Bound<'_, PyAny>) -> PyResult<String> {
     }
     if config.is_instance_of::<PyDict>() || config.hasattr("keys")? {
         let py = config.py();
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("allow_nan", false)?;
-        let dumped = py
-            .import("json")?
-            .call_method("dumps", (config,), Some(&kwargs))
-            .map_err(|e| {
-                let reason = if e.is_instance_of::<PyTypeError>(py) {
-                    "the configuration holds a value that is not JSON"
-                } else {
-                    "the configuration holds a number that is not finite"
-                };
-                crate::errors::to_py(jevgate_config_error(reason))
-            })?;
-        return dumped.extract();
+        return crate::dumps(config).map_err(|e| {
+            let reason = if e.is_instance_of::<PyTypeError>(py) {
+                "the configuration holds a value that is not JSON"
+            } else {
+                "the configuration holds a number that is not finite"
+            };
+            crate::errors::to_py(jevgate_config_error(reason))
+        });
     }
     Err(PyTypeError::new_err(
         "config must be a dict or a JSON string",

@@ -11,11 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 fn py_to_json(value: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
-    let text: String = value
-        .py()
-        .import("json")?
-        .call_method1("dumps", (value,))?
-        .extract()?;
+    let text = crate::dumps(value)?;
     serde_json::from_str(&text).map_err(|_| PyValueError::new_err("value is not JSON"))
 }
 

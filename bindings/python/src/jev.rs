@@ -19,14 +19,7 @@ fn json_bytes(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
         return Ok(b.to_vec());
     }
     if value.is_instance_of::<PyDict>() || value.hasattr("keys")? {
-        let py = value.py();
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("allow_nan", false)?;
-        let text: String = py
-            .import("json")?
-            .call_method("dumps", (value,), Some(&kwargs))?
-            .extract()?;
-        return Ok(text.into_bytes());
+        return Ok(crate::dumps(value)?.into_bytes());
     }
     Err(PyTypeError::new_err(format!(
         "{what} must be a dict, str, bytes or bytearray"

@@ -208,10 +208,7 @@ impl PyBrowserCall {
         py: Python<'py>,
         command: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let text: String = py
-            .import("json")?
-            .call_method1("dumps", (command,))?
-            .extract()?;
+        let text = crate::dumps(command)?;
         let (gw, guard) = (&self.gateway, &self.guard);
         // The lock is taken and held without the GIL, so `end()` on another thread cannot
         // deadlock against it.

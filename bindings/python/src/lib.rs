@@ -16,6 +16,18 @@ mod worker;
 
 use pyo3::prelude::*;
 
+/// A Python object (dict/list/…) → JSON text, through the standard `json` module, refusing
+/// NaN and infinities (`ValueError`) and non-JSON values (`TypeError`). The one place the
+/// binding serializes Python values; callers map its errors when they need a domain error.
+pub(crate) fn dumps(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    let py = value.py();
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item("allow_nan", false)?;
+    py.import("json")?
+        .call_method("dumps", (value,), Some(&kwargs))?
+        .extract()
+}
+
 /// JSON text → a Python object (dict/list/…), through the standard `json` module.
 pub(crate) fn json_to_py<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'py, PyAny>> {
     py.import("json")?.call_method1("loads", (json,))
