@@ -237,8 +237,16 @@ impl Inner {
             .map_err(|e| e.into_error(method))
     }
 
+    /// Opens a tab in its own window, where it stays visible: a tab behind another in one
+    /// window is hidden and draws nothing, and Chromium then may not route a mouse event into
+    /// its out-of-process iframes (the click lands on the `<iframe>` element instead; seen in
+    /// tests/browser_frames.rs with tabs run in parallel).
     fn create_target(&self, url: &str) -> Result<String> {
-        let created = self.call("Target.createTarget", json!({ "url": url }), None)?;
+        let created = self.call(
+            "Target.createTarget",
+            json!({ "url": url, "newWindow": true }),
+            None,
+        )?;
         created["targetId"]
             .as_str()
             .map(str::to_string)
