@@ -355,3 +355,25 @@ fn r_brw_act_a_dialog_opened_inside_a_cross_origin_frame_is_reported_and_handled
     assert!(tab.observe().unwrap().dialog.is_none());
     tab.close().unwrap();
 }
+
+#[test]
+fn r_brw_obs_a_cross_origin_frame_inside_a_same_origin_frame_is_walked_and_clickable() {
+    let (server, _b, tab, obs) = setup("/p/xsame", "Deep button");
+    let refs: Vec<(&str, &str)> = obs
+        .controls
+        .iter()
+        .map(|c| (c.name.as_str(), c.reference.as_str()))
+        .collect();
+    assert_eq!(
+        refs,
+        [
+            ("Same top", "e1"),
+            ("Same middle", "e2"),
+            ("Deep button", "f1e1")
+        ]
+    );
+    assert!(!obs.truncated.controls);
+    click(&tab, &op("samedeep"), obs.generation, "f1e1").unwrap();
+    assert_eq!(server.wait_count("deep", 1), 1);
+    tab.close().unwrap();
+}

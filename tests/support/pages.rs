@@ -124,6 +124,15 @@ c.putImageData(img, 0, 0);
 <button onclick="alert('From the middle'); b('after-mid-alert')">Middle alert</button>
 <script>document.getElementById('xd').src = 'http://127.0.0.1:' + location.port + '/p/xdeep';</script>"#
             .to_string(),
+        // A cross-origin frame inside a same-origin frame: its <iframe> element lives in a
+        // document of the main frame's process.
+        "xsame" => r#"<title>Same then cross</title><button onclick="b('same-top')">Same top</button>
+<iframe src="/p/xsamemid" title="Same frame" style="width:600px;height:300px"></iframe>"#
+            .to_string(),
+        "xsamemid" => r#"<title>Same middle</title><button onclick="b('same-mid')">Same middle</button>
+<iframe id="xd" title="Deep frame" style="width:400px;height:120px"></iframe>
+<script>document.getElementById('xd').src = 'http://localhost:' + location.port + '/p/xdeep';</script>"#
+            .to_string(),
         "xdeep" => r#"<title>Deep</title><p>Deep text</p><button onclick="b('deep')">Deep button</button>"#
             .to_string(),
         "big" => big(1000),
