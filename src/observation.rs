@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 
 /// One read of a tab: what the page offers right now, valid for one `generation`.
 ///
-/// Refs (`e1`, `e2`, …) of [`Control`]s are valid for this generation only.
+/// Refs (`e1`, `e2`, …) of [`Control`]s are valid for this generation only. A control inside
+/// a cross-origin (out-of-process) iframe has its frame's number in page order in front:
+/// `f1e3` is the third control of the first such frame, so it never collides with `e3`.
 ///
 /// ```
 /// use jevgate::observation::Observation;
@@ -48,7 +50,8 @@ pub struct Observation {
     /// Where the page is scrolled.
     #[serde(default)]
     pub scroll: ScrollPosition,
-    /// The interactive controls, in page order (iframes and open shadow DOM included).
+    /// The interactive controls, in page order (iframes — cross-origin ones too, at the
+    /// frame's place — and open shadow DOM included).
     #[serde(default)]
     pub controls: Vec<Control>,
     /// Bounded visible text of the page (untrusted page content).
@@ -100,7 +103,8 @@ pub struct Navigation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Truncated {
-    /// The control list is partial (OBSERVATION_TRUNCATED).
+    /// The control list is partial (OBSERVATION_TRUNCATED): over the budget, or a frame whose
+    /// content could not be reached (a sandboxed or unattachable cross-origin iframe).
     pub controls: bool,
     /// The title was cut.
     pub title: bool,
@@ -139,7 +143,8 @@ pub struct ScrollPosition {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Control {
-    /// The control's ref (`e1`, `e2`…), valid for the observation's generation only.
+    /// The control's ref (`e1`, `e2`…; `f1e2` inside the first cross-origin iframe), valid for
+    /// the observation's generation only.
     #[serde(rename = "ref")]
     pub reference: String,
     /// Accessibility role (`button`, `link`, `textbox`, `searchbox`, `combobox`, …).

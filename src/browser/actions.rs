@@ -23,9 +23,9 @@ use crate::observation::{Navigation, Observation, ScrollPosition, Truncated};
 use crate::{Error, Result};
 
 /// The page library, evaluated once per isolated world.
-const PAGE_JS: &str = include_str!("page.js");
+pub(crate) const PAGE_JS: &str = include_str!("page.js");
 /// The isolated world's name.
-const WORLD: &str = "jevgate";
+pub(crate) const WORLD: &str = "jevgate";
 /// Title and URL budgets (R-BRW-OBS `truncated.title` / `truncated.url`).
 const MAX_TITLE: usize = 300;
 const MAX_URL: usize = 2048;
@@ -65,7 +65,7 @@ struct NavMarks {
     started: u64,
 }
 
-fn stale(cause: StaleCause) -> Error {
+pub(crate) fn stale(cause: StaleCause) -> Error {
     Error::StaleObservation { cause }
 }
 
@@ -75,6 +75,19 @@ fn cut(s: &str, max: usize) -> (String, bool) {
     } else {
         (s.chars().take(max).collect(), true)
     }
+}
+
+/// The page library's JSON answer out of a `Runtime.evaluate` result.
+pub(crate) fn library_answer(v: &Value) -> Result<Value> {
+    if v.get("exceptionDetails").is_some() {
+        return Err(Error::ExecutionFailed {
+            reason: "the page library threw".into(),
+        });
+    }
+    let text = v["result"]["value"].as_str().unwrap_or("null");
+    serde_json::from_str(text).map_err(|_| Error::ExecutionFailed {
+        reason: "the page library answered malformed JSON".into(),
+    })
 }
 
 impl LocalTab {
@@ -102,7 +115,7 @@ impl LocalTab {
     }
 
     /// The isolated world's context, created (and the page library installed) when missing.
-    fn world(&self) -> Result<i64> {
+    pub(crate) fn world(&self) -> Result<i64> {
         let doc = {
             let st = self.tab.lock();
             if let Some((ctx, made_in)) = st.world {
@@ -137,7 +150,7 @@ impl LocalTab {
 
     /// Calls `__jevgate.<expr>` in the isolated world and parses its JSON answer. A lost
     /// context (the document changed under us) is retried once in a fresh world.
-    fn page(&self, expr: &str) -> Result<Value> {
+    pub(crate) fn page(&self, expr: &str) -> Result<Value> {
         for attempt in 0..2 {
             let ctx = self.world()?;
             let res = self.inner.cdp.call_interruptible(
@@ -148,17 +161,7 @@ impl LocalTab {
                 &|| self.tab.dialog_or_gone(),
             );
             match res {
-                Ok(v) => {
-                    if v.get("exceptionDetails").is_some() {
-                        return Err(Error::ExecutionFailed {
-                            reason: "the page library threw".into(),
-                        });
-                    }
-                    let text = v["result"]["value"].as_str().unwrap_or("null");
-                    return serde_json::from_str(text).map_err(|_| Error::ExecutionFailed {
-                        reason: "the page library answered malformed JSON".into(),
-                    });
-                }
+                Ok(v) => return library_answer(&v),
                 Err(super::cdp::CdpError::Protocol { message, .. })
                     if attempt == 0 && message.contains("ontext") =>
                 {
@@ -242,17 +245,19 @@ impl LocalTab {
             "maxControls": args.max_controls.unwrap_or(2000).max(1),
             "maxTextChars": args.max_text_chars.unwrap_or(DEFAULT_TEXT).min(MAX_TEXT),
         });
+        let mut region = None;
         if let Some(t) = tree {
             opts["tree"] = json!(true);
-            if let Some(region) = &t.region {
-                opts["region"] = json!(region);
+            if let Some(r) = &t.region {
+                region = Some(self.region_scope(r)?);
             }
         }
-        let walked = match self.page(&format!("observe({opts})")) {
+        let composed = match self.observe_frames(&opts, region.as_ref()) {
             Ok(v) => v,
             Err(Error::DialogOpen { .. }) => return Ok((self.dialog_observation()?, None)),
             Err(e) => return Err(e),
         };
+        let walked = composed.walk;
         let navigation = match self.navigation() {
             Ok(n) => Some(n),
             Err(Error::DialogOpen { .. }) => return Ok((self.dialog_observation()?, None)),
@@ -263,7 +268,7 @@ impl LocalTab {
                 reason: "the page library answered controls of an unexpected shape".into(),
             }
         })?;
-        let fp = walked["fp"].as_str().unwrap_or_default().to_string();
+        let fp = composed.fp;
         let generation = {
             let mut st = self.tab.lock();
             if st.pending_nav || st.doc_seq != doc_before {
@@ -274,6 +279,8 @@ impl LocalTab {
                 st.fp = fp;
                 st.obs_doc = doc_before;
             }
+            st.main_fp = walked["fp"].as_str().unwrap_or_default().to_string();
+            st.frames = composed.frames;
             st.generation
         };
         let (url, url_cut) = cut(walked["url"].as_str().unwrap_or_default(), MAX_URL);
@@ -300,6 +307,21 @@ impl LocalTab {
         };
         let tree = walked.get("tree").cloned();
         Ok((obs, tree))
+    }
+
+    /// The frame a snapshot region ref belongs to, by the last observation's frame numbers.
+    fn region_scope(&self, region: &str) -> Result<super::frame_walk::Region> {
+        let not_found = || Error::TargetNotFound {
+            reason: "the region ref is not on the page".into(),
+        };
+        match super::frames::split_ref(region).ok_or_else(not_found)? {
+            (0, inner) => Ok((None, inner.to_string())),
+            (n, inner) => {
+                let st = self.tab.lock();
+                let f = st.frames.get(n - 1).ok_or_else(not_found)?;
+                Ok((Some(f.session.clone()), inner.to_string()))
+            }
+        }
     }
 
     fn snapshot_now(&self, args: &SnapshotArgs) -> Result<Snapshot> {
@@ -442,7 +464,7 @@ impl LocalTab {
     }
 
     /// Maps the page library's status of a target check to the refusal it means.
-    fn target_status(&self, v: &Value) -> Result<()> {
+    pub(crate) fn target_status(&self, v: &Value) -> Result<()> {
         match v["status"].as_str().unwrap_or("") {
             "ok" => Ok(()),
             "changed" => Err(stale(StaleCause::GenerationChanged)),
@@ -465,7 +487,7 @@ impl LocalTab {
     }
 
     /// A page-library call for an action; a lost document means the page changed.
-    fn page_for_action(&self, expr: &str) -> Result<Value> {
+    pub(crate) fn page_for_action(&self, expr: &str) -> Result<Value> {
         match self.page(expr) {
             Err(Error::ExecutionFailed { .. }) if self.document_changed() => {
                 Err(stale(StaleCause::GenerationChanged))
@@ -479,24 +501,36 @@ impl LocalTab {
         st.doc_seq != st.obs_doc
     }
 
-    fn click(&self, a: &ClickArgs, sent: &Sent) -> Result<ActionResult> {
-        let fp = self.tab.check_generation(a.generation)?;
-        let args = serde_json::to_string(&[&a.reference, &fp]).unwrap_or_default();
-        let v = self.page_for_action(&format!("point(...{args})"))?;
+    /// Holds the main frame to its fingerprint (and every observed frame to its own).
+    fn check_all(&self, obs: &super::frames::Observed) -> Result<()> {
+        let v = self.page_for_action(&format!("check({})", json!(obs.fp)))?;
         self.target_status(&v)?;
-        let (x, y) = (
-            v["x"].as_f64().unwrap_or(0.0),
-            v["y"].as_f64().unwrap_or(0.0),
-        );
+        self.check_frames(obs)
+    }
+
+    fn click(&self, a: &ClickArgs, sent: &Sent) -> Result<ActionResult> {
+        let obs = self.tab.check_generation(a.generation)?;
+        let scope = self.scope_of(&obs, &a.reference)?;
+        self.check_frames(&obs)?;
+        let (x, y) = if scope.n == 0 {
+            let args = serde_json::to_string(&[&scope.inner, &obs.fp]).unwrap_or_default();
+            let v = self.page_for_action(&format!("point(...{args})"))?;
+            self.target_status(&v)?;
+            (
+                v["x"].as_f64().unwrap_or(0.0),
+                v["y"].as_f64().unwrap_or(0.0),
+            )
+        } else {
+            self.frame_point(&obs, scope.n, &scope.inner)?
+        };
         let before = self.started_seq();
         self.mouse_click_at(x, y, sent)?;
         Ok(self.result(&a.operation_id, "page_click", a.generation, before))
     }
 
     fn mouse_click_now(&self, a: &MouseClickArgs, sent: &Sent) -> Result<ActionResult> {
-        let fp = self.tab.check_generation(a.generation)?;
-        let v = self.page_for_action(&format!("check({})", json!(fp)))?;
-        self.target_status(&v)?;
+        let obs = self.tab.check_generation(a.generation)?;
+        self.check_all(&obs)?;
         let (w, h) = self.inner.opts.window_size;
         if !(a.x >= 0.0 && a.y >= 0.0 && a.x <= f64::from(w) && a.y <= f64::from(h)) {
             return Err(Error::InvalidArgument {
@@ -521,10 +555,19 @@ impl LocalTab {
     }
 
     fn type_text(&self, a: &TypeArgs, sent: &Sent) -> Result<ActionResult> {
-        let fp = self.tab.check_generation(a.generation)?;
-        let args = serde_json::to_string(&[&a.reference, &fp]).unwrap_or_default();
-        let v = self.page_for_action(&format!("focusField(...{args})"))?;
+        let obs = self.tab.check_generation(a.generation)?;
+        let scope = self.scope_of(&obs, &a.reference)?;
+        if scope.n > 0 {
+            let v = self.page_for_action(&format!("check({})", json!(obs.fp)))?;
+            self.target_status(&v)?;
+        }
+        self.check_frames(&obs)?;
+        let args = serde_json::to_string(&[&scope.inner, &scope.fp]).unwrap_or_default();
+        let v = self.page_in(scope.session.as_deref(), &format!("focusField(...{args})"))?;
         self.target_status(&v)?;
+        if let Some(session) = &scope.session {
+            self.wait_frame_focus(session)?;
+        }
         let before = self.started_seq();
         sent.mark();
         let text: Vec<char> = a.text.chars().collect();
@@ -564,9 +607,8 @@ impl LocalTab {
                 reason: "must be 1 to 20".into(),
             });
         }
-        let fp = self.tab.check_generation(a.generation)?;
-        let v = self.page_for_action(&format!("check({})", json!(fp)))?;
-        self.target_status(&v)?;
+        let obs = self.tab.check_generation(a.generation)?;
+        self.check_all(&obs)?;
         let before = self.started_seq();
         for _ in 0..a.count {
             self.press(a.key, sent)?;
@@ -578,9 +620,8 @@ impl LocalTab {
     }
 
     fn scroll(&self, a: &ScrollArgs, sent: &Sent) -> Result<ActionResult> {
-        let fp = self.tab.check_generation(a.generation)?;
-        let v = self.page_for_action(&format!("check({})", json!(fp)))?;
-        self.target_status(&v)?;
+        let obs = self.tab.check_generation(a.generation)?;
+        self.check_all(&obs)?;
         let s = self.page("scroll()")?;
         let at_limit = match a.direction {
             ScrollDirection::Up => s["atTop"].as_bool().unwrap_or(true),
@@ -708,11 +749,17 @@ impl LocalTab {
     }
 
     fn form_input_now(&self, a: &FormInputArgs, sent: &Sent) -> Result<ActionResult> {
-        let fp = self.tab.check_generation(a.generation)?;
+        let obs = self.tab.check_generation(a.generation)?;
+        let scope = self.scope_of(&obs, &a.reference)?;
+        if scope.n > 0 {
+            let v = self.page_for_action(&format!("check({})", json!(obs.fp)))?;
+            self.target_status(&v)?;
+        }
+        self.check_frames(&obs)?;
         let before = self.started_seq();
-        let args = serde_json::to_string(&[&a.reference, &fp, &a.value]).unwrap_or_default();
+        let args = serde_json::to_string(&[&scope.inner, &scope.fp, &a.value]).unwrap_or_default();
         sent.mark();
-        let v = self.page_for_action(&format!("setValue(...{args})"))?;
+        let v = self.page_in(scope.session.as_deref(), &format!("setValue(...{args})"))?;
         if v["status"] != "ok" {
             // Nothing was set: the library checks before it writes.
             sent.0.set(false);

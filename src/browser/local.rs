@@ -26,6 +26,9 @@ use crate::{Error, Result};
 /// How many operation records a browser keeps for `operation_status`.
 const KEPT_OPERATIONS: usize = 256;
 
+/// Routes events to tabs by session: a tab's own session and the sessions of its
+/// out-of-process frames (which only attach and detach here; their other events are not the
+/// tab's — a frame's dialogs are reported on the tab's own session).
 #[derive(Default)]
 struct Router {
     by_session: Mutex<HashMap<String, Arc<TabShared>>>,
@@ -35,8 +38,34 @@ impl Router {
     fn handle(&self, event: Event) {
         if let Some(session) = &event.session_id {
             let tab = self.by_session.lock().get(session).cloned();
-            if let Some(tab) = tab {
-                tab.apply(&event.method, &event.params);
+            let Some(tab) = tab else { return };
+            match event.method.as_str() {
+                "Target.attachedToTarget" => {
+                    let p = &event.params;
+                    let child = p["sessionId"].as_str();
+                    let target = p["targetInfo"]["targetId"].as_str();
+                    if let (Some(child), Some(target), "iframe") = (
+                        child,
+                        target,
+                        p["targetInfo"]["type"].as_str().unwrap_or(""),
+                    ) {
+                        tab.frames
+                            .lock()
+                            .add(child.into(), target.into(), session.clone());
+                        self.by_session.lock().insert(child.into(), tab);
+                    }
+                }
+                "Target.detachedFromTarget" => {
+                    if let Some(child) = event.params["sessionId"].as_str() {
+                        let gone = tab.frames.lock().remove_tree(child);
+                        let mut map = self.by_session.lock();
+                        for s in gone {
+                            map.remove(&s);
+                        }
+                    }
+                }
+                _ if *session == tab.session_id => tab.apply(&event.method, &event.params),
+                _ => {}
             }
             return;
         }
@@ -251,8 +280,16 @@ impl Inner {
             .map_err(|e| e.into_error(method))
     }
 
+    /// Opens a tab in its own window, where it stays visible: a tab behind another in one
+    /// window is hidden and draws nothing, and Chromium then may not route a mouse event into
+    /// its out-of-process iframes (the click lands on the `<iframe>` element instead; seen in
+    /// tests/browser_frames.rs with tabs run in parallel).
     fn create_target(&self, url: &str) -> Result<String> {
-        let created = self.call("Target.createTarget", json!({ "url": url }), None)?;
+        let created = self.call(
+            "Target.createTarget",
+            json!({ "url": url, "newWindow": true }),
+            None,
+        )?;
         created["targetId"]
             .as_str()
             .map(str::to_string)
@@ -279,6 +316,8 @@ impl Inner {
             .lock()
             .insert(session.clone(), tab.clone());
         self.call("Page.enable", json!({}), Some(&session))?;
+        // Without it the tab still works; its cross-origin iframes stay out of observations.
+        let _ = auto_attach_frames(self, &session);
         let tree = self.call("Page.getFrameTree", json!({}), Some(&session))?;
         if let Some(id) = tree["frameTree"]["frame"]["id"].as_str() {
             *tab.main_frame.lock() = id.to_string();
@@ -298,7 +337,10 @@ impl Inner {
         self.call("Target.closeTarget", json!({ "targetId": target_id }), None)?;
         tab.mark_gone();
         self.tabs.lock().retain(|t| t.target_id != target_id);
-        self.router.by_session.lock().remove(&tab.session_id);
+        self.router
+            .by_session
+            .lock()
+            .retain(|_, t| !Arc::ptr_eq(t, &tab));
         let mut current = self.current.lock();
         if current.as_ref().is_some_and(|c| c.target_id == target_id) {
             *current = self.tabs.lock().first().cloned();
@@ -499,6 +541,21 @@ impl Inner {
             }
         }
     }
+}
+
+/// Asks `session` to attach (flat, not paused) to its out-of-process iframes; the frames that
+/// exist are attached before the answer arrives, later ones as they appear.
+pub(crate) fn auto_attach_frames(inner: &Inner, session: &str) -> Result<()> {
+    inner
+        .call(
+            "Target.setAutoAttach",
+            json!({
+                "autoAttach": true, "waitForDebuggerOnStart": false, "flatten": true,
+                "filter": [{ "type": "iframe" }],
+            }),
+            Some(session),
+        )
+        .map(|_| ())
 }
 
 impl Drop for Inner {

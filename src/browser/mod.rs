@@ -20,6 +20,8 @@
 mod actions;
 mod backend;
 mod cdp;
+mod frame_walk;
+mod frames;
 mod keys;
 mod launch;
 mod local;

@@ -1,10 +1,13 @@
 // jevgate page library (src/browser/page.js), installed in an isolated world of the main frame
-// so page scripts can neither see nor tamper with it. It owns the walk over the composed tree
-// (open shadow roots, same-origin iframes), refs for one walk, hit-testing and focusing.
+// and of every out-of-process (cross-site) frame, so page scripts can neither see nor tamper
+// with it. It owns the walk over the composed tree (open shadow roots, same-origin iframes),
+// refs for one walk, hit-testing and focusing. A cross-origin iframe is a slot: the walk marks
+// where it sits (controls index, a NUL in the text, a tree node) and the backend splices that
+// frame's own walk in; `framePoint` maps a point inside such a frame to this frame's viewport.
 // It must NEVER read the value of a sensitive field (password, card, one-time code): the
 // sensitivity test runs first and the value property is not touched when it says yes.
 (() => {
-  const W = { refs: new Map(), fp: "", dirty: true, observers: [] };
+  const W = { refs: new Map(), fp: "", dirty: true, observers: [], keys: new WeakMap(), slots: new Map() };
   const INTERACTIVE = new Set(["button", "link", "checkbox", "radio", "tab", "menuitem",
     "menuitemcheckbox", "menuitemradio", "switch", "option", "textbox", "searchbox", "combobox",
     "slider", "spinbutton", "listbox", "treeitem", "generic-clickable"]);
@@ -194,6 +197,9 @@
     let count = 0;
     let regionNode = null;
     const roots = [];
+    const slots = [];
+    const slotEls = new Map();
+    let untagged = 0;
     const active = deepActive();
     let focus = null;
 
@@ -213,7 +219,9 @@
 
     function visit(node, parent, inControl) {
       if (node.nodeType === 3) {
-        const d = node.data;
+        let d = node.data;
+        // NUL marks a frame slot in the text; a page's own NULs are dropped.
+        if (d.indexOf("\u0000") >= 0) d = d.replace(/\u0000/g, "");
         if (d.trim()) {
           pushText(d);
           if (!inControl) addTreeText(parent, d);
@@ -322,6 +330,17 @@
           roots.push(doc);
           indexLabels(doc);
           visit(doc.documentElement, me, childInControl);
+        } else if (!doc) {
+          // Cross-origin: another process renders it. The fingerprint counts the slot, so a
+          // frame coming or going changes the generation even when no control here changed.
+          h1 = fnv("\u0003frame", h1);
+          const key = W.keys.get(el);
+          if (key && !slotEls.has(key)) {
+            slotEls.set(key, el);
+            slots.push({ key, ci: controls.length });
+            pushText("\n\u0000\n");
+            if (wantTree && me !== parent) me.slot = key;
+          } else untagged++;
         }
         return;
       }
@@ -343,6 +362,7 @@
     if (document.documentElement) visit(document.documentElement, top, false);
     W.indexed = false;
     W.refs = refs;
+    W.slots = slotEls;
     const fp = count + ":" + h1.toString(16);
     W.fp = fp;
     W.dirty = false;
@@ -354,6 +374,10 @@
       truncated: { controls: controlsTruncated, text: textTruncated },
       scroll: scrollState(se),
     };
+    if (slots.length) res.slots = slots;
+    if (untagged) res.untagged = untagged;
+    // Inside a frame, focus counts only when that frame holds the page's focus.
+    if (window !== window.top && !document.hasFocus()) res.focus = null;
     if (wantTree) res.tree = opts.region ? regionNode : top;
     return res;
   }
@@ -486,6 +510,32 @@
     return { status: "ok", x, y };
   }
 
+  // Maps a point of the cross-origin frame `key` (its own viewport) to this frame's viewport,
+  // scrolling the frame element into view when the point is outside, and hit-tests it: the
+  // frame element itself must be what is there.
+  function framePoint(key, fx, fy, fp) {
+    if (!stillSame(fp)) return { status: "changed" };
+    const el = W.slots.get(key);
+    if (!el || !el.isConnected) return { status: "changed" };
+    const at = () => {
+      const r = el.getBoundingClientRect();
+      const cs = el.ownerDocument.defaultView.getComputedStyle(el);
+      const off = frameOffset(el);
+      return { x: off.x + r.left + el.clientLeft + (parseFloat(cs.paddingLeft) || 0) + fx,
+        y: off.y + r.top + el.clientTop + (parseFloat(cs.paddingTop) || 0) + fy };
+    };
+    const inView = (p) => p.x >= 0 && p.y >= 0 && p.x <= window.innerWidth && p.y <= window.innerHeight;
+    let p = at();
+    if (!inView(p)) {
+      el.scrollIntoView({ block: "center", inline: "center", behavior: "instant" });
+      p = at();
+      if (!inView(p)) return { status: "obscured" };
+    }
+    const hit = deepHit(p.x, p.y);
+    if (hit !== el) return { status: "obscured" };
+    return { status: "ok", x: p.x, y: p.y };
+  }
+
   // Focuses an editable target and selects its content so typing replaces it.
   function focusField(ref, fp) {
     const found = lookup(ref, fp);
@@ -544,6 +594,11 @@
     focusField: (ref, fp) => JSON.stringify(focusField(ref, fp)),
     setValue: (ref, fp, v) => JSON.stringify(setValue(ref, fp, v)),
     check: (fp) => JSON.stringify({ status: stillSame(fp) ? "ok" : "changed" }),
+    framePoint: (key, x, y, fp) => JSON.stringify(framePoint(key, x, y, fp)),
+    // Called by the backend on an <iframe> element (DOM.resolveNode into this world) to name
+    // the out-of-process frame it hosts; the key is the frame's DevTools id, never page data.
+    tag: (el, key) => { W.keys.set(el, key); W.dirty = true; return "ok"; },
+    hasFocus: () => JSON.stringify(document.hasFocus()),
     scroll: () => JSON.stringify(scrollState()),
   };
 })()

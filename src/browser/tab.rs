@@ -15,6 +15,7 @@ use crate::observation::Dialog;
 use crate::{Error, Result};
 
 use super::backend::StaleCause;
+use super::frames::{FrameSet, Observed, ObservedFrame};
 
 /// One tab: its DevTools ids and its event-fed state.
 pub(crate) struct TabShared {
@@ -22,6 +23,8 @@ pub(crate) struct TabShared {
     pub session_id: String,
     pub main_frame: Mutex<String>,
     pub state: Mutex<TabState>,
+    /// The tab's out-of-process frames (never locked together with `state`).
+    pub frames: Mutex<FrameSet>,
     pub changed: Condvar,
 }
 
@@ -50,8 +53,12 @@ pub(crate) struct TabState {
     pub busy: bool,
     /// The generation of the last observation (0 before the first).
     pub generation: u64,
-    /// The fingerprint of the last observation's controls.
+    /// The fingerprint of the last observation's controls, out-of-process frames included.
     pub fp: String,
+    /// The main frame's own fingerprint at the last observation.
+    pub main_fp: String,
+    /// The out-of-process frames the last observation covered (`f<N>` is `frames[N - 1]`).
+    pub frames: Vec<ObservedFrame>,
     /// `doc_seq` at the last observation.
     pub obs_doc: u64,
     /// The isolated world's execution context and the `doc_seq` it was made in.
@@ -67,6 +74,7 @@ impl TabShared {
             target_id,
             session_id,
             state: Mutex::new(TabState::default()),
+            frames: Mutex::new(FrameSet::default()),
             changed: Condvar::new(),
         }
     }
@@ -191,8 +199,8 @@ impl TabShared {
         None
     }
 
-    /// Checks an action's observed generation; returns the fingerprint to hold the page to.
-    pub(crate) fn check_generation(&self, generation: u64) -> Result<String> {
+    /// Checks an action's observed generation; returns the fingerprints to hold the page to.
+    pub(crate) fn check_generation(&self, generation: u64) -> Result<Observed> {
         if let Some(err) = self.refusal() {
             return Err(err);
         }
@@ -202,7 +210,10 @@ impl TabShared {
                 cause: StaleCause::GenerationChanged,
             });
         }
-        Ok(st.fp.clone())
+        Ok(Observed {
+            fp: st.main_fp.clone(),
+            frames: st.frames.clone(),
+        })
     }
 
     /// An interrupt for waits on this tab: a dialog opened or the tab went away.

@@ -89,6 +89,52 @@ c.putImageData(img, 0, 0);
         "slowlink" => r#"<title>Slow link</title><a href="/slow?ms=5000&to=second">Slow page</a>
 <button onclick="b('stale')">Stay</button>"#
             .to_string(),
+        // Cross-origin (out-of-process) frames: the server listens on 127.0.0.1, and
+        // `localhost` on the same port is another site, so Chromium renders the frame in
+        // another process with its own DevTools target.
+        "xframes" => r#"<title>Cross frames</title><h1>Cross-origin frame</h1>
+<button onclick="b('top')">Top button</button>
+<iframe id="xf" title="Cross frame" style="width:500px;height:260px;border:3px solid #000;padding:5px;margin-top:20px"></iframe>
+<p>After the frame</p><button onclick="b('after')">After button</button>
+<script>document.getElementById('xf').src = 'http://localhost:' + location.port + '/p/xinner';</script>"#
+            .to_string(),
+        "xinner" => format!(
+            r#"<title>Cross inner</title><p>Inside the cross frame</p>
+<button onclick="b('xinner')" style="margin-top:30px">Cross button</button>
+<label>Cross password <input type="password" name="pw" value="{SECRET_PASSWORD}"></label>
+<label>Cross name <input name="xname" onkeydown="if(event.key==='Enter')b('xenter:'+this.value)"></label>
+<button onclick="var x=document.createElement('button');x.textContent='Cross added';document.body.appendChild(x);b('xadd')">Cross add</button>"#
+        ),
+        "xfar" => r#"<title>Far frame</title><div style="height:2400px">spacer</div>
+<iframe id="xf" title="Far frame" style="width:500px;height:200px"></iframe>
+<script>document.getElementById('xf').src = 'http://localhost:' + location.port + '/p/xinner';</script>"#
+            .to_string(),
+        "xcovered" => r#"<title>Covered frame</title>
+<iframe id="xf" title="Covered frame" style="width:500px;height:260px"></iframe>
+<div style="position:fixed;inset:0;background:rgba(0,0,0,.4)" onclick="b('veil')"></div>
+<script>document.getElementById('xf').src = 'http://localhost:' + location.port + '/p/xinner';</script>"#
+            .to_string(),
+        // Three sites deep: 127.0.0.1 → localhost → 127.0.0.1, each frame its own target.
+        "xnest" => r#"<title>Nested frames</title><button onclick="b('nest-top')">Nest top</button>
+<iframe id="xf" title="Middle frame" style="width:600px;height:300px"></iframe>
+<script>document.getElementById('xf').src = 'http://localhost:' + location.port + '/p/xmid';</script>"#
+            .to_string(),
+        "xmid" => r#"<title>Middle</title><button onclick="b('mid')">Middle button</button>
+<iframe id="xd" title="Deep frame" style="width:400px;height:120px"></iframe>
+<button onclick="alert('From the middle'); b('after-mid-alert')">Middle alert</button>
+<script>document.getElementById('xd').src = 'http://127.0.0.1:' + location.port + '/p/xdeep';</script>"#
+            .to_string(),
+        // A cross-origin frame inside a same-origin frame: its <iframe> element lives in a
+        // document of the main frame's process.
+        "xsame" => r#"<title>Same then cross</title><button onclick="b('same-top')">Same top</button>
+<iframe src="/p/xsamemid" title="Same frame" style="width:600px;height:300px"></iframe>"#
+            .to_string(),
+        "xsamemid" => r#"<title>Same middle</title><button onclick="b('same-mid')">Same middle</button>
+<iframe id="xd" title="Deep frame" style="width:400px;height:120px"></iframe>
+<script>document.getElementById('xd').src = 'http://localhost:' + location.port + '/p/xdeep';</script>"#
+            .to_string(),
+        "xdeep" => r#"<title>Deep</title><p>Deep text</p><button onclick="b('deep')">Deep button</button>"#
+            .to_string(),
         "big" => big(1000),
         _ => return None,
     };

@@ -4,7 +4,7 @@ sensitive fields never read, stale refusals, and no process left after close."""
 
 import os
 import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -13,17 +13,27 @@ import jevgate
 PAGE = b"""<!doctype html><title>Fixture</title>
 <button id=go onclick="fetch('/beacon');this.textContent='Clicked'">Go</button>
 <input type=password aria-label="Password" value="hunter2-secret">"""
+# Served on 127.0.0.1, it frames localhost on the same port: another site, so Chromium renders
+# the frame out of process (R-BRW-OBS "iframes are included").
+OUTER = b"""<!doctype html><title>Outer</title><iframe id=f title="Cross frame"></iframe>
+<script>f.src = 'http://localhost:' + location.port + '/inner';</script>"""
+INNER = b"""<!doctype html><title>Inner</title>
+<button onclick="fetch('/xbeacon')">Inside</button>"""
 
 
 class Handler(BaseHTTPRequestHandler):
     clicks = 0
+    frame_clicks = 0
 
     def do_GET(self):  # noqa: N802 (http.server API)
         if self.path == "/beacon":
             Handler.clicks += 1
             body = b""
+        elif self.path == "/xbeacon":
+            Handler.frame_clicks += 1
+            body = b""
         else:
-            body = PAGE
+            body = {"/outer": OUTER, "/inner": INNER}.get(self.path, PAGE)
         self.send_response(200)
         self.send_header("Content-Type", "text/html")
         self.send_header("Content-Length", str(len(body)))
@@ -36,7 +46,7 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def site():
-    httpd = HTTPServer(("127.0.0.1", 0), Handler)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     t = threading.Thread(target=httpd.serve_forever, daemon=True)
     t.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
@@ -69,6 +79,26 @@ def test_local_browser_observes_clicks_and_protects_secrets(site):
         with pytest.raises(jevgate.ArgumentError):
             browser.execute({"tool": "fly"})
     assert Handler.clicks == 1, "a reused operation id is never replayed"
+
+
+@pytest.mark.skipif(not (os.environ.get("JEVGATE_CHROMIUM") or os.path.exists("/usr/bin/chromium")), reason="no Chromium")
+def test_cross_origin_iframe_controls_have_frame_refs_and_take_real_clicks(site):
+    import time
+
+    with jevgate.LocalBrowser() as browser:
+        browser.navigate(site + "/outer")
+        inside = None
+        deadline = time.monotonic() + 5
+        while inside is None and time.monotonic() < deadline:
+            obs = browser.observe()
+            inside = next((c for c in obs["controls"] if c["name"] == "Inside"), None)
+        assert inside is not None and inside["ref"] == "f1e1"
+        assert "[ref=f1e1]" in browser.snapshot()
+        browser.execute({"tool": "page_click", "args": {"operationId": "x-1", "generation": obs["generation"], "ref": "f1e1"}})
+        while Handler.frame_clicks < 1 and time.monotonic() < deadline + 5:
+            time.sleep(0.01)
+        time.sleep(0.1)
+        assert Handler.frame_clicks == 1, "one real click inside the frame"
 
 
 def test_missing_chromium_is_browser_unavailable(tmp_path):
