@@ -517,3 +517,29 @@ fn r_brw_act_tabs_and_tab_lease() {
     tab.close().unwrap();
     assert_eq!(tab.observe().unwrap_err().code(), "tab_unavailable");
 }
+
+// R-BRW-ACT: page_scroll scrolls the page even when a box that scrolls on its own covers the
+// viewport's centre (the wheel goes where it reaches the page).
+#[test]
+fn r_brw_act_page_scroll_scrolls_the_page_not_a_box_under_the_centre() {
+    let (_server, _b, tab, obs) = setup("/p/scrollbox");
+    tab.page_scroll(ScrollArgs {
+        operation_id: op("page-not-box"),
+        generation: obs.generation,
+        direction: ScrollDirection::Down,
+    })
+    .unwrap();
+    assert!(!tab.observe().unwrap().scroll.at_top, "the page moved");
+    let box_top = tab
+        .javascript(JavascriptArgs {
+            operation_id: op("box-top"),
+            code: "document.getElementById('box').scrollTop".into(),
+        })
+        .unwrap();
+    assert!(
+        box_top.value.contains("\n0\n"),
+        "the box stayed: {}",
+        box_top.value
+    );
+    tab.close().unwrap();
+}

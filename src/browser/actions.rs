@@ -633,13 +633,17 @@ impl LocalTab {
         let top = s["top"].as_f64().unwrap_or(0.0);
         let view = s["view"].as_f64().unwrap_or(600.0);
         let (w, h) = self.inner.opts.window_size;
+        // Over an iframe or a scrolling box the wheel would move that instead of the page.
+        let at = self.page("wheelPoint()")?;
+        let x = at["x"].as_f64().unwrap_or(f64::from(w) / 2.0);
+        let y = at["y"].as_f64().unwrap_or(f64::from(h) / 2.0);
         let delta = (view * 0.8).max(40.0);
         let before = self.started_seq();
         sent.mark();
         self.input(
             "Input.dispatchMouseEvent",
             json!({
-                "type": "mouseWheel", "x": f64::from(w) / 2.0, "y": f64::from(h) / 2.0,
+                "type": "mouseWheel", "x": x, "y": y,
                 "deltaX": 0, "deltaY": if a.direction == ScrollDirection::Up { -delta } else { delta },
             }),
         )?;

@@ -390,6 +390,30 @@
     return { atTop: top <= 1, atBottom: top + view >= height - 2, top, view, height };
   }
 
+  // A viewport point where a wheel event scrolls the page itself: not over an iframe (which
+  // would scroll the frame) nor over an element that scrolls on its own. The centre first.
+  function wheelPoint() {
+    const w = window.innerWidth, h = window.innerHeight;
+    for (const fy of [0.5, 0.25, 0.75, 0.1, 0.9]) {
+      for (const fx of [0.5, 0.1, 0.9, 0.02, 0.98]) {
+        const x = Math.floor(w * fx), y = Math.floor(h * fy);
+        if (scrollsPage(document.elementFromPoint(x, y))) return { x, y };
+      }
+    }
+    return { x: Math.floor(w / 2), y: Math.floor(h / 2) };
+  }
+
+  function scrollsPage(el) {
+    for (let e = el; e && e !== document.documentElement && e !== document.body;) {
+      if (/^(IFRAME|FRAME|EMBED|OBJECT)$/.test(e.tagName)) return false;
+      const s = getComputedStyle(e);
+      if (/(auto|scroll)/.test(s.overflowY) && e.scrollHeight > e.clientHeight + 1) return false;
+      const root = e.getRootNode();
+      e = e.parentElement || (root && root.host) || null;
+    }
+    return true;
+  }
+
   function watch(roots) {
     for (const o of W.observers) o.disconnect();
     W.observers = [];
@@ -600,5 +624,6 @@
     tag: (el, key) => { W.keys.set(el, key); W.dirty = true; return "ok"; },
     hasFocus: () => JSON.stringify(document.hasFocus()),
     scroll: () => JSON.stringify(scrollState()),
+    wheelPoint: () => JSON.stringify(wheelPoint()),
   };
 })()

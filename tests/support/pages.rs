@@ -23,6 +23,11 @@ pub fn page(name: &str) -> Option<String> {
 <a href="/p/third">Third page</a>"#
             .to_string(),
         "third" => r#"<title>Third</title><h1>Third page</h1>"#.to_string(),
+        "scrollbox" => r#"<title>Scroll box</title><h1>Top</h1>
+<div id="box" style="position:fixed;top:200px;left:240px;width:800px;height:400px;overflow:auto;background:#eee">
+<div style="height:3000px">A box that scrolls on its own</div></div>
+<div style="height:5000px">tall</div>"#
+            .to_string(),
         "slowthird" => r#"<title>Slow link</title><a href="/slow?ms=700&to=third">Slow link</a>"#
             .to_string(),
         "overlay" => r#"<title>Overlay</title>
