@@ -460,6 +460,60 @@ fn the_jevgate_worker_binary_serves_a_real_browser_and_leaves_no_chromium() {
     gw.close();
 }
 
+// `--reconnect`: the gateway's channel going away (1001) and coming back on the same address
+// is reconnected to; an unpair (1008) is final and ends the worker with status 1.
+#[test]
+fn the_jevgate_worker_binary_reconnects_after_a_gateway_restart_but_not_after_an_unpair() {
+    let server = Server::start();
+    let (_dir, gw, channel) = gateway();
+    let (device, token) = pair(&gw, "alice");
+    let addr = channel.local_addr();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jevgate-worker"))
+        .args(["--url", &channel.url(), "--reconnect"])
+        .env("JEVGATE_DEVICE_TOKEN", token.expose())
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.starts_with("jevgate-worker: ready"), "{line}");
+    let chromium = support::children_of(child.id());
+
+    // The channel goes away (1001) and comes back on the same address.
+    channel.stop();
+    let again = gw
+        .serve_channel(ChannelOptions::new(addr.to_string()))
+        .unwrap();
+    assert_eq!(again.local_addr(), addr);
+    let mut lines = Vec::new();
+    for _ in 0..2 {
+        line.clear();
+        stderr.read_line(&mut line).unwrap();
+        lines.push(line.clone());
+    }
+    assert!(lines[0].contains("channel closed (1001"), "{lines:?}");
+    assert!(lines[1].starts_with("jevgate-worker: ready"), "{lines:?}");
+    let nav = call(
+        &gw,
+        "browser_navigate",
+        json!({"url": server.url("/p/buttons")}),
+    );
+    assert!(nav.is_success(), "{nav:?}");
+
+    // Unpaired: final.
+    gw.unpair("alice", &device).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    for pid in chromium {
+        let left = support::wait_group_gone(pid, Duration::from_secs(5));
+        assert!(left.is_empty(), "Chromium left behind: {left:?}");
+    }
+    gw.close();
+}
+
 // Usage errors never echo a token and exit 2.
 #[test]
 fn the_jevgate_worker_binary_refuses_bad_usage() {
