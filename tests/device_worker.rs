@@ -407,15 +407,19 @@ fn r_dev_chan_worker_refusals_tls_and_gateway_shutdown() {
     assert_eq!(exit.close_code, Some(1001));
 }
 
-// Issue 8 item 4: the `jevgate-worker` binary pairs, serves a fixture page, and on stdin EOF
-// closes its Chromium — no process left behind.
-#[test]
-fn the_jevgate_worker_binary_serves_a_real_browser_and_leaves_no_chromium() {
-    let server = Server::start();
-    let (_dir, gw, channel) = gateway();
-    let (_device, token) = pair(&gw, "alice");
+/// Starts the `jevgate-worker` binary with `flag` (stdin piped), waits for its `ready` line and
+/// returns it with its stderr and its Chromium (the process group led by its child).
+fn spawn_worker(
+    url: &str,
+    token: &DeviceToken,
+    flag: &str,
+) -> (
+    std::process::Child,
+    BufReader<std::process::ChildStderr>,
+    Vec<u32>,
+) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_jevgate-worker"))
-        .args(["--url", &channel.url(), "--exit-on-stdin-eof"])
+        .args(["--url", url, flag])
         .env("JEVGATE_DEVICE_TOKEN", token.expose())
         .stdin(Stdio::piped())
         .stderr(Stdio::piped())
@@ -427,9 +431,20 @@ fn the_jevgate_worker_binary_serves_a_real_browser_and_leaves_no_chromium() {
     stderr.read_line(&mut line).unwrap();
     assert!(line.starts_with("jevgate-worker: ready device="), "{line}");
     assert!(!line.contains(token.expose()));
-    // Its Chromium: the process group led by the worker's child.
     let chromium = support::children_of(child.id());
     assert!(!chromium.is_empty(), "the worker started no browser");
+    (child, stderr, chromium)
+}
+
+// Issue 8 item 4: the `jevgate-worker` binary pairs, serves a fixture page, and on stdin EOF
+// closes its Chromium — no process left behind.
+#[test]
+fn the_jevgate_worker_binary_serves_a_real_browser_and_leaves_no_chromium() {
+    let server = Server::start();
+    let (_dir, gw, channel) = gateway();
+    let (_device, token) = pair(&gw, "alice");
+    let (mut child, mut stderr, chromium) =
+        spawn_worker(&channel.url(), &token, "--exit-on-stdin-eof");
 
     let nav = call(
         &gw,
@@ -468,19 +483,8 @@ fn the_jevgate_worker_binary_reconnects_after_a_gateway_restart_but_not_after_an
     let (_dir, gw, channel) = gateway();
     let (device, token) = pair(&gw, "alice");
     let addr = channel.local_addr();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_jevgate-worker"))
-        .args(["--url", &channel.url(), "--reconnect"])
-        .env("JEVGATE_DEVICE_TOKEN", token.expose())
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let (mut child, mut stderr, chromium) = spawn_worker(&channel.url(), &token, "--reconnect");
     let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    assert!(line.starts_with("jevgate-worker: ready"), "{line}");
-    let chromium = support::children_of(child.id());
 
     // The channel goes away (1001) and comes back on the same address.
     channel.stop();

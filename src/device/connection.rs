@@ -24,6 +24,7 @@
 use super::frames::{self, parse_worker_frame, WorkerFrame, CHANNEL_PATH, PROTOCOL_VERSION};
 use super::registry::Capability;
 use super::server::Shared;
+use super::socket::would_block;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::Ordering;
@@ -44,40 +45,7 @@ const MAX_WAIT: Duration = Duration::from_millis(500);
 /// How long a closing connection waits for the worker's close reply.
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
-/// A plain or TLS stream.
-enum Io {
-    Plain(TcpStream),
-    Tls(Box<rustls::StreamOwned<rustls::ServerConnection, TcpStream>>),
-}
-
-impl Read for Io {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Io::Plain(s) => s.read(buf),
-            Io::Tls(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Io {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Io::Plain(s) => s.write(buf),
-            Io::Tls(s) => s.write(buf),
-        }
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Io::Plain(s) => s.flush(),
-            Io::Tls(s) => s.flush(),
-        }
-    }
-}
-
-fn would_block(e: &tungstenite::Error) -> bool {
-    matches!(e, tungstenite::Error::Io(io)
-        if matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
-}
+type Io = super::socket::Io<rustls::ServerConnection>;
 
 /// Serves one accepted TCP connection to the end.
 pub(crate) fn serve(stream: TcpStream, shared: &Shared) {

@@ -10,7 +10,7 @@
 
 use super::executor::{CancelToken, ToolExecutor, WorkerFailure, OUTCOME_UNKNOWN};
 use super::frames;
-use super::wake::Wake;
+use super::socket::Wake;
 use parking_lot::{Condvar, Mutex};
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};

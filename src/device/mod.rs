@@ -82,8 +82,8 @@ mod gateway_api;
 mod hub;
 mod registry;
 mod server;
+mod socket;
 mod tools;
-mod wake;
 mod worker;
 
 pub use artifacts::Artifact;

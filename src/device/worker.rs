@@ -9,7 +9,6 @@
 //! outcome as unknown), and never logs its token or any command's arguments or results.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -25,7 +24,7 @@ use tungstenite::{HandshakeError, Message, WebSocket};
 use super::executor::{CancelToken, ToolExecutor};
 use super::frames::{self, parse_gateway_frame, GatewayFrame, PROTOCOL_VERSION};
 use super::registry::DeviceToken;
-use super::wake::Wake;
+use super::socket::{would_block, Wake};
 use crate::{Error, Result};
 
 /// The read timeout of the connect phase (handshake, `ready`).
@@ -80,39 +79,7 @@ pub struct WorkerExit {
     pub reason: String,
 }
 
-enum Io {
-    Plain(TcpStream),
-    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
-}
-
-impl Read for Io {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Io::Plain(s) => s.read(buf),
-            Io::Tls(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Io {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Io::Plain(s) => s.write(buf),
-            Io::Tls(s) => s.write(buf),
-        }
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Io::Plain(s) => s.flush(),
-            Io::Tls(s) => s.flush(),
-        }
-    }
-}
-
-fn would_block(e: &tungstenite::Error) -> bool {
-    matches!(e, tungstenite::Error::Io(io)
-        if matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
-}
+type Io = super::socket::Io<rustls::ClientConnection>;
 
 fn channel_error(reason: impl Into<String>) -> Error {
     Error::ChannelIo {

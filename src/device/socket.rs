@@ -1,16 +1,66 @@
-//! Waiting on a channel socket without polling: a connection thread sleeps in `poll(2)` until
-//! its socket is readable (or writable, when output is pending), another thread wakes it
-//! because a frame was queued, or a timer is due. The wake-up is one byte over a Unix socket
-//! pair, so it needs nothing but the standard library and `poll`.
+//! The channel's socket plumbing, shared by the gateway's connections and the worker: the
+//! plain-or-TLS stream, the would-block test, and the wait without polling.
 //!
-//! This is what keeps a tool call's round trip through the channel at loopback speed (a read
-//! timeout loop costs up to its timeout on each hop). On platforms without `poll` the wait
-//! falls back to a 1 ms sleep. It never reads or writes the socket itself.
+//! A connection thread sleeps in `poll(2)` until its socket is readable (or writable, when
+//! output is pending), another thread wakes it because a frame was queued, or a timer is due.
+//! The wake-up is one byte over a Unix socket pair, so it needs nothing but the standard library
+//! and `poll`. This is what keeps a tool call's round trip through the channel at loopback speed
+//! (a read-timeout loop costs up to its timeout on each hop). On platforms without `poll` the
+//! wait falls back to a 1 ms sleep. The wait never reads or writes the socket itself.
 
 #![allow(unsafe_code)] // reason: one `poll(2)` call on two descriptors this module owns or borrows
 
+use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::ops::{Deref, DerefMut};
 use std::time::Duration;
+
+/// A plain TCP stream, or TLS over one (`C` is rustls' client or server connection).
+pub(crate) enum Io<C> {
+    /// `ws://`.
+    Plain(TcpStream),
+    /// `wss://`.
+    Tls(Box<rustls::StreamOwned<C, TcpStream>>),
+}
+
+impl<C, S> Read for Io<C>
+where
+    C: DerefMut + Deref<Target = rustls::ConnectionCommon<S>>,
+    S: rustls::SideData,
+{
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Io::Plain(s) => s.read(buf),
+            Io::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl<C, S> Write for Io<C>
+where
+    C: DerefMut + Deref<Target = rustls::ConnectionCommon<S>>,
+    S: rustls::SideData,
+{
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Io::Plain(s) => s.write(buf),
+            Io::Tls(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Io::Plain(s) => s.flush(),
+            Io::Tls(s) => s.flush(),
+        }
+    }
+}
+
+/// A read or write that would block (non-blocking socket) or timed out (read timeout): try
+/// again later, nothing is lost.
+pub(crate) fn would_block(e: &tungstenite::Error) -> bool {
+    matches!(e, tungstenite::Error::Io(io)
+        if matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
+}
 
 /// A wake-up pipe plus the wait on a socket.
 #[derive(Debug)]
@@ -43,7 +93,6 @@ impl Wake {
     pub(crate) fn notify(&self) {
         #[cfg(unix)]
         if let Some((_, tx)) = &self.pair {
-            use std::io::Write;
             // A full pipe already holds a pending wake-up: nothing is lost.
             let _ = (&*tx).write(&[1]);
         }
@@ -54,7 +103,6 @@ impl Wake {
     pub(crate) fn wait(&self, socket: &TcpStream, write: bool, timeout: Duration) {
         #[cfg(unix)]
         if let Some((rx, _)) = &self.pair {
-            use std::io::Read;
             use std::os::fd::AsRawFd;
             let mut fds = [
                 libc::pollfd {
