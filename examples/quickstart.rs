@@ -1,6 +1,7 @@
 //! The quickstart: what jevgate does today, end to end, with no network and no key.
 //!
-//! `cargo run --release --example quickstart`
+//! `scripts/quickstart` (installs Chromium when missing), or `cargo run --release --example
+//! quickstart`
 //!
 //! It validates a configuration (and shows how a bad one is rejected with the JSON path of the
 //! offending value), opens a gateway on a data directory (one SQLite file), reloads the live
@@ -162,7 +163,7 @@ fn browser_demo(data_dir: &std::path::Path) -> Result<(), Box<dyn std::error::Er
     let browser = match LocalBrowser::launch(LaunchOptions::default()) {
         Ok(b) => b,
         Err(e) if e.code() == "BROWSER_UNAVAILABLE" => {
-            println!("\nbrowser demo skipped: {e} (Debian: apt-get install chromium; scripts/test installs it)");
+            println!("\nbrowser demo skipped: {e} (Debian: apt-get install chromium; scripts/quickstart installs it)");
             return Ok(());
         }
         Err(e) => return Err(e.into()),
