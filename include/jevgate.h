@@ -96,6 +96,19 @@ typedef char *(*jevgate_provider_fn)(void *user_data, const char *request_json);
  */
 typedef void (*jevgate_provider_free_fn)(void *user_data, char *response_json);
 
+/**
+ * A host's tool server for `jevgate_device_worker_connect_with`: receives the tool name and
+ * its arguments JSON and returns a NUL-terminated result JSON in the channel's shape,
+ * `{"success":true,"result":…}` or `{"success":false,"errorCode":…,"message":…}` (NULL =
+ * `execution_failed`). Called on the worker's executor thread, one command at a time.
+ */
+typedef char *(*jevgate_tool_fn)(void *user_data, const char *tool, const char *args_json);
+
+/**
+ * Frees a result returned by a `jevgate_tool_fn` once jevgate has copied it.
+ */
+typedef void (*jevgate_tool_free_fn)(void *user_data, char *result_json);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -747,6 +760,26 @@ jevgate_status jevgate_device_worker_connect(const char *url,
                                              const char *options_json,
                                              jevgate_device_worker **worker_out,
                                              jevgate_error **err_out);
+
+/**
+ * As `jevgate_device_worker_connect`, serving every command with the host's `serve` instead
+ * of a local browser (a bridge to another browser driver, a test double…). `free_result` (may
+ * be NULL) is called with each non-NULL result after jevgate copied it; `user_data` is passed
+ * first to both.
+ *
+ * # Safety
+ * `url`, `token` NUL-terminated; `serve` non-NULL; `serve`, `free_result` and `user_data` valid
+ * and callable from the worker's thread until `jevgate_device_worker_close` returns;
+ * `options_json` NULL or NUL-terminated; `worker_out` writable; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_device_worker_connect_with(const char *url,
+                                                  const char *token,
+                                                  jevgate_tool_fn serve,
+                                                  jevgate_tool_free_fn free_result,
+                                                  void *user_data,
+                                                  const char *options_json,
+                                                  jevgate_device_worker **worker_out,
+                                                  jevgate_error **err_out);
 
 /**
  * Writes the device id the gateway answered `ready` with.

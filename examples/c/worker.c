@@ -36,6 +36,25 @@ static char *call(jevgate_gateway *gw, const char *tool, const char *args) {
   return out;
 }
 
+/* A host's own tool server: answers browser_get_text, fails everything else with a worker
+   code. Returns a malloc'd string that jevgate hands back to free_result. */
+static char *serve(void *user_data, const char *tool, const char *args_json) {
+  (void)args_json;
+  int *calls = user_data;
+  (*calls)++;
+  const char *answer = strcmp(tool, "browser_get_text") == 0
+                           ? "{\"success\":true,\"result\":{\"text\":\"served by C\"}}"
+                           : "{\"success\":false,\"errorCode\":\"tab_unavailable\",\"message\":\"no tab\"}";
+  char *out = malloc(strlen(answer) + 1);
+  if (out) strcpy(out, answer);
+  return out;
+}
+
+static void free_result(void *user_data, char *result_json) {
+  (void)user_data;
+  free(result_json);
+}
+
 /* Copies the string value after `"key":"` in `json` into `out`. */
 static int field(const char *json, const char *key, char *out, size_t size) {
   char pattern[64];
@@ -128,6 +147,30 @@ int main(int argc, char **argv) {
   jevgate_string_free(exit_json);
 
   EXPECT(jevgate_device_worker_connect(url, token, NULL, NULL, &worker, &err) == JEVGATE_INVALID_ARGUMENT);
+  jevgate_error_free(err);
+  err = NULL;
+  jevgate_device_worker_close(worker);
+
+  /* A worker whose commands are served by the host's own C function. */
+  EXPECT(jevgate_pair(gw, "person",
+                      "{\"installationId\":\"c-bridge\",\"name\":\"C bridge\","
+                      "\"browser\":{\"name\":\"Bridge\",\"version\":\"1\"}}",
+                      &pairing, &err) == JEVGATE_OK);
+  EXPECT(field(pairing, "token", token, sizeof token));
+  jevgate_string_free(pairing);
+  int calls = 0;
+  worker = NULL;
+  EXPECT(jevgate_device_worker_connect_with(url, token, serve, free_result, &calls, NULL, &worker, &err) ==
+         JEVGATE_OK);
+  r = call(gw, "browser_get_text", "{}");
+  EXPECT(r != NULL && strstr(r, "served by C") != NULL);
+  jevgate_string_free(r);
+  r = call(gw, "browser_find", "{\"query\":\"x\"}");
+  EXPECT(r != NULL && strstr(r, "\"errorCode\":\"tab_unavailable\"") != NULL);
+  jevgate_string_free(r);
+  EXPECT(calls == 2);
+  EXPECT(jevgate_device_worker_connect_with(url, token, NULL, NULL, NULL, NULL, &worker, &err) ==
+         JEVGATE_INVALID_ARGUMENT);
   jevgate_error_free(err);
 
   jevgate_device_worker_close(worker);

@@ -4,7 +4,10 @@
 
 use super::*;
 use crate::browser::BrowserTools;
-use crate::device::{DeviceToken, DeviceWorker, WorkerOptions};
+use crate::device::{
+    CancelToken, DeviceToken, DeviceWorker, ToolExecutor, WorkerFailure, WorkerOptions,
+};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,6 +37,60 @@ unsafe fn worker_ref<'a>(worker: *const jevgate_device_worker) -> Result<&'a Dev
         })
 }
 
+/// Builds the options of a connect call.
+///
+/// # Safety
+/// `url`, `token` NUL-terminated; `options_json` NULL or NUL-terminated.
+unsafe fn worker_options(
+    url: *const c_char,
+    token: *const c_char,
+    options_json: *const c_char,
+) -> Result<WorkerOptions, Error> {
+    // SAFETY: forwarded contract.
+    let (url, token) = unsafe { (str_arg("url", url)?, str_arg("token", token)?) };
+    let extra: WorkerJson = if options_json.is_null() {
+        WorkerJson::default()
+    } else {
+        // SAFETY: forwarded contract.
+        let json = unsafe { str_arg("options_json", options_json) }?;
+        serde_json::from_str(json).map_err(|_| Error::InvalidArgument {
+            name: "options_json",
+            reason: "must be {tlsRootsPem?, protocol?, connectTimeoutMs?}".into(),
+        })?
+    };
+    let mut options = WorkerOptions::new(url, DeviceToken::new(token));
+    options.tls_roots_pem = extra.tls_roots_pem.map(String::into_bytes);
+    if let Some(p) = extra.protocol {
+        options.protocol = p;
+    }
+    if let Some(ms) = extra.connect_timeout_ms {
+        if ms == 0 {
+            return Err(Error::InvalidArgument {
+                name: "options_json",
+                reason: "connectTimeoutMs must be positive".into(),
+            });
+        }
+        options.connect_timeout = Duration::from_millis(ms);
+    }
+    Ok(options)
+}
+
+/// Connects and writes the handle.
+///
+/// # Safety
+/// `worker_out` NULL or writable.
+unsafe fn connect_into(
+    options: WorkerOptions,
+    executor: Arc<dyn ToolExecutor>,
+    worker_out: *mut *mut jevgate_device_worker,
+) -> Result<(), Error> {
+    out_arg("worker_out", worker_out)?;
+    let worker = DeviceWorker::connect(options, executor)?;
+    // SAFETY: checked non-NULL; writable per the contract.
+    unsafe { *worker_out = Box::into_raw(Box::new(jevgate_device_worker { worker })) };
+    Ok(())
+}
+
 /// Connects `browser` to the channel at `url` (`ws://…/v1/device-worker/channel` or `wss://…`)
 /// as the device whose token is `token`, and serves the nine browser tools from it until the
 /// gateway closes the channel or the worker is closed. Returns once the gateway answered
@@ -55,42 +112,124 @@ pub unsafe extern "C" fn jevgate_device_worker_connect(
 ) -> jevgate_status {
     guard(err_out, || {
         // SAFETY: forwarded contract.
-        let (url, token) = unsafe { (str_arg("url", url)?, str_arg("token", token)?) };
+        let options = unsafe { worker_options(url, token, options_json) }?;
         // SAFETY: per the contract.
         let browser = unsafe { browser.as_ref() }.ok_or(Error::InvalidArgument {
             name: "browser",
             reason: "is NULL".into(),
         })?;
-        let extra: WorkerJson = if options_json.is_null() {
-            WorkerJson::default()
-        } else {
-            // SAFETY: forwarded contract.
-            let json = unsafe { str_arg("options_json", options_json) }?;
-            serde_json::from_str(json).map_err(|_| Error::InvalidArgument {
-                name: "options_json",
-                reason: "must be {tlsRootsPem?, protocol?, connectTimeoutMs?}".into(),
-            })?
-        };
-        out_arg("worker_out", worker_out)?;
-        let mut options = WorkerOptions::new(url, DeviceToken::new(token));
-        options.tls_roots_pem = extra.tls_roots_pem.map(String::into_bytes);
-        if let Some(p) = extra.protocol {
-            options.protocol = p;
-        }
-        if let Some(ms) = extra.connect_timeout_ms {
-            if ms == 0 {
-                return Err(Error::InvalidArgument {
-                    name: "options_json",
-                    reason: "connectTimeoutMs must be positive".into(),
-                });
-            }
-            options.connect_timeout = Duration::from_millis(ms);
-        }
         let tools = Arc::new(BrowserTools::new(Arc::new(browser.browser.clone())));
-        let worker = DeviceWorker::connect(options, tools)?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *worker_out = Box::into_raw(Box::new(jevgate_device_worker { worker })) };
-        Ok(())
+        // SAFETY: forwarded contract.
+        unsafe { connect_into(options, tools, worker_out) }
+    })
+}
+
+/// A host's tool server for `jevgate_device_worker_connect_with`: receives the tool name and
+/// its arguments JSON and returns a NUL-terminated result JSON in the channel's shape,
+/// `{"success":true,"result":…}` or `{"success":false,"errorCode":…,"message":…}` (NULL =
+/// `execution_failed`). Called on the worker's executor thread, one command at a time.
+pub type jevgate_tool_fn = Option<
+    unsafe extern "C" fn(
+        user_data: *mut std::ffi::c_void,
+        tool: *const c_char,
+        args_json: *const c_char,
+    ) -> *mut c_char,
+>;
+
+/// Frees a result returned by a `jevgate_tool_fn` once jevgate has copied it.
+pub type jevgate_tool_free_fn =
+    Option<unsafe extern "C" fn(user_data: *mut std::ffi::c_void, result_json: *mut c_char)>;
+
+struct CExecutor {
+    serve: unsafe extern "C" fn(*mut std::ffi::c_void, *const c_char, *const c_char) -> *mut c_char,
+    free: jevgate_tool_free_fn,
+    user_data: *mut std::ffi::c_void,
+}
+
+// SAFETY: the host promises (documented on `jevgate_device_worker_connect_with`) that its
+// callbacks and `user_data` may be used from the worker's thread.
+unsafe impl Send for CExecutor {}
+// SAFETY: as above; commands are served one at a time and jevgate never dereferences the data.
+unsafe impl Sync for CExecutor {}
+
+impl ToolExecutor for CExecutor {
+    fn execute(
+        &self,
+        tool: &str,
+        args: &Value,
+        _deadline: Duration,
+        cancel: &CancelToken,
+    ) -> Result<Value, WorkerFailure> {
+        let fail = |what: &str| WorkerFailure::new("execution_failed", what);
+        if cancel.is_cancelled() {
+            return Err(WorkerFailure::new(
+                "cancelled",
+                "cancelled before it started; nothing was sent to the page",
+            ));
+        }
+        let tool = CString::new(tool).map_err(|_| fail("the tool name holds a NUL"))?;
+        let args = CString::new(args.to_string()).map_err(|_| fail("the arguments hold a NUL"))?;
+        // SAFETY: the host's contract: callable from this thread with its user_data.
+        let out = unsafe { (self.serve)(self.user_data, tool.as_ptr(), args.as_ptr()) };
+        if out.is_null() {
+            return Err(fail("the host's tool server returned nothing"));
+        }
+        // SAFETY: the callback returned a NUL-terminated string it owns.
+        let text = unsafe { CStr::from_ptr(out) }
+            .to_string_lossy()
+            .into_owned();
+        if let Some(free) = self.free {
+            // SAFETY: handing the host's own string back to its own free function.
+            unsafe { free(self.user_data, out) };
+        }
+        let value: Value = serde_json::from_str(&text)
+            .map_err(|_| fail("the host's tool server returned something that is not JSON"))?;
+        match value.get("success").and_then(Value::as_bool) {
+            Some(true) => Ok(value.get("result").cloned().unwrap_or(Value::Null)),
+            Some(false) => Err(WorkerFailure::from_worker(
+                value.get("errorCode").and_then(Value::as_str).unwrap_or(""),
+                value.get("message").and_then(Value::as_str).unwrap_or(""),
+            )),
+            None => Err(fail("the host's tool server answered without `success`")),
+        }
+    }
+}
+
+/// As `jevgate_device_worker_connect`, serving every command with the host's `serve` instead
+/// of a local browser (a bridge to another browser driver, a test double…). `free_result` (may
+/// be NULL) is called with each non-NULL result after jevgate copied it; `user_data` is passed
+/// first to both.
+///
+/// # Safety
+/// `url`, `token` NUL-terminated; `serve` non-NULL; `serve`, `free_result` and `user_data` valid
+/// and callable from the worker's thread until `jevgate_device_worker_close` returns;
+/// `options_json` NULL or NUL-terminated; `worker_out` writable; `err_out` NULL or writable.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // reason: the C signature mirrors jevgate_device_worker_connect
+pub unsafe extern "C" fn jevgate_device_worker_connect_with(
+    url: *const c_char,
+    token: *const c_char,
+    serve: jevgate_tool_fn,
+    free_result: jevgate_tool_free_fn,
+    user_data: *mut std::ffi::c_void,
+    options_json: *const c_char,
+    worker_out: *mut *mut jevgate_device_worker,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    guard(err_out, || {
+        // SAFETY: forwarded contract.
+        let options = unsafe { worker_options(url, token, options_json) }?;
+        let serve = serve.ok_or(Error::InvalidArgument {
+            name: "serve",
+            reason: "is NULL".into(),
+        })?;
+        let executor = Arc::new(CExecutor {
+            serve,
+            free: free_result,
+            user_data,
+        });
+        // SAFETY: forwarded contract.
+        unsafe { connect_into(options, executor, worker_out) }
     })
 }
 

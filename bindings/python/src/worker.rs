@@ -1,16 +1,75 @@
-//! `jevgate.DeviceWorker`: the reference device worker in process — connects a
-//! `jevgate.LocalBrowser` to a gateway's channel with a device token and serves the nine browser
-//! tools from it (R-DEV-CHAN, R-DEV-TOOLS). A context manager; the GIL is released while it
-//! connects and waits.
+//! `jevgate.DeviceWorker`: the reference device worker in process — connects to a gateway's
+//! channel with a device token and serves the nine browser tools from a `jevgate.LocalBrowser`,
+//! or every command with a Python callable (R-DEV-CHAN, R-DEV-TOOLS). A context manager; the GIL
+//! is released while it connects, waits and closes.
 
 use crate::browser::PyLocalBrowser;
 use crate::errors::IntoPy;
 use jevgate::browser::BrowserTools;
-use jevgate::device::{DeviceToken, DeviceWorker, WorkerExit, WorkerOptions};
+use jevgate::device::{
+    CancelToken, DeviceToken, DeviceWorker, ToolExecutor, WorkerExit, WorkerFailure, WorkerOptions,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// A Python callable serving commands: `executor(tool, args) -> result`. Called with the GIL
+/// taken on the worker's executor thread, one command at a time. An exception with a string
+/// `code` attribute (`jevgate.ToolError`) fails the command with that code and its `message`;
+/// any other exception fails it with `execution_failed` (its text is not kept).
+struct PyExecutor {
+    callable: Py<PyAny>,
+}
+
+impl ToolExecutor for PyExecutor {
+    fn execute(
+        &self,
+        tool: &str,
+        args: &Value,
+        _deadline: Duration,
+        cancel: &CancelToken,
+    ) -> Result<Value, WorkerFailure> {
+        if cancel.is_cancelled() {
+            return Err(WorkerFailure::new(
+                "cancelled",
+                "cancelled before it started; nothing was sent to the page",
+            ));
+        }
+        Python::attach(|py| {
+            let fail = |what: &str| WorkerFailure::new("execution_failed", what);
+            let args = crate::json_to_py(py, &args.to_string())
+                .map_err(|_| fail("the worker could not read the arguments"))?;
+            match self.callable.bind(py).call1((tool, args)) {
+                Ok(out) => {
+                    let text = crate::dumps(&out)
+                        .map_err(|_| fail("the executor returned something that is not JSON"))?;
+                    serde_json::from_str(&text)
+                        .map_err(|_| fail("the executor returned something that is not JSON"))
+                }
+                Err(e) => {
+                    let value = e.value(py);
+                    let code = value
+                        .getattr("code")
+                        .ok()
+                        .and_then(|c| c.extract::<String>().ok());
+                    match code {
+                        Some(code) => {
+                            let message = value
+                                .getattr("message")
+                                .ok()
+                                .and_then(|m| m.extract::<String>().ok())
+                                .unwrap_or_default();
+                            Err(WorkerFailure::from_worker(&code, &message))
+                        }
+                        None => Err(fail("the executor raised an exception")),
+                    }
+                }
+            }
+        })
+    }
+}
 
 #[pyclass(module = "jevgate", name = "DeviceWorker", frozen)]
 pub struct PyDeviceWorker {
@@ -35,15 +94,25 @@ fn seconds(name: &str, value: f64) -> PyResult<Duration> {
         })
 }
 
+impl Drop for PyDeviceWorker {
+    fn drop(&mut self) {
+        // A Python executor may be waiting for the GIL on the worker's thread: close without it.
+        let worker = &self.worker;
+        Python::attach(|py| py.detach(|| worker.close()));
+    }
+}
+
 #[pymethods]
 impl PyDeviceWorker {
     #[new]
-    #[pyo3(signature = (url, token, browser, *, tls_roots_pem = None, protocol = 2, connect_timeout = 10.0))]
+    #[allow(clippy::too_many_arguments)] // reason: the Python signature is keyword arguments
+    #[pyo3(signature = (url, token, browser = None, *, executor = None, tls_roots_pem = None, protocol = 2, connect_timeout = 10.0))]
     fn new(
         py: Python<'_>,
         url: String,
         token: String,
-        browser: &PyLocalBrowser,
+        browser: Option<PyRef<'_, PyLocalBrowser>>,
+        executor: Option<Py<PyAny>>,
         tls_roots_pem: Option<Vec<u8>>,
         protocol: u64,
         connect_timeout: f64,
@@ -52,7 +121,22 @@ impl PyDeviceWorker {
         options.tls_roots_pem = tls_roots_pem;
         options.protocol = protocol;
         options.connect_timeout = seconds("connect_timeout", connect_timeout)?;
-        let tools = Arc::new(BrowserTools::new(Arc::new(browser.browser.clone())));
+        let tools: Arc<dyn ToolExecutor> = match (browser, executor) {
+            (Some(b), None) => Arc::new(BrowserTools::new(Arc::new(b.browser.clone()))),
+            (None, Some(callable)) => {
+                if !callable.bind(py).is_callable() {
+                    return Err(pyo3::exceptions::PyTypeError::new_err(
+                        "executor must be callable as executor(tool, args)",
+                    ));
+                }
+                Arc::new(PyExecutor { callable })
+            }
+            _ => {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "give exactly one of browser= (a LocalBrowser) or executor= (a callable)",
+                ))
+            }
+        };
         let worker = py
             .detach(|| DeviceWorker::connect(options, tools))
             .py_err()?;

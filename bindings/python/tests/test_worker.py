@@ -106,3 +106,32 @@ def test_worker_refusals_are_device_errors(gw):
             jevgate.DeviceWorker("http://example.com/", paired["token"], browser)
         with pytest.raises(ValueError):
             jevgate.DeviceWorker(channel.url, paired["token"], browser, connect_timeout=-1)
+
+
+def test_a_python_executor_serves_the_commands(gw):
+    paired = gw.pair(OWNER, BROWSER)
+    channel = gw.serve_channel()
+    seen = []
+
+    def serve(tool, args):
+        seen.append((tool, args))
+        if tool == "browser_get_text":
+            return {"text": "from python"}
+        if tool == "browser_find":
+            raise jevgate.ToolError("tab_unavailable", "no tab here")
+        raise RuntimeError("secret-detail-never-shown")
+
+    with jevgate.DeviceWorker(channel.url, paired["token"], executor=serve) as worker:
+        ok = gw.call_tool(OWNER, "conv", "browser_get_text", {"max_chars": 4})
+        assert ok["result"]["untrustedContent"]["data"]["text"] == "from"
+        assert ok["result"]["truncated"] is True
+        bad = gw.call_tool(OWNER, "conv", "browser_find", {"query": "x"})
+        assert bad == {"success": False, "errorCode": "tab_unavailable", "message": "no tab here"}
+        boom = gw.call_tool(OWNER, "conv", "browser_tabs", {"action": "list"})
+        assert boom["errorCode"] == "execution_failed" and "secret-detail" not in boom["message"]
+        assert worker.commands_served == 3
+    assert seen[0] == ("browser_get_text", {"max_chars": 4})
+    with pytest.raises(ValueError):
+        jevgate.DeviceWorker(channel.url, paired["token"])
+    with pytest.raises(TypeError):
+        jevgate.DeviceWorker(channel.url, paired["token"], executor=42)

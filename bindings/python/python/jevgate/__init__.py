@@ -24,6 +24,7 @@ from jevgate._errors import (
     JevError,
     LeaseError,
     StoreError,
+    ToolError,
     ValidationError,
 )
 from jevgate._jevgate import (
@@ -66,6 +67,7 @@ __all__ = [
     "LocalBrowser",
     "ManualClock",
     "StoreError",
+    "ToolError",
     "ValidationError",
     "__version__",
     "answer_schema",

@@ -113,3 +113,19 @@ class BrowserError(Error):
     """The browser refused or failed an action: ``BROWSER_UNAVAILABLE``, ``STALE_OBSERVATION``
     (cause ``NAVIGATION_PENDING``, ``GENERATION_CHANGED`` or ``TARGET_OBSCURED``),
     ``HISTORY_UNAVAILABLE``, ``SCROLL_LIMIT``, ``FOCUS_REQUIRED``, ``DIALOG_OPEN``, …"""
+
+
+class ToolError(Exception):
+    """Raised by a ``jevgate.DeviceWorker`` executor to fail one command with a worker code
+    (``cancelled``, ``timed_out``, ``execution_failed``, ``tab_unavailable``,
+    ``debugger_unavailable``, ``blocked_by_user``, ``javascript_error``, ``batch_cap_exceeded``;
+    others become ``execution_failed``). The message reaches the agent's model (at most 500
+    characters): keep page content and secrets out of it."""
+
+    code: str
+    message: str
+
+    def __init__(self, code: str, message: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message

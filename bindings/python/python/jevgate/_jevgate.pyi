@@ -61,15 +61,17 @@ class LocalBrowser:
 
 @final
 class DeviceWorker:
-    """The reference device worker: serves the nine browser tools from a LocalBrowser over a
+    """The reference device worker: serves the nine browser tools from a LocalBrowser (or every
+    command with executor(tool, args) -> result; raise jevgate.ToolError to fail one) over a
     gateway's channel; a context manager."""
 
     def __new__(
         cls,
         url: str,
         token: str,
-        browser: LocalBrowser,
+        browser: Optional[LocalBrowser] = None,
         *,
+        executor: Optional[Callable[[str, Dict[str, Any]], Any]] = None,
         tls_roots_pem: Optional[bytes] = None,
         protocol: int = 2,
         connect_timeout: float = 10.0,
