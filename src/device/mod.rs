@@ -94,6 +94,7 @@ pub use executor::{
     truncate_chars, CancelRegistration, CancelToken, ToolExecutor, WorkerFailure,
     MAX_WORKER_MESSAGE_CHARS, OUTCOME_UNKNOWN, RESULT_CAP_EXCEEDED, WORKER_CODES,
 };
+pub(crate) use registry::random_id;
 pub use registry::{
     BrowserInfo, Capability, Device, DeviceToken, PairRequest, Pairing, LABEL_BROWSER,
     LABEL_BROWSER_OUTDATED, LABEL_SHELL,

@@ -544,15 +544,14 @@ impl Leases {
             authenticated_allowed: call.authenticated_allowed,
         };
         let now = self.inner.clock.now();
-        let new_id = || {
-            let mut bytes = [0u8; 8];
-            let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes);
-            format!(
-                "bs_{}",
-                bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-            )
-        };
-        let (result, effects) = self.inner.sessions.lock().begin_call(&req, new_id, now);
+        // Drawn before the lock (used only when the call creates a session); a failed random
+        // source is an error, never a predictable id.
+        let fresh = crate::device::random_id("bs_")?;
+        let (result, effects) = self
+            .inner
+            .sessions
+            .lock()
+            .begin_call(&req, move || fresh, now);
         self.apply(&effects);
         match result {
             Ok(grant) => Ok(BrowserCallGuard {
