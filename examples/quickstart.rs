@@ -1,7 +1,8 @@
 //! The quickstart: what jevgate does today, end to end, with no network and no key.
 //!
 //! `scripts/quickstart` (installs Chromium when missing), or `cargo run --release --example
-//! quickstart`
+//! quickstart`. With `--strict` (as `scripts/test` runs it) a skipped browser demo or a step that
+//! is not done makes it exit non-zero instead of reporting and going on.
 //!
 //! It validates a configuration (and shows how a bad one is rejected with the JSON path of the
 //! offending value), opens a gateway on a data directory (one SQLite file), reloads the live
@@ -35,6 +36,20 @@ const CONFIG: &str = r#"{
   },
   "agents": [{ "id": "assistant" }, { "id": "intern", "jev": { "enabled": false } }]
 }"#;
+
+/// `--strict`: a skip or a step that is not done is a failure (the test command's mode).
+fn strict() -> bool {
+    std::env::args_os().skip(1).any(|a| a == "--strict")
+}
+
+/// Reports a step that did not happen; under `--strict` it ends the run with an error.
+fn not_done(what: String) -> Result<(), Box<dyn std::error::Error>> {
+    println!("{what}");
+    if strict() {
+        return Err(format!("--strict: {}", what.trim()).into());
+    }
+    Ok(())
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("jevgate {} quickstart\n", env!("CARGO_PKG_VERSION"));
@@ -163,8 +178,7 @@ fn browser_demo(data_dir: &std::path::Path) -> Result<(), Box<dyn std::error::Er
     let browser = match LocalBrowser::launch(LaunchOptions::default()) {
         Ok(b) => b,
         Err(e) if e.code() == "BROWSER_UNAVAILABLE" => {
-            println!("\nbrowser demo skipped: {e} (Debian: apt-get install chromium; scripts/quickstart installs it)");
-            return Ok(());
+            return not_done(format!("\nbrowser demo skipped: {e} (Debian: apt-get install chromium; scripts/quickstart installs it)"));
         }
         Err(e) => return Err(e.into()),
     };
@@ -227,11 +241,16 @@ fn browser_demo(data_dir: &std::path::Path) -> Result<(), Box<dyn std::error::Er
                 .map(|_| format!("pressed {key:?} x{count}")),
             Resolution::Act(other) => Ok(format!("would run {other:?}")),
             Resolution::Decide(_) => {
-                println!("  {command:<32} Not done: needs a Jev decision (not in this demo)");
+                not_done(format!(
+                    "  {command:<32} Not done: needs a Jev decision (not in this demo)"
+                ))?;
                 continue;
             }
             Resolution::Outcome(o) => {
-                println!("  {command:<32} Not done: {} (nothing was sent)", o.code());
+                not_done(format!(
+                    "  {command:<32} Not done: {} (nothing was sent)",
+                    o.code()
+                ))?;
                 continue;
             }
         };
@@ -244,7 +263,7 @@ fn browser_demo(data_dir: &std::path::Path) -> Result<(), Box<dyn std::error::Er
         }
         match outcome {
             Ok(line) => println!("  {command:<32} Done: {line}"),
-            Err(e) => println!("  {command:<32} Not done: {}", e.code()),
+            Err(e) => not_done(format!("  {command:<32} Not done: {}", e.code()))?,
         }
     }
     let snapshot = browser.snapshot(SnapshotArgs::default())?;
@@ -283,6 +302,7 @@ fn device_demo(
         worker.device_id(),
         channel.url()
     );
+    let failed = std::cell::Cell::new(0u32);
     let call = |tool: &str, args: serde_json::Value| {
         let answer = gw.call_tool(&ToolCall::new(
             "person",
@@ -292,7 +312,10 @@ fn device_demo(
         ));
         let line = match answer.error_code() {
             None => "ok".to_string(),
-            Some(code) => format!("{code}: {}", answer.to_json()["message"]),
+            Some(code) => {
+                failed.set(failed.get() + 1);
+                format!("{code}: {}", answer.to_json()["message"])
+            }
         };
         let what = match args.get("action").and_then(|a| a.as_str()) {
             Some(action) => format!("{tool} {action}"),
@@ -311,6 +334,9 @@ fn device_demo(
             .as_str()
             .map(str::to_string)
     });
+    if search.is_none() {
+        failed.set(failed.get() + 1);
+    }
     if let Some(search) = search {
         call(
             "browser_computer",
@@ -341,5 +367,8 @@ fn device_demo(
     }
     worker.close();
     gw.close();
-    Ok(())
+    match failed.get() {
+        0 => Ok(()),
+        n => not_done(format!("{n} tool call(s) of the device demo failed")),
+    }
 }

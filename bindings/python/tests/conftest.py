@@ -1,5 +1,7 @@
 import json
+import os
 import pathlib
+import shutil
 
 import pytest
 
@@ -13,3 +15,39 @@ def repo() -> pathlib.Path:
 
 def load_cases(name: str):
     return json.loads((REPO / "tests" / "data" / name).read_text(encoding="utf-8"))
+
+
+def find_chromium():
+    """The executable jevgate would start, searched in the library's own order
+    (jevgate::browser::find_chromium): JEVGATE_CHROMIUM, /usr/bin/chromium, then chromium,
+    chromium-browser, google-chrome on PATH."""
+    explicit = os.environ.get("JEVGATE_CHROMIUM")
+    if explicit:
+        return explicit if os.access(explicit, os.X_OK) else None
+    if os.access("/usr/bin/chromium", os.X_OK):
+        return "/usr/bin/chromium"
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+HAVE_CHROMIUM = find_chromium() is not None
+# scripts/test sets JEVGATE_REQUIRE_CHROMIUM=1: there a missing browser is a failure, not a skip.
+REQUIRE_CHROMIUM = os.environ.get("JEVGATE_REQUIRE_CHROMIUM") == "1"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "chromium: the test drives a real Chromium")
+
+
+@pytest.fixture(autouse=True)
+def _chromium(request):
+    """A test marked `chromium` is skipped without a browser, except under the test command
+    (JEVGATE_REQUIRE_CHROMIUM=1), where it fails."""
+    if request.node.get_closest_marker("chromium") is None or HAVE_CHROMIUM:
+        return
+    if REQUIRE_CHROMIUM:
+        pytest.fail("no Chromium found, and JEVGATE_REQUIRE_CHROMIUM=1 (the test command) needs one")
+    pytest.skip("no Chromium")

@@ -54,7 +54,7 @@ def site():
     httpd.server_close()
 
 
-@pytest.mark.skipif(not (os.environ.get("JEVGATE_CHROMIUM") or os.path.exists("/usr/bin/chromium")), reason="no Chromium")
+@pytest.mark.chromium
 def test_local_browser_observes_clicks_and_protects_secrets(site):
     import time
 
@@ -81,7 +81,7 @@ def test_local_browser_observes_clicks_and_protects_secrets(site):
     assert Handler.clicks == 1, "a reused operation id is never replayed"
 
 
-@pytest.mark.skipif(not (os.environ.get("JEVGATE_CHROMIUM") or os.path.exists("/usr/bin/chromium")), reason="no Chromium")
+@pytest.mark.chromium
 def test_cross_origin_iframe_controls_have_frame_refs_and_take_real_clicks(site):
     import time
 

@@ -8,7 +8,6 @@ import pytest
 
 import jevgate
 
-HAVE_CHROMIUM = bool(os.environ.get("JEVGATE_CHROMIUM") or os.path.exists("/usr/bin/chromium"))
 
 
 def test_without_local_browsers_a_session_has_no_browser(tmp_path):
@@ -21,7 +20,7 @@ def test_without_local_browsers_a_session_has_no_browser(tmp_path):
             call.execute({"tool": "observe", "args": {}})  # ended
 
 
-@pytest.mark.skipif(not HAVE_CHROMIUM, reason="no Chromium")
+@pytest.mark.chromium
 def test_a_thread_session_gets_a_browser_that_is_reaped_when_idle(tmp_path):
     clock = jevgate.ManualClock()
     with jevgate.Gateway(tmp_path, clock=clock) as gw:

@@ -18,7 +18,6 @@ PAGE = b"""<!doctype html><title>Worker fixture</title><h1>Worker page</h1>
 <button onclick="fetch('/beacon')">Press me</button>
 <label>Password <input type=password value="hunter2-worker-secret"></label>"""
 
-HAVE_CHROMIUM = bool(os.environ.get("JEVGATE_CHROMIUM") or os.path.exists("/usr/bin/chromium"))
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -57,7 +56,7 @@ def gw(tmp_path):
     g.close()
 
 
-@pytest.mark.skipif(not HAVE_CHROMIUM, reason="no Chromium")
+@pytest.mark.chromium
 def test_the_reference_worker_serves_the_tools_from_a_real_browser(gw, site):
     paired = gw.pair(OWNER, BROWSER)
     channel = gw.serve_channel()
@@ -90,11 +89,10 @@ def test_the_reference_worker_serves_the_tools_from_a_real_browser(gw, site):
     assert Handler.clicks == 1
 
 
+@pytest.mark.chromium
 def test_worker_refusals_are_device_errors(gw):
     paired = gw.pair(OWNER, BROWSER)
     channel = gw.serve_channel()
-    if not HAVE_CHROMIUM:
-        pytest.skip("no Chromium")
     with jevgate.LocalBrowser() as browser:
         with pytest.raises(jevgate.DeviceError) as info:
             jevgate.DeviceWorker(channel.url, paired["token"], browser, protocol=1)
