@@ -421,6 +421,15 @@ int64_t jevgate_error_retry_after_ms(const jevgate_error *err);
 const char *jevgate_error_validation_reason(const jevgate_error *err);
 
 /**
+ * `isolatedAvailable` of a `browser_context_busy` error (R-PROF-2): 1 when the call may be
+ * retried in isolated mode, 0 when not, -1 for other errors and NULL.
+ *
+ * # Safety
+ * `err` must be NULL or a live error object from jevgate.
+ */
+int32_t jevgate_error_isolated_available(const jevgate_error *err);
+
+/**
  * Frees an error object. NULL is accepted and ignored.
  *
  * # Safety
