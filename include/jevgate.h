@@ -421,6 +421,15 @@ int64_t jevgate_error_retry_after_ms(const jevgate_error *err);
 const char *jevgate_error_validation_reason(const jevgate_error *err);
 
 /**
+ * `isolatedAvailable` of a `browser_context_busy` error (R-PROF-2): 1 when the call may be
+ * retried in isolated mode, 0 when not, -1 for other errors and NULL.
+ *
+ * # Safety
+ * `err` must be NULL or a live error object from jevgate.
+ */
+int32_t jevgate_error_isolated_available(const jevgate_error *err);
+
+/**
  * Frees an error object. NULL is accepted and ignored.
  *
  * # Safety
@@ -647,7 +656,8 @@ jevgate_status jevgate_lease_renew(const jevgate_gateway *gateway,
  * The device's owner takes control back (R-LEASE-3, -7): clears the holder, cancels its
  * in-flight command, and opens the revoked window. Writes whether a holder was dispossessed
  * to `*took_back_out` (may be NULL). `delegated` = the caller used a delegated credential
- * (refused with `ACCESS_DENIED`).
+ * (refused with `ACCESS_DENIED`). A principal other than the recorded owner, or any principal
+ * on a device with no recorded owner, is refused with `ACCESS_DENIED`.
  *
  * # Safety
  * `gateway` a live handle; strings NUL-terminated; out-pointers NULL or writable.
@@ -660,7 +670,8 @@ jevgate_status jevgate_lease_take_back(const jevgate_gateway *gateway,
                                        jevgate_error **err_out);
 
 /**
- * `control_status` for the device's owner (R-LEASE-4, -5): writes
+ * `control_status` for the device's owner (R-LEASE-4, -5, -7; anyone else, or a device with no
+ * recorded owner, is `ACCESS_DENIED`): writes
  * `{"held","heldByRootSession","expiresAt","revoked"}`. `root_session` (may be NULL) is the
  * caller's own conversation; `heldByRootSession` is only ever that session.
  *
@@ -690,6 +701,7 @@ jevgate_status jevgate_lease_release_session(const jevgate_gateway *gateway,
 
 /**
  * Records the owner of a device; control routes then accept only that principal (R-LEASE-7).
+ * The owner is stored (it survives a restart); a device with no recorded owner accepts nobody.
  *
  * # Safety
  * `gateway` a live handle; strings NUL-terminated; `err_out` NULL or writable.

@@ -158,10 +158,15 @@ pub enum Error {
         reason: String,
     },
 
-    /// Another active thread holds the browser profile. Not retryable as is; isolated mode is
-    /// available (`isolatedAvailable: true`) when the task does not need saved logins (R-PROF-2).
-    #[error("another active thread holds the browser profile; isolated mode is available (isolatedAvailable: true)")]
-    BrowserContextBusy,
+    /// Another active thread holds the browser profile. Not retryable as is; when
+    /// `isolated_available` (the seed's `isolatedAvailable`) the call may be retried in isolated
+    /// mode if the task does not need saved logins (R-PROF-2). Read it with
+    /// [`Error::isolated_available`].
+    #[error("another active thread holds the browser profile; {}", isolated_hint(*isolated_available))]
+    BrowserContextBusy {
+        /// Whether isolated mode is available to retry in (`isolatedAvailable`).
+        isolated_available: bool,
+    },
 
     /// Authenticated mode was requested without permission or without a configured profile.
     /// Never silently downgraded to isolated (R-PROF-3).
@@ -433,6 +438,14 @@ pub struct RetryInfo {
     pub reset_at: Option<std::time::SystemTime>,
 }
 
+fn isolated_hint(available: bool) -> &'static str {
+    if available {
+        "isolated mode is available (isolatedAvailable: true)"
+    } else {
+        "isolated mode is not available (isolatedAvailable: false)"
+    }
+}
+
 fn display_path(path: &str) -> &str {
     if path.is_empty() {
         "the document root"
@@ -460,7 +473,7 @@ impl Error {
             Error::DeviceControlRevoked => "DEVICE_CONTROL_REVOKED",
             Error::DeviceControlNotHeld => "DEVICE_CONTROL_NOT_HELD",
             Error::AccessDenied { .. } => "ACCESS_DENIED",
-            Error::BrowserContextBusy => "browser_context_busy",
+            Error::BrowserContextBusy { .. } => "browser_context_busy",
             Error::BrowserAuthenticatedUnavailable => "browser_authenticated_unavailable",
             Error::DeviceNotPaired => "DEVICE_NOT_PAIRED",
             Error::DeviceSelectionRequired => "DEVICE_SELECTION_REQUIRED",
@@ -517,7 +530,7 @@ impl Error {
             | Error::DeviceControlElsewhere
             | Error::DeviceControlRevoked
             | Error::DeviceControlNotHeld
-            | Error::BrowserContextBusy
+            | Error::BrowserContextBusy { .. }
             | Error::StaleObservation { .. }
             | Error::HistoryUnavailable
             | Error::ScrollLimit
@@ -577,7 +590,7 @@ impl Error {
             Error::DeviceControlElsewhere
             | Error::DeviceControlRevoked
             | Error::DeviceControlNotHeld
-            | Error::BrowserContextBusy
+            | Error::BrowserContextBusy { .. }
             | Error::BrowserAuthenticatedUnavailable => ErrorFamily::Lease,
             Error::AccessDenied { .. } => ErrorFamily::Access,
             Error::DeviceNotPaired
@@ -612,6 +625,21 @@ impl Error {
             Error::InvalidConfiguration { path, .. } | Error::InvalidRequest { path, .. } => {
                 Some(path)
             }
+            _ => None,
+        }
+    }
+
+    /// `isolatedAvailable` of a `browser_context_busy` error (R-PROF-2): whether the call may
+    /// be retried in isolated mode; `None` for every other error.
+    ///
+    /// ```
+    /// let err = jevgate::Error::BrowserContextBusy { isolated_available: true };
+    /// assert_eq!(err.isolated_available(), Some(true));
+    /// assert_eq!(jevgate::Error::DeviceOffline.isolated_available(), None);
+    /// ```
+    pub fn isolated_available(&self) -> Option<bool> {
+        match self {
+            Error::BrowserContextBusy { isolated_available } => Some(*isolated_available),
             _ => None,
         }
     }

@@ -70,6 +70,7 @@ fn r_lease_3_take_back_cancels_in_flight_and_revokes_exactly_once() {
     let clock = ManualClock::new();
     let gw = gateway(dir.path(), &clock);
     let l = gw.leases();
+    l.set_device_owner("dev", "person").unwrap();
     l.acquire("dev", "a").unwrap();
     let cancelled = Arc::new(AtomicUsize::new(0));
     let c = Arc::clone(&cancelled);
@@ -105,6 +106,7 @@ fn r_lease_4_revoked_window_is_reported_held_and_blocks_others() {
     let clock = ManualClock::new();
     let gw = gateway(dir.path(), &clock);
     let l = gw.leases();
+    l.set_device_owner("dev", "person").unwrap();
     l.acquire("dev", "a").unwrap();
     clock.advance(secs(10));
     let takeover = clock.wall_millis();
@@ -137,6 +139,8 @@ fn r_lease_5_status_reveals_only_the_callers_own_session() {
     let clock = ManualClock::new();
     let gw = gateway(dir.path(), &clock);
     let l = gw.leases();
+    l.set_device_owner("dev", "person").unwrap();
+    l.set_device_owner("never-used", "person").unwrap();
     l.acquire("dev", "a").unwrap();
     let mut as_a = owner();
     as_a.root_session = Some("a".into());
@@ -218,6 +222,131 @@ fn r_lease_7_control_routes_are_owner_only() {
     assert!(l.take_back("dev", &owner()).unwrap());
 }
 
+// R-LEASE-7: owners are persisted. After a restart (close, reopen on the same data directory)
+// a stranger is still refused and the holder keeps the device; the owner still takes it back.
+#[test]
+fn r_lease_7_owners_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    {
+        let gw = gateway(dir.path(), &clock);
+        gw.leases().set_device_owner("laptop", "person").unwrap();
+        gw.leases().acquire("laptop", "conversation-1").unwrap();
+        assert_eq!(
+            gw.leases()
+                .take_back("laptop", &ControlCaller::owner("mallory"))
+                .unwrap_err()
+                .code(),
+            "ACCESS_DENIED"
+        );
+        gw.close();
+    }
+    let gw = gateway(dir.path(), &clock);
+    let l = gw.leases();
+    let mallory = ControlCaller::owner("mallory");
+    let err = l.take_back("laptop", &mallory).unwrap_err();
+    assert_eq!((err.code(), err.http_status()), ("ACCESS_DENIED", 403));
+    assert_eq!(
+        l.status("laptop", &mallory).unwrap_err().code(),
+        "ACCESS_DENIED"
+    );
+    assert_eq!(
+        l.holder("laptop").as_deref(),
+        Some("conversation-1"),
+        "the refused take-back dispossessed nobody"
+    );
+    assert!(
+        l.take_back("laptop", &owner()).unwrap(),
+        "the owner still can"
+    );
+    assert!(l.status("laptop", &owner()).unwrap().revoked);
+    // A later owner change is persisted too (last write wins across a restart).
+    l.set_device_owner("laptop", "heir").unwrap();
+    gw.close();
+    let gw = gateway(dir.path(), &clock);
+    assert_eq!(
+        gw.leases().status("laptop", &owner()).unwrap_err().code(),
+        "ACCESS_DENIED"
+    );
+    assert!(gw
+        .leases()
+        .status("laptop", &ControlCaller::owner("heir"))
+        .is_ok());
+}
+
+// R-LEASE-7: a device with no recorded owner is refused to everyone on every control route —
+// an unknown owner is never a pass — and the refusal changes nothing.
+#[test]
+fn r_lease_7_a_device_without_an_owner_is_refused_to_everyone() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    let gw = gateway(dir.path(), &clock);
+    let l = gw.leases();
+    l.acquire("ownerless", "conversation-1").unwrap();
+    for who in ["person", "mallory", ""] {
+        let caller = ControlCaller::owner(who);
+        assert_eq!(
+            l.take_back("ownerless", &caller).unwrap_err().code(),
+            "ACCESS_DENIED",
+            "{who:?}"
+        );
+        assert_eq!(
+            l.status("ownerless", &caller).unwrap_err().code(),
+            "ACCESS_DENIED",
+            "{who:?}"
+        );
+    }
+    assert_eq!(
+        l.status("never-seen", &owner()).unwrap_err().code(),
+        "ACCESS_DENIED"
+    );
+    assert_eq!(l.holder("ownerless").as_deref(), Some("conversation-1"));
+    assert!(
+        !l.acquire("ownerless", "conversation-1").unwrap().acquired,
+        "the holder was never told it lost the device"
+    );
+}
+
+// R-LEASE-7 through pairing: a paired device's owner is known after a restart, and no other
+// account can take it back.
+#[test]
+fn r_lease_7_paired_device_owner_survives_a_restart() {
+    use jevgate::device::{BrowserInfo, PairRequest};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    let device = {
+        let gw = gateway(dir.path(), &clock);
+        let p = gw
+            .pair(
+                "alice",
+                &PairRequest {
+                    installation_id: "alice-laptop".into(),
+                    name: "laptop".into(),
+                    browser: Some(BrowserInfo {
+                        name: "Chromium".into(),
+                        version: "131".into(),
+                    }),
+                },
+            )
+            .unwrap();
+        gw.leases().acquire(&p.device.id, "conversation-1").unwrap();
+        gw.close();
+        p.device.id
+    };
+    let gw = gateway(dir.path(), &clock);
+    assert_eq!(
+        gw.leases()
+            .take_back(&device, &ControlCaller::owner("mallory"))
+            .unwrap_err()
+            .code(),
+        "ACCESS_DENIED"
+    );
+    assert!(gw
+        .leases()
+        .take_back(&device, &ControlCaller::owner("alice"))
+        .unwrap());
+}
+
 #[test]
 fn hostile_ids_are_argument_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -248,6 +377,7 @@ fn clock_policy_restart_never_frees_a_lease_early_and_keeps_owed_notices() {
     let clock = ManualClock::new();
     {
         let gw = gateway(dir.path(), &clock);
+        gw.leases().set_device_owner("taken", "person").unwrap();
         gw.leases().acquire("held", "a").unwrap();
         gw.leases().acquire("taken", "x").unwrap();
         gw.leases().take_back("taken", &owner()).unwrap();
@@ -296,6 +426,7 @@ fn clock_policy_suspend_does_not_expire_a_lease() {
     let clock = ManualClock::new();
     let gw = gateway(dir.path(), &clock);
     let l = gw.leases();
+    l.set_device_owner("dev", "person").unwrap();
     l.acquire("dev", "a").unwrap();
     clock.advance(secs(60));
     let resumed_wall = clock.wall() + Duration::from_secs(8 * 3600);
@@ -332,6 +463,53 @@ fn call(thread: &str, mode: Option<SessionMode>, profile: Option<&str>) -> Brows
     }
 }
 
+// R-PROF-1: the profile a session holds is named by a hash keyed with the gateway's own secret.
+// Two gateways (two data directories, two secrets) give the same (organization, profileKey)
+// different hashes, so a hash from one gateway says nothing about another's profiles; the same
+// gateway reopened gives the same hash (its secret is kept in the store), and the hash is
+// exactly HMAC(secret of that store) — never the key itself.
+#[test]
+fn r_prof_1_different_gateway_secrets_give_different_profile_hashes() {
+    let clock = ManualClock::new();
+    let hash_in = |dir: &std::path::Path| {
+        let gw = gateway(dir, &clock);
+        let guard = gw
+            .leases()
+            .begin_browser_call(&call("t1", None, Some("work")))
+            .unwrap();
+        let hash = guard
+            .profile
+            .clone()
+            .expect("an authenticated session names its profile");
+        drop(guard);
+        gw.close();
+        hash
+    };
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let hash_a = hash_in(a.path());
+    let hash_b = hash_in(b.path());
+    assert_ne!(
+        hash_a, hash_b,
+        "different gateway secrets, different hashes"
+    );
+    assert_eq!(hash_in(a.path()), hash_a, "the secret survives a reopen");
+    for (dir, hash) in [(a.path(), &hash_a), (b.path(), &hash_b)] {
+        let store = jevgate::store::Store::open(dir).unwrap();
+        let secret = store.gateway_secret().unwrap();
+        store.close();
+        assert_eq!(
+            *hash,
+            jevgate::lease::profile_key_hash(&secret, "acme", "work")
+        );
+        assert!(!hash.contains("work"));
+    }
+    assert_ne!(
+        hash_a,
+        jevgate::lease::profile_key_hash(&[], "acme", "work"),
+        "not an unkeyed hash"
+    );
+}
+
 #[test]
 fn r_prof_1_to_4_through_the_facade_with_hooks_and_reaping() {
     let dir = tempfile::tempdir().unwrap();
@@ -357,6 +535,17 @@ fn r_prof_1_to_4_through_the_facade_with_hooks_and_reaping() {
         ("browser_context_busy", 409)
     );
     assert!(err.to_string().contains("isolatedAvailable: true"));
+    assert_eq!(
+        err.isolated_available(),
+        Some(true),
+        "a typed field, not only words in the message"
+    );
+    assert!(matches!(
+        err,
+        jevgate::Error::BrowserContextBusy {
+            isolated_available: true
+        }
+    ));
     drop(first);
     // Without permission, authenticated is refused, never downgraded.
     let mut denied = call("t3", Some(SessionMode::Authenticated), Some("work"));

@@ -43,6 +43,11 @@ fn sixty_four_threads_never_see_two_holders_and_revocations_are_delivered_once()
         GatewayOptions::new(dir.path(), Config::default()).with_clock(Arc::new(clock.clone())),
     )
     .unwrap();
+    for d in 0..DEVICES {
+        gw.leases()
+            .set_device_owner(&format!("device-{d}"), "person")
+            .unwrap();
+    }
     let logs: Arc<Vec<Mutex<PhaseLog>>> = Arc::new(
         (0..PHASES)
             .map(|_| {

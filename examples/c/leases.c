@@ -3,7 +3,8 @@
  *
  * One conversation drives a device at a time; a second one is turned away without being told
  * who holds it; the owner takes the browser back; the dispossessed conversation is told exactly
- * once; the revoked window holds others off for 120 s. Exits non-zero on the first broken
+ * once; the revoked window holds others off for 120 s; owners survive a restart and a device
+ * without an owner is refused to everyone. Exits non-zero on the first broken
  * expectation (the test suite runs it).
  */
 #include "jevgate.h"
@@ -65,11 +66,36 @@ int main(int argc, char **argv) {
   EXPECT(!contains(jevgate_error_message(err), "conversation-a"));
   expect_code(st, err, "DEVICE_CONTROL_ELSEWHERE");
 
-  /* R-LEASE-7: a delegated credential cannot take the browser back. */
+  /* R-LEASE-7: a delegated credential cannot take the browser back, nor can a stranger. */
   err = NULL;
   bool took = false;
   st = jevgate_lease_take_back(gw, "laptop", "person", true, &took, &err);
   expect_code(st, err, "ACCESS_DENIED");
+  err = NULL;
+  st = jevgate_lease_take_back(gw, "laptop", "mallory", false, &took, &err);
+  expect_code(st, err, "ACCESS_DENIED");
+
+  /* R-LEASE-7: owners are persisted; after a restart on the same data directory a stranger is
+   * still refused and the holder keeps the device. */
+  jevgate_gateway_close(gw);
+  gw = NULL;
+  err = NULL;
+  if (jevgate_gateway_open_with_clock(argv[1], "{}", clock, &gw, &err) != JEVGATE_OK) {
+    fprintf(stderr, "reopen: %s\n", jevgate_error_message(err));
+    return 1;
+  }
+  err = NULL;
+  st = jevgate_lease_take_back(gw, "laptop", "mallory", false, &took, &err);
+  expect_code(st, err, "ACCESS_DENIED");
+  err = NULL;
+  st = jevgate_lease_acquire(gw, "laptop", "conversation-b", &grant, &err);
+  expect_code(st, err, "DEVICE_CONTROL_ELSEWHERE");
+
+  /* R-LEASE-7: a device with no recorded owner is refused to everyone. */
+  err = NULL;
+  st = jevgate_lease_take_back(gw, "ownerless", "person", false, &took, &err);
+  expect_code(st, err, "ACCESS_DENIED");
+  EXPECT(jevgate_error_isolated_available(NULL) == -1);
 
   /* R-LEASE-3: the owner takes it back. */
   err = NULL;
@@ -132,6 +158,8 @@ int main(int argc, char **argv) {
   st = jevgate_browser_call_begin(
       gw, "{\"threadId\":\"t2\",\"organization\":\"acme\",\"profileKey\":\"work\"}", &other, &err);
   EXPECT(other == NULL);
+  /* R-PROF-2: isolatedAvailable is a field, not only words in the message. */
+  EXPECT(jevgate_error_isolated_available(err) == 1);
   expect_code(st, err, "browser_context_busy");
   jevgate_browser_call_end(call);
   jevgate_manual_clock_advance_ms(clock, 15 * 60 * 1000);

@@ -5,8 +5,11 @@
 //! Order of refusals, all before anything is queued: unknown tool, invalid arguments (a batch
 //! over its cap answers `batch_cap_exceeded`), `DEVICE_NOT_PAIRED`, `DEVICE_SELECTION_REQUIRED`,
 //! `DEVICE_CAPABILITY_MISMATCH`, `DEVICE_OFFLINE`, then the lease (`DEVICE_CONTROL_ELSEWHERE`,
-//! `DEVICE_CONTROL_REVOKED`). This module must never retry a command, never run the rest of a
-//! batch after a failure, and never log arguments or results.
+//! `DEVICE_CONTROL_REVOKED`). The lease is acquired and the command registered for
+//! cancellation in one step ([`Leases::acquire_command`]), and a cancelled command is never
+//! handed to the executor, so a take-back at any moment after the acquire stops the command
+//! (R-LEASE-3). This module must never retry a command, never run the rest of a batch after a
+//! failure, and never log arguments or results.
 
 use super::caps::{self, DeviceLimits};
 use super::executor::{CancelToken, ToolExecutor, WorkerFailure, OUTCOME_UNKNOWN};
@@ -164,6 +167,10 @@ impl Run<'_> {
         args: &Value,
         deadline: std::time::Duration,
     ) -> Result<(Value, usize), WorkerFailure> {
+        // A take-back that came after the acquire: the command is not sent at all.
+        if self.cancel.is_cancelled() {
+            return Err(cancelled());
+        }
         let raw = self
             .executor
             .execute(tool.name(), args, deadline, &self.cancel)?;
@@ -298,6 +305,21 @@ impl Run<'_> {
     }
 }
 
+fn cancelled() -> WorkerFailure {
+    WorkerFailure::new(
+        "cancelled",
+        "a person took control of this browser back and the command was cancelled before it was sent; do not retry unless asked to",
+    )
+}
+
+// Test seam: runs on the dispatching thread right after the lease step, before anything is
+// sent — exactly where a take-back used to find nothing to cancel.
+#[cfg(test)]
+thread_local! {
+    static AFTER_LEASE: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 enum Prepared {
     Single(Tool, Value),
     Batch(Vec<tools::Action>),
@@ -419,14 +441,19 @@ impl DeviceService {
         let Some(executor) = self.executor(&device.id) else {
             return ToolResult::from_error(&Error::DeviceOffline);
         };
-        if let Err(e) = leases.acquire(&device.id, &call.root_session) {
-            return ToolResult::from_error(&e);
-        }
+        // One step: the lease and the command's cancellation hook (R-LEASE-3).
         let cancel = CancelToken::new();
         let _guard = {
             let cancel = cancel.clone();
-            leases.begin_command(&device.id, &call.root_session, move || cancel.cancel())
+            match leases.acquire_command(&device.id, &call.root_session, move || cancel.cancel()) {
+                Ok((_, guard)) => guard,
+                Err(e) => return ToolResult::from_error(&e),
+            }
         };
+        #[cfg(test)]
+        if let Some(hook) = AFTER_LEASE.with(|h| h.borrow_mut().take()) {
+            hook();
+        }
         let run = Run {
             service: self,
             call,
@@ -444,5 +471,111 @@ impl DeviceService {
             }
             Prepared::Batch(actions) => run.batch(&actions),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{BrowserInfo, ChannelOptions, DeviceWorker, PairRequest, WorkerOptions};
+    use crate::lease::ControlCaller;
+    use crate::{Gateway, GatewayOptions};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    /// A worker's executor that counts the commands that reached it.
+    struct Counting(Arc<AtomicUsize>);
+
+    impl ToolExecutor for Counting {
+        fn execute(
+            &self,
+            _tool: &str,
+            _args: &Value,
+            _deadline: Duration,
+            _cancel: &CancelToken,
+        ) -> Result<Value, WorkerFailure> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Ok(json!({"text": "ran"}))
+        }
+    }
+
+    // R-LEASE-3: the person takes the device back at the one moment that used to be a gap —
+    // after the conversation's call acquired the lease, before its command was registered for
+    // cancellation and sent. The command must not reach the worker. The interleaving is forced
+    // on the dispatching thread (no timing, no sleep); a real worker on a loopback channel
+    // counts what reaches it.
+    #[test]
+    fn r_lease_3_take_back_right_after_the_acquire_stops_the_command_before_it_is_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        let gw = Gateway::open(GatewayOptions::new(dir.path(), Default::default())).unwrap();
+        let channel = gw
+            .serve_channel(ChannelOptions::new("127.0.0.1:0"))
+            .unwrap();
+        let pairing = gw
+            .pair(
+                "alice",
+                &PairRequest {
+                    installation_id: "alice-install".into(),
+                    name: "laptop".into(),
+                    browser: Some(BrowserInfo {
+                        name: "Chromium".into(),
+                        version: "131".into(),
+                    }),
+                },
+            )
+            .unwrap();
+        let device = pairing.device.id.clone();
+        let reached = Arc::new(AtomicUsize::new(0));
+        let worker = DeviceWorker::connect(
+            WorkerOptions::new(channel.url(), pairing.token),
+            Arc::new(Counting(Arc::clone(&reached))),
+        )
+        .unwrap();
+        let call = ToolCall::new("alice", "conv-1", "browser_get_text", json!({}));
+
+        // Control: without a take-back the command reaches the worker.
+        assert!(gw.call_tool(&call).is_success());
+        assert_eq!(reached.load(Ordering::SeqCst), 1);
+
+        let took = Arc::new(AtomicUsize::new(0));
+        {
+            let leases = gw.leases().clone();
+            let device = device.clone();
+            let took = Arc::clone(&took);
+            AFTER_LEASE.with(|h| {
+                *h.borrow_mut() = Some(Box::new(move || {
+                    if leases
+                        .take_back(&device, &ControlCaller::owner("alice"))
+                        .unwrap()
+                    {
+                        took.fetch_add(1, Ordering::SeqCst);
+                    }
+                }))
+            });
+        }
+        let answer = gw.call_tool(&call);
+        assert_eq!(
+            took.load(Ordering::SeqCst),
+            1,
+            "the take-back dispossessed the caller"
+        );
+        assert_eq!(answer.error_code(), Some("cancelled"), "{answer:?}");
+        assert_eq!(
+            reached.load(Ordering::SeqCst),
+            1,
+            "the command taken back never reached the worker"
+        );
+        // Nobody else slips in during the window, and the dispossessed conversation is told.
+        assert_eq!(
+            gw.leases().acquire(&device, "conv-2").unwrap_err().code(),
+            "DEVICE_CONTROL_ELSEWHERE"
+        );
+        assert_eq!(
+            gw.call_tool(&call).error_code(),
+            Some("DEVICE_CONTROL_REVOKED")
+        );
+        assert_eq!(reached.load(Ordering::SeqCst), 1);
+        worker.close();
+        gw.close();
     }
 }

@@ -11,6 +11,7 @@ pub struct jevgate_error {
     http_status: u16,
     retry_after_ms: i64,
     validation_reason: Option<CString>,
+    isolated_available: Option<bool>,
 }
 
 fn lossless(s: &str) -> CString {
@@ -28,6 +29,7 @@ impl jevgate_error {
                 .retry_after()
                 .map_or(-1, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
             validation_reason: e.validation_reason().map(lossless),
+            isolated_available: e.isolated_available(),
         }))
     }
 }
@@ -109,6 +111,19 @@ pub unsafe extern "C" fn jevgate_error_validation_reason(
     unsafe { get(err) }
         .and_then(|e| e.validation_reason.as_ref())
         .map_or(std::ptr::null(), |p| p.as_ptr())
+}
+
+/// `isolatedAvailable` of a `browser_context_busy` error (R-PROF-2): 1 when the call may be
+/// retried in isolated mode, 0 when not, -1 for other errors and NULL.
+///
+/// # Safety
+/// `err` must be NULL or a live error object from jevgate.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_error_isolated_available(err: *const jevgate_error) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { get(err) }
+        .and_then(|e| e.isolated_available)
+        .map_or(-1, i32::from)
 }
 
 /// Frees an error object. NULL is accepted and ignored.

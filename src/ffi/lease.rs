@@ -181,7 +181,8 @@ pub unsafe extern "C" fn jevgate_lease_renew(
 /// The device's owner takes control back (R-LEASE-3, -7): clears the holder, cancels its
 /// in-flight command, and opens the revoked window. Writes whether a holder was dispossessed
 /// to `*took_back_out` (may be NULL). `delegated` = the caller used a delegated credential
-/// (refused with `ACCESS_DENIED`).
+/// (refused with `ACCESS_DENIED`). A principal other than the recorded owner, or any principal
+/// on a device with no recorded owner, is refused with `ACCESS_DENIED`.
 ///
 /// # Safety
 /// `gateway` a live handle; strings NUL-terminated; out-pointers NULL or writable.
@@ -215,7 +216,8 @@ pub unsafe extern "C" fn jevgate_lease_take_back(
     })
 }
 
-/// `control_status` for the device's owner (R-LEASE-4, -5): writes
+/// `control_status` for the device's owner (R-LEASE-4, -5, -7; anyone else, or a device with no
+/// recorded owner, is `ACCESS_DENIED`): writes
 /// `{"held","heldByRootSession","expiresAt","revoked"}`. `root_session` (may be NULL) is the
 /// caller's own conversation; `heldByRootSession` is only ever that session.
 ///
@@ -286,6 +288,7 @@ pub unsafe extern "C" fn jevgate_lease_release_session(
 }
 
 /// Records the owner of a device; control routes then accept only that principal (R-LEASE-7).
+/// The owner is stored (it survives a restart); a device with no recorded owner accepts nobody.
 ///
 /// # Safety
 /// `gateway` a live handle; strings NUL-terminated; `err_out` NULL or writable.

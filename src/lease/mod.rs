@@ -4,11 +4,26 @@
 //! The rules live in two pure state machines over explicit time — [`control`] (device control
 //! leases) and [`profile`] (profile leases and session lifetimes). [`Leases`] is the thin,
 //! thread-safe façade a [`Gateway`](crate::Gateway) owns: it reads the injected clock, takes a
-//! short lock around each transition, persists control-lease holder changes, and runs
-//! cancellation and session-close hooks *after* releasing its locks.
+//! short lock around each transition, persists control-lease holder changes and device owners,
+//! and runs cancellation and session-close hooks *after* releasing its locks.
 //!
 //! It never names a lease holder to anyone but the holder (R-LEASE-2, -5), never lets two root
 //! sessions hold one device (R-LEASE-8), and never stores a raw profile key (R-PROF-1).
+//!
+//! # Owner-only control (R-LEASE-7)
+//!
+//! Device owners are written to the store before they take effect and loaded on open, so a
+//! restart forgets no owner. Every control route goes through one check, and a device with no
+//! recorded owner is refused (`ACCESS_DENIED`) exactly like a stranger: an unknown owner is never
+//! a pass.
+//!
+//! # Take-back and in-flight commands (R-LEASE-3)
+//!
+//! [`Leases::acquire_command`] acquires (or renews) the lease and registers the command's
+//! cancellation hook in one transition under one lock, and [`Leases::take_back`] dispossesses
+//! the holder and collects its hooks in one transition under the same lock. So a take-back
+//! either comes first (the command is refused) or finds the command registered (it is
+//! cancelled); there is no moment between the two where a take-back finds nothing to cancel.
 //!
 //! # Clock policy
 //!
@@ -148,6 +163,8 @@ struct Inner {
     store: Arc<Store>,
     secret: Vec<u8>,
     control: Mutex<ControlState>,
+    /// Serialises owner changes so the store and the in-memory map agree on the last one.
+    owners_write: Mutex<()>,
     sessions: Mutex<SessionTable>,
     hooks: RwLock<Option<Arc<dyn SessionHooks>>>,
     next_id: AtomicU64,
@@ -160,9 +177,12 @@ struct Inner {
 /// # let dir = tempfile::tempdir().unwrap();
 /// # let gw = jevgate::Gateway::open(jevgate::GatewayOptions::new(dir.path(), Default::default())).unwrap();
 /// let leases = gw.leases();
+/// leases.set_device_owner("laptop", "me").unwrap();
 /// assert!(leases.acquire("laptop", "conversation-1").unwrap().acquired);
 /// let err = leases.acquire("laptop", "conversation-2").unwrap_err();
 /// assert_eq!(err.code(), "DEVICE_CONTROL_ELSEWHERE");
+/// let stranger = jevgate::lease::ControlCaller::owner("mallory");
+/// assert_eq!(leases.take_back("laptop", &stranger).unwrap_err().code(), "ACCESS_DENIED");
 /// assert!(leases.take_back("laptop", &jevgate::lease::ControlCaller::owner("me")).unwrap());
 /// assert_eq!(leases.acquire("laptop", "conversation-1").unwrap_err().code(), "DEVICE_CONTROL_REVOKED");
 /// ```
@@ -252,7 +272,15 @@ impl Leases {
                 .collect::<rusqlite::Result<Vec<_>>>();
             rows
         })?;
+        let owners: Vec<(String, String)> = store.read(|c| {
+            let mut stmt = c.prepare("SELECT device_id, owner FROM device_owners")?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>();
+            rows
+        })?;
         let mut state = ControlState::default();
+        state.owners.extend(owners);
         for (device, holder, revoked, version) in rows {
             let revoked_sessions: Vec<String> =
                 serde_json::from_str(&revoked).map_err(|_| Error::StoreCorrupt {
@@ -273,6 +301,7 @@ impl Leases {
                 store,
                 secret,
                 control: Mutex::new(state),
+                owners_write: Mutex::new(()),
                 sessions: Mutex::new(SessionTable::default()),
                 hooks: RwLock::new(None),
                 next_id: AtomicU64::new(1),
@@ -297,12 +326,22 @@ impl Leases {
 
     /// Runs a transition on one device; persists the new snapshot if it changed.
     fn transition<T>(&self, device: &str, f: impl FnOnce(&mut DeviceLease, Instant) -> T) -> T {
+        self.transition_state(device, |state, now| f(state.table.device(device), now))
+    }
+
+    /// Like [`Leases::transition`], with the whole control state (lease, in-flight commands)
+    /// under the one lock, so a lease change and the commands it concerns change together.
+    fn transition_state<T>(
+        &self,
+        device: &str,
+        f: impl FnOnce(&mut ControlState, Instant) -> T,
+    ) -> T {
         let now = self.inner.clock.now();
         let (out, persist) = {
             let mut control = self.inner.control.lock();
+            let before = control.table.device(device).epoch();
+            let out = f(&mut control, now);
             let lease = control.table.device(device);
-            let before = lease.epoch();
-            let out = f(lease, now);
             let persist = if lease.epoch() != before {
                 let after = lease.snapshot();
                 let v = control.versions.entry(device.to_string()).or_insert(0);
@@ -376,20 +415,44 @@ impl Leases {
                 reason: "control routes are for the device's owner; a delegated credential cannot use them".into(),
             });
         }
+        // An unknown owner is a refusal, never a pass (R-LEASE-7): the same answer as a
+        // stranger's, so it tells nobody whether the device has an owner.
         let control = self.inner.control.lock();
         match control.owners.get(device) {
-            Some(owner) if *owner != caller.principal => Err(Error::AccessDenied {
+            Some(owner) if *owner == caller.principal => Ok(()),
+            _ => Err(Error::AccessDenied {
                 reason: "only the device's owner can use its control routes".into(),
             }),
-            _ => Ok(()),
         }
     }
 
     /// Records `owner` as the owner of `device` (the device registry calls this on pairing).
-    /// Control routes then accept only that principal (R-LEASE-7).
+    /// Control routes then accept only that principal (R-LEASE-7); a device with no recorded
+    /// owner accepts nobody. The owner is written to the store before it takes effect, so it
+    /// survives a restart.
     pub fn set_device_owner(&self, device: &str, owner: &str) -> Result<()> {
+        self.check_open()?;
         id_arg("device_id", device)?;
         id_arg("owner", owner)?;
+        let _serial = self.inner.owners_write.lock();
+        if self
+            .inner
+            .control
+            .lock()
+            .owners
+            .get(device)
+            .map(String::as_str)
+            == Some(owner)
+        {
+            return Ok(());
+        }
+        self.inner.store.write(|tx| {
+            tx.execute(
+                "INSERT INTO device_owners (device_id, owner) VALUES (?1, ?2)
+                 ON CONFLICT(device_id) DO UPDATE SET owner = excluded.owner",
+                rusqlite::params![device, owner],
+            )
+        })?;
         self.inner
             .control
             .lock()
@@ -403,21 +466,26 @@ impl Leases {
     /// whether a holder was dispossessed (taking back a free device is a no-op).
     pub fn take_back(&self, device: &str, caller: &ControlCaller) -> Result<bool> {
         self.check_owner(device, caller)?;
-        let dispossessed = self.transition(device, |l, now| l.take_back(now));
-        let Some(session) = dispossessed else {
-            return Ok(false);
-        };
-        let hooks: Vec<CancelHook> = {
-            let mut control = self.inner.control.lock();
-            match control.in_flight.get_mut(device) {
+        // Dispossess and collect the holder's in-flight hooks in one transition: a command
+        // registers under the same lock as its acquire, so none can slip between the two.
+        let hooks: Option<Vec<CancelHook>> = self.transition_state(device, |state, now| {
+            let session = state.table.device(device).take_back(now)?;
+            let hooks = match state.in_flight.get_mut(device) {
                 Some(list) => {
                     let (cancel, keep): (Vec<_>, Vec<_>) =
                         list.drain(..).partition(|c| c.session == session);
                     *list = keep;
+                    if list.is_empty() {
+                        state.in_flight.remove(device);
+                    }
                     cancel.into_iter().map(|c| c.cancel).collect()
                 }
                 None => Vec::new(),
-            }
+            };
+            Some(hooks)
+        });
+        let Some(hooks) = hooks else {
+            return Ok(false);
         };
         for cancel in hooks {
             if std::panic::catch_unwind(std::panic::AssertUnwindSafe(cancel)).is_err() {
@@ -474,8 +542,57 @@ impl Leases {
             .and_then(|l| l.holder(now).map(str::to_string))
     }
 
+    /// A command by `root_session` on `device` (R-LEASE-1..3): acquires or renews the lease
+    /// exactly like [`Leases::acquire`] and, in the same transition under the same lock,
+    /// registers `cancel` for a take-back. A take-back therefore either comes first (this
+    /// answers `DEVICE_CONTROL_ELSEWHERE` / `DEVICE_CONTROL_REVOKED` and `cancel` is dropped
+    /// unrun) or finds the command and cancels it. Dropping the guard unregisters it.
+    pub fn acquire_command(
+        &self,
+        device: &str,
+        root_session: &str,
+        cancel: impl FnOnce() + Send + 'static,
+    ) -> Result<(LeaseGrant, CommandGuard)> {
+        self.check_open()?;
+        id_arg("device_id", device)?;
+        id_arg("root_session", root_session)?;
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let now = self.inner.clock.now();
+        let grant = self
+            .transition_state(device, |state, now| {
+                let grant = state.table.device(device).touch(root_session, now)?;
+                state
+                    .in_flight
+                    .entry(device.to_string())
+                    .or_default()
+                    .push(InFlight {
+                        id,
+                        session: root_session.to_string(),
+                        cancel: Box::new(cancel),
+                    });
+                Ok(grant)
+            })
+            .map_err(refusal)?;
+        let guard = CommandGuard {
+            leases: self.clone(),
+            device: device.to_string(),
+            id,
+        };
+        Ok((
+            LeaseGrant {
+                acquired: grant.acquired,
+                expires_at: self.wall_ms(grant.expires_at, now),
+            },
+            guard,
+        ))
+    }
+
     /// Registers a cancellation hook for a command `root_session` is running on `device`; a
     /// take-back calls it (once, outside all locks). Dropping the guard unregisters it.
+    ///
+    /// Prefer [`Leases::acquire_command`], which cannot be separated from the acquire. For a
+    /// caller that acquired first, a take-back in between is not lost: when `root_session`
+    /// does not hold the lease at registration, `cancel` runs at once (outside the lock).
     pub fn begin_command(
         &self,
         device: &str,
@@ -483,17 +600,34 @@ impl Leases {
         cancel: impl FnOnce() + Send + 'static,
     ) -> CommandGuard {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        self.inner
-            .control
-            .lock()
-            .in_flight
-            .entry(device.to_string())
-            .or_default()
-            .push(InFlight {
-                id,
-                session: root_session.to_string(),
-                cancel: Box::new(cancel),
-            });
+        let now = self.inner.clock.now();
+        let late: Option<CancelHook> = {
+            let mut control = self.inner.control.lock();
+            let holds = control
+                .table
+                .get(device)
+                .and_then(|l| l.holder(now))
+                .is_some_and(|h| h == root_session);
+            if holds {
+                control
+                    .in_flight
+                    .entry(device.to_string())
+                    .or_default()
+                    .push(InFlight {
+                        id,
+                        session: root_session.to_string(),
+                        cancel: Box::new(cancel),
+                    });
+                None
+            } else {
+                Some(Box::new(cancel))
+            }
+        };
+        if let Some(cancel) = late {
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(cancel)).is_err() {
+                log::error!("a command cancellation hook panicked");
+            }
+        }
         CommandGuard {
             leases: self.clone(),
             device: device.to_string(),
@@ -561,7 +695,10 @@ impl Leases {
                 created: grant.created,
                 profile: grant.profile,
             }),
-            Err(SessionRefusal::ContextBusy) => Err(Error::BrowserContextBusy),
+            // Isolated sessions never read or write a profile, so they are always available.
+            Err(SessionRefusal::ContextBusy) => Err(Error::BrowserContextBusy {
+                isolated_available: true,
+            }),
             Err(SessionRefusal::AuthenticatedUnavailable) => {
                 Err(Error::BrowserAuthenticatedUnavailable)
             }

@@ -14,7 +14,13 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 type Migration = fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>;
 
 /// `MIGRATIONS[i]` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[Migration] = &[v1_meta, v2_control_leases, v3_devices, v4_jev_usage];
+const MIGRATIONS: &[Migration] = &[
+    v1_meta,
+    v2_control_leases,
+    v3_devices,
+    v4_jev_usage,
+    v5_device_owners,
+];
 
 /// v1: store identity and the per-gateway secret.
 fn v1_meta(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
@@ -98,6 +104,19 @@ fn v4_jev_usage(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
             rate_version TEXT
         ) STRICT;
         CREATE INDEX jev_usage_agent ON jev_usage (agent_id, seq);",
+    )
+}
+
+/// v5: device owners for the control routes (R-LEASE-7), kept apart from `devices` because a
+/// host may name the owner of a device it drives without pairing it. Paired devices' owners are
+/// copied in, so an upgraded store knows every owner it knew before.
+fn v5_device_owners(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "CREATE TABLE device_owners (
+            device_id TEXT PRIMARY KEY NOT NULL,
+            owner TEXT NOT NULL
+        ) STRICT;
+        INSERT INTO device_owners (device_id, owner) SELECT device_id, owner FROM devices;",
     )
 }
 

@@ -221,3 +221,44 @@ fn a_failed_write_leaves_nothing_behind() {
         .unwrap();
     assert_eq!(n, 0);
 }
+
+// R-LEASE-7 / R-STO: upgrading a v4 store (owners known only from `devices`) to v5 copies every
+// paired device's owner into `device_owners`, so no owner is forgotten by the upgrade.
+#[test]
+fn v5_migration_copies_paired_devices_owners() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = open(dir.path()).unwrap();
+        s.write(|tx| {
+            tx.execute_batch(
+                "DROP TABLE device_owners;
+                 INSERT INTO devices (device_id, owner, installation_id, name, capability,
+                    token_hash, paired_at) VALUES
+                    ('dev_a', 'alice', 'i1', 'laptop', 'browser', x'01', 1),
+                    ('dev_b', 'bob', 'i2', 'desk', 'shell', x'02', 2);
+                 PRAGMA user_version = 4;",
+            )
+        })
+        .unwrap();
+        s.close();
+    }
+    let s = open(dir.path()).unwrap();
+    assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+    let owners: Vec<(String, String)> = s
+        .read(|c| {
+            let mut stmt =
+                c.prepare("SELECT device_id, owner FROM device_owners ORDER BY device_id")?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>();
+            rows
+        })
+        .unwrap();
+    assert_eq!(
+        owners,
+        vec![
+            ("dev_a".to_string(), "alice".to_string()),
+            ("dev_b".to_string(), "bob".to_string())
+        ]
+    );
+}

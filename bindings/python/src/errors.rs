@@ -1,5 +1,5 @@
-//! jevgate::Error → the exception classes of `jevgate._errors`, with code, status, path and
-//! retry-after attached.
+//! jevgate::Error → the exception classes of `jevgate._errors`, with code, status, path,
+//! retry-after and (for `browser_context_busy`) `isolated_available` attached.
 
 use jevgate::{Error, ErrorFamily};
 use pyo3::prelude::*;
@@ -38,6 +38,9 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
     }
     if let Some(reason) = err.validation_reason() {
         kwargs.set_item("reason", reason)?;
+    }
+    if let Some(isolated) = err.isolated_available() {
+        kwargs.set_item("isolated_available", isolated)?;
     }
     let instance = module
         .getattr(class)?

@@ -78,6 +78,7 @@ impl PyLeases {
     }
 
     /// The owner takes the device back; returns whether a holder was dispossessed.
+    /// AccessDeniedError for anyone else, a delegated credential, or a device with no owner.
     #[pyo3(signature = (device_id, principal, *, delegated = false))]
     fn take_back(
         &self,
@@ -127,7 +128,8 @@ impl PyLeases {
             .py_err()
     }
 
-    /// Records the device's owner (control routes then accept only that principal).
+    /// Records the device's owner (control routes then accept only that principal). Stored, so
+    /// it survives a restart; a device with no recorded owner accepts nobody.
     fn set_device_owner(&self, device_id: String, owner: String) -> PyResult<()> {
         self.gateway
             .leases()

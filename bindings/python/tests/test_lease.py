@@ -40,6 +40,7 @@ def test_r_lease_2_elsewhere_names_nobody(clocked):
 
 def test_r_lease_3_and_4_take_back_window_and_one_notice(clocked):
     gw, clock = clocked
+    gw.leases.set_device_owner("laptop", "person")
     gw.leases.acquire("laptop", "conv-a")
     assert gw.leases.take_back("laptop", "person") is True
     status = gw.leases.status("laptop", "person")
@@ -55,6 +56,7 @@ def test_r_lease_3_and_4_take_back_window_and_one_notice(clocked):
 
 def test_r_lease_5_status_shows_only_the_callers_session(clocked):
     gw, _ = clocked
+    gw.leases.set_device_owner("laptop", "person")
     gw.leases.acquire("laptop", "conv-a")
     assert gw.leases.status("laptop", "person", root_session="conv-a")["heldByRootSession"] == "conv-a"
     assert gw.leases.status("laptop", "person", root_session="conv-b")["heldByRootSession"] is None
@@ -80,6 +82,31 @@ def test_r_lease_7_owner_only_control_routes(clocked):
         gw.leases.take_back("laptop", "person", delegated=True)
     with pytest.raises(jevgate.AccessDeniedError):
         gw.leases.status("laptop", "stranger")
+
+
+def test_r_lease_7_a_device_without_an_owner_is_refused_to_everyone(clocked):
+    gw, _ = clocked
+    gw.leases.acquire("ownerless", "conv-a")
+    for who in ("person", "mallory"):
+        with pytest.raises(jevgate.AccessDeniedError):
+            gw.leases.take_back("ownerless", who)
+        with pytest.raises(jevgate.AccessDeniedError):
+            gw.leases.status("ownerless", who)
+    assert gw.leases.acquire("ownerless", "conv-a")["acquired"] is False, "still held, never revoked"
+
+
+def test_r_lease_7_owners_survive_a_restart(tmp_path):
+    clock = jevgate.ManualClock()
+    with jevgate.Gateway(tmp_path, clock=clock) as gw:
+        gw.leases.set_device_owner("laptop", "person")
+        gw.leases.acquire("laptop", "conv-a")
+    with jevgate.Gateway(tmp_path, clock=clock) as gw:
+        with pytest.raises(jevgate.AccessDeniedError):
+            gw.leases.take_back("laptop", "mallory")
+        with pytest.raises(jevgate.LeaseError) as info:
+            gw.leases.acquire("laptop", "conv-b")
+        assert info.value.code == "DEVICE_CONTROL_ELSEWHERE", "the refused take-back dispossessed nobody"
+        assert gw.leases.take_back("laptop", "person") is True
 
 
 def test_suspend_keeps_the_lease(clocked):
@@ -140,6 +167,7 @@ def test_r_prof_browser_sessions_from_python(clocked):
         with pytest.raises(jevgate.LeaseError) as info:
             gw.leases.browser_call("t2", "acme", profile_key="work")
         assert info.value.code == "browser_context_busy" and info.value.http_status == 409
+        assert info.value.isolated_available is True, "isolatedAvailable is a typed attribute"
         with gw.leases.browser_call("t2", "acme", mode="isolated") as iso:
             assert iso.mode == "isolated"
     with gw.leases.browser_call("t1", "acme", profile_key="work") as again:
@@ -147,6 +175,7 @@ def test_r_prof_browser_sessions_from_python(clocked):
     with pytest.raises(jevgate.LeaseError) as info:
         gw.leases.browser_call("t3", "acme", mode="authenticated", profile_key="work", authenticated_allowed=False)
     assert info.value.code == "browser_authenticated_unavailable" and info.value.http_status == 403
+    assert info.value.isolated_available is None
     clock.advance(15 * 60)
     assert gw.leases.reap() == 2
     with pytest.raises(ValueError):

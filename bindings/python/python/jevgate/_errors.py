@@ -62,8 +62,16 @@ class LeaseError(Error):
     """A device control lease or browser session lease refused the call:
     ``DEVICE_CONTROL_ELSEWHERE`` (another conversation drives the device; names nobody),
     ``DEVICE_CONTROL_REVOKED`` (a person took control back; told once — do not retry unless
-    asked), ``DEVICE_CONTROL_NOT_HELD``, ``browser_context_busy`` (isolated mode is available),
-    ``browser_authenticated_unavailable``. All 409 except the last (403)."""
+    asked), ``DEVICE_CONTROL_NOT_HELD``, ``browser_context_busy`` (``isolated_available`` says
+    whether the call may be retried in isolated mode — the seed's ``isolatedAvailable``),
+    ``browser_authenticated_unavailable``. All 409 except the last (403).
+    ``isolated_available`` is ``None`` for every code but ``browser_context_busy``."""
+
+    isolated_available: Optional[bool]
+
+    def __init__(self, message: str, *, isolated_available: Optional[bool] = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(message, **kwargs)
+        self.isolated_available = isolated_available
 
 
 class AccessDeniedError(Error, PermissionError):

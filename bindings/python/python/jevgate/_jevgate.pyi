@@ -144,13 +144,15 @@ class Leases:
         """Acquire or renew: {"acquired": bool, "expiresAt": unix_ms}; LeaseError otherwise."""
     def renew(self, device_id: str, root_session: str) -> Dict[str, Any]: ...
     def take_back(self, device_id: str, principal: str, *, delegated: bool = False) -> bool:
-        """The owner takes the device back; True when a holder was dispossessed."""
+        """The owner takes the device back; True when a holder was dispossessed.
+        AccessDeniedError for anyone else, a delegated credential, or a device with no owner."""
     def status(
         self, device_id: str, principal: str, *, root_session: Optional[str] = None, delegated: bool = False
     ) -> Dict[str, Any]:
         """{"held", "heldByRootSession", "expiresAt", "revoked"}."""
     def release_session(self, root_session: str) -> int: ...
-    def set_device_owner(self, device_id: str, owner: str) -> None: ...
+    def set_device_owner(self, device_id: str, owner: str) -> None:
+        """Records (and stores) the device's owner; a device with no owner accepts nobody."""
     def reap(self) -> int: ...
     def browser_call(
         self,
