@@ -1,21 +1,43 @@
-//! HTTP transport for the `typesafe` and `upstream` providers and the thinking helper (ureq +
-//! rustls): one JSON POST, bounded by the evaluation's remaining time, never following a
-//! redirect, no automatic retry.
+//! HTTP transport for the `typesafe` and `upstream` providers and the thinking helper: one JSON
+//! POST over HTTP/1.1 (plain on loopback, TLS via rustls with the Mozilla roots or the given
+//! ones), bounded as a whole by the evaluation's remaining time, never following a redirect, no
+//! automatic retry, idle connections kept for reuse.
 //!
 //! Status mapping (R-JEV-ERRMAP) happens here, keeping only typed metadata (Retry-After, reset
-//! time). It must never surface or log a provider's response body, the request body or the
-//! credential: error reasons are statuses and error kinds written by jevgate.
+//! time). It must never surface or log a provider's response body, the request body, a response
+//! header or the credential: error reasons are statuses and error kinds written by jevgate.
+//!
+//! Why not an HTTP library (R-LOG, issue 12 item 8): ureq/ureq-proto log the raw request and
+//! response bytes (the `Authorization` header, the questions and state, the provider's answer)
+//! at `trace` and the full `Location` header at `debug` with trace enabled, through the host's
+//! logger, with no setting to stop it. This file writes no log record at all; the only records
+//! under it are rustls's handshake messages (server name, certificates, cipher suites), which
+//! carry no key, header or body (`tests/log_privacy_provider.rs` measures it at `Trace`).
 
 use crate::config::Secret;
 use crate::error::RetryInfo;
 use crate::{Error, Result};
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Largest provider response read, in bytes; more is a provider failure.
 pub(crate) const MAX_RESPONSE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Largest response head (status line and headers), in bytes.
+const MAX_HEAD_BYTES: u64 = 64 * 1024;
+
+/// Most idle connections kept per endpoint, and most endpoints with idle connections.
+const MAX_IDLE_PER_ENDPOINT: usize = 8;
+const MAX_ENDPOINTS: usize = 16;
+
+/// An idle connection older than this is closed rather than reused (servers close idle
+/// connections after about a minute; a POST is never retried on a connection that was closed
+/// under it).
+const MAX_IDLE_AGE: Duration = Duration::from_secs(30);
 
 /// How the credential is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,144 +69,516 @@ pub(crate) struct Post<'a> {
     pub timeout_ms: u64,
 }
 
+/// Where a connection goes: scheme, host (as written, `[::1]` bracketed) and port.
+type Endpoint = (bool, String, u16);
+
 /// A pooled HTTP client. Cheap to clone.
-///
-/// ureq applies a per-request timeout by copying the whole configuration for that request,
-/// which costs more than the rest of an evaluation; so the client keeps one agent (and one
-/// connection pool) per configured `timeoutMs` instead, with that bound on each phase (connect,
-/// send the body, receive headers, receive the body). The caller still stops waiting at its exact
-/// deadline; the I/O thread's call ends within a few `timeoutMs` at worst, holding its
-/// concurrency slot until then.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Http {
-    roots: Arc<ureq::tls::RootCerts>,
-    agents: Arc<Mutex<HashMap<u64, ureq::Agent>>>,
+    /// `None` when the TLS provider offers no protocol version (then every https call fails).
+    tls: Option<Arc<rustls::ClientConfig>>,
+    idle: Arc<Mutex<HashMap<Endpoint, Vec<Conn>>>>,
 }
 
-/// Most distinct agents kept (one per `timeoutMs` value seen); more clears the cache.
-const MAX_AGENTS: usize = 8;
+impl std::fmt::Debug for Http {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Http").finish_non_exhaustive()
+    }
+}
+
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Stream {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(s) => s.get_ref(),
+        }
+    }
+}
+
+/// A stream that gives each read and write only the time left before its deadline.
+struct Timed {
+    stream: Stream,
+    deadline: Instant,
+}
+
+impl Timed {
+    fn left(&self) -> io::Result<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        Ok(left)
+    }
+}
+
+impl Read for Timed {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.left()?;
+        self.stream.tcp().set_read_timeout(Some(left))?;
+        match &mut self.stream {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Timed {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let left = self.left()?;
+        self.stream.tcp().set_write_timeout(Some(left))?;
+        match &mut self.stream {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        let left = self.left()?;
+        self.stream.tcp().set_write_timeout(Some(left))?;
+        match &mut self.stream {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
+        }
+    }
+}
+
+/// One connection with its read buffer.
+struct Conn {
+    io: BufReader<Timed>,
+    idle_since: Instant,
+}
+
+impl Conn {
+    /// Whether an idle connection can carry another request: young enough, not closed by the
+    /// server and with nothing unexpected waiting to be read.
+    fn reusable(&self) -> bool {
+        if self.idle_since.elapsed() > MAX_IDLE_AGE || !self.io.buffer().is_empty() {
+            return false;
+        }
+        let tcp = self.io.get_ref().stream.tcp();
+        if tcp.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let quiet =
+            matches!(tcp.peek(&mut [0u8; 1]), Err(e) if e.kind() == io::ErrorKind::WouldBlock);
+        tcp.set_nonblocking(false).is_ok() && quiet
+    }
+}
+
+/// Why a call failed, before it becomes an [`Error`]: kinds only, never a header or body.
+#[derive(Debug)]
+enum Fail {
+    Timeout,
+    Io(io::ErrorKind),
+    HostNotFound,
+    ConnectionFailed,
+    Protocol,
+    TooLarge,
+    Tls,
+    BadHeaderValue,
+    BadUrl,
+}
+
+impl From<io::Error> for Fail {
+    fn from(e: io::Error) -> Fail {
+        match e.kind() {
+            io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => Fail::Timeout,
+            k => Fail::Io(k),
+        }
+    }
+}
+
+/// A response head: status, whether the connection stays open, and the few headers jevgate
+/// reads (names lower-cased; values kept only when they are text).
+struct Head {
+    status: u16,
+    keep_alive: bool,
+    headers: Vec<(String, String)>,
+}
+
+impl Head {
+    fn get(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
 
 impl Http {
     /// A client trusting the Mozilla roots, or only `extra_roots` (DER certificates; tests and
-    /// private CAs) when any are given.
+    /// private CAs) when any are given. Certificates that cannot be used as roots are skipped.
     pub(crate) fn new(extra_roots: &[Vec<u8>]) -> Http {
-        use ureq::tls::{Certificate, RootCerts};
-        let roots = if extra_roots.is_empty() {
-            RootCerts::WebPki
+        let mut roots = rustls::RootCertStore::empty();
+        if extra_roots.is_empty() {
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         } else {
-            let certs: Vec<Certificate<'static>> = extra_roots
-                .iter()
-                .map(|der| Certificate::from_der(der).to_owned())
-                .collect();
-            RootCerts::new_with_certs(&certs)
-        };
+            for der in extra_roots {
+                let _ = roots.add(rustls::pki_types::CertificateDer::from(der.clone()));
+            }
+        }
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .ok()
+        .map(|b| {
+            let mut config = b.with_root_certificates(roots).with_no_client_auth();
+            config.alpn_protocols = vec![b"http/1.1".to_vec()];
+            Arc::new(config)
+        });
         Http {
-            roots: Arc::new(roots),
-            agents: Arc::new(Mutex::new(HashMap::new())),
+            tls,
+            idle: Arc::new(Mutex::new(HashMap::new())),
         }
-    }
-
-    fn agent(&self, timeout_ms: u64) -> ureq::Agent {
-        let mut agents = self.agents.lock();
-        if let Some(a) = agents.get(&timeout_ms) {
-            return a.clone();
-        }
-        if agents.len() >= MAX_AGENTS {
-            agents.clear();
-        }
-        let bound = Some(Duration::from_millis(timeout_ms.max(1)));
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .max_redirects_will_error(false)
-            .proxy(None)
-            // Per-phase bounds. ureq's global and per-call timeouts, and its resolve and
-            // send-request ones, each cost tens of µs per request on loopback (measured with
-            // benches/client.rs); these four do not. Name resolution keeps the OS resolver's
-            // own timeouts; request headers are small enough for the socket buffer.
-            .timeout_connect(bound)
-            .timeout_send_body(bound)
-            .timeout_recv_response(bound)
-            .timeout_recv_body(bound)
-            .user_agent(concat!("jevgate/", env!("CARGO_PKG_VERSION")))
-            .tls_config(
-                ureq::tls::TlsConfig::builder()
-                    .root_certs((*self.roots).clone())
-                    .build(),
-            )
-            .build()
-            .into();
-        agents.insert(timeout_ms, agent.clone());
-        agent
     }
 
     /// POSTs `body` as JSON to `url` and returns the 2xx body. Other statuses map per
     /// R-JEV-ERRMAP; `wall` converts HTTP dates.
     pub(crate) fn post_json(&self, p: &Post<'_>) -> Result<Vec<u8>> {
-        let Post {
-            url,
-            auth,
-            key,
-            extra_headers,
-            body,
-            timeout,
-            wall,
-            timeout_ms,
-        } = *p;
-        if timeout.is_zero() {
-            return Err(Error::Timeout { timeout_ms });
+        if p.timeout.is_zero() {
+            return Err(Error::Timeout {
+                timeout_ms: p.timeout_ms,
+            });
         }
-        let mut req = self
-            .agent(timeout_ms)
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json");
-        req = match auth {
-            Auth::Bearer => req.header("authorization", format!("Bearer {}", key.expose())),
-            Auth::XApiKey => req.header("x-api-key", key.expose()),
+        // a deadline past the end of time is no deadline: a year is as good
+        let deadline = Instant::now()
+            .checked_add(p.timeout)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 86_400));
+        match self.exchange(p, deadline) {
+            Ok(Ok(body)) => Ok(body),
+            Ok(Err((status, retry))) => Err(map_status(status, retry)),
+            Err(fail) => Err(fail_error(fail, p.timeout_ms)),
+        }
+    }
+
+    /// One request and its response: the 2xx body, or the status and its retry metadata (the
+    /// body of a non-2xx answer is never read: it may echo state or credentials).
+    #[allow(clippy::type_complexity)] // reason: private, read once right above
+    fn exchange(
+        &self,
+        p: &Post<'_>,
+        deadline: Instant,
+    ) -> std::result::Result<std::result::Result<Vec<u8>, (u16, RetryInfo)>, Fail> {
+        let url = crate::config::parse_endpoint(p.url).map_err(|_| Fail::BadUrl)?;
+        let tls = url.scheme == "https";
+        let port = url.port.unwrap_or(if tls { 443 } else { 80 });
+        let endpoint: Endpoint = (tls, url.host.clone(), port);
+        let request = request_bytes(p, &url.host, url.port, &url.path)?;
+        let mut conn = match self.pooled(&endpoint) {
+            Some(c) => c,
+            None => self.connect(&endpoint, deadline)?,
         };
-        for (k, v) in extra_headers {
-            req = req.header(*k, *v);
-        }
-        let result = req.send(body);
-        let mut resp = match result {
-            Ok(r) => r,
-            Err(e) => return Err(transport_error(&e, timeout_ms)),
+        conn.io.get_mut().deadline = deadline;
+        conn.io.get_mut().write_all(&request)?;
+        conn.io.get_mut().flush()?;
+        let head = loop {
+            let head = read_head(&mut conn.io)?;
+            match head.status {
+                101 => return Err(Fail::Protocol),
+                100..=199 => continue,
+                _ => break head,
+            }
         };
-        let status = resp.status().as_u16();
-        if (200..300).contains(&status) {
-            return resp
-                .body_mut()
-                .with_config()
-                .limit(MAX_RESPONSE_BYTES)
-                .read_to_vec()
-                .map_err(|e| transport_error(&e, timeout_ms));
+        if !(200..300).contains(&head.status) {
+            return Ok(Err((head.status, retry_info(|n| head.get(n), p.wall))));
         }
-        let retry = retry_info(resp.headers(), wall);
-        // The body is dropped unread: it may echo state or credentials.
-        Err(map_status(status, retry))
+        let (body, reusable) = read_body(&mut conn.io, &head)?;
+        if reusable && head.keep_alive {
+            self.put_back(endpoint, conn);
+        }
+        Ok(Ok(body))
+    }
+
+    fn pooled(&self, endpoint: &Endpoint) -> Option<Conn> {
+        let mut idle = self.idle.lock();
+        let conns = idle.get_mut(endpoint)?;
+        while let Some(c) = conns.pop() {
+            if c.reusable() {
+                return Some(c);
+            }
+        }
+        None
+    }
+
+    fn put_back(&self, endpoint: Endpoint, mut conn: Conn) {
+        conn.idle_since = Instant::now();
+        let mut idle = self.idle.lock();
+        if !idle.contains_key(&endpoint) && idle.len() >= MAX_ENDPOINTS {
+            idle.clear();
+        }
+        let conns = idle.entry(endpoint).or_default();
+        if conns.len() < MAX_IDLE_PER_ENDPOINT {
+            conns.push(conn);
+        }
+    }
+
+    fn connect(
+        &self,
+        (tls, host, port): &Endpoint,
+        deadline: Instant,
+    ) -> std::result::Result<Conn, Fail> {
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        // name resolution keeps the OS resolver's own timeouts
+        let addrs: Vec<_> = (bare, *port)
+            .to_socket_addrs()
+            .map_err(|_| Fail::HostNotFound)?
+            .collect();
+        if addrs.is_empty() {
+            return Err(Fail::HostNotFound);
+        }
+        let mut tcp = None;
+        let mut timed_out = false;
+        for addr in addrs {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Fail::Timeout);
+            }
+            match TcpStream::connect_timeout(&addr, left) {
+                Ok(s) => {
+                    tcp = Some(s);
+                    break;
+                }
+                Err(e) => {
+                    timed_out |= matches!(
+                        e.kind(),
+                        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+                    )
+                }
+            }
+        }
+        let Some(tcp) = tcp else {
+            return Err(if timed_out {
+                Fail::Timeout
+            } else {
+                Fail::ConnectionFailed
+            });
+        };
+        let _ = tcp.set_nodelay(true);
+        let stream = if *tls {
+            let config = self.tls.clone().ok_or(Fail::Tls)?;
+            let name =
+                rustls::pki_types::ServerName::try_from(bare.to_string()).map_err(|_| Fail::Tls)?;
+            let client = rustls::ClientConnection::new(config, name).map_err(|_| Fail::Tls)?;
+            Stream::Tls(Box::new(rustls::StreamOwned::new(client, tcp)))
+        } else {
+            Stream::Plain(tcp)
+        };
+        Ok(Conn {
+            io: BufReader::new(Timed { stream, deadline }),
+            idle_since: Instant::now(),
+        })
     }
 }
 
-fn transport_error(e: &ureq::Error, timeout_ms: u64) -> Error {
-    use ureq::Error as E;
-    let reason = match e {
-        E::Timeout(_) => return Error::Timeout { timeout_ms },
-        E::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
-            return Error::Timeout { timeout_ms }
+/// The request head and body, in one buffer (one write). Header values with CR, LF or NUL are
+/// refused without being repeated.
+fn request_bytes(
+    p: &Post<'_>,
+    host: &str,
+    port: Option<u16>,
+    path: &str,
+) -> std::result::Result<Vec<u8>, Fail> {
+    let mut out = Vec::with_capacity(512 + p.body.len());
+    let path = if path.is_empty() { "/" } else { path };
+    out.extend_from_slice(b"POST ");
+    out.extend_from_slice(path.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\nhost: ");
+    out.extend_from_slice(host.as_bytes());
+    if let Some(port) = port {
+        out.extend_from_slice(format!(":{port}").as_bytes());
+    }
+    out.extend_from_slice(b"\r\n");
+    let mut header = |name: &str, value: &[&str]| -> std::result::Result<(), Fail> {
+        let bad = |s: &str| s.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0));
+        if bad(name) || name.contains(':') || name.is_empty() || value.iter().any(|v| bad(v)) {
+            return Err(Fail::BadHeaderValue);
         }
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        for v in value {
+            out.extend_from_slice(v.as_bytes());
+        }
+        out.extend_from_slice(b"\r\n");
+        Ok(())
+    };
+    header(
+        "user-agent",
+        &[concat!("jevgate/", env!("CARGO_PKG_VERSION"))],
+    )?;
+    header("content-type", &["application/json"])?;
+    header("accept", &["application/json"])?;
+    match p.auth {
+        Auth::Bearer => header("authorization", &["Bearer ", p.key.expose()])?,
+        Auth::XApiKey => header("x-api-key", &[p.key.expose()])?,
+    }
+    for (k, v) in p.extra_headers {
+        header(k, &[v])?;
+    }
+    header("content-length", &[&p.body.len().to_string()])?;
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(p.body);
+    Ok(out)
+}
+
+/// One line (LF-terminated) of at most `cap` bytes, without its CRLF.
+fn read_line(r: &mut impl BufRead, cap: &mut u64) -> std::result::Result<Vec<u8>, Fail> {
+    let mut line = Vec::new();
+    let n = r.take(*cap).read_until(b'\n', &mut line)?;
+    *cap = cap.saturating_sub(n as u64);
+    if line.last() != Some(&b'\n') {
+        // EOF or the cap before the end of the line
+        return Err(if n == 0 {
+            Fail::Io(io::ErrorKind::UnexpectedEof)
+        } else {
+            Fail::Protocol
+        });
+    }
+    line.pop();
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    Ok(line)
+}
+
+fn read_head(r: &mut impl BufRead) -> std::result::Result<Head, Fail> {
+    let mut cap = MAX_HEAD_BYTES;
+    let status_line = read_line(r, &mut cap)?;
+    let status_line = std::str::from_utf8(&status_line).map_err(|_| Fail::Protocol)?;
+    let mut parts = status_line.splitn(3, ' ');
+    let version = parts.next().unwrap_or_default();
+    let status = parts.next().unwrap_or_default();
+    let http10 = match version {
+        "HTTP/1.1" => false,
+        "HTTP/1.0" => true,
+        _ => return Err(Fail::Protocol),
+    };
+    if status.len() != 3 || !status.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(Fail::Protocol);
+    }
+    let status: u16 = status.parse().map_err(|_| Fail::Protocol)?;
+    let mut headers = Vec::new();
+    loop {
+        let line = read_line(r, &mut cap)?;
+        if line.is_empty() {
+            break;
+        }
+        let Some(colon) = line.iter().position(|b| *b == b':') else {
+            return Err(Fail::Protocol);
+        };
+        let name = String::from_utf8_lossy(&line[..colon])
+            .trim()
+            .to_ascii_lowercase();
+        if let Ok(value) = std::str::from_utf8(&line[colon + 1..]) {
+            headers.push((name, value.trim().to_string()));
+        }
+    }
+    let connection = headers
+        .iter()
+        .filter(|(k, _)| k == "connection")
+        .map(|(_, v)| v.to_ascii_lowercase())
+        .collect::<Vec<_>>()
+        .join(",");
+    let keep_alive = if http10 {
+        connection.contains("keep-alive")
+    } else {
+        !connection.contains("close")
+    };
+    Ok(Head {
+        status,
+        keep_alive,
+        headers,
+    })
+}
+
+/// The body of a 2xx answer, at most [`MAX_RESPONSE_BYTES`], and whether the connection can
+/// carry another request after it.
+fn read_body(r: &mut impl BufRead, head: &Head) -> std::result::Result<(Vec<u8>, bool), Fail> {
+    if head.status == 204 {
+        return Ok((Vec::new(), true));
+    }
+    let chunked = head
+        .get("transfer-encoding")
+        .is_some_and(|te| te.to_ascii_lowercase().trim_end().ends_with("chunked"));
+    if chunked {
+        return read_chunked(r).map(|b| (b, true));
+    }
+    if let Some(len) = head.get("content-length") {
+        let len: u64 = len.parse().map_err(|_| Fail::Protocol)?;
+        if len > MAX_RESPONSE_BYTES {
+            return Err(Fail::TooLarge);
+        }
+        let mut body = Vec::new();
+        r.take(len).read_to_end(&mut body)?;
+        if body.len() as u64 != len {
+            return Err(Fail::Io(io::ErrorKind::UnexpectedEof));
+        }
+        return Ok((body, true));
+    }
+    // delimited by the end of the connection
+    let mut body = Vec::new();
+    r.take(MAX_RESPONSE_BYTES + 1).read_to_end(&mut body)?;
+    if body.len() as u64 > MAX_RESPONSE_BYTES {
+        return Err(Fail::TooLarge);
+    }
+    Ok((body, false))
+}
+
+fn read_chunked(r: &mut impl BufRead) -> std::result::Result<Vec<u8>, Fail> {
+    let mut body = Vec::new();
+    loop {
+        let mut cap = 1024;
+        let line = read_line(r, &mut cap)?;
+        let size = line.split(|b| *b == b';').next().unwrap_or_default();
+        let size = std::str::from_utf8(size)
+            .map_err(|_| Fail::Protocol)?
+            .trim();
+        if size.is_empty() || size.len() > 16 {
+            return Err(Fail::Protocol);
+        }
+        let size = u64::from_str_radix(size, 16).map_err(|_| Fail::Protocol)?;
+        if size == 0 {
+            // trailers, then the empty line
+            let mut cap = MAX_HEAD_BYTES;
+            while !read_line(r, &mut cap)?.is_empty() {}
+            return Ok(body);
+        }
+        if (body.len() as u64).saturating_add(size) > MAX_RESPONSE_BYTES {
+            return Err(Fail::TooLarge);
+        }
+        let before = body.len();
+        r.take(size).read_to_end(&mut body)?;
+        if (body.len() - before) as u64 != size {
+            return Err(Fail::Io(io::ErrorKind::UnexpectedEof));
+        }
+        let mut cap = 2;
+        if !read_line(r, &mut cap)?.is_empty() {
+            return Err(Fail::Protocol);
+        }
+    }
+}
+
+fn fail_error(fail: Fail, timeout_ms: u64) -> Error {
+    let reason = match fail {
+        Fail::Timeout => return Error::Timeout { timeout_ms },
         // rustls reports a refused certificate as an I/O error of kind InvalidData
-        E::Io(io) if io.kind() == std::io::ErrorKind::InvalidData => {
+        Fail::Io(io::ErrorKind::InvalidData) => {
             "TLS error or invalid data from the provider".into()
         }
-        E::Io(io) => format!("transport error ({:?})", io.kind()),
-        E::HostNotFound => "host not found".into(),
-        E::ConnectionFailed => "connection failed".into(),
-        E::BodyExceedsLimit(_) => "response larger than the limit".into(),
-        E::Tls(_) | E::Rustls(_) => "TLS error".into(),
-        E::Protocol(_) => "HTTP protocol error".into(),
-        E::TooManyRedirects | E::RedirectFailed => "redirect (not followed)".into(),
-        _ => "transport error".into(),
+        Fail::Io(kind) => format!("transport error ({kind:?})"),
+        Fail::HostNotFound => "host not found".into(),
+        Fail::ConnectionFailed => "connection failed".into(),
+        Fail::TooLarge => "response larger than the limit".into(),
+        Fail::Tls => "TLS error".into(),
+        Fail::Protocol => "HTTP protocol error".into(),
+        Fail::BadHeaderValue => {
+            "a header value (the API key or a configured header) has a line break or NUL".into()
+        }
+        Fail::BadUrl => "the provider URL is not usable".into(),
     };
     Error::ProviderFailure { reason }
 }
@@ -218,24 +612,21 @@ pub(crate) fn map_status(status: u16, retry: RetryInfo) -> Error {
     }
 }
 
-fn header<'h>(headers: &'h ureq::http::HeaderMap, name: &str) -> Option<&'h str> {
-    headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-}
-
-/// Retry-After (delta-seconds or IMF-fixdate) and `RateLimit-Reset` / `X-RateLimit-Reset`.
-pub(crate) fn retry_info(headers: &ureq::http::HeaderMap, wall: SystemTime) -> RetryInfo {
-    let retry_after = header(headers, "retry-after").and_then(|v| {
+/// Retry-After (delta-seconds or IMF-fixdate) and `RateLimit-Reset` / `X-RateLimit-Reset`;
+/// `header` looks a lower-case header name up.
+pub(crate) fn retry_info<'h>(
+    header: impl Fn(&str) -> Option<&'h str>,
+    wall: SystemTime,
+) -> RetryInfo {
+    let retry_after = header("retry-after").and_then(|v| {
         if let Ok(secs) = v.parse::<u64>() {
             return Some(Duration::from_secs(secs.min(86_400 * 365)));
         }
         let at = parse_http_date(v)?;
         Some(at.duration_since(wall).unwrap_or(Duration::ZERO))
     });
-    let reset_at = header(headers, "ratelimit-reset")
-        .or_else(|| header(headers, "x-ratelimit-reset"))
+    let reset_at = header("ratelimit-reset")
+        .or_else(|| header("x-ratelimit-reset"))
         .and_then(|v| v.parse::<f64>().ok())
         .filter(|v| v.is_finite() && *v >= 0.0 && *v < 1e11)
         .map(|v| {
@@ -300,6 +691,126 @@ mod tests {
         let t = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
         assert_eq!(t.duration_since(UNIX_EPOCH).unwrap().as_secs(), 784_111_777);
         assert!(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT").is_none());
+    }
+
+    fn parse(raw: &[u8]) -> std::result::Result<(Head, Vec<u8>, bool), Fail> {
+        let mut r = io::BufReader::new(raw);
+        let head = read_head(&mut r)?;
+        let (body, reusable) = read_body(&mut r, &head)?;
+        Ok((head, body, reusable))
+    }
+
+    fn kind(f: std::result::Result<(Head, Vec<u8>, bool), Fail>) -> &'static str {
+        match f {
+            Ok(_) => "ok",
+            Err(Fail::Protocol) => "protocol",
+            Err(Fail::TooLarge) => "too large",
+            Err(Fail::Io(_)) => "io",
+            Err(_) => "other",
+        }
+    }
+
+    // The framings a provider may use: length, chunked (extensions, trailers), end of connection.
+    #[test]
+    fn response_framings() {
+        let (head, body, reusable) =
+            parse(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nX-A: b\r\n\r\nabcdEXTRA").unwrap();
+        assert_eq!(
+            (head.status, &body[..], reusable, head.keep_alive),
+            (200, &b"abcd"[..], true, true)
+        );
+        assert_eq!(head.get("x-a"), Some("b"));
+        let (_, body, reusable) = parse(
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n2\r\nde\r\n0\r\nT: 1\r\n\r\n",
+        )
+        .unwrap();
+        assert_eq!((&body[..], reusable), (&b"abcde"[..], true));
+        let (head, body, reusable) =
+            parse(b"HTTP/1.0 200 OK\r\nConnection: close\r\n\r\n{\"a\":1}").unwrap();
+        assert_eq!(
+            (&body[..], reusable, head.keep_alive),
+            (&b"{\"a\":1}"[..], false, false)
+        );
+        let (_, body, _) = parse(b"HTTP/1.1 204 No Content\r\n\r\n").unwrap();
+        assert!(body.is_empty());
+    }
+
+    // Hostile heads and bodies are errors, never panics, never unbounded reads.
+    #[test]
+    fn hostile_responses_are_refused() {
+        let big = format!(
+            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n",
+            MAX_RESPONSE_BYTES + 1
+        );
+        assert_eq!(kind(parse(big.as_bytes())), "too large");
+        let huge = "HTTP/1.1 200 OK\r\ncontent-length: 99999999999999999999999\r\n\r\n";
+        assert_eq!(kind(parse(huge.as_bytes())), "protocol");
+        let chunk = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nffffffffffffffff\r\n";
+        assert_eq!(kind(parse(chunk)), "too large");
+        let chunk = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1ffffffffffffffff\r\n";
+        assert_eq!(kind(parse(chunk)), "protocol");
+        let chunk = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabcX\r\n";
+        assert_eq!(kind(parse(chunk)), "protocol");
+        let mut long_head = b"HTTP/1.1 200 OK\r\nx: ".to_vec();
+        long_head.extend(std::iter::repeat_n(b'a', 100_000));
+        assert_eq!(kind(parse(&long_head)), "protocol");
+        assert_eq!(kind(parse(b"HTTP/2 200\r\n\r\n")), "protocol");
+        assert_eq!(kind(parse(b"HTTP/1.1 2000 OK\r\n\r\n")), "protocol");
+        assert_eq!(
+            kind(parse(b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n")),
+            "protocol"
+        );
+        assert_eq!(
+            kind(parse(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nab")),
+            "io"
+        );
+        assert_eq!(kind(parse(b"")), "io");
+        assert_eq!(kind(parse(b"\xff\xfe\r\n\r\n")), "protocol");
+    }
+
+    // A configured header with a line break cannot inject headers, and the error does not
+    // repeat it.
+    #[test]
+    fn header_values_with_line_breaks_are_refused_without_echo() {
+        let key = crate::config::CredentialRef::Env("K".into())
+            .resolve(&|_| Some("sk-1".into()))
+            .unwrap();
+        let post = |extra: &'static [(&'static str, &'static str)]| Post {
+            url: "http://127.0.0.1:9/v1",
+            auth: Auth::Bearer,
+            key: &key,
+            extra_headers: extra,
+            body: b"{}",
+            timeout: Duration::from_secs(1),
+            wall: SystemTime::now(),
+            timeout_ms: 1000,
+        };
+        let ok = request_bytes(
+            &post(&[("anthropic-version", "1")]),
+            "127.0.0.1",
+            Some(9),
+            "/v1",
+        )
+        .unwrap_or_default();
+        let text = String::from_utf8(ok).unwrap();
+        assert!(
+            text.starts_with("POST /v1 HTTP/1.1\r\nhost: 127.0.0.1:9\r\n"),
+            "{text}"
+        );
+        assert!(text.contains("authorization: Bearer sk-1\r\n"));
+        assert!(text.ends_with("content-length: 2\r\n\r\n{}"));
+        for extra in [
+            &[("x", "SECRET\r\nevil: 1")][..],
+            &[("x\r\nevil", "1")][..],
+            &[("x", "a\0b")][..],
+        ] {
+            assert!(matches!(
+                request_bytes(&post(extra), "h", None, "/"),
+                Err(Fail::BadHeaderValue)
+            ));
+        }
+        let err = fail_error(Fail::BadHeaderValue, 1000).to_string();
+        assert!(!err.contains("SECRET"), "{err}");
     }
 
     // R-JEV-ERRMAP: every documented status.

@@ -10,7 +10,7 @@
 //!   (`JEV_MALFORMED_RESPONSE`) with one fixed [`ValidationReason`].
 //! - [`answer_schema`] emits the JSON Schema of a valid answers object.
 //! - The client (R-JEV): [`crate::Gateway::evaluate`] with an [`EvaluateCall`] returns an
-//!   [`Evaluation`]; providers `typesafe`, `upstream` (HTTPS, ureq + rustls), `callback`
+//!   [`Evaluation`]; providers `typesafe`, `upstream` (HTTPS: our HTTP/1.1 over rustls), `callback`
 //!   ([`JevCallback`]) and `local` ([`local_evaluate`], a documented heuristic); the
 //!   [`Ledger`], the limiter ([`LimiterState`]), [`CancelToken`], usage records
 //!   ([`UsageRecord`]) and the thinking helper ([`crate::Gateway::think`]).

@@ -1,8 +1,10 @@
 //! `jevgate.LocalBrowser`: a headless Chromium started by jevgate, as a context manager. Any
 //! backend command runs through `execute({"tool": …, "args": {…}})`; the GIL is released while
-//! the browser works.
+//! the browser works, and Ctrl-C interrupts a wait (the command then ends in the background,
+//! bounded by its own timeouts).
 
 use crate::errors::IntoPy;
+use crate::interrupt::interruptible;
 use crate::json_to_py;
 use jevgate::browser::{LaunchOptions, LocalBrowser};
 use pyo3::prelude::*;
@@ -12,6 +14,18 @@ use std::path::PathBuf;
 #[pyclass(module = "jevgate", name = "LocalBrowser", frozen)]
 pub struct PyLocalBrowser {
     pub(crate) browser: LocalBrowser,
+}
+
+impl PyLocalBrowser {
+    /// Runs `f` on the browser without the GIL, interruptible by Ctrl-C.
+    fn run<T: Send + 'static>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&LocalBrowser) -> jevgate::Result<T> + Send + 'static,
+    ) -> PyResult<T> {
+        let b = self.browser.clone();
+        interruptible(py, move || f(&b), || {})?.py_err()
+    }
 }
 
 #[pymethods]
@@ -28,7 +42,7 @@ impl PyLocalBrowser {
             profile_dir,
             ..LaunchOptions::default()
         };
-        let browser = py.detach(|| LocalBrowser::launch(options)).py_err()?;
+        let browser = interruptible(py, move || LocalBrowser::launch(options), || {})?.py_err()?;
         Ok(PyLocalBrowser { browser })
     }
 
@@ -40,17 +54,13 @@ impl PyLocalBrowser {
         command: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let text = crate::dumps(command)?;
-        let b = &self.browser;
-        let out = py
-            .detach(|| jevgate::browser::execute_json(b, &text))
-            .py_err()?;
+        let out = self.run(py, move |b| jevgate::browser::execute_json(b, &text))?;
         json_to_py(py, &out)
     }
 
     /// Opens `url` (http, https or about:blank) in the current tab and waits for it to settle.
     fn navigate<'py>(&self, py: Python<'py>, url: String) -> PyResult<Bound<'py, PyAny>> {
-        let b = &self.browser;
-        let r = py.detach(|| b.navigate(&url)).py_err()?;
+        let r = self.run(py, move |b| b.navigate(&url))?;
         let json = serde_json::to_string(&r)
             .map_err(|_| pyo3::exceptions::PyValueError::new_err("encoding"))?;
         json_to_py(py, &json)
@@ -58,10 +68,9 @@ impl PyLocalBrowser {
 
     /// The current observation (R-BRW-OBS).
     fn observe<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let b = &self.browser;
-        let out = py
-            .detach(|| jevgate::browser::execute_json(b, r#"{"tool":"observe","args":{}}"#))
-            .py_err()?;
+        let out = self.run(py, |b| {
+            jevgate::browser::execute_json(b, r#"{"tool":"observe","args":{}}"#)
+        })?;
         json_to_py(py, &out)
     }
 
@@ -70,10 +79,7 @@ impl PyLocalBrowser {
     fn snapshot(&self, py: Python<'_>, region: Option<String>) -> PyResult<String> {
         let command =
             serde_json::json!({"tool": "snapshot", "args": {"region": region}}).to_string();
-        let b = &self.browser;
-        let out = py
-            .detach(|| jevgate::browser::execute_json(b, &command))
-            .py_err()?;
+        let out = self.run(py, move |b| jevgate::browser::execute_json(b, &command))?;
         let v: serde_json::Value = serde_json::from_str(&out)
             .map_err(|_| pyo3::exceptions::PyValueError::new_err("encoding"))?;
         Ok(v["text"].as_str().unwrap_or_default().to_string())

@@ -132,7 +132,9 @@ pub fn call_tool<'py>(
     let mut call = ToolCall::new(owner, root_session, tool, args);
     call.device_id = device_id;
     call.inline_images = inline_images;
-    let result = py.detach(|| gw.call_tool(&call));
+    // Ctrl-C stops the wait; the call ends in the background within its own deadline
+    let gw = gw.clone();
+    let result = crate::interrupt::interruptible(py, move || gw.call_tool(&call), || {})?;
     json_to_py(py, &result.to_json().to_string())
 }
 

@@ -6,14 +6,22 @@ use crate::errors::IntoPy;
 use crate::json_to_py;
 use crate::lease::PyLeases;
 use jevgate::clock::SharedClock;
+use parking_lot::Mutex;
+use pyo3::gc::{PyTraverseError, PyVisit};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// The one strong reference to the `callback` provider's Python callable, shared by the
+/// gateway object (which reports it to Python's garbage collector, so a gateway referenced from
+/// its own callback is collected and its data directory unlocked) and the Rust callback.
+pub(crate) type CallableCell = Arc<Mutex<Option<Py<PyAny>>>>;
+
 #[pyclass(module = "jevgate", name = "Gateway", frozen)]
 pub struct PyGateway {
     inner: jevgate::Gateway,
+    callback: CallableCell,
 }
 
 #[pymethods]
@@ -40,7 +48,10 @@ impl PyGateway {
                 jevgate::Gateway::open(options)
             })
             .py_err()?;
-        Ok(PyGateway { inner })
+        Ok(PyGateway {
+            inner,
+            callback: Arc::new(Mutex::new(None)),
+        })
     }
 
     /// Device control leases.
@@ -209,15 +220,36 @@ impl PyGateway {
             input,
             timeout_ms,
         };
-        let gw = &self.inner;
-        Ok(py.detach(|| gw.think(&request)).py_err()?.text)
+        let gw = self.inner.clone();
+        let thought = crate::interrupt::interruptible(py, move || gw.think(&request), || {})?;
+        Ok(thought.py_err()?.text)
     }
 
     /// Sets (or with None removes) the Python callable answering evaluations when the
     /// provider is "callback". It receives the request dict and returns the response.
     fn set_jev_callback(&self, callback: Option<Py<PyAny>>) {
+        let set = callback.is_some();
+        let old = std::mem::replace(&mut *self.callback.lock(), callback);
+        drop(old); // outside the lock: dropping may run Python code
         self.inner
-            .set_jev_callback(callback.map(crate::jev::callback));
+            .set_jev_callback(set.then(|| crate::jev::callback(Arc::clone(&self.callback))));
+    }
+
+    /// Python's cycle collector: the callback is the one Python object a gateway holds.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Some(cell) = self.callback.try_lock() {
+            if let Some(cb) = cell.as_ref() {
+                visit.call(cb)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Breaks a gateway → callback → gateway cycle (the callback provider then fails with
+    /// JEV_PROVIDER_FAILURE until another is set).
+    fn __clear__(&self) {
+        let old = self.callback.lock().take();
+        drop(old);
     }
 
     fn secret_env_names(&self) -> Vec<String> {

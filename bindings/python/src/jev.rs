@@ -82,10 +82,15 @@ pub fn evaluate<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let text = String::from_utf8(json_bytes(call, "call")?)
         .map_err(|_| pyo3::exceptions::PyValueError::new_err("call must be UTF-8 JSON"))?;
-    let token = cancel.map(|c| c.get().token.clone());
-    let out = py
-        .detach(|| gw.evaluate_json(&text, token.as_ref()))
-        .py_err()?;
+    // a token always, so that Ctrl-C cancels the evaluation (JEV_CANCELLED in the background)
+    let token = cancel.map_or_else(jevgate::jev::CancelToken::new, |c| c.get().token.clone());
+    let (gw, t) = (gw.clone(), token.clone());
+    let out = crate::interrupt::interruptible(
+        py,
+        move || gw.evaluate_json(&text, Some(&t)),
+        || token.cancel(),
+    )?
+    .py_err()?;
     json_to_py(py, &out)
 }
 
@@ -105,7 +110,9 @@ pub fn usage<'py>(
 /// Wraps a Python callable as the `callback` provider: it receives the request as a dict and
 /// returns the response (dict, str or bytes). Called with the GIL taken, on whatever thread
 /// runs the evaluation; an exception becomes `JEV_PROVIDER_FAILURE` (its text is not kept).
-pub fn callback(callable: Py<PyAny>) -> jevgate::jev::JevCallback {
+/// The callable is read from `cell` at each call (None once the gateway was cleared by the
+/// garbage collector or the callback removed).
+pub fn callback(cell: crate::gateway::CallableCell) -> jevgate::jev::JevCallback {
     std::sync::Arc::new(move |request: &[u8]| {
         Python::attach(|py| {
             let fail = |what: &str| jevgate::Error::ProviderFailure {
@@ -113,6 +120,11 @@ pub fn callback(callable: Py<PyAny>) -> jevgate::jev::JevCallback {
             };
             let text = std::str::from_utf8(request).map_err(|_| fail("got a non-UTF-8 request"))?;
             let arg = json_to_py(py, text).map_err(|_| fail("got an unreadable request"))?;
+            let callable = cell
+                .lock()
+                .as_ref()
+                .map(|c| c.clone_ref(py))
+                .ok_or_else(|| fail("is gone"))?;
             let out = callable
                 .bind(py)
                 .call1((arg,))

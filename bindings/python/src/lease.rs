@@ -6,6 +6,7 @@ use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::sync::Arc;
 
 #[pyclass(module = "jevgate", name = "Leases", frozen)]
 pub struct PyLeases {
@@ -175,7 +176,7 @@ impl PyLeases {
             session_id: guard.session_id.clone(),
             mode: guard.mode.as_str(),
             created: guard.created,
-            guard: Mutex::new(Some(guard)),
+            guard: Arc::new(Mutex::new(Some(guard))),
         })
     }
 
@@ -197,7 +198,7 @@ pub struct PyBrowserCall {
     mode: &'static str,
     #[pyo3(get)]
     created: bool,
-    guard: Mutex<Option<BrowserCallGuard>>,
+    guard: Arc<Mutex<Option<BrowserCallGuard>>>,
 }
 
 #[pymethods]
@@ -211,19 +212,18 @@ impl PyBrowserCall {
         command: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let text = crate::dumps(command)?;
-        let (gw, guard) = (&self.gateway, &self.guard);
+        let (gw, guard) = (self.gateway.clone(), Arc::clone(&self.guard));
         // The lock is taken and held without the GIL, so `end()` on another thread cannot
-        // deadlock against it.
-        let out = py
-            .detach(|| {
-                let call = guard.lock();
-                let Some(call) = call.as_ref() else {
-                    return Ok(None);
-                };
-                let browser = gw.session_browser(call)?;
-                jevgate::browser::execute_json(&browser, &text).map(Some)
-            })
-            .py_err()?;
+        // deadlock against it; Ctrl-C stops the wait (the command ends in the background).
+        let work = move || {
+            let call = guard.lock();
+            let Some(call) = call.as_ref() else {
+                return Ok(None);
+            };
+            let browser = gw.session_browser(call)?;
+            jevgate::browser::execute_json(&browser, &text).map(Some)
+        };
+        let out = crate::interrupt::interruptible(py, work, || {})?.py_err()?;
         let Some(out) = out else {
             return Err(PyValueError::new_err("this browser call has ended"));
         };

@@ -10,6 +10,7 @@ mod device;
 mod errors;
 mod gateway;
 mod grammar;
+mod interrupt;
 mod jev;
 mod lease;
 mod worker;

@@ -9,6 +9,8 @@ use jevgate::browser::BrowserTools;
 use jevgate::device::{
     CancelToken, DeviceToken, DeviceWorker, ToolExecutor, WorkerExit, WorkerFailure, WorkerOptions,
 };
+use parking_lot::Mutex;
+use pyo3::gc::{PyTraverseError, PyVisit};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 use serde_json::Value;
@@ -20,7 +22,9 @@ use std::time::Duration;
 /// `code` attribute (`jevgate.ToolError`) fails the command with that code and its `message`;
 /// any other exception fails it with `execution_failed` (its text is not kept).
 struct PyExecutor {
-    callable: Py<PyAny>,
+    /// Shared with the `DeviceWorker` object, which reports it to Python's garbage collector
+    /// (so a worker referenced from its own executor is collected); None once cleared.
+    callable: Arc<Mutex<Option<Py<PyAny>>>>,
 }
 
 impl ToolExecutor for PyExecutor {
@@ -41,7 +45,10 @@ impl ToolExecutor for PyExecutor {
             let fail = |what: &str| WorkerFailure::new("execution_failed", what);
             let args = crate::json_to_py(py, &args.to_string())
                 .map_err(|_| fail("the worker could not read the arguments"))?;
-            match self.callable.bind(py).call1((tool, args)) {
+            let Some(callable) = self.callable.lock().as_ref().map(|c| c.clone_ref(py)) else {
+                return Err(fail("the executor is gone"));
+            };
+            match callable.bind(py).call1((tool, args)) {
                 Ok(out) => {
                     let text = crate::dumps(&out)
                         .map_err(|_| fail("the executor returned something that is not JSON"))?;
@@ -74,6 +81,8 @@ impl ToolExecutor for PyExecutor {
 #[pyclass(module = "jevgate", name = "DeviceWorker", frozen)]
 pub struct PyDeviceWorker {
     worker: DeviceWorker,
+    /// The executor callable, when one serves the commands (see [`PyExecutor`]).
+    executor: Arc<Mutex<Option<Py<PyAny>>>>,
 }
 
 fn exit_dict<'py>(py: Python<'py>, exit: &WorkerExit) -> PyResult<Bound<'py, PyDict>> {
@@ -121,6 +130,7 @@ impl PyDeviceWorker {
         options.tls_roots_pem = tls_roots_pem;
         options.protocol = protocol;
         options.connect_timeout = seconds("connect_timeout", connect_timeout)?;
+        let cell = Arc::new(Mutex::new(None));
         let tools: Arc<dyn ToolExecutor> = match (browser, executor) {
             (Some(b), None) => Arc::new(BrowserTools::new(Arc::new(b.browser.clone()))),
             (None, Some(callable)) => {
@@ -129,7 +139,10 @@ impl PyDeviceWorker {
                         "executor must be callable as executor(tool, args)",
                     ));
                 }
-                Arc::new(PyExecutor { callable })
+                *cell.lock() = Some(callable);
+                Arc::new(PyExecutor {
+                    callable: Arc::clone(&cell),
+                })
             }
             _ => {
                 return Err(pyo3::exceptions::PyValueError::new_err(
@@ -137,10 +150,33 @@ impl PyDeviceWorker {
                 ))
             }
         };
-        let worker = py
-            .detach(|| DeviceWorker::connect(options, tools))
-            .py_err()?;
-        Ok(PyDeviceWorker { worker })
+        // Ctrl-C stops the wait; a connection made after it is closed when dropped
+        let worker = crate::interrupt::interruptible(
+            py,
+            move || DeviceWorker::connect(options, tools),
+            || {},
+        )?
+        .py_err()?;
+        Ok(PyDeviceWorker {
+            worker,
+            executor: cell,
+        })
+    }
+
+    /// Python's cycle collector: the executor is the one Python object a worker holds.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Some(cell) = self.executor.try_lock() {
+            if let Some(cb) = cell.as_ref() {
+                visit.call(cb)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Breaks a worker → executor → worker cycle (commands then fail with execution_failed).
+    fn __clear__(&self) {
+        let old = self.executor.lock().take();
+        drop(old);
     }
 
     /// The device id the gateway answered `ready` with.
@@ -170,13 +206,9 @@ impl PyDeviceWorker {
         timeout: Option<f64>,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let w = &self.worker;
-        let exit = match timeout {
-            None => Some(py.detach(|| w.wait())),
-            Some(t) => {
-                let t = seconds("timeout", t)?;
-                py.detach(|| w.wait_timeout(t))
-            }
-        };
+        let total = timeout.map(|t| seconds("timeout", t)).transpose()?;
+        // in slices, so that Ctrl-C is seen while waiting
+        let exit = crate::interrupt::wait_in_slices(py, total, |slice| w.wait_timeout(slice))?;
         exit.map(|e| exit_dict(py, &e)).transpose()
     }
 
