@@ -196,7 +196,7 @@ impl ChromiumProcess {
         // and execs Chromium in its place (same pid, same process group), so no unsafe
         // pre-exec code is needed. Our end is a socket: a write after Chromium died is an
         // EPIPE error (MSG_NOSIGNAL), never a SIGPIPE in the host.
-        let mut cmd = Command::new("sh");
+        let mut cmd = Command::new("/bin/sh");
         cmd.arg("-c")
             .arg(r#"exec "$0" "$@" 3<&0 4>&0 0</dev/null"#)
             .arg(exe)

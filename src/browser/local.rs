@@ -634,6 +634,10 @@ impl BrowserBackend for LocalTab {
             }
             Command::TabLease(a) => return Ok(Response::Lease(self.inner.lease(&self.tab, a)?)),
             Command::Tabs(a) => {
+                if let (TabsAction::New, Some(url)) = (a.action, a.url.as_deref()) {
+                    // A refused address opens nothing: no blank tab left behind (issue 12 §10).
+                    super::actions::openable(url)?;
+                }
                 let list = self.inner.tabs_command(a)?;
                 let Some(url) = a.url.as_deref().filter(|_| a.action == TabsAction::New) else {
                     return Ok(Response::Tabs(list));
