@@ -45,6 +45,34 @@ fn status(tab: &LocalTab, id: &str) -> OperationRecord {
 }
 
 #[test]
+fn issue12_fixtures_count_only_trusted_clicks_a_script_click_is_not_a_real_click() {
+    // Guards every real-click test: a click made by page script (what a backend that "clicked"
+    // through `el.click()` would do) is not counted as the control's beacon.
+    let (server, _b, tab, obs) = setup("/p/buttons");
+    tab.javascript(JavascriptArgs {
+        operation_id: op("script-click"),
+        code: "document.getElementById('go').click(); 1".into(),
+    })
+    .unwrap();
+    assert_eq!(
+        server.wait_count("untrusted:go", 1),
+        1,
+        "the script click ran"
+    );
+    assert_eq!(server.count("go"), 0, "a script click counted as real");
+    click(
+        &tab,
+        &op("real-click"),
+        obs.generation,
+        &named(&obs, "Press me").reference,
+    )
+    .unwrap();
+    assert_eq!(server.wait_count("go", 1), 1);
+    assert_eq!(server.count("untrusted:go"), 1);
+    tab.close().unwrap();
+}
+
+#[test]
 fn r_brw_act_page_click_sends_one_real_click_and_is_recorded() {
     let (server, _b, tab, obs) = setup("/p/buttons");
     let id = op("click");
@@ -542,4 +570,61 @@ fn r_brw_act_page_scroll_scrolls_the_page_not_a_box_under_the_centre() {
         box_top.value
     );
     tab.close().unwrap();
+}
+
+#[test]
+fn issue12_a_refused_address_in_tabs_new_opens_no_tab() {
+    // Its own browser, so the tab count is not moved by tests running in parallel.
+    let browser = LocalBrowser::launch(LaunchOptions::default()).unwrap();
+    support::track_pid(browser.pid().unwrap());
+    let list = || {
+        browser
+            .tabs(TabsArgs {
+                action: TabsAction::List,
+                tab_id: None,
+                url: None,
+            })
+            .unwrap()
+            .tabs
+            .len()
+    };
+    let before = list();
+    for url in [
+        "file:///etc/passwd",
+        "  FILE:///etc/hosts",
+        "javascript:alert(1)",
+        "chrome://settings",
+        "data:text/html,<p>hi</p>",
+        "view-source:http://127.0.0.1/",
+    ] {
+        let err = browser
+            .tabs(TabsArgs {
+                action: TabsAction::New,
+                tab_id: None,
+                url: Some(url.into()),
+            })
+            .unwrap_err();
+        assert_eq!(err.code(), "NAVIGATION_FAILED", "{url}");
+        assert_eq!(list(), before, "{url} opened a tab");
+    }
+    // The tool surface too: refused, never rewritten to https://file:/// and opened.
+    let tools = BrowserTools::new(std::sync::Arc::new(browser.clone()));
+    for url in ["file:///etc/passwd", "javascript:alert(1)"] {
+        let refused = tools.run(
+            "browser_tabs",
+            &serde_json::json!({"action": "new", "url": url}),
+        );
+        assert!(refused.is_err(), "{url}: {refused:?}");
+        assert_eq!(list(), before, "{url} opened a tab through the tool");
+    }
+    // An address that is allowed still opens one.
+    browser
+        .tabs(TabsArgs {
+            action: TabsAction::New,
+            tab_id: None,
+            url: Some("about:blank".into()),
+        })
+        .unwrap();
+    assert_eq!(list(), before + 1);
+    browser.close();
 }

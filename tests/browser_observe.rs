@@ -305,3 +305,102 @@ fn r_brw_snap_snapshot_is_a_compact_tree_with_refs_and_regions_wrapped_untrusted
     assert_eq!(missing.unwrap_err().code(), "TARGET_NOT_FOUND");
     tab.close().unwrap();
 }
+
+/// The last line of a snapshot body and the `(shown, total)` it states.
+fn note_of(body: &str) -> (&str, usize, usize) {
+    let last = body.lines().last().unwrap_or_default();
+    let rest = last
+        .strip_prefix("[snapshot truncated at ")
+        .unwrap_or_else(|| panic!("no truncation note as the last line: {last:?}"));
+    let mut nums = rest
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty());
+    let shown = nums.next().unwrap().parse().unwrap();
+    let total = nums.next().unwrap().parse().unwrap();
+    (last, shown, total)
+}
+
+#[test]
+fn issue12_a_cut_snapshot_says_so_in_its_text_and_how_to_read_the_rest() {
+    let (server, _b, tab) = setup();
+    // Over the default budget, under the maximum: the note offers the budget that reads it all.
+    tab.navigate(&server.url("/p/medium")).unwrap();
+    let snap = tab.snapshot(SnapshotArgs::default()).unwrap();
+    assert!(snap.truncated);
+    let body = unwrap_untrusted(&snap.text).unwrap();
+    let (note, shown, total) = note_of(body);
+    eprintln!("medium: {note}");
+    assert!(
+        shown <= 20_000 && total > 20_000 && total <= 30_000,
+        "{note}"
+    );
+    assert_eq!(snap.total_chars, Some(total));
+    let tree = &body[..body.len() - note.len() - 1];
+    assert_eq!(tree.chars().count(), shown, "{note}");
+    assert!(note.contains(&format!("maxChars {total}")), "{note}");
+    let all = tab
+        .snapshot(SnapshotArgs {
+            region: None,
+            max_chars: Some(total),
+        })
+        .unwrap();
+    assert!(!all.truncated && all.total_chars.is_none());
+    let whole = unwrap_untrusted(&all.text).unwrap();
+    assert_eq!(
+        whole.chars().count(),
+        total,
+        "the stated total is the whole tree"
+    );
+    assert!(whole.starts_with(tree), "the cut keeps whole leading lines");
+
+    // Over the maximum: a larger budget cannot help, the note says how to narrow instead.
+    tab.navigate(&server.url("/p/big")).unwrap();
+    let snap = tab
+        .snapshot(SnapshotArgs {
+            region: None,
+            max_chars: Some(1_000_000),
+        })
+        .unwrap();
+    assert!(snap.truncated);
+    let (note, shown, total) = note_of(unwrap_untrusted(&snap.text).unwrap());
+    eprintln!("big: {note}");
+    assert!(shown <= 30_000 && total > 30_000, "{note}");
+    assert!(note.contains("region") && note.contains("find"), "{note}");
+
+    // The tool says it in its own words (its options: max_chars, browser_find, …).
+    let tools = BrowserTools::new(std::sync::Arc::new(tab.clone()));
+    let page = tools
+        .run("browser_read_page", &serde_json::json!({}))
+        .unwrap();
+    assert_eq!(page["truncated"], true);
+    let text = page["text"].as_str().unwrap();
+    let (note, _, total) = note_of(text);
+    assert!(total > 30_000 && note.contains("browser_find"), "{note}");
+    assert_eq!(
+        text.matches("[snapshot truncated at ").count(),
+        1,
+        "one note"
+    );
+    assert!(
+        text.chars().count() <= 20_000,
+        "the tool's note is inside the budget too"
+    );
+    tab.navigate(&server.url("/p/medium")).unwrap();
+    let page = tools
+        .run("browser_read_page", &serde_json::json!({}))
+        .unwrap();
+    let (note, _, total) = note_of(page["text"].as_str().unwrap());
+    assert!(note.contains(&format!("max_chars {total}")), "{note}");
+    let page = tools
+        .run(
+            "browser_read_page",
+            &serde_json::json!({ "max_chars": total }),
+        )
+        .unwrap();
+    assert_eq!(page["truncated"], false);
+    assert!(!page["text"]
+        .as_str()
+        .unwrap()
+        .contains("[snapshot truncated"));
+    tab.close().unwrap();
+}

@@ -42,7 +42,7 @@ int main(void) {
   char *r = run(b,
                 "{\"tool\":\"javascript\",\"args\":{\"operationId\":\"op-1\",\"code\":"
                 "\"document.title='Demo'; document.body.innerHTML='<button>Go</button>';"
-                " const b = document.querySelector('button'); b.onclick = () => { b.textContent = 'Done'; }; 1\"}}");
+                " const b = document.querySelector('button'); b.onclick = (e) => { if (e.isTrusted) b.textContent = 'Done'; }; 1\"}}");
   jevgate_string_free(r);
   char *obs = run(b, "{\"tool\":\"observe\",\"args\":{}}");
   EXPECT(obs != NULL && strstr(obs, "\"name\":\"Go\"") != NULL && strstr(obs, "\"ref\":\"e1\"") != NULL);

@@ -118,7 +118,7 @@ int main(int argc, char **argv) {
      (browser_navigate takes http(s) addresses only; the Rust suite uses a loopback site). */
   char *r = call(gw, "browser_javascript",
            "{\"code\":\"document.title='C demo'; window.clicks=0; document.body.innerHTML="
-           "'<button onclick=\\\"window.clicks++\\\">Press me</button>'; document.title\"}");
+           "'<button onclick=\\\"if(event.isTrusted)window.clicks++\\\">Press me</button>'; document.title\"}");
   EXPECT(r != NULL && strstr(r, "\"value\":\"C demo\"") != NULL);
   jevgate_string_free(r);
   r = call(gw, "browser_find", "{\"query\":\"Press me\"}");

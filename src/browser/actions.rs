@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use super::backend::*;
 use super::keys::{char_events, key_events};
 use super::local::LocalTab;
-use super::snapshot::format_tree;
+use super::snapshot::{format_tree, truncation_note, Surface, MAX_SNAPSHOT};
 use super::untrusted::wrap_untrusted;
 use crate::grammar::{HistoryDirection, Key, ScrollDirection};
 use crate::observation::{Navigation, Observation, ScrollPosition, Truncated};
@@ -63,6 +63,20 @@ struct NavMarks {
     doc: u64,
     same_doc: u64,
     started: u64,
+}
+
+/// `url` trimmed, when it is an address a tab may open (http, https, about:blank); the same
+/// refusal for `tab_navigate` and `tabs new`, checked before anything is opened or sent.
+pub(crate) fn openable(url: &str) -> Result<&str> {
+    let url = url.trim();
+    let lower = url.to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") || lower == "about:blank" {
+        Ok(url)
+    } else {
+        Err(Error::NavigationFailed {
+            reason: "only http, https and about:blank addresses are opened".into(),
+        })
+    }
 }
 
 pub(crate) fn stale(cause: StaleCause) -> Error {
@@ -332,8 +346,8 @@ impl LocalTab {
             },
             Some(args),
         )?;
-        let max = args.max_chars.unwrap_or(DEFAULT_TEXT);
-        let (body, truncated) = match (&obs.dialog, tree) {
+        let max = args.max_chars.unwrap_or(DEFAULT_TEXT).min(MAX_SNAPSHOT);
+        let (mut body, truncated, total) = match (&obs.dialog, tree) {
             (Some(d), _) => (
                 format!(
                     "- dialog {}: {}",
@@ -341,21 +355,45 @@ impl LocalTab {
                     d.message
                 ),
                 false,
+                0,
             ),
-            (None, Some(tree)) if !tree.is_null() => format_tree(&tree, max),
+            (None, Some(tree)) if !tree.is_null() => match format_tree(&tree, max) {
+                // Cut: cut again leaving room for the note (either surface's, the tools
+                // rewrite it), so the text stays in the budget.
+                (_, true, total) => {
+                    let room = [Surface::Backend, Surface::Tool]
+                        .map(|s| truncation_note(max, total, s).chars().count())
+                        .into_iter()
+                        .max()
+                        .unwrap_or(0)
+                        + 1;
+                    format_tree(&tree, max.saturating_sub(room))
+                }
+                whole => whole,
+            },
             (None, _) if args.region.is_some() => {
                 return Err(Error::TargetNotFound {
                     reason: "the region ref is not on the page".into(),
                 })
             }
-            (None, _) => (String::new(), false),
+            (None, _) => (String::new(), false, 0),
         };
+        if truncated {
+            // Said in the text itself, so a reader of the text alone never takes the cut for
+            // the end of the page (issue 12 §10).
+            let shown = body.chars().count();
+            if !body.is_empty() {
+                body.push('\n');
+            }
+            body.push_str(&truncation_note(shown, total, Surface::Backend));
+        }
         Ok(Snapshot {
             generation: obs.generation,
             url: obs.url,
             title: obs.title,
             text: wrap_untrusted(&body),
             truncated,
+            total_chars: truncated.then_some(total),
         })
     }
 
@@ -694,16 +732,7 @@ impl LocalTab {
     }
 
     fn navigate_now(&self, a: &NavigateArgs, sent: &Sent) -> Result<ActionResult> {
-        let url = a.url.trim();
-        let lower = url.to_ascii_lowercase();
-        if !(lower.starts_with("http://")
-            || lower.starts_with("https://")
-            || lower == "about:blank")
-        {
-            return Err(Error::NavigationFailed {
-                reason: "only http, https and about:blank addresses are opened".into(),
-            });
-        }
+        let url = openable(&a.url)?;
         if let Some(d) = self.tab.lock().dialog.clone() {
             return Err(Error::DialogOpen { kind: d.kind });
         }

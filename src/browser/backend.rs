@@ -85,7 +85,8 @@ pub struct SnapshotArgs {
     /// Only the subtree of this ref (of the current generation).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
-    /// Character budget of the tree text (default 20,000, at most 30,000 as `read_page`).
+    /// Character budget of the tree text (default 20,000, at most 30,000 as `read_page`: a
+    /// larger value reads as 30,000).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_chars: Option<usize>,
 }
@@ -514,11 +515,15 @@ pub struct Snapshot {
     pub url: String,
     /// The page title.
     pub title: String,
-    /// The tree text, inside the untrusted envelope.
+    /// The tree text, inside the untrusted envelope. A cut tree ends with a line saying so
+    /// (`[snapshot truncated at <shown> of <total> characters; …]`) and how to read the rest.
     pub text: String,
     /// The tree was cut to the character budget.
     #[serde(default)]
     pub truncated: bool,
+    /// When cut: the length in characters of the whole tree text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_chars: Option<usize>,
 }
 
 /// A screenshot, JPEG, base64, under 150,000 characters (R-DEV-CAPS).

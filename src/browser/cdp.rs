@@ -1,13 +1,18 @@
-//! A small blocking Chrome DevTools Protocol client over `tungstenite` (SPEC §1, §6).
+//! A small blocking Chrome DevTools Protocol client over Chromium's DevTools pipe
+//! (`--remote-debugging-pipe`; SPEC §1, §6, issue 12 §1).
 //!
-//! This module owns one WebSocket connection to a browser endpoint: a writer thread that sends
-//! queued frames, a reader thread that routes responses to their caller by id and events to one
-//! handler, a deadline on every call, and joining both threads on close. It never interprets
-//! what a method means, never holds a lock across socket I/O, and never logs parameters or
-//! results (they carry page content).
+//! This module owns one connection to the browser: an anonymous socket whose other end is
+//! Chromium's fds 3/4, carrying NUL-terminated JSON messages; a writer thread that sends queued
+//! messages, a reader thread that routes responses to their caller by id and events to one
+//! handler, a deadline on every call, and joining both threads on close (a socket shutdown
+//! ends both, whatever Chromium does). It never interprets what a method means, never holds a
+//! lock across socket I/O, and never logs messages, parameters or results (they carry page
+//! content; no dependency sees them either: there is no WebSocket library on this path).
 
 use std::collections::HashMap;
-use std::net::{Shutdown, TcpStream, ToSocketAddrs};
+use std::io::{Read, Write};
+use std::net::Shutdown;
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -16,8 +21,6 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use serde_json::{json, Value};
-use tungstenite::protocol::Role;
-use tungstenite::{Message, WebSocket};
 
 use crate::Error;
 
@@ -80,53 +83,35 @@ fn lost() -> Error {
 
 enum Outgoing {
     Text(String),
-    Close,
 }
 
-/// A connection to one DevTools endpoint.
+/// The largest DevTools message accepted from the browser (a larger one ends the connection).
+const MAX_MESSAGE: usize = 64 << 20;
+
+/// A connection to one browser's DevTools pipe.
 pub(crate) struct Cdp {
     shared: Arc<Shared>,
     next_id: AtomicU64,
     out: Mutex<Option<Sender<Outgoing>>>,
-    stream: TcpStream,
+    stream: UnixStream,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Cdp {
-    /// Connects to `ws://host:port/path` and starts the reader and writer threads.
-    pub(crate) fn connect(
-        url: &str,
+    /// Speaks the protocol over `stream` (our end of the browser's pipe) and starts the reader
+    /// and writer threads. `timeout` bounds every single write.
+    pub(crate) fn over_pipe(
+        stream: UnixStream,
         timeout: Duration,
         handler: EventHandler,
     ) -> Result<Cdp, Error> {
         let fail = |what: &str| Error::BrowserUnavailable {
-            reason: format!("cannot connect to the DevTools endpoint: {what}"),
+            reason: format!("cannot use the DevTools pipe: {what}"),
         };
-        let rest = url
-            .strip_prefix("ws://")
-            .ok_or_else(|| fail("not a ws:// URL"))?;
-        let host_port = rest.split('/').next().unwrap_or_default();
-        let addr = host_port
-            .to_socket_addrs()
-            .map_err(|e| fail(&e.kind().to_string()))?
-            .next()
-            .ok_or_else(|| fail("no address"))?;
-        let stream =
-            TcpStream::connect_timeout(&addr, timeout).map_err(|e| fail(&e.kind().to_string()))?;
-        let _ = stream.set_nodelay(true);
         let io = |e: std::io::Error| fail(&e.kind().to_string());
-        stream.set_read_timeout(Some(timeout)).map_err(io)?;
         stream.set_write_timeout(Some(timeout)).map_err(io)?;
-        // The handshake runs on its own handle; Chromium sends nothing before our first
-        // frame, so no buffered bytes are lost when that handle is dropped.
-        let (handshake, _) = tungstenite::client::client(url, stream.try_clone().map_err(io)?)
-            .map_err(|_| fail("WebSocket handshake refused"))?;
-        drop(handshake);
-        stream.set_read_timeout(None).map_err(io)?;
-        let mut reader =
-            WebSocket::from_raw_socket(stream.try_clone().map_err(io)?, Role::Client, None);
-        let mut writer =
-            WebSocket::from_raw_socket(stream.try_clone().map_err(io)?, Role::Client, None);
+        let mut writer = stream.try_clone().map_err(io)?;
+        let mut reader = stream.try_clone().map_err(io)?;
         let shared = Arc::new(Shared {
             pending: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
@@ -136,25 +121,17 @@ impl Cdp {
         let spawn_err = |e: std::io::Error| fail(&format!("cannot start a thread: {}", e.kind()));
 
         let wshared = shared.clone();
-        let wstream = stream.try_clone().map_err(io)?;
         let writer_thread = std::thread::Builder::new()
             .name("jevgate-cdp-writer".into())
             .spawn(move || {
-                while let Ok(msg) = rx.recv() {
-                    match msg {
-                        Outgoing::Text(text) => {
-                            if writer.send(Message::text(text)).is_err() {
-                                // A broken socket: end the reader too, it fails every waiter.
-                                let _ = wstream.shutdown(Shutdown::Both);
-                                wshared.fail_all();
-                                break;
-                            }
-                        }
-                        Outgoing::Close => {
-                            let _ = writer.close(None);
-                            let _ = writer.flush();
-                            break;
-                        }
+                while let Ok(Outgoing::Text(mut text)) = rx.recv() {
+                    // serde_json escapes every control character, so the only NUL is ours.
+                    text.push('\0');
+                    if writer.write_all(text.as_bytes()).is_err() {
+                        // A broken pipe: end the reader too, it fails every waiter.
+                        let _ = writer.shutdown(Shutdown::Both);
+                        wshared.fail_all();
+                        break;
                     }
                 }
             })
@@ -164,18 +141,7 @@ impl Cdp {
         let reader_thread = std::thread::Builder::new()
             .name("jevgate-cdp-reader".into())
             .spawn(move || {
-                loop {
-                    match reader.read() {
-                        Ok(Message::Text(text)) => route(&rshared, text.as_str()),
-                        Ok(Message::Binary(bytes)) => {
-                            if let Ok(text) = std::str::from_utf8(&bytes) {
-                                route(&rshared, text)
-                            }
-                        }
-                        Ok(Message::Close(_)) | Err(_) => break,
-                        Ok(_) => {}
-                    }
-                }
+                read_messages(&mut reader, &mut |text| route(&rshared, text));
                 rshared.fail_all();
                 (rshared.handler)(Event {
                     method: "jevgate.disconnected".into(),
@@ -260,19 +226,13 @@ impl Cdp {
         }
     }
 
-    /// Closes the connection and joins both threads. Idempotent; never blocks past the socket
-    /// shutdown.
+    /// Closes the connection and joins both threads. Idempotent; never waits on the browser:
+    /// shutting our end of the socket down ends a blocked read and a blocked write at once.
     pub(crate) fn close(&self) {
-        if let Some(out) = self.out.lock().take() {
-            let _ = out.send(Outgoing::Close);
-        }
-        let threads: Vec<JoinHandle<()>> = std::mem::take(&mut *self.threads.lock());
-        let mut threads = threads.into_iter();
-        if let Some(writer) = threads.next() {
-            let _ = writer.join();
-        }
-        // The reader blocks in read(): shutting the socket down ends it.
+        // The writer ends once its queue is empty (every write after the shutdown fails fast).
+        drop(self.out.lock().take());
         let _ = self.stream.shutdown(Shutdown::Both);
+        let threads: Vec<JoinHandle<()>> = std::mem::take(&mut *self.threads.lock());
         for t in threads {
             let _ = t.join();
         }
@@ -283,6 +243,48 @@ impl Cdp {
 impl Drop for Cdp {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+/// Reads NUL-terminated messages until end-of-file, an error, or a message larger than
+/// [`MAX_MESSAGE`]; `deliver` gets each complete message that is UTF-8. Linear in the input:
+/// each byte is scanned once and moved at most once.
+fn read_messages(reader: &mut impl Read, deliver: &mut dyn FnMut(&str)) {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    // `buf[..scanned]` holds no NUL.
+    let mut scanned = 0;
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        let mut start = 0;
+        while let Some(at) = buf[scanned..].iter().position(|&b| b == 0) {
+            let end = scanned + at;
+            if end - start > MAX_MESSAGE {
+                log::warn!(
+                    "the browser sent a DevTools message over the size limit; disconnecting"
+                );
+                return;
+            }
+            if let Ok(text) = std::str::from_utf8(&buf[start..end]) {
+                deliver(text);
+            }
+            start = end + 1;
+            scanned = start;
+        }
+        if start > 0 {
+            buf.drain(..start);
+        }
+        scanned = buf.len();
+        if buf.len() > MAX_MESSAGE {
+            log::warn!("the browser sent a DevTools message over the size limit; disconnecting");
+            return;
+        }
     }
 }
 
@@ -324,5 +326,49 @@ fn route(shared: &Shared, text: &str) {
                 .unwrap_or(Value::Null),
         };
         (shared.handler)(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hands out its bytes in fixed-size reads, so messages are split across reads.
+    struct Chunks<'a>(&'a [u8], usize);
+
+    impl Read for Chunks<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.len().min(self.1).min(out.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    fn messages(input: &[u8], chunk: usize) -> Vec<String> {
+        let mut got = Vec::new();
+        read_messages(&mut Chunks(input, chunk), &mut |m| got.push(m.to_string()));
+        got
+    }
+
+    #[test]
+    fn pipe_messages_are_split_on_nul_whatever_the_reads() {
+        let input = b"{\"id\":1}\0{\"method\":\"a\"}\0\0{\"id\":2}\0{\"partial\"";
+        for chunk in [1, 3, 7, 1000] {
+            assert_eq!(
+                messages(input, chunk),
+                vec!["{\"id\":1}", "{\"method\":\"a\"}", "", "{\"id\":2}"],
+                "chunk {chunk}"
+            );
+        }
+        // Not UTF-8: skipped, the next message still arrives.
+        assert_eq!(messages(b"\xff\xfe\0ok\0", 2), vec!["ok"]);
+    }
+
+    #[test]
+    fn a_message_over_the_limit_ends_the_connection() {
+        let mut big = vec![b'a'; MAX_MESSAGE + 2];
+        big.extend_from_slice(b"\0after\0");
+        assert!(messages(&big, 1 << 20).is_empty());
     }
 }

@@ -1,16 +1,16 @@
 //! Finding, starting and ending a local Chromium process (R-BRW local backend, issue 8 §1).
 //!
 //! This module owns the child process: where the executable comes from, the command line that
-//! keeps it headless and off the network, reading the DevTools endpoint from its stderr, its
-//! fresh profile directory, and killing and reaping it (and every process it started) on
-//! close and on drop. It never speaks the DevTools protocol and never reads a page.
+//! keeps it headless and off the network, the DevTools pipe it is handed (fds 3 and 4, never a
+//! TCP port), its owner-only (0700) profile directory, the sweep of temporary profiles whose
+//! process is gone, and killing and reaping it (and every process it started) on close and on
+//! drop. It never speaks the DevTools protocol and never reads a page.
 
-use std::io::{BufRead, BufReader};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::{Error, Result};
@@ -27,12 +27,14 @@ pub struct LaunchOptions {
     /// The Chromium executable; `None` searches `JEVGATE_CHROMIUM`, `/usr/bin/chromium`,
     /// `chromium`, `chromium-browser`, `google-chrome` in that order.
     pub executable: Option<PathBuf>,
-    /// A persistent profile directory (authenticated sessions); `None` uses a fresh temporary
-    /// directory that is removed on close.
+    /// A persistent profile directory (authenticated sessions; created mode 0700 when missing);
+    /// `None` uses a fresh temporary directory, mode 0700, removed on close, on drop, after a
+    /// failed launch and when Chromium exits by itself — and, after a host killed outright, by
+    /// the next launch in any process of the same user.
     pub profile_dir: Option<PathBuf>,
     /// The viewport size in CSS pixels.
     pub window_size: (u32, u32),
-    /// How long Chromium may take to print its DevTools endpoint.
+    /// How long Chromium may take to answer its first DevTools call.
     pub launch_timeout: Duration,
     /// The deadline of every single DevTools call.
     pub call_timeout: Duration,
@@ -116,34 +118,37 @@ fn running_as_root() -> bool {
         .unwrap_or(false)
 }
 
-/// A running Chromium: the child process (leader of its own process group), its DevTools
-/// browser endpoint, and the profile directory it owns.
+/// A running Chromium: the child process (leader of its own process group) and the profile
+/// directory it owns. Its DevTools connection is the socket [`ChromiumProcess::spawn`] returns.
 pub(crate) struct ChromiumProcess {
     child: Option<Child>,
     /// `sh -c 'read x; kill -KILL -<pgid>'` reading a pipe only we hold: if this process
     /// dies without closing the browser, the pipe closes and the watchdog ends the group.
     watchdog: Option<Child>,
     pid: u32,
-    endpoint: String,
     temp_profile: Option<PathBuf>,
-    stderr_drain: Option<JoinHandle<()>>,
 }
 
 static PROFILE_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// The name prefix of the temporary profiles jevgate creates in the temporary directory:
+/// `jevgate-chromium-p<pid>-t<start time>-<counter>-<nanos>`, so the next start can tell a
+/// profile whose process is gone (swept) from a live one (kept).
+const TEMP_PREFIX: &str = "jevgate-chromium-p";
+
 /// Why one start attempt failed.
-enum Started {
-    /// Chromium closed its output before printing the endpoint (worth one more try).
+pub(crate) enum Started {
+    /// Chromium closed its end of the DevTools pipe before answering (worth one more try).
     ExitedEarly,
     /// Anything else.
     Failed(Error),
 }
 
 impl Started {
-    fn into_error(self) -> Error {
+    pub(crate) fn into_error(self) -> Error {
         match self {
             Started::ExitedEarly => {
-                unavailable("Chromium exited before reporting its DevTools endpoint")
+                unavailable("Chromium exited before answering on its DevTools pipe")
             }
             Started::Failed(e) => e,
         }
@@ -157,48 +162,46 @@ impl From<Error> for Started {
 }
 
 impl ChromiumProcess {
-    /// Starts Chromium and waits (bounded) for `DevTools listening on ws://…`. A Chromium that
-    /// exits before reporting it (a start-up failure seen on loaded machines) is started once
-    /// more before `BROWSER_UNAVAILABLE` is reported.
-    pub(crate) fn start(opts: &LaunchOptions) -> Result<ChromiumProcess> {
-        let exe = find_chromium(opts.executable.as_deref())?;
-        match ChromiumProcess::start_once(opts, &exe) {
-            Err(Started::ExitedEarly) => {
-                log::warn!("Chromium exited during start-up; starting it once more");
-                ChromiumProcess::start_once(opts, &exe).map_err(Started::into_error)
-            }
-            other => other.map_err(Started::into_error),
-        }
-    }
-
-    fn start_once(
-        opts: &LaunchOptions,
-        exe: &Path,
-    ) -> std::result::Result<ChromiumProcess, Started> {
+    /// Starts Chromium with `--remote-debugging-pipe`: the DevTools protocol runs over one end
+    /// of an anonymous socket pair, which Chromium sees as fds 3 (it reads) and 4 (it writes);
+    /// the other end is returned. No TCP port, no `DevToolsActivePort` file: nothing another
+    /// local process can connect to. A temporary profile is created mode 0700 (after sweeping
+    /// the stale ones of processes that are gone) and removed on every exit path.
+    pub(crate) fn spawn(opts: &LaunchOptions, exe: &Path) -> Result<(ChromiumProcess, UnixStream)> {
         let (profile, temp_profile) = match &opts.profile_dir {
-            Some(dir) => (dir.clone(), None),
+            Some(dir) => {
+                create_private_dir(dir, true)?;
+                (dir.clone(), None)
+            }
             None => {
-                let nanos = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.subsec_nanos())
-                    .unwrap_or(0);
-                let dir = std::env::temp_dir().join(format!(
-                    "jevgate-chromium-{}-{}-{nanos}",
-                    std::process::id(),
-                    PROFILE_COUNTER.fetch_add(1, Ordering::Relaxed)
-                ));
+                let tmp = std::env::temp_dir();
+                sweep_stale_profiles(&tmp);
+                let dir = new_temp_profile(&tmp)?;
                 (dir.clone(), Some(dir))
             }
         };
-        std::fs::create_dir_all(&profile).map_err(|e| {
-            unavailable(&format!(
-                "cannot create the profile directory: {}",
+        let cleanup = |e: Error| {
+            if let Some(dir) = &temp_profile {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            e
+        };
+        let (ours, theirs) = UnixStream::pair().map_err(|e| {
+            cleanup(unavailable(&format!(
+                "cannot create the DevTools pipe: {}",
                 e.kind()
-            ))
+            )))
         })?;
-        let mut cmd = Command::new(exe);
-        cmd.arg("--headless")
-            .arg("--remote-debugging-port=0")
+        // The socket reaches Chromium as the shell's stdin; the shell moves it to fds 3 and 4
+        // and execs Chromium in its place (same pid, same process group), so no unsafe
+        // pre-exec code is needed. Our end is a socket: a write after Chromium died is an
+        // EPIPE error (MSG_NOSIGNAL), never a SIGPIPE in the host.
+        let mut cmd = Command::new("/bin/sh");
+        cmd.arg("-c")
+            .arg(r#"exec "$0" "$@" 3<&0 4>&0 0</dev/null"#)
+            .arg(exe)
+            .arg("--headless")
+            .arg("--remote-debugging-pipe")
             .arg(format!("--user-data-dir={}", profile.display()))
             .args([
                 "--disable-gpu",
@@ -230,48 +233,24 @@ impl ChromiumProcess {
         }
         cmd.args(&opts.extra_args)
             .arg("about:blank")
-            .stdin(Stdio::null())
+            .stdin(Stdio::from(OwnedFd::from(theirs)))
             .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::null());
         {
             use std::os::unix::process::CommandExt;
             // Its own process group, so close() can end the renderers and zygotes too.
             cmd.process_group(0);
         }
-        let mut child = cmd.spawn().map_err(|e| {
-            if let Some(dir) = &temp_profile {
-                let _ = std::fs::remove_dir_all(dir);
-            }
-            unavailable(&format!("Chromium failed to start: {}", e.kind()))
+        let child = cmd.spawn().map_err(|e| {
+            cleanup(unavailable(&format!(
+                "Chromium failed to start: {}",
+                e.kind()
+            )))
         })?;
+        // `cmd` still holds Chromium's end of the socket: dropped now, so Chromium's exit is
+        // seen as end-of-file on ours.
+        drop(cmd);
         let pid = child.id();
-        let stderr = child.stderr.take();
-        let (tx, rx) = mpsc::channel::<String>();
-        let drain = std::thread::Builder::new()
-            .name("jevgate-chromium-stderr".into())
-            .spawn(move || {
-                let Some(stderr) = stderr else { return };
-                let mut sent = false;
-                let mut reader = BufReader::new(stderr);
-                let mut line = Vec::new();
-                // Reads until Chromium closes stderr (it exits); the endpoint line is sent once.
-                loop {
-                    line.clear();
-                    match reader.read_until(b'\n', &mut line) {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => {
-                            if !sent {
-                                let text = String::from_utf8_lossy(&line);
-                                if let Some(at) = text.find("DevTools listening on ") {
-                                    let url = text[at + "DevTools listening on ".len()..].trim();
-                                    sent = tx.send(url.to_string()).is_ok();
-                                }
-                            }
-                        }
-                    }
-                }
-            })
-            .map_err(|e| unavailable(&format!("cannot start a thread: {}", e.kind())))?;
         let watchdog = Command::new("sh")
             .args(["-c", &format!("read x; kill -KILL -{pid} 2>/dev/null")])
             .stdin(Stdio::piped())
@@ -279,37 +258,15 @@ impl ChromiumProcess {
             .stderr(Stdio::null())
             .spawn()
             .ok();
-        let mut process = ChromiumProcess {
-            child: Some(child),
-            watchdog,
-            pid,
-            endpoint: String::new(),
-            temp_profile,
-            stderr_drain: Some(drain),
-        };
-        match rx.recv_timeout(opts.launch_timeout) {
-            Ok(url) if url.starts_with("ws://") => {
-                process.endpoint = url;
-                Ok(process)
-            }
-            Ok(_) => {
-                process.kill();
-                Err(unavailable("Chromium printed an unexpected DevTools endpoint").into())
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                process.kill();
-                Err(unavailable("Chromium did not report its DevTools endpoint in time").into())
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                process.kill();
-                Err(Started::ExitedEarly)
-            }
-        }
-    }
-
-    /// The `ws://127.0.0.1:<port>/devtools/browser/<id>` endpoint.
-    pub(crate) fn endpoint(&self) -> &str {
-        &self.endpoint
+        Ok((
+            ChromiumProcess {
+                child: Some(child),
+                watchdog,
+                pid,
+                temp_profile,
+            },
+            ours,
+        ))
     }
 
     /// The process id of the browser process (the leader of its process group).
@@ -330,8 +287,8 @@ impl ChromiumProcess {
         }
     }
 
-    /// Kills the whole process group, reaps the browser process, joins the stderr reader and
-    /// removes a temporary profile. Idempotent.
+    /// Kills the whole process group, reaps the browser process and removes a temporary
+    /// profile. Idempotent; never blocks on Chromium (SIGKILL, then the reap of a dead child).
     pub(crate) fn kill(&mut self) {
         if let Some(mut watchdog) = self.watchdog.take() {
             // Ended first, so it can never fire at a reused process group id later.
@@ -353,21 +310,117 @@ impl ChromiumProcess {
             }
             let _ = child.wait();
         }
-        if let Some(drain) = self.stderr_drain.take() {
-            // The reader ends at EOF, once every process holding Chromium's stderr is gone;
-            // a process that escaped the group could hold it open, so the wait is bounded.
-            let deadline = Instant::now() + Duration::from_secs(2);
-            while !drain.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            if drain.is_finished() {
-                let _ = drain.join();
-            }
-        }
         if let Some(dir) = self.temp_profile.take() {
-            let _ = std::fs::remove_dir_all(dir);
+            // A renderer killed with the group may still be exiting; a second pass removes
+            // what it wrote meanwhile.
+            if std::fs::remove_dir_all(&dir).is_err() {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
         }
     }
+}
+
+/// Creates `dir` mode 0700 (owner only: cookies and saved state live there). `recursive`
+/// creates missing parents with the same mode; an existing directory is left as it is.
+fn create_private_dir(dir: &Path, recursive: bool) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(recursive)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| {
+            unavailable(&format!(
+                "cannot create the profile directory: {}",
+                e.kind()
+            ))
+        })
+}
+
+/// A fresh temporary profile directory named after this process (pid and start time), created
+/// mode 0700; never an existing path (a name taken by anything else is skipped).
+fn new_temp_profile(tmp: &Path) -> Result<PathBuf> {
+    let me = std::process::id();
+    let started = start_time(me).unwrap_or(0);
+    let mut last = None;
+    for _ in 0..16 {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let dir = tmp.join(format!(
+            "{TEMP_PREFIX}{me}-t{started}-{}-{nanos}",
+            PROFILE_COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        match create_private_dir(&dir, false) {
+            Ok(()) => return Ok(dir),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| unavailable("cannot create the profile directory")))
+}
+
+/// The start time of process `pid` (clock ticks after boot, field 22 of `/proc/<pid>/stat`),
+/// `None` when the process does not exist (or is a zombie: it has exited).
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut rest = stat.rsplit(')').next()?.split_whitespace();
+    let state = rest.next()?;
+    if state == "Z" || state == "X" {
+        return None;
+    }
+    // After the state (field 3), the start time is field 22: 19 fields further.
+    rest.nth(18)?.parse().ok()
+}
+
+/// Removes the temporary profiles left in `tmp` by jevgate processes that are gone (a host
+/// killed with SIGKILL never ran its cleanup): only directories named with our prefix, owned
+/// by this user, whose recorded process (pid and start time) no longer runs. A live process's
+/// profile, a name that does not parse, a symlink or anything of another user is never touched.
+/// Returns how many were removed.
+pub(crate) fn sweep_stale_profiles(tmp: &Path) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return 0;
+    };
+    let uid = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some((pid, started)) = name.to_str().and_then(parse_temp_name) else {
+            continue;
+        };
+        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+            continue;
+        };
+        if !meta.is_dir() || Some(meta.uid()) != uid {
+            continue;
+        }
+        // Alive when the pid runs with the recorded start time; a pid reused by another
+        // process (another start time) means the recorded one is gone. An unknown start time
+        // (0) is treated as alive while the pid exists.
+        let gone = match start_time(pid) {
+            None => true,
+            Some(now) => started != 0 && now != started,
+        };
+        if gone && std::fs::remove_dir_all(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        log::info!("removed {removed} stale temporary Chromium profile(s)");
+    }
+    removed
+}
+
+/// `(pid, start time)` out of `jevgate-chromium-p<pid>-t<start>-<counter>-<nanos>`.
+fn parse_temp_name(name: &str) -> Option<(u32, u64)> {
+    let rest = name.strip_prefix(TEMP_PREFIX)?;
+    let mut parts = rest.split('-');
+    let pid = parts.next()?.parse().ok()?;
+    let started = parts.next()?.strip_prefix('t')?.parse().ok()?;
+    parts.next()?.parse::<u64>().ok()?;
+    parts.next()?.parse::<u64>().ok()?;
+    parts.next().is_none().then_some((pid, started))
 }
 
 /// The process exists and is not a zombie.
@@ -388,5 +441,91 @@ fn alive(pid: u32) -> bool {
 impl Drop for ChromiumProcess {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn gone_pid() -> u32 {
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    #[test]
+    fn issue12_sweep_removes_only_our_stale_profiles() {
+        let tmp = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        let my_start = start_time(me).expect("our own start time");
+        let dead = gone_pid();
+        let path = |name: String| tmp.path().join(name);
+        let stale = path(format!("{TEMP_PREFIX}{dead}-t123-0-1"));
+        let reused = path(format!("{TEMP_PREFIX}{me}-t{}-0-1", my_start + 1));
+        let live = path(format!("{TEMP_PREFIX}{me}-t{my_start}-0-1"));
+        let odd = path(format!("{TEMP_PREFIX}{dead}-x"));
+        let old_style = path(format!("jevgate-chromium-{dead}-0-1"));
+        let other = path(format!("not-ours-{dead}"));
+        for d in [&stale, &reused, &live, &odd, &old_style, &other] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join("Cookies"), "x").unwrap();
+        }
+        // A file and a symlink wearing a stale name: never followed, never removed.
+        let file = path(format!("{TEMP_PREFIX}{dead}-t1-0-2"));
+        std::fs::write(&file, "x").unwrap();
+        let link = path(format!("{TEMP_PREFIX}{dead}-t1-0-3"));
+        std::os::unix::fs::symlink(&other, &link).unwrap();
+        // Another user's directory (only when we may give one away: running as root).
+        let foreign = path(format!("{TEMP_PREFIX}{dead}-t1-0-4"));
+        std::fs::create_dir(&foreign).unwrap();
+        let foreign_ok = std::os::unix::fs::chown(&foreign, Some(65534), Some(65534)).is_ok();
+
+        let removed = sweep_stale_profiles(tmp.path());
+        assert!(!stale.exists(), "a dead process's profile is swept");
+        assert!(
+            !reused.exists(),
+            "a reused pid (other start time) is not our process"
+        );
+        assert_eq!(removed, if foreign_ok { 2 } else { 3 });
+        for kept in [&live, &odd, &old_style, &other, &file, &link] {
+            assert!(
+                std::fs::symlink_metadata(kept).is_ok(),
+                "{}",
+                kept.display()
+            );
+        }
+        assert!(
+            other.join("Cookies").exists(),
+            "a symlink is never followed"
+        );
+        if foreign_ok {
+            assert!(
+                foreign.exists(),
+                "another user's directory is never removed"
+            );
+        }
+    }
+
+    #[test]
+    fn issue12_temporary_profiles_are_created_0700_never_reusing_a_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = new_temp_profile(tmp.path()).unwrap();
+        let b = new_temp_profile(tmp.path()).unwrap();
+        assert_ne!(a, b);
+        for d in [&a, &b] {
+            let mode = std::fs::metadata(d).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700);
+            let name = d.file_name().unwrap().to_str().unwrap();
+            assert_eq!(
+                parse_temp_name(name),
+                Some((std::process::id(), start_time(std::process::id()).unwrap()))
+            );
+        }
+        // Ours and alive: kept.
+        assert_eq!(sweep_stale_profiles(tmp.path()), 0);
+        assert!(a.exists() && b.exists());
     }
 }

@@ -19,7 +19,7 @@ use super::backend::{
     TabLeaseState, TabList, TabsAction, TabsArgs,
 };
 use super::cdp::{Cdp, Event};
-use super::launch::{ChromiumProcess, LaunchOptions};
+use super::launch::{find_chromium, ChromiumProcess, LaunchOptions, Started};
 use super::tab::TabShared;
 use crate::{Error, Result};
 
@@ -32,6 +32,9 @@ const KEPT_OPERATIONS: usize = 256;
 #[derive(Default)]
 struct Router {
     by_session: Mutex<HashMap<String, Arc<TabShared>>>,
+    /// The Chromium process, here so that a browser gone from under us (crash, kill) is reaped
+    /// and its temporary profile removed as soon as its pipe closes, not only at close/drop.
+    process: Mutex<Option<ChromiumProcess>>,
 }
 
 impl Router {
@@ -91,6 +94,14 @@ impl Router {
                 for tab in tabs {
                     tab.mark_gone();
                 }
+                // Chromium closed its end of the pipe: it exited or crashed. End what is left
+                // of its group, reap it, remove its temporary profile (never touches the pipe,
+                // so it is safe on the reader thread).
+                let process = self.process.lock().take();
+                if let Some(mut process) = process {
+                    log::warn!("the browser closed its DevTools pipe; ending its processes");
+                    process.kill();
+                }
             }
             _ => {}
         }
@@ -106,7 +117,6 @@ struct Operations {
 pub(crate) struct Inner {
     pub(crate) cdp: Cdp,
     pub(crate) opts: LaunchOptions,
-    process: Mutex<Option<ChromiumProcess>>,
     router: Arc<Router>,
     tabs: Mutex<Vec<Arc<TabShared>>>,
     current: Mutex<Option<Arc<TabShared>>>,
@@ -154,24 +164,19 @@ impl LocalBrowser {
     /// Starts Chromium and attaches to its first tab. `BROWSER_UNAVAILABLE` when no Chromium
     /// is installed or it cannot start.
     pub fn launch(opts: LaunchOptions) -> Result<LocalBrowser> {
-        let mut process = ChromiumProcess::start(&opts)?;
+        let exe = find_chromium(opts.executable.as_deref())?;
         let router = Arc::new(Router::default());
-        let handler_router = router.clone();
-        let cdp = match Cdp::connect(
-            process.endpoint(),
-            opts.call_timeout,
-            Arc::new(move |e| handler_router.handle(e)),
-        ) {
-            Ok(cdp) => cdp,
-            Err(e) => {
-                process.kill();
-                return Err(e);
+        let (process, cdp) = match start_connected(&opts, &exe, &router) {
+            Err(Started::ExitedEarly) => {
+                log::warn!("Chromium exited during start-up; starting it once more");
+                start_connected(&opts, &exe, &router).map_err(Started::into_error)?
             }
+            other => other.map_err(Started::into_error)?,
         };
+        *router.process.lock() = Some(process);
         let inner = Arc::new(Inner {
             cdp,
             opts,
-            process: Mutex::new(Some(process)),
             router,
             tabs: Mutex::new(Vec::new()),
             current: Mutex::new(None),
@@ -237,7 +242,12 @@ impl LocalBrowser {
 
     /// The process id of the browser process (for hosts that watch processes, and tests).
     pub fn pid(&self) -> Option<u32> {
-        self.inner.process.lock().as_ref().map(ChromiumProcess::pid)
+        self.inner
+            .router
+            .process
+            .lock()
+            .as_ref()
+            .map(ChromiumProcess::pid)
     }
 
     /// Ends the browser: asks it to close, then kills its process group, reaps it, joins the
@@ -352,7 +362,7 @@ impl Inner {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
-        let process = self.process.lock().take();
+        let process = self.router.process.lock().take();
         if !self.cdp.is_closed() {
             let _ = self
                 .cdp
@@ -558,6 +568,47 @@ pub(crate) fn auto_attach_frames(inner: &Inner, session: &str) -> Result<()> {
         .map(|_| ())
 }
 
+/// One start attempt: spawns Chromium on its DevTools pipe and waits (bounded by
+/// `launch_timeout`) for the answer to a first call. A Chromium that closes the pipe first (a
+/// start-up failure seen on loaded machines) is `ExitedEarly`, worth one more attempt; on any
+/// failure the process is killed and reaped and its temporary profile removed.
+fn start_connected(
+    opts: &LaunchOptions,
+    exe: &std::path::Path,
+    router: &Arc<Router>,
+) -> std::result::Result<(ChromiumProcess, Cdp), Started> {
+    let (mut process, pipe) = ChromiumProcess::spawn(opts, exe)?;
+    let handler_router = router.clone();
+    let cdp = match Cdp::over_pipe(
+        pipe,
+        opts.call_timeout,
+        Arc::new(move |e| handler_router.handle(e)),
+    ) {
+        Ok(cdp) => cdp,
+        Err(e) => {
+            process.kill();
+            return Err(e.into());
+        }
+    };
+    match cdp.call("Browser.getVersion", json!({}), None, opts.launch_timeout) {
+        Ok(_) => Ok((process, cdp)),
+        Err(e) => {
+            let exited = cdp.is_closed();
+            cdp.close();
+            process.kill();
+            Err(match e {
+                _ if exited => Started::ExitedEarly,
+                super::cdp::CdpError::Failed(Error::BrowserTimeout { .. }) => {
+                    Started::Failed(Error::BrowserUnavailable {
+                        reason: "Chromium did not answer on its DevTools pipe in time".into(),
+                    })
+                }
+                other => Started::Failed(other.into_error("Browser.getVersion")),
+            })
+        }
+    }
+}
+
 impl Drop for Inner {
     fn drop(&mut self) {
         self.shutdown();
@@ -583,6 +634,10 @@ impl BrowserBackend for LocalTab {
             }
             Command::TabLease(a) => return Ok(Response::Lease(self.inner.lease(&self.tab, a)?)),
             Command::Tabs(a) => {
+                if let (TabsAction::New, Some(url)) = (a.action, a.url.as_deref()) {
+                    // A refused address opens nothing: no blank tab left behind (issue 12 §10).
+                    super::actions::openable(url)?;
+                }
                 let list = self.inner.tabs_command(a)?;
                 let Some(url) = a.url.as_deref().filter(|_| a.action == TabsAction::New) else {
                     return Ok(Response::Tabs(list));

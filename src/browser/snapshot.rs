@@ -21,11 +21,53 @@ use serde_json::Value;
 /// Roles that are dropped when they have no name and hand their single child up.
 const TRANSPARENT_WHEN_SINGLE: &[&str] = &["listitem", "cell", "row", "group", "region", "form"];
 
+/// The most characters one snapshot may show (SPEC: read_page ≤ 30,000 characters).
+pub(crate) const MAX_SNAPSHOT: usize = 30_000;
+
+/// How a cut snapshot's last line begins (never a tree line: those begin with `- `).
+pub(crate) const NOTE_PREFIX: &str = "[snapshot truncated at ";
+
+/// Who reads the note: the backend's `snapshot` command or the `browser_read_page` tool (each
+/// is told the options it really has).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Surface {
+    Backend,
+    Tool,
+}
+
+/// The last line of a cut snapshot: how much is shown, how much there is, and how to get the
+/// rest with the options that exist (a larger budget when the whole tree fits the maximum;
+/// otherwise a narrower read).
+pub(crate) fn truncation_note(shown: usize, total: usize, surface: Surface) -> String {
+    let how = match (surface, total <= MAX_SNAPSHOT) {
+        (Surface::Backend, true) => {
+            format!("call snapshot again with maxChars {total} to read all of it")
+        }
+        (Surface::Tool, true) => {
+            format!("call browser_read_page again with max_chars {total} to read all of it")
+        }
+        (Surface::Backend, false) => format!(
+            "the whole tree is over the {MAX_SNAPSHOT}-character maximum: read a part with \
+             snapshot region set to a ref shown above, or look for a control with find"
+        ),
+        (Surface::Tool, false) => format!(
+            "the whole tree is over the {MAX_SNAPSHOT}-character maximum: use browser_find with \
+             words of what you look for, browser_read_page with filter \"interactive\" for the \
+             controls only, or browser_get_text for the text"
+        ),
+    };
+    format!("{NOTE_PREFIX}{shown} of {total} characters; the rest of the page is not shown; {how}]")
+}
+
 /// Formats the walk's tree (`{r, n, ref?, v?, checked?, disabled?, sensitive?, level?, c}`) as
-/// snapshot lines under `max_chars`. Returns the text and whether it was cut.
-pub(crate) fn format_tree(tree: &Value, max_chars: usize) -> (String, bool) {
+/// snapshot lines under `max_chars` characters (whole lines only). Returns the text, whether
+/// it was cut, and the length in characters of the whole tree text (counted, never built:
+/// linear in the tree).
+pub(crate) fn format_tree(tree: &Value, max_chars: usize) -> (String, bool, usize) {
     let mut out = Out {
         text: String::new(),
+        used: 0,
+        total: 0,
         max: max_chars,
         truncated: false,
     };
@@ -44,32 +86,39 @@ pub(crate) fn format_tree(tree: &Value, max_chars: usize) -> (String, bool) {
     if out.text.ends_with('\n') {
         out.text.pop();
     }
-    (out.text, out.truncated)
+    (out.text, out.truncated, out.total.saturating_sub(1))
 }
 
 struct Out {
     text: String,
+    /// Characters in `text`.
+    used: usize,
+    /// Characters of every line, shown or not.
+    total: usize,
     max: usize,
     truncated: bool,
 }
 
 impl Out {
-    fn line(&mut self, indent: usize, body: &str) -> bool {
+    /// Adds a line while it fits the budget; after the first one that does not, only counts.
+    fn line(&mut self, indent: usize, body: &str) {
+        let need = indent * 2 + 3 + body.chars().count();
+        self.total = self.total.saturating_add(need);
         if self.truncated {
-            return false;
+            return;
         }
-        let need = indent * 2 + 3 + body.len();
-        if self.text.len() + need > self.max {
+        // The last line's newline is dropped at the end, so it does not count.
+        if self.used + need - 1 > self.max {
             self.truncated = true;
-            return false;
+            return;
         }
+        self.used += need;
         for _ in 0..indent {
             self.text.push_str("  ");
         }
         self.text.push_str("- ");
         self.text.push_str(body);
         self.text.push('\n');
-        true
     }
 }
 
@@ -172,13 +221,9 @@ fn emit(node: &Value, indent: usize, out: &mut Out) {
     if let Some(v) = value {
         head.push_str(": ");
         head.push_str(v);
-        if !out.line(indent, &head) {
-            return;
-        }
+        out.line(indent, &head);
     } else if kids.is_empty() {
-        if !out.line(indent, &head) {
-            return;
-        }
+        out.line(indent, &head);
         return;
     } else if let [Child::Text(t)] = kids.as_slice() {
         head.push_str(": ");
@@ -187,9 +232,7 @@ fn emit(node: &Value, indent: usize, out: &mut Out) {
         return;
     } else {
         head.push(':');
-        if !out.line(indent, &head) {
-            return;
-        }
+        out.line(indent, &head);
     }
     for kid in kids {
         match kid {
@@ -219,8 +262,9 @@ mod tests {
             {"r":"listitem","n":"","c":[]},
             " Footer   text "
         ]});
-        let (text, cut) = format_tree(&tree, 10_000);
+        let (text, cut, total) = format_tree(&tree, 10_000);
         assert!(!cut);
+        assert_eq!(total, text.chars().count());
         assert_eq!(
             text,
             "- heading \"Sign in\" [level=1]\n- navigation:\n  - list:\n    - link \"Home\" [ref=e1]\n- text: Welcome back\n- textbox \"Email\" [ref=e2]: ann@example.com\n- textbox \"Password\" [ref=e3] [sensitive]\n- checkbox \"Remember\" [ref=e4] [checked]\n- text: Footer text"
@@ -232,9 +276,42 @@ mod tests {
         let kids: Vec<Value> = (1..=100)
             .map(|i| json!({"r":"button","n":format!("B{i}"),"ref":format!("e{i}"),"c":[]}))
             .collect();
-        let (text, cut) = format_tree(&json!({"r":"root","n":"","c":kids}), 200);
+        let tree = json!({"r":"root","n":"","c":kids});
+        let (text, cut, total) = format_tree(&tree, 200);
         assert!(cut);
         assert!(text.len() <= 200);
+        assert_eq!(
+            format_tree(&tree, total).0.chars().count(),
+            total,
+            "a budget of the total reads it all"
+        );
+        assert!(format_tree(&tree, total - 1).1);
         assert!(text.lines().all(|l| l.ends_with(']')));
+        let (whole, cut, whole_total) = format_tree(&tree, 1_000_000);
+        assert!(!cut);
+        assert_eq!(
+            total,
+            whole.chars().count(),
+            "the whole length is counted past the cut"
+        );
+        assert_eq!(whole_total, total);
+        // The budget counts characters, not bytes.
+        let wide = json!({"r":"root","n":"","c":["ไทย".repeat(10)]});
+        let (text, cut, total) = format_tree(&wide, 39);
+        assert!(!cut, "{text}");
+        assert_eq!(total, 38);
+    }
+
+    #[test]
+    fn issue12_the_truncation_note_offers_what_exists() {
+        let fits = truncation_note(20_000, 25_000, Surface::Tool);
+        assert!(fits.starts_with(NOTE_PREFIX), "{fits}");
+        assert!(fits.contains("20000 of 25000 characters"));
+        assert!(fits.contains("max_chars 25000"));
+        let over = truncation_note(20_000, 90_000, Surface::Backend);
+        assert!(
+            over.contains("region") && !over.contains("maxChars"),
+            "{over}"
+        );
     }
 }

@@ -31,6 +31,7 @@ use super::backend::{
     JavascriptArgs, KeypressArgs, MouseClickArgs, NavigateArgs, ObserveArgs, Rect, ScreenshotArgs,
     ScrollArgs, SnapshotArgs, TabsAction, TabsArgs, TypeArgs,
 };
+use super::snapshot::{truncation_note, Surface, NOTE_PREFIX};
 use super::untrusted::unwrap_untrusted;
 use crate::device::{CancelToken, ToolExecutor, WorkerFailure, WORKER_CODES};
 use crate::grammar::{HistoryDirection, Key, ScrollDirection};
@@ -112,23 +113,37 @@ fn parse_key(text: &str) -> Option<Key> {
     })
 }
 
-/// `url` as the backend opens it: `back`/`forward` are history, a bare domain gets `https://`.
+/// `url` as the backend opens it: `back`/`forward` are history, a bare domain (`example.com`,
+/// `localhost:3000/x`) gets `https://`. An address with another scheme (`file:`,
+/// `javascript:`, `chrome:`, `data:` …) is passed as it is, so the backend refuses it — never
+/// turned into an `https://file:///…` that would open a tab.
 fn navigation_target(url: &str) -> Result<HistoryDirection, String> {
     match url {
         "back" => Ok(HistoryDirection::Back),
         "forward" => Ok(HistoryDirection::Forward),
-        _ => {
-            let lower = url.to_ascii_lowercase();
-            if lower.starts_with("http://")
-                || lower.starts_with("https://")
-                || lower == "about:blank"
-            {
-                Err(url.to_string())
-            } else {
-                Err(format!("https://{url}"))
-            }
-        }
+        _ if has_scheme(url.trim()) => Err(url.to_string()),
+        _ => Err(format!("https://{url}")),
     }
+}
+
+/// `scheme:` before any `/`, `?` or `#`, where what follows the colon is not a port number.
+fn has_scheme(url: &str) -> bool {
+    let Some(colon) = url.find(':') else {
+        return false;
+    };
+    let scheme = &url[..colon];
+    let valid = scheme
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    let port = url[colon + 1..]
+        .split(['/', '?', '#'])
+        .next()
+        .is_some_and(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
+    valid && !port
 }
 
 impl BrowserTools {
@@ -203,11 +218,27 @@ impl BrowserTools {
             })
         })?;
         self.hand_out(snap.generation);
+        let mut text = text_of(&snap.text);
+        if let Some(total) = snap.total_chars.filter(|_| snap.truncated) {
+            // The backend's note names its own options; the tool's reader gets the tool's.
+            let body = match text.rfind('\n') {
+                Some(at) if text[at + 1..].starts_with(NOTE_PREFIX) => &text[..at],
+                _ if text.starts_with(NOTE_PREFIX) => "",
+                _ => text.as_str(),
+            };
+            let shown = body.chars().count();
+            let note = truncation_note(shown, total, Surface::Tool);
+            text = if body.is_empty() {
+                note
+            } else {
+                format!("{body}\n{note}")
+            };
+        }
         Ok(json!({
             "generation": snap.generation,
             "url": snap.url,
             "title": snap.title,
-            "text": text_of(&snap.text),
+            "text": text,
             "truncated": snap.truncated,
         }))
     }
@@ -622,6 +653,26 @@ mod tests {
         assert_eq!(
             navigation_target("HTTP://x.test/"),
             Err("HTTP://x.test/".to_string())
+        );
+        // Another scheme is kept as it is (the backend refuses it), never made https://file:…
+        for other in [
+            "file:///etc/passwd",
+            "javascript:alert(1)",
+            "chrome://settings",
+            "data:text/html,hi",
+            "view-source:http://x.test/",
+            "about:config",
+        ] {
+            assert_eq!(navigation_target(other), Err(other.to_string()), "{other}");
+        }
+        // A bare host with a port is still a bare host.
+        assert_eq!(
+            navigation_target("localhost:3000/x"),
+            Err("https://localhost:3000/x".to_string())
+        );
+        assert_eq!(
+            navigation_target("example.com:8443"),
+            Err("https://example.com:8443".to_string())
         );
     }
 

@@ -1,8 +1,14 @@
 //! Fixture pages served by the test server. Controls call `b(name)`, which posts a beacon the
 //! server counts, so a test can prove an input event reached the page exactly once.
+//!
+//! Only real input counts: a click or key event a script made (`el.click()`, `dispatchEvent`,
+//! `event.isTrusted == false`) is counted under `untrusted:<name>` instead, so a backend that
+//! "clicked" through script fails every real-click test (issue 12).
 
 const HEAD: &str = r#"<!doctype html><meta charset="utf-8"><script>
-function b(n){fetch('/beacon?n='+encodeURIComponent(n),{method:'POST',keepalive:true});}
+function b(n,e){e=e||window.event;
+if(e&&/^(click|mouse|pointer|key)/.test(e.type)&&!e.isTrusted)n='untrusted:'+n;
+fetch('/beacon?n='+encodeURIComponent(n),{method:'POST',keepalive:true});}
 </script>"#;
 
 pub const SECRET_PASSWORD: &str = "hunter2-SECRET-pw";
@@ -40,13 +46,13 @@ pub fn page(name: &str) -> Option<String> {
 <div id="host"></div>
 <script>
 const root = document.getElementById('host').attachShadow({mode:'open'});
-root.innerHTML = '<p>In the shadow</p><button onclick="b(\'shadow\')">Shadow button</button><slot></slot>';
+root.innerHTML = '<p>In the shadow</p><button onclick="b(\'shadow\',event)">Shadow button</button><slot></slot>';
 const closed = document.createElement('div'); document.body.appendChild(closed);
 closed.attachShadow({mode:'closed'}).innerHTML = '<button>Closed shadow button</button>';
 </script>"#
             .to_string(),
         "inner" => r#"<title>Inner</title><p>Inside the frame</p>
-<button onclick="parent.b('inner')" style="margin-top:40px">Frame button</button>"#
+<button onclick="parent.b('inner',event)" style="margin-top:40px">Frame button</button>"#
             .to_string(),
         "sensitive" => format!(
             r#"<title>Checkout</title><h1>Checkout</h1><form onsubmit="event.preventDefault()">
@@ -141,10 +147,15 @@ c.putImageData(img, 0, 0);
         "xdeep" => r#"<title>Deep</title><p>Deep text</p><button onclick="b('deep')">Deep button</button>"#
             .to_string(),
         "big" => big(1000),
+        // Its snapshot is over the default 20,000 characters but under the 30,000 maximum.
+        "medium" => big(MEDIUM),
         _ => return None,
     };
     Some(format!("{HEAD}{body}"))
 }
+
+/// The element count of the `medium` page.
+pub const MEDIUM: usize = 480;
 
 /// A page with `n` interactive elements in lists, tables and forms.
 pub fn big(n: usize) -> String {

@@ -11,14 +11,15 @@ import pytest
 import jevgate
 
 PAGE = b"""<!doctype html><title>Fixture</title>
-<button id=go onclick="fetch('/beacon');this.textContent='Clicked'">Go</button>
+<button id=go onclick="if(event.isTrusted){fetch('/beacon');this.textContent='Clicked'}">Go</button>
 <input type=password aria-label="Password" value="hunter2-secret">"""
 # Served on 127.0.0.1, it frames localhost on the same port: another site, so Chromium renders
 # the frame out of process (R-BRW-OBS "iframes are included").
 OUTER = b"""<!doctype html><title>Outer</title><iframe id=f title="Cross frame"></iframe>
 <script>f.src = 'http://localhost:' + location.port + '/inner';</script>"""
+LONG = b"<!doctype html><title>Long</title>" + b"".join(b"<button>Button %d</button>" % i for i in range(120))
 INNER = b"""<!doctype html><title>Inner</title>
-<button onclick="fetch('/xbeacon')">Inside</button>"""
+<button onclick="if(event.isTrusted)fetch('/xbeacon')">Inside</button>"""
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -33,7 +34,7 @@ class Handler(BaseHTTPRequestHandler):
             Handler.frame_clicks += 1
             body = b""
         else:
-            body = {"/outer": OUTER, "/inner": INNER}.get(self.path, PAGE)
+            body = {"/outer": OUTER, "/inner": INNER, "/long": LONG}.get(self.path, PAGE)
         self.send_response(200)
         self.send_header("Content-Type", "text/html")
         self.send_header("Content-Length", str(len(body)))
@@ -65,6 +66,10 @@ def test_local_browser_observes_clicks_and_protects_secrets(site):
         pw = next(c for c in obs["controls"] if c.get("sensitive"))
         assert "value" not in pw or pw["value"] in (None, "")
         assert "hunter2-secret" not in repr(obs) and "hunter2-secret" not in browser.snapshot()
+        # The fixture counts only trusted clicks: a script click (what a backend faking clicks
+        # through el.click() would do) changes nothing, so the real-click check below can fail.
+        browser.execute({"tool": "javascript", "args": {"operationId": "js-1", "code": "document.getElementById('go').click(); 1"}})
+        assert "Clicked" not in browser.snapshot() and Handler.clicks == 0
         browser.execute({"tool": "page_click", "args": {"operationId": "op-1", "generation": obs["generation"], "ref": go["ref"]}})
         deadline = time.monotonic() + 5
         while Handler.clicks < 1 and time.monotonic() < deadline:
@@ -99,6 +104,33 @@ def test_cross_origin_iframe_controls_have_frame_refs_and_take_real_clicks(site)
             time.sleep(0.01)
         time.sleep(0.1)
         assert Handler.frame_clicks == 1, "one real click inside the frame"
+
+
+@pytest.mark.skipif(not (os.environ.get("JEVGATE_CHROMIUM") or os.path.exists("/usr/bin/chromium")), reason="no Chromium")
+def test_a_cut_snapshot_says_so_and_a_refused_tab_address_opens_nothing(site):
+    """Issue 12 §10: the cut is stated in the text with how to read the rest; `tabs new` with a
+    refused address is refused before any tab is opened."""
+    with jevgate.LocalBrowser() as browser:
+        browser.navigate(site + "/long")
+        cut = browser.execute({"tool": "snapshot", "args": {"maxChars": 800}})
+        assert cut["truncated"] is True
+        last = cut["text"].split("\n")[-2]  # the line before the envelope's closing tag
+        assert last.startswith("[snapshot truncated at "), last
+        total = cut["totalChars"]
+        assert f" of {total} characters" in last and f"maxChars {total}" in last, last
+        whole = browser.execute({"tool": "snapshot", "args": {"maxChars": total}})
+        assert whole["truncated"] is False and "[snapshot truncated" not in whole["text"]
+        assert "Button 119" in whole["text"]
+
+        def count() -> int:
+            return len(browser.execute({"tool": "tabs", "args": {"action": "list"}})["tabs"])
+
+        before = count()
+        for url in ("file:///etc/passwd", "javascript:alert(1)", "chrome://settings"):
+            with pytest.raises(jevgate.BrowserError) as info:
+                browser.execute({"tool": "tabs", "args": {"action": "new", "url": url}})
+            assert info.value.code == "NAVIGATION_FAILED"
+            assert count() == before, f"{url} opened a tab"
 
 
 def test_missing_chromium_is_browser_unavailable(tmp_path):

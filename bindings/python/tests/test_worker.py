@@ -15,7 +15,7 @@ import jevgate
 OWNER = "person"
 BROWSER = {"installationId": "inst-w", "name": "Reference worker", "browser": {"name": "Chromium", "version": "131"}}
 PAGE = b"""<!doctype html><title>Worker fixture</title><h1>Worker page</h1>
-<button onclick="fetch('/beacon')">Press me</button>
+<button onclick="if(event.isTrusted)fetch('/beacon')">Press me</button>
 <label>Password <input type=password value="hunter2-worker-secret"></label>"""
 
 
