@@ -40,7 +40,10 @@ pub struct LaunchOptions {
     pub call_timeout: Duration,
     /// How long a navigation may take to settle before `tab_navigate` returns unsettled.
     pub navigation_timeout: Duration,
-    /// Extra command-line flags, appended after jevgate's own.
+    /// Extra command-line flags, appended after jevgate's own. Flags that would open a
+    /// DevTools endpoint or move the profile (`--remote-debugging-*`, `--remote-allow-origins`,
+    /// `--user-data-dir`) are refused with `INVALID_ARGUMENT`: the DevTools pipe stays the
+    /// only way in.
     pub extra_args: Vec<String>,
 }
 
@@ -99,6 +102,26 @@ fn runnable(path: &Path) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(path).ok()?;
     (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then(|| path.to_path_buf())
+}
+
+/// Flags a host may not pass in `extra_args`: each would open a second way into the browser
+/// (a DevTools TCP port, a cross-origin DevTools client) or move the profile out of our 0700
+/// directory (issue 12 item 1). Matched case-insensitively on the flag name, with one or two
+/// leading dashes, so `-remote-debugging-port=0` is refused too.
+const REFUSED_FLAGS: [&str; 3] = ["remote-debugging-", "remote-allow-origins", "user-data-dir"];
+
+fn check_extra_args(args: &[String]) -> Result<()> {
+    for arg in args {
+        let name = arg.trim_start_matches('-').to_ascii_lowercase();
+        if arg.starts_with('-') && REFUSED_FLAGS.iter().any(|f| name.starts_with(f)) {
+            return Err(Error::InvalidArgument {
+                name: "extra_args",
+                reason: "a flag that opens a DevTools endpoint or moves the profile is refused"
+                    .into(),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn unavailable(reason: &str) -> Error {
@@ -168,6 +191,7 @@ impl ChromiumProcess {
     /// local process can connect to. A temporary profile is created mode 0700 (after sweeping
     /// the stale ones of processes that are gone) and removed on every exit path.
     pub(crate) fn spawn(opts: &LaunchOptions, exe: &Path) -> Result<(ChromiumProcess, UnixStream)> {
+        check_extra_args(&opts.extra_args)?;
         let (profile, temp_profile) = match &opts.profile_dir {
             Some(dir) => {
                 create_private_dir(dir, true)?;
@@ -448,6 +472,22 @@ impl Drop for ChromiumProcess {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn extra_args_cannot_reopen_a_devtools_endpoint_or_move_the_profile() {
+        for flag in [
+            "--remote-debugging-port=0",
+            "--REMOTE-DEBUGGING-PORT=9222",
+            "-remote-debugging-address=0.0.0.0",
+            "--remote-debugging-pipe",
+            "--remote-allow-origins=*",
+            "--user-data-dir=/tmp/x",
+        ] {
+            let err = check_extra_args(&["--mute-audio".into(), flag.into()]).unwrap_err();
+            assert_eq!(err.code(), "INVALID_ARGUMENT", "{flag}");
+        }
+        check_extra_args(&["--lang=th".into(), "remote-debugging-port".into()]).unwrap();
+    }
 
     fn gone_pid() -> u32 {
         let mut child = Command::new("true").spawn().unwrap();
