@@ -106,6 +106,9 @@ fn all_ok(results: impl IntoIterator<Item = Result<(), String>>) {
     assert!(failures.is_empty(), "not linear:\n{}", failures.join("\n"));
 }
 
+/// Named generators of adversarial inputs of about n bytes.
+type Shapes = Vec<(&'static str, Box<dyn Fn(usize) -> String>)>;
+
 /// `prefix + unit × k + suffix`, with k chosen so the whole is about `n` bytes.
 fn rep(prefix: &str, unit: &str, suffix: &str, n: usize) -> String {
     let k = n.saturating_sub(prefix.len() + suffix.len()) / unit.len().max(1);
@@ -126,8 +129,7 @@ fn rep2(prefix: &str, unit: &str, tail: &str, n: usize) -> String {
 }
 
 /// Adversarial command texts: (name, generator). Every text function runs on every shape.
-#[allow(clippy::type_complexity)]
-fn text_shapes() -> Vec<(&'static str, Box<dyn Fn(usize) -> String>)> {
+fn text_shapes() -> Shapes {
     vec![
         // The input: numbered markers then trailing whitespace.
         (
@@ -350,8 +352,7 @@ fn envelope(model: &str, extra: &str, answers_ws: &str) -> String {
     )
 }
 
-#[allow(clippy::type_complexity)]
-fn response_shapes() -> Vec<(&'static str, Box<dyn Fn(usize) -> String>)> {
+fn response_shapes() -> Shapes {
     vec![
         ("long model", Box::new(|n| envelope(&"m".repeat(n), "", ""))),
         (
@@ -440,7 +441,7 @@ fn r_val_validate_response_is_linear() {
 
 #[test]
 fn r_jev_req_questions_and_answer_schema_are_linear() {
-    let shapes: Vec<(&str, Box<dyn Fn(usize) -> String>)> = vec![
+    let shapes: Shapes = vec![
         (
             "long instructions",
             Box::new(|n| {
@@ -542,7 +543,7 @@ fn r_jev_req_questions_and_answer_schema_are_linear() {
 
 #[test]
 fn r_cfg_config_parsing_is_linear() {
-    let shapes: Vec<(&str, Box<dyn Fn(usize) -> String>)> = vec![
+    let shapes: Shapes = vec![
         ("whitespace", Box::new(|n| format!("{{{}}}", " ".repeat(n)))),
         (
             "long agent id",
@@ -584,7 +585,7 @@ fn r_cfg_config_parsing_is_linear() {
 #[test]
 #[ignore = "src/config/rules.rs duplicate-id checks are O(n²) (reported; config is another helper's)"]
 fn r_cfg_many_agents_and_bindings_are_linear() {
-    let shapes: Vec<(&str, Box<dyn Fn(usize) -> String>)> = vec![
+    let shapes: Shapes = vec![
         (
             "many agents",
             Box::new(|n| {
