@@ -265,6 +265,15 @@ fn r_grm_url_check_model_address_is_linear() {
     });
 }
 
+#[test]
+fn r_cfg_endpoint_url_parsing_is_linear() {
+    check_text_fn("config::parse_endpoint", &|s| {
+        if let Ok(u) = black_box(jevgate::config::parse_endpoint(s)) {
+            black_box(jevgate::config::resolve_api_url(&u, "/v1", "/evaluate"));
+        }
+    });
+}
+
 /// An observation of about `n` bytes: many controls with the same and similar names.
 fn page(n: usize, name: &dyn Fn(usize) -> String) -> Observation {
     let mut obs = Observation::default();
