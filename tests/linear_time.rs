@@ -11,6 +11,11 @@
 //! (`"a " + "3. " × N` + trailing spaces took 53.6 s at 1 MB in `split_steps`), long runs of
 //! whitespace (ASCII, U+3000, U+200B), Thai combining marks, many tokens, unclosed quotes,
 //! repeated connectors and filler words, deep nesting where the format allows it.
+//!
+//! Times are the thread's CPU time (not wall time), so other work on the machine does not
+//! inflate the large run. `JEVGATE_LINEAR_VERBOSE=1` prints every measurement;
+//! `JEVGATE_LINEAR_TRAILING=1` also runs every text shape followed by as many trailing spaces
+//! (the class of the `split_steps` defect; slower, so not by default).
 
 use jevgate::grammar::{
     check_model_address, keypad_button, parse_command, resolve, split_parts, split_steps,
@@ -228,6 +233,12 @@ fn check_text_fn(fname: &str, f: &dyn Fn(&str)) {
             .iter()
             .map(|(shape, make)| ratio_ok(&format!("{fname} on {shape}"), make.as_ref(), f)),
     );
+    if std::env::var_os("JEVGATE_LINEAR_TRAILING").is_some() {
+        all_ok(text_shapes().iter().map(|(shape, make)| {
+            let trailing = |n: usize| format!("{}{}", make(n / 2), " ".repeat(n / 2));
+            ratio_ok(&format!("{fname} on {shape} + spaces"), &trailing, f)
+        }));
+    }
 }
 
 #[test]
