@@ -12,8 +12,8 @@
 //! whitespace (ASCII, U+3000, U+200B), Thai combining marks, many tokens, unclosed quotes,
 //! repeated connectors and filler words, deep nesting where the format allows it.
 //!
-//! Times are the thread's CPU time (not wall time), so other work on the machine does not
-//! inflate the large run. `JEVGATE_LINEAR_VERBOSE=1` prints every measurement;
+//! Times are the thread's CPU time (not wall time), so other work on the machine (or the other
+//! tests of this file, running in parallel) does not inflate the large run. `JEVGATE_LINEAR_VERBOSE=1` prints every measurement;
 //! `JEVGATE_LINEAR_TRAILING=1` also runs every text shape followed by as many trailing spaces
 //! (the class of the `split_steps` defect; slower, so not by default).
 
@@ -24,7 +24,6 @@ use jevgate::grammar::{
 use jevgate::jev::{answer_schema, validate_response, Limits, Questions};
 use jevgate::observation::{Control, Observation};
 use std::hint::black_box;
-use std::sync::Mutex;
 use std::time::Duration;
 #[cfg(not(unix))]
 use std::time::Instant;
@@ -35,10 +34,6 @@ const MAX_RATIO: f64 = 25.0;
 const FLOOR: Duration = Duration::from_micros(500);
 const SMALL: usize = 100_000;
 const LARGE: usize = 1_000_000;
-
-/// One timing at a time: the tests of this file run on parallel threads, and two timings on
-/// the same cores would disturb each other.
-static TIMING: Mutex<()> = Mutex::new(());
 
 /// CPU time of the calling thread: on a machine shared with other work, wall time of a long
 /// run includes time the thread was not scheduled, which would inflate the large run's time.
@@ -79,7 +74,6 @@ fn ratio_ok(name: &str, make: &dyn Fn(usize) -> String, f: &dyn Fn(&str)) -> Res
 }
 
 fn pair_ok(name: &str, small: &str, large: &str, f: &dyn Fn(&str)) -> Result<(), String> {
-    let _guard = TIMING.lock().unwrap_or_else(|e| e.into_inner());
     let (mut ts, mut tl) = (Duration::MAX, Duration::MAX);
     for round in 0..3 {
         ts = ts.min(time(small, f));
@@ -337,7 +331,6 @@ fn r_grm_resolve_resolve_is_linear_in_the_page() {
                     black_box(keypad_button(obs, '5'));
                     thread_cpu().saturating_sub(t)
                 };
-                let _guard = TIMING.lock().unwrap_or_else(|e| e.into_inner());
                 let (mut ts, mut tl) = (Duration::MAX, Duration::MAX);
                 for _ in 0..3 {
                     ts = ts.min(run(&small));
