@@ -33,14 +33,32 @@ commands:
 "#;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `std::env::args` panics (exit 101) on an argument that is not UTF-8: read them as
+    // `OsString` and refuse such an argument as a usage error, naming its position only.
+    let args = match utf8_args(std::env::args_os().skip(1)) {
+        Ok(args) => args,
+        Err(usage) => return usage_error(usage),
+    };
     match run(&args) {
         Ok(code) => code,
-        Err(Usage(msg)) => {
-            eprintln!("jevgate: {msg}\n\n{USAGE}");
-            ExitCode::from(2)
-        }
+        Err(usage) => usage_error(usage),
     }
+}
+
+fn usage_error(Usage(msg): Usage) -> ExitCode {
+    eprintln!("jevgate: {msg}\n\n{USAGE}");
+    ExitCode::from(2)
+}
+
+/// The arguments as UTF-8 strings; the first one that is not is a usage error (its bytes are
+/// never printed: an argument can be a secret).
+fn utf8_args(args: impl Iterator<Item = std::ffi::OsString>) -> Result<Vec<String>, Usage> {
+    args.enumerate()
+        .map(|(i, a)| {
+            a.into_string()
+                .map_err(|_| Usage(format!("argument {} is not valid UTF-8", i + 1)))
+        })
+        .collect()
 }
 
 fn run(args: &[String]) -> Result<ExitCode, Usage> {

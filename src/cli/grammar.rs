@@ -1,17 +1,25 @@
 //! `jevgate parse` and `jevgate steps`: the step-command grammar for people and scripts.
 //!
 //! With `--jsonl`, every stdin line is a JSON string and every output line is that line's
-//! result JSON, in input order; a line that is not a JSON string gets
-//! `{"error":{"code":"INVALID_ARGUMENT","message":…}}` and the run exits 1 at the end.
+//! result JSON, in input order; a line that is not a JSON string (or not UTF-8, or too long)
+//! gets `{"error":{"code":"INVALID_ARGUMENT","line":N,"message":…}}` (never its content), the
+//! stream goes on, and the run exits 1 at the end.
 
-use super::Usage;
+use super::{JsonlLines, Usage};
 use jevgate::grammar::{parse_command, split_parts, split_steps};
 use serde_json::json;
-use std::io::{BufRead, Read, Write};
+use std::io::{Read, Write};
 use std::process::ExitCode;
 
 /// The largest command text accepted (one argument, stdin, or one JSONL line).
 const MAX_TEXT_BYTES: usize = 1 << 20;
+/// The longest JSONL line read: a string of MAX_TEXT_BYTES with every byte escaped (`\u00XX`).
+const MAX_LINE_BYTES: usize = 6 * MAX_TEXT_BYTES + 2;
+
+/// A bad line's answer: its number and code, never its content.
+fn line_error(number: u64, message: String) -> String {
+    json!({"error": {"code": "INVALID_ARGUMENT", "line": number, "message": message}}).to_string()
+}
 
 struct Flags {
     jsonl: bool,
@@ -82,20 +90,21 @@ fn run(
         return Ok(ExitCode::SUCCESS);
     }
     let mut failed = false;
-    let stdin = std::io::stdin();
-    for line in stdin.lock().lines() {
-        let line = line.map_err(|e| Usage(format!("cannot read stdin: {}", e.kind())))?;
-        let result = match serde_json::from_str::<String>(&line) {
-            Ok(text) if text.len() <= MAX_TEXT_BYTES => one(&text, f.parts),
-            Ok(_) => {
-                failed = true;
-                json!({"error": {"code": "INVALID_ARGUMENT", "message": format!("text is longer than {MAX_TEXT_BYTES} bytes")}}).to_string()
-            }
-            Err(_) => {
-                failed = true;
-                json!({"error": {"code": "INVALID_ARGUMENT", "message": "each line must be one JSON string"}}).to_string()
-            }
+    let mut lines = JsonlLines::new(std::io::stdin().lock(), MAX_LINE_BYTES);
+    while let Some((number, line)) = lines
+        .next_line()
+        .map_err(|e| Usage(format!("cannot read stdin: {}", e.kind())))?
+    {
+        let result = match line.map(|l| serde_json::from_str::<String>(&l)) {
+            Ok(Ok(text)) if text.len() <= MAX_TEXT_BYTES => one(&text, f.parts),
+            Ok(Ok(_)) => line_error(
+                number,
+                format!("text is longer than {MAX_TEXT_BYTES} bytes"),
+            ),
+            Ok(Err(_)) => line_error(number, "each line must be one JSON string".into()),
+            Err(bad) => line_error(number, bad.message(MAX_LINE_BYTES)),
         };
+        failed |= result.starts_with("{\"error\"");
         if writeln!(out, "{result}").is_err() {
             break;
         }
