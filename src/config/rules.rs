@@ -218,10 +218,13 @@ fn thinking(t: &ThinkingConfig) -> R {
 }
 
 fn bindings(list: &[BindingConfig]) -> R {
+    // A set of the ids seen so far: a duplicate check over the earlier entries was quadratic
+    // in the list's length (issue 12 item 4).
+    let mut seen = std::collections::HashSet::with_capacity(list.len());
     for (i, b) in list.iter().enumerate() {
         let p = format!("gateway.jev.browser.bindings[{i}]");
         ident(&format!("{p}.id"), &b.id)?;
-        if list[..i].iter().any(|other| other.id == b.id) {
+        if !seen.insert(b.id.as_str()) {
             return fail(format!("{p}.id"), "duplicates an earlier binding id");
         }
         if let Some(name) = &b.name {
@@ -301,9 +304,10 @@ fn computer_use(c: &ComputerUseConfig) -> R {
 }
 
 fn agents(list: &[AgentConfig]) -> R {
+    let mut seen = std::collections::HashSet::with_capacity(list.len());
     for (i, a) in list.iter().enumerate() {
         ident(&format!("agents[{i}].id"), &a.id)?;
-        if list[..i].iter().any(|other| other.id == a.id) {
+        if !seen.insert(a.id.as_str()) {
             return fail(format!("agents[{i}].id"), "duplicates an earlier agent id");
         }
     }
