@@ -96,7 +96,7 @@ impl RequestError {
         let path = if inner.is_syntax() || inner.is_eof() || path == "." {
             String::new()
         } else {
-            path
+            safe_path(&path)
         };
         RequestError::from_serde(path, inner)
     }
@@ -115,7 +115,7 @@ impl RequestError {
                 err.column()
             )
         } else {
-            redact_quoted(text)
+            redact_named(&redact_quoted(text))
         };
         RequestError::new(path, message)
     }
@@ -137,6 +137,45 @@ fn redact_quoted(msg: &str) -> String {
         }
     }
     out
+}
+
+/// A path whose member names are echoed only when identifier-like
+/// (`^[A-Za-z][A-Za-z0-9_]{0,63}$`); any other name (a pasted secret, a URL) prints as `<key>`.
+/// Array indices stay.
+fn safe_path(path: &str) -> String {
+    fn ident(s: &str) -> bool {
+        let b = s.as_bytes();
+        !b.is_empty()
+            && b.len() <= 64
+            && b[0].is_ascii_alphabetic()
+            && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+    }
+    path.split('.')
+        .map(|seg| {
+            let name = seg.find('[').map_or(seg, |i| &seg[..i]);
+            let index = &seg[name.len()..];
+            if name.is_empty() || ident(name) {
+                seg.to_owned()
+            } else {
+                format!("<key>{index}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// serde names an unknown member or variant from the input in backticks
+/// (``unknown field `X`, expected one of `type`, …``): the input's name is replaced with `…`,
+/// the expected names (ours) stay. A secret pasted as a member name is never echoed.
+fn redact_named(msg: &str) -> String {
+    for lead in ["unknown field `", "unknown variant `", "duplicate field `"] {
+        if let Some(rest) = msg.strip_prefix(lead) {
+            if let Some(end) = rest.find('`') {
+                return format!("{lead}…{}", &rest[end..]);
+            }
+        }
+    }
+    msg.to_owned()
 }
 
 impl fmt::Display for RequestError {

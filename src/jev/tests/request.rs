@@ -99,6 +99,25 @@ fn r_jev_req_shapes_are_checked_without_quoting_text() {
     assert!(!msg.contains("TOPSECRET"), "{msg}");
 }
 
+/// A secret pasted as a member name (or a question type) is never echoed: serde's
+/// ``unknown field `…` `` names it in backticks, and the path carries it (issue 12 item 10).
+#[test]
+fn r_jev_req_unknown_member_names_are_not_echoed() {
+    for json in [
+        r#"{"a":{"type":"noul","sk-live-TOPSECRET":"x"}}"#,
+        r#"{"a":{"type":"noul","TOPSECRET":"x"}}"#,
+        r#"{"a":{"type":"sk-live-TOPSECRET"}}"#,
+    ] {
+        let (p, msg) = q_err(json);
+        assert!(
+            !msg.contains("TOPSECRET") && !p.contains("sk-live"),
+            "{json}: {p}: {msg}"
+        );
+    }
+    let (_, msg) = q_err(r#"{"a":{"type":"noul","TOPSECRET":"x"}}"#);
+    assert!(msg.contains("expected one of"), "{msg}");
+}
+
 #[test]
 fn r_jev_req_order_is_kept_and_round_trips() {
     let json = r#"{"z":{"type":"noul","instructions":"Z?"},"a":{"type":"choice","instructions":{"k":[1]},"criteria":{"y":"Y","b":"B"}},"m":{"type":"score","instructions":["x"],"criteria":["0","1"]}}"#;
