@@ -811,3 +811,35 @@ fn close_joins_and_refuses() {
         "GATEWAY_CLOSED"
     );
 }
+
+// R-JEV-ERRMAP, R-CLK (issue 12 item 6): a Retry-After far in the future — an HTTP date in
+// year 9999, an absurd one, or a huge delta — is clamped, never a panic on the I/O thread;
+// the error stays JEV_RATE_LIMITED with a bounded retry_after.
+#[test]
+fn r_jev_errmap_far_future_retry_after_is_clamped_not_a_panic() {
+    let server = TestServer::start();
+    let env = key_env("FARRETRY", "k");
+    let gw = open(upstream(&server, &env, json!({})));
+    let year = Duration::from_secs(86_400 * 366);
+    for value in [
+        "Fri, 31 Dec 9999 23:59:59 GMT",
+        "Fri, 31 Dec 99999999999999999 23:59:59 GMT",
+        "Fri, 31 Dec -99999999999999999 23:59:59 GMT",
+        "18446744073709551615",
+        "99999999999999999999999999",
+    ] {
+        server.script([Behaviour::Status(
+            429,
+            vec![
+                ("Retry-After".into(), value.into()),
+                ("X-RateLimit-Reset".into(), "99999999999".into()),
+            ],
+            String::new(),
+        )]);
+        let err = gw.evaluate(&call("a")).unwrap_err();
+        assert_eq!(err.code(), "JEV_RATE_LIMITED", "Retry-After: {value}");
+        if let Some(after) = err.retry_after() {
+            assert!(after <= year, "Retry-After: {value} gave {after:?}");
+        }
+    }
+}
