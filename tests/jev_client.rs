@@ -843,3 +843,169 @@ fn r_jev_errmap_far_future_retry_after_is_clamped_not_a_panic() {
         }
     }
 }
+
+/// An adversarial `local` request of about `size` bytes of JSON: half of it options (as many
+/// choice questions of 255 options as fit, up to 64), half a state of distinct pseudo-random
+/// words — the shape that made the old heuristic quadratic (options × state).
+fn local_request(size: usize) -> EvaluateCall {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut word = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (0..6)
+            .map(|i| (b'a' + ((seed >> (i * 5)) % 26) as u8) as char)
+            .collect::<String>()
+    };
+    let per_option = 22; // `"o12_123":"abcdef xyz",` ≈ 22 bytes
+    let options = (size / 2 / per_option).min(64 * 255);
+    let mut qs = serde_json::Map::new();
+    let mut left = options;
+    for q in 0..64 {
+        if left == 0 {
+            break;
+        }
+        let n = left.min(255);
+        left -= n;
+        let criteria: serde_json::Map<String, serde_json::Value> = (0..n)
+            .map(|i| (format!("o{q}_{i}"), json!(format!("{} xyz", word()))))
+            .collect();
+        qs.insert(
+            format!("q{q}"),
+            json!({"type": "choice", "instructions": word(), "criteria": criteria}),
+        );
+    }
+    let questions_json = serde_json::to_string(&qs).unwrap();
+    let mut state = String::new();
+    while state.len() + questions_json.len() + 200 < size {
+        state.push_str(&word());
+        state.push(' ');
+    }
+    let limits = Limits {
+        max_questions: 64,
+        max_input_bytes: 1_048_576,
+    };
+    let questions = Questions::from_json(questions_json.as_bytes(), &limits).unwrap();
+    EvaluateCall::new("a", state, questions)
+}
+
+fn local_config(timeout_ms: u64) -> serde_json::Value {
+    json!({"gateway": {"jev": {"enabled": true, "provider": "local", "timeoutMs": timeout_ms,
+        "maxInputBytes": 1_048_576, "maxQuestions": 64}}})
+}
+
+// R-PRV local, issue 12 items 4–5: the heuristic is linear in the request. Timed through
+// `evaluate` (request checks, heuristic, validator) at ~100 KB and ~1 MiB of the adversarial
+// shape; the ratio of the two (not an absolute time) must stay near 10. The old heuristic (a
+// merged bag per question, a context norm per option) was options × state: a ratio near 80.
+#[test]
+fn r_prv_local_is_linear_in_the_request() {
+    let gw = open(local_config(120_000));
+    let time = |call: &EvaluateCall| {
+        (0..2)
+            .map(|_| {
+                let t = Instant::now();
+                gw.evaluate(call).unwrap();
+                t.elapsed()
+            })
+            .min()
+            .unwrap()
+    };
+    let (small, large) = (local_request(100_000), local_request(1_000_000));
+    let (ts, tl) = (time(&small), time(&large));
+    let ratio = tl.as_secs_f64() / ts.as_secs_f64();
+    eprintln!("local provider: 100 KB {ts:?}, 1 MB {tl:?}, ratio {ratio:.1}");
+    assert!(ratio < 20.0, "100 KB {ts:?}, 1 MB {tl:?}: ratio {ratio:.1}");
+}
+
+/// A manual clock that moves `step` forward each time the thread that made it reads `now()`
+/// (other threads — the reaper, the usage writer — read it without moving it).
+#[derive(Debug)]
+struct TickingClock {
+    inner: ManualClock,
+    thread: std::thread::ThreadId,
+    step: Duration,
+}
+
+impl jevgate::clock::Clock for TickingClock {
+    fn now(&self) -> jevgate::clock::Instant {
+        if std::thread::current().id() == self.thread {
+            self.inner.advance(self.step);
+        }
+        self.inner.now()
+    }
+    fn wall(&self) -> std::time::SystemTime {
+        self.inner.wall()
+    }
+}
+
+// R-JEV-LIMIT, R-CLK, issue 12 item 5: the `local` heuristic runs under the evaluation's deadline
+// on the gateway clock. With a clock that moves 10 ms per read on the calling thread and
+// `timeoutMs` 1000, a ~1 MiB request must end JEV_TIMEOUT (the heuristic reads the clock as it
+// works); the same request on a still clock, and a small one on the ticking clock, are OK. The old
+// heuristic never read the clock and returned OK, however long it ran.
+#[test]
+fn r_jev_limit_the_local_provider_reads_the_deadline_as_it_works() {
+    let call = local_request(1_000_000);
+    let ticking = Arc::new(TickingClock {
+        inner: ManualClock::new(),
+        thread: std::thread::current().id(),
+        step: Duration::from_millis(10),
+    });
+    let gw = open_with(local_config(1000), |o| o.with_clock(ticking.clone()));
+    let err = gw.evaluate(&call).unwrap_err();
+    assert_eq!(err.code(), "JEV_TIMEOUT");
+    assert_eq!(
+        gw.usage("a", 1, 0).unwrap().records[0].outcome,
+        "JEV_TIMEOUT"
+    );
+    gw.evaluate(&EvaluateCall::new("a", "Hello", questions()))
+        .unwrap();
+    drop(gw);
+    let still = open_with(local_config(1000), |o| {
+        o.with_clock(Arc::new(ManualClock::new()))
+    });
+    still.evaluate(&call).unwrap();
+}
+
+// R-CFG-KEYFILE, R-JEV-LIMIT, issue 12 item 5: a FIFO at the apiKeyFile path (no writer) makes
+// evaluate and doctor answer at once with JEV_MISSING_CREDENTIALS "is not a regular file" —
+// before, opening it blocked both forever. Run in a thread with a generous join timeout so a
+// regression fails instead of hanging the suite; nothing reaches the provider.
+#[cfg(unix)]
+#[test]
+fn r_cfg_keyfile_a_fifo_never_blocks_evaluate_or_doctor() {
+    let server = TestServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("jev.key");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let gw = Arc::new(open(json!({"gateway": {"jev": {"enabled": true,
+        "provider": "upstream", "baseUrl": server.base(),
+        "apiKeyFile": fifo.to_str().unwrap(), "model": "m", "timeoutMs": 1000}}})));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let g = Arc::clone(&gw);
+    std::thread::spawn(move || {
+        let e = g.evaluate(&call("a")).unwrap_err();
+        tx.send((e.code(), e.to_string())).unwrap();
+        let report = g.doctor().unwrap();
+        let c = report
+            .checks
+            .iter()
+            .find(|c| c.name == "jev.credentials")
+            .unwrap()
+            .clone();
+        tx.send((c.code.unwrap_or("none"), c.detail)).unwrap();
+    });
+    for what in ["evaluate", "doctor"] {
+        let (code, msg) = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("{what} blocked on a FIFO key file"));
+        assert_eq!(code, "JEV_MISSING_CREDENTIALS", "{what}: {msg}");
+        assert!(msg.contains("is not a regular file"), "{what}: {msg}");
+    }
+    assert_eq!(server.hits(), 0);
+}

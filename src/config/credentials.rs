@@ -95,13 +95,29 @@ impl CredentialRef {
     }
 }
 
+/// Reads a key file without ever blocking on what sits at the path: the path must name a
+/// regular file (checked before opening, so a FIFO or a device is never opened), it is opened
+/// non-blocking (so a FIFO swapped in after the check opens at once and is then refused by the
+/// second check, on the opened file) and at most [`MAX_KEY_FILE_BYTES`] + 1 bytes are read.
 fn read_key_file(path: &str) -> Result<String, &'static str> {
     use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| match e.kind() {
+    let not_found = |e: std::io::Error| match e.kind() {
         std::io::ErrorKind::NotFound => "does not exist",
         std::io::ErrorKind::PermissionDenied => "is not readable (permission denied)",
         _ => "cannot be opened",
-    })?;
+    };
+    let before = std::fs::metadata(path).map_err(not_found)?;
+    if !before.is_file() {
+        return Err("is not a regular file");
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(not_found)?;
     let meta = file.metadata().map_err(|_| "cannot be inspected")?;
     if !meta.is_file() {
         return Err("is not a regular file");
@@ -109,11 +125,14 @@ fn read_key_file(path: &str) -> Result<String, &'static str> {
     if meta.len() > MAX_KEY_FILE_BYTES {
         return Err("is too large to hold only a key");
     }
-    let mut buf = String::new();
+    let mut buf = Vec::new();
     file.take(MAX_KEY_FILE_BYTES + 1)
-        .read_to_string(&mut buf)
-        .map_err(|_| "is not readable UTF-8 text")?;
-    Ok(buf)
+        .read_to_end(&mut buf)
+        .map_err(|_| "is not readable")?;
+    if buf.len() as u64 > MAX_KEY_FILE_BYTES {
+        return Err("is too large to hold only a key");
+    }
+    String::from_utf8(buf).map_err(|_| "is not readable UTF-8 text")
 }
 
 /// Whether `name` is a well-formed environment variable name (`[A-Za-z_][A-Za-z0-9_]*`, ≤128).
@@ -184,6 +203,36 @@ mod tests {
             a_dir.resolve(&env).unwrap_err().code(),
             "JEV_MISSING_CREDENTIALS"
         );
+    }
+
+    // R-CFG-KEYFILE, issue 12 item 5: a FIFO (or any non-regular file) at the key path is
+    // refused at once — the old code opened it and blocked forever waiting for a writer. Run
+    // in a thread with a generous join timeout so a regression fails instead of hanging.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_device_at_the_key_path_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("jev.key");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let paths = [fifo.to_str().unwrap().to_string(), "/dev/zero".to_string()];
+        std::thread::spawn(move || {
+            for p in paths {
+                let r = CredentialRef::File(p).resolve(&|_| None);
+                tx.send(r.map(|_| ()).map_err(|e| e.to_string())).unwrap();
+            }
+        });
+        for _ in 0..2 {
+            let r = rx
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .expect("resolving a FIFO key file blocked");
+            let err = r.unwrap_err();
+            assert!(err.contains("is not a regular file"), "{err}");
+        }
     }
 
     #[test]

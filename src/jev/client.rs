@@ -7,7 +7,8 @@
 //! again (a revocation discards the answer) → usage record (R-JEV-USAGE).
 //!
 //! One deadline (`timeoutMs`, from the call's start on the gateway clock) covers the queue wait,
-//! the credential resolution and the I/O. The call keeps the configuration generation it started
+//! the credential resolution (a key file is opened non-blocking and must be a regular file), the
+//! I/O and the `local` heuristic (which reads the clock as it works). The call keeps the configuration generation it started
 //! with (R-CFG-RELOAD); access is re-read from the live configuration before dispatch and before
 //! returning. There are no automatic retries and no fallback to another provider.
 //!
@@ -19,7 +20,7 @@ use super::content::Content;
 use super::http::{Auth, Http, Post};
 use super::ledger::{Ledger, LedgerRefusal};
 use super::limiter::{Limiter, WaitEnd};
-use super::local::{local_evaluate, LOCAL_MODEL};
+use super::local::{local_evaluate_until, LOCAL_MODEL};
 use super::pool::IoPool;
 use super::question::{Questions, QuestionsWire};
 use super::request::{check_request_id, Limits, RequestError};
@@ -659,7 +660,17 @@ impl JevClient {
             }));
         }
         let body = match &dispatch {
-            Dispatch::Local => local_evaluate(&call.state, &call.questions),
+            // The heuristic runs on this thread under the same deadline (and cancellation).
+            Dispatch::Local => local_evaluate_until(&call.state, &call.questions, &|| {
+                cancel.is_cancelled() || clock.now() >= deadline
+            })
+            .map_err(|_| {
+                if cancel.is_cancelled() {
+                    Error::Cancelled
+                } else {
+                    Error::Timeout { timeout_ms }
+                }
+            })?,
             other => {
                 let wire_body = wire(
                     provider,
