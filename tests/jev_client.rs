@@ -1009,3 +1009,68 @@ fn r_cfg_keyfile_a_fifo_never_blocks_evaluate_or_doctor() {
     }
     assert_eq!(server.hits(), 0);
 }
+
+/// A valid answer set for [`questions`], with this envelope around it.
+fn answers_body(model: &str, billing: serde_json::Value) -> String {
+    json!({"model": model, "usage": {"input_tokens": 3, "output_tokens": 4},
+        "billing": billing, "answers": {
+        "greeting": {"type": "noul", "noul": 0.5},
+        "next": {"type": "choice", "choice": "explain",
+                 "probabilities": {"explain": 1.0, "execute": 0.0}, "confidence": 1.0},
+        "clarity": {"type": "score", "score": 0.0, "levels": [1.0, 0.0, 0.0],
+                    "legend": ["a", "b", "c"], "confidence": 1.0}}})
+    .to_string()
+}
+
+/// Total size of the files in `dir` (the store and its -wal / -shm).
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum()
+}
+
+// R-JEV-USAGE, R-LOG, issue 12 item 9: a provider's `model` and `rate_version` are bounded
+// (≤ 128 bytes) and cleaned (no control or bidi characters) before they are returned or
+// stored. Ten answers carrying 1 MB of each grew the store to ~120 MiB before; now the whole
+// data directory stays under 1 MiB.
+#[test]
+fn r_jev_usage_provider_strings_are_bounded_and_clean() {
+    let server = TestServer::start();
+    let env = key_env("LONGMODEL", "k");
+    let gw = open(upstream(&server, &env, json!({})));
+    let hostile = format!("jev\u{1b}[2J\u{7}\r\n\u{202e}{}", "m".repeat(1_000_000));
+    let body = answers_body(
+        &hostile,
+        json!({"charged_credits": 0.5, "rate_version": hostile}),
+    );
+    server.set_default(Behaviour::Raw(body));
+    let clean = |s: &str| {
+        assert!(
+            s.len() <= jevgate::jev::MAX_PROVIDER_TEXT_BYTES,
+            "{}",
+            s.len()
+        );
+        assert!(
+            !s.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{s:?}"
+        );
+        assert!(s.starts_with("jev"));
+    };
+    for _ in 0..10 {
+        let e = gw.evaluate(&call("a")).unwrap();
+        clean(&e.model);
+        clean(e.billing.as_ref().unwrap().rate_version.as_deref().unwrap());
+        assert!(e.to_json().len() < 4096);
+    }
+    let page = gw.usage("a", 100, 0).unwrap();
+    assert_eq!(page.total, 10);
+    for r in &page.records {
+        clean(r.model.as_deref().unwrap());
+        clean(r.billing.as_ref().unwrap().rate_version.as_deref().unwrap());
+    }
+    let dir = gw.store().path().parent().unwrap().to_path_buf();
+    gw.close();
+    let size = dir_bytes(&dir);
+    assert!(size < 1 << 20, "the data directory holds {size} bytes");
+}

@@ -331,12 +331,44 @@ impl Serialize for EvalAnswer {
     }
 }
 
+/// Longest provider-reported string (`model`, `billing.rate_version`) jevgate returns or stores,
+/// in UTF-8 bytes; longer text is cut at a character boundary and ends with `…`.
+pub const MAX_PROVIDER_TEXT_BYTES: usize = 128;
+
+/// A provider-reported string made safe to return and store (issue 12 item 9): control and
+/// bidirectional-formatting characters become U+FFFD, and the text is bounded to
+/// [`MAX_PROVIDER_TEXT_BYTES`]. Linear, and reads no more of `s` than it needs.
+pub(crate) fn provider_text(s: &str) -> String {
+    const MORE: char = '…';
+    let clean = |c: char| {
+        let bidi = matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}');
+        if c.is_control() || bidi {
+            char::REPLACEMENT_CHARACTER
+        } else {
+            c
+        }
+    };
+    let mut out = String::new();
+    for c in s.chars().map(clean) {
+        if out.len() + c.len_utf8() > MAX_PROVIDER_TEXT_BYTES {
+            while out.len() + MORE.len_utf8() > MAX_PROVIDER_TEXT_BYTES {
+                out.pop();
+            }
+            out.push(MORE);
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Billing as the compatible upstream reported it; never inferred or multiplied by jevgate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvalBilling {
     /// Credits charged.
     pub charged_credits: f64,
-    /// The rate version, when sent.
+    /// The rate version, when sent (bounded and cleaned by [`provider_text`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_version: Option<String>,
 }
@@ -350,7 +382,8 @@ pub struct Evaluation {
     pub request_id: String,
     /// The model id sent, exactly as configured (a catalog prefix is never stripped).
     pub requested_model: String,
-    /// The model the provider reports having used.
+    /// The model the provider reports having used (bounded and cleaned by [`provider_text`]:
+    /// at most [`MAX_PROVIDER_TEXT_BYTES`], no control characters).
     pub model: String,
     /// One answer per question, in question order.
     #[serde(serialize_with = "answers_map")]
@@ -703,7 +736,8 @@ impl JevClient {
         let evaluation = Evaluation {
             request_id,
             requested_model,
-            model: response.model().to_owned(),
+            // Provider text is bounded and cleaned before it is returned or stored (item 9).
+            model: provider_text(response.model()),
             answers: response
                 .answers()
                 .iter()
@@ -712,7 +746,7 @@ impl JevClient {
             usage: response.usage(),
             billing: response.billing().map(|b| EvalBilling {
                 charged_credits: b.charged_credits,
-                rate_version: b.rate_version.as_deref().map(str::to_owned),
+                rate_version: b.rate_version.as_deref().map(provider_text),
             }),
         };
         // R-JEV-ACCESS before returning: a revocation in flight discards the answer.
@@ -952,6 +986,21 @@ mod tests {
         ]))
         .unwrap_err();
         assert_eq!(err.code(), "JEV_INVALID_CONFIGURATION");
+    }
+
+    // Issue 12 item 9: provider strings are bounded and free of control/bidi characters.
+    #[test]
+    fn provider_text_is_bounded_and_clean() {
+        assert_eq!(provider_text("jev-1.13.0"), "jev-1.13.0");
+        assert_eq!(provider_text("a\u{1b}[31mb\n"), "a\u{fffd}[31mb\u{fffd}");
+        assert_eq!(provider_text("x\u{202e}y"), "x\u{fffd}y");
+        for long in ["é".repeat(1_000_000), "a".repeat(129), "\u{7}".repeat(500)] {
+            let t = provider_text(&long);
+            assert!(t.len() <= MAX_PROVIDER_TEXT_BYTES, "{}", t.len());
+            assert!(t.ends_with('…') && !t.chars().any(char::is_control));
+        }
+        let exact = "a".repeat(MAX_PROVIDER_TEXT_BYTES);
+        assert_eq!(provider_text(&exact), exact);
     }
 
     #[test]
