@@ -254,3 +254,32 @@ fn doctor_on_direct_connection_reads_typesafe_api_key_and_upstream_identity_grou
     assert!(r.ok);
     assert_eq!(r.checks[1].status, CheckStatus::Skipped);
 }
+
+// R-CFG, R-ERR-2, issue 12 item 10a: a secret used as an object KEY is never echoed by the
+// error path; keys are shown only when identifier-like, otherwise as `<key>`. Checked at every
+// depth where an unknown key is reported, and for a key that is hostile Unicode.
+#[test]
+fn a_secret_used_as_a_key_is_never_echoed() {
+    for secret in [
+        "sk-live-SENTINEL-7f3a9c",
+        "SENTINEL 7f3a9c",
+        "\u{202e}SENTINEL\u{0}",
+        &format!("SENTINEL{}", "x".repeat(100)),
+    ] {
+        let k = serde_json::to_string(secret).unwrap();
+        for doc in [
+            format!(r#"{{{k}: 1}}"#),
+            format!(r#"{{"gateway":{{"jev":{{{k}: "v"}}}}}}"#),
+            format!(r#"{{"agents":[{{"id":"a",{k}: true}}]}}"#),
+        ] {
+            let err = Config::from_json_str(&doc).unwrap_err();
+            let shown = format!("{err} {err:?} {}", err.path().unwrap_or(""));
+            assert!(!shown.contains("SENTINEL"), "{shown}");
+            assert!(err.path().unwrap().ends_with("<key>"), "{shown}");
+            assert!(err.to_string().contains("unknown key"), "{shown}");
+        }
+    }
+    // identifier-like keys (every key jevgate defines has this shape) are still named
+    let err = Config::from_json_str(r#"{"gateway":{"jev":{"timeoutMS":1}}}"#).unwrap_err();
+    assert_eq!(err.path(), Some("gateway.jev.timeoutMS"));
+}
