@@ -283,3 +283,24 @@ fn a_secret_used_as_a_key_is_never_echoed() {
     let err = Config::from_json_str(r#"{"gateway":{"jev":{"timeoutMS":1}}}"#).unwrap_err();
     assert_eq!(err.path(), Some("gateway.jev.timeoutMS"));
 }
+
+// R-CFG-KEYFILE, issue 12 item 10b: doctor never repeats an apiKeyEnv name that looks like a key
+// (a key pasted where the variable's name belongs passes the name check), whether the variable
+// is set or not; a conventional name is still named.
+#[test]
+fn doctor_does_not_name_a_secret_looking_variable() {
+    for name in ["sk_live_SENTINEL7f3a9c", "AKIASENTINEL7F3A9C0000"] {
+        let c = cfg(&format!(
+            r#"{{"gateway":{{"jev":{{"enabled":true,"provider":"typesafe","model":"m","apiKeyEnv":"{name}",
+            "thinking":{{"baseUrl":"https://models.example/v1","model":"s","apiKeyEnv":"{name}"}}}}}}}}"#
+        ));
+        for env in [env_of(&[]), env_of(&[(name, "value")])] {
+            let text = doctor(&c, &env).to_json();
+            assert!(!text.contains("SENTINEL"), "{text}");
+        }
+    }
+    let c = cfg(
+        r#"{"gateway":{"jev":{"enabled":true,"provider":"typesafe","model":"m","apiKeyEnv":"PRIVATE_JEV_TOKEN"}}}"#,
+    );
+    assert!(doctor(&c, &env_of(&[])).to_json().contains("PRIVATE_JEV_TOKEN"));
+}

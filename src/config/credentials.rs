@@ -61,10 +61,18 @@ impl std::fmt::Display for Secret {
 
 impl CredentialRef {
     /// A short description naming the reference (never the key), for errors and reports.
+    /// A variable's name is repeated only when it has the conventional shape
+    /// ([`conventional_env_name`]); any other name — a key pasted into `apiKeyEnv` passes the
+    /// name check — is described by where it comes from instead.
     pub fn describe(&self) -> String {
         match self {
             CredentialRef::File(p) => format!("key file {p}"),
-            CredentialRef::Env(n) => format!("environment variable {n}"),
+            CredentialRef::Env(n) if conventional_env_name(n) => {
+                format!("environment variable {n}")
+            }
+            CredentialRef::Env(_) => "the environment variable named in the configuration (its name \
+                 is not repeated: it does not look like a variable name and may be a key)"
+                .to_string(),
         }
     }
 
@@ -133,6 +141,20 @@ fn read_key_file(path: &str) -> Result<String, &'static str> {
         return Err("is too large to hold only a key");
     }
     String::from_utf8(buf).map_err(|_| "is not readable UTF-8 text")
+}
+
+/// Whether an environment variable name looks like one a person chose (`PRIVATE_JEV_TOKEN`)
+/// rather than a key pasted in its place: upper-case letters, digits and `_`, starting with a
+/// letter, at most 64 bytes, each `_`-separated word at most 16 characters and at most 6 digits
+/// in all. Names outside that shape are never repeated in reports or errors (issue 12 item 10).
+pub(crate) fn conventional_env_name(name: &str) -> bool {
+    name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        && name.split('_').all(|word| word.len() <= 16)
+        && name.bytes().filter(u8::is_ascii_digit).count() <= 6
 }
 
 /// Whether `name` is a well-formed environment variable name (`[A-Za-z_][A-Za-z0-9_]*`, ≤128).
@@ -253,6 +275,30 @@ mod tests {
             .unwrap();
         assert_eq!(s.expose(), "sk-123");
         assert_eq!(format!("{s:?} {s}"), "Secret(<redacted>) <redacted>");
+    }
+
+    // Issue 12 item 10b: a key pasted as a variable name is never repeated by resolution errors
+    // (nor, through them, by doctor).
+    #[test]
+    fn a_secret_looking_variable_name_is_not_repeated() {
+        for name in ["sk_live_SENTINEL7f3a9c", "AKIAIOSFODNN7SENTINEL", "ghp_SENTINEL16C7e42F292c"] {
+            assert!(valid_env_name(name), "passes the configuration check: {name}");
+            let err = CredentialRef::Env(name.into())
+                .resolve(&env_of(&[]))
+                .unwrap_err();
+            assert!(!err.to_string().contains("SENTINEL"), "{err}");
+            assert!(err.to_string().contains("is not set"), "{err}");
+        }
+        let err = CredentialRef::Env("PRIVATE_JEV_TOKEN".into())
+            .resolve(&env_of(&[]))
+            .unwrap_err();
+        assert!(err.to_string().contains("PRIVATE_JEV_TOKEN"), "{err}");
+        for ok in ["PRIVATE_JEV_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "TYPESAFE_API_KEY", "K2"] {
+            assert!(conventional_env_name(ok), "{ok}");
+        }
+        for secret in ["AKIAIOSFODNN7EXAMPLE", "ghp_16C7e42F292c", "sk_live_51H8", "X1234567"] {
+            assert!(!conventional_env_name(secret), "{secret}");
+        }
     }
 
     #[test]
