@@ -302,5 +302,35 @@ fn doctor_does_not_name_a_secret_looking_variable() {
     let c = cfg(
         r#"{"gateway":{"jev":{"enabled":true,"provider":"typesafe","model":"m","apiKeyEnv":"PRIVATE_JEV_TOKEN"}}}"#,
     );
-    assert!(doctor(&c, &env_of(&[])).to_json().contains("PRIVATE_JEV_TOKEN"));
+    assert!(doctor(&c, &env_of(&[]))
+        .to_json()
+        .contains("PRIVATE_JEV_TOKEN"));
+}
+
+// R-CFG-SECRETS, issue 12 item 10c: an upstream using the gateway's identity group reads
+// ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_API_KEY and CLAUDE_CODE_OAUTH_TOKEN; all
+// four are secret names a host must strip from children. With an explicit baseUrl and key
+// reference the group is not read, and only the reference is listed.
+#[test]
+fn secret_env_names_include_the_upstream_identity_group_when_it_is_read() {
+    let identity = cfg(r#"{"gateway":{"jev":{"enabled":true,"provider":"upstream","model":"m"}}}"#);
+    assert_eq!(
+        identity.secret_env_names().into_iter().collect::<Vec<_>>(),
+        [
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "ANTHROPIC_BASE_URL",
+            "CLAUDE_CODE_OAUTH_TOKEN"
+        ]
+    );
+    assert!(identity.uses_upstream_identity());
+    let explicit = cfg(
+        r#"{"gateway":{"jev":{"enabled":true,"provider":"upstream","model":"m",
+            "baseUrl":"https://gw.example","apiKeyEnv":"PRIVATE_UPSTREAM_KEY"}}}"#,
+    );
+    assert_eq!(
+        explicit.secret_env_names().into_iter().collect::<Vec<_>>(),
+        ["PRIVATE_UPSTREAM_KEY"]
+    );
+    assert!(!explicit.uses_upstream_identity());
 }

@@ -21,6 +21,16 @@ pub const REFUSED_ENV_NAMES: [&str; 8] = [
     "CLAUDE_CODE_OAUTH_TOKEN",
 ];
 
+/// The upstream identity group (seed 003 "Configure a compatible upstream"): an `upstream`
+/// provider without both `baseUrl` and a key reference reads `ANTHROPIC_BASE_URL` and the first
+/// set credential of the other three, in this order.
+pub const UPSTREAM_IDENTITY_ENV: [&str; 4] = [
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_API_KEY",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+];
+
 /// The variable a direct TypeSafe connection reads when no reference is configured.
 pub const TYPESAFE_DEFAULT_ENV: &str = "TYPESAFE_API_KEY";
 
@@ -70,9 +80,11 @@ impl CredentialRef {
             CredentialRef::Env(n) if conventional_env_name(n) => {
                 format!("environment variable {n}")
             }
-            CredentialRef::Env(_) => "the environment variable named in the configuration (its name \
+            CredentialRef::Env(_) => {
+                "the environment variable named in the configuration (its name \
                  is not repeated: it does not look like a variable name and may be a key)"
-                .to_string(),
+                    .to_string()
+            }
         }
     }
 
@@ -281,8 +293,15 @@ mod tests {
     // (nor, through them, by doctor).
     #[test]
     fn a_secret_looking_variable_name_is_not_repeated() {
-        for name in ["sk_live_SENTINEL7f3a9c", "AKIAIOSFODNN7SENTINEL", "ghp_SENTINEL16C7e42F292c"] {
-            assert!(valid_env_name(name), "passes the configuration check: {name}");
+        for name in [
+            "sk_live_SENTINEL7f3a9c",
+            "AKIAIOSFODNN7SENTINEL",
+            "ghp_SENTINEL16C7e42F292c",
+        ] {
+            assert!(
+                valid_env_name(name),
+                "passes the configuration check: {name}"
+            );
             let err = CredentialRef::Env(name.into())
                 .resolve(&env_of(&[]))
                 .unwrap_err();
@@ -293,10 +312,20 @@ mod tests {
             .resolve(&env_of(&[]))
             .unwrap_err();
         assert!(err.to_string().contains("PRIVATE_JEV_TOKEN"), "{err}");
-        for ok in ["PRIVATE_JEV_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "TYPESAFE_API_KEY", "K2"] {
+        for ok in [
+            "PRIVATE_JEV_TOKEN",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+            "TYPESAFE_API_KEY",
+            "K2",
+        ] {
             assert!(conventional_env_name(ok), "{ok}");
         }
-        for secret in ["AKIAIOSFODNN7EXAMPLE", "ghp_16C7e42F292c", "sk_live_51H8", "X1234567"] {
+        for secret in [
+            "AKIAIOSFODNN7EXAMPLE",
+            "ghp_16C7e42F292c",
+            "sk_live_51H8",
+            "X1234567",
+        ] {
             assert!(!conventional_env_name(secret), "{secret}");
         }
     }

@@ -28,7 +28,9 @@ use super::response::{Answer, Usage};
 use super::usage::{UsageLog, UsagePage, UsageRecord};
 use super::validate::validate_response;
 use crate::clock::Instant;
-use crate::config::{parse_endpoint, resolve_api_url, Config, CredentialRef, Provider, Secret};
+use crate::config::{
+    parse_endpoint, resolve_api_url, Config, CredentialRef, Provider, Secret, UPSTREAM_IDENTITY_ENV,
+};
 use crate::error::RetryInfo;
 use crate::gateway::ConfigSnapshot;
 use crate::store::Store;
@@ -924,14 +926,12 @@ fn wire(
 fn upstream_identity(
     env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
 ) -> Result<(crate::config::EndpointUrl, Secret)> {
-    let base = env("ANTHROPIC_BASE_URL").and_then(|v| v.into_string().ok());
-    let cred = [
-        "ANTHROPIC_AUTH_TOKEN",
-        "ANTHROPIC_API_KEY",
-        "CLAUDE_CODE_OAUTH_TOKEN",
-    ]
-    .into_iter()
-    .find(|n| env(n).is_some_and(|v| !v.is_empty()));
+    // One list (config::UPSTREAM_IDENTITY_ENV) for this resolver, doctor and secret_env_names.
+    let [base_name, creds @ ..] = UPSTREAM_IDENTITY_ENV;
+    let base = env(base_name).and_then(|v| v.into_string().ok());
+    let cred = creds
+        .into_iter()
+        .find(|n| env(n).is_some_and(|v| !v.is_empty()));
     match (base, cred) {
         (Some(base), Some(name)) => {
             let base = parse_endpoint(&base).map_err(|why| Error::config("ANTHROPIC_BASE_URL", why))?;
