@@ -523,7 +523,7 @@ impl Config {
     /// Whether Jev resolves its endpoint and key from the gateway's upstream identity group
     /// ([`UPSTREAM_IDENTITY_ENV`]): an enabled `upstream` provider without both `baseUrl` and a
     /// key reference.
-    pub fn uses_upstream_identity(&self) -> bool {
+    pub(crate) fn uses_upstream_identity(&self) -> bool {
         let jev = &self.gateway.jev;
         jev.enabled
             && jev.provider == Some(Provider::Upstream)
