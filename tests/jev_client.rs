@@ -591,11 +591,21 @@ fn r_jev_usage_paging_bounds_and_retention() {
         );
     }
     let q = Questions::new([Question::noul("g", "?")], &Limits::default()).unwrap();
-    for i in 0..10_005 {
+    let eval = |i: usize| {
         let agent = if i < 5 { "old" } else { "a" };
         gw.evaluate(&EvaluateCall::new(agent, "s", q.clone()).with_task_id(format!("t{i}")))
             .unwrap();
-    }
+    };
+    // Every record is committed before its call returns; concurrent callers share commits, so
+    // the middle of the run is spread over threads. The first and last ones run in order.
+    (0..5).for_each(eval);
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let eval = &eval;
+            s.spawn(move || (5..10_001).filter(|i| i % 8 == t).for_each(eval));
+        }
+    });
+    (10_001..10_005).for_each(eval);
     assert_eq!(gw.usage("old", 10, 0).unwrap().total, 0, "oldest trimmed");
     let page = gw.usage("a", 3, 1).unwrap();
     assert_eq!(page.total, 10_000);
@@ -1073,4 +1083,104 @@ fn r_jev_usage_provider_strings_are_bounded_and_clean() {
     gw.close();
     let size = dir_bytes(&dir);
     assert!(size < 1 << 20, "the data directory holds {size} bytes");
+}
+
+/// Reads the usage table through a second SQLite connection, as another process (or the next
+/// start after a crash) would: only committed records are visible.
+fn committed_usage(gw: &Gateway) -> Vec<(String, Option<i64>, Option<f64>)> {
+    let conn = rusqlite::Connection::open_with_flags(
+        gw.store().path(),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let mut stmt = conn
+        .prepare("SELECT outcome, input_tokens, charged_credits FROM jev_usage ORDER BY seq")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
+// R-JEV-USAGE, issue 12 item 10d: a record is committed before evaluate returns — a second
+// connection sees it at once, without close or a read through the gateway (the old 50 ms
+// batch was invisible there, and lost on a crash) — and a provider that answered and charged
+// is recorded even when the evaluation failed: a body that fails validation, and an upstream
+// answering another request id.
+#[test]
+fn r_jev_usage_is_durable_on_return_and_kept_for_failed_but_charged_answers() {
+    let server = TestServer::start();
+    let env = key_env("CHARGED", "k");
+    let gw = open(upstream(&server, &env, json!({})));
+    gw.evaluate(&call("a")).unwrap();
+    assert_eq!(
+        committed_usage(&gw),
+        [("OK".to_string(), Some(120), Some(0.25))]
+    );
+    // CHOICE_NOT_MAX: the provider answered (and billed), the validator refused it
+    let mut bad: serde_json::Value =
+        serde_json::from_str(&answers_body("m", json!({"charged_credits": 1.5}))).unwrap();
+    bad["answers"]["next"]["choice"] = json!("execute");
+    server.script([Behaviour::Raw(bad.to_string())]);
+    let err = gw.evaluate(&call("a")).unwrap_err();
+    assert_eq!(err.validation_reason(), Some("CHOICE_NOT_MAX"));
+    let mut other: serde_json::Value =
+        serde_json::from_str(&answers_body("m", json!({"charged_credits": 2.0}))).unwrap();
+    other["request_id"] = json!("jev-someone-else");
+    server.script([Behaviour::Raw(other.to_string())]);
+    assert_eq!(
+        gw.evaluate(&call("a")).unwrap_err().code(),
+        "JEV_PROVIDER_FAILURE"
+    );
+    assert_eq!(
+        committed_usage(&gw)[1..],
+        [
+            ("JEV_MALFORMED_RESPONSE".to_string(), Some(3), Some(1.5)),
+            ("JEV_PROVIDER_FAILURE".to_string(), Some(3), Some(2.0)),
+        ]
+    );
+    let page = gw.usage("a", 10, 0).unwrap();
+    assert_eq!(page.records[1].model.as_deref(), Some("m"));
+    assert_eq!(
+        page.records[1].validation_reason.as_deref(),
+        Some("CHOICE_NOT_MAX")
+    );
+    // a body that is not JSON reports nothing: nothing is invented
+    server.script([Behaviour::Malformed]);
+    gw.evaluate(&call("a")).unwrap_err();
+    assert_eq!(
+        committed_usage(&gw)[3],
+        ("JEV_MALFORMED_RESPONSE".to_string(), None, None)
+    );
+}
+
+// R-JEV-USAGE, R-JEV-LIMIT, issue 12 item 10d: when the caller times out but the provider answers
+// afterwards (and charges), the answer's usage completes the caller's JEV_TIMEOUT record — one
+// record per evaluation, never a second one. The provider is a host callback held on a gate
+// until the caller has timed out (an HTTP provider's own I/O bounds end with the deadline).
+#[test]
+fn r_jev_usage_a_late_answer_completes_the_timed_out_record() {
+    let gw = open(
+        json!({"gateway": {"jev": {"enabled": true, "provider": "callback",
+        "timeoutMs": 100}}}),
+    );
+    let (release, gate) = std::sync::mpsc::channel::<()>();
+    let gate = parking_lot::Mutex::new(gate);
+    let body = answers_body("late-model", json!({"charged_credits": 0.75}));
+    gw.set_jev_callback(Some(Arc::new(move |_req: &[u8]| {
+        gate.lock().recv().unwrap();
+        Ok(body.clone().into_bytes())
+    })));
+    assert_eq!(gw.evaluate(&call("a")).unwrap_err().code(), "JEV_TIMEOUT");
+    assert_eq!(
+        committed_usage(&gw),
+        [("JEV_TIMEOUT".to_string(), None, None)]
+    );
+    release.send(()).unwrap();
+    wait_until("the late answer recorded", || {
+        committed_usage(&gw) == [("JEV_TIMEOUT".to_string(), Some(3), Some(0.75))]
+    });
+    let page = gw.usage("a", 10, 0).unwrap();
+    assert_eq!(page.total, 1);
+    assert_eq!(page.records[0].model.as_deref(), Some("late-model"));
 }

@@ -12,6 +12,11 @@
 //! with (R-CFG-RELOAD); access is re-read from the live configuration before dispatch and before
 //! returning. There are no automatic retries and no fallback to another provider.
 //!
+//! The usage record is committed before `evaluate` returns. It carries the provider's reported
+//! usage and billing whenever the provider answered — also when the evaluation then failed
+//! (validation, a mismatched id or model, a revocation), and, when the caller timed out or
+//! cancelled first, once the late answer arrives.
+//!
 //! This module must never log or keep state, questions, answers' text, provider bodies or
 //! credentials; errors carry codes and reasons written by jevgate.
 
@@ -25,7 +30,7 @@ use super::pool::IoPool;
 use super::question::{Questions, QuestionsWire};
 use super::request::{check_request_id, Limits, RequestError};
 use super::response::{Answer, Usage};
-use super::usage::{UsageLog, UsagePage, UsageRecord};
+use super::usage::{Charged, LateUsage, UsageLog, UsagePage, UsageRecord};
 use super::validate::validate_response;
 use crate::clock::Instant;
 use crate::config::{
@@ -424,8 +429,20 @@ enum Dispatch {
     Http { url: String, key: Secret },
 }
 
-/// Outcome of waiting for a provider result.
-type Slot<T> = Arc<(Mutex<Option<T>>, Condvar)>;
+/// Where the I/O thread leaves a provider result for the waiting caller.
+#[derive(Default)]
+struct SlotState {
+    result: Option<Result<Vec<u8>>>,
+    /// The caller stopped waiting (deadline, cancellation): a late answer's usage goes to
+    /// [`LateUsage`] instead.
+    abandoned: bool,
+}
+
+type Slot = Arc<(Mutex<SlotState>, Condvar)>;
+
+/// A provider call's body (or error), and the late-usage handle when the caller stopped waiting
+/// before the call ended.
+type Dispatched = (Result<Vec<u8>>, Option<Arc<LateUsage>>);
 
 /// Per-gateway Jev client state. Owned by the gateway; its threads are joined on close.
 pub(crate) struct JevClient {
@@ -487,6 +504,10 @@ fn hex(bytes: &[u8]) -> String {
 struct Draft {
     request_id_hash: Option<String>,
     requested_model: Option<String>,
+    /// What the provider reported when it answered but the evaluation failed afterwards.
+    charged: Option<Charged>,
+    /// Set when the caller stopped waiting while the provider call was still running.
+    late: Option<Arc<LateUsage>>,
 }
 
 impl JevClient {
@@ -543,6 +564,8 @@ impl JevClient {
         let mut draft = Draft {
             request_id_hash: None,
             requested_model: None,
+            charged: None,
+            late: None,
         };
         let result = self.run(gw, &snap, call, cancel, started, &mut draft);
         if gw.is_closed() {
@@ -554,7 +577,10 @@ impl JevClient {
             Err(e) => (e.code(), e.validation_reason()),
         };
         let ok = result.as_ref().ok();
-        self.usage.append(UsageRecord {
+        // R-JEV-USAGE: a provider that answered may have charged, even when the evaluation
+        // failed afterwards; its reported usage and billing are recorded either way.
+        let charged = draft.charged.unwrap_or_default();
+        let record = UsageRecord {
             at_ms: clock.wall_millis(),
             agent_id: call.agent_id.clone(),
             session_id: call.session_id.clone(),
@@ -566,10 +592,11 @@ impl JevClient {
             outcome: outcome.to_owned(),
             validation_reason: validation_reason.map(str::to_owned),
             requested_model: draft.requested_model,
-            model: ok.map(|e| e.model.clone()),
-            usage: ok.map(|e| e.usage),
-            billing: ok.and_then(|e| e.billing.clone()),
-        });
+            model: ok.map(|e| e.model.clone()).or(charged.model),
+            usage: ok.map(|e| e.usage).or(charged.usage),
+            billing: ok.and_then(|e| e.billing.clone()).or(charged.billing),
+        };
+        self.usage.append(record, draft.late);
         result
     }
 
@@ -714,13 +741,31 @@ impl JevClient {
                     &call.state,
                     &call.questions,
                 )?;
-                self.dispatch(other, wire_body, gw, deadline, timeout_ms, cancel, slot)?
+                let (result, late) =
+                    self.dispatch(other, wire_body, gw, deadline, timeout_ms, cancel, slot)?;
+                draft.late = late;
+                result?
             }
         };
         // R-VAL: every answer through the validator.
-        let response = validate_response(&call.questions, &body)?;
+        let response = match validate_response(&call.questions, &body) {
+            Ok(r) => r,
+            Err(e) => {
+                draft.charged = Some(Charged::from_body(&body));
+                return Err(e.into());
+            }
+        };
+        let charged = || Charged {
+            model: Some(provider_text(response.model())),
+            usage: Some(response.usage()),
+            billing: response.billing().map(|b| EvalBilling {
+                charged_credits: b.charged_credits,
+                rate_version: b.rate_version.as_deref().map(provider_text),
+            }),
+        };
         if provider == Provider::Upstream {
             if response.request_id().is_some_and(|id| id != wire_id) {
+                draft.charged = Some(charged());
                 return Err(Error::ProviderFailure {
                     reason: "the upstream answered another request (request_id differs)".into(),
                 });
@@ -729,6 +774,7 @@ impl JevClient {
                 .requested_model()
                 .is_some_and(|m| m != requested_model)
             {
+                draft.charged = Some(charged());
                 return Err(Error::ProviderFailure {
                     reason: "the upstream answered for another model (requested_model differs)"
                         .into(),
@@ -751,8 +797,14 @@ impl JevClient {
                 rate_version: b.rate_version.as_deref().map(provider_text),
             }),
         };
-        // R-JEV-ACCESS before returning: a revocation in flight discards the answer.
+        // R-JEV-ACCESS before returning: a revocation in flight discards the answer (its usage
+        // is still recorded: the provider answered).
         if let Some(reason) = access_refusal(&gw.config().config, &call.agent_id) {
+            draft.charged = Some(Charged {
+                model: Some(evaluation.model.clone()),
+                usage: Some(evaluation.usage),
+                billing: evaluation.billing.clone(),
+            });
             return Err(Error::JevAccessDenied {
                 reason: format!("{reason} (revoked while the evaluation was in flight; the answer was discarded)"),
             });
@@ -818,9 +870,10 @@ impl JevClient {
         timeout_ms: u64,
         cancel: &CancelToken,
         slot: super::limiter::Slot,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<Dispatched> {
         let clock = gw.clock();
-        let result: Slot<Result<Vec<u8>>> = Arc::new((Mutex::new(None), Condvar::new()));
+        let result: Slot = Arc::new((Mutex::new(SlotState::default()), Condvar::new()));
+        let late = Arc::new(LateUsage::default());
         let job: Box<dyn FnOnce() -> Result<Vec<u8>> + Send> = match dispatch {
             // answered inline by `run`; never handed to an I/O thread
             Dispatch::Local => Box::new(|| {
@@ -851,6 +904,7 @@ impl JevClient {
             }
         };
         let out = Arc::clone(&result);
+        let (late_io, store) = (Arc::clone(&late), Arc::clone(self.usage.store()));
         self.pool.submit(Box::new(move || {
             let r =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).unwrap_or_else(|_| {
@@ -860,7 +914,18 @@ impl JevClient {
                 });
             // The slot is held until the I/O really ends, even if the caller stopped waiting.
             drop(slot);
-            *out.0.lock() = Some(r);
+            let mut st = out.0.lock();
+            if st.abandoned {
+                drop(st);
+                // R-JEV-USAGE: the caller timed out or cancelled, but the provider answered (and
+                // may have charged): its usage completes the caller's record.
+                if let Ok(body) = &r {
+                    late_io.answered(&store, Charged::from_body(body));
+                }
+                return;
+            }
+            st.result = Some(r);
+            drop(st);
             out.1.notify_all();
         }))?;
         let waker = {
@@ -872,8 +937,8 @@ impl JevClient {
         };
         let mut guard = result.0.lock();
         let outcome = loop {
-            if let Some(r) = guard.take() {
-                break r;
+            if let Some(r) = guard.result.take() {
+                break Ok(r);
             }
             if cancel.is_cancelled() {
                 break Err(Error::Cancelled);
@@ -884,9 +949,16 @@ impl JevClient {
             }
             result.1.wait_for(&mut guard, deadline - now);
         };
+        let late = match outcome {
+            Ok(_) => None,
+            Err(_) => {
+                guard.abandoned = true;
+                Some(late)
+            }
+        };
         drop(guard);
         drop(waker);
-        outcome
+        Ok((outcome.and_then(|r| r), late))
     }
 }
 
