@@ -1184,3 +1184,25 @@ fn r_jev_usage_a_late_answer_completes_the_timed_out_record() {
     assert_eq!(page.total, 1);
     assert_eq!(page.records[0].model.as_deref(), Some("late-model"));
 }
+
+// R-CLK, issue 12 item 6: a host clock moved by an absurd amount during a call (here by a
+// callback provider) neither panics nor wraps: the record's latency saturates.
+#[test]
+fn r_clk_latency_saturates_when_the_clock_jumps_during_a_call() {
+    let clock = ManualClock::new();
+    let gw = open_with(
+        json!({"gateway": {"jev": {"enabled": true, "provider": "callback"}}}),
+        |o| o.with_clock(Arc::new(clock.clone())),
+    );
+    let body = answers_body("m", json!(null));
+    gw.set_jev_callback(Some(Arc::new(move |_req: &[u8]| {
+        // 2⁶² s: its milliseconds wrapped to 0 with the old `as u64`
+        clock.advance(Duration::from_secs(1 << 62));
+        Ok(body.clone().into_bytes())
+    })));
+    // the answer is there when the caller looks; the deadline is past by then
+    let outcome = gw.evaluate(&call("a"));
+    assert!(outcome.is_ok() || outcome.unwrap_err().code() == "JEV_TIMEOUT");
+    let record = &gw.usage("a", 1, 0).unwrap().records[0];
+    assert_eq!(record.latency_ms, i64::MAX as u64);
+}

@@ -588,7 +588,9 @@ impl JevClient {
             request_id_hash: draft.request_id_hash,
             generation: snap.generation,
             provider: provider_name(snap.config.gateway.jev.provider).to_owned(),
-            latency_ms: clock.now().saturating_duration_since(started).as_millis() as u64,
+            // saturating: a host's clock may be moved by any amount during the call
+            latency_ms: u64::try_from(clock.now().saturating_duration_since(started).as_millis())
+                .unwrap_or(u64::MAX),
             outcome: outcome.to_owned(),
             validation_reason: validation_reason.map(str::to_owned),
             requested_model: draft.requested_model,
