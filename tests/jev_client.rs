@@ -1042,7 +1042,7 @@ fn dir_bytes(dir: &std::path::Path) -> u64 {
 
 // R-JEV-USAGE, R-LOG, issue 12 item 9: a provider's `model` and `rate_version` are bounded
 // (≤ 128 bytes) and cleaned (no control or bidi characters) before they are returned or
-// stored. Ten answers carrying 1 MB of each grew the store to ~120 MiB before; now the whole
+// stored; a score legend label likewise (≤ 1024 bytes). Ten answers carrying 1 MB of each grew the store to ~120 MiB before; now the whole
 // data directory stays under 1 MiB.
 #[test]
 fn r_jev_usage_provider_strings_are_bounded_and_clean() {
@@ -1050,11 +1050,14 @@ fn r_jev_usage_provider_strings_are_bounded_and_clean() {
     let env = key_env("LONGMODEL", "k");
     let gw = open(upstream(&server, &env, json!({})));
     let hostile = format!("jev\u{1b}[2J\u{7}\r\n\u{202e}{}", "m".repeat(1_000_000));
-    let body = answers_body(
+    let mut body: serde_json::Value = serde_json::from_str(&answers_body(
         &hostile,
         json!({"charged_credits": 0.5, "rate_version": hostile}),
-    );
-    server.set_default(Behaviour::Raw(body));
+    ))
+    .unwrap();
+    // the score legend is provider text returned to the caller too
+    body["answers"]["clarity"]["legend"] = json!([hostile, "b", "c"]);
+    server.set_default(Behaviour::Raw(body.to_string()));
     let clean = |s: &str| {
         assert!(
             s.len() <= jevgate::jev::MAX_PROVIDER_TEXT_BYTES,
@@ -1071,6 +1074,11 @@ fn r_jev_usage_provider_strings_are_bounded_and_clean() {
         let e = gw.evaluate(&call("a")).unwrap();
         clean(&e.model);
         clean(e.billing.as_ref().unwrap().rate_version.as_deref().unwrap());
+        let Some(EvalAnswer::Score { legend, .. }) = e.answer("clarity") else {
+            panic!("a score answer")
+        };
+        assert!(legend[0].len() <= jevgate::jev::MAX_LEGEND_TEXT_BYTES);
+        assert!(!legend[0].chars().any(|c| c.is_control() || c == '\u{202e}'));
         assert!(e.to_json().len() < 4096);
     }
     let page = gw.usage("a", 100, 0).unwrap();

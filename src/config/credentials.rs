@@ -3,7 +3,10 @@
 //! A configuration names where a key lives — a file or an environment variable — never the key.
 //! Keys are resolved at call time (files are read on every request so rotation needs no restart)
 //! into a [`Secret`], whose `Debug` and `Display` never show it. Nothing here logs or returns a
-//! key in an error.
+//! key in an error, nor a variable name that looks like one (a key pasted into `apiKeyEnv`).
+//!
+//! Resolution never blocks on what sits at a key path: only a regular file is opened, non-blocking
+//! and read bounded (a FIFO or a device is refused at once), so the evaluation's deadline covers it.
 
 use crate::Error;
 use std::ffi::OsString;

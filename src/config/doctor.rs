@@ -2,7 +2,9 @@
 //!
 //! Checks that each referenced credential file is a readable regular file of plausible size and
 //! that each referenced environment variable is set — without reading any key into a report,
-//! and without any network call. It does not prove that a provider accepts the key.
+//! without naming a variable whose name looks like a key, and without any network call (a test
+//! points every endpoint at a loopback listener that must see no connection). It does not prove
+//! that a provider accepts the key.
 
 use super::credentials::{CredentialRef, MAX_KEY_FILE_BYTES, UPSTREAM_IDENTITY_ENV};
 use super::{parse_endpoint, Config, Provider};

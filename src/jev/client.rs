@@ -263,7 +263,8 @@ pub enum EvalAnswer {
         score: f64,
         /// A probability per level.
         levels: Vec<f64>,
-        /// One label per level.
+        /// One label per level, as the provider wrote it (cleaned, at most
+        /// [`MAX_LEGEND_TEXT_BYTES`] each).
         legend: Vec<String>,
         /// The provider's confidence.
         confidence: f64,
@@ -282,7 +283,11 @@ impl EvalAnswer {
             Answer::Score(s) => EvalAnswer::Score {
                 score: s.score(),
                 levels: s.levels().to_vec(),
-                legend: s.legend().map(|l| l.into_owned()).collect(),
+                // provider text, returned to the caller: cleaned and bounded (item 9)
+                legend: s
+                    .legend()
+                    .map(|l| bounded_text(&l, MAX_LEGEND_TEXT_BYTES))
+                    .collect(),
                 confidence: s.confidence(),
             },
         }
@@ -342,10 +347,19 @@ impl Serialize for EvalAnswer {
 /// in UTF-8 bytes; longer text is cut at a character boundary and ends with `…`.
 pub const MAX_PROVIDER_TEXT_BYTES: usize = 128;
 
+/// Longest score legend label returned, in UTF-8 bytes (cleaned and cut like
+/// [`MAX_PROVIDER_TEXT_BYTES`] strings): a label is criteria-like text, so it may be longer.
+pub const MAX_LEGEND_TEXT_BYTES: usize = 1024;
+
 /// A provider-reported string made safe to return and store (issue 12 item 9): control and
 /// bidirectional-formatting characters become U+FFFD, and the text is bounded to
 /// [`MAX_PROVIDER_TEXT_BYTES`]. Linear, and reads no more of `s` than it needs.
 pub(crate) fn provider_text(s: &str) -> String {
+    bounded_text(s, MAX_PROVIDER_TEXT_BYTES)
+}
+
+/// [`provider_text`] with another bound (`max` ≥ 3 bytes).
+fn bounded_text(s: &str, max: usize) -> String {
     const MORE: char = '…';
     let clean = |c: char| {
         let bidi = matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}'
@@ -358,8 +372,8 @@ pub(crate) fn provider_text(s: &str) -> String {
     };
     let mut out = String::new();
     for c in s.chars().map(clean) {
-        if out.len() + c.len_utf8() > MAX_PROVIDER_TEXT_BYTES {
-            while out.len() + MORE.len_utf8() > MAX_PROVIDER_TEXT_BYTES {
+        if out.len() + c.len_utf8() > max {
+            while out.len() + MORE.len_utf8() > max {
                 out.pop();
             }
             out.push(MORE);
