@@ -587,12 +587,15 @@ jevgate_status jevgate_answer_schema(const char *questions_json,
                                      jevgate_error **err_out);
 
 /**
- * A new manual clock at monotonic zero and wall time 2026-01-01T00:00:00Z. Never NULL.
+ * A new manual clock at monotonic zero and wall time 2026-01-01T00:00:00Z. NULL only if
+ * jevgate panicked (never expected).
  */
 jevgate_manual_clock *jevgate_manual_clock_new(void);
 
 /**
- * Moves the clock forward by `ms` milliseconds (monotonic and wall time). NULL is ignored.
+ * Moves the clock forward by `ms` milliseconds (monotonic and wall time), saturating: any
+ * `ms`, even `UINT64_MAX` repeatedly, is accepted (wall time stops at
+ * 9999-12-31T23:59:59.999Z). NULL is ignored.
  *
  * # Safety
  * `clock` must be NULL or a live clock from `jevgate_manual_clock_new`.
@@ -601,7 +604,8 @@ void jevgate_manual_clock_advance_ms(const jevgate_manual_clock *clock, uint64_t
 
 /**
  * Sets the wall time (Unix ms) without moving monotonic time — a suspend/resume or an NTP
- * jump. Negative values are clamped to the epoch. NULL is ignored.
+ * jump. Negative values are clamped to the epoch, values after 9999-12-31T23:59:59.999Z to
+ * that time. NULL is ignored.
  *
  * # Safety
  * `clock` must be NULL or a live clock from `jevgate_manual_clock_new`.

@@ -121,6 +121,21 @@ struct ManualState {
 /// A clock that moves only when told to. Cloning shares the same time.
 ///
 /// Monotonic time starts at zero; wall time starts at 2026-01-01T00:00:00Z unless set.
+///
+/// Every operation saturates, never panics, whatever the duration a host passes: monotonic time
+/// stops at `Duration::MAX` and wall time at [`ManualClock::max_wall`] (the last millisecond of
+/// the year 9999).
+///
+/// ```
+/// use jevgate::clock::{Clock, ManualClock};
+/// use std::time::Duration;
+/// let c = ManualClock::new();
+/// c.advance(Duration::MAX);
+/// c.advance(Duration::MAX);
+/// assert_eq!(c.wall(), ManualClock::max_wall());
+/// c.set_wall_since_epoch(Duration::from_secs(u64::MAX));
+/// assert_eq!(c.wall(), ManualClock::max_wall());
+/// ```
 #[derive(Debug, Clone)]
 pub struct ManualClock {
     state: Arc<Mutex<ManualState>>,
@@ -128,6 +143,15 @@ pub struct ManualClock {
 
 /// 2026-01-01T00:00:00Z, the default wall time of a [`ManualClock`].
 const MANUAL_WALL_START_SECS: u64 = 1_767_225_600;
+
+/// 9999-12-31T23:59:59.999Z as a duration since the Unix epoch.
+const MAX_WALL_SINCE_EPOCH: Duration = Duration::from_millis(253_402_300_799_999);
+
+/// `wall + d`, saturating at [`ManualClock::max_wall`].
+fn saturating_wall(wall: SystemTime, d: Duration) -> SystemTime {
+    wall.checked_add(d)
+        .map_or(ManualClock::max_wall(), |t| t.min(ManualClock::max_wall()))
+}
 
 impl ManualClock {
     /// A manual clock at monotonic zero and wall time 2026-01-01T00:00:00Z.
@@ -140,16 +164,32 @@ impl ManualClock {
         }
     }
 
-    /// Moves both monotonic and wall time forward by `d`.
+    /// The latest wall time a manual clock shows: 9999-12-31T23:59:59.999Z. Later values
+    /// saturate to it (every platform's `SystemTime` can hold it; the wall in milliseconds fits an
+    /// `i64`).
+    pub fn max_wall() -> SystemTime {
+        UNIX_EPOCH
+            .checked_add(MAX_WALL_SINCE_EPOCH)
+            .unwrap_or(UNIX_EPOCH)
+    }
+
+    /// Moves both monotonic and wall time forward by `d` (saturating).
     pub fn advance(&self, d: Duration) {
         let mut s = self.state.lock();
         s.mono = s.mono.saturating_add(d);
-        s.wall += d;
+        s.wall = saturating_wall(s.wall, d);
     }
 
-    /// Sets the wall time without touching monotonic time (a wall-clock jump, e.g. NTP).
+    /// Sets the wall time without touching monotonic time (a wall-clock jump, e.g. NTP). A time
+    /// after [`ManualClock::max_wall`] is saturated to it.
     pub fn set_wall(&self, wall: SystemTime) {
-        self.state.lock().wall = wall;
+        self.state.lock().wall = wall.min(Self::max_wall());
+    }
+
+    /// Sets the wall time to `since_epoch` after the Unix epoch (saturating at
+    /// [`ManualClock::max_wall`]); the form the C and Python surfaces use.
+    pub fn set_wall_since_epoch(&self, since_epoch: Duration) {
+        self.state.lock().wall = saturating_wall(UNIX_EPOCH, since_epoch);
     }
 }
 
@@ -206,6 +246,28 @@ mod tests {
         assert!(Instant::from_origin(Duration::MAX)
             .checked_add(Duration::from_secs(1))
             .is_none());
+    }
+
+    // R-CLK, issue 12 item 6: no host-supplied duration makes a manual clock panic; both
+    // timelines saturate (the old `wall += d` overflowed SystemTime and panicked).
+    #[test]
+    fn manual_clock_saturates_instead_of_panicking() {
+        let c = ManualClock::new();
+        c.advance(Duration::from_secs(u64::MAX / 2));
+        c.advance(Duration::MAX);
+        assert_eq!(c.now(), Instant::from_origin(Duration::MAX));
+        assert_eq!(c.wall(), ManualClock::max_wall());
+        assert_eq!(c.wall_millis(), 253_402_300_799_999);
+        c.advance(Duration::from_millis(1));
+        assert_eq!(c.wall(), ManualClock::max_wall());
+        c.set_wall_since_epoch(Duration::from_secs_f64(1.7e19));
+        assert_eq!(c.wall(), ManualClock::max_wall());
+        c.set_wall_since_epoch(Duration::from_secs(1));
+        assert_eq!(c.wall_millis(), 1000);
+        c.set_wall(ManualClock::max_wall() + Duration::from_secs(10));
+        assert_eq!(c.wall(), ManualClock::max_wall());
+        // an instant at the end of time still yields deadlines (saturating)
+        assert_eq!(c.now() + Duration::from_secs(5), c.now());
     }
 
     #[test]

@@ -82,6 +82,20 @@ fn check_config_never_echoes_a_misplaced_secret() {
     assert!(stdout.contains("gateway.jev.timeoutMs"));
 }
 
+// Issue 12 item 10a: a secret pasted as an object key is shown as `<key>`, never echoed.
+#[test]
+fn check_config_never_echoes_a_secret_used_as_a_key() {
+    let out = jevgate(
+        &["check-config", "-"],
+        br#"{"gateway":{"jev":{"sk-live-SECRET-1":true}}}"#,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(!stdout.contains("SECRET"), "{stdout}");
+    let line: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(line["path"], "gateway.jev.<key>");
+}
+
 #[test]
 fn malformed_and_oversized_input_are_verdicts_not_crashes() {
     for input in [&b"{"[..], b"", b"\xff\xfe", b"[1,2", b"{}{}", b"null"] {

@@ -254,3 +254,81 @@ fn doctor_on_direct_connection_reads_typesafe_api_key_and_upstream_identity_grou
     assert!(r.ok);
     assert_eq!(r.checks[1].status, CheckStatus::Skipped);
 }
+
+// R-CFG, R-ERR-2, issue 12 item 10a: a secret used as an object KEY is never echoed by the
+// error path; keys are shown only when identifier-like, otherwise as `<key>`. Checked at every
+// depth where an unknown key is reported, and for a key that is hostile Unicode.
+#[test]
+fn a_secret_used_as_a_key_is_never_echoed() {
+    for secret in [
+        "sk-live-SENTINEL-7f3a9c",
+        "SENTINEL 7f3a9c",
+        "\u{202e}SENTINEL\u{0}",
+        &format!("SENTINEL{}", "x".repeat(100)),
+    ] {
+        let k = serde_json::to_string(secret).unwrap();
+        for doc in [
+            format!(r#"{{{k}: 1}}"#),
+            format!(r#"{{"gateway":{{"jev":{{{k}: "v"}}}}}}"#),
+            format!(r#"{{"agents":[{{"id":"a",{k}: true}}]}}"#),
+        ] {
+            let err = Config::from_json_str(&doc).unwrap_err();
+            let shown = format!("{err} {err:?} {}", err.path().unwrap_or(""));
+            assert!(!shown.contains("SENTINEL"), "{shown}");
+            assert!(err.path().unwrap().ends_with("<key>"), "{shown}");
+            assert!(err.to_string().contains("unknown key"), "{shown}");
+        }
+    }
+    // identifier-like keys (every key jevgate defines has this shape) are still named
+    let err = Config::from_json_str(r#"{"gateway":{"jev":{"timeoutMS":1}}}"#).unwrap_err();
+    assert_eq!(err.path(), Some("gateway.jev.timeoutMS"));
+}
+
+// R-CFG-KEYFILE, issue 12 item 10b: doctor never repeats an apiKeyEnv name that looks like a key
+// (a key pasted where the variable's name belongs passes the name check), whether the variable
+// is set or not; a conventional name is still named.
+#[test]
+fn doctor_does_not_name_a_secret_looking_variable() {
+    for name in ["sk_live_SENTINEL7f3a9c", "AKIASENTINEL7F3A9C0000"] {
+        let c = cfg(&format!(
+            r#"{{"gateway":{{"jev":{{"enabled":true,"provider":"typesafe","model":"m","apiKeyEnv":"{name}",
+            "thinking":{{"baseUrl":"https://models.example/v1","model":"s","apiKeyEnv":"{name}"}}}}}}}}"#
+        ));
+        for env in [env_of(&[]), env_of(&[(name, "value")])] {
+            let text = doctor(&c, &env).to_json();
+            assert!(!text.contains("SENTINEL"), "{text}");
+        }
+    }
+    let c = cfg(
+        r#"{"gateway":{"jev":{"enabled":true,"provider":"typesafe","model":"m","apiKeyEnv":"PRIVATE_JEV_TOKEN"}}}"#,
+    );
+    assert!(doctor(&c, &env_of(&[]))
+        .to_json()
+        .contains("PRIVATE_JEV_TOKEN"));
+}
+
+// R-CFG-SECRETS, issue 12 item 10c: an upstream using the gateway's identity group reads
+// ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_API_KEY and CLAUDE_CODE_OAUTH_TOKEN; all
+// four are secret names a host must strip from children. With an explicit baseUrl and key
+// reference the group is not read, and only the reference is listed.
+#[test]
+fn secret_env_names_include_the_upstream_identity_group_when_it_is_read() {
+    let identity = cfg(r#"{"gateway":{"jev":{"enabled":true,"provider":"upstream","model":"m"}}}"#);
+    assert_eq!(
+        identity.secret_env_names().into_iter().collect::<Vec<_>>(),
+        [
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "ANTHROPIC_BASE_URL",
+            "CLAUDE_CODE_OAUTH_TOKEN"
+        ]
+    );
+    let explicit = cfg(
+        r#"{"gateway":{"jev":{"enabled":true,"provider":"upstream","model":"m",
+            "baseUrl":"https://gw.example","apiKeyEnv":"PRIVATE_UPSTREAM_KEY"}}}"#,
+    );
+    assert_eq!(
+        explicit.secret_env_names().into_iter().collect::<Vec<_>>(),
+        ["PRIVATE_UPSTREAM_KEY"]
+    );
+}

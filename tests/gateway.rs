@@ -155,3 +155,53 @@ fn an_injected_clock_is_the_gateways_clock() {
     clock.advance(std::time::Duration::from_secs(5));
     assert_eq!(gw.clock().now() - t0, std::time::Duration::from_secs(5));
 }
+
+// R-CFG-KEYFILE, issue 12 item 10e: doctor never makes a network call. Every endpoint of the
+// configuration — the upstream baseUrl, the thinking helper's and a browser binding's — is a
+// loopback listener; after doctor (with credentials unset and then set, through the gateway,
+// the library function and the CLI) none of them has a connection waiting.
+#[test]
+fn doctor_never_makes_a_network_call() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let var = format!("JEVGATE_TEST_DOCTOR_{}", std::process::id());
+    let json = format!(
+        r#"{{"gateway":{{"jev":{{"enabled":true,"provider":"upstream","model":"m",
+            "baseUrl":"{base}","apiKeyEnv":"{var}",
+            "thinking":{{"baseUrl":"{base}/v1","model":"s","apiKeyEnv":"{var}"}},
+            "browser":{{"bindings":[{{"id":"b","agentId":"a","principalId":"p","conversationId":"c",
+              "endpoint":"{base}/mcp","apiKeyEnv":"{var}",
+              "scope":{{"device_id":"d","grant_id":"g","tab_id":"t"}}}}]}}}}}}}}"#
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(dir.path(), &json);
+    assert!(!gw.doctor().unwrap().ok, "the variable is unset");
+    std::env::set_var(&var, "k");
+    let report = gw.doctor().unwrap();
+    assert!(report.ok, "{}", report.to_json());
+    let config = cfg(&json);
+    jevgate::config::doctor(&config, &|n| std::env::var_os(n));
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_jevgate"))
+        .args(["doctor", "--config", "-"])
+        .env(&var, "k")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(json.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stdout)
+    );
+    match listener.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        Ok((_, from)) => panic!("doctor connected to a configured endpoint (from {from})"),
+        Err(e) => panic!("{e}"),
+    }
+}

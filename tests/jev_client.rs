@@ -591,11 +591,21 @@ fn r_jev_usage_paging_bounds_and_retention() {
         );
     }
     let q = Questions::new([Question::noul("g", "?")], &Limits::default()).unwrap();
-    for i in 0..10_005 {
+    let eval = |i: usize| {
         let agent = if i < 5 { "old" } else { "a" };
         gw.evaluate(&EvaluateCall::new(agent, "s", q.clone()).with_task_id(format!("t{i}")))
             .unwrap();
-    }
+    };
+    // Every record is committed before its call returns; concurrent callers share commits, so
+    // the middle of the run is spread over threads. The first and last ones run in order.
+    (0..5).for_each(eval);
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let eval = &eval;
+            s.spawn(move || (5..10_001).filter(|i| i % 8 == t).for_each(eval));
+        }
+    });
+    (10_001..10_005).for_each(eval);
     assert_eq!(gw.usage("old", 10, 0).unwrap().total, 0, "oldest trimmed");
     let page = gw.usage("a", 3, 1).unwrap();
     assert_eq!(page.total, 10_000);
@@ -810,4 +820,397 @@ fn close_joins_and_refuses() {
         gw.evaluate(&call("a")).unwrap_err().code(),
         "GATEWAY_CLOSED"
     );
+}
+
+// R-JEV-ERRMAP, R-CLK (issue 12 item 6): a Retry-After far in the future — an HTTP date in
+// year 9999, an absurd one, or a huge delta — is clamped, never a panic on the I/O thread;
+// the error stays JEV_RATE_LIMITED with a bounded retry_after.
+#[test]
+fn r_jev_errmap_far_future_retry_after_is_clamped_not_a_panic() {
+    let server = TestServer::start();
+    let env = key_env("FARRETRY", "k");
+    let gw = open(upstream(&server, &env, json!({})));
+    let year = Duration::from_secs(86_400 * 366);
+    for value in [
+        "Fri, 31 Dec 9999 23:59:59 GMT",
+        "Fri, 31 Dec 99999999999999999 23:59:59 GMT",
+        "Fri, 31 Dec -99999999999999999 23:59:59 GMT",
+        "18446744073709551615",
+        "99999999999999999999999999",
+    ] {
+        server.script([Behaviour::Status(
+            429,
+            vec![
+                ("Retry-After".into(), value.into()),
+                ("X-RateLimit-Reset".into(), "99999999999".into()),
+            ],
+            String::new(),
+        )]);
+        let err = gw.evaluate(&call("a")).unwrap_err();
+        assert_eq!(err.code(), "JEV_RATE_LIMITED", "Retry-After: {value}");
+        if let Some(after) = err.retry_after() {
+            assert!(after <= year, "Retry-After: {value} gave {after:?}");
+        }
+    }
+}
+
+/// An adversarial `local` request of about `size` bytes of JSON: half of it options (as many
+/// choice questions of 255 options as fit, up to 64), half a state of distinct pseudo-random
+/// words — the shape that made the old heuristic quadratic (options × state).
+fn local_request(size: usize) -> EvaluateCall {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut word = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (0..6)
+            .map(|i| (b'a' + ((seed >> (i * 5)) % 26) as u8) as char)
+            .collect::<String>()
+    };
+    let per_option = 22; // `"o12_123":"abcdef xyz",` ≈ 22 bytes
+    let options = (size / 2 / per_option).min(64 * 255);
+    let mut qs = serde_json::Map::new();
+    let mut left = options;
+    for q in 0..64 {
+        if left == 0 {
+            break;
+        }
+        let n = left.min(255);
+        left -= n;
+        let criteria: serde_json::Map<String, serde_json::Value> = (0..n)
+            .map(|i| (format!("o{q}_{i}"), json!(format!("{} xyz", word()))))
+            .collect();
+        qs.insert(
+            format!("q{q}"),
+            json!({"type": "choice", "instructions": word(), "criteria": criteria}),
+        );
+    }
+    let questions_json = serde_json::to_string(&qs).unwrap();
+    let mut state = String::new();
+    while state.len() + questions_json.len() + 200 < size {
+        state.push_str(&word());
+        state.push(' ');
+    }
+    let limits = Limits {
+        max_questions: 64,
+        max_input_bytes: 1_048_576,
+    };
+    let questions = Questions::from_json(questions_json.as_bytes(), &limits).unwrap();
+    EvaluateCall::new("a", state, questions)
+}
+
+fn local_config(timeout_ms: u64) -> serde_json::Value {
+    json!({"gateway": {"jev": {"enabled": true, "provider": "local", "timeoutMs": timeout_ms,
+        "maxInputBytes": 1_048_576, "maxQuestions": 64}}})
+}
+
+// R-PRV local, issue 12 items 4–5: the heuristic is linear in the request. Timed through
+// `evaluate` (request checks, heuristic, validator) at ~100 KB and ~1 MiB of the adversarial
+// shape; the ratio of the two (not an absolute time) must stay near 10. The old heuristic (a
+// merged bag per question, a context norm per option) was options × state: a ratio near 80.
+#[test]
+fn r_prv_local_is_linear_in_the_request() {
+    let gw = open(local_config(120_000));
+    let time = |call: &EvaluateCall| {
+        (0..2)
+            .map(|_| {
+                let t = Instant::now();
+                gw.evaluate(call).unwrap();
+                t.elapsed()
+            })
+            .min()
+            .unwrap()
+    };
+    let (small, large) = (local_request(100_000), local_request(1_000_000));
+    let (ts, tl) = (time(&small), time(&large));
+    let ratio = tl.as_secs_f64() / ts.as_secs_f64();
+    eprintln!("local provider: 100 KB {ts:?}, 1 MB {tl:?}, ratio {ratio:.1}");
+    assert!(ratio < 20.0, "100 KB {ts:?}, 1 MB {tl:?}: ratio {ratio:.1}");
+}
+
+/// A manual clock that moves `step` forward each time the thread that made it reads `now()`
+/// (other threads — the reaper, the usage writer — read it without moving it).
+#[derive(Debug)]
+struct TickingClock {
+    inner: ManualClock,
+    thread: std::thread::ThreadId,
+    step: Duration,
+}
+
+impl jevgate::clock::Clock for TickingClock {
+    fn now(&self) -> jevgate::clock::Instant {
+        if std::thread::current().id() == self.thread {
+            self.inner.advance(self.step);
+        }
+        self.inner.now()
+    }
+    fn wall(&self) -> std::time::SystemTime {
+        self.inner.wall()
+    }
+}
+
+// R-JEV-LIMIT, R-CLK, issue 12 item 5: the `local` heuristic runs under the evaluation's deadline
+// on the gateway clock. With a clock that moves 10 ms per read on the calling thread and
+// `timeoutMs` 1000, a ~1 MiB request must end JEV_TIMEOUT (the heuristic reads the clock as it
+// works); the same request on a still clock, and a small one on the ticking clock, are OK. The old
+// heuristic never read the clock and returned OK, however long it ran.
+#[test]
+fn r_jev_limit_the_local_provider_reads_the_deadline_as_it_works() {
+    let call = local_request(1_000_000);
+    let ticking = Arc::new(TickingClock {
+        inner: ManualClock::new(),
+        thread: std::thread::current().id(),
+        step: Duration::from_millis(10),
+    });
+    let gw = open_with(local_config(1000), |o| o.with_clock(ticking.clone()));
+    let err = gw.evaluate(&call).unwrap_err();
+    assert_eq!(err.code(), "JEV_TIMEOUT");
+    assert_eq!(
+        gw.usage("a", 1, 0).unwrap().records[0].outcome,
+        "JEV_TIMEOUT"
+    );
+    gw.evaluate(&EvaluateCall::new("a", "Hello", questions()))
+        .unwrap();
+    drop(gw);
+    let still = open_with(local_config(1000), |o| {
+        o.with_clock(Arc::new(ManualClock::new()))
+    });
+    still.evaluate(&call).unwrap();
+}
+
+// R-CFG-KEYFILE, R-JEV-LIMIT, issue 12 item 5: a FIFO at the apiKeyFile path (no writer) makes
+// evaluate and doctor answer at once with JEV_MISSING_CREDENTIALS "is not a regular file" —
+// before, opening it blocked both forever. Run in a thread with a generous join timeout so a
+// regression fails instead of hanging the suite; nothing reaches the provider.
+#[cfg(unix)]
+#[test]
+fn r_cfg_keyfile_a_fifo_never_blocks_evaluate_or_doctor() {
+    let server = TestServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("jev.key");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let gw = Arc::new(open(json!({"gateway": {"jev": {"enabled": true,
+        "provider": "upstream", "baseUrl": server.base(),
+        "apiKeyFile": fifo.to_str().unwrap(), "model": "m", "timeoutMs": 1000}}})));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let g = Arc::clone(&gw);
+    std::thread::spawn(move || {
+        let e = g.evaluate(&call("a")).unwrap_err();
+        tx.send((e.code(), e.to_string())).unwrap();
+        let report = g.doctor().unwrap();
+        let c = report
+            .checks
+            .iter()
+            .find(|c| c.name == "jev.credentials")
+            .unwrap()
+            .clone();
+        tx.send((c.code.unwrap_or("none"), c.detail)).unwrap();
+    });
+    for what in ["evaluate", "doctor"] {
+        let (code, msg) = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("{what} blocked on a FIFO key file"));
+        assert_eq!(code, "JEV_MISSING_CREDENTIALS", "{what}: {msg}");
+        assert!(msg.contains("is not a regular file"), "{what}: {msg}");
+    }
+    assert_eq!(server.hits(), 0);
+}
+
+/// A valid answer set for [`questions`], with this envelope around it.
+fn answers_body(model: &str, billing: serde_json::Value) -> String {
+    json!({"model": model, "usage": {"input_tokens": 3, "output_tokens": 4},
+        "billing": billing, "answers": {
+        "greeting": {"type": "noul", "noul": 0.5},
+        "next": {"type": "choice", "choice": "explain",
+                 "probabilities": {"explain": 1.0, "execute": 0.0}, "confidence": 1.0},
+        "clarity": {"type": "score", "score": 0.0, "levels": [1.0, 0.0, 0.0],
+                    "legend": ["a", "b", "c"], "confidence": 1.0}}})
+    .to_string()
+}
+
+/// Total size of the files in `dir` (the store and its -wal / -shm).
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum()
+}
+
+// R-JEV-USAGE, R-LOG, issue 12 item 9: a provider's `model` and `rate_version` are bounded
+// (≤ 128 bytes) and cleaned (no control or bidi characters) before they are returned or
+// stored; a score legend label likewise (≤ 1024 bytes). Ten answers carrying 1 MB of each grew the store to ~120 MiB before; now the whole
+// data directory stays under 1 MiB.
+#[test]
+fn r_jev_usage_provider_strings_are_bounded_and_clean() {
+    let server = TestServer::start();
+    let env = key_env("LONGMODEL", "k");
+    let gw = open(upstream(&server, &env, json!({})));
+    let hostile = format!("jev\u{1b}[2J\u{7}\r\n\u{202e}{}", "m".repeat(1_000_000));
+    let mut body: serde_json::Value = serde_json::from_str(&answers_body(
+        &hostile,
+        json!({"charged_credits": 0.5, "rate_version": hostile}),
+    ))
+    .unwrap();
+    // the score legend is provider text returned to the caller too
+    body["answers"]["clarity"]["legend"] = json!([hostile, "b", "c"]);
+    server.set_default(Behaviour::Raw(body.to_string()));
+    let clean = |s: &str| {
+        assert!(
+            s.len() <= jevgate::jev::MAX_PROVIDER_TEXT_BYTES,
+            "{}",
+            s.len()
+        );
+        assert!(
+            !s.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{s:?}"
+        );
+        assert!(s.starts_with("jev"));
+    };
+    for _ in 0..10 {
+        let e = gw.evaluate(&call("a")).unwrap();
+        clean(&e.model);
+        clean(e.billing.as_ref().unwrap().rate_version.as_deref().unwrap());
+        let Some(EvalAnswer::Score { legend, .. }) = e.answer("clarity") else {
+            panic!("a score answer")
+        };
+        assert!(legend[0].len() <= jevgate::jev::MAX_LEGEND_TEXT_BYTES);
+        assert!(!legend[0].chars().any(|c| c.is_control() || c == '\u{202e}'));
+        assert!(e.to_json().len() < 4096);
+    }
+    let page = gw.usage("a", 100, 0).unwrap();
+    assert_eq!(page.total, 10);
+    for r in &page.records {
+        clean(r.model.as_deref().unwrap());
+        clean(r.billing.as_ref().unwrap().rate_version.as_deref().unwrap());
+    }
+    let dir = gw.store().path().parent().unwrap().to_path_buf();
+    gw.close();
+    let size = dir_bytes(&dir);
+    assert!(size < 1 << 20, "the data directory holds {size} bytes");
+}
+
+/// Reads the usage table through a second SQLite connection, as another process (or the next
+/// start after a crash) would: only committed records are visible.
+fn committed_usage(gw: &Gateway) -> Vec<(String, Option<i64>, Option<f64>)> {
+    let conn = rusqlite::Connection::open_with_flags(
+        gw.store().path(),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let mut stmt = conn
+        .prepare("SELECT outcome, input_tokens, charged_credits FROM jev_usage ORDER BY seq")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
+// R-JEV-USAGE, issue 12 item 10d: a record is committed before evaluate returns — a second
+// connection sees it at once, without close or a read through the gateway (the old 50 ms
+// batch was invisible there, and lost on a crash) — and a provider that answered and charged
+// is recorded even when the evaluation failed: a body that fails validation, and an upstream
+// answering another request id.
+#[test]
+fn r_jev_usage_is_durable_on_return_and_kept_for_failed_but_charged_answers() {
+    let server = TestServer::start();
+    let env = key_env("CHARGED", "k");
+    let gw = open(upstream(&server, &env, json!({})));
+    gw.evaluate(&call("a")).unwrap();
+    assert_eq!(
+        committed_usage(&gw),
+        [("OK".to_string(), Some(120), Some(0.25))]
+    );
+    // CHOICE_NOT_MAX: the provider answered (and billed), the validator refused it
+    let mut bad: serde_json::Value =
+        serde_json::from_str(&answers_body("m", json!({"charged_credits": 1.5}))).unwrap();
+    bad["answers"]["next"]["choice"] = json!("execute");
+    server.script([Behaviour::Raw(bad.to_string())]);
+    let err = gw.evaluate(&call("a")).unwrap_err();
+    assert_eq!(err.validation_reason(), Some("CHOICE_NOT_MAX"));
+    let mut other: serde_json::Value =
+        serde_json::from_str(&answers_body("m", json!({"charged_credits": 2.0}))).unwrap();
+    other["request_id"] = json!("jev-someone-else");
+    server.script([Behaviour::Raw(other.to_string())]);
+    assert_eq!(
+        gw.evaluate(&call("a")).unwrap_err().code(),
+        "JEV_PROVIDER_FAILURE"
+    );
+    assert_eq!(
+        committed_usage(&gw)[1..],
+        [
+            ("JEV_MALFORMED_RESPONSE".to_string(), Some(3), Some(1.5)),
+            ("JEV_PROVIDER_FAILURE".to_string(), Some(3), Some(2.0)),
+        ]
+    );
+    let page = gw.usage("a", 10, 0).unwrap();
+    assert_eq!(page.records[1].model.as_deref(), Some("m"));
+    assert_eq!(
+        page.records[1].validation_reason.as_deref(),
+        Some("CHOICE_NOT_MAX")
+    );
+    // a body that is not JSON reports nothing: nothing is invented
+    server.script([Behaviour::Malformed]);
+    gw.evaluate(&call("a")).unwrap_err();
+    assert_eq!(
+        committed_usage(&gw)[3],
+        ("JEV_MALFORMED_RESPONSE".to_string(), None, None)
+    );
+}
+
+// R-JEV-USAGE, R-JEV-LIMIT, issue 12 item 10d: when the caller times out but the provider answers
+// afterwards (and charges), the answer's usage completes the caller's JEV_TIMEOUT record — one
+// record per evaluation, never a second one. The provider is a host callback held on a gate
+// until the caller has timed out (an HTTP provider's own I/O bounds end with the deadline).
+#[test]
+fn r_jev_usage_a_late_answer_completes_the_timed_out_record() {
+    let gw = open(
+        json!({"gateway": {"jev": {"enabled": true, "provider": "callback",
+        "timeoutMs": 100}}}),
+    );
+    let (release, gate) = std::sync::mpsc::channel::<()>();
+    let gate = parking_lot::Mutex::new(gate);
+    let body = answers_body("late-model", json!({"charged_credits": 0.75}));
+    gw.set_jev_callback(Some(Arc::new(move |_req: &[u8]| {
+        gate.lock().recv().unwrap();
+        Ok(body.clone().into_bytes())
+    })));
+    assert_eq!(gw.evaluate(&call("a")).unwrap_err().code(), "JEV_TIMEOUT");
+    assert_eq!(
+        committed_usage(&gw),
+        [("JEV_TIMEOUT".to_string(), None, None)]
+    );
+    release.send(()).unwrap();
+    wait_until("the late answer recorded", || {
+        committed_usage(&gw) == [("JEV_TIMEOUT".to_string(), Some(3), Some(0.75))]
+    });
+    let page = gw.usage("a", 10, 0).unwrap();
+    assert_eq!(page.total, 1);
+    assert_eq!(page.records[0].model.as_deref(), Some("late-model"));
+}
+
+// R-CLK, issue 12 item 6: a host clock moved by an absurd amount during a call (here by a
+// callback provider) neither panics nor wraps: the record's latency saturates.
+#[test]
+fn r_clk_latency_saturates_when_the_clock_jumps_during_a_call() {
+    let clock = ManualClock::new();
+    let gw = open_with(
+        json!({"gateway": {"jev": {"enabled": true, "provider": "callback"}}}),
+        |o| o.with_clock(Arc::new(clock.clone())),
+    );
+    let body = answers_body("m", json!(null));
+    gw.set_jev_callback(Some(Arc::new(move |_req: &[u8]| {
+        // 2⁶² s: its milliseconds wrapped to 0 with the old `as u64`
+        clock.advance(Duration::from_secs(1 << 62));
+        Ok(body.clone().into_bytes())
+    })));
+    // the answer is there when the caller looks; the deadline is past by then
+    let outcome = gw.evaluate(&call("a"));
+    assert!(outcome.is_ok() || outcome.unwrap_err().code() == "JEV_TIMEOUT");
+    let record = &gw.usage("a", 1, 0).unwrap().records[0];
+    assert_eq!(record.latency_ms, i64::MAX as u64);
 }

@@ -9,6 +9,7 @@
  */
 #include "jevgate.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +171,21 @@ int main(int argc, char **argv) {
   st = jevgate_browser_call_begin(gw, "{\"threadId\":\"t\"}", &other, &err);
   expect_code(st, err, "INVALID_ARGUMENT");
   jevgate_browser_call_end(NULL);
+
+  /* R-CLK (issue 12 item 6): any host-supplied duration saturates; none aborts the process
+   * (advancing by UINT64_MAX ms a thousand times used to overflow the wall time and panic
+   * outside the panic boundary). Wall time stops at 9999-12-31T23:59:59.999Z. */
+  for (int i = 0; i < 1000; i++) jevgate_manual_clock_advance_ms(clock, UINT64_MAX);
+  EXPECT(jevgate_manual_clock_wall_ms(clock) == INT64_C(253402300799999));
+  jevgate_manual_clock_set_wall_ms(clock, INT64_MIN);
+  EXPECT(jevgate_manual_clock_wall_ms(clock) == 0);
+  jevgate_manual_clock_set_wall_ms(clock, INT64_MAX);
+  EXPECT(jevgate_manual_clock_wall_ms(clock) == INT64_C(253402300799999));
+  jevgate_manual_clock_advance_ms(NULL, UINT64_MAX);
+  jevgate_manual_clock_set_wall_ms(NULL, INT64_MAX);
+  EXPECT(jevgate_manual_clock_wall_ms(NULL) == 0);
+  /* the gateway still works at the end of time */
+  EXPECT(jevgate_lease_reap(gw, &reaped, &err) == JEVGATE_OK);
 
   jevgate_gateway_close(gw);
   jevgate_manual_clock_free(clock);

@@ -3,7 +3,10 @@
 //! A configuration names where a key lives — a file or an environment variable — never the key.
 //! Keys are resolved at call time (files are read on every request so rotation needs no restart)
 //! into a [`Secret`], whose `Debug` and `Display` never show it. Nothing here logs or returns a
-//! key in an error.
+//! key in an error, nor a variable name that looks like one (a key pasted into `apiKeyEnv`).
+//!
+//! Resolution never blocks on what sits at a key path: only a regular file is opened, non-blocking
+//! and read bounded (a FIFO or a device is refused at once), so the evaluation's deadline covers it.
 
 use crate::Error;
 use std::ffi::OsString;
@@ -18,6 +21,16 @@ pub const REFUSED_ENV_NAMES: [&str; 8] = [
     "PATH",
     "ANTHROPIC_BASE_URL",
     "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+];
+
+/// The upstream identity group (seed 003 "Configure a compatible upstream"): an `upstream`
+/// provider without both `baseUrl` and a key reference reads `ANTHROPIC_BASE_URL` and the first
+/// set credential of the other three, in this order.
+pub const UPSTREAM_IDENTITY_ENV: [&str; 4] = [
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_API_KEY",
     "CLAUDE_CODE_OAUTH_TOKEN",
 ];
 
@@ -61,10 +74,20 @@ impl std::fmt::Display for Secret {
 
 impl CredentialRef {
     /// A short description naming the reference (never the key), for errors and reports.
+    /// A variable's name is repeated only when it has the conventional shape
+    /// ([`conventional_env_name`]); any other name — a key pasted into `apiKeyEnv` passes the
+    /// name check — is described by where it comes from instead.
     pub fn describe(&self) -> String {
         match self {
             CredentialRef::File(p) => format!("key file {p}"),
-            CredentialRef::Env(n) => format!("environment variable {n}"),
+            CredentialRef::Env(n) if conventional_env_name(n) => {
+                format!("environment variable {n}")
+            }
+            CredentialRef::Env(_) => {
+                "the environment variable named in the configuration (its name \
+                 is not repeated: it does not look like a variable name and may be a key)"
+                    .to_string()
+            }
         }
     }
 
@@ -95,13 +118,29 @@ impl CredentialRef {
     }
 }
 
+/// Reads a key file without ever blocking on what sits at the path: the path must name a
+/// regular file (checked before opening, so a FIFO or a device is never opened), it is opened
+/// non-blocking (so a FIFO swapped in after the check opens at once and is then refused by the
+/// second check, on the opened file) and at most [`MAX_KEY_FILE_BYTES`] + 1 bytes are read.
 fn read_key_file(path: &str) -> Result<String, &'static str> {
     use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| match e.kind() {
+    let not_found = |e: std::io::Error| match e.kind() {
         std::io::ErrorKind::NotFound => "does not exist",
         std::io::ErrorKind::PermissionDenied => "is not readable (permission denied)",
         _ => "cannot be opened",
-    })?;
+    };
+    let before = std::fs::metadata(path).map_err(not_found)?;
+    if !before.is_file() {
+        return Err("is not a regular file");
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(not_found)?;
     let meta = file.metadata().map_err(|_| "cannot be inspected")?;
     if !meta.is_file() {
         return Err("is not a regular file");
@@ -109,11 +148,28 @@ fn read_key_file(path: &str) -> Result<String, &'static str> {
     if meta.len() > MAX_KEY_FILE_BYTES {
         return Err("is too large to hold only a key");
     }
-    let mut buf = String::new();
+    let mut buf = Vec::new();
     file.take(MAX_KEY_FILE_BYTES + 1)
-        .read_to_string(&mut buf)
-        .map_err(|_| "is not readable UTF-8 text")?;
-    Ok(buf)
+        .read_to_end(&mut buf)
+        .map_err(|_| "is not readable")?;
+    if buf.len() as u64 > MAX_KEY_FILE_BYTES {
+        return Err("is too large to hold only a key");
+    }
+    String::from_utf8(buf).map_err(|_| "is not readable UTF-8 text")
+}
+
+/// Whether an environment variable name looks like one a person chose (`PRIVATE_JEV_TOKEN`)
+/// rather than a key pasted in its place: upper-case letters, digits and `_`, starting with a
+/// letter, at most 64 bytes, each `_`-separated word at most 16 characters and at most 6 digits
+/// in all. Names outside that shape are never repeated in reports or errors (issue 12 item 10).
+pub(crate) fn conventional_env_name(name: &str) -> bool {
+    name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        && name.split('_').all(|word| word.len() <= 16)
+        && name.bytes().filter(u8::is_ascii_digit).count() <= 6
 }
 
 /// Whether `name` is a well-formed environment variable name (`[A-Za-z_][A-Za-z0-9_]*`, ≤128).
@@ -186,6 +242,36 @@ mod tests {
         );
     }
 
+    // R-CFG-KEYFILE, issue 12 item 5: a FIFO (or any non-regular file) at the key path is
+    // refused at once — the old code opened it and blocked forever waiting for a writer. Run
+    // in a thread with a generous join timeout so a regression fails instead of hanging.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_device_at_the_key_path_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("jev.key");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let paths = [fifo.to_str().unwrap().to_string(), "/dev/zero".to_string()];
+        std::thread::spawn(move || {
+            for p in paths {
+                let r = CredentialRef::File(p).resolve(&|_| None);
+                tx.send(r.map(|_| ()).map_err(|e| e.to_string())).unwrap();
+            }
+        });
+        for _ in 0..2 {
+            let r = rx
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .expect("resolving a FIFO key file blocked");
+            let err = r.unwrap_err();
+            assert!(err.contains("is not a regular file"), "{err}");
+        }
+    }
+
     #[test]
     fn env_reference_resolves_at_call_time() {
         let r = CredentialRef::Env("PRIVATE_JEV_TOKEN".into());
@@ -204,6 +290,47 @@ mod tests {
             .unwrap();
         assert_eq!(s.expose(), "sk-123");
         assert_eq!(format!("{s:?} {s}"), "Secret(<redacted>) <redacted>");
+    }
+
+    // Issue 12 item 10b: a key pasted as a variable name is never repeated by resolution errors
+    // (nor, through them, by doctor).
+    #[test]
+    fn a_secret_looking_variable_name_is_not_repeated() {
+        for name in [
+            "sk_live_SENTINEL7f3a9c",
+            "AKIAIOSFODNN7SENTINEL",
+            "ghp_SENTINEL16C7e42F292c",
+        ] {
+            assert!(
+                valid_env_name(name),
+                "passes the configuration check: {name}"
+            );
+            let err = CredentialRef::Env(name.into())
+                .resolve(&env_of(&[]))
+                .unwrap_err();
+            assert!(!err.to_string().contains("SENTINEL"), "{err}");
+            assert!(err.to_string().contains("is not set"), "{err}");
+        }
+        let err = CredentialRef::Env("PRIVATE_JEV_TOKEN".into())
+            .resolve(&env_of(&[]))
+            .unwrap_err();
+        assert!(err.to_string().contains("PRIVATE_JEV_TOKEN"), "{err}");
+        for ok in [
+            "PRIVATE_JEV_TOKEN",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+            "TYPESAFE_API_KEY",
+            "K2",
+        ] {
+            assert!(conventional_env_name(ok), "{ok}");
+        }
+        for secret in [
+            "AKIAIOSFODNN7EXAMPLE",
+            "ghp_16C7e42F292c",
+            "sk_live_51H8",
+            "X1234567",
+        ] {
+            assert!(!conventional_env_name(secret), "{secret}");
+        }
     }
 
     #[test]

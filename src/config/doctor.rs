@@ -2,9 +2,11 @@
 //!
 //! Checks that each referenced credential file is a readable regular file of plausible size and
 //! that each referenced environment variable is set — without reading any key into a report,
-//! and without any network call. It does not prove that a provider accepts the key.
+//! without naming a variable whose name looks like a key, and without any network call (a test
+//! points every endpoint at a loopback listener that must see no connection). It does not prove
+//! that a provider accepts the key.
 
-use super::credentials::{CredentialRef, MAX_KEY_FILE_BYTES};
+use super::credentials::{CredentialRef, MAX_KEY_FILE_BYTES, UPSTREAM_IDENTITY_ENV};
 use super::{parse_endpoint, Config, Provider};
 use serde::Serialize;
 use std::ffi::OsString;
@@ -106,12 +108,7 @@ fn file_permission_warning(_path: &str) -> Option<&'static str> {
 fn upstream_identity(env: &dyn Fn(&str) -> Option<OsString>) -> DoctorCheck {
     const NAME: &str = "jev.credentials";
     let present = |k: &str| env(k).is_some_and(|v| !v.is_empty());
-    let group = [
-        "ANTHROPIC_BASE_URL",
-        "ANTHROPIC_AUTH_TOKEN",
-        "ANTHROPIC_API_KEY",
-        "CLAUDE_CODE_OAUTH_TOKEN",
-    ];
+    let group = UPSTREAM_IDENTITY_ENV;
     if !group.iter().any(|k| present(k)) {
         return check(
             NAME,

@@ -24,7 +24,9 @@ mod parse;
 mod rules;
 mod url;
 
-pub use credentials::{CredentialRef, Secret, REFUSED_ENV_NAMES, TYPESAFE_DEFAULT_ENV};
+pub use credentials::{
+    CredentialRef, Secret, REFUSED_ENV_NAMES, TYPESAFE_DEFAULT_ENV, UPSTREAM_IDENTITY_ENV,
+};
 pub use doctor::{doctor, CheckStatus, DoctorCheck, DoctorReport};
 pub use url::{parse_endpoint, resolve_api_url, EndpointUrl};
 
@@ -518,13 +520,33 @@ impl Config {
         }
     }
 
+    /// Whether Jev resolves its endpoint and key from the gateway's upstream identity group
+    /// ([`UPSTREAM_IDENTITY_ENV`]): an enabled `upstream` provider without both `baseUrl` and a
+    /// key reference.
+    pub(crate) fn uses_upstream_identity(&self) -> bool {
+        let jev = &self.gateway.jev;
+        jev.enabled
+            && jev.provider == Some(Provider::Upstream)
+            && !(jev.base_url.is_some() && self.jev_credential().is_some())
+    }
+
     /// The environment variable names this configuration reads credentials from (R-CFG-SECRETS):
-    /// the Jev `apiKeyEnv` (or `TYPESAFE_API_KEY` when a direct connection has no reference), the
+    /// the Jev `apiKeyEnv` (or `TYPESAFE_API_KEY` when a direct connection has no reference),
+    /// the upstream identity group ([`UPSTREAM_IDENTITY_ENV`]) when an upstream uses it, the
     /// thinking helper's and every binding's `apiKeyEnv`. A host strips them from children.
+    ///
+    /// ```
+    /// let c = jevgate::Config::from_json_str(
+    ///     r#"{"gateway":{"jev":{"enabled":true,"provider":"upstream","model":"m"}}}"#).unwrap();
+    /// assert!(c.secret_env_names().contains("CLAUDE_CODE_OAUTH_TOKEN"));
+    /// ```
     pub fn secret_env_names(&self) -> BTreeSet<String> {
         let mut names = BTreeSet::new();
         if let Some(CredentialRef::Env(name)) = self.jev_credential() {
             names.insert(name);
+        }
+        if self.uses_upstream_identity() {
+            names.extend(UPSTREAM_IDENTITY_ENV.iter().map(|n| n.to_string()));
         }
         let jev = &self.gateway.jev;
         if let Some(name) = &jev.api_key_env {

@@ -2,7 +2,9 @@
 //!
 //! serde's own messages can quote the rejected value (`invalid type: string "…"`); a misplaced
 //! secret must not come back in an error, so messages are rewritten to name only the kind of
-//! value found and what was expected.
+//! value found and what was expected. Keys are repeated in paths only when identifier-like
+//! (`^[A-Za-z][A-Za-z0-9_]{0,63}$`); any other key — a secret pasted as an object key — is shown
+//! as `<key>`.
 
 use super::{Config, MAX_CONFIG_BYTES};
 use crate::Error;
@@ -47,7 +49,7 @@ fn convert(e: serde_path_to_error::Error<serde_json::Error>) -> Error {
                 if !path.is_empty() {
                     path.push('.');
                 }
-                path.push_str(key);
+                path.push_str(&path_key(key));
             }
             Segment::Unknown => {}
             // `Segment` is non-exhaustive upstream.
@@ -129,16 +131,27 @@ fn describe(mut path: String, msg: &str) -> (String, String) {
     (path, "invalid value".to_string())
 }
 
-fn sanitize_key(key: &str) -> String {
-    let mut s: String = key
-        .chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .take(64)
-        .collect();
-    if key.chars().count() > 64 {
-        s.push('…');
+/// What stands in a path for a key that is not identifier-like: a key may be anything a
+/// person typed — a secret pasted as an object key included — and errors never repeat it.
+pub(crate) const KEY_PLACEHOLDER: &str = "<key>";
+
+/// A key as it may appear in an error path: itself when identifier-like
+/// (`^[A-Za-z][A-Za-z0-9_]{0,63}$`, the shape of every key jevgate defines), otherwise
+/// [`KEY_PLACEHOLDER`].
+fn path_key(key: &str) -> std::borrow::Cow<'_, str> {
+    let mut chars = key.chars();
+    let ident = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && key.len() <= 64;
+    if ident {
+        key.into()
+    } else {
+        KEY_PLACEHOLDER.into()
     }
-    s
+}
+
+fn sanitize_key(key: &str) -> String {
+    path_key(key).into_owned()
 }
 
 fn kind_of(found: &str) -> &'static str {

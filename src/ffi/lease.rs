@@ -3,7 +3,7 @@
 use super::*;
 use crate::clock::{Clock, ManualClock};
 use crate::lease::{ControlCaller, Credential};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 /// A manual clock for tests and simulations: time moves only when told. Pass it to
 /// `jevgate_gateway_open_with_clock`; free it with `jevgate_manual_clock_free` (a gateway
@@ -12,15 +12,21 @@ pub struct jevgate_manual_clock {
     clock: ManualClock,
 }
 
-/// A new manual clock at monotonic zero and wall time 2026-01-01T00:00:00Z. Never NULL.
+/// A new manual clock at monotonic zero and wall time 2026-01-01T00:00:00Z. NULL only if
+/// jevgate panicked (never expected).
 #[no_mangle]
 pub extern "C" fn jevgate_manual_clock_new() -> *mut jevgate_manual_clock {
-    Box::into_raw(Box::new(jevgate_manual_clock {
-        clock: ManualClock::new(),
-    }))
+    catch_unwind(|| {
+        Box::into_raw(Box::new(jevgate_manual_clock {
+            clock: ManualClock::new(),
+        }))
+    })
+    .unwrap_or(std::ptr::null_mut())
 }
 
-/// Moves the clock forward by `ms` milliseconds (monotonic and wall time). NULL is ignored.
+/// Moves the clock forward by `ms` milliseconds (monotonic and wall time), saturating: any
+/// `ms`, even `UINT64_MAX` repeatedly, is accepted (wall time stops at
+/// 9999-12-31T23:59:59.999Z). NULL is ignored.
 ///
 /// # Safety
 /// `clock` must be NULL or a live clock from `jevgate_manual_clock_new`.
@@ -29,14 +35,17 @@ pub unsafe extern "C" fn jevgate_manual_clock_advance_ms(
     clock: *const jevgate_manual_clock,
     ms: u64,
 ) {
-    // SAFETY: per the contract.
-    if let Some(c) = unsafe { clock.as_ref() } {
-        c.clock.advance(Duration::from_millis(ms));
-    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: per the contract.
+        if let Some(c) = unsafe { clock.as_ref() } {
+            c.clock.advance(Duration::from_millis(ms));
+        }
+    }));
 }
 
 /// Sets the wall time (Unix ms) without moving monotonic time — a suspend/resume or an NTP
-/// jump. Negative values are clamped to the epoch. NULL is ignored.
+/// jump. Negative values are clamped to the epoch, values after 9999-12-31T23:59:59.999Z to
+/// that time. NULL is ignored.
 ///
 /// # Safety
 /// `clock` must be NULL or a live clock from `jevgate_manual_clock_new`.
@@ -45,11 +54,13 @@ pub unsafe extern "C" fn jevgate_manual_clock_set_wall_ms(
     clock: *const jevgate_manual_clock,
     unix_ms: i64,
 ) {
-    // SAFETY: per the contract.
-    if let Some(c) = unsafe { clock.as_ref() } {
-        c.clock
-            .set_wall(UNIX_EPOCH + Duration::from_millis(unix_ms.max(0) as u64));
-    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: per the contract.
+        if let Some(c) = unsafe { clock.as_ref() } {
+            c.clock
+                .set_wall_since_epoch(Duration::from_millis(unix_ms.max(0).unsigned_abs()));
+        }
+    }));
 }
 
 /// The clock's wall time in Unix ms, or 0 for NULL.
@@ -58,8 +69,11 @@ pub unsafe extern "C" fn jevgate_manual_clock_set_wall_ms(
 /// `clock` must be NULL or a live clock from `jevgate_manual_clock_new`.
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_manual_clock_wall_ms(clock: *const jevgate_manual_clock) -> i64 {
-    // SAFETY: per the contract.
-    unsafe { clock.as_ref() }.map_or(0, |c| c.clock.wall_millis())
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: per the contract.
+        unsafe { clock.as_ref() }.map_or(0, |c| c.clock.wall_millis())
+    }))
+    .unwrap_or(0)
 }
 
 /// Frees a manual clock. NULL is accepted and ignored.

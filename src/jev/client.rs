@@ -7,9 +7,15 @@
 //! again (a revocation discards the answer) → usage record (R-JEV-USAGE).
 //!
 //! One deadline (`timeoutMs`, from the call's start on the gateway clock) covers the queue wait,
-//! the credential resolution and the I/O. The call keeps the configuration generation it started
+//! the credential resolution (a key file is opened non-blocking and must be a regular file), the
+//! I/O and the `local` heuristic (which reads the clock as it works). The call keeps the configuration generation it started
 //! with (R-CFG-RELOAD); access is re-read from the live configuration before dispatch and before
 //! returning. There are no automatic retries and no fallback to another provider.
+//!
+//! The usage record is committed before `evaluate` returns. It carries the provider's reported
+//! usage and billing whenever the provider answered — also when the evaluation then failed
+//! (validation, a mismatched id or model, a revocation), and, when the caller timed out or
+//! cancelled first, once the late answer arrives.
 //!
 //! This module must never log or keep state, questions, answers' text, provider bodies or
 //! credentials; errors carry codes and reasons written by jevgate.
@@ -19,15 +25,17 @@ use super::content::Content;
 use super::http::{Auth, Http, Post};
 use super::ledger::{Ledger, LedgerRefusal};
 use super::limiter::{Limiter, WaitEnd};
-use super::local::{local_evaluate, LOCAL_MODEL};
+use super::local::{local_evaluate_until, LOCAL_MODEL};
 use super::pool::IoPool;
 use super::question::{Questions, QuestionsWire};
 use super::request::{check_request_id, Limits, RequestError};
 use super::response::{Answer, Usage};
-use super::usage::{UsageLog, UsagePage, UsageRecord};
+use super::usage::{Charged, LateUsage, UsageLog, UsagePage, UsageRecord};
 use super::validate::validate_response;
 use crate::clock::Instant;
-use crate::config::{parse_endpoint, resolve_api_url, Config, CredentialRef, Provider, Secret};
+use crate::config::{
+    parse_endpoint, resolve_api_url, Config, CredentialRef, Provider, Secret, UPSTREAM_IDENTITY_ENV,
+};
 use crate::error::RetryInfo;
 use crate::gateway::ConfigSnapshot;
 use crate::store::Store;
@@ -255,7 +263,8 @@ pub enum EvalAnswer {
         score: f64,
         /// A probability per level.
         levels: Vec<f64>,
-        /// One label per level.
+        /// One label per level, as the provider wrote it (cleaned, at most
+        /// [`MAX_LEGEND_TEXT_BYTES`] each).
         legend: Vec<String>,
         /// The provider's confidence.
         confidence: f64,
@@ -274,7 +283,11 @@ impl EvalAnswer {
             Answer::Score(s) => EvalAnswer::Score {
                 score: s.score(),
                 levels: s.levels().to_vec(),
-                legend: s.legend().map(|l| l.into_owned()).collect(),
+                // provider text, returned to the caller: cleaned and bounded (item 9)
+                legend: s
+                    .legend()
+                    .map(|l| bounded_text(&l, MAX_LEGEND_TEXT_BYTES))
+                    .collect(),
                 confidence: s.confidence(),
             },
         }
@@ -330,12 +343,53 @@ impl Serialize for EvalAnswer {
     }
 }
 
+/// Longest provider-reported string (`model`, `billing.rate_version`) jevgate returns or stores,
+/// in UTF-8 bytes; longer text is cut at a character boundary and ends with `…`.
+pub const MAX_PROVIDER_TEXT_BYTES: usize = 128;
+
+/// Longest score legend label returned, in UTF-8 bytes (cleaned and cut like
+/// [`MAX_PROVIDER_TEXT_BYTES`] strings): a label is criteria-like text, so it may be longer.
+pub const MAX_LEGEND_TEXT_BYTES: usize = 1024;
+
+/// A provider-reported string made safe to return and store (issue 12 item 9): control and
+/// bidirectional-formatting characters become U+FFFD, and the text is bounded to
+/// [`MAX_PROVIDER_TEXT_BYTES`]. Linear, and reads no more of `s` than it needs.
+pub(crate) fn provider_text(s: &str) -> String {
+    bounded_text(s, MAX_PROVIDER_TEXT_BYTES)
+}
+
+/// [`provider_text`] with another bound (`max` ≥ 3 bytes).
+fn bounded_text(s: &str, max: usize) -> String {
+    const MORE: char = '…';
+    let clean = |c: char| {
+        let bidi = matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}');
+        if c.is_control() || bidi {
+            char::REPLACEMENT_CHARACTER
+        } else {
+            c
+        }
+    };
+    let mut out = String::new();
+    for c in s.chars().map(clean) {
+        if out.len() + c.len_utf8() > max {
+            while out.len() + MORE.len_utf8() > max {
+                out.pop();
+            }
+            out.push(MORE);
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Billing as the compatible upstream reported it; never inferred or multiplied by jevgate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvalBilling {
     /// Credits charged.
     pub charged_credits: f64,
-    /// The rate version, when sent.
+    /// The rate version, when sent (bounded and cleaned by [`provider_text`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_version: Option<String>,
 }
@@ -349,7 +403,8 @@ pub struct Evaluation {
     pub request_id: String,
     /// The model id sent, exactly as configured (a catalog prefix is never stripped).
     pub requested_model: String,
-    /// The model the provider reports having used.
+    /// The model the provider reports having used (bounded and cleaned by [`provider_text`]:
+    /// at most [`MAX_PROVIDER_TEXT_BYTES`], no control characters).
     pub model: String,
     /// One answer per question, in question order.
     #[serde(serialize_with = "answers_map")]
@@ -388,8 +443,20 @@ enum Dispatch {
     Http { url: String, key: Secret },
 }
 
-/// Outcome of waiting for a provider result.
-type Slot<T> = Arc<(Mutex<Option<T>>, Condvar)>;
+/// Where the I/O thread leaves a provider result for the waiting caller.
+#[derive(Default)]
+struct SlotState {
+    result: Option<Result<Vec<u8>>>,
+    /// The caller stopped waiting (deadline, cancellation): a late answer's usage goes to
+    /// [`LateUsage`] instead.
+    abandoned: bool,
+}
+
+type Slot = Arc<(Mutex<SlotState>, Condvar)>;
+
+/// A provider call's body (or error), and the late-usage handle when the caller stopped waiting
+/// before the call ended.
+type Dispatched = (Result<Vec<u8>>, Option<Arc<LateUsage>>);
 
 /// Per-gateway Jev client state. Owned by the gateway; its threads are joined on close.
 pub(crate) struct JevClient {
@@ -451,6 +518,10 @@ fn hex(bytes: &[u8]) -> String {
 struct Draft {
     request_id_hash: Option<String>,
     requested_model: Option<String>,
+    /// What the provider reported when it answered but the evaluation failed afterwards.
+    charged: Option<Charged>,
+    /// Set when the caller stopped waiting while the provider call was still running.
+    late: Option<Arc<LateUsage>>,
 }
 
 impl JevClient {
@@ -507,6 +578,8 @@ impl JevClient {
         let mut draft = Draft {
             request_id_hash: None,
             requested_model: None,
+            charged: None,
+            late: None,
         };
         let result = self.run(gw, &snap, call, cancel, started, &mut draft);
         if gw.is_closed() {
@@ -518,7 +591,10 @@ impl JevClient {
             Err(e) => (e.code(), e.validation_reason()),
         };
         let ok = result.as_ref().ok();
-        self.usage.append(UsageRecord {
+        // R-JEV-USAGE: a provider that answered may have charged, even when the evaluation
+        // failed afterwards; its reported usage and billing are recorded either way.
+        let charged = draft.charged.unwrap_or_default();
+        let record = UsageRecord {
             at_ms: clock.wall_millis(),
             agent_id: call.agent_id.clone(),
             session_id: call.session_id.clone(),
@@ -526,14 +602,17 @@ impl JevClient {
             request_id_hash: draft.request_id_hash,
             generation: snap.generation,
             provider: provider_name(snap.config.gateway.jev.provider).to_owned(),
-            latency_ms: clock.now().saturating_duration_since(started).as_millis() as u64,
+            // saturating: a host's clock may be moved by any amount during the call
+            latency_ms: u64::try_from(clock.now().saturating_duration_since(started).as_millis())
+                .unwrap_or(u64::MAX),
             outcome: outcome.to_owned(),
             validation_reason: validation_reason.map(str::to_owned),
             requested_model: draft.requested_model,
-            model: ok.map(|e| e.model.clone()),
-            usage: ok.map(|e| e.usage),
-            billing: ok.and_then(|e| e.billing.clone()),
-        });
+            model: ok.map(|e| e.model.clone()).or(charged.model),
+            usage: ok.map(|e| e.usage).or(charged.usage),
+            billing: ok.and_then(|e| e.billing.clone()).or(charged.billing),
+        };
+        self.usage.append(record, draft.late);
         result
     }
 
@@ -659,7 +738,17 @@ impl JevClient {
             }));
         }
         let body = match &dispatch {
-            Dispatch::Local => local_evaluate(&call.state, &call.questions),
+            // The heuristic runs on this thread under the same deadline (and cancellation).
+            Dispatch::Local => local_evaluate_until(&call.state, &call.questions, &|| {
+                cancel.is_cancelled() || clock.now() >= deadline
+            })
+            .map_err(|_| {
+                if cancel.is_cancelled() {
+                    Error::Cancelled
+                } else {
+                    Error::Timeout { timeout_ms }
+                }
+            })?,
             other => {
                 let wire_body = wire(
                     provider,
@@ -668,13 +757,31 @@ impl JevClient {
                     &call.state,
                     &call.questions,
                 )?;
-                self.dispatch(other, wire_body, gw, deadline, timeout_ms, cancel, slot)?
+                let (result, late) =
+                    self.dispatch(other, wire_body, gw, deadline, timeout_ms, cancel, slot)?;
+                draft.late = late;
+                result?
             }
         };
         // R-VAL: every answer through the validator.
-        let response = validate_response(&call.questions, &body)?;
+        let response = match validate_response(&call.questions, &body) {
+            Ok(r) => r,
+            Err(e) => {
+                draft.charged = Some(Charged::from_body(&body));
+                return Err(e.into());
+            }
+        };
+        let charged = || Charged {
+            model: Some(provider_text(response.model())),
+            usage: Some(response.usage()),
+            billing: response.billing().map(|b| EvalBilling {
+                charged_credits: b.charged_credits,
+                rate_version: b.rate_version.as_deref().map(provider_text),
+            }),
+        };
         if provider == Provider::Upstream {
             if response.request_id().is_some_and(|id| id != wire_id) {
+                draft.charged = Some(charged());
                 return Err(Error::ProviderFailure {
                     reason: "the upstream answered another request (request_id differs)".into(),
                 });
@@ -683,6 +790,7 @@ impl JevClient {
                 .requested_model()
                 .is_some_and(|m| m != requested_model)
             {
+                draft.charged = Some(charged());
                 return Err(Error::ProviderFailure {
                     reason: "the upstream answered for another model (requested_model differs)"
                         .into(),
@@ -692,7 +800,8 @@ impl JevClient {
         let evaluation = Evaluation {
             request_id,
             requested_model,
-            model: response.model().to_owned(),
+            // Provider text is bounded and cleaned before it is returned or stored (item 9).
+            model: provider_text(response.model()),
             answers: response
                 .answers()
                 .iter()
@@ -701,11 +810,17 @@ impl JevClient {
             usage: response.usage(),
             billing: response.billing().map(|b| EvalBilling {
                 charged_credits: b.charged_credits,
-                rate_version: b.rate_version.as_deref().map(str::to_owned),
+                rate_version: b.rate_version.as_deref().map(provider_text),
             }),
         };
-        // R-JEV-ACCESS before returning: a revocation in flight discards the answer.
+        // R-JEV-ACCESS before returning: a revocation in flight discards the answer (its usage
+        // is still recorded: the provider answered).
         if let Some(reason) = access_refusal(&gw.config().config, &call.agent_id) {
+            draft.charged = Some(Charged {
+                model: Some(evaluation.model.clone()),
+                usage: Some(evaluation.usage),
+                billing: evaluation.billing.clone(),
+            });
             return Err(Error::JevAccessDenied {
                 reason: format!("{reason} (revoked while the evaluation was in flight; the answer was discarded)"),
             });
@@ -771,9 +886,10 @@ impl JevClient {
         timeout_ms: u64,
         cancel: &CancelToken,
         slot: super::limiter::Slot,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<Dispatched> {
         let clock = gw.clock();
-        let result: Slot<Result<Vec<u8>>> = Arc::new((Mutex::new(None), Condvar::new()));
+        let result: Slot = Arc::new((Mutex::new(SlotState::default()), Condvar::new()));
+        let late = Arc::new(LateUsage::default());
         let job: Box<dyn FnOnce() -> Result<Vec<u8>> + Send> = match dispatch {
             // answered inline by `run`; never handed to an I/O thread
             Dispatch::Local => Box::new(|| {
@@ -804,6 +920,7 @@ impl JevClient {
             }
         };
         let out = Arc::clone(&result);
+        let (late_io, store) = (Arc::clone(&late), Arc::clone(self.usage.store()));
         self.pool.submit(Box::new(move || {
             let r =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).unwrap_or_else(|_| {
@@ -813,7 +930,18 @@ impl JevClient {
                 });
             // The slot is held until the I/O really ends, even if the caller stopped waiting.
             drop(slot);
-            *out.0.lock() = Some(r);
+            let mut st = out.0.lock();
+            if st.abandoned {
+                drop(st);
+                // R-JEV-USAGE: the caller timed out or cancelled, but the provider answered (and
+                // may have charged): its usage completes the caller's record.
+                if let Ok(body) = &r {
+                    late_io.answered(&store, Charged::from_body(body));
+                }
+                return;
+            }
+            st.result = Some(r);
+            drop(st);
             out.1.notify_all();
         }))?;
         let waker = {
@@ -825,8 +953,8 @@ impl JevClient {
         };
         let mut guard = result.0.lock();
         let outcome = loop {
-            if let Some(r) = guard.take() {
-                break r;
+            if let Some(r) = guard.result.take() {
+                break Ok(r);
             }
             if cancel.is_cancelled() {
                 break Err(Error::Cancelled);
@@ -837,9 +965,16 @@ impl JevClient {
             }
             result.1.wait_for(&mut guard, deadline - now);
         };
+        let late = match outcome {
+            Ok(_) => None,
+            Err(_) => {
+                guard.abandoned = true;
+                Some(late)
+            }
+        };
         drop(guard);
         drop(waker);
-        outcome
+        Ok((outcome.and_then(|r| r), late))
     }
 }
 
@@ -879,14 +1014,12 @@ fn wire(
 fn upstream_identity(
     env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
 ) -> Result<(crate::config::EndpointUrl, Secret)> {
-    let base = env("ANTHROPIC_BASE_URL").and_then(|v| v.into_string().ok());
-    let cred = [
-        "ANTHROPIC_AUTH_TOKEN",
-        "ANTHROPIC_API_KEY",
-        "CLAUDE_CODE_OAUTH_TOKEN",
-    ]
-    .into_iter()
-    .find(|n| env(n).is_some_and(|v| !v.is_empty()));
+    // One list (config::UPSTREAM_IDENTITY_ENV) for this resolver, doctor and secret_env_names.
+    let [base_name, creds @ ..] = UPSTREAM_IDENTITY_ENV;
+    let base = env(base_name).and_then(|v| v.into_string().ok());
+    let cred = creds
+        .into_iter()
+        .find(|n| env(n).is_some_and(|v| !v.is_empty()));
     match (base, cred) {
         (Some(base), Some(name)) => {
             let base = parse_endpoint(&base).map_err(|why| Error::config("ANTHROPIC_BASE_URL", why))?;
@@ -941,6 +1074,21 @@ mod tests {
         ]))
         .unwrap_err();
         assert_eq!(err.code(), "JEV_INVALID_CONFIGURATION");
+    }
+
+    // Issue 12 item 9: provider strings are bounded and free of control/bidi characters.
+    #[test]
+    fn provider_text_is_bounded_and_clean() {
+        assert_eq!(provider_text("jev-1.13.0"), "jev-1.13.0");
+        assert_eq!(provider_text("a\u{1b}[31mb\n"), "a\u{fffd}[31mb\u{fffd}");
+        assert_eq!(provider_text("x\u{202e}y"), "x\u{fffd}y");
+        for long in ["é".repeat(1_000_000), "a".repeat(129), "\u{7}".repeat(500)] {
+            let t = provider_text(&long);
+            assert!(t.len() <= MAX_PROVIDER_TEXT_BYTES, "{}", t.len());
+            assert!(t.ends_with('…') && !t.chars().any(char::is_control));
+        }
+        let exact = "a".repeat(MAX_PROVIDER_TEXT_BYTES);
+        assert_eq!(provider_text(&exact), exact);
     }
 
     #[test]

@@ -612,28 +612,41 @@ pub(crate) fn map_status(status: u16, retry: RetryInfo) -> Error {
     }
 }
 
+/// Longest `Retry-After` kept: a provider (or anything between it and us) may send any date or
+/// number; beyond a year the advice is meaningless and only risks overflow downstream.
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(86_400 * 365);
+
 /// Retry-After (delta-seconds or IMF-fixdate) and `RateLimit-Reset` / `X-RateLimit-Reset`;
-/// `header` looks a lower-case header name up.
+/// `header` looks a lower-case header name up. Every value is peer-supplied: arithmetic
+/// saturates and `retry_after` is clamped to [`MAX_RETRY_AFTER`]; a reset time that cannot be
+/// represented is dropped.
 pub(crate) fn retry_info<'h>(
     header: impl Fn(&str) -> Option<&'h str>,
     wall: SystemTime,
 ) -> RetryInfo {
     let retry_after = header("retry-after").and_then(|v| {
-        if let Ok(secs) = v.parse::<u64>() {
-            return Some(Duration::from_secs(secs.min(86_400 * 365)));
+        if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+            // all digits: delta-seconds, however many (an overflowing number is "very long")
+            let secs = v.parse::<u64>().unwrap_or(u64::MAX);
+            return Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER));
         }
         let at = parse_http_date(v)?;
-        Some(at.duration_since(wall).unwrap_or(Duration::ZERO))
+        Some(
+            at.duration_since(wall)
+                .unwrap_or(Duration::ZERO)
+                .min(MAX_RETRY_AFTER),
+        )
     });
     let reset_at = header("ratelimit-reset")
         .or_else(|| header("x-ratelimit-reset"))
         .and_then(|v| v.parse::<f64>().ok())
         .filter(|v| v.is_finite() && *v >= 0.0 && *v < 1e11)
-        .map(|v| {
+        .and_then(|v| {
+            let d = Duration::try_from_secs_f64(v).ok()?;
             if v > 1e9 {
-                UNIX_EPOCH + Duration::from_secs_f64(v)
+                UNIX_EPOCH.checked_add(d)
             } else {
-                wall + Duration::from_secs_f64(v)
+                wall.checked_add(d)
             }
         });
     RetryInfo {
@@ -642,7 +655,8 @@ pub(crate) fn retry_info<'h>(
     }
 }
 
-/// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
+/// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`). Years outside 1970..=9999 are
+/// refused (`None`), so the arithmetic below cannot overflow.
 pub(crate) fn parse_http_date(s: &str) -> Option<SystemTime> {
     let rest = s.split_once(", ")?.1;
     let mut parts = rest.split(' ');
@@ -667,10 +681,17 @@ pub(crate) fn parse_http_date(s: &str) -> Option<SystemTime> {
     let h: u64 = hms.next()?.parse().ok()?;
     let m: u64 = hms.next()?.parse().ok()?;
     let sec: u64 = hms.next()?.parse().ok()?;
-    if parts.next()? != "GMT" || !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
+    if parts.next()? != "GMT"
+        || parts.next().is_some()
+        || !(1..=31).contains(&day)
+        || !(1970..=9999).contains(&year)
+        || h > 23
+        || m > 59
+        || sec > 60
+    {
         return None;
     }
-    // days from civil (Howard Hinnant)
+    // days from civil (Howard Hinnant); bounded by the year check above
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -679,7 +700,7 @@ pub(crate) fn parse_http_date(s: &str) -> Option<SystemTime> {
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe - 719_468;
     let secs = u64::try_from(days).ok()? * 86_400 + h * 3600 + m * 60 + sec;
-    Some(UNIX_EPOCH + Duration::from_secs(secs))
+    UNIX_EPOCH.checked_add(Duration::from_secs(secs))
 }
 
 #[cfg(test)]
@@ -691,6 +712,39 @@ mod tests {
         let t = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
         assert_eq!(t.duration_since(UNIX_EPOCH).unwrap().as_secs(), 784_111_777);
         assert!(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT").is_none());
+        // peer-supplied years far out of range are refused, never an overflow (issue 12 item 6)
+        for y in ["10000", "99999999999999999", "-99999999999999999", "1969"] {
+            assert!(parse_http_date(&format!("Fri, 31 Dec {y} 23:59:59 GMT")).is_none());
+        }
+        assert!(parse_http_date("Fri, 31 Dec 9999 23:59:59 GMT").is_some());
+    }
+
+    // R-JEV-ERRMAP, issue 12 item 6: every Retry-After / reset value a peer can send is
+    // clamped or dropped; none panics, whatever the wall clock.
+    #[test]
+    fn retry_headers_saturate() {
+        let far_wall = UNIX_EPOCH + Duration::from_secs(i64::MAX as u64 / 2);
+        let headers = |ra: &'static str, reset: &'static str| {
+            move |name: &str| match name {
+                "retry-after" => Some(ra),
+                "x-ratelimit-reset" => Some(reset),
+                _ => None,
+            }
+        };
+        for (ra, reset) in [
+            ("Fri, 31 Dec 9999 23:59:59 GMT", "99999999999"),
+            ("18446744073709551616000", "5e10"),
+            ("7", "30"),
+        ] {
+            for wall in [UNIX_EPOCH, far_wall, SystemTime::now()] {
+                let r = retry_info(headers(ra, reset), wall);
+                assert!(r.retry_after.unwrap() <= MAX_RETRY_AFTER, "{ra}");
+            }
+        }
+        assert_eq!(
+            retry_info(headers("7", "30"), UNIX_EPOCH).retry_after,
+            Some(Duration::from_secs(7))
+        );
     }
 
     fn parse(raw: &[u8]) -> std::result::Result<(Head, Vec<u8>, bool), Fail> {

@@ -63,7 +63,8 @@ mod validate;
 pub use cancel::CancelToken;
 pub(crate) use client::JevClient;
 pub use client::{
-    EvalAnswer, EvalBilling, EvaluateCall, Evaluation, JevCallback, TYPESAFE_BASE_URL,
+    EvalAnswer, EvalBilling, EvaluateCall, Evaluation, JevCallback, MAX_LEGEND_TEXT_BYTES,
+    MAX_PROVIDER_TEXT_BYTES, TYPESAFE_BASE_URL,
 };
 pub use content::Content;
 pub use ledger::{Ledger, LedgerRefusal, LEDGER_CAPACITY, LEDGER_PER_CALLER, LEDGER_TTL};

@@ -5,25 +5,29 @@
 //! latency, outcome code, models, reported usage and billing. It must never hold state,
 //! questions, answers' text, page text, provider bodies or credentials (R-LOG).
 //!
-//! Records are appended to an in-memory batch and written by a gateway-owned thread in one
-//! transaction per batch, so an evaluation does not wait for an fsync. Reading usage first
-//! writes every pending record (read-your-writes); closing the gateway writes them and joins the
-//! thread.
+//! Each record is committed before its `evaluate` returns (`synchronous=FULL`): once a call has
+//! returned, its record survives a crash (issue 12 item 10; the old 50 ms batch lost the last
+//! records). Concurrent evaluations share a commit (group commit: the caller that takes the
+//! write lock writes every record queued so far in one transaction, the others find theirs
+//! written), so the cost is one fsync per group, not per call. A record whose write fails (disk
+//! full, store closed) is logged by code only and is lost.
+//!
+//! A record carries the provider's reported usage and billing whenever the provider answered —
+//! also when the evaluation failed after the answer (validation, a mismatched id, a revocation).
+//! When the caller stopped waiting (timeout, cancellation) before the answer arrived, the answer's
+//! usage is added to that record when it arrives ([`LateUsage`]).
 
 use super::client::EvalBilling;
 use super::response::Usage;
 use crate::store::Store;
 use crate::{Error, Result};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// Most records kept in the store.
 pub const USAGE_RETENTION: usize = 10_000;
-
-/// How long the writer gathers records before one batched transaction.
-const BATCH_WINDOW: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// One usage record. Never holds state, questions, answers or credentials.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,13 +61,15 @@ pub struct UsageRecord {
     /// The model id sent (the configured one, unchanged).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requested_model: Option<String>,
-    /// The model the provider reported, on success.
+    /// The model the provider reported, whenever it answered (also on a failure after the
+    /// answer).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// Reported token usage, on success.
+    /// Reported token usage, whenever the provider answered with it (also on a failure after the
+    /// answer, and added later to a timed-out record when the answer arrives late).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
-    /// Reported billing, on success, when the provider sent it.
+    /// Reported billing, when the provider sent it (also on a failure after the answer).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub billing: Option<EvalBilling>,
 }
@@ -77,24 +83,111 @@ pub struct UsagePage {
     pub total: u64,
 }
 
-/// The pending batch and its writer thread.
+/// Usage and billing a provider reported, read from its answer.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Charged {
+    pub model: Option<String>,
+    pub usage: Option<Usage>,
+    pub billing: Option<EvalBilling>,
+}
+
+impl Charged {
+    /// What a provider body reports, read leniently: used when the body failed validation (or
+    /// arrived late), since a provider that answered may have charged. Unknown members, answers
+    /// included, are skipped; a member of the wrong shape is left out. Strings are bounded.
+    pub(crate) fn from_body(body: &[u8]) -> Charged {
+        use serde_json::Value;
+        #[derive(serde::Deserialize)]
+        struct Lenient {
+            #[serde(default)]
+            model: Option<Value>,
+            #[serde(default)]
+            usage: Option<Value>,
+            #[serde(default)]
+            billing: Option<Value>,
+        }
+        let Ok(l) = serde_json::from_slice::<Lenient>(body) else {
+            return Charged::default();
+        };
+        let usage = l.usage.and_then(|u| {
+            Some(Usage {
+                input_tokens: u.get("input_tokens")?.as_u64()?,
+                output_tokens: u.get("output_tokens")?.as_u64()?,
+            })
+        });
+        let billing = l.billing.and_then(|b| {
+            let credits = b.get("charged_credits")?.as_f64()?;
+            (credits.is_finite() && credits >= 0.0).then(|| EvalBilling {
+                charged_credits: credits,
+                rate_version: b
+                    .get("rate_version")
+                    .and_then(Value::as_str)
+                    .map(super::client::provider_text),
+            })
+        });
+        Charged {
+            model: l
+                .model
+                .as_ref()
+                .and_then(Value::as_str)
+                .map(super::client::provider_text),
+            usage,
+            billing,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.usage.is_none() && self.billing.is_none() && self.model.is_none()
+    }
+}
+
+/// The usage of an answer that arrives after its caller stopped waiting. Whichever comes second
+/// — the caller's record written, or the answer — completes the record.
+#[derive(Debug, Default)]
+pub(crate) struct LateUsage {
+    state: Mutex<LateState>,
+}
+
+#[derive(Debug, Default)]
+struct LateState {
+    /// The caller's record, once written.
+    row: Option<i64>,
+    /// The late answer's usage, once arrived.
+    charged: Option<Charged>,
+}
+
+impl LateUsage {
+    /// Called by the I/O thread with the answer the caller no longer waited for.
+    pub(crate) fn answered(&self, store: &Store, charged: Charged) {
+        if charged.is_empty() {
+            return;
+        }
+        let row = {
+            let mut st = self.state.lock();
+            match st.row {
+                Some(row) => row,
+                None => {
+                    // the record is not written yet: its commit takes this usage along
+                    st.charged = Some(charged);
+                    return;
+                }
+            }
+        };
+        // Written without holding the state lock: a commit holds the store, then this lock.
+        if let Err(e) = store.write(|tx| update(tx, row, &charged)) {
+            log::warn!("a late answer's usage was not written: {}", e.code());
+        }
+    }
+}
+
+/// Writes records (committed before their evaluation returns) and reads them.
 pub(crate) struct UsageLog {
     store: Arc<Store>,
-    shared: Arc<Shared>,
-    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-}
-
-struct Shared {
-    pending: Mutex<Pending>,
-    wake: Condvar,
-    /// Serialises batch writes so records keep their order.
-    flush: Mutex<()>,
-}
-
-#[derive(Default)]
-struct Pending {
-    records: Vec<UsageRecord>,
-    stop: bool,
+    /// Records queued for the next commit, with their late-usage handles.
+    pending: Mutex<Vec<(UsageRecord, Option<Arc<LateUsage>>)>>,
+    /// Held while a group is written: records keep their order, and a caller that waited for it
+    /// finds its own record already committed.
+    commit: Mutex<()>,
 }
 
 impl std::fmt::Debug for UsageLog {
@@ -105,54 +198,52 @@ impl std::fmt::Debug for UsageLog {
 
 impl UsageLog {
     pub(crate) fn start(store: Arc<Store>) -> Result<UsageLog> {
-        let shared = Arc::new(Shared {
-            pending: Mutex::new(Pending::default()),
-            wake: Condvar::new(),
-            flush: Mutex::new(()),
-        });
-        let (s2, st2) = (Arc::clone(&shared), Arc::clone(&store));
-        let thread = std::thread::Builder::new()
-            .name("jevgate-usage".into())
-            .spawn(move || loop {
-                let stop = {
-                    let mut p = s2.pending.lock();
-                    while p.records.is_empty() && !p.stop {
-                        s2.wake.wait(&mut p);
-                    }
-                    // Gather a batch: one transaction (one fsync) for many records.
-                    if !p.stop {
-                        s2.wake.wait_for(&mut p, BATCH_WINDOW);
-                    }
-                    p.stop
-                };
-                flush(&s2, &st2);
-                if stop {
-                    break;
-                }
-            })
-            .map_err(|e| Error::Internal {
-                reason: format!("cannot start the usage thread: {}", e.kind()),
-            })?;
         Ok(UsageLog {
             store,
-            shared,
-            thread: Mutex::new(Some(thread)),
+            pending: Mutex::new(Vec::new()),
+            commit: Mutex::new(()),
         })
     }
 
-    /// Queues a record. Beyond the retention, the oldest pending records are dropped: they
-    /// would be trimmed anyway.
-    pub(crate) fn append(&self, record: UsageRecord) {
-        let mut p = self.shared.pending.lock();
-        if p.records.len() >= USAGE_RETENTION {
-            p.records.remove(0);
+    /// The store, for late answers completing a record from an I/O thread.
+    pub(crate) fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// Commits `record` (with any records queued beside it) and returns once it is durable;
+    /// trims the table to the retention. With `late`, an answer that already arrived fills the
+    /// record's usage, and one still to come will update it.
+    pub(crate) fn append(&self, record: UsageRecord, late: Option<Arc<LateUsage>>) {
+        self.pending.lock().push((record, late));
+        let _commit = self.commit.lock();
+        let group = std::mem::take(&mut *self.pending.lock());
+        if group.is_empty() {
+            return; // written by the commit this caller waited for
         }
-        let first = p.records.is_empty();
-        p.records.push(record);
-        drop(p);
-        // Only the first record of a batch wakes the writer; the rest join its window.
-        if first {
-            self.shared.wake.notify_one();
+        let result = self.store.write(|tx| {
+            for (record, late) in &group {
+                let row = insert(tx, record)?;
+                if let Some(late) = late {
+                    let mut st = late.state.lock();
+                    if let Some(c) = st.charged.take() {
+                        update(tx, row, &c)?;
+                    }
+                    st.row = Some(row);
+                }
+            }
+            tx.execute(
+                "DELETE FROM jev_usage WHERE seq <= (SELECT seq FROM jev_usage ORDER BY seq
+                 DESC LIMIT 1 OFFSET ?1)",
+                [USAGE_RETENTION as i64],
+            )?;
+            Ok(())
+        });
+        if let Err(e) = result {
+            log::warn!(
+                "{} usage records were not written: {}",
+                group.len(),
+                e.code()
+            );
         }
     }
 
@@ -168,7 +259,6 @@ impl UsageLog {
             name: "offset",
             reason: "is too large".into(),
         })?;
-        flush(&self.shared, &self.store);
         self.store.read(|c| {
             let total: i64 = c.query_row(
                 "SELECT count(*) FROM jev_usage WHERE agent_id = ?1",
@@ -223,64 +313,56 @@ impl UsageLog {
         })
     }
 
-    /// Writes what is pending and joins the writer thread. Idempotent.
-    pub(crate) fn close(&self) {
-        self.shared.pending.lock().stop = true;
-        self.shared.wake.notify_all();
-        if let Some(t) = self.thread.lock().take() {
-            if t.thread().id() != std::thread::current().id() {
-                let _ = t.join();
-            }
-        }
-        flush(&self.shared, &self.store);
-    }
+    /// Nothing is pending: every record was written by its evaluation. Kept for the client's
+    /// close sequence.
+    pub(crate) fn close(&self) {}
 }
 
-fn flush(shared: &Shared, store: &Store) {
-    let _order = shared.flush.lock();
-    let batch = std::mem::take(&mut shared.pending.lock().records);
-    if batch.is_empty() {
-        return;
-    }
-    let result = store.write(|tx| {
-        let mut stmt = tx.prepare_cached(
-            "INSERT INTO jev_usage (at_ms, agent_id, session_id, task_id, request_id_hash,
-                generation, provider, latency_ms, outcome, validation_reason, requested_model,
-                model, input_tokens, output_tokens, charged_credits, rate_version)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-        )?;
-        for r in &batch {
-            stmt.execute(params![
-                r.at_ms,
-                r.agent_id,
-                r.session_id,
-                r.task_id,
-                r.request_id_hash,
-                r.generation as i64,
-                r.provider,
-                r.latency_ms.min(i64::MAX as u64) as i64,
-                r.outcome,
-                r.validation_reason,
-                r.requested_model,
-                r.model,
-                r.usage.map(|u| u.input_tokens.min(i64::MAX as u64) as i64),
-                r.usage.map(|u| u.output_tokens.min(i64::MAX as u64) as i64),
-                r.billing.as_ref().map(|b| b.charged_credits),
-                r.billing.as_ref().and_then(|b| b.rate_version.clone()),
-            ])?;
-        }
-        tx.execute(
-            "DELETE FROM jev_usage WHERE seq <= (SELECT seq FROM jev_usage ORDER BY seq DESC
-             LIMIT 1 OFFSET ?1)",
-            [USAGE_RETENTION as i64],
-        )?;
-        Ok(())
-    });
-    if let Err(e) = result {
-        log::warn!(
-            "usage records not written ({} records): {}",
-            batch.len(),
-            e.code()
-        );
-    }
+fn insert(tx: &rusqlite::Transaction<'_>, r: &UsageRecord) -> rusqlite::Result<i64> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO jev_usage (at_ms, agent_id, session_id, task_id, request_id_hash,
+            generation, provider, latency_ms, outcome, validation_reason, requested_model,
+            model, input_tokens, output_tokens, charged_credits, rate_version)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+    )?;
+    stmt.execute(params![
+        r.at_ms,
+        r.agent_id,
+        r.session_id,
+        r.task_id,
+        r.request_id_hash,
+        r.generation as i64,
+        r.provider,
+        r.latency_ms.min(i64::MAX as u64) as i64,
+        r.outcome,
+        r.validation_reason,
+        r.requested_model,
+        r.model,
+        r.usage.map(|u| u.input_tokens.min(i64::MAX as u64) as i64),
+        r.usage.map(|u| u.output_tokens.min(i64::MAX as u64) as i64),
+        r.billing.as_ref().map(|b| b.charged_credits),
+        r.billing.as_ref().and_then(|b| b.rate_version.clone()),
+    ])?;
+    Ok(tx.last_insert_rowid())
+}
+
+/// Adds a late answer's usage to the record `row` (fields already set are kept).
+fn update(tx: &rusqlite::Transaction<'_>, row: i64, c: &Charged) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE jev_usage SET model = coalesce(model, ?2),
+            input_tokens = coalesce(input_tokens, ?3),
+            output_tokens = coalesce(output_tokens, ?4),
+            charged_credits = coalesce(charged_credits, ?5),
+            rate_version = coalesce(rate_version, ?6)
+         WHERE seq = ?1",
+        params![
+            row,
+            c.model,
+            c.usage.map(|u| u.input_tokens.min(i64::MAX as u64) as i64),
+            c.usage.map(|u| u.output_tokens.min(i64::MAX as u64) as i64),
+            c.billing.as_ref().map(|b| b.charged_credits),
+            c.billing.as_ref().and_then(|b| b.rate_version.clone()),
+        ],
+    )?;
+    Ok(())
 }

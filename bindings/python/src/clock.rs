@@ -3,16 +3,22 @@
 use jevgate::clock::{Clock, ManualClock};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 #[pyclass(module = "jevgate", name = "ManualClock", frozen)]
 pub struct PyManualClock {
     pub clock: ManualClock,
 }
 
+/// A host-supplied number of seconds: NaN, infinite or negative is a `ValueError`; a finite
+/// value too large for a duration saturates (the clock saturates too, never panics).
 fn duration(seconds: f64) -> PyResult<Duration> {
-    Duration::try_from_secs_f64(seconds)
-        .map_err(|_| PyValueError::new_err("seconds must be a finite, nonnegative number"))
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Err(PyValueError::new_err(
+            "seconds must be a finite, nonnegative number",
+        ));
+    }
+    Ok(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
 }
 
 #[pymethods]
@@ -24,15 +30,17 @@ impl PyManualClock {
         }
     }
 
-    /// Moves monotonic and wall time forward by `seconds`.
+    /// Moves monotonic and wall time forward by `seconds` (saturating: wall time stops at
+    /// 9999-12-31T23:59:59.999Z).
     fn advance(&self, seconds: f64) -> PyResult<()> {
         self.clock.advance(duration(seconds)?);
         Ok(())
     }
 
-    /// Sets the wall time (Unix seconds) without moving monotonic time (suspend, NTP jump).
+    /// Sets the wall time (Unix seconds) without moving monotonic time (suspend, NTP jump);
+    /// later than 9999-12-31T23:59:59.999Z saturates to it.
     fn set_wall(&self, unix_seconds: f64) -> PyResult<()> {
-        self.clock.set_wall(UNIX_EPOCH + duration(unix_seconds)?);
+        self.clock.set_wall_since_epoch(duration(unix_seconds)?);
         Ok(())
     }
 

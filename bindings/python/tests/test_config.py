@@ -63,3 +63,13 @@ def test_errors_never_echo_a_misplaced_secret():
         jevgate.validate_config({"gateway": {"jev": {"timeoutMs": "sk-live-SECRET"}}})
     assert "SECRET" not in str(info.value)
     assert info.value.path == "gateway.jev.timeoutMs"
+
+
+def test_errors_never_echo_a_secret_used_as_a_key():
+    """Issue 12 item 10a: a key that is not identifier-like is shown as <key>, never echoed."""
+    for secret in ("sk-live-SECRET-1", "SECRET with spaces", "\u202eSECRET\x00"):
+        with pytest.raises(jevgate.ConfigError) as info:
+            jevgate.validate_config({"gateway": {"jev": {secret: True}}})
+        assert "SECRET" not in str(info.value)
+        assert "SECRET" not in repr(info.value)
+        assert info.value.path == "gateway.jev.<key>"

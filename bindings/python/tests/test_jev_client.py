@@ -109,3 +109,28 @@ def test_bad_calls(tmp_path):
         assert info.value.code == "JEV_INVALID_REQUEST"
         with pytest.raises(jevgate.Error):
             gw.usage("assistant", 0, 0)
+
+
+def test_a_refused_answer_still_records_what_the_provider_charged(tmp_path):
+    """R-JEV-USAGE, issue 12 items 9 and 10d: the provider answered (and billed) but the validator
+    refused the answer: the usage record keeps the reported usage and billing, with the model
+    string bounded and cleaned; the record is committed when evaluate returns."""
+
+    def model(request):
+        return {
+            "model": "m\x1b[2J" + "x" * 100_000,
+            "answers": {"greeting": {"type": "noul", "noul": 1.5}},
+            "usage": {"input_tokens": 7, "output_tokens": 2},
+            "billing": {"charged_credits": 0.5, "rate_version": "r1"},
+        }
+
+    with jevgate.Gateway(tmp_path, config("callback")) as gw:
+        gw.set_jev_callback(model)
+        with pytest.raises(jevgate.JevError) as info:
+            gw.evaluate({"agentId": "assistant", "state": "hi", "questions": QUESTIONS})
+        assert info.value.code == "JEV_MALFORMED_RESPONSE"
+        record = gw.usage("assistant", 10, 0)["records"][0]
+        assert record["outcome"] == "JEV_MALFORMED_RESPONSE"
+        assert record["usage"] == {"input_tokens": 7, "output_tokens": 2}
+        assert record["billing"]["charged_credits"] == 0.5
+        assert len(record["model"].encode()) <= 128 and "\x1b" not in record["model"]

@@ -129,6 +129,27 @@ def test_bad_arguments(clocked):
         jevgate.ManualClock().advance(float("nan"))
 
 
+def test_manual_clock_saturates_instead_of_panicking(clocked):
+    """R-CLK, issue 12 item 6: set_wall(1.7e19) raised PanicException; huge values now saturate at
+    9999-12-31T23:59:59.999Z, NaN/inf/negative are ValueError, and the gateway keeps working."""
+    gw, clock = clocked
+    end_of_time_ms = 253_402_300_799_999
+    clock.set_wall(1.7e19)
+    assert clock.wall_ms == end_of_time_ms
+    for _ in range(3):
+        clock.advance(1e300)
+    assert clock.wall_ms == end_of_time_ms
+    assert clock.now > 1e19
+    for bad in (float("inf"), float("-inf"), float("nan"), -1.0):
+        with pytest.raises(ValueError):
+            clock.set_wall(bad)
+        with pytest.raises(ValueError):
+            clock.advance(bad)
+    clock.set_wall(0)
+    assert clock.wall_ms == 0
+    gw.leases.acquire("laptop", "conv-a")
+
+
 def test_many_python_threads_one_holder(clocked):
     gw, _ = clocked
     winners = []

@@ -127,9 +127,9 @@ class ManualClock:
 
     def __new__(cls) -> "ManualClock": ...
     def advance(self, seconds: float) -> None:
-        """Move monotonic and wall time forward."""
+        """Move monotonic and wall time forward (saturating at 9999-12-31T23:59:59.999Z); ValueError if negative or not finite."""
     def set_wall(self, unix_seconds: float) -> None:
-        """Set wall time without moving monotonic time (a suspend or an NTP jump)."""
+        """Set wall time without moving monotonic time (a suspend or an NTP jump); saturates at year 9999."""
     @property
     def now(self) -> float:
         """Monotonic seconds since creation."""
