@@ -46,9 +46,9 @@
 //! envelope, [`crate::browser::wrap_untrusted`]; a worker returns page text unwrapped so that
 //! nothing is ever wrapped twice.
 //!
-//! Logging: jevgate logs codes, device ids, sizes and durations only. tungstenite, the
-//! WebSocket library underneath, logs raw frames (tokens, page text) at `trace` level under the
-//! `tungstenite` target: a host must not enable `trace` for that target in production.
+//! Logging: jevgate logs codes, device ids, sizes and durations only. The channel's WebSocket
+//! (handshake and frames) is jevgate's own (`device/wire.rs`), which logs nothing, so no frame — the
+//! token in `authenticate`, typed text, page text — reaches a log record at any level.
 //!
 //! This module must never log or store a device token after pairing, page content, field
 //! values or screenshots; never retry a command; and never tell one owner about another owner's
@@ -84,6 +84,7 @@ mod registry;
 mod server;
 mod socket;
 mod tools;
+mod wire;
 mod worker;
 
 pub use artifacts::Artifact;
