@@ -101,13 +101,25 @@ fn r_dev_caps_hostile_result_shapes_never_pass_the_cap() {
     const ENVELOPE: usize = 400;
     let tools: Vec<(&str, Value, usize)> = vec![
         ("browser_get_text", json!({}), 20_000 + 2_000),
-        ("browser_read_page", json!({"max_chars": 30_000}), 30_000 + 2_000),
+        (
+            "browser_read_page",
+            json!({"max_chars": 30_000}),
+            30_000 + 2_000,
+        ),
         ("browser_read_page", json!({"max_chars": 10}), 10 + 2_000),
         ("browser_javascript", json!({"code": "1"}), 20_000),
         ("browser_find", json!({"query": "q"}), 50_000),
-        ("browser_navigate", json!({"url": "https://example.com/"}), 50_000),
+        (
+            "browser_navigate",
+            json!({"url": "https://example.com/"}),
+            50_000,
+        ),
         ("browser_tabs", json!({"action": "list"}), 50_000),
-        ("browser_computer", json!({"action": "click", "coordinate": [1, 1]}), 50_000),
+        (
+            "browser_computer",
+            json!({"action": "click", "coordinate": [1, 1]}),
+            50_000,
+        ),
         ("browser_computer", json!({"action": "screenshot"}), 2_000),
     ];
     for i in 0..8 {
@@ -146,7 +158,10 @@ fn r_dev_caps_hostile_result_shapes_never_pass_the_cap() {
             {"tool": "browser_find", "args": {"query": "q"}},
         ]});
         let r = gw.call_tool(&ToolCall::new("alice", "s1", "browser_batch", batch));
-        assert!(size(&r.to_json()) <= 22_000 + 50_000 + 2 * ENVELOPE, "batch shape {i}");
+        assert!(
+            size(&r.to_json()) <= 22_000 + 50_000 + 2 * ENVELOPE,
+            "batch shape {i}"
+        );
     }
     gw.close();
 }

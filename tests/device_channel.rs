@@ -1140,24 +1140,33 @@ fn r_dev_chan_raw_http_gets_an_answer_never_a_hang() {
                 Err(e) => panic!("no answer within 10 s: {e}"),
             }
         }
-        (String::from_utf8_lossy(&got).into_owned(), started.elapsed())
+        (
+            String::from_utf8_lossy(&got).into_owned(),
+            started.elapsed(),
+        )
     };
-    // Not an upgrade: refused with an HTTP status, at once.
+    // Not an upgrade: 426, at once.
     let (text, took) = answer(b"GET /v1/device-worker/channel HTTP/1.1\r\nHost: x\r\n\r\n");
-    assert!(text.starts_with("HTTP/1.1 4"), "{text:?}");
+    assert!(text.starts_with("HTTP/1.1 426 "), "{text:?}");
     assert!(took < Duration::from_secs(2));
+    // Another path: 404.
     let (text, _) = answer(
         b"GET /v1/other HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
           Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
     );
-    assert!(text.starts_with("HTTP/1.1 404"), "{text:?}");
-    // Not HTTP at all: the connection ends at once (with or without a status line).
-    let (text, took) = answer(b"\x00\x01 not http\r\n\r\n");
-    assert!(text.is_empty() || text.starts_with("HTTP/1.1 4"), "{text:?}");
-    assert!(took < Duration::from_secs(2));
-    // A request that never ends: dropped by the authentication deadline (2 s here).
-    let (text, took) = answer(b"x");
-    assert!(text.is_empty() || text.starts_with("HTTP/1.1 4"), "{text:?}");
+    assert!(text.starts_with("HTTP/1.1 404 "), "{text:?}");
+    // Not HTTP at all, or a TLS hello on the plain port: 400, at once.
+    for bytes in [
+        &b"\x00\x01 not http\r\n\r\n"[..],
+        &[0x16, 0x03, 0x01, 0x00, 0x05, 1, 0, 0, 1, 0][..],
+    ] {
+        let (text, took) = answer(bytes);
+        assert!(text.starts_with("HTTP/1.1 400 "), "{text:?}");
+        assert!(took < Duration::from_secs(2));
+    }
+    // A request head that never ends: dropped by the authentication deadline (2 s here).
+    let (text, took) = answer(b"GET /v1/device-worker/channel HTTP/1.1\r\nHost: x\r\n");
+    assert!(text.is_empty(), "{text:?}");
     assert!(took < Duration::from_secs(5), "{took:?}");
     // The channel still serves a worker afterwards.
     let (_, token) = pair(&gw, "alice", "i1");
@@ -1216,7 +1225,8 @@ fn r_dev_tools_cli_prints_definitions_in_mcp_and_openai_form() {
 // ----- privacy (R-LOG, R-ERR-2) -----
 
 /// Captures jevgate's own records at every level, and every crate's records above `trace`
-/// (tungstenite traces raw frames: hosts must keep `tungstenite=trace` off — see `device`).
+/// (this test's scripted worker is a tungstenite client, which traces raw frames; the library's
+/// own channel logs none at any level: tests/log_privacy_channel.rs).
 struct Capture(std::sync::Mutex<Vec<String>>);
 
 impl log::Log for Capture {

@@ -112,9 +112,10 @@ fn read_close(s: &mut TcpStream) -> Option<(u16, String)> {
             let masked = buf[1] & 0x80 != 0;
             let (len, mut at) = match buf[1] & 0x7F {
                 126 if buf.len() >= 4 => (u16::from_be_bytes([buf[2], buf[3]]) as usize, 4),
-                127 if buf.len() >= 10 => {
-                    (u64::from_be_bytes(buf[2..10].try_into().unwrap()) as usize, 10)
-                }
+                127 if buf.len() >= 10 => (
+                    u64::from_be_bytes(buf[2..10].try_into().unwrap()) as usize,
+                    10,
+                ),
                 126 | 127 => break,
                 n => (n as usize, 2),
             };
@@ -132,7 +133,10 @@ fn read_close(s: &mut TcpStream) -> Option<(u16, String)> {
             }
             let mut payload: Vec<u8> = buf[at..at + len].to_vec();
             if let Some(k) = key {
-                payload.iter_mut().enumerate().for_each(|(i, b)| *b ^= k[i & 3]);
+                payload
+                    .iter_mut()
+                    .enumerate()
+                    .for_each(|(i, b)| *b ^= k[i & 3]);
             }
             let opcode = buf[0] & 0x0F;
             buf.drain(..at + len);
@@ -192,7 +196,8 @@ impl ToolExecutor for Echo {
 }
 
 fn authenticate(s: &mut TcpStream, token: &str) {
-    let auth = json!({"type": "authenticate", "authorization": format!("Device {token}"), "protocol": 2});
+    let auth =
+        json!({"type": "authenticate", "authorization": format!("Device {token}"), "protocol": 2});
     s.write_all(&text(&auth.to_string())).unwrap();
 }
 
@@ -223,13 +228,41 @@ fn r_dev_chan_protocol_violations_from_a_raw_worker_close_only_that_connection()
     assert!(call().is_success());
 
     let cases: Vec<(&str, Vec<u8>, (u16, &str))> = vec![
-        ("reserved opcode", frame(0x83, b"x", true), (1002, "PROTOCOL_ERROR")),
-        ("unmasked client frame", frame(0x81, b"{}", false), (1002, "PROTOCOL_ERROR")),
-        ("invalid UTF-8 text", frame(0x81, &[b'{', 0xFF, 0xFE, b'}'], true), (1007, "MALFORMED_FRAME")),
-        ("fragmented ping", frame(0x09, b"p", true), (1002, "PROTOCOL_ERROR")),
-        ("reserved bit", frame(0xC1, b"{}", true), (1002, "PROTOCOL_ERROR")),
-        ("continuation of nothing", frame(0x80, b"{}", true), (1002, "PROTOCOL_ERROR")),
-        ("1-byte close", frame(0x88, &[3], true), (1002, "PROTOCOL_ERROR")),
+        (
+            "reserved opcode",
+            frame(0x83, b"x", true),
+            (1002, "PROTOCOL_ERROR"),
+        ),
+        (
+            "unmasked client frame",
+            frame(0x81, b"{}", false),
+            (1002, "PROTOCOL_ERROR"),
+        ),
+        (
+            "invalid UTF-8 text",
+            frame(0x81, &[b'{', 0xFF, 0xFE, b'}'], true),
+            (1007, "MALFORMED_FRAME"),
+        ),
+        (
+            "fragmented ping",
+            frame(0x09, b"p", true),
+            (1002, "PROTOCOL_ERROR"),
+        ),
+        (
+            "reserved bit",
+            frame(0xC1, b"{}", true),
+            (1002, "PROTOCOL_ERROR"),
+        ),
+        (
+            "continuation of nothing",
+            frame(0x80, b"{}", true),
+            (1002, "PROTOCOL_ERROR"),
+        ),
+        (
+            "1-byte close",
+            frame(0x88, &[3], true),
+            (1002, "PROTOCOL_ERROR"),
+        ),
     ];
     for (i, (what, bytes, want)) in cases.into_iter().enumerate() {
         for authenticated in [false, true] {
@@ -314,11 +347,31 @@ fn r_dev_chan_protocol_violations_from_a_raw_gateway_end_the_worker_cleanly() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("ws://{}{PATH}", listener.local_addr().unwrap());
     let cases: Vec<(&str, Vec<u8>, (u16, &str))> = vec![
-        ("reserved opcode", frame(0x83, b"x", false), (1002, "PROTOCOL_ERROR")),
-        ("masked server frame", frame(0x81, b"{}", true), (1002, "PROTOCOL_ERROR")),
-        ("invalid UTF-8 text", frame(0x81, &[0xC3, 0x28], false), (1007, "MALFORMED_FRAME")),
-        ("reserved bit", frame(0xA1, b"{}", false), (1002, "PROTOCOL_ERROR")),
-        ("20 MB frame", frame(0x81, &vec![b'z'; 20 << 20], false), (1009, "MESSAGE_TOO_BIG")),
+        (
+            "reserved opcode",
+            frame(0x83, b"x", false),
+            (1002, "PROTOCOL_ERROR"),
+        ),
+        (
+            "masked server frame",
+            frame(0x81, b"{}", true),
+            (1002, "PROTOCOL_ERROR"),
+        ),
+        (
+            "invalid UTF-8 text",
+            frame(0x81, &[0xC3, 0x28], false),
+            (1007, "MALFORMED_FRAME"),
+        ),
+        (
+            "reserved bit",
+            frame(0xA1, b"{}", false),
+            (1002, "PROTOCOL_ERROR"),
+        ),
+        (
+            "20 MB frame",
+            frame(0x81, &vec![b'z'; 20 << 20], false),
+            (1009, "MESSAGE_TOO_BIG"),
+        ),
     ];
     for (what, bytes, want) in cases {
         let server = std::thread::scope(|scope| {
@@ -332,7 +385,8 @@ fn r_dev_chan_protocol_violations_from_a_raw_gateway_end_the_worker_cleanly() {
                 sender.join().unwrap();
                 got
             });
-            let mut options = WorkerOptions::new(url.clone(), DeviceToken::new("jgd_x".to_string()));
+            let mut options =
+                WorkerOptions::new(url.clone(), DeviceToken::new("jgd_x".to_string()));
             options.max_message_bytes = 1 << 20;
             let worker = DeviceWorker::connect(options, Arc::new(Echo)).unwrap();
             let exit = worker

@@ -156,7 +156,10 @@ fn r_log_the_channel_logs_no_token_and_no_content_at_trace() {
     let (id, token) = pair(&gw, "secure");
     tokens.push(token.clone());
     let mut worker_options = WorkerOptions::new(
-        format!("wss://localhost:{}/v1/device-worker/channel", secure.local_addr().port()),
+        format!(
+            "wss://localhost:{}/v1/device-worker/channel",
+            secure.local_addr().port()
+        ),
         DeviceToken::new(token),
     );
     worker_options.tls_roots_pem = Some(cert.cert.pem().into_bytes());
@@ -166,15 +169,18 @@ fn r_log_the_channel_logs_no_token_and_no_content_at_trace() {
     gw.close();
 
     let records = CAPTURE.0.lock().unwrap().clone();
-    assert!(records.iter().any(|(t, m)| t == "tungstenite::protocol" && m == "probe-record"));
+    assert!(records
+        .iter()
+        .any(|(t, m)| t == "tungstenite::protocol" && m == "probe-record"));
     assert!(records
         .iter()
         .any(|(_, m)| m.contains("device channel listening")));
     for (target, message) in &records {
-        for secret in tokens
-            .iter()
-            .map(String::as_str)
-            .chain([PAGE_TEXT, TYPED_TEXT, FIELD_VALUE, SCRIPT])
+        for secret in
+            tokens
+                .iter()
+                .map(String::as_str)
+                .chain([PAGE_TEXT, TYPED_TEXT, FIELD_VALUE, SCRIPT])
         {
             assert!(
                 !message.contains(secret),

@@ -138,7 +138,11 @@ pub(crate) fn json_size(v: &Value) -> usize {
             .fold(1 + a.len().max(1), usize::saturating_add),
         Value::Object(o) => o
             .iter()
-            .map(|(k, v)| json_str_len(k).saturating_add(1).saturating_add(json_size(v)))
+            .map(|(k, v)| {
+                json_str_len(k)
+                    .saturating_add(1)
+                    .saturating_add(json_size(v))
+            })
             .fold(1 + o.len().max(1), usize::saturating_add),
     }
 }
@@ -251,7 +255,11 @@ pub(crate) fn cap_text(raw: Value, max_chars: usize) -> Value {
                 Some(Value::String(s)) => {
                     let (kept, cut) = truncate_chars(&s, max_chars);
                     truncated |= cut;
-                    Some(if cut { Value::String(kept.to_string()) } else { Value::String(s) })
+                    Some(if cut {
+                        Value::String(kept.to_string())
+                    } else {
+                        Value::String(s)
+                    })
                 }
                 Some(other) => {
                     let (kept, cut) = cap_value(other, max_chars);
@@ -422,7 +430,10 @@ mod tests {
             for max in [0, 1, 2, 3, 10, 100, 999] {
                 let (kept, cut) = cap_value(shape.clone(), max);
                 assert!(cut);
-                assert!(kept.to_string().chars().count() <= max.max(4), "{max}: {kept}");
+                assert!(
+                    kept.to_string().chars().count() <= max.max(4),
+                    "{max}: {kept}"
+                );
             }
             let (kept, cut) = cap_value(shape.clone(), 1_000_000);
             assert!(!cut && kept == shape);
@@ -448,7 +459,10 @@ mod tests {
         }
         let v = cap_text(json!({"text": "abc", "title": "t", "url": "u"}), 100);
         assert_eq!(v["truncated"], false);
-        assert_eq!(v[UNTRUSTED_KEY]["data"], json!({"text": "abc", "title": "t", "url": "u"}));
+        assert_eq!(
+            v[UNTRUSTED_KEY]["data"],
+            json!({"text": "abc", "title": "t", "url": "u"})
+        );
         // Any other tool: the whole result.
         let v = wrap_result(json!({"matches": [z, z]}));
         assert_eq!(v["truncated"], true);

@@ -66,8 +66,7 @@ pub(crate) fn serve(stream: TcpStream, shared: &Shared) {
     };
     let mut keep_going =
         || Instant::now() < auth_deadline && !shared.stopping.load(Ordering::Acquire);
-    let mut ws = match wire::accept(io, CHANNEL_PATH, options.max_message_bytes, &mut keep_going)
-    {
+    let mut ws = match wire::accept(io, CHANNEL_PATH, options.max_message_bytes, &mut keep_going) {
         Ok(ws) => ws,
         Err(wire::HandshakeError::Refused) => {
             wire::linger(&tcp, Instant::now() + CLOSE_GRACE);
@@ -193,7 +192,9 @@ pub(crate) fn serve(stream: TcpStream, shared: &Shared) {
                             Ok(_) => {}
                             Err(_) => break 'conn End::Close(1007, "MALFORMED_FRAME"),
                         },
-                        Message::Binary => break 'conn End::Close(1003, "BINARY_FRAMES_UNSUPPORTED"),
+                        Message::Binary => {
+                            break 'conn End::Close(1003, "BINARY_FRAMES_UNSUPPORTED")
+                        }
                         Message::Close(_) => break 'conn End::Peer,
                         Message::Ping => continue 'conn,
                         Message::Pong => {}

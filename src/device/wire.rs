@@ -103,12 +103,7 @@ pub(crate) struct Socket<S> {
 
 impl<S: Read + Write> Socket<S> {
     /// A socket whose handshake is done; `leftover` are bytes already read past the HTTP head.
-    pub(crate) fn new(
-        stream: S,
-        role: Role,
-        max_message: usize,
-        leftover: Vec<u8>,
-    ) -> Socket<S> {
+    pub(crate) fn new(stream: S, role: Role, max_message: usize, leftover: Vec<u8>) -> Socket<S> {
         Socket {
             stream,
             role,
@@ -249,7 +244,12 @@ impl<S: Read + Write> Socket<S> {
     }
 
     /// Handles one frame's payload: `None` when a fragmented message is not complete yet.
-    fn frame(&mut self, fin: bool, opcode: u8, payload: &[u8]) -> Result<Option<Message>, WireError> {
+    fn frame(
+        &mut self,
+        fin: bool,
+        opcode: u8,
+        payload: &[u8],
+    ) -> Result<Option<Message>, WireError> {
         match opcode {
             0 => {
                 let Some((_, bytes)) = self.partial.as_mut() else {
@@ -452,7 +452,12 @@ impl<S: Read + Write> Socket<S> {
     /// The close after a failure: if the socket can still be written, one close frame with
     /// `code` (best effort, bounded by `grace`), then the lingering close of [`linger`]. Never
     /// parses another byte.
-    pub(crate) fn fail_close(&mut self, tcp: &TcpStream, code: Option<(u16, &str)>, grace: Duration) {
+    pub(crate) fn fail_close(
+        &mut self,
+        tcp: &TcpStream,
+        code: Option<(u16, &str)>,
+        grace: Duration,
+    ) {
         let until = Instant::now() + grace;
         if !self.broken {
             let _ = tcp.set_nonblocking(false);
@@ -519,7 +524,8 @@ pub(crate) enum HandshakeError {
     Abandoned,
     /// The peer is not speaking HTTP/WebSocket as expected (the server answered it with a 4xx).
     Refused,
-    /// The server answered with this HTTP status instead of 101.
+    /// The server answered with this HTTP status instead of 101 (0: not an HTTP answer); on
+    /// the server side, internally, a head that is not HTTP.
     Status(u16),
     /// The socket failed or ended.
     Io(io::ErrorKind),
@@ -542,6 +548,11 @@ fn read_head<S: Read>(
         searched = buf.len().saturating_sub(3);
         if buf.len() > MAX_HEAD {
             return Err(HandshakeError::Refused);
+        }
+        // Every HTTP head starts with a method or `HTTP/` in capitals: anything else (a TLS
+        // hello on the plain port, garbage) is answered at once, not waited for.
+        if buf.first().is_some_and(|b| !b.is_ascii_uppercase()) {
+            return Err(HandshakeError::Status(400));
         }
         if !keep_going() {
             return Err(HandshakeError::Abandoned);
@@ -620,8 +631,13 @@ pub(crate) fn accept<S: Read + Write>(
     let (head, rest) = match read_head(&mut stream, keep_going) {
         Ok(h) => h,
         Err(HandshakeError::Refused) => {
-            return Err(refuse(&mut stream, "431 Request Header Fields Too Large", ""))
+            return Err(refuse(
+                &mut stream,
+                "431 Request Header Fields Too Large",
+                "",
+            ))
         }
+        Err(HandshakeError::Status(_)) => return Err(refuse(&mut stream, "400 Bad Request", "")),
         Err(e) => return Err(e),
     };
     let Some(request) = parse_head(&head) else {
@@ -640,7 +656,11 @@ pub(crate) fn accept<S: Read + Write>(
         return Err(refuse(&mut stream, "404 Not Found", ""));
     }
     if method != "GET" {
-        return Err(refuse(&mut stream, "405 Method Not Allowed", "Allow: GET\r\n"));
+        return Err(refuse(
+            &mut stream,
+            "405 Method Not Allowed",
+            "Allow: GET\r\n",
+        ));
     }
     let upgrade = "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n";
     if !request.has_token("upgrade", "websocket")
@@ -709,7 +729,9 @@ pub(crate) fn connect<S: Read + Write>(
     );
     write_head(&mut stream, request.as_bytes(), keep_going)?;
     let (head, rest) = match read_head(&mut stream, keep_going) {
-        Err(HandshakeError::Refused) => return Err(HandshakeError::Status(0)),
+        Err(HandshakeError::Refused | HandshakeError::Status(_)) => {
+            return Err(HandshakeError::Status(0))
+        }
         other => other?,
     };
     let Some(response) = parse_head(&head) else {
@@ -836,21 +858,30 @@ mod tests {
             (client_frame(true, 8, &[3]), WireError::Protocol), // 1-byte close
             (client_frame(true, 8, &[0x03, 0xED]), WireError::Protocol), // close 1005
             (client_frame(true, 1, &[b'x'; 101]), WireError::TooBig),
-            ({
-                let mut f = client_frame(false, 1, &[b'x'; 60]);
-                f.extend(client_frame(true, 0, &[b'x'; 60]));
-                f
-            }, WireError::TooBig),
-            ({
-                let mut f = client_frame(false, 1, b"a");
-                f.extend(client_frame(true, 1, b"b"));
-                f
-            }, WireError::Protocol), // a new message inside a fragmented one
-            ({
-                let mut f = vec![0x81, 0xFF];
-                f.extend_from_slice(&u64::MAX.to_be_bytes());
-                f
-            }, WireError::Protocol),
+            (
+                {
+                    let mut f = client_frame(false, 1, &[b'x'; 60]);
+                    f.extend(client_frame(true, 0, &[b'x'; 60]));
+                    f
+                },
+                WireError::TooBig,
+            ),
+            (
+                {
+                    let mut f = client_frame(false, 1, b"a");
+                    f.extend(client_frame(true, 1, b"b"));
+                    f
+                },
+                WireError::Protocol,
+            ), // a new message inside a fragmented one
+            (
+                {
+                    let mut f = vec![0x81, 0xFF];
+                    f.extend_from_slice(&u64::MAX.to_be_bytes());
+                    f
+                },
+                WireError::Protocol,
+            ),
             (vec![0xC1, 0x80, 0, 0, 0, 0], WireError::Protocol), // RSV1
         ];
         for (i, (input, want)) in cases.into_iter().enumerate() {
@@ -936,21 +967,25 @@ mod tests {
             (request.replace(key, "short"), "400"),
             (request.replace("HTTP/1.1", "HTTP/1.0"), "400"),
             ("\u{0}\u{1} not http\r\n\r\n".to_string(), "400"),
-            (format!("GET /p HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(9000)), "431"),
+            (
+                format!("GET /p HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(9000)),
+                "431",
+            ),
         ] {
             let (s, _) = mem(req.into_bytes());
             let mut out = Vec::new();
-            let err = accept(
-                Tee(s, &mut out),
-                "/p",
-                100,
-                &mut || true,
-            )
-            .err();
+            let err = accept(Tee(s, &mut out), "/p", 100, &mut || true).err();
             assert_eq!(err, Some(HandshakeError::Refused));
             let text = String::from_utf8(out).unwrap();
             assert!(text.starts_with(&format!("HTTP/1.1 {status} ")), "{text}");
         }
+        // Not HTTP (a TLS hello on the plain port): answered at once, without waiting for
+        // a blank line.
+        let (s, _) = mem(vec![0x16, 0x03, 0x01, 0x02, 0x00]);
+        let mut out = Vec::new();
+        let err = accept(Tee(s, &mut out), "/p", 100, &mut || true).err();
+        assert_eq!(err, Some(HandshakeError::Refused));
+        assert!(out.starts_with(b"HTTP/1.1 400 "));
         // An incomplete head is abandoned when told, not waited for.
         let (s, _) = mem(b"GET /p HTTP/1.1\r\n".to_vec());
         let mut calls = 0;

@@ -6,7 +6,10 @@
 //! It owns one I/O thread (the socket: sleeps until the gateway sends something or a result is
 //! ready, writes results, answers pings, routes cancels) and one executor thread (runs commands one at a time, in order). It
 //! never runs a command twice, never retries after a disconnect (the gateway reports the
-//! outcome as unknown), and never logs its token or any command's arguments or results.
+//! outcome as unknown), and never logs its token or any command's arguments or results. The
+//! WebSocket is the channel's own (`wire.rs`, which logs nothing): after a protocol or I/O
+//! failure the socket is never read again (one close frame with the matching code, then a
+//! lingering close).
 
 use std::collections::HashMap;
 use std::net::{TcpStream, ToSocketAddrs};
