@@ -234,7 +234,7 @@ fn cut_value(v: Value, budget: &mut usize, depth: usize) -> Option<Value> {
 /// shape, to [`METADATA_MAX_CHARS`] serialized; a result that is neither a string nor an
 /// object is capped to `max_chars` serialized.
 pub(crate) fn cap_text(raw: Value, max_chars: usize) -> Value {
-    let mut truncated = false;
+    let mut truncated;
     let data = match raw {
         Value::String(s) => {
             let (kept, cut) = truncate_chars(&s, max_chars);

@@ -465,7 +465,7 @@ impl<S: Read + Write> Socket<S> {
                 let _ = self.send_close(code, reason);
             }
             while self.pending() && Instant::now() < until {
-                if !matches!(self.flush(), Ok(_)) {
+                if self.flush().is_err() {
                     break;
                 }
             }
