@@ -23,10 +23,12 @@
 //! either  → WebSocket ping/pong; the worker may also send {"type":"ping"} → {"type":"pong"}
 //! ```
 //!
-//! Worker results per tool: `{"text"}` for read_page/get_text (capped to `max_chars`),
-//! `{"value"}` for javascript (serialized value capped), `{"image","mediaType"}` for
-//! browser_computer's screenshot/zoom (base64 ≤ 150,000 characters, stored as an artifact),
-//! any JSON for the rest. `browser_batch` is never sent as such: the gateway runs its actions
+//! Worker results per tool: `{"text"}` for read_page/get_text (the text capped to `max_chars`,
+//! the fields beside it to 2,000 characters), `{"value"}` for javascript (serialized value
+//! capped), `{"image","mediaType"}` for browser_computer's screenshot/zoom (base64 ≤ 150,000
+//! characters, stored as an artifact; other fields ≤ 2,000), any JSON for the rest (≤ 50,000
+//! characters serialized). Every cap holds whatever shape a worker answers with; a cut result
+//! says `truncated: true`. `browser_batch` is never sent as such: the gateway runs its actions
 //! one by one.
 //!
 //! # The reference worker
