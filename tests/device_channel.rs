@@ -271,10 +271,35 @@ fn r_dev_pair_repairing_replaces_the_token_and_the_old_one_stops_working() {
     assert_eq!(closed.reason, "AUTHENTICATION_FAILED");
     let w2 = Worker::start(channel.local_addr(), &new, echo());
     assert_eq!(w2.device_id, id);
-    // The token is stored only hashed.
-    let db = std::fs::read(gw.store().path()).unwrap_or_default();
-    assert!(!db.windows(new.len()).any(|win| win == new.as_bytes()));
+    // The token is stored only hashed: after close, no file anywhere under the data directory
+    // (the database, its `-wal`/`-shm`, artifacts…) holds either token's bytes.
+    drop(w2);
     gw.close();
+    let scanned = scan_files(_d.path(), &[old.as_bytes(), new.as_bytes()]);
+    assert!(scanned > 0, "no file was read under the data directory");
+}
+
+/// Reads every file under `dir` (recursively) and fails if one contains any of `needles`;
+/// returns how many files were read.
+fn scan_files(dir: &std::path::Path, needles: &[&[u8]]) -> usize {
+    let mut read = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            read += scan_files(&path, needles);
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        for needle in needles {
+            assert!(
+                !bytes.windows(needle.len()).any(|w| w == *needle),
+                "a token was found in {}",
+                path.display()
+            );
+        }
+        read += 1;
+    }
+    read
 }
 
 #[test]
@@ -1091,8 +1116,63 @@ fn r_dev_chan_close_stops_and_joins_the_channel() {
         code(&call(&gw, "alice", "s1", "browser_get_text", json!({}))),
         "GATEWAY_CLOSED"
     );
-    // Refused raw HTTP gets an answer, never a hang.
-    let _ = std::net::TcpStream::connect("127.0.0.1:9").map(|mut s| s.write_all(b"x"));
+}
+
+// R-DEV-CHAN: raw HTTP that is not a channel upgrade gets an answer (an HTTP status or the end
+// of the connection), never a hang: a plain GET of the channel path, a wrong path, a request
+// that is not HTTP, and one that never ends (dropped by the authentication deadline).
+#[test]
+fn r_dev_chan_raw_http_gets_an_answer_never_a_hang() {
+    let (_d, gw) = gateway();
+    let channel = serve(&gw);
+    let answer = |bytes: &[u8]| -> (String, Duration) {
+        let mut raw = std::net::TcpStream::connect(channel.local_addr()).unwrap();
+        raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let started = Instant::now();
+        raw.write_all(bytes).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1024];
+        loop {
+            match raw.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+                Err(e) => panic!("no answer within 10 s: {e}"),
+            }
+        }
+        (
+            String::from_utf8_lossy(&got).into_owned(),
+            started.elapsed(),
+        )
+    };
+    // Not an upgrade: 426, at once.
+    let (text, took) = answer(b"GET /v1/device-worker/channel HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(text.starts_with("HTTP/1.1 426 "), "{text:?}");
+    assert!(took < Duration::from_secs(2));
+    // Another path: 404.
+    let (text, _) = answer(
+        b"GET /v1/other HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+          Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+    );
+    assert!(text.starts_with("HTTP/1.1 404 "), "{text:?}");
+    // Not HTTP at all, or a TLS hello on the plain port: 400, at once.
+    for bytes in [
+        &b"\x00\x01 not http\r\n\r\n"[..],
+        &[0x16, 0x03, 0x01, 0x00, 0x05, 1, 0, 0, 1, 0][..],
+    ] {
+        let (text, took) = answer(bytes);
+        assert!(text.starts_with("HTTP/1.1 400 "), "{text:?}");
+        assert!(took < Duration::from_secs(2));
+    }
+    // A request head that never ends: dropped by the authentication deadline (2 s here).
+    let (text, took) = answer(b"GET /v1/device-worker/channel HTTP/1.1\r\nHost: x\r\n");
+    assert!(text.is_empty(), "{text:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    // The channel still serves a worker afterwards.
+    let (_, token) = pair(&gw, "alice", "i1");
+    let _w = Worker::start(channel.local_addr(), &token, echo());
+    assert!(call(&gw, "alice", "s1", "browser_get_text", json!({})).is_success());
+    gw.close();
 }
 
 // ----- CLI (R-DEV-TOOLS) -----
@@ -1145,7 +1225,8 @@ fn r_dev_tools_cli_prints_definitions_in_mcp_and_openai_form() {
 // ----- privacy (R-LOG, R-ERR-2) -----
 
 /// Captures jevgate's own records at every level, and every crate's records above `trace`
-/// (tungstenite traces raw frames: hosts must keep `tungstenite=trace` off — see `device`).
+/// (this test's scripted worker is a tungstenite client, which traces raw frames; the library's
+/// own channel logs none at any level: tests/log_privacy_channel.rs).
 struct Capture(std::sync::Mutex<Vec<String>>);
 
 impl log::Log for Capture {

@@ -1,9 +1,12 @@
 //! The limits of R-DEV-CAPS and the shaping of a worker's raw result into what the caller gets:
-//! text and javascript caps, the screenshot cap, and the untrusted-content envelope of
-//! R-BRW-UNTRUSTED.
+//! text and javascript caps, the screenshot cap, the cap on every other result, and the
+//! untrusted-content envelope of R-BRW-UNTRUSTED.
 //!
-//! Pure functions over values: enforced by the gateway, never trusted to the worker. This module
-//! must never log a result, and never return page-derived data outside the envelope.
+//! Pure functions over values: enforced by the gateway, never trusted to the worker. Every cap
+//! holds whatever the shape of the worker's answer (extra fields, arrays, nested objects,
+//! numbers, huge keys): sizes are measured on the whole value as serialized ([`json_size`]),
+//! and a cut keeps a prefix of the same shape with `truncated: true` beside the envelope. This
+//! module must never log a result, and never return page-derived data outside the envelope.
 
 use super::executor::{truncate_chars, WorkerFailure, RESULT_CAP_EXCEEDED};
 use crate::{Error, Result};
@@ -104,9 +107,134 @@ impl DeviceLimits {
     }
 }
 
-/// Caps a text tool's result (read_page, get_text) to `max_chars`.
+/// The fields beside a text tool's `text` (`title`, `url`, `generation`…) and beside a
+/// screenshot's image, together, as serialized: 2,000 characters.
+pub(crate) const METADATA_MAX_CHARS: usize = 2_000;
+
+/// Any other tool's whole result as serialized (navigate, find, form_input, tabs, the
+/// computer's actions: an outcome and a snapshot of at most 20,000 characters): 50,000
+/// characters.
+pub(crate) const RESULT_MAX_CHARS: usize = 50_000;
+
+/// How deep a result may nest before the rest is cut.
+const MAX_DEPTH: usize = 64;
+
+fn json_str_len(s: &str) -> usize {
+    s.chars().count().saturating_add(2)
+}
+
+/// A value's size: the characters of its compact JSON serialization, each string counted by
+/// its characters (an escape counts as the one character it stands for, as `max_chars` counts
+/// text). Linear in the value.
+pub(crate) fn json_size(v: &Value) -> usize {
+    match v {
+        Value::Null | Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::Number(n) => n.to_string().len(),
+        Value::String(s) => json_str_len(s),
+        Value::Array(a) => a
+            .iter()
+            .map(json_size)
+            .fold(1 + a.len().max(1), usize::saturating_add),
+        Value::Object(o) => o
+            .iter()
+            .map(|(k, v)| {
+                json_str_len(k)
+                    .saturating_add(1)
+                    .saturating_add(json_size(v))
+            })
+            .fold(1 + o.len().max(1), usize::saturating_add),
+    }
+}
+
+/// Cuts `value` to a [`json_size`] of at most `max`, keeping a prefix of the same
+/// shape (strings cut, trailing array elements and object entries dropped; a key is never
+/// cut, its entry is dropped). Returns the value and whether anything was cut.
+pub(crate) fn cap_value(value: Value, max: usize) -> (Value, bool) {
+    if json_size(&value) <= max {
+        return (value, false);
+    }
+    let mut budget = max;
+    let kept = cut_value(value, &mut budget, 0).unwrap_or(Value::Null);
+    (kept, true)
+}
+
+/// The prefix of `v` that fits `budget` (which it spends), or `None` when nothing of it fits.
+/// Stops at the first cut: everything after it is dropped.
+fn cut_value(v: Value, budget: &mut usize, depth: usize) -> Option<Value> {
+    let size = json_size(&v);
+    if size <= *budget {
+        *budget -= size;
+        return Some(v);
+    }
+    let out = match v {
+        Value::String(s) if *budget > 2 => {
+            let mut room = *budget - 2;
+            let mut end = 0;
+            for (at, c) in s.char_indices() {
+                if room == 0 {
+                    break;
+                }
+                room -= 1;
+                end = at + c.len_utf8();
+            }
+            Some(Value::String(s[..end].to_string()))
+        }
+        Value::Array(items) if *budget >= 2 && depth < MAX_DEPTH => {
+            *budget -= 2;
+            let mut kept = Vec::new();
+            for item in items {
+                let comma = usize::from(!kept.is_empty());
+                if *budget <= comma {
+                    break;
+                }
+                *budget -= comma;
+                let whole = json_size(&item) <= *budget;
+                match cut_value(item, budget, depth + 1) {
+                    Some(x) => kept.push(x),
+                    None => break,
+                }
+                if !whole {
+                    break;
+                }
+            }
+            Some(Value::Array(kept))
+        }
+        Value::Object(entries) if *budget >= 2 && depth < MAX_DEPTH => {
+            *budget -= 2;
+            let mut kept = Map::new();
+            for (key, item) in entries {
+                let comma = usize::from(!kept.is_empty());
+                let head = json_str_len(&key).saturating_add(1).saturating_add(comma);
+                if head >= *budget {
+                    break;
+                }
+                *budget -= head;
+                let whole = json_size(&item) <= *budget;
+                match cut_value(item, budget, depth + 1) {
+                    Some(x) => {
+                        kept.insert(key, x);
+                    }
+                    None => break,
+                }
+                if !whole {
+                    break;
+                }
+            }
+            Some(Value::Object(kept))
+        }
+        _ => None,
+    };
+    *budget = 0;
+    out
+}
+
+/// Caps a text tool's result (read_page, get_text): the `text` to `max_chars` characters (a
+/// `text` that is not a string counts as serialized), and everything beside it, whatever its
+/// shape, to [`METADATA_MAX_CHARS`] serialized; a result that is neither a string nor an
+/// object is capped to `max_chars` serialized.
 pub(crate) fn cap_text(raw: Value, max_chars: usize) -> Value {
-    let mut truncated = false;
+    let mut truncated;
     let data = match raw {
         Value::String(s) => {
             let (kept, cut) = truncate_chars(&s, max_chars);
@@ -116,17 +244,40 @@ pub(crate) fn cap_text(raw: Value, max_chars: usize) -> Value {
         Value::Object(mut obj) => {
             // A worker that already cut the text to `max_chars` says so.
             truncated = obj.get("truncated") == Some(&Value::Bool(true));
-            if let Some(Value::String(s)) = obj.get("text") {
-                let (kept, cut) = truncate_chars(s, max_chars);
-                if cut {
-                    truncated = true;
-                    let kept = kept.to_string();
-                    obj.insert("text".into(), Value::String(kept));
+            let text = obj.remove("text");
+            let (rest, cut) = cap_value(Value::Object(obj), METADATA_MAX_CHARS);
+            truncated |= cut;
+            let mut obj = match rest {
+                Value::Object(o) => o,
+                _ => Map::new(),
+            };
+            let text = match text {
+                Some(Value::String(s)) => {
+                    let (kept, cut) = truncate_chars(&s, max_chars);
+                    truncated |= cut;
+                    Some(if cut {
+                        Value::String(kept.to_string())
+                    } else {
+                        Value::String(s)
+                    })
                 }
+                Some(other) => {
+                    let (kept, cut) = cap_value(other, max_chars);
+                    truncated |= cut;
+                    Some(kept)
+                }
+                None => None,
+            };
+            if let Some(text) = text {
+                obj.insert("text".into(), text);
             }
             Value::Object(obj)
         }
-        other => other,
+        other => {
+            let (kept, cut) = cap_value(other, max_chars);
+            truncated = cut;
+            kept
+        }
     };
     json!({UNTRUSTED_KEY: wrap_untrusted(data), "truncated": truncated, "maxChars": max_chars})
 }
@@ -193,16 +344,38 @@ pub(crate) fn take_screenshot(raw: Value, max_base64: usize) -> Result<Screensho
             format!("the screenshot exceeded {max_base64} base64 characters and was discarded"),
         ));
     }
+    // The fields beside the image: as for the image, over the cap is discarded, not cut.
+    let rest = Value::Object(obj);
+    if json_size(&rest) > METADATA_MAX_CHARS {
+        return Err(WorkerFailure::new(
+            RESULT_CAP_EXCEEDED,
+            format!(
+                "the screenshot's other fields exceeded {METADATA_MAX_CHARS} characters and were discarded"
+            ),
+        ));
+    }
+    let Value::Object(rest) = rest else {
+        return Err(WorkerFailure::new(
+            "execution_failed",
+            "the browser returned no image",
+        ));
+    };
     Ok(Screenshot {
         base64,
         media_type,
-        rest: obj,
+        rest,
     })
 }
 
-/// Any other tool: the whole result is page-derived.
+/// Any other tool: the whole result is page-derived, capped to [`RESULT_MAX_CHARS`] serialized
+/// (a cut result carries `truncated: true` and `maxChars` beside the envelope).
 pub(crate) fn wrap_result(raw: Value) -> Value {
-    json!({UNTRUSTED_KEY: wrap_untrusted(raw)})
+    let (data, cut) = cap_value(raw, RESULT_MAX_CHARS);
+    if cut {
+        json!({UNTRUSTED_KEY: wrap_untrusted(data), "truncated": true, "maxChars": RESULT_MAX_CHARS})
+    } else {
+        json!({UNTRUSTED_KEY: wrap_untrusted(data)})
+    }
 }
 
 #[cfg(test)]
@@ -220,6 +393,85 @@ mod tests {
         assert_eq!(v[UNTRUSTED_KEY]["data"]["text"], "ab€d");
         let v = cap_text(json!("plain"), 2);
         assert_eq!(v[UNTRUSTED_KEY]["data"]["text"], "pl");
+    }
+
+    // R-DEV-CAPS: sizes are the compact serialization, an escape counting as one character.
+    #[test]
+    fn json_size_is_the_serialized_length() {
+        assert_eq!(json_size(&json!("a\"b\n\u{1}é")), 8);
+        for v in [
+            json!(null),
+            json!(false),
+            json!(-12.5),
+            json!("ab€é"),
+            json!([]),
+            json!({}),
+            json!([1, [2, {"k": "v"}], {}]),
+            json!({"a": {"b": [true, null]}, "c": "x"}),
+        ] {
+            assert_eq!(json_size(&v), v.to_string().chars().count(), "{v}");
+        }
+    }
+
+    // R-DEV-CAPS: whatever the shape, a cut value fits its cap and keeps a prefix.
+    #[test]
+    fn cap_value_fits_every_shape() {
+        let z = "z".repeat(5000);
+        let shapes = [
+            json!({"text": "short", "content": z}),
+            json!([z, z, z]),
+            json!({"a": {"b": {"c": [1, 2, {"d": z}]}}}),
+            json!((0..5000).collect::<Vec<u32>>()),
+            json!({ z.clone(): 1, "a": 2 }),
+            json!("é".repeat(5000)),
+            (0..100).fold(json!(z), |v, _| json!([v])),
+        ];
+        for shape in shapes {
+            for max in [0, 1, 2, 3, 10, 100, 999] {
+                let (kept, cut) = cap_value(shape.clone(), max);
+                assert!(cut);
+                assert!(
+                    kept.to_string().chars().count() <= max.max(4),
+                    "{max}: {kept}"
+                );
+            }
+            let (kept, cut) = cap_value(shape.clone(), 1_000_000);
+            assert!(!cut && kept == shape);
+        }
+        let (kept, _) = cap_value(json!({"a": "xyz", "b": [1, 2, 3]}), 20);
+        assert_eq!(kept, json!({"a": "xyz", "b": [1]}));
+    }
+
+    // R-DEV-CAPS: text tools — the text by characters, everything beside it by size.
+    #[test]
+    fn text_results_of_any_shape_are_capped() {
+        let z = "z".repeat(50_000);
+        for raw in [
+            json!({"text": "short", "content": z}),
+            json!({"text": [z]}),
+            json!([z]),
+            json!({"text": {"nested": z}}),
+            json!(12345),
+        ] {
+            let v = cap_text(raw, 100);
+            assert!(v.to_string().len() < 100 + METADATA_MAX_CHARS + 300, "{v}");
+            assert_eq!(v["truncated"], raw_is_small(&v));
+        }
+        let v = cap_text(json!({"text": "abc", "title": "t", "url": "u"}), 100);
+        assert_eq!(v["truncated"], false);
+        assert_eq!(
+            v[UNTRUSTED_KEY]["data"],
+            json!({"text": "abc", "title": "t", "url": "u"})
+        );
+        // Any other tool: the whole result.
+        let v = wrap_result(json!({"matches": [z, z]}));
+        assert_eq!(v["truncated"], true);
+        assert!(v.to_string().len() < RESULT_MAX_CHARS + 300);
+        assert_eq!(wrap_result(json!({"ok": 1})).get("truncated"), None);
+    }
+
+    fn raw_is_small(v: &Value) -> Value {
+        json!(v[UNTRUSTED_KEY]["data"] != json!(12345))
     }
 
     // R-DEV-CAPS: javascript serialized value cap.
@@ -246,5 +498,11 @@ mod tests {
             .unwrap();
         assert_eq!(shot.media_type, "image/jpeg");
         assert_eq!(shot.base64, "AAAA");
+        // The fields beside the image are capped too, whatever they are.
+        let err = take_screenshot(json!({"image": "AAAA", "alt": "z".repeat(5000)}), 4)
+            .err()
+            .unwrap();
+        assert_eq!(err.code, RESULT_CAP_EXCEEDED);
+        assert!(take_screenshot(json!({"image": "AAAA", "width": 800}), 4).is_ok());
     }
 }

@@ -1,12 +1,14 @@
 //! One worker connection, on its own thread (R-DEV-CHAN, R-DEV-VER): the WebSocket handshake
-//! (only [`CHANNEL_PATH`], others 404), first-frame authentication within a deadline, the
+//! ([`super::wire`]; only [`CHANNEL_PATH`], others 404, a request that is not an upgrade 4xx), first-frame authentication within a deadline, the
 //! protocol check, then a loop that sleeps until the worker sends something or a frame is
 //! queued ([`super::wake`]), writes queued frames, pings an idle worker and routes results to
 //! waiting commands.
 //!
 //! This thread alone touches its socket. It must never panic on network input, wait without a
 //! deadline, or log a token or a frame's content; a malformed or oversized message closes only
-//! this connection, with a clear close code:
+//! this connection, with a clear close code, and after any protocol or I/O failure the socket is
+//! never read again (one best-effort close frame, then a lingering close that discards what the
+//! worker still sends):
 //!
 //! | code | reason | when |
 //! |---|---|---|
@@ -24,17 +26,10 @@
 use super::frames::{self, parse_worker_frame, WorkerFrame, CHANNEL_PATH, PROTOCOL_VERSION};
 use super::registry::Capability;
 use super::server::Shared;
-use super::socket::would_block;
-use std::io::{Read, Write};
+use super::wire::{self, Message, WireError};
 use std::net::TcpStream;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use tungstenite::handshake::server::{ErrorResponse, Request, Response};
-use tungstenite::handshake::HandshakeError;
-use tungstenite::protocol::frame::coding::CloseCode;
-use tungstenite::protocol::frame::CloseFrame;
-use tungstenite::protocol::WebSocketConfig;
-use tungstenite::{Message, Utf8Bytes, WebSocket};
 
 /// How long a read waits before the loop checks its queue, timers and stop flag.
 const POLL: Duration = Duration::from_millis(10);
@@ -52,8 +47,9 @@ pub(crate) fn serve(stream: TcpStream, shared: &Shared) {
     let options = &shared.options;
     let auth_deadline = Instant::now() + options.auth_timeout;
     let _ = stream.set_nodelay(true);
-    // A second handle on the same socket, for `poll` and for switching it to non-blocking.
-    let Ok(poll_handle) = stream.try_clone() else {
+    // A second handle on the same socket, for `poll`, switching it to non-blocking and the
+    // lingering close.
+    let Ok(tcp) = stream.try_clone() else {
         return;
     };
     if stream.set_read_timeout(Some(POLL)).is_err()
@@ -68,82 +64,61 @@ pub(crate) fn serve(stream: TcpStream, shared: &Shared) {
             Err(_) => return,
         },
     };
-    let config = WebSocketConfig::default()
-        .max_message_size(Some(options.max_message_bytes))
-        .max_frame_size(Some(options.max_message_bytes))
-        .max_write_buffer_size(options.max_message_bytes.saturating_mul(4).max(1 << 20));
-    #[allow(clippy::result_large_err)] // reason: the signature is tungstenite's `Callback`
-    let callback = |request: &Request, response: Response| {
-        if request.uri().path() == CHANNEL_PATH {
-            Ok(response)
-        } else {
-            let mut refusal = ErrorResponse::new(Some("not found".to_string()));
-            *refusal.status_mut() = tungstenite::http::StatusCode::NOT_FOUND;
-            Err(refusal)
+    let mut keep_going =
+        || Instant::now() < auth_deadline && !shared.stopping.load(Ordering::Acquire);
+    let mut ws = match wire::accept(io, CHANNEL_PATH, options.max_message_bytes, &mut keep_going) {
+        Ok(ws) => ws,
+        Err(wire::HandshakeError::Refused) => {
+            wire::linger(&tcp, Instant::now() + CLOSE_GRACE);
+            return;
         }
-    };
-    let mut attempt = tungstenite::accept_hdr_with_config(io, callback, Some(config));
-    let mut ws = loop {
-        match attempt {
-            Ok(ws) => break ws,
-            Err(HandshakeError::Interrupted(mid)) => {
-                if Instant::now() >= auth_deadline || shared.stopping.load(Ordering::Acquire) {
-                    return;
-                }
-                attempt = mid.handshake();
-            }
-            Err(HandshakeError::Failure(_)) => return,
-        }
+        Err(_) => return,
     };
 
     // First frame: authenticate (R-DEV-CHAN), protocol check (R-DEV-VER).
     let (token, protocol) = loop {
         if Instant::now() >= auth_deadline {
-            close(&mut ws, 1008, "AUTHENTICATION_TIMEOUT");
+            ws.close(&tcp, Some((1008, "AUTHENTICATION_TIMEOUT")), CLOSE_GRACE);
             return;
         }
         if shared.stopping.load(Ordering::Acquire) {
-            close(&mut ws, 1001, "GATEWAY_CLOSING");
+            ws.close(&tcp, Some((1001, "GATEWAY_CLOSING")), CLOSE_GRACE);
             return;
         }
-        match ws.read() {
+        let refusal = match ws.read() {
             Ok(Message::Text(text)) => match parse_worker_frame(&text) {
                 Ok(WorkerFrame::Authenticate { token, protocol }) => break (token, protocol),
-                Ok(_) => {
-                    close(&mut ws, 1008, "AUTHENTICATION_FAILED");
-                    return;
-                }
-                Err(_) => {
-                    close(&mut ws, 1007, "MALFORMED_FRAME");
-                    return;
-                }
+                Ok(_) => (1008, "AUTHENTICATION_FAILED"),
+                Err(_) => (1007, "MALFORMED_FRAME"),
             },
-            Ok(Message::Binary(_)) => {
-                close(&mut ws, 1003, "BINARY_FRAMES_UNSUPPORTED");
-                return;
-            }
+            Ok(Message::Binary) => (1003, "BINARY_FRAMES_UNSUPPORTED"),
             Ok(Message::Close(_)) => {
-                drain_close(&mut ws);
+                ws.close(&tcp, None, CLOSE_GRACE);
                 return;
             }
-            Ok(_) => {}
-            Err(e) if would_block(&e) => {}
+            Ok(Message::Ping | Message::Pong) => {
+                let _ = ws.flush();
+                continue;
+            }
+            Err(WireError::WouldBlock) => continue,
             Err(e) => {
-                close_for(&mut ws, &e);
+                ws.fail_close(&tcp, e.close(), CLOSE_GRACE);
                 return;
             }
-        }
+        };
+        ws.close(&tcp, Some(refusal), CLOSE_GRACE);
+        return;
     };
     let record = match token.map(|t| shared.registry.authenticate(&t)) {
         Some(Ok(Some(record))) => record,
         Some(Err(e)) => {
             log::warn!("device authentication could not be checked: {}", e.code());
-            close(&mut ws, 1011, "INTERNAL_ERROR");
+            ws.close(&tcp, Some((1011, "INTERNAL_ERROR")), CLOSE_GRACE);
             return;
         }
         _ => {
             log::info!("device channel authentication refused");
-            close(&mut ws, 1008, "AUTHENTICATION_FAILED");
+            ws.close(&tcp, Some((1008, "AUTHENTICATION_FAILED")), CLOSE_GRACE);
             return;
         }
     };
@@ -152,7 +127,7 @@ pub(crate) fn serve(stream: TcpStream, shared: &Shared) {
     }
     if record.capability == Capability::Browser && protocol.is_none_or(|p| p < PROTOCOL_VERSION) {
         log::info!("device {} refused: extension out of date", record.id);
-        close(&mut ws, 1008, "UPGRADE_REQUIRED");
+        ws.close(&tcp, Some((1008, "UPGRADE_REQUIRED")), CLOSE_GRACE);
         return;
     }
 
@@ -160,57 +135,47 @@ pub(crate) fn serve(stream: TcpStream, shared: &Shared) {
     log::info!("device {} connected", record.id);
     // From here on the socket is non-blocking and the thread sleeps in `Wake::wait` until the
     // worker sends something, a frame is queued for it, or a timer is due.
-    if poll_handle.set_nonblocking(true).is_err() {
+    if tcp.set_nonblocking(true).is_err() {
         conn.shut();
         shared.hub.unregister(&conn);
         return;
     }
-    let mut pending_write = ws
-        .write(Message::text(frames::ready(conn.device_id())))
-        .is_ok();
+    // `Err` ends the connection: `Some(code)` is sent on a healthy socket, a failure closes
+    // with `fail_close` (its own code, if any, and never another read).
+    enum End {
+        Close(u16, &'static str),
+        Peer,
+        Failed(WireError),
+    }
+    let _ = ws.send_text(&frames::ready(conn.device_id()));
     let mut last_heard = Instant::now();
     let mut last_ping = Instant::now();
-    let end: Option<(u16, &'static str)> = 'conn: loop {
+    let end: End = 'conn: loop {
         if shared.stopping.load(Ordering::Acquire) {
-            break Some((1001, "GATEWAY_CLOSING"));
+            break End::Close(1001, "GATEWAY_CLOSING");
         }
-        if let Some(request) = conn.close_request() {
-            break Some(request);
+        if let Some((code, reason)) = conn.close_request() {
+            break End::Close(code, reason);
         }
-        let mut failed = false;
         for item in conn.drain_outgoing() {
             item.mark_sent();
-            match ws.write(Message::text(item.text)) {
-                Ok(()) => {}
-                Err(e) if would_block(&e) => {}
-                Err(_) => {
-                    failed = true;
-                    break;
-                }
+            if let Err(e) = ws.send_text(&item.text) {
+                break 'conn End::Failed(e);
             }
-            pending_write = true;
-        }
-        if failed {
-            break None;
         }
         if last_ping.elapsed() >= options.ping_interval {
             last_ping = Instant::now();
-            match ws.write(Message::Ping(Default::default())) {
-                Ok(()) => {}
-                Err(e) if would_block(&e) => {}
-                Err(_) => break None,
+            if let Err(e) = ws.send_ping() {
+                break End::Failed(e);
             }
-            pending_write = true;
         }
-        if pending_write {
-            match ws.flush() {
-                Ok(()) => pending_write = false,
-                Err(e) if would_block(&e) => {}
-                Err(_) => break None,
+        if ws.pending() {
+            if let Err(e) = ws.flush() {
+                break End::Failed(e);
             }
         }
         if last_heard.elapsed() >= options.idle_timeout {
-            break Some((1001, "KEEPALIVE_TIMEOUT"));
+            break End::Close(1001, "KEEPALIVE_TIMEOUT");
         }
         // Everything the worker sent so far.
         loop {
@@ -225,76 +190,32 @@ pub(crate) fn serve(stream: TcpStream, shared: &Shared) {
                                 continue 'conn;
                             }
                             Ok(_) => {}
-                            Err(_) => break 'conn Some((1007, "MALFORMED_FRAME")),
+                            Err(_) => break 'conn End::Close(1007, "MALFORMED_FRAME"),
                         },
-                        Message::Binary(_) => {
-                            break 'conn Some((1003, "BINARY_FRAMES_UNSUPPORTED"))
+                        Message::Binary => {
+                            break 'conn End::Close(1003, "BINARY_FRAMES_UNSUPPORTED")
                         }
-                        Message::Close(_) => {
-                            let _ = poll_handle.set_nonblocking(false);
-                            drain_close(&mut ws);
-                            break 'conn None;
-                        }
-                        _ => {}
+                        Message::Close(_) => break 'conn End::Peer,
+                        Message::Ping => continue 'conn,
+                        Message::Pong => {}
                     }
                 }
-                Err(e) if would_block(&e) => break,
-                Err(e) => {
-                    let _ = poll_handle.set_nonblocking(false);
-                    close_for(&mut ws, &e);
-                    break 'conn None;
-                }
+                Err(WireError::WouldBlock) => break,
+                Err(e) => break 'conn End::Failed(e),
             }
         }
         let next_ping = options.ping_interval.saturating_sub(last_ping.elapsed());
         let idle = options.idle_timeout.saturating_sub(last_heard.elapsed());
-        conn.wait(
-            &poll_handle,
-            pending_write,
-            next_ping.min(idle).min(MAX_WAIT),
-        );
+        conn.wait(&tcp, ws.pending(), next_ping.min(idle).min(MAX_WAIT));
     };
-    // Closing waits (bounded) for the worker's reply with ordinary timed reads.
-    let _ = poll_handle.set_nonblocking(false);
     conn.shut();
     shared.hub.unregister(&conn);
-    if let Some((code, reason)) = end {
-        close(&mut ws, code, reason);
+    // Closing waits (bounded) for the worker's reply with ordinary timed reads.
+    match end {
+        End::Close(code, reason) => ws.close(&tcp, Some((code, reason)), CLOSE_GRACE),
+        // The close reply is already queued.
+        End::Peer => ws.close(&tcp, None, CLOSE_GRACE),
+        End::Failed(e) => ws.fail_close(&tcp, e.close(), CLOSE_GRACE),
     }
     log::info!("device {} disconnected", conn.device_id());
-}
-
-/// Closes after a read error with the matching code (oversized, protocol, UTF-8).
-fn close_for<S: Read + Write>(ws: &mut WebSocket<S>, e: &tungstenite::Error) {
-    match e {
-        tungstenite::Error::Capacity(_) => close(ws, 1009, "MESSAGE_TOO_BIG"),
-        tungstenite::Error::Utf8(_) => close(ws, 1007, "MALFORMED_FRAME"),
-        tungstenite::Error::Protocol(_) => close(ws, 1002, "PROTOCOL_ERROR"),
-        _ => {}
-    }
-}
-
-/// Sends a close frame and waits briefly for the worker's reply, so it reads the code.
-fn close<S: Read + Write>(ws: &mut WebSocket<S>, code: u16, reason: &'static str) {
-    let frame = CloseFrame {
-        code: CloseCode::from(code),
-        reason: Utf8Bytes::from_static(reason),
-    };
-    if ws.close(Some(frame)).is_err() {
-        return;
-    }
-    drain_close(ws);
-}
-
-fn drain_close<S: Read + Write>(ws: &mut WebSocket<S>) {
-    let until = Instant::now() + CLOSE_GRACE;
-    while Instant::now() < until {
-        match ws.read() {
-            Ok(_) => {}
-            Err(e) if would_block(&e) => {
-                let _ = ws.flush();
-            }
-            Err(_) => break,
-        }
-    }
 }

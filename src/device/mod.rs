@@ -23,10 +23,12 @@
 //! either  → WebSocket ping/pong; the worker may also send {"type":"ping"} → {"type":"pong"}
 //! ```
 //!
-//! Worker results per tool: `{"text"}` for read_page/get_text (capped to `max_chars`),
-//! `{"value"}` for javascript (serialized value capped), `{"image","mediaType"}` for
-//! browser_computer's screenshot/zoom (base64 ≤ 150,000 characters, stored as an artifact),
-//! any JSON for the rest. `browser_batch` is never sent as such: the gateway runs its actions
+//! Worker results per tool: `{"text"}` for read_page/get_text (the text capped to `max_chars`,
+//! the fields beside it to 2,000 characters), `{"value"}` for javascript (serialized value
+//! capped), `{"image","mediaType"}` for browser_computer's screenshot/zoom (base64 ≤ 150,000
+//! characters, stored as an artifact; other fields ≤ 2,000), any JSON for the rest (≤ 50,000
+//! characters serialized). Every cap holds whatever shape a worker answers with; a cut result
+//! says `truncated: true`. `browser_batch` is never sent as such: the gateway runs its actions
 //! one by one.
 //!
 //! # The reference worker
@@ -46,9 +48,9 @@
 //! envelope, [`crate::browser::wrap_untrusted`]; a worker returns page text unwrapped so that
 //! nothing is ever wrapped twice.
 //!
-//! Logging: jevgate logs codes, device ids, sizes and durations only. tungstenite, the
-//! WebSocket library underneath, logs raw frames (tokens, page text) at `trace` level under the
-//! `tungstenite` target: a host must not enable `trace` for that target in production.
+//! Logging: jevgate logs codes, device ids, sizes and durations only. The channel's WebSocket
+//! (handshake and frames) is jevgate's own (`device/wire.rs`), which logs nothing, so no frame — the
+//! token in `authenticate`, typed text, page text — reaches a log record at any level.
 //!
 //! This module must never log or store a device token after pairing, page content, field
 //! values or screenshots; never retry a command; and never tell one owner about another owner's
@@ -84,6 +86,7 @@ mod registry;
 mod server;
 mod socket;
 mod tools;
+mod wire;
 mod worker;
 
 pub use artifacts::Artifact;

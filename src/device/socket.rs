@@ -1,5 +1,5 @@
 //! The channel's socket plumbing, shared by the gateway's connections and the worker: the
-//! plain-or-TLS stream, the would-block test, and the wait without polling.
+//! plain-or-TLS stream the WebSocket of `wire.rs` runs over, and the wait without polling.
 //!
 //! A connection thread sleeps in `poll(2)` until its socket is readable (or writable, when
 //! output is pending), another thread wakes it because a frame was queued, or a timer is due.
@@ -53,13 +53,6 @@ where
             Io::Tls(s) => s.flush(),
         }
     }
-}
-
-/// A read or write that would block (non-blocking socket) or timed out (read timeout): try
-/// again later, nothing is lost.
-pub(crate) fn would_block(e: &tungstenite::Error) -> bool {
-    matches!(e, tungstenite::Error::Io(io)
-        if matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
 }
 
 /// A wake-up pipe plus the wait on a socket.

@@ -6,7 +6,10 @@
 //! It owns one I/O thread (the socket: sleeps until the gateway sends something or a result is
 //! ready, writes results, answers pings, routes cancels) and one executor thread (runs commands one at a time, in order). It
 //! never runs a command twice, never retries after a disconnect (the gateway reports the
-//! outcome as unknown), and never logs its token or any command's arguments or results.
+//! outcome as unknown), and never logs its token or any command's arguments or results. The
+//! WebSocket is the channel's own (`wire.rs`, which logs nothing): after a protocol or I/O
+//! failure the socket is never read again (one close frame with the matching code, then a
+//! lingering close).
 
 use std::collections::HashMap;
 use std::net::{TcpStream, ToSocketAddrs};
@@ -18,13 +21,12 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use serde_json::Value;
-use tungstenite::protocol::WebSocketConfig;
-use tungstenite::{HandshakeError, Message, WebSocket};
 
 use super::executor::{CancelToken, ToolExecutor};
 use super::frames::{self, parse_gateway_frame, GatewayFrame, PROTOCOL_VERSION};
 use super::registry::DeviceToken;
-use super::socket::{would_block, Wake};
+use super::socket::Wake;
+use super::wire::{self, HandshakeError, Message, WireError};
 use crate::{Error, Result};
 
 /// The read timeout of the connect phase (handshake, `ready`).
@@ -98,6 +100,10 @@ struct Target {
     tls: bool,
     host: String,
     port: u16,
+    /// The `Host` header: the URL's authority.
+    authority: String,
+    /// The request target: the URL's path and query.
+    path: String,
 }
 
 fn parse_url(url: &str) -> Result<Target> {
@@ -123,6 +129,10 @@ fn parse_url(url: &str) -> Result<Target> {
         tls,
         host: host.to_string(),
         port: uri.port_u16().unwrap_or(if tls { 443 } else { 80 }),
+        authority: authority.as_str().to_string(),
+        path: uri
+            .path_and_query()
+            .map_or("/".to_string(), |p| p.as_str().to_string()),
     })
 }
 
@@ -160,7 +170,7 @@ fn tls_config(roots_pem: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>> {
     Ok(Arc::new(config))
 }
 
-type Ws = WebSocket<Io>;
+type Ws = wire::Socket<Io>;
 
 /// Opens the socket, the TLS session and the WebSocket, sends `authenticate` and waits for
 /// `ready`.
@@ -229,45 +239,48 @@ fn open(options: &WorkerOptions) -> Result<(Ws, TcpStream, String)> {
     } else {
         Io::Plain(tcp)
     };
-    let config = WebSocketConfig::default()
-        .max_message_size(Some(options.max_message_bytes))
-        .max_frame_size(Some(options.max_message_bytes));
-    let mut attempt =
-        tungstenite::client::client_with_config(options.url.as_str(), io, Some(config));
-    let mut ws = loop {
-        match attempt {
-            Ok((ws, _)) => break ws,
-            Err(HandshakeError::Interrupted(mid)) => {
-                if Instant::now() >= deadline {
-                    return Err(channel_error("the WebSocket handshake timed out"));
-                }
-                attempt = mid.handshake();
-            }
-            Err(HandshakeError::Failure(tungstenite::Error::Http(response))) => {
-                return Err(channel_error(format!(
-                    "the gateway answered HTTP {} (is the URL the channel path?)",
-                    response.status().as_u16()
-                )))
-            }
-            Err(HandshakeError::Failure(tungstenite::Error::Tls(_))) => {
-                return Err(channel_error("the TLS handshake failed"))
-            }
-            Err(HandshakeError::Failure(tungstenite::Error::Io(e))) => {
-                return Err(channel_error(format!(
-                    "the WebSocket handshake failed: {}",
-                    e.kind()
-                )))
-            }
-            Err(HandshakeError::Failure(_)) => {
-                return Err(channel_error("the WebSocket handshake failed"))
-            }
+    let mut keep_going = || Instant::now() < deadline;
+    let mut ws = match wire::connect(
+        io,
+        &target.authority,
+        &target.path,
+        options.max_message_bytes,
+        &mut keep_going,
+    ) {
+        Ok(ws) => ws,
+        Err(HandshakeError::Status(status)) => {
+            return Err(channel_error(format!(
+                "the gateway answered HTTP {status} (is the URL the channel path?)"
+            )))
+        }
+        Err(HandshakeError::Abandoned) => {
+            return Err(channel_error("the WebSocket handshake timed out"))
+        }
+        Err(HandshakeError::Io(kind)) => {
+            return Err(channel_error(format!(
+                "the WebSocket handshake failed: {kind}"
+            )))
+        }
+        Err(HandshakeError::Refused) => {
+            return Err(channel_error("the WebSocket handshake failed"))
         }
     };
-    ws.send(Message::text(frames::authenticate(
-        options.token.expose(),
-        options.protocol,
-    )))
-    .map_err(|_| channel_error("send the authenticate frame"))?;
+    let sent = ws
+        .send_text(&frames::authenticate(
+            options.token.expose(),
+            options.protocol,
+        ))
+        .is_ok();
+    let mut flushed = false;
+    while sent && !flushed && Instant::now() < deadline {
+        match ws.flush() {
+            Ok(done) => flushed = done,
+            Err(_) => break,
+        }
+    }
+    if !flushed {
+        return Err(channel_error("send the authenticate frame"));
+    }
     loop {
         if Instant::now() >= deadline {
             return Err(channel_error("the gateway did not answer `ready` in time"));
@@ -279,18 +292,30 @@ fn open(options: &WorkerOptions) -> Result<(Ws, TcpStream, String)> {
                 Err(_) => return Err(channel_error("the gateway sent a malformed frame")),
             },
             Ok(Message::Close(frame)) => {
-                let (code, reason) = frame.map_or((1005, String::new()), |f| {
-                    (u16::from(f.code), f.reason.to_string())
-                });
+                let _ = ws.flush();
+                let (code, reason) = frame.unwrap_or((1005, String::new()));
                 return Err(channel_error(format!(
-                    "the gateway refused the worker: {code} {reason}"
+                    "the gateway refused the worker: {code} {}",
+                    printable(&reason)
                 )));
             }
-            Ok(_) => {}
-            Err(e) if would_block(&e) => {}
+            Ok(Message::Ping) => {
+                let _ = ws.flush();
+            }
+            Ok(_) | Err(WireError::WouldBlock) => {}
             Err(_) => return Err(channel_error("the connection ended before `ready`")),
         }
     }
+}
+
+/// A close reason as reported: at most 123 printable characters (a hostile gateway's reason is
+/// never passed through raw).
+fn printable(reason: &str) -> String {
+    reason
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(123)
+        .collect()
 }
 
 struct Job {
@@ -504,49 +529,29 @@ fn run_io(
     outbox: &mpsc::Receiver<String>,
     shared: &Shared,
 ) {
-    let mut pending_write = false;
+    let broke = |why: &str| WorkerExit {
+        close_code: None,
+        reason: why.to_string(),
+    };
     let exit = 'conn: loop {
         if shared.stop.load(Ordering::Acquire) {
             // Closing waits (bounded) for the gateway's reply with ordinary timed reads.
-            let _ = socket.set_nonblocking(false);
-            let _ = ws.close(None);
-            let end = Instant::now() + Duration::from_secs(1);
-            while Instant::now() < end {
-                match ws.read() {
-                    Err(e) if would_block(&e) => {}
-                    Err(_) => break,
-                    Ok(_) => {}
-                }
-            }
-            break WorkerExit {
-                close_code: None,
-                reason: "closed by the worker".into(),
-            };
+            ws.close(socket, Some((1000, "")), Duration::from_secs(1));
+            break broke("closed by the worker");
         }
-        let mut broken = false;
+        let mut failed = None;
         while let Ok(text) = outbox.try_recv() {
-            match ws.write(Message::text(text)) {
-                Ok(()) => {}
-                Err(e) if would_block(&e) => {}
-                Err(_) => {
-                    broken = true;
-                    break;
-                }
-            }
-            pending_write = true;
-        }
-        if pending_write && !broken {
-            match ws.flush() {
-                Ok(()) => pending_write = false,
-                Err(e) if would_block(&e) => {}
-                Err(_) => broken = true,
+            if let Err(e) = ws.send_text(&text) {
+                failed = Some(e);
+                break;
             }
         }
-        if broken {
-            break WorkerExit {
-                close_code: None,
-                reason: "the connection broke while sending a result".into(),
-            };
+        if failed.is_none() && ws.pending() {
+            failed = ws.flush().err();
+        }
+        if let Some(e) = failed {
+            ws.fail_close(socket, e.close(), Duration::from_millis(500));
+            break broke("the connection broke while sending a result");
         }
         loop {
             match ws.read() {
@@ -568,10 +573,8 @@ fn run_io(
                             cancel,
                         };
                         if jobs.send(job).is_err() {
-                            break 'conn WorkerExit {
-                                close_code: None,
-                                reason: "the executor stopped".into(),
-                            };
+                            ws.close(socket, Some((1011, "")), Duration::from_millis(500));
+                            break 'conn broke("the executor stopped");
                         }
                     }
                     Ok(GatewayFrame::Cancel { id }) => {
@@ -584,29 +587,29 @@ fn run_io(
                     Err(_) => log::warn!("device worker ignored a malformed frame"),
                 },
                 Ok(Message::Close(frame)) => {
-                    let (code, reason) = frame.map_or((None, String::new()), |f| {
-                        (Some(u16::from(f.code)), f.reason.to_string())
-                    });
-                    // Answer the close and let tungstenite finish the handshake.
-                    let _ = socket.set_nonblocking(false);
-                    let _ = ws.flush();
+                    // The close reply is queued: send it, then wait for the gateway to end.
+                    ws.close(socket, None, Duration::from_millis(500));
+                    let (code, reason) = frame.map_or((None, String::new()), |(c, r)| (Some(c), r));
                     break 'conn WorkerExit {
                         close_code: code,
-                        reason,
+                        reason: printable(&reason),
                     };
                 }
-                Ok(_) => {}
-                Err(e) if would_block(&e) => break,
-                Err(_) => {
-                    break 'conn WorkerExit {
-                        close_code: None,
-                        reason: "the connection broke".into(),
+                Ok(Message::Ping) => {
+                    if ws.flush().is_err() {
+                        break 'conn broke("the connection broke");
                     }
+                }
+                Ok(Message::Binary | Message::Pong) => {}
+                Err(WireError::WouldBlock) => break,
+                Err(e) => {
+                    ws.fail_close(socket, e.close(), Duration::from_millis(500));
+                    break 'conn broke("the connection broke");
                 }
             }
         }
         // Sleep until the gateway sends something, a result is ready, or close() is called.
-        shared.wake.wait(socket, pending_write, MAX_WAIT);
+        shared.wake.wait(socket, ws.pending(), MAX_WAIT);
     };
     log::info!(
         "device worker connection ended ({})",

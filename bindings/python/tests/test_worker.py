@@ -133,3 +133,32 @@ def test_a_python_executor_serves_the_commands(gw):
         jevgate.DeviceWorker(channel.url, paired["token"])
     with pytest.raises(TypeError):
         jevgate.DeviceWorker(channel.url, paired["token"], executor=42)
+
+
+def test_caps_hold_whatever_shape_a_python_executor_returns(gw):
+    """R-DEV-CAPS: the gateway caps the whole result, not only a `text` field (issue 12)."""
+    paired = gw.pair(OWNER, BROWSER)
+    channel = gw.serve_channel()
+    z = "z" * 50_000
+    shapes = [
+        {"text": "short", "content": z},
+        [z, z],
+        {"text": {"nested": [z]}},
+        list(range(20_000)),
+        {z: 1, "text": "k"},
+    ]
+    current = {"shape": shapes[0]}
+
+    def serve(tool, args):
+        return current["shape"]
+
+    with jevgate.DeviceWorker(channel.url, paired["token"], executor=serve):
+        for shape in shapes:
+            current["shape"] = shape
+            text = gw.call_tool(OWNER, "conv", "browser_get_text", {"max_chars": 100})
+            assert text["result"]["truncated"] is True
+            assert len(json.dumps(text, separators=(",", ":"))) < 100 + 2_000 + 400
+            other = gw.call_tool(OWNER, "conv", "browser_find", {"query": "q"})
+            assert len(json.dumps(other, separators=(",", ":"))) < 50_000 + 400
+            if len(json.dumps(shape)) > 50_000:
+                assert other["result"]["truncated"] is True
