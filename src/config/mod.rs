@@ -28,6 +28,7 @@ pub use credentials::{
     CredentialRef, Secret, REFUSED_ENV_NAMES, TYPESAFE_DEFAULT_ENV, UPSTREAM_IDENTITY_ENV,
 };
 pub use doctor::{doctor, CheckStatus, DoctorCheck, DoctorReport};
+pub(crate) use url::split_host_port;
 pub use url::{parse_endpoint, resolve_api_url, EndpointUrl};
 
 use serde::{Deserialize, Serialize};

@@ -81,7 +81,9 @@ pub fn parse_endpoint(url: &str) -> Result<EndpointUrl, &'static str> {
     })
 }
 
-fn split_host_port(authority: &str) -> Result<(&str, Option<u16>), &'static str> {
+/// Splits and checks `host[:port]` (a DNS name, an IPv4 address or a bracketed IPv6 literal;
+/// a port 1..=65535); the reason never repeats the input.
+pub(crate) fn split_host_port(authority: &str) -> Result<(&str, Option<u16>), &'static str> {
     let (host, port) = if let Some(inner) = authority.strip_prefix('[') {
         let end = inner.find(']').ok_or("has an unterminated IPv6 address")?;
         let literal = &inner[..end];

@@ -107,20 +107,26 @@ struct Target {
 }
 
 fn parse_url(url: &str) -> Result<Target> {
-    let uri: tungstenite::http::Uri = url.parse().map_err(|_| bad_url())?;
-    let tls = match uri.scheme_str() {
-        Some("ws") => false,
-        Some("wss") => true,
+    if url.len() > 2048 || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(bad_url());
+    }
+    let (tls, rest) = match url.split_once("://") {
+        Some((s, r)) if s.eq_ignore_ascii_case("ws") => (false, r),
+        Some((s, r)) if s.eq_ignore_ascii_case("wss") => (true, r),
         _ => return Err(bad_url()),
     };
-    let authority = uri.authority().ok_or_else(bad_url)?;
-    if authority.as_str().contains('@') {
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    if authority.contains('@') {
         return Err(Error::InvalidArgument {
             name: "url",
             reason: "must not carry credentials".into(),
         });
     }
-    let host = uri.host().ok_or_else(bad_url)?;
+    if tail.contains('#') {
+        return Err(bad_url());
+    }
+    let (host, port) = crate::config::split_host_port(authority).map_err(|_| bad_url())?;
     let host = host
         .strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
@@ -128,11 +134,13 @@ fn parse_url(url: &str) -> Result<Target> {
     Ok(Target {
         tls,
         host: host.to_string(),
-        port: uri.port_u16().unwrap_or(if tls { 443 } else { 80 }),
-        authority: authority.as_str().to_string(),
-        path: uri
-            .path_and_query()
-            .map_or("/".to_string(), |p| p.as_str().to_string()),
+        port: port.unwrap_or(if tls { 443 } else { 80 }),
+        authority: authority.to_string(),
+        path: match tail {
+            "" => "/".to_string(),
+            t if t.starts_with('?') => format!("/{t}"),
+            t => t.to_string(),
+        },
     })
 }
 
@@ -636,7 +644,21 @@ mod tests {
         assert!(t.tls && t.host == "localhost" && t.port == 8443);
         let t = parse_url("ws://[::1]/x").ok().unwrap();
         assert!(!t.tls && t.host == "::1" && t.port == 80);
-        for bad in ["http://h/x", "ws://user:pw@h/x", "", "ws//h", "h:1"] {
+        let t = parse_url("WS://127.0.0.1:7000?x=1").ok().unwrap();
+        assert!(t.authority == "127.0.0.1:7000" && t.path == "/?x=1" && t.port == 7000);
+        for bad in [
+            "http://h/x",
+            "ws://user:pw@h/x",
+            "",
+            "ws//h",
+            "h:1",
+            "ws://h:0/x",
+            "ws://h:99999/x",
+            "ws:///x",
+            "ws://h/x#frag",
+            "ws://h /x",
+            "ws://[zz]/x",
+        ] {
             assert_eq!(
                 parse_url(bad).err().map(|e| e.code()),
                 Some("INVALID_ARGUMENT"),
