@@ -107,14 +107,13 @@ fn exported_bodies() -> Vec<Export> {
             // The signature: the next `pub … extern "C" fn NAME(` line (attributes may sit
             // between), up to the first line ending with `{`.
             let mut j = i + 1;
-            while !lines[j].contains("extern \"C\" fn ") {
-                assert!(
-                    lines[j].trim_start().starts_with("#["),
-                    "{}: {}",
-                    file.display(),
-                    lines[j]
-                );
+            while lines[j].trim_start().starts_with("#[") {
                 j += 1;
+            }
+            if !lines[j].contains("extern \"C\" fn ") {
+                // An exported static (e.g. a code string), not a function.
+                i = j;
+                continue;
             }
             let sig = lines[j];
             let name_at = sig.find("fn ").unwrap() + 3;
