@@ -66,8 +66,9 @@ typedef struct jevgate_device_worker jevgate_device_worker;
 typedef struct jevgate_error jevgate_error;
 
 /**
- * An open gateway. Opaque; thread-safe (calls may come from any thread at once); closed and
- * freed with `jevgate_gateway_close`.
+ * An open gateway. Opaque; thread-safe (calls, `jevgate_gateway_close` included, may come from
+ * any thread at once); closed with `jevgate_gateway_close`, then freed with
+ * `jevgate_gateway_free` once no call on it is in flight.
  */
 typedef struct jevgate_gateway jevgate_gateway;
 
@@ -464,13 +465,28 @@ jevgate_status jevgate_gateway_open_with_clock(const char *data_dir,
                                                jevgate_error **err_out);
 
 /**
- * Closes the gateway (joins its threads, closes the store, releases the data directory) and
- * frees the handle. NULL is accepted and ignored.
+ * Closes the gateway: joins its threads, closes the store and releases the data directory (a
+ * new gateway may then open it). The handle stays valid until `jevgate_gateway_free`; later
+ * calls on it fail with `GATEWAY_CLOSED`. Idempotent, and safe while other threads' calls on
+ * the same handle are in flight: each of them finishes or fails with `GATEWAY_CLOSED`. NULL is
+ * accepted and ignored.
  *
  * # Safety
- * `gateway` must be NULL or a live handle, not used again afterwards (by any thread).
+ * `gateway` must be NULL or a live handle (not yet freed).
  */
-void jevgate_gateway_close(jevgate_gateway *gateway);
+void jevgate_gateway_close(const jevgate_gateway *gateway);
+
+/**
+ * Frees the handle, closing the gateway first if `jevgate_gateway_close` was not called.
+ * NULL is accepted and ignored. Not thread-safe: no other call on this handle may be in flight
+ * or start afterwards (by any thread) — call `jevgate_gateway_close`, join the threads that use
+ * the handle, then free it.
+ *
+ * # Safety
+ * `gateway` must be NULL or a handle from `jevgate_gateway_open`, not yet freed, with no other
+ * call on it in flight or to come.
+ */
+void jevgate_gateway_free(jevgate_gateway *gateway);
 
 /**
  * Validates `config_json` and swaps it in atomically; writes the new generation to

@@ -15,6 +15,7 @@ pub mod clock;
 pub mod config;
 pub mod device;
 mod error;
+#[cfg(feature = "capi")]
 pub mod ffi;
 mod gateway;
 pub mod grammar;

@@ -507,6 +507,7 @@ fn fuzz_channel_frames() {
     run_target("frames", FRAMES, check::frames);
 }
 
+#[cfg(feature = "capi")] // the C ABI is built with the `capi` feature
 #[test]
 fn fuzz_c_strings() {
     run_target("c_strings", GRAMMAR, check::c_abi);

@@ -40,3 +40,186 @@ fn committed_header_is_fresh() {
         "include/jevgate.h is stale: run `JEVGATE_BLESS=1 cargo test --test header` and commit it"
     );
 }
+
+/// The names of the functions declared in the committed header.
+fn header_functions() -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("include/jevgate.h");
+    let header = std::fs::read_to_string(path).unwrap();
+    let mut names = Vec::new();
+    for line in header.lines() {
+        let t = line.trim_start();
+        if t.starts_with('*')
+            || t.starts_with("/*")
+            || t.starts_with('#')
+            || t.starts_with("typedef")
+        {
+            continue;
+        }
+        let Some(at) = line.find("jevgate_") else {
+            continue;
+        };
+        // The first `jevgate_…(` on a declaration line is the function's name (return types
+        // such as `jevgate_status` are followed by a space).
+        let mut rest = &line[at..];
+        while let Some(end) = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if rest[end..].starts_with('(') {
+                names.push(rest[..end].to_string());
+                break;
+            }
+            let Some(next) = rest[end..].find("jevgate_") else {
+                break;
+            };
+            rest = &rest[end + next..];
+        }
+    }
+    names
+}
+
+/// An exported function of src/ffi as rustfmt lays it out.
+struct Export {
+    name: String,
+    file: String,
+    /// Whether it returns a `jevgate_status` (then it has an `err_out` slot).
+    fallible: bool,
+    /// The lines between the signature's `{` and the closing `}` at column 0, comments left out.
+    body: Vec<String>,
+}
+
+/// Every `#[no_mangle]` function of src/ffi.
+fn exported_bodies() -> Vec<Export> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/ffi");
+    let mut out = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.sort();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let mut i = 0;
+        while i < lines.len() {
+            if lines[i].trim() != "#[no_mangle]" {
+                i += 1;
+                continue;
+            }
+            // The signature: the next `pub … extern "C" fn NAME(` line (attributes may sit
+            // between), up to the first line ending with `{`.
+            let mut j = i + 1;
+            while lines[j].trim_start().starts_with("#[") {
+                j += 1;
+            }
+            if !lines[j].contains("extern \"C\" fn ") {
+                // An exported static (e.g. a code string), not a function.
+                i = j;
+                continue;
+            }
+            let sig = lines[j];
+            let name_at = sig.find("fn ").unwrap() + 3;
+            let name: String = sig[name_at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            let mut fallible = false;
+            while !lines[j].ends_with('{') {
+                j += 1;
+            }
+            fallible |= lines[j].contains("-> jevgate_status");
+            let mut k = j + 1;
+            while lines[k] != "}" {
+                k += 1;
+            }
+            let body = lines[j + 1..k]
+                .iter()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .map(|l| l.to_string())
+                .collect();
+            let file_name = file.file_name().unwrap().to_string_lossy().into_owned();
+            out.push(Export {
+                name,
+                file: file_name,
+                fallible,
+                body,
+            });
+            i = k;
+        }
+    }
+    out
+}
+
+/// Why a body is not wholly inside `ffi_boundary!`, or `None` when it is.
+fn outside_the_boundary(body: &[String]) -> Option<String> {
+    // Statements of the function itself are indented by exactly four spaces.
+    let top: Vec<&String> = body
+        .iter()
+        .filter(|l| l.starts_with("    ") && !l.starts_with("     "))
+        .collect();
+    match top.as_slice() {
+        [only] if only.starts_with("    ffi_boundary!(") && only.ends_with(')') => None,
+        [first, last] if first.starts_with("    ffi_boundary!(") && last.as_str() == "    })" => {
+            None
+        }
+        _ => Some(format!("its top-level statements are {top:?}")),
+    }
+}
+
+// R-C: every function of the C header runs wholly inside the one panic boundary
+// (`ffi_boundary!`), getters, `_close` and `_free` included: the macro is each export's whole
+// body, so no statement of an export runs outside `catch_unwind`.
+#[test]
+fn every_header_function_is_inside_the_panic_boundary() {
+    let declared = header_functions();
+    assert!(
+        declared.len() > 60,
+        "parsed too few functions: {declared:?}"
+    );
+    let exports = exported_bodies();
+    let mut defined: Vec<&str> = exports.iter().map(|e| e.name.as_str()).collect();
+    defined.sort_unstable();
+    let mut declared_sorted: Vec<&str> = declared.iter().map(String::as_str).collect();
+    declared_sorted.sort_unstable();
+    assert_eq!(
+        declared_sorted, defined,
+        "the header's functions and src/ffi's #[no_mangle] functions differ"
+    );
+    let outside: Vec<String> = exports
+        .iter()
+        .filter_map(|e| {
+            let why = outside_the_boundary(&e.body).or_else(|| {
+                // A call with an error slot reports a panic through it (`JEVGATE_PANIC`).
+                let arm = e
+                    .body
+                    .iter()
+                    .any(|l| l.starts_with("    ffi_boundary!(err_out, "));
+                (e.fallible != arm).then(|| "uses the wrong arm of ffi_boundary!".to_string())
+            });
+            why.map(|why| format!("{}: {}: {why}", e.file, e.name))
+        })
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "exports not wholly inside ffi_boundary!:\n{}",
+        outside.join("\n")
+    );
+}
+
+// The check itself: a body with a statement before or after the macro, or none, is caught.
+#[test]
+fn the_boundary_check_catches_a_statement_outside_the_macro() {
+    let lines = |s: &str| s.lines().map(str::to_string).collect::<Vec<_>>();
+    assert!(outside_the_boundary(&lines("    ffi_boundary!(on_panic(0), { 1 })")).is_none());
+    assert!(outside_the_boundary(&lines(
+        "    ffi_boundary!(err_out, {\n        let x = 1;\n        Ok(())\n    })"
+    ))
+    .is_none());
+    for bad in [
+        "    if p.is_null() {\n        return;\n    }\n    ffi_boundary!(on_panic(()), {\n    })",
+        "    let _ = catch_unwind(|| drop(x));",
+        "    unsafe { get(err) }.map_or(0, |e| e.http_status)",
+        "    guard(err_out, || {\n        Ok(())\n    })",
+        "    ffi_boundary!(on_panic(()), {\n    });\n    free(x);",
+    ] {
+        assert!(outside_the_boundary(&lines(bad)).is_some(), "{bad}");
+    }
+}

@@ -470,6 +470,7 @@ fn channel_frames_hold_on_hostile_and_oversized_frames() {
     );
 }
 
+#[cfg(feature = "capi")] // the C ABI is built with the `capi` feature
 #[test]
 fn c_abi_holds_on_nulls_and_hostile_strings() {
     check::c_abi_nulls();

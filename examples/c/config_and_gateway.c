@@ -79,6 +79,7 @@ static void validate_configs(void) {
   jevgate_error_free(NULL);
   jevgate_string_free(NULL);
   jevgate_gateway_close(NULL);
+  jevgate_gateway_free(NULL);
 }
 
 static void gateway_lifecycle(const char *data_dir) {
@@ -141,9 +142,22 @@ static void gateway_lifecycle(const char *data_dir) {
 
   jevgate_gateway_close(gw);
 
+  /* A closed handle stays valid until it is freed: closing again does nothing, and calls on it
+   * fail with GATEWAY_CLOSED. */
+  jevgate_gateway_close(gw);
+  char *closed_report = NULL;
+  EXPECT(jevgate_gateway_doctor(gw, &closed_report, &err) == JEVGATE_ERROR);
+  EXPECT(closed_report == NULL);
+  EXPECT(err && str_eq(jevgate_error_code(err), "GATEWAY_CLOSED"));
+  jevgate_error_free(err);
+  err = NULL;
+  jevgate_gateway *closed = gw;
+
   /* Closing released the directory: it opens again. */
   EXPECT(jevgate_gateway_open(data_dir, "{}", &gw, &err) == JEVGATE_OK);
-  jevgate_gateway_close(gw);
+  jevgate_gateway_free(closed);
+  /* Freeing without closing closes too. */
+  jevgate_gateway_free(gw);
 }
 
 int main(int argc, char **argv) {

@@ -83,6 +83,7 @@ int main(int argc, char **argv) {
   jevgate_channel_free(channel);
   jevgate_channel_free(NULL);
   jevgate_gateway_close(gw);
+  jevgate_gateway_free(gw);
   if (failures) {
     fprintf(stderr, "%d expectation(s) failed\n", failures);
     return 1;

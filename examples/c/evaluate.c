@@ -87,6 +87,7 @@ int main(int argc, char **argv) {
   jevgate_error_free(err);
 
   jevgate_gateway_close(gw);
+  jevgate_gateway_free(gw);
   if (failures) {
     fprintf(stderr, "%d expectation(s) failed\n", failures);
     return 1;

@@ -79,6 +79,7 @@ int main(int argc, char **argv) {
   /* R-LEASE-7: owners are persisted; after a restart on the same data directory a stranger is
    * still refused and the holder keeps the device. */
   jevgate_gateway_close(gw);
+  jevgate_gateway_free(gw);
   gw = NULL;
   err = NULL;
   if (jevgate_gateway_open_with_clock(argv[1], "{}", clock, &gw, &err) != JEVGATE_OK) {
@@ -188,6 +189,7 @@ int main(int argc, char **argv) {
   EXPECT(jevgate_lease_reap(gw, &reaped, &err) == JEVGATE_OK);
 
   jevgate_gateway_close(gw);
+  jevgate_gateway_free(gw);
   jevgate_manual_clock_free(clock);
   jevgate_manual_clock_free(NULL);
   if (failures != 0) {

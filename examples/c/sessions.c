@@ -76,6 +76,7 @@ int main(int argc, char **argv) {
   jevgate_browser_call_end(call);
 
   jevgate_gateway_close(gw); /* closes every session's Chromium */
+  jevgate_gateway_free(gw);
   jevgate_manual_clock_free(clock);
   if (failures) {
     fprintf(stderr, "%d expectation(s) failed\n", failures);

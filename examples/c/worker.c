@@ -178,6 +178,7 @@ int main(int argc, char **argv) {
   jevgate_local_browser_close(browser);
   jevgate_channel_free(channel);
   jevgate_gateway_close(gw);
+  jevgate_gateway_free(gw);
   if (failures) {
     fprintf(stderr, "%d expectation(s) failed\n", failures);
     return 1;

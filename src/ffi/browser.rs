@@ -54,7 +54,7 @@ pub unsafe extern "C" fn jevgate_local_browser_launch(
     browser_out: *mut *mut jevgate_local_browser,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let launch = unsafe { launch_options(options_json) }?;
         out_arg("browser_out", browser_out)?;
@@ -77,7 +77,7 @@ pub unsafe extern "C" fn jevgate_local_browser_execute(
     result_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: per the contract.
         let b = unsafe { browser.as_ref() }.ok_or(Error::InvalidArgument {
             name: "browser",
@@ -100,14 +100,13 @@ pub unsafe extern "C" fn jevgate_local_browser_execute(
 /// `browser` NULL or a live handle, not used again.
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_local_browser_close(browser: *mut jevgate_local_browser) {
-    if browser.is_null() {
-        return;
-    }
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: from `Box::into_raw` in `jevgate_local_browser_launch`.
-        let b = unsafe { Box::from_raw(browser) };
-        b.browser.close();
-    }));
+    ffi_boundary!(on_panic(()), {
+        if !browser.is_null() {
+            // SAFETY: from `Box::into_raw` in `jevgate_local_browser_launch`.
+            let b = unsafe { Box::from_raw(browser) };
+            b.browser.close();
+        }
+    })
 }
 
 /// Serves the gateway's browser sessions (R-PROF-2..4) with local headless Chromiums started
@@ -124,7 +123,7 @@ pub unsafe extern "C" fn jevgate_gateway_enable_local_browsers(
     options_json: *const c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
@@ -149,7 +148,7 @@ pub unsafe extern "C" fn jevgate_browser_call_execute(
     result_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: per the contract.

@@ -17,7 +17,7 @@ pub unsafe extern "C" fn jevgate_evaluate(
     result_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
@@ -44,7 +44,7 @@ pub unsafe extern "C" fn jevgate_usage(
     usage_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
@@ -95,7 +95,7 @@ pub unsafe extern "C" fn jevgate_gateway_set_jev_callback(
     user_data: *mut std::ffi::c_void,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         let Some(provider) = provider else {
@@ -140,7 +140,7 @@ pub unsafe extern "C" fn jevgate_think(
     thought_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.

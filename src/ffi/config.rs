@@ -12,7 +12,7 @@ pub unsafe extern "C" fn jevgate_config_validate(
     config_json: *const c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let json = unsafe { str_arg("config_json", config_json) }?;
         crate::Config::from_json_str(json).map(|_| ())

@@ -51,7 +51,7 @@ pub unsafe extern "C" fn jevgate_pair(
     pairing_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
@@ -87,7 +87,7 @@ pub unsafe extern "C" fn jevgate_unpair(
     device_id: *const c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
@@ -108,7 +108,7 @@ pub unsafe extern "C" fn jevgate_devices(
     devices_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
@@ -137,7 +137,7 @@ pub unsafe extern "C" fn jevgate_serve_channel(
     channel_out: *mut *mut jevgate_channel,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
@@ -156,8 +156,10 @@ pub unsafe extern "C" fn jevgate_serve_channel(
 /// `channel` NULL or a live channel.
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_channel_port(channel: *const jevgate_channel) -> u16 {
-    // SAFETY: per the contract.
-    unsafe { channel.as_ref() }.map_or(0, |c| c.handle.local_addr().port())
+    ffi_boundary!(on_panic(0), {
+        // SAFETY: per the contract.
+        unsafe { channel.as_ref() }.map_or(0, |c| c.handle.local_addr().port())
+    })
 }
 
 /// Stops the channel (closes every connection, joins its threads) and frees the handle. NULL
@@ -167,14 +169,13 @@ pub unsafe extern "C" fn jevgate_channel_port(channel: *const jevgate_channel) -
 /// `channel` NULL or a live channel, not used again.
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_channel_free(channel: *mut jevgate_channel) {
-    if channel.is_null() {
-        return;
-    }
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: from `Box::into_raw` in `jevgate_serve_channel`.
-        let c = unsafe { Box::from_raw(channel) };
-        c.handle.stop();
-    }));
+    ffi_boundary!(on_panic(()), {
+        if !channel.is_null() {
+            // SAFETY: from `Box::into_raw` in `jevgate_serve_channel`.
+            let c = unsafe { Box::from_raw(channel) };
+            c.handle.stop();
+        }
+    })
 }
 
 #[derive(serde::Deserialize)]
@@ -205,7 +206,7 @@ pub unsafe extern "C" fn jevgate_call_tool(
     result_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
@@ -240,7 +241,7 @@ pub unsafe extern "C" fn jevgate_tool_definitions(
     tools_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let f = match unsafe { str_arg("format", format) }? {
             "mcp" => ToolFormat::Mcp,
@@ -274,7 +275,7 @@ pub unsafe extern "C" fn jevgate_gateway_delete_artifacts(
     count_out: *mut u64,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
@@ -299,7 +300,7 @@ pub unsafe extern "C" fn jevgate_gateway_purge_artifacts(
     count_out: *mut u64,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         out_arg("count_out", count_out)?;

@@ -50,8 +50,10 @@ unsafe fn get<'a>(err: *const jevgate_error) -> Option<&'a jevgate_error> {
 /// `err` must be NULL or a live error object from jevgate.
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_error_code(err: *const jevgate_error) -> *const c_char {
-    // SAFETY: forwarded contract.
-    unsafe { get(err) }.map_or(std::ptr::null(), |e| e.code.as_ptr())
+    ffi_boundary!(on_panic(std::ptr::null()), {
+        // SAFETY: forwarded contract.
+        unsafe { get(err) }.map_or(std::ptr::null(), |e| e.code.as_ptr())
+    })
 }
 
 /// The human-readable message (never contains secrets or page text), or NULL for a NULL error.
@@ -61,8 +63,10 @@ pub unsafe extern "C" fn jevgate_error_code(err: *const jevgate_error) -> *const
 /// `err` must be NULL or a live error object from jevgate.
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_error_message(err: *const jevgate_error) -> *const c_char {
-    // SAFETY: forwarded contract.
-    unsafe { get(err) }.map_or(std::ptr::null(), |e| e.message.as_ptr())
+    ffi_boundary!(on_panic(std::ptr::null()), {
+        // SAFETY: forwarded contract.
+        unsafe { get(err) }.map_or(std::ptr::null(), |e| e.message.as_ptr())
+    })
 }
 
 /// The JSON path of the offending configuration value (`"gateway.jev.apiKeyEnv"`; `""` for the
@@ -72,10 +76,12 @@ pub unsafe extern "C" fn jevgate_error_message(err: *const jevgate_error) -> *co
 /// `err` must be NULL or a live error object from jevgate.
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_error_path(err: *const jevgate_error) -> *const c_char {
-    // SAFETY: forwarded contract.
-    unsafe { get(err) }
-        .and_then(|e| e.path.as_ref())
-        .map_or(std::ptr::null(), |p| p.as_ptr())
+    ffi_boundary!(on_panic(std::ptr::null()), {
+        // SAFETY: forwarded contract.
+        unsafe { get(err) }
+            .and_then(|e| e.path.as_ref())
+            .map_or(std::ptr::null(), |p| p.as_ptr())
+    })
 }
 
 /// The HTTP status a host should answer with (400, 403, 409, 500, …); 0 for a NULL error.
@@ -84,8 +90,10 @@ pub unsafe extern "C" fn jevgate_error_path(err: *const jevgate_error) -> *const
 /// `err` must be NULL or a live error object from jevgate.
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_error_http_status(err: *const jevgate_error) -> u16 {
-    // SAFETY: forwarded contract.
-    unsafe { get(err) }.map_or(0, |e| e.http_status)
+    ffi_boundary!(on_panic(0), {
+        // SAFETY: forwarded contract.
+        unsafe { get(err) }.map_or(0, |e| e.http_status)
+    })
 }
 
 /// Milliseconds the provider asked to wait before retrying, or -1 when it did not say.
@@ -94,8 +102,10 @@ pub unsafe extern "C" fn jevgate_error_http_status(err: *const jevgate_error) ->
 /// `err` must be NULL or a live error object from jevgate.
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_error_retry_after_ms(err: *const jevgate_error) -> i64 {
-    // SAFETY: forwarded contract.
-    unsafe { get(err) }.map_or(-1, |e| e.retry_after_ms)
+    ffi_boundary!(on_panic(-1), {
+        // SAFETY: forwarded contract.
+        unsafe { get(err) }.map_or(-1, |e| e.retry_after_ms)
+    })
 }
 
 /// The fixed `validationReason` of a `JEV_MALFORMED_RESPONSE` error (`"DISTRIBUTION_SUM"`,
@@ -107,10 +117,12 @@ pub unsafe extern "C" fn jevgate_error_retry_after_ms(err: *const jevgate_error)
 pub unsafe extern "C" fn jevgate_error_validation_reason(
     err: *const jevgate_error,
 ) -> *const c_char {
-    // SAFETY: forwarded contract.
-    unsafe { get(err) }
-        .and_then(|e| e.validation_reason.as_ref())
-        .map_or(std::ptr::null(), |p| p.as_ptr())
+    ffi_boundary!(on_panic(std::ptr::null()), {
+        // SAFETY: forwarded contract.
+        unsafe { get(err) }
+            .and_then(|e| e.validation_reason.as_ref())
+            .map_or(std::ptr::null(), |p| p.as_ptr())
+    })
 }
 
 /// `isolatedAvailable` of a `browser_context_busy` error (R-PROF-2): 1 when the call may be
@@ -120,10 +132,12 @@ pub unsafe extern "C" fn jevgate_error_validation_reason(
 /// `err` must be NULL or a live error object from jevgate.
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_error_isolated_available(err: *const jevgate_error) -> i32 {
-    // SAFETY: forwarded contract.
-    unsafe { get(err) }
-        .and_then(|e| e.isolated_available)
-        .map_or(-1, i32::from)
+    ffi_boundary!(on_panic(-1), {
+        // SAFETY: forwarded contract.
+        unsafe { get(err) }
+            .and_then(|e| e.isolated_available)
+            .map_or(-1, i32::from)
+    })
 }
 
 /// Frees an error object. NULL is accepted and ignored.
@@ -132,8 +146,10 @@ pub unsafe extern "C" fn jevgate_error_isolated_available(err: *const jevgate_er
 /// `err` must be NULL or an error object from jevgate, not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_error_free(err: *mut jevgate_error) {
-    if !err.is_null() {
-        // SAFETY: per the contract, `err` came from `Box::into_raw` in `jevgate_error::boxed`.
-        let _ = catch_unwind(|| drop(unsafe { Box::from_raw(err) }));
-    }
+    ffi_boundary!(on_panic(()), {
+        if !err.is_null() {
+            // SAFETY: per the contract, `err` came from `Box::into_raw` in `jevgate_error::boxed`.
+            drop(unsafe { Box::from_raw(err) });
+        }
+    })
 }

@@ -3,8 +3,9 @@
 use super::*;
 use crate::{Config, Gateway, GatewayOptions};
 
-/// An open gateway. Opaque; thread-safe (calls may come from any thread at once); closed and
-/// freed with `jevgate_gateway_close`.
+/// An open gateway. Opaque; thread-safe (calls, `jevgate_gateway_close` included, may come from
+/// any thread at once); closed with `jevgate_gateway_close`, then freed with
+/// `jevgate_gateway_free` once no call on it is in flight.
 pub struct jevgate_gateway {
     inner: Gateway,
 }
@@ -36,16 +37,10 @@ pub unsafe extern "C" fn jevgate_gateway_open(
     gateway_out: *mut *mut jevgate_gateway,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    // SAFETY: forwarded contract; no clock.
-    unsafe {
-        jevgate_gateway_open_with_clock(
-            data_dir,
-            config_json,
-            std::ptr::null(),
-            gateway_out,
-            err_out,
-        )
-    }
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract; no clock.
+        unsafe { open(data_dir, config_json, std::ptr::null(), gateway_out) }
+    })
 }
 
 /// As `jevgate_gateway_open`, with a manual clock (NULL = the system clock) for tests and
@@ -61,38 +56,74 @@ pub unsafe extern "C" fn jevgate_gateway_open_with_clock(
     gateway_out: *mut *mut jevgate_gateway,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
-        let dir = unsafe { str_arg("data_dir", data_dir) }?;
-        // SAFETY: forwarded contract.
-        let json = unsafe { str_arg("config_json", config_json) }?;
-        out_arg("gateway_out", gateway_out)?;
-        let config = Config::from_json_str(json)?;
-        let mut options = GatewayOptions::new(dir, config);
-        options.clock = super::lease::manual_clock(clock);
-        let gw = Gateway::open(options)?;
-        let handle = Box::into_raw(Box::new(jevgate_gateway { inner: gw }));
-        // SAFETY: checked non-NULL above; writable per the contract.
-        unsafe { *gateway_out = handle };
-        Ok(())
+        unsafe { open(data_dir, config_json, clock, gateway_out) }
     })
 }
 
-/// Closes the gateway (joins its threads, closes the store, releases the data directory) and
-/// frees the handle. NULL is accepted and ignored.
+/// Shared body of the two opens.
 ///
 /// # Safety
-/// `gateway` must be NULL or a live handle, not used again afterwards (by any thread).
+/// As `jevgate_gateway_open_with_clock`.
+unsafe fn open(
+    data_dir: *const c_char,
+    config_json: *const c_char,
+    clock: *const jevgate_manual_clock,
+    gateway_out: *mut *mut jevgate_gateway,
+) -> Result<(), Error> {
+    // SAFETY: forwarded contract.
+    let dir = unsafe { str_arg("data_dir", data_dir) }?;
+    // SAFETY: forwarded contract.
+    let json = unsafe { str_arg("config_json", config_json) }?;
+    out_arg("gateway_out", gateway_out)?;
+    let config = Config::from_json_str(json)?;
+    let mut options = GatewayOptions::new(dir, config);
+    // SAFETY: forwarded contract: `clock` is NULL or a live manual clock.
+    options.clock = unsafe { super::lease::manual_clock(clock) };
+    let gw = Gateway::open(options)?;
+    let handle = Box::into_raw(Box::new(jevgate_gateway { inner: gw }));
+    // SAFETY: checked non-NULL above; writable per the contract.
+    unsafe { *gateway_out = handle };
+    Ok(())
+}
+
+/// Closes the gateway: joins its threads, closes the store and releases the data directory (a
+/// new gateway may then open it). The handle stays valid until `jevgate_gateway_free`; later
+/// calls on it fail with `GATEWAY_CLOSED`. Idempotent, and safe while other threads' calls on
+/// the same handle are in flight: each of them finishes or fails with `GATEWAY_CLOSED`. NULL is
+/// accepted and ignored.
+///
+/// # Safety
+/// `gateway` must be NULL or a live handle (not yet freed).
 #[no_mangle]
-pub unsafe extern "C" fn jevgate_gateway_close(gateway: *mut jevgate_gateway) {
-    if gateway.is_null() {
-        return;
-    }
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: per the contract, `gateway` came from `Box::into_raw` in `jevgate_gateway_open`.
-        let handle = unsafe { Box::from_raw(gateway) };
-        handle.inner.close();
-    }));
+pub unsafe extern "C" fn jevgate_gateway_close(gateway: *const jevgate_gateway) {
+    ffi_boundary!(on_panic(()), {
+        // SAFETY: per the contract, non-NULL `gateway` is a live handle.
+        if let Ok(gw) = unsafe { gateway_ref(gateway) } {
+            gw.close();
+        }
+    })
+}
+
+/// Frees the handle, closing the gateway first if `jevgate_gateway_close` was not called.
+/// NULL is accepted and ignored. Not thread-safe: no other call on this handle may be in flight
+/// or start afterwards (by any thread) — call `jevgate_gateway_close`, join the threads that use
+/// the handle, then free it.
+///
+/// # Safety
+/// `gateway` must be NULL or a handle from `jevgate_gateway_open`, not yet freed, with no other
+/// call on it in flight or to come.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_gateway_free(gateway: *mut jevgate_gateway) {
+    ffi_boundary!(on_panic(()), {
+        if !gateway.is_null() {
+            // SAFETY: per the contract, `gateway` came from `Box::into_raw` in `open` and no
+            // other call uses it.
+            let handle = unsafe { Box::from_raw(gateway) };
+            handle.inner.close();
+        }
+    })
 }
 
 /// Validates `config_json` and swaps it in atomically; writes the new generation to
@@ -107,7 +138,7 @@ pub unsafe extern "C" fn jevgate_gateway_reload(
     generation_out: *mut u64,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
@@ -127,11 +158,10 @@ pub unsafe extern "C" fn jevgate_gateway_reload(
 /// `gateway` must be NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_gateway_generation(gateway: *const jevgate_gateway) -> u64 {
-    // SAFETY: forwarded contract.
-    catch_unwind(AssertUnwindSafe(|| {
+    ffi_boundary!(on_panic(0), {
+        // SAFETY: forwarded contract.
         unsafe { gateway_ref(gateway) }.map_or(0, Gateway::generation)
-    }))
-    .unwrap_or(0)
+    })
 }
 
 /// Runs the local readiness checks and writes the report as JSON
@@ -146,7 +176,7 @@ pub unsafe extern "C" fn jevgate_gateway_doctor(
     report_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         out_arg("report_json_out", report_json_out)?;
@@ -169,7 +199,7 @@ pub unsafe extern "C" fn jevgate_gateway_secret_env_names(
     names_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         out_arg("names_json_out", names_json_out)?;

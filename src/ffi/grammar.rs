@@ -24,23 +24,20 @@ unsafe fn text_arg<'a>(ptr: *const c_char) -> Result<&'a str, Error> {
 /// Shared body: a text in, a JSON string out.
 ///
 /// # Safety
-/// `text` NUL-terminated; `json_out` writable; `err_out` NULL or writable.
+/// `text` NUL-terminated; `json_out` writable.
 unsafe fn text_to_json(
     text: *const c_char,
     json_out: *mut *mut c_char,
-    err_out: *mut *mut jevgate_error,
     name: &'static str,
     f: fn(&str) -> Result<String, Error>,
-) -> jevgate_status {
-    guard(err_out, || {
-        // SAFETY: forwarded contract.
-        let text = unsafe { text_arg(text) }?;
-        out_arg(name, json_out)?;
-        let s = c_string(f(text)?)?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *json_out = s };
-        Ok(())
-    })
+) -> Result<(), Error> {
+    // SAFETY: forwarded contract.
+    let text = unsafe { text_arg(text) }?;
+    out_arg(name, json_out)?;
+    let s = c_string(f(text)?)?;
+    // SAFETY: checked non-NULL; writable per the contract.
+    unsafe { *json_out = s };
+    Ok(())
 }
 
 /// Parses a user command (Thai or English) into its intent and writes the intent JSON, e.g.
@@ -54,12 +51,14 @@ pub unsafe extern "C" fn jevgate_parse_command(
     intent_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    // SAFETY: forwarded contract.
-    unsafe {
-        text_to_json(text, intent_json_out, err_out, "intent_json_out", |t| {
-            Ok(crate::grammar::parse_command(t).to_json())
-        })
-    }
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        unsafe {
+            text_to_json(text, intent_json_out, "intent_json_out", |t| {
+                Ok(crate::grammar::parse_command(t).to_json())
+            })
+        }
+    })
 }
 
 /// Splits a message into steps (R-GRM-STEPS): writes a JSON array of strings, or `null` when
@@ -73,12 +72,14 @@ pub unsafe extern "C" fn jevgate_split_steps(
     steps_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    // SAFETY: forwarded contract.
-    unsafe {
-        text_to_json(text, steps_json_out, err_out, "steps_json_out", |t| {
-            json_string(&crate::grammar::split_steps(t))
-        })
-    }
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        unsafe {
+            text_to_json(text, steps_json_out, "steps_json_out", |t| {
+                json_string(&crate::grammar::split_steps(t))
+            })
+        }
+    })
 }
 
 /// Splits one step into its parts (R-GRM-PARTS: แล้ว, จากนั้น, then): writes a JSON array.
@@ -91,12 +92,14 @@ pub unsafe extern "C" fn jevgate_split_parts(
     parts_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    // SAFETY: forwarded contract.
-    unsafe {
-        text_to_json(text, parts_json_out, err_out, "parts_json_out", |t| {
-            json_string(&crate::grammar::split_parts(t))
-        })
-    }
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        unsafe {
+            text_to_json(text, parts_json_out, "parts_json_out", |t| {
+                json_string(&crate::grammar::split_parts(t))
+            })
+        }
+    })
 }
 
 /// Checks an address produced by a model or text helper (R-GRM-URL, the strict rule) and
@@ -111,10 +114,12 @@ pub unsafe extern "C" fn jevgate_check_model_address(
     url_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    // SAFETY: forwarded contract.
-    unsafe {
-        text_to_json(text, url_json_out, err_out, "url_json_out", |t| {
-            json_string(&crate::grammar::check_model_address(t)?)
-        })
-    }
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        unsafe {
+            text_to_json(text, url_json_out, "url_json_out", |t| {
+                json_string(&crate::grammar::check_model_address(t)?)
+            })
+        }
+    })
 }

@@ -17,7 +17,7 @@ pub unsafe extern "C" fn jevgate_validate_response(
     answers_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let q = unsafe { str_arg("questions_json", questions_json) }?;
         // SAFETY: forwarded contract.
@@ -41,7 +41,7 @@ pub unsafe extern "C" fn jevgate_answer_schema(
     schema_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let q = unsafe { str_arg("questions_json", questions_json) }?;
         out_arg("schema_json_out", schema_json_out)?;

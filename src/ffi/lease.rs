@@ -16,12 +16,11 @@ pub struct jevgate_manual_clock {
 /// jevgate panicked (never expected).
 #[no_mangle]
 pub extern "C" fn jevgate_manual_clock_new() -> *mut jevgate_manual_clock {
-    catch_unwind(|| {
+    ffi_boundary!(on_panic(std::ptr::null_mut()), {
         Box::into_raw(Box::new(jevgate_manual_clock {
             clock: ManualClock::new(),
         }))
     })
-    .unwrap_or(std::ptr::null_mut())
 }
 
 /// Moves the clock forward by `ms` milliseconds (monotonic and wall time), saturating: any
@@ -35,12 +34,12 @@ pub unsafe extern "C" fn jevgate_manual_clock_advance_ms(
     clock: *const jevgate_manual_clock,
     ms: u64,
 ) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
+    ffi_boundary!(on_panic(()), {
         // SAFETY: per the contract.
         if let Some(c) = unsafe { clock.as_ref() } {
             c.clock.advance(Duration::from_millis(ms));
         }
-    }));
+    })
 }
 
 /// Sets the wall time (Unix ms) without moving monotonic time — a suspend/resume or an NTP
@@ -54,13 +53,13 @@ pub unsafe extern "C" fn jevgate_manual_clock_set_wall_ms(
     clock: *const jevgate_manual_clock,
     unix_ms: i64,
 ) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
+    ffi_boundary!(on_panic(()), {
         // SAFETY: per the contract.
         if let Some(c) = unsafe { clock.as_ref() } {
             c.clock
                 .set_wall_since_epoch(Duration::from_millis(unix_ms.max(0).unsigned_abs()));
         }
-    }));
+    })
 }
 
 /// The clock's wall time in Unix ms, or 0 for NULL.
@@ -69,11 +68,10 @@ pub unsafe extern "C" fn jevgate_manual_clock_set_wall_ms(
 /// `clock` must be NULL or a live clock from `jevgate_manual_clock_new`.
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_manual_clock_wall_ms(clock: *const jevgate_manual_clock) -> i64 {
-    catch_unwind(AssertUnwindSafe(|| {
+    ffi_boundary!(on_panic(0), {
         // SAFETY: per the contract.
         unsafe { clock.as_ref() }.map_or(0, |c| c.clock.wall_millis())
-    }))
-    .unwrap_or(0)
+    })
 }
 
 /// Frees a manual clock. NULL is accepted and ignored.
@@ -82,16 +80,22 @@ pub unsafe extern "C" fn jevgate_manual_clock_wall_ms(clock: *const jevgate_manu
 /// `clock` must be NULL or a clock from `jevgate_manual_clock_new`, not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_manual_clock_free(clock: *mut jevgate_manual_clock) {
-    if !clock.is_null() {
-        // SAFETY: per the contract, from `Box::into_raw` in `jevgate_manual_clock_new`.
-        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(clock) })));
-    }
+    ffi_boundary!(on_panic(()), {
+        if !clock.is_null() {
+            // SAFETY: per the contract, from `Box::into_raw` in `jevgate_manual_clock_new`.
+            drop(unsafe { Box::from_raw(clock) });
+        }
+    })
 }
 
-pub(crate) fn manual_clock(
+/// The gateway's clock behind `clock`, or `None` (the system clock) for NULL.
+///
+/// # Safety
+/// `clock` must be NULL or a live clock from `jevgate_manual_clock_new`.
+pub(crate) unsafe fn manual_clock(
     clock: *const jevgate_manual_clock,
 ) -> Option<crate::clock::SharedClock> {
-    // SAFETY: callers pass NULL or a live clock per their own contracts.
+    // SAFETY: per the contract, non-NULL `clock` points to a live clock.
     unsafe { clock.as_ref() }
         .map(|c| std::sync::Arc::new(c.clock.clone()) as crate::clock::SharedClock)
 }
@@ -117,25 +121,22 @@ unsafe fn grant_call(
     device_id: *const c_char,
     root_session: *const c_char,
     grant_json_out: *mut *mut c_char,
-    err_out: *mut *mut jevgate_error,
     call: fn(&crate::lease::Leases, &str, &str) -> crate::Result<crate::lease::LeaseGrant>,
-) -> jevgate_status {
-    guard(err_out, || {
-        // SAFETY: forwarded contract.
-        let gw = unsafe { gateway_ref(gateway) }?;
-        // SAFETY: forwarded contract.
-        let (device, session) = unsafe {
-            (
-                str_arg("device_id", device_id)?,
-                str_arg("root_session", root_session)?,
-            )
-        };
-        out_arg("grant_json_out", grant_json_out)?;
-        let s = json_c_string(&call(gw.leases(), device, session)?)?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *grant_json_out = s };
-        Ok(())
-    })
+) -> Result<(), Error> {
+    // SAFETY: forwarded contract.
+    let gw = unsafe { gateway_ref(gateway) }?;
+    // SAFETY: forwarded contract.
+    let (device, session) = unsafe {
+        (
+            str_arg("device_id", device_id)?,
+            str_arg("root_session", root_session)?,
+        )
+    };
+    out_arg("grant_json_out", grant_json_out)?;
+    let s = json_c_string(&call(gw.leases(), device, session)?)?;
+    // SAFETY: checked non-NULL; writable per the contract.
+    unsafe { *grant_json_out = s };
+    Ok(())
 }
 
 /// A browser call by `root_session` on `device_id` (R-LEASE-1..4): acquires or renews the
@@ -153,17 +154,18 @@ pub unsafe extern "C" fn jevgate_lease_acquire(
     grant_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    // SAFETY: forwarded contract.
-    unsafe {
-        grant_call(
-            gateway,
-            device_id,
-            root_session,
-            grant_json_out,
-            err_out,
-            crate::lease::Leases::acquire,
-        )
-    }
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        unsafe {
+            grant_call(
+                gateway,
+                device_id,
+                root_session,
+                grant_json_out,
+                crate::lease::Leases::acquire,
+            )
+        }
+    })
 }
 
 /// Renews the caller's control lease without acquiring (`DEVICE_CONTROL_NOT_HELD`). Writes
@@ -179,17 +181,18 @@ pub unsafe extern "C" fn jevgate_lease_renew(
     grant_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    // SAFETY: forwarded contract.
-    unsafe {
-        grant_call(
-            gateway,
-            device_id,
-            root_session,
-            grant_json_out,
-            err_out,
-            crate::lease::Leases::renew,
-        )
-    }
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        unsafe {
+            grant_call(
+                gateway,
+                device_id,
+                root_session,
+                grant_json_out,
+                crate::lease::Leases::renew,
+            )
+        }
+    })
 }
 
 /// The device's owner takes control back (R-LEASE-3, -7): clears the holder, cancels its
@@ -209,7 +212,7 @@ pub unsafe extern "C" fn jevgate_lease_take_back(
     took_back_out: *mut bool,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
@@ -248,7 +251,7 @@ pub unsafe extern "C" fn jevgate_lease_status(
     status_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
@@ -287,7 +290,7 @@ pub unsafe extern "C" fn jevgate_lease_release_session(
     released_out: *mut usize,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
@@ -313,7 +316,7 @@ pub unsafe extern "C" fn jevgate_lease_set_device_owner(
     owner: *const c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
@@ -399,7 +402,7 @@ pub unsafe extern "C" fn jevgate_browser_call_begin(
     call_out: *mut *mut jevgate_browser_call,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
@@ -429,8 +432,10 @@ pub unsafe extern "C" fn jevgate_browser_call_begin(
 pub unsafe extern "C" fn jevgate_browser_call_info(
     call: *const jevgate_browser_call,
 ) -> *const c_char {
-    // SAFETY: per the contract.
-    unsafe { call.as_ref() }.map_or(std::ptr::null(), |c| c.info.as_ptr())
+    ffi_boundary!(on_panic(std::ptr::null()), {
+        // SAFETY: per the contract.
+        unsafe { call.as_ref() }.map_or(std::ptr::null(), |c| c.info.as_ptr())
+    })
 }
 
 /// Ends a browser call (its session stays live for the thread until idle) and frees it. NULL
@@ -440,14 +445,13 @@ pub unsafe extern "C" fn jevgate_browser_call_info(
 /// `call` NULL or a live browser call, not used again.
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_browser_call_end(call: *mut jevgate_browser_call) {
-    if call.is_null() {
-        return;
-    }
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: from `Box::into_raw` in `jevgate_browser_call_begin`.
-        let mut c = unsafe { Box::from_raw(call) };
-        drop(c.guard.take());
-    }));
+    ffi_boundary!(on_panic(()), {
+        if !call.is_null() {
+            // SAFETY: from `Box::into_raw` in `jevgate_browser_call_begin`.
+            let mut c = unsafe { Box::from_raw(call) };
+            drop(c.guard.take());
+        }
+    })
 }
 
 /// Reaps idle (15 min) and over-age (1 h) browser sessions now; writes how many closed to
@@ -461,7 +465,7 @@ pub unsafe extern "C" fn jevgate_lease_reap(
     reaped_out: *mut usize,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         let n = gw.leases().reap();

@@ -1,14 +1,42 @@
-//! The C ABI (R-C): translation only, no logic.
+//! The C ABI (R-C): translation only, no logic. Built with the `capi` cargo feature (the C
+//! libraries: `cargo rustc --lib --features capi --crate-type cdylib --crate-type staticlib`).
 //!
 //! Conventions (after rustls-ffi and hyper's `ffi`): opaque handles; `_open`/`_close` and
 //! `_free` functions accept NULL; every fallible call returns a `jevgate_status` and writes
 //! its outputs only on success; on failure it writes a `jevgate_error` to `err_out` when that
 //! is not NULL. Strings are UTF-8 and NUL-terminated in both directions; strings returned to the
 //! caller are freed with `jevgate_string_free`. NULL pointers and invalid UTF-8 are errors
-//! (`INVALID_ARGUMENT`), never undefined behaviour, and a panic is caught inside every exported
-//! function (`INTERNAL`, status `JEVGATE_PANIC`).
+//! (`INVALID_ARGUMENT`), never undefined behaviour. The whole body of every exported function is
+//! one `ffi_boundary!` (tests/header.rs checks it for every function of the header): a panic
+//! never crosses into C (`INTERNAL`, status `JEVGATE_PANIC`, or the function's panic value).
+//! A helper that reads a raw pointer is an `unsafe fn` with a `# Safety` contract. Closing a
+//! handle (`jevgate_gateway_close`) is thread-safe and keeps it valid; only `_free` releases it.
 #![allow(unsafe_code)] // reason: this module is the C boundary; every unsafe block is commented
 #![allow(non_camel_case_types)] // reason: C names (jevgate_status, jevgate_error) are the API
+
+/// The one panic boundary of the C ABI (after rustls-ffi's `ffi_panic_boundary!`): the whole
+/// body of every exported function is this macro's argument, so no panic unwinds into C and no
+/// export can forget the boundary (tests/header.rs checks every function of the header).
+///
+/// - `ffi_boundary!(err_out, { body })`: a fallible call. `body` returns `Result<(), Error>`;
+///   `Ok` is `JEVGATE_OK`, `Err` a status plus an error object written to `err_out` (when not
+///   NULL), a panic `JEVGATE_PANIC` with an `INTERNAL` error object.
+/// - `ffi_boundary!(on_panic(value), { body })`: a call without an error slot (getters,
+///   `_free`, `_close`, the manual clock). `body` returns the function's value; a panic
+///   returns `value` (`()` for functions without a result).
+macro_rules! ffi_boundary {
+    (on_panic($on_panic:expr), $body:block) => {
+        ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| $body)).unwrap_or($on_panic)
+    };
+    ($err_out:expr, $body:block) => {{
+        let err_out: *mut *mut $crate::ffi::jevgate_error = $err_out;
+        // The body is built outside the `unsafe` block so that it keeps its own, commented
+        // `unsafe` blocks.
+        let body = || -> ::core::result::Result<(), $crate::Error> { $body };
+        // SAFETY: `err_out` is the export's own error slot: NULL or writable per its contract.
+        unsafe { $crate::ffi::guard(err_out, body) }
+    }};
+}
 
 mod browser;
 mod client;
@@ -53,7 +81,9 @@ pub enum jevgate_status {
 /// The NUL-terminated version string of the library, e.g. `"0.1.0"`. Static; do not free.
 #[no_mangle]
 pub extern "C" fn jevgate_version() -> *const c_char {
-    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+    ffi_boundary!(on_panic(std::ptr::null()), {
+        concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+    })
 }
 
 /// Frees a string returned by jevgate. NULL is accepted and ignored.
@@ -62,16 +92,21 @@ pub extern "C" fn jevgate_version() -> *const c_char {
 /// `s` must be NULL or a string returned by a jevgate function, not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_string_free(s: *mut c_char) {
-    if s.is_null() {
-        return;
-    }
-    // SAFETY: per the contract, `s` came from `CString::into_raw` in this library.
-    let _ = catch_unwind(|| drop(unsafe { CString::from_raw(s) }));
+    ffi_boundary!(on_panic(()), {
+        if !s.is_null() {
+            // SAFETY: per the contract, `s` came from `CString::into_raw` in this library.
+            drop(unsafe { CString::from_raw(s) });
+        }
+    })
 }
 
-/// Runs an exported function's body behind the panic boundary, turning `Err` into a status
-/// plus an error object written to `err_out`.
-pub(crate) fn guard(
+/// The fallible arm of [`ffi_boundary!`] (call the macro, not this): runs an exported
+/// function's body behind the panic boundary, turning `Err` into a status plus an error object
+/// written to `err_out`.
+///
+/// # Safety
+/// `err_out` must be NULL or writable storage for one pointer.
+pub(crate) unsafe fn guard(
     err_out: *mut *mut jevgate_error,
     body: impl FnOnce() -> Result<(), Error>,
 ) -> jevgate_status {
@@ -92,8 +127,7 @@ pub(crate) fn guard(
         ),
     };
     if !err_out.is_null() {
-        // SAFETY: `err_out` is non-NULL and, per every function's contract, points to writable
-        // storage for one pointer.
+        // SAFETY: `err_out` is non-NULL and, per the contract, writable storage for one pointer.
         unsafe { *err_out = jevgate_error::boxed(&err) };
     }
     status
@@ -160,7 +194,8 @@ mod tests {
     #[test]
     fn a_panic_becomes_a_status_and_an_error_object() {
         let mut err: *mut jevgate_error = std::ptr::null_mut();
-        let status = guard(&mut err, || panic!("boom"));
+        // SAFETY: `err` is writable.
+        let status = unsafe { guard(&mut err, || panic!("boom")) };
         assert_eq!(status, jevgate_status::JEVGATE_PANIC);
         assert!(!err.is_null());
         // SAFETY: `err` was just written by `guard` and is freed once below.
@@ -172,10 +207,9 @@ mod tests {
             jevgate_error_free(err);
         }
         // With no error slot the status alone reports it.
-        assert_eq!(
-            guard(std::ptr::null_mut(), || panic!("boom")),
-            jevgate_status::JEVGATE_PANIC
-        );
+        // SAFETY: NULL is allowed.
+        let status = unsafe { guard(std::ptr::null_mut(), || panic!("boom")) };
+        assert_eq!(status, jevgate_status::JEVGATE_PANIC);
     }
 
     #[test]
@@ -199,6 +233,79 @@ mod tests {
                 "{msg}"
             );
             jevgate_error_free(err);
+        }
+    }
+
+    // R-C: close leaves the handle valid and is idempotent and safe under concurrent calls
+    // (each finishes or fails with GATEWAY_CLOSED); only free releases it. Before, close freed
+    // the handle, so the calls below would have read freed memory (and free did not exist).
+    #[test]
+    fn close_keeps_the_handle_valid_under_concurrent_calls_and_free_releases_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = CString::new(dir.path().to_str().unwrap()).unwrap();
+        let mut gw: *mut jevgate_gateway = std::ptr::null_mut();
+        // SAFETY: valid strings and writable out-pointers.
+        let status = unsafe {
+            jevgate_gateway_open(path.as_ptr(), c"{}".as_ptr(), &mut gw, std::ptr::null_mut())
+        };
+        assert_eq!(status, jevgate_status::JEVGATE_OK);
+        let addr = gw as usize;
+        let started = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let caller = {
+            let started = std::sync::Arc::clone(&started);
+            std::thread::spawn(move || {
+                let gw = addr as *const jevgate_gateway;
+                started.wait();
+                loop {
+                    let mut grant: *mut c_char = std::ptr::null_mut();
+                    let mut err: *mut jevgate_error = std::ptr::null_mut();
+                    // SAFETY: the handle lives until the free below, after this thread joined.
+                    let status = unsafe {
+                        jevgate_lease_acquire(
+                            gw,
+                            c"dev".as_ptr(),
+                            c"s".as_ptr(),
+                            &mut grant,
+                            &mut err,
+                        )
+                    };
+                    // SAFETY: each output is freed once (NULL is accepted).
+                    unsafe { jevgate_string_free(grant) };
+                    if status == jevgate_status::JEVGATE_OK {
+                        continue;
+                    }
+                    // SAFETY: `err` was written by the failed call; freed once.
+                    let code = unsafe { CStr::from_ptr(jevgate_error_code(err)) };
+                    assert_eq!(code.to_str().unwrap(), "GATEWAY_CLOSED");
+                    // SAFETY: as above.
+                    unsafe { jevgate_error_free(err) };
+                    break;
+                }
+            })
+        };
+        started.wait();
+        // SAFETY: a live handle; close may race the caller thread.
+        unsafe {
+            jevgate_gateway_close(gw);
+            jevgate_gateway_close(gw);
+        }
+        caller.join().unwrap();
+        let mut report: *mut c_char = std::ptr::null_mut();
+        let mut err: *mut jevgate_error = std::ptr::null_mut();
+        // SAFETY: the handle is closed but not freed.
+        let status = unsafe { jevgate_gateway_doctor(gw, &mut report, &mut err) };
+        assert_eq!(status, jevgate_status::JEVGATE_ERROR);
+        assert!(report.is_null());
+        // SAFETY: written above, freed once; then no thread uses the handle: free it.
+        unsafe {
+            assert_eq!(
+                CStr::from_ptr(jevgate_error_code(err)).to_str().unwrap(),
+                "GATEWAY_CLOSED"
+            );
+            jevgate_error_free(err);
+            assert_eq!(jevgate_gateway_generation(gw), 1);
+            jevgate_gateway_free(gw);
+            jevgate_gateway_free(std::ptr::null_mut());
         }
     }
 

@@ -27,6 +27,10 @@ struct WorkerJson {
     connect_timeout_ms: Option<u64>,
 }
 
+/// Borrows the worker behind `worker`.
+///
+/// # Safety
+/// `worker` must be NULL or a live handle from a `jevgate_device_worker_connect*` call.
 unsafe fn worker_ref<'a>(worker: *const jevgate_device_worker) -> Result<&'a DeviceWorker, Error> {
     // SAFETY: NULL or a live handle per the caller's contract.
     unsafe { worker.as_ref() }
@@ -110,7 +114,7 @@ pub unsafe extern "C" fn jevgate_device_worker_connect(
     worker_out: *mut *mut jevgate_device_worker,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let options = unsafe { worker_options(url, token, options_json) }?;
         // SAFETY: per the contract.
@@ -216,7 +220,7 @@ pub unsafe extern "C" fn jevgate_device_worker_connect_with(
     worker_out: *mut *mut jevgate_device_worker,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let options = unsafe { worker_options(url, token, options_json) }?;
         let serve = serve.ok_or(Error::InvalidArgument {
@@ -243,7 +247,7 @@ pub unsafe extern "C" fn jevgate_device_worker_device_id(
     device_id_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let w = unsafe { worker_ref(worker) }?;
         out_arg("device_id_out", device_id_out)?;
@@ -262,8 +266,10 @@ pub unsafe extern "C" fn jevgate_device_worker_device_id(
 pub unsafe extern "C" fn jevgate_device_worker_commands_served(
     worker: *const jevgate_device_worker,
 ) -> u64 {
-    // SAFETY: forwarded contract.
-    unsafe { worker_ref(worker) }.map_or(0, DeviceWorker::commands_served)
+    ffi_boundary!(on_panic(0), {
+        // SAFETY: forwarded contract.
+        unsafe { worker_ref(worker) }.map_or(0, DeviceWorker::commands_served)
+    })
 }
 
 /// Waits for the connection to end, at most `timeout_ms` (0 = without limit). Writes
@@ -279,7 +285,7 @@ pub unsafe extern "C" fn jevgate_device_worker_wait(
     exit_json_out: *mut *mut c_char,
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
-    guard(err_out, || {
+    ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let w = unsafe { worker_ref(worker) }?;
         out_arg("exit_json_out", exit_json_out)?;
@@ -307,12 +313,11 @@ pub unsafe extern "C" fn jevgate_device_worker_wait(
 /// `worker` NULL or a live handle, not used again.
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_device_worker_close(worker: *mut jevgate_device_worker) {
-    if worker.is_null() {
-        return;
-    }
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: from `Box::into_raw` in `jevgate_device_worker_connect`.
-        let w = unsafe { Box::from_raw(worker) };
-        w.worker.close();
-    }));
+    ffi_boundary!(on_panic(()), {
+        if !worker.is_null() {
+            // SAFETY: from `Box::into_raw` in `jevgate_device_worker_connect`.
+            let w = unsafe { Box::from_raw(worker) };
+            w.worker.close();
+        }
+    })
 }

@@ -9,6 +9,7 @@
 use jevgate::device::frames::{
     authenticate, parse_gateway_frame, parse_worker_frame, result_err, GatewayFrame, WorkerFrame,
 };
+#[cfg(feature = "capi")]
 use jevgate::ffi::{self, jevgate_status};
 use jevgate::grammar::{
     check_model_address, keypad_button, parse_command, resolve, split_parts, split_steps,
@@ -17,7 +18,9 @@ use jevgate::grammar::{
 use jevgate::jev::{validate_response, Limits, Questions};
 use jevgate::observation::{Control, Observation};
 use serde_json::Value;
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::CString;
+#[cfg(feature = "capi")]
+use std::ffi::{c_char, CStr};
 
 /// A question set every answer shape is checked against when the input brings none.
 pub const QUESTIONS: &str = r#"{"n":{"type":"noul","instructions":"yes?"},"c":{"type":"choice","instructions":"which?","criteria":{"a":"A","b":"B","c":"C"}},"s":{"type":"score","instructions":"how?","criteria":["low","mid","high"]}}"#;
@@ -277,6 +280,7 @@ pub fn frames(bytes: &[u8]) {
 }
 
 // ---------------------------------------------------------------- the C ABI
+// (`jevgate::ffi` is built with the `capi` feature; scripts/test runs `cargo test --features capi`)
 
 /// A string for C: the bytes up to the first NUL (as C would see them).
 pub fn c_string(bytes: &[u8]) -> CString {
@@ -286,6 +290,7 @@ pub fn c_string(bytes: &[u8]) -> CString {
 
 /// Checks one C call's outcome and frees what it returned. `utf8` says whether every string
 /// argument was UTF-8 (otherwise the call must refuse with INVALID_ARGUMENT).
+#[cfg(feature = "capi")]
 fn c_outcome(status: jevgate_status, out: *mut c_char, err: *mut ffi::jevgate_error, utf8: bool) {
     assert_ne!(
         status,
@@ -320,6 +325,7 @@ fn c_outcome(status: jevgate_status, out: *mut c_char, err: *mut ffi::jevgate_er
 
 /// Every C function taking text (grammar, validator, schema, configuration) on `bytes` as a
 /// C string: bad UTF-8 is `INVALID_ARGUMENT`, never a panic or undefined behaviour.
+#[cfg(feature = "capi")]
 pub fn c_abi(bytes: &[u8]) {
     let arg = c_string(bytes);
     let utf8 = arg.to_str().is_ok();
@@ -356,6 +362,7 @@ pub fn c_abi(bytes: &[u8]) {
 
 /// Every text-taking C function with NULL in each pointer position: INVALID_ARGUMENT, and a
 /// NULL `err_out` is accepted.
+#[cfg(feature = "capi")]
 pub fn c_abi_nulls() {
     let text = CString::new("scroll down").unwrap();
     let null_s: *const c_char = std::ptr::null();
