@@ -16,8 +16,12 @@
 //! seed). Longer: `JEVGATE_FUZZ_SECS=600 cargo test --release -p jevgate --test fuzz`.
 //!
 //! Channel frames: the pure parsers of `device::frames` (authenticate, result, oversized
-//! frames). CDP messages from the browser: `browser::cdp` has no public pure parse function
-//! (routing is private to the transport), so there is no CDP target yet.
+//! frames). CDP messages from the browser: a lying browser — a fake "Chromium" (a small Python
+//! program started by `LocalBrowser::launch` on the DevTools pipe, fds 3/4) answers each
+//! request with the next NUL-separated message of the input (`$ID` / `$SID` replaced by the
+//! request's id and session; messages without `$ID` go out as events or junk before it), and
+//! the whole local backend (launch, navigate, observe, snapshot, click, text) runs against it:
+//! every call must end with a value or a coded error, no thread may panic.
 
 #[path = "fuzz/check.rs"]
 mod check;
@@ -435,6 +439,12 @@ fn inputs(corpus: Vec<Vec<u8>>, dict: &'static [&'static [u8]]) -> impl Strategy
 
 /// Replays the corpus of `target`, then fuzzes `check` for the configured time.
 fn run_target(target: &str, dict: &'static [&'static [u8]], check: fn(&[u8])) {
+    run_batches(target, dict, check, 16)
+}
+
+/// [`run_target`] with `per_batch` cases between two looks at the clock (small for a target
+/// whose case starts a process).
+fn run_batches(target: &str, dict: &'static [&'static [u8]], check: fn(&[u8]), per_batch: u32) {
     let files = corpus(target);
     for (name, bytes) in &files {
         if std::panic::catch_unwind(|| check(bytes)).is_err() {
@@ -456,7 +466,7 @@ fn run_target(target: &str, dict: &'static [&'static [u8]], check: fn(&[u8])) {
         key[..8].copy_from_slice(&seed.to_le_bytes());
         key[8..16].copy_from_slice(&batch.to_le_bytes());
         let config = Config {
-            cases: 16,
+            cases: per_batch,
             failure_persistence: None,
             max_shrink_time: 20_000,
             ..Config::default()
@@ -482,7 +492,7 @@ fn run_target(target: &str, dict: &'static [&'static [u8]], check: fn(&[u8])) {
             );
         }
         batch += 1;
-        cases += 16;
+        cases += u64::from(per_batch);
     }
     eprintln!("fuzz {target}: {cases} cases, no failure");
 }
@@ -505,6 +515,143 @@ fn fuzz_config() {
 #[test]
 fn fuzz_channel_frames() {
     run_target("frames", FRAMES, check::frames);
+}
+
+/// Counts panics on every thread of this binary (the CDP reader thread's included): a panic
+/// on a thread nobody joins would otherwise go unseen.
+static PANICS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn count_panics() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            previous(info);
+        }));
+    });
+}
+
+/// The fake browser: answers request k with the script's messages up to and including the
+/// next one that carries `$ID`; exits (closing the pipe) when the script is used up.
+const FAKE_CHROMIUM: &str = r#"import json, os, sys
+script = open(sys.argv[1], 'rb').read().split(b'\0')
+i = 0
+buf = b''
+while True:
+    try:
+        chunk = os.read(3, 65536)
+    except OSError:
+        break
+    if not chunk:
+        break
+    buf += chunk
+    while b'\0' in buf:
+        msg, buf = buf.split(b'\0', 1)
+        try:
+            req = json.loads(msg)
+            rid, sid = str(req.get('id', 0)).encode(), str(req.get('sessionId', '')).encode()
+        except Exception:
+            rid, sid = b'0', b''
+        while i < len(script):
+            m = script[i]
+            i += 1
+            try:
+                os.write(4, m.replace(b'$ID', rid).replace(b'$SID', sid) + b'\0')
+            except OSError:
+                sys.exit(0)
+            if b'$ID' in m:
+                break
+        if i >= len(script):
+            sys.exit(0)
+"#;
+
+fn cdp(input: &[u8]) {
+    use jevgate::browser::{BrowserBackend, Command, LaunchOptions, LocalBrowser};
+    use std::os::unix::fs::PermissionsExt;
+    count_panics();
+    let before = PANICS.load(std::sync::atomic::Ordering::SeqCst);
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script");
+    std::fs::write(&script, input).unwrap();
+    let fake = dir.path().join("chromium");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nexec python3 -c '{}' {}\n",
+            FAKE_CHROMIUM.replace('\'', "'\"'\"'"),
+            script.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let opts = LaunchOptions {
+        executable: Some(fake),
+        launch_timeout: Duration::from_secs(1),
+        call_timeout: Duration::from_millis(100),
+        navigation_timeout: Duration::from_millis(100),
+        ..LaunchOptions::default()
+    };
+    let coded = |what: &str, r: Result<String, jevgate::Error>| {
+        if let Err(e) = r {
+            assert!(!e.code().is_empty(), "{what}: an error without a code");
+        }
+    };
+    match LocalBrowser::launch(opts) {
+        Err(e) => assert!(!e.code().is_empty()),
+        Ok(browser) => {
+            coded(
+                "navigate",
+                browser
+                    .navigate("http://127.0.0.1:9/")
+                    .map(|_| String::new()),
+            );
+            for command in [
+                r#"{"tool":"observe","args":{}}"#,
+                r#"{"tool":"snapshot","args":{}}"#,
+                r#"{"tool":"page_click","args":{"operationId":"c1","generation":1,"ref":"e1"}}"#,
+                r#"{"tool":"get_text","args":{}}"#,
+                r#"{"tool":"find","args":{"query":"x"}}"#,
+            ] {
+                let command: Command = serde_json::from_str(command).unwrap();
+                coded(
+                    "execute",
+                    browser
+                        .execute(&command)
+                        .map(|r| format!("{r:?}").len().to_string()),
+                );
+            }
+            browser.close();
+        }
+    }
+    assert_eq!(
+        PANICS.load(std::sync::atomic::Ordering::SeqCst),
+        before,
+        "a thread panicked on the browser's messages"
+    );
+}
+
+/// DevTools tokens for the lying browser: replies, errors and events in hostile shapes.
+const CDP: &[&[u8]] = &[
+    b"{\"id\":$ID,\"result\":{}}\0",
+    b"{\"id\":$ID,\"result\":{\"targetId\":\"T\",\"sessionId\":\"S\"}}\0",
+    b"{\"id\":$ID,\"error\":{\"code\":-32000,\"message\":\"x\"}}\0",
+    b"{\"id\":$ID,\"result\":{\"result\":{\"type\":\"object\",\"value\":",
+    b"{\"method\":\"Target.attachedToTarget\",\"sessionId\":\"S\",\"params\":{\"sessionId\":\"S2\",\"targetInfo\":{\"targetId\":\"T2\",\"type\":\"iframe\"}}}\0",
+    b"{\"method\":\"Target.detachedFromTarget\",\"params\":{\"sessionId\":\"S\"}}\0",
+    b"{\"method\":\"Page.javascriptDialogOpening\",\"sessionId\":\"$SID\",\"params\":{\"type\":\"prompt\",\"message\":\"m\"}}\0",
+    b"{\"method\":\"Page.frameNavigated\",\"sessionId\":\"$SID\",\"params\":{\"frame\":{\"id\":\"F\",\"url\":\"x\"}}}\0",
+    b"{\"method\":\"Target.targetCrashed\",\"params\":{\"targetId\":\"T\"}}\0",
+    b"\"sessionId\":\"$SID\"",
+    b"\"generation\":18446744073709551615",
+    b"\"id\":-1",
+    b"\"id\":1e400",
+    b"\0",
+];
+
+#[test]
+fn fuzz_cdp_messages_from_a_lying_browser() {
+    run_batches("cdp", CDP, cdp, 2);
 }
 
 #[cfg(feature = "capi")] // the C ABI is built with the `capi` feature
