@@ -161,7 +161,7 @@ int main(int argc, char **argv) {
   EXPECT(other == NULL);
   /* R-PROF-2: isolatedAvailable is a field, not only words in the message. */
   EXPECT(jevgate_error_isolated_available(err) == 1);
-  expect_code(st, err, "browser_context_busy");
+  expect_code(st, err, "BROWSER_CONTEXT_BUSY");
   jevgate_browser_call_end(call);
   jevgate_manual_clock_advance_ms(clock, 15 * 60 * 1000);
   size_t reaped = 0;

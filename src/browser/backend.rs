@@ -915,7 +915,8 @@ mod tests {
         assert_eq!(a.dialog.as_ref().unwrap().kind, "alert");
         assert_eq!(serde_json::to_value(&r).unwrap()["generationBefore"], 1);
         let bad = click.decode_result(json!({"nope": true})).unwrap_err();
-        assert_eq!(bad.code(), "execution_failed");
+        assert_eq!(bad.code(), "EXECUTION_FAILED");
+        assert_eq!(bad.worker_code(), Some("execution_failed"));
         for (cause, code) in [
             (StaleCause::NavigationPending, "NAVIGATION_PENDING"),
             (StaleCause::GenerationChanged, "GENERATION_CHANGED"),

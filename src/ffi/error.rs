@@ -113,7 +113,7 @@ pub unsafe extern "C" fn jevgate_error_validation_reason(
         .map_or(std::ptr::null(), |p| p.as_ptr())
 }
 
-/// `isolatedAvailable` of a `browser_context_busy` error (R-PROF-2): 1 when the call may be
+/// `isolatedAvailable` of a `BROWSER_CONTEXT_BUSY` error (R-PROF-2): 1 when the call may be
 /// retried in isolated mode, 0 when not, -1 for other errors and NULL.
 ///
 /// # Safety

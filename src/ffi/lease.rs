@@ -386,8 +386,8 @@ fn json_problem(e: &serde_json::Error) -> &'static str {
 
 /// Starts a browser tool call's session: `call_json` is
 /// `{"threadId","organization","mode"?:"authenticated"|"isolated","profileKey"?,"authenticatedAllowed"?}`.
-/// The raw profile key is hashed at once and never kept. Fails with `browser_context_busy` or
-/// `browser_authenticated_unavailable`. Read the session with `jevgate_browser_call_info`.
+/// The raw profile key is hashed at once and never kept. Fails with `BROWSER_CONTEXT_BUSY` or
+/// `BROWSER_AUTHENTICATED_UNAVAILABLE`. Read the session with `jevgate_browser_call_info`.
 ///
 /// # Safety
 /// `gateway` a live handle; `call_json` NUL-terminated; `call_out` writable; `err_out` NULL or

@@ -1,5 +1,5 @@
 //! jevgate::Error → the exception classes of `jevgate._errors`, with code, status, path,
-//! retry-after and (for `browser_context_busy`) `isolated_available` attached.
+//! retry-after and (for `BROWSER_CONTEXT_BUSY`) `isolated_available` attached.
 
 use jevgate::{Error, ErrorFamily};
 use pyo3::prelude::*;

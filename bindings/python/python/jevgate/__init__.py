@@ -12,6 +12,7 @@ Rust API: dicts and lists in and out, exceptions that carry the library's stable
     JEV_INVALID_CONFIGURATION gateway.jev.timeoutMs
 """
 
+from jevgate import codes
 from jevgate._errors import (
     AccessDeniedError,
     ArgumentError,
@@ -72,6 +73,7 @@ __all__ = [
     "__version__",
     "answer_schema",
     "check_model_address",
+    "codes",
     "parse_command",
     "split_parts",
     "split_steps",

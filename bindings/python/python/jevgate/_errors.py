@@ -62,10 +62,10 @@ class LeaseError(Error):
     """A device control lease or browser session lease refused the call:
     ``DEVICE_CONTROL_ELSEWHERE`` (another conversation drives the device; names nobody),
     ``DEVICE_CONTROL_REVOKED`` (a person took control back; told once — do not retry unless
-    asked), ``DEVICE_CONTROL_NOT_HELD``, ``browser_context_busy`` (``isolated_available`` says
+    asked), ``DEVICE_CONTROL_NOT_HELD``, ``BROWSER_CONTEXT_BUSY`` (``isolated_available`` says
     whether the call may be retried in isolated mode — the seed's ``isolatedAvailable``),
-    ``browser_authenticated_unavailable``. All 409 except the last (403).
-    ``isolated_available`` is ``None`` for every code but ``browser_context_busy``."""
+    ``BROWSER_AUTHENTICATED_UNAVAILABLE``. All 409 except the last (403).
+    ``isolated_available`` is ``None`` for every code but ``BROWSER_CONTEXT_BUSY``."""
 
     isolated_available: Optional[bool]
 
