@@ -746,6 +746,40 @@ impl Error {
         }
     }
 
+    /// What is wrong with a JSON document serde_json could not read, in jevgate's own words:
+    /// the one classification of serde_json errors that the core, C and Python share (never
+    /// serde's message, which can quote the input; R-ERR-2).
+    ///
+    /// ```
+    /// let e = serde_json::from_str::<u8>("{").unwrap_err();
+    /// assert_eq!(jevgate::Error::json_problem(&e), "truncated JSON");
+    /// ```
+    pub fn json_problem(e: &serde_json::Error) -> &'static str {
+        use serde_json::error::Category;
+        match e.classify() {
+            Category::Io => "unreadable",
+            Category::Syntax => "not JSON",
+            Category::Eof => "truncated JSON",
+            Category::Data => "wrong or unknown members",
+        }
+    }
+
+    /// `INVALID_ARGUMENT` for a JSON argument `name` that is not the `expected` shape, with
+    /// [`Error::json_problem`] as the cause: how C and Python report the same bad JSON alike.
+    ///
+    /// ```
+    /// let e = serde_json::from_str::<u8>("[]").unwrap_err();
+    /// let err = jevgate::Error::invalid_json("call_json", "a number", &e);
+    /// assert_eq!(err.code(), "INVALID_ARGUMENT");
+    /// assert_eq!(err.to_string(), "invalid argument `call_json`: must be a number (wrong or unknown members)");
+    /// ```
+    pub fn invalid_json(name: &'static str, expected: &str, e: &serde_json::Error) -> Error {
+        Error::InvalidArgument {
+            name,
+            reason: format!("must be {expected} ({})", Error::json_problem(e)),
+        }
+    }
+
     pub(crate) fn config(path: impl Into<String>, reason: impl Into<String>) -> Error {
         Error::InvalidConfiguration {
             path: path.into(),

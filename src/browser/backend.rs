@@ -444,7 +444,7 @@ impl Command {
     pub fn decode_result(&self, value: Value) -> Result<Response> {
         fn de<T: serde::de::DeserializeOwned>(v: Value) -> Result<T> {
             serde_json::from_value(v).map_err(|e| Error::ExecutionFailed {
-                reason: format!("malformed result: {}", e.classify_name()),
+                reason: format!("malformed result: {}", Error::json_problem(&e)),
             })
         }
         Ok(match self {
@@ -459,21 +459,6 @@ impl Command {
             Command::Tabs(_) => Response::Tabs(de(value)?),
             _ => Response::Action(de(value)?),
         })
-    }
-}
-
-trait ClassifyName {
-    fn classify_name(&self) -> &'static str;
-}
-
-impl ClassifyName for serde_json::Error {
-    fn classify_name(&self) -> &'static str {
-        match self.classify() {
-            serde_json::error::Category::Io => "io",
-            serde_json::error::Category::Syntax => "syntax",
-            serde_json::error::Category::Data => "unexpected shape",
-            serde_json::error::Category::Eof => "truncated",
-        }
     }
 }
 

@@ -349,12 +349,12 @@ fn yes() -> bool {
 
 /// Parses a browser call description (shared by C and Python).
 fn browser_call_from_json(json: &str) -> Result<crate::lease::BrowserCall, Error> {
-    let c: BrowserCallJson = serde_json::from_str(json).map_err(|e| Error::InvalidArgument {
-        name: "call_json",
-        reason: format!(
-            "must be {{threadId, organization, mode?, profileKey?, authenticatedAllowed?}} ({})",
-            json_problem(&e)
-        ),
+    let c: BrowserCallJson = serde_json::from_str(json).map_err(|e| {
+        Error::invalid_json(
+            "call_json",
+            "{threadId, organization, mode?, profileKey?, authenticatedAllowed?}",
+            &e,
+        )
     })?;
     let mode = match c.mode.as_deref() {
         None => None,
@@ -374,14 +374,6 @@ fn browser_call_from_json(json: &str) -> Result<crate::lease::BrowserCall, Error
         profile_key: c.profile_key,
         authenticated_allowed: c.authenticated_allowed,
     })
-}
-
-fn json_problem(e: &serde_json::Error) -> &'static str {
-    match e.classify() {
-        serde_json::error::Category::Io => "unreadable",
-        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => "not JSON",
-        serde_json::error::Category::Data => "wrong or unknown members",
-    }
 }
 
 /// Starts a browser tool call's session: `call_json` is

@@ -155,9 +155,11 @@ impl PyLeases {
             Some("authenticated") => Some(SessionMode::Authenticated),
             Some("isolated") => Some(SessionMode::Isolated),
             Some(_) => {
-                return Err(PyValueError::new_err(
-                    "mode must be \"authenticated\" or \"isolated\"",
-                ))
+                // the reason C's jevgate_browser_call_begin gives for the same value
+                return Err(crate::errors::invalid_argument(
+                    "mode",
+                    "must be \"authenticated\" or \"isolated\"",
+                ));
             }
         };
         let call = BrowserCall {
