@@ -482,6 +482,26 @@ const char *jevgate_error_validation_reason(const jevgate_error *err);
 int32_t jevgate_error_isolated_available(const jevgate_error *err);
 
 /**
+ * 1 when the same call may succeed if simply tried again later (after
+ * `jevgate_error_retry_after_ms` when given; a Jev retry needs a fresh requestId), 0 when
+ * something must change first or a retry must not happen unasked, -1 for NULL.
+ *
+ * # Safety
+ * `err` must be NULL or a live error object from jevgate.
+ */
+int32_t jevgate_error_retryable(const jevgate_error *err);
+
+/**
+ * The seed's lower-case worker code (`"timed_out"`, `"tab_unavailable"`, `"javascript_error"`,
+ * `"execution_failed"`) a device result carries for this error, or NULL when it is not a
+ * worker failure (and for NULL). `jevgate_error_code` stays upper snake case.
+ *
+ * # Safety
+ * `err` must be NULL or a live error object from jevgate.
+ */
+const char *jevgate_error_worker_code(const jevgate_error *err);
+
+/**
  * Frees an error object. NULL is accepted and ignored.
  *
  * # Safety

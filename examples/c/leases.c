@@ -64,6 +64,7 @@ int main(int argc, char **argv) {
   err = NULL;
   jevgate_status st = jevgate_lease_acquire(gw, "laptop", "conversation-b", &grant, &err);
   EXPECT(jevgate_error_http_status(err) == 409);
+  EXPECT(jevgate_error_retryable(err) == 1 && jevgate_error_worker_code(err) == NULL);
   EXPECT(!contains(jevgate_error_message(err), "conversation-a"));
   expect_code(st, err, JEVGATE_CODE_DEVICE_CONTROL_ELSEWHERE);
 
