@@ -751,8 +751,12 @@ impl Error {
     /// serde's message, which can quote the input; R-ERR-2).
     ///
     /// ```
-    /// let e = serde_json::from_str::<u8>("{").unwrap_err();
+    /// let e = serde_json::from_str::<Vec<u8>>("[1,").unwrap_err();
     /// assert_eq!(jevgate::Error::json_problem(&e), "truncated JSON");
+    /// let e = serde_json::from_str::<Vec<u8>>("nope").unwrap_err();
+    /// assert_eq!(jevgate::Error::json_problem(&e), "not JSON");
+    /// let e = serde_json::from_str::<Vec<u8>>("{}").unwrap_err();
+    /// assert_eq!(jevgate::Error::json_problem(&e), "wrong or unknown members");
     /// ```
     pub fn json_problem(e: &serde_json::Error) -> &'static str {
         use serde_json::error::Category;
