@@ -20,6 +20,58 @@
 #define JEVGATE_VERSION_MINOR 1
 #define JEVGATE_VERSION_PATCH 0
 
+/* The stable error codes (jevgate::ERROR_TABLE): what jevgate_error_code returns. */
+#define JEVGATE_CODE_JEV_INVALID_CONFIGURATION "JEV_INVALID_CONFIGURATION"
+#define JEVGATE_CODE_JEV_MISSING_CREDENTIALS "JEV_MISSING_CREDENTIALS"
+#define JEVGATE_CODE_STORE_CORRUPT "STORE_CORRUPT"
+#define JEVGATE_CODE_STORE_VERSION_UNSUPPORTED "STORE_VERSION_UNSUPPORTED"
+#define JEVGATE_CODE_STORE_LOCKED "STORE_LOCKED"
+#define JEVGATE_CODE_STORE_IO "STORE_IO"
+#define JEVGATE_CODE_INVALID_ARGUMENT "INVALID_ARGUMENT"
+#define JEVGATE_CODE_DEVICE_CONTROL_ELSEWHERE "DEVICE_CONTROL_ELSEWHERE"
+#define JEVGATE_CODE_DEVICE_CONTROL_REVOKED "DEVICE_CONTROL_REVOKED"
+#define JEVGATE_CODE_DEVICE_CONTROL_NOT_HELD "DEVICE_CONTROL_NOT_HELD"
+#define JEVGATE_CODE_ACCESS_DENIED "ACCESS_DENIED"
+#define JEVGATE_CODE_BROWSER_CONTEXT_BUSY "BROWSER_CONTEXT_BUSY"
+#define JEVGATE_CODE_BROWSER_AUTHENTICATED_UNAVAILABLE "BROWSER_AUTHENTICATED_UNAVAILABLE"
+#define JEVGATE_CODE_JEV_INVALID_REQUEST "JEV_INVALID_REQUEST"
+#define JEVGATE_CODE_JEV_MALFORMED_RESPONSE "JEV_MALFORMED_RESPONSE"
+#define JEVGATE_CODE_NAVIGATION_UNRESOLVED "NAVIGATION_UNRESOLVED"
+#define JEVGATE_CODE_JEV_ACCESS_DENIED "JEV_ACCESS_DENIED"
+#define JEVGATE_CODE_JEV_AUTHENTICATION_FAILED "JEV_AUTHENTICATION_FAILED"
+#define JEVGATE_CODE_JEV_QUOTA_EXCEEDED "JEV_QUOTA_EXCEEDED"
+#define JEVGATE_CODE_JEV_UNSUPPORTED_MODEL "JEV_UNSUPPORTED_MODEL"
+#define JEVGATE_CODE_JEV_REQUEST_CONFLICT "JEV_REQUEST_CONFLICT"
+#define JEVGATE_CODE_JEV_RATE_LIMITED "JEV_RATE_LIMITED"
+#define JEVGATE_CODE_JEV_QUEUE_FULL "JEV_QUEUE_FULL"
+#define JEVGATE_CODE_JEV_PROVIDER_FAILURE "JEV_PROVIDER_FAILURE"
+#define JEVGATE_CODE_JEV_TIMEOUT "JEV_TIMEOUT"
+#define JEVGATE_CODE_JEV_CANCELLED "JEV_CANCELLED"
+#define JEVGATE_CODE_GATEWAY_CLOSED "GATEWAY_CLOSED"
+#define JEVGATE_CODE_DEVICE_NOT_PAIRED "DEVICE_NOT_PAIRED"
+#define JEVGATE_CODE_DEVICE_SELECTION_REQUIRED "DEVICE_SELECTION_REQUIRED"
+#define JEVGATE_CODE_DEVICE_OFFLINE "DEVICE_OFFLINE"
+#define JEVGATE_CODE_DEVICE_CAPABILITY_MISMATCH "DEVICE_CAPABILITY_MISMATCH"
+#define JEVGATE_CODE_UNKNOWN_TOOL "UNKNOWN_TOOL"
+#define JEVGATE_CODE_INVALID_TOOL_ARGUMENTS "INVALID_TOOL_ARGUMENTS"
+#define JEVGATE_CODE_ARTIFACT_NOT_FOUND "ARTIFACT_NOT_FOUND"
+#define JEVGATE_CODE_DEVICE_CHANNEL_IO "DEVICE_CHANNEL_IO"
+#define JEVGATE_CODE_BROWSER_UNAVAILABLE "BROWSER_UNAVAILABLE"
+#define JEVGATE_CODE_STALE_OBSERVATION "STALE_OBSERVATION"
+#define JEVGATE_CODE_HISTORY_UNAVAILABLE "HISTORY_UNAVAILABLE"
+#define JEVGATE_CODE_SCROLL_LIMIT "SCROLL_LIMIT"
+#define JEVGATE_CODE_FOCUS_REQUIRED "FOCUS_REQUIRED"
+#define JEVGATE_CODE_DIALOG_OPEN "DIALOG_OPEN"
+#define JEVGATE_CODE_NO_DIALOG "NO_DIALOG"
+#define JEVGATE_CODE_TARGET_NOT_FOUND "TARGET_NOT_FOUND"
+#define JEVGATE_CODE_NAVIGATION_FAILED "NAVIGATION_FAILED"
+#define JEVGATE_CODE_BROWSER_TIMEOUT "BROWSER_TIMEOUT"
+#define JEVGATE_CODE_TAB_UNAVAILABLE "TAB_UNAVAILABLE"
+#define JEVGATE_CODE_JAVASCRIPT_ERROR "JAVASCRIPT_ERROR"
+#define JEVGATE_CODE_EXECUTION_FAILED "EXECUTION_FAILED"
+#define JEVGATE_CODE_TAB_LEASE_HELD "TAB_LEASE_HELD"
+#define JEVGATE_CODE_INTERNAL "INTERNAL"
+
 /**
  * The result of every fallible C call.
  */
@@ -422,13 +474,33 @@ int64_t jevgate_error_retry_after_ms(const jevgate_error *err);
 const char *jevgate_error_validation_reason(const jevgate_error *err);
 
 /**
- * `isolatedAvailable` of a `browser_context_busy` error (R-PROF-2): 1 when the call may be
+ * `isolatedAvailable` of a `BROWSER_CONTEXT_BUSY` error (R-PROF-2): 1 when the call may be
  * retried in isolated mode, 0 when not, -1 for other errors and NULL.
  *
  * # Safety
  * `err` must be NULL or a live error object from jevgate.
  */
 int32_t jevgate_error_isolated_available(const jevgate_error *err);
+
+/**
+ * 1 when the same call may succeed if simply tried again later (after
+ * `jevgate_error_retry_after_ms` when given; a Jev retry needs a fresh requestId), 0 when
+ * something must change first or a retry must not happen unasked, -1 for NULL.
+ *
+ * # Safety
+ * `err` must be NULL or a live error object from jevgate.
+ */
+int32_t jevgate_error_retryable(const jevgate_error *err);
+
+/**
+ * The seed's lower-case worker code (`"timed_out"`, `"tab_unavailable"`, `"javascript_error"`,
+ * `"execution_failed"`) a device result carries for this error, or NULL when it is not a
+ * worker failure (and for NULL). `jevgate_error_code` stays upper snake case.
+ *
+ * # Safety
+ * `err` must be NULL or a live error object from jevgate.
+ */
+const char *jevgate_error_worker_code(const jevgate_error *err);
 
 /**
  * Frees an error object. NULL is accepted and ignored.
@@ -734,8 +806,8 @@ jevgate_status jevgate_lease_set_device_owner(const jevgate_gateway *gateway,
 /**
  * Starts a browser tool call's session: `call_json` is
  * `{"threadId","organization","mode"?:"authenticated"|"isolated","profileKey"?,"authenticatedAllowed"?}`.
- * The raw profile key is hashed at once and never kept. Fails with `browser_context_busy` or
- * `browser_authenticated_unavailable`. Read the session with `jevgate_browser_call_info`.
+ * The raw profile key is hashed at once and never kept. Fails with `BROWSER_CONTEXT_BUSY` or
+ * `BROWSER_AUTHENTICATED_UNAVAILABLE`. Read the session with `jevgate_browser_call_info`.
  *
  * # Safety
  * `gateway` a live handle; `call_json` NUL-terminated; `call_out` writable; `err_out` NULL or

@@ -1,9 +1,13 @@
 //! The one error type of jevgate (R-ERR).
 //!
 //! Every failure a host can see is a [`Error`] with a stable [`Error::code`] string (the codes of
-//! the product documents, spelled as there), an [`Error::http_status`] so a host can serve the
-//! documented HTTP contracts by mapping errors, and a [`Error::family`] that the bindings use to
-//! pick an exception class.
+//! the product documents, always upper snake case), an [`Error::http_status`] so a host can serve
+//! the documented HTTP contracts by mapping errors, a [`Error::family`] that the bindings use to
+//! pick an exception class, and [`Error::retryable`]. All four come from one row per variant of
+//! [`ERROR_TABLE`]; [`Error::kind`] is the only match over the variants. The seed's lower-case
+//! worker codes (`timed_out`, …) are a column of that table ([`Error::worker_code`]), the
+//! `errorCode` a device result carries, never a second spelling of `code()`. The table is also
+//! exported as `JEVGATE_CODE_*` in the C header and `jevgate.codes` in Python.
 //!
 //! This module must never put credentials, raw provider bodies, submitted state, field values or
 //! page text into a message (R-ERR-2): constructors take codes, paths, sizes and short reasons
@@ -454,169 +458,230 @@ fn display_path(path: &str) -> &str {
     }
 }
 
-impl Error {
-    /// The stable error code, e.g. `"JEV_INVALID_CONFIGURATION"`.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Error::InvalidConfiguration { .. } => "JEV_INVALID_CONFIGURATION",
-            Error::MissingCredentials { .. } => "JEV_MISSING_CREDENTIALS",
-            Error::StoreCorrupt { .. } => "STORE_CORRUPT",
-            Error::StoreVersionUnsupported { .. } => "STORE_VERSION_UNSUPPORTED",
-            Error::StoreLocked => "STORE_LOCKED",
-            Error::StoreIo { .. } => "STORE_IO",
-            Error::InvalidArgument { .. } => "INVALID_ARGUMENT",
-            Error::GatewayClosed => "GATEWAY_CLOSED",
-            Error::NavigationUnresolved { .. } => "NAVIGATION_UNRESOLVED",
-            Error::InvalidRequest { .. } => "JEV_INVALID_REQUEST",
-            Error::MalformedResponse { .. } => "JEV_MALFORMED_RESPONSE",
-            Error::DeviceControlElsewhere => "DEVICE_CONTROL_ELSEWHERE",
-            Error::DeviceControlRevoked => "DEVICE_CONTROL_REVOKED",
-            Error::DeviceControlNotHeld => "DEVICE_CONTROL_NOT_HELD",
-            Error::AccessDenied { .. } => "ACCESS_DENIED",
-            Error::BrowserContextBusy { .. } => "browser_context_busy",
-            Error::BrowserAuthenticatedUnavailable => "browser_authenticated_unavailable",
-            Error::DeviceNotPaired => "DEVICE_NOT_PAIRED",
-            Error::DeviceSelectionRequired => "DEVICE_SELECTION_REQUIRED",
-            Error::DeviceOffline => "DEVICE_OFFLINE",
-            Error::DeviceCapabilityMismatch => "DEVICE_CAPABILITY_MISMATCH",
-            Error::UnknownTool { .. } => "UNKNOWN_TOOL",
-            Error::InvalidToolArguments { .. } => "INVALID_TOOL_ARGUMENTS",
-            Error::ArtifactNotFound => "ARTIFACT_NOT_FOUND",
-            Error::ChannelIo { .. } => "DEVICE_CHANNEL_IO",
-            Error::BrowserUnavailable { .. } => "BROWSER_UNAVAILABLE",
-            Error::StaleObservation { .. } => "STALE_OBSERVATION",
-            Error::HistoryUnavailable => "HISTORY_UNAVAILABLE",
-            Error::ScrollLimit => "SCROLL_LIMIT",
-            Error::FocusRequired => "FOCUS_REQUIRED",
-            Error::DialogOpen { .. } => "DIALOG_OPEN",
-            Error::NoDialog => "NO_DIALOG",
-            Error::TargetNotFound { .. } => "TARGET_NOT_FOUND",
-            Error::NavigationFailed { .. } => "NAVIGATION_FAILED",
-            Error::BrowserTimeout { .. } => "timed_out",
-            Error::TabUnavailable => "tab_unavailable",
-            Error::JavascriptError { .. } => "javascript_error",
-            Error::ExecutionFailed { .. } => "execution_failed",
-            Error::TabLeaseHeld => "TAB_LEASE_HELD",
-            Error::Internal { .. } => "INTERNAL",
-            Error::JevAccessDenied { .. } => "JEV_ACCESS_DENIED",
-            Error::AuthenticationFailed => "JEV_AUTHENTICATION_FAILED",
-            Error::QuotaExceeded { .. } => "JEV_QUOTA_EXCEEDED",
-            Error::UnsupportedModel => "JEV_UNSUPPORTED_MODEL",
-            Error::RequestConflict { .. } => "JEV_REQUEST_CONFLICT",
-            Error::RateLimited { .. } => "JEV_RATE_LIMITED",
-            Error::QueueFull => "JEV_QUEUE_FULL",
-            Error::ProviderFailure { .. } => "JEV_PROVIDER_FAILURE",
-            Error::Timeout { .. } => "JEV_TIMEOUT",
-            Error::Cancelled => "JEV_CANCELLED",
+/// Declares [`ErrorKind`] and [`ERROR_TABLE`] from one list, so the kinds and the rows cannot
+/// drift apart: row `i` of the table is the kind whose discriminant is `i`.
+macro_rules! error_table {
+    ($($kind:ident => $code:literal, $status:literal, $family:ident, $retry:literal, $worker:expr;)+) => {
+        /// Which variant an [`Error`] is, without its fields: the index of its row in
+        /// [`ERROR_TABLE`]. Read it with [`Error::kind`].
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        #[allow(missing_docs)] // each kind is documented on the `Error` variant of the same name
+        pub enum ErrorKind {
+            $($kind,)+
         }
+
+        impl ErrorKind {
+            /// Every kind, in table order.
+            pub const ALL: &'static [ErrorKind] = &[$(ErrorKind::$kind,)+];
+        }
+
+        /// One row per [`ErrorKind`], in declaration order (R-ERR-1): the only place a code,
+        /// an HTTP status, a family, retryability or a worker code is written down.
+        pub const ERROR_TABLE: &[ErrorRow] = &[$(ErrorRow {
+            kind: ErrorKind::$kind,
+            code: $code,
+            http_status: $status,
+            family: ErrorFamily::$family,
+            retryable: $retry,
+            worker_code: $worker,
+        },)+];
+    };
+}
+
+/// One row of [`ERROR_TABLE`]: everything a host maps an error by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ErrorRow {
+    /// The kind this row describes.
+    pub kind: ErrorKind,
+    /// The stable code, upper snake case (`JEV_TIMEOUT`); also `JEVGATE_CODE_<code>` in the C
+    /// header and `jevgate.codes.<code>` in Python.
+    pub code: &'static str,
+    /// The HTTP status a host serving the documented contracts answers with.
+    pub http_status: u16,
+    /// The family (the Python exception class).
+    pub family: ErrorFamily,
+    /// Whether the same call may succeed when simply tried again later (after
+    /// [`Error::retry_after`] when given; a Jev retry needs a fresh `requestId`). `false` when
+    /// something must change first or a retry must not happen unasked.
+    pub retryable: bool,
+    /// The seed's lower-case worker code (R-DEV-FAIL) this error travels as in a device
+    /// result's `errorCode`, for the browser errors that have one.
+    pub worker_code: Option<&'static str>,
+}
+
+error_table! {
+    InvalidConfiguration => "JEV_INVALID_CONFIGURATION", 400, Config, false, None;
+    MissingCredentials => "JEV_MISSING_CREDENTIALS", 500, Config, false, None;
+    StoreCorrupt => "STORE_CORRUPT", 500, Store, false, None;
+    StoreVersionUnsupported => "STORE_VERSION_UNSUPPORTED", 500, Store, false, None;
+    StoreLocked => "STORE_LOCKED", 409, Store, true, None;
+    StoreIo => "STORE_IO", 500, Store, false, None;
+    InvalidArgument => "INVALID_ARGUMENT", 400, Argument, false, None;
+    DeviceControlElsewhere => "DEVICE_CONTROL_ELSEWHERE", 409, Lease, true, None;
+    DeviceControlRevoked => "DEVICE_CONTROL_REVOKED", 409, Lease, false, None;
+    DeviceControlNotHeld => "DEVICE_CONTROL_NOT_HELD", 409, Lease, false, None;
+    AccessDenied => "ACCESS_DENIED", 403, Access, false, None;
+    BrowserContextBusy => "BROWSER_CONTEXT_BUSY", 409, Lease, false, None;
+    BrowserAuthenticatedUnavailable => "BROWSER_AUTHENTICATED_UNAVAILABLE", 403, Lease, false, None;
+    InvalidRequest => "JEV_INVALID_REQUEST", 400, Jev, false, None;
+    MalformedResponse => "JEV_MALFORMED_RESPONSE", 502, Jev, false, None;
+    NavigationUnresolved => "NAVIGATION_UNRESOLVED", 400, Grammar, false, None;
+    JevAccessDenied => "JEV_ACCESS_DENIED", 403, Jev, false, None;
+    AuthenticationFailed => "JEV_AUTHENTICATION_FAILED", 401, Jev, false, None;
+    QuotaExceeded => "JEV_QUOTA_EXCEEDED", 402, Jev, false, None;
+    UnsupportedModel => "JEV_UNSUPPORTED_MODEL", 404, Jev, false, None;
+    RequestConflict => "JEV_REQUEST_CONFLICT", 409, Jev, false, None;
+    RateLimited => "JEV_RATE_LIMITED", 429, Jev, true, None;
+    QueueFull => "JEV_QUEUE_FULL", 429, Jev, true, None;
+    ProviderFailure => "JEV_PROVIDER_FAILURE", 502, Jev, true, None;
+    Timeout => "JEV_TIMEOUT", 504, Jev, true, None;
+    Cancelled => "JEV_CANCELLED", 499, Jev, false, None;
+    GatewayClosed => "GATEWAY_CLOSED", 409, Gateway, false, None;
+    DeviceNotPaired => "DEVICE_NOT_PAIRED", 404, Device, false, None;
+    DeviceSelectionRequired => "DEVICE_SELECTION_REQUIRED", 400, Device, false, None;
+    DeviceOffline => "DEVICE_OFFLINE", 409, Device, true, None;
+    DeviceCapabilityMismatch => "DEVICE_CAPABILITY_MISMATCH", 409, Device, false, None;
+    UnknownTool => "UNKNOWN_TOOL", 400, Device, false, None;
+    InvalidToolArguments => "INVALID_TOOL_ARGUMENTS", 400, Device, false, None;
+    ArtifactNotFound => "ARTIFACT_NOT_FOUND", 404, Device, false, None;
+    ChannelIo => "DEVICE_CHANNEL_IO", 500, Device, false, None;
+    BrowserUnavailable => "BROWSER_UNAVAILABLE", 500, Browser, false, None;
+    StaleObservation => "STALE_OBSERVATION", 409, Browser, false, None;
+    HistoryUnavailable => "HISTORY_UNAVAILABLE", 409, Browser, false, None;
+    ScrollLimit => "SCROLL_LIMIT", 409, Browser, false, None;
+    FocusRequired => "FOCUS_REQUIRED", 409, Browser, false, None;
+    DialogOpen => "DIALOG_OPEN", 409, Browser, false, None;
+    NoDialog => "NO_DIALOG", 409, Browser, false, None;
+    TargetNotFound => "TARGET_NOT_FOUND", 400, Browser, false, None;
+    NavigationFailed => "NAVIGATION_FAILED", 400, Browser, false, None;
+    BrowserTimeout => "BROWSER_TIMEOUT", 500, Browser, false, Some("timed_out");
+    TabUnavailable => "TAB_UNAVAILABLE", 500, Browser, false, Some("tab_unavailable");
+    JavascriptError => "JAVASCRIPT_ERROR", 500, Browser, false, Some("javascript_error");
+    ExecutionFailed => "EXECUTION_FAILED", 500, Browser, false, Some("execution_failed");
+    TabLeaseHeld => "TAB_LEASE_HELD", 409, Browser, true, None;
+    Internal => "INTERNAL", 500, Internal, false, None;
+}
+
+impl ErrorKind {
+    /// This kind's row of [`ERROR_TABLE`].
+    pub fn row(self) -> &'static ErrorRow {
+        &ERROR_TABLE[self as usize]
+    }
+
+    /// The stable code (see [`Error::code`]).
+    pub fn code(self) -> &'static str {
+        self.row().code
+    }
+
+    /// The kind whose code is `code`, if any.
+    ///
+    /// ```
+    /// use jevgate::ErrorKind;
+    /// assert_eq!(ErrorKind::from_code("JEV_TIMEOUT"), Some(ErrorKind::Timeout));
+    /// assert_eq!(ErrorKind::from_code("timed_out"), None);
+    /// ```
+    pub fn from_code(code: &str) -> Option<ErrorKind> {
+        ERROR_TABLE.iter().find(|r| r.code == code).map(|r| r.kind)
+    }
+}
+
+impl Error {
+    /// Which variant this is: the only `match` over the variants; everything else reads the
+    /// kind's row of [`ERROR_TABLE`].
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidConfiguration { .. } => ErrorKind::InvalidConfiguration,
+            Error::MissingCredentials { .. } => ErrorKind::MissingCredentials,
+            Error::StoreCorrupt { .. } => ErrorKind::StoreCorrupt,
+            Error::StoreVersionUnsupported { .. } => ErrorKind::StoreVersionUnsupported,
+            Error::StoreLocked => ErrorKind::StoreLocked,
+            Error::StoreIo { .. } => ErrorKind::StoreIo,
+            Error::InvalidArgument { .. } => ErrorKind::InvalidArgument,
+            Error::DeviceControlElsewhere => ErrorKind::DeviceControlElsewhere,
+            Error::DeviceControlRevoked => ErrorKind::DeviceControlRevoked,
+            Error::DeviceControlNotHeld => ErrorKind::DeviceControlNotHeld,
+            Error::AccessDenied { .. } => ErrorKind::AccessDenied,
+            Error::BrowserContextBusy { .. } => ErrorKind::BrowserContextBusy,
+            Error::BrowserAuthenticatedUnavailable => ErrorKind::BrowserAuthenticatedUnavailable,
+            Error::InvalidRequest { .. } => ErrorKind::InvalidRequest,
+            Error::MalformedResponse { .. } => ErrorKind::MalformedResponse,
+            Error::NavigationUnresolved { .. } => ErrorKind::NavigationUnresolved,
+            Error::JevAccessDenied { .. } => ErrorKind::JevAccessDenied,
+            Error::AuthenticationFailed => ErrorKind::AuthenticationFailed,
+            Error::QuotaExceeded { .. } => ErrorKind::QuotaExceeded,
+            Error::UnsupportedModel => ErrorKind::UnsupportedModel,
+            Error::RequestConflict { .. } => ErrorKind::RequestConflict,
+            Error::RateLimited { .. } => ErrorKind::RateLimited,
+            Error::QueueFull => ErrorKind::QueueFull,
+            Error::ProviderFailure { .. } => ErrorKind::ProviderFailure,
+            Error::Timeout { .. } => ErrorKind::Timeout,
+            Error::Cancelled => ErrorKind::Cancelled,
+            Error::GatewayClosed => ErrorKind::GatewayClosed,
+            Error::DeviceNotPaired => ErrorKind::DeviceNotPaired,
+            Error::DeviceSelectionRequired => ErrorKind::DeviceSelectionRequired,
+            Error::DeviceOffline => ErrorKind::DeviceOffline,
+            Error::DeviceCapabilityMismatch => ErrorKind::DeviceCapabilityMismatch,
+            Error::UnknownTool { .. } => ErrorKind::UnknownTool,
+            Error::InvalidToolArguments { .. } => ErrorKind::InvalidToolArguments,
+            Error::ArtifactNotFound => ErrorKind::ArtifactNotFound,
+            Error::ChannelIo { .. } => ErrorKind::ChannelIo,
+            Error::BrowserUnavailable { .. } => ErrorKind::BrowserUnavailable,
+            Error::StaleObservation { .. } => ErrorKind::StaleObservation,
+            Error::HistoryUnavailable => ErrorKind::HistoryUnavailable,
+            Error::ScrollLimit => ErrorKind::ScrollLimit,
+            Error::FocusRequired => ErrorKind::FocusRequired,
+            Error::DialogOpen { .. } => ErrorKind::DialogOpen,
+            Error::NoDialog => ErrorKind::NoDialog,
+            Error::TargetNotFound { .. } => ErrorKind::TargetNotFound,
+            Error::NavigationFailed { .. } => ErrorKind::NavigationFailed,
+            Error::BrowserTimeout { .. } => ErrorKind::BrowserTimeout,
+            Error::TabUnavailable => ErrorKind::TabUnavailable,
+            Error::JavascriptError { .. } => ErrorKind::JavascriptError,
+            Error::ExecutionFailed { .. } => ErrorKind::ExecutionFailed,
+            Error::TabLeaseHeld => ErrorKind::TabLeaseHeld,
+            Error::Internal { .. } => ErrorKind::Internal,
+        }
+    }
+
+    /// This error's row of [`ERROR_TABLE`].
+    pub fn row(&self) -> &'static ErrorRow {
+        self.kind().row()
+    }
+
+    /// The stable error code, e.g. `"JEV_INVALID_CONFIGURATION"`: always upper snake case.
+    pub fn code(&self) -> &'static str {
+        self.row().code
     }
 
     /// The HTTP status a host serving the documented HTTP contracts should answer with.
     pub fn http_status(&self) -> u16 {
-        match self {
-            Error::InvalidConfiguration { .. }
-            | Error::InvalidArgument { .. }
-            | Error::NavigationUnresolved { .. }
-            | Error::InvalidRequest { .. }
-            | Error::DeviceSelectionRequired
-            | Error::UnknownTool { .. }
-            | Error::InvalidToolArguments { .. } => 400,
-            Error::DeviceNotPaired | Error::ArtifactNotFound => 404,
-            Error::DeviceOffline | Error::DeviceCapabilityMismatch => 409,
-            Error::MalformedResponse { .. } => 502,
-            Error::MissingCredentials { .. } => 500,
-            Error::StoreLocked
-            | Error::GatewayClosed
-            | Error::DeviceControlElsewhere
-            | Error::DeviceControlRevoked
-            | Error::DeviceControlNotHeld
-            | Error::BrowserContextBusy { .. }
-            | Error::StaleObservation { .. }
-            | Error::HistoryUnavailable
-            | Error::ScrollLimit
-            | Error::FocusRequired
-            | Error::DialogOpen { .. }
-            | Error::NoDialog
-            | Error::TabLeaseHeld => 409,
-            Error::TargetNotFound { .. } | Error::NavigationFailed { .. } => 400,
-            Error::BrowserTimeout { .. }
-            | Error::BrowserUnavailable { .. }
-            | Error::TabUnavailable
-            | Error::JavascriptError { .. }
-            | Error::ExecutionFailed { .. } => 500,
-            Error::AccessDenied { .. } | Error::BrowserAuthenticatedUnavailable => 403,
-            Error::StoreCorrupt { .. }
-            | Error::StoreVersionUnsupported { .. }
-            | Error::StoreIo { .. }
-            | Error::ChannelIo { .. }
-            | Error::Internal { .. } => 500,
-            Error::JevAccessDenied { .. } => 403,
-            Error::AuthenticationFailed => 401,
-            Error::QuotaExceeded { .. } => 402,
-            Error::UnsupportedModel => 404,
-            Error::RequestConflict { .. } => 409,
-            Error::RateLimited { .. } | Error::QueueFull => 429,
-            Error::ProviderFailure { .. } => 502,
-            Error::Timeout { .. } => 504,
-            Error::Cancelled => 499,
-        }
+        self.row().http_status
     }
 
     /// The family the error belongs to (selects the Python exception class).
     pub fn family(&self) -> ErrorFamily {
-        match self {
-            Error::InvalidConfiguration { .. } | Error::MissingCredentials { .. } => {
-                ErrorFamily::Config
-            }
-            Error::StoreCorrupt { .. }
-            | Error::StoreVersionUnsupported { .. }
-            | Error::StoreLocked
-            | Error::StoreIo { .. } => ErrorFamily::Store,
-            Error::InvalidArgument { .. } => ErrorFamily::Argument,
-            Error::GatewayClosed => ErrorFamily::Gateway,
-            Error::NavigationUnresolved { .. } => ErrorFamily::Grammar,
-            Error::InvalidRequest { .. }
-            | Error::MalformedResponse { .. }
-            | Error::JevAccessDenied { .. }
-            | Error::AuthenticationFailed
-            | Error::QuotaExceeded { .. }
-            | Error::UnsupportedModel
-            | Error::RequestConflict { .. }
-            | Error::RateLimited { .. }
-            | Error::QueueFull
-            | Error::ProviderFailure { .. }
-            | Error::Timeout { .. }
-            | Error::Cancelled => ErrorFamily::Jev,
-            Error::DeviceControlElsewhere
-            | Error::DeviceControlRevoked
-            | Error::DeviceControlNotHeld
-            | Error::BrowserContextBusy { .. }
-            | Error::BrowserAuthenticatedUnavailable => ErrorFamily::Lease,
-            Error::AccessDenied { .. } => ErrorFamily::Access,
-            Error::DeviceNotPaired
-            | Error::DeviceSelectionRequired
-            | Error::DeviceOffline
-            | Error::DeviceCapabilityMismatch
-            | Error::UnknownTool { .. }
-            | Error::InvalidToolArguments { .. }
-            | Error::ArtifactNotFound
-            | Error::ChannelIo { .. } => ErrorFamily::Device,
-            Error::BrowserUnavailable { .. }
-            | Error::StaleObservation { .. }
-            | Error::HistoryUnavailable
-            | Error::ScrollLimit
-            | Error::FocusRequired
-            | Error::DialogOpen { .. }
-            | Error::NoDialog
-            | Error::TargetNotFound { .. }
-            | Error::NavigationFailed { .. }
-            | Error::BrowserTimeout { .. }
-            | Error::TabUnavailable
-            | Error::JavascriptError { .. }
-            | Error::ExecutionFailed { .. }
-            | Error::TabLeaseHeld => ErrorFamily::Browser,
-            Error::Internal { .. } => ErrorFamily::Internal,
-        }
+        self.row().family
+    }
+
+    /// Whether the same call may succeed when tried again later (see [`ErrorRow::retryable`]).
+    pub fn retryable(&self) -> bool {
+        self.row().retryable
+    }
+
+    /// The seed's lower-case worker code (R-DEV-FAIL: `timed_out`, `tab_unavailable`,
+    /// `javascript_error`, `execution_failed`) this error travels as in a device result's
+    /// `errorCode`; `None` for errors that are not worker failures. [`Error::code`] stays upper
+    /// snake case (R-ERR-1).
+    ///
+    /// ```
+    /// let err = jevgate::Error::TabUnavailable;
+    /// assert_eq!(err.code(), "TAB_UNAVAILABLE");
+    /// assert_eq!(err.worker_code(), Some("tab_unavailable"));
+    /// ```
+    pub fn worker_code(&self) -> Option<&'static str> {
+        self.row().worker_code
     }
 
     /// The JSON path of the offending value, for configuration errors.
@@ -629,7 +694,7 @@ impl Error {
         }
     }
 
-    /// `isolatedAvailable` of a `browser_context_busy` error (R-PROF-2): whether the call may
+    /// `isolatedAvailable` of a `BROWSER_CONTEXT_BUSY` error (R-PROF-2): whether the call may
     /// be retried in isolated mode; `None` for every other error.
     ///
     /// ```
@@ -678,6 +743,44 @@ impl Error {
         match self {
             Error::RateLimited { retry, .. } | Error::QuotaExceeded { retry } => Some(retry),
             _ => None,
+        }
+    }
+
+    /// What is wrong with a JSON document serde_json could not read, in jevgate's own words:
+    /// the one classification of serde_json errors that the core, C and Python share (never
+    /// serde's message, which can quote the input; R-ERR-2).
+    ///
+    /// ```
+    /// let e = serde_json::from_str::<Vec<u8>>("[1,").unwrap_err();
+    /// assert_eq!(jevgate::Error::json_problem(&e), "truncated JSON");
+    /// let e = serde_json::from_str::<Vec<u8>>("nope").unwrap_err();
+    /// assert_eq!(jevgate::Error::json_problem(&e), "not JSON");
+    /// let e = serde_json::from_str::<Vec<u8>>("{}").unwrap_err();
+    /// assert_eq!(jevgate::Error::json_problem(&e), "wrong or unknown members");
+    /// ```
+    pub fn json_problem(e: &serde_json::Error) -> &'static str {
+        use serde_json::error::Category;
+        match e.classify() {
+            Category::Io => "unreadable",
+            Category::Syntax => "not JSON",
+            Category::Eof => "truncated JSON",
+            Category::Data => "wrong or unknown members",
+        }
+    }
+
+    /// `INVALID_ARGUMENT` for a JSON argument `name` that is not the `expected` shape, with
+    /// [`Error::json_problem`] as the cause: how C and Python report the same bad JSON alike.
+    ///
+    /// ```
+    /// let e = serde_json::from_str::<u8>("[]").unwrap_err();
+    /// let err = jevgate::Error::invalid_json("call_json", "a number", &e);
+    /// assert_eq!(err.code(), "INVALID_ARGUMENT");
+    /// assert_eq!(err.to_string(), "invalid argument `call_json`: must be a number (wrong or unknown members)");
+    /// ```
+    pub fn invalid_json(name: &'static str, expected: &str, e: &serde_json::Error) -> Error {
+        Error::InvalidArgument {
+            name,
+            reason: format!("must be {expected} ({})", Error::json_problem(e)),
         }
     }
 
@@ -928,18 +1031,18 @@ mod tests {
                 Error::BrowserTimeout {
                     timeout: Duration::from_secs(1),
                 },
-                "timed_out",
+                "BROWSER_TIMEOUT",
                 500,
             ),
-            (Error::TabUnavailable, "tab_unavailable", 500),
+            (Error::TabUnavailable, "TAB_UNAVAILABLE", 500),
             (
                 Error::JavascriptError { reason: "x".into() },
-                "javascript_error",
+                "JAVASCRIPT_ERROR",
                 500,
             ),
             (
                 Error::ExecutionFailed { reason: "x".into() },
-                "execution_failed",
+                "EXECUTION_FAILED",
                 500,
             ),
             (Error::TabLeaseHeld, "TAB_LEASE_HELD", 409),
@@ -949,6 +1052,110 @@ mod tests {
             assert_eq!(err.http_status(), status, "{code}");
             assert_eq!(err.family(), ErrorFamily::Browser, "{code}");
             assert_eq!(err.family().as_str(), "browser");
+        }
+        // R-ERR-1: the seed's lower-case worker codes are a column, not a second spelling.
+        let workers: Vec<(Error, &str)> = vec![
+            (
+                Error::BrowserTimeout {
+                    timeout: Duration::from_secs(1),
+                },
+                "timed_out",
+            ),
+            (Error::TabUnavailable, "tab_unavailable"),
+            (
+                Error::JavascriptError { reason: "x".into() },
+                "javascript_error",
+            ),
+            (
+                Error::ExecutionFailed { reason: "x".into() },
+                "execution_failed",
+            ),
+        ];
+        for (err, worker) in workers {
+            assert_eq!(err.worker_code(), Some(worker));
+        }
+        assert_eq!(
+            Error::TargetNotFound { reason: "x".into() }.worker_code(),
+            None
+        );
+    }
+
+    // R-ERR-1: one row per kind, in kind order; codes unique and upper snake case; statuses
+    // from the allowed set; families consistent with the code's prefix; worker codes only on
+    // browser rows and lower-case.
+    #[test]
+    fn every_row_of_the_error_table_is_well_formed() {
+        assert_eq!(ERROR_TABLE.len(), ErrorKind::ALL.len());
+        let mut seen = std::collections::HashSet::new();
+        for (i, (row, kind)) in ERROR_TABLE.iter().zip(ErrorKind::ALL).enumerate() {
+            assert_eq!(row.kind, *kind, "row {i}");
+            assert_eq!(*kind as usize, i, "{kind:?}");
+            assert_eq!(kind.row(), row);
+            assert!(seen.insert(row.code), "duplicate code {}", row.code);
+            assert_eq!(ErrorKind::from_code(row.code), Some(*kind));
+            let c = row.code;
+            assert!(
+                !c.is_empty()
+                    && !c.starts_with('_')
+                    && !c.ends_with('_')
+                    && !c.contains("__")
+                    && c.bytes()
+                        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'),
+                "{c} is not upper snake case"
+            );
+            assert!(
+                [400, 401, 402, 403, 404, 409, 410, 429, 499, 500, 502, 504]
+                    .contains(&row.http_status),
+                "{c}: status {}",
+                row.http_status
+            );
+            let family_ok = match row.family {
+                ErrorFamily::Config => {
+                    ["JEV_INVALID_CONFIGURATION", "JEV_MISSING_CREDENTIALS"].contains(&c)
+                }
+                ErrorFamily::Store => c.starts_with("STORE_"),
+                ErrorFamily::Argument => c == "INVALID_ARGUMENT",
+                ErrorFamily::Gateway => c.starts_with("GATEWAY_"),
+                ErrorFamily::Jev => c.starts_with("JEV_"),
+                ErrorFamily::Grammar => c.starts_with("NAVIGATION_"),
+                ErrorFamily::Lease => c.starts_with("DEVICE_CONTROL_") || c.starts_with("BROWSER_"),
+                ErrorFamily::Access => c == "ACCESS_DENIED",
+                ErrorFamily::Device => {
+                    c.starts_with("DEVICE_")
+                        || c.ends_with("_TOOL")
+                        || c.contains("TOOL_")
+                        || c == "ARTIFACT_NOT_FOUND"
+                }
+                ErrorFamily::Browser => {
+                    !c.starts_with("JEV_") && !c.starts_with("STORE_") && !c.starts_with("DEVICE_")
+                }
+                ErrorFamily::Internal => c == "INTERNAL",
+            };
+            assert!(family_ok, "{c} in family {:?}", row.family);
+            if let Some(w) = row.worker_code {
+                assert_eq!(row.family, ErrorFamily::Browser, "{c}");
+                assert!(
+                    w.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                    "{w}"
+                );
+                assert!(crate::device::WORKER_CODES.contains(&w), "{w}");
+            }
+        }
+        // Every family has at least one row.
+        for family in [
+            ErrorFamily::Config,
+            ErrorFamily::Store,
+            ErrorFamily::Argument,
+            ErrorFamily::Gateway,
+            ErrorFamily::Jev,
+            ErrorFamily::Grammar,
+            ErrorFamily::Lease,
+            ErrorFamily::Access,
+            ErrorFamily::Device,
+            ErrorFamily::Browser,
+            ErrorFamily::Internal,
+        ] {
+            assert!(ERROR_TABLE.iter().any(|r| r.family == family), "{family:?}");
         }
     }
 

@@ -25,5 +25,5 @@ pub mod observation;
 pub mod store;
 
 pub use config::Config;
-pub use error::{Error, ErrorFamily, Result, RetryInfo};
+pub use error::{Error, ErrorFamily, ErrorKind, ErrorRow, Result, RetryInfo, ERROR_TABLE};
 pub use gateway::{ConfigSnapshot, Gateway, GatewayOptions};

@@ -446,7 +446,8 @@ fn r_brw_act_form_input_javascript_find_and_mouse_click() {
             code: "throw new Error('page secret')".into(),
         })
         .unwrap_err();
-    assert_eq!(err.code(), "javascript_error");
+    assert_eq!(err.code(), "JAVASCRIPT_ERROR");
+    assert_eq!(err.worker_code(), Some("javascript_error"));
     assert!(!err.to_string().contains("page secret"));
 
     let found = tab
@@ -541,9 +542,10 @@ fn r_brw_act_tabs_and_tab_lease() {
             url: None,
         })
         .unwrap_err();
-    assert_eq!(err.code(), "tab_unavailable");
+    assert_eq!(err.code(), "TAB_UNAVAILABLE");
+    assert_eq!(err.worker_code(), Some("tab_unavailable"));
     tab.close().unwrap();
-    assert_eq!(tab.observe().unwrap_err().code(), "tab_unavailable");
+    assert_eq!(tab.observe().unwrap_err().code(), "TAB_UNAVAILABLE");
 }
 
 // R-BRW-ACT: page_scroll scrolls the page even when a box that scrolls on its own covers the

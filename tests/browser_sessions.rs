@@ -143,7 +143,7 @@ fn r_prof_2_the_profile_survives_a_hand_over_and_isolated_sessions_do_not_see_it
         profile_key: Some("work-profile".into()),
         authenticated_allowed: true,
     });
-    assert_eq!(busy.err().map(|e| e.code()), Some("browser_context_busy"));
+    assert_eq!(busy.err().map(|e| e.code()), Some("BROWSER_CONTEXT_BUSY"));
     clock.advance(Duration::from_secs(61));
     let b = call(&gw, "thread-b", Some("work-profile"));
     gone(pid_a);

@@ -532,7 +532,7 @@ fn r_prof_1_to_4_through_the_facade_with_hooks_and_reaping() {
         .unwrap();
     assert_eq!(
         (err.code(), err.http_status()),
-        ("browser_context_busy", 409)
+        ("BROWSER_CONTEXT_BUSY", 409)
     );
     assert!(err.to_string().contains("isolatedAvailable: true"));
     assert_eq!(
@@ -552,7 +552,7 @@ fn r_prof_1_to_4_through_the_facade_with_hooks_and_reaping() {
     denied.authenticated_allowed = false;
     assert_eq!(
         l.begin_browser_call(&denied).err().unwrap().code(),
-        "browser_authenticated_unavailable"
+        "BROWSER_AUTHENTICATED_UNAVAILABLE"
     );
     // The holder goes idle: a new thread takes the profile after the holder is closed and persisted.
     clock.advance(secs(120));

@@ -71,7 +71,16 @@ int main(void) {
   EXPECT(jevgate_local_browser_execute(
              b, "{\"tool\":\"page_click\",\"args\":{\"operationId\":\"op-3\",\"generation\":0,\"ref\":\"e1\"}}",
              &out, &err) == JEVGATE_ERROR);
-  EXPECT(err != NULL && strcmp(jevgate_error_code(err), "STALE_OBSERVATION") == 0);
+  EXPECT(err != NULL && strcmp(jevgate_error_code(err), JEVGATE_CODE_STALE_OBSERVATION) == 0);
+  EXPECT(jevgate_error_worker_code(err) == NULL && jevgate_error_retryable(err) == 0);
+  jevgate_error_free(err);
+  /* R-ERR-1: one casing for codes; the seed's lower-case worker code is a separate field. */
+  err = NULL;
+  EXPECT(jevgate_local_browser_execute(
+             b, "{\"tool\":\"tabs\",\"args\":{\"action\":\"select\",\"tabId\":\"no-such-tab\"}}", &out,
+             &err) == JEVGATE_ERROR);
+  EXPECT(err != NULL && strcmp(jevgate_error_code(err), JEVGATE_CODE_TAB_UNAVAILABLE) == 0);
+  EXPECT(err != NULL && strcmp(jevgate_error_worker_code(err), "tab_unavailable") == 0);
   jevgate_error_free(err);
 
   jevgate_local_browser_close(b);

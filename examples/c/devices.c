@@ -75,6 +75,11 @@ int main(int argc, char **argv) {
   jevgate_string_free(json);
   err = NULL;
   EXPECT(jevgate_tool_definitions("yaml", &json, &err) == JEVGATE_INVALID_ARGUMENT);
+  /* R-ERR-3: the code and words Python's jevgate.tool_definitions("yaml") raises too
+   * (bindings/python/tests/test_codes.py). */
+  EXPECT(err != NULL && strcmp(jevgate_error_code(err), JEVGATE_CODE_INVALID_ARGUMENT) == 0);
+  EXPECT(err != NULL &&
+         strcmp(jevgate_error_message(err), "invalid argument `format`: must be \"mcp\" or \"openai\"") == 0);
   jevgate_error_free(err);
   err = NULL;
   EXPECT(jevgate_call_tool(gw, "{\"owner\":1}", &json, &err) == JEVGATE_INVALID_ARGUMENT);

@@ -64,17 +64,18 @@ int main(int argc, char **argv) {
   err = NULL;
   jevgate_status st = jevgate_lease_acquire(gw, "laptop", "conversation-b", &grant, &err);
   EXPECT(jevgate_error_http_status(err) == 409);
+  EXPECT(jevgate_error_retryable(err) == 1 && jevgate_error_worker_code(err) == NULL);
   EXPECT(!contains(jevgate_error_message(err), "conversation-a"));
-  expect_code(st, err, "DEVICE_CONTROL_ELSEWHERE");
+  expect_code(st, err, JEVGATE_CODE_DEVICE_CONTROL_ELSEWHERE);
 
   /* R-LEASE-7: a delegated credential cannot take the browser back, nor can a stranger. */
   err = NULL;
   bool took = false;
   st = jevgate_lease_take_back(gw, "laptop", "person", true, &took, &err);
-  expect_code(st, err, "ACCESS_DENIED");
+  expect_code(st, err, JEVGATE_CODE_ACCESS_DENIED);
   err = NULL;
   st = jevgate_lease_take_back(gw, "laptop", "mallory", false, &took, &err);
-  expect_code(st, err, "ACCESS_DENIED");
+  expect_code(st, err, JEVGATE_CODE_ACCESS_DENIED);
 
   /* R-LEASE-7: owners are persisted; after a restart on the same data directory a stranger is
    * still refused and the holder keeps the device. */
@@ -88,15 +89,15 @@ int main(int argc, char **argv) {
   }
   err = NULL;
   st = jevgate_lease_take_back(gw, "laptop", "mallory", false, &took, &err);
-  expect_code(st, err, "ACCESS_DENIED");
+  expect_code(st, err, JEVGATE_CODE_ACCESS_DENIED);
   err = NULL;
   st = jevgate_lease_acquire(gw, "laptop", "conversation-b", &grant, &err);
-  expect_code(st, err, "DEVICE_CONTROL_ELSEWHERE");
+  expect_code(st, err, JEVGATE_CODE_DEVICE_CONTROL_ELSEWHERE);
 
   /* R-LEASE-7: a device with no recorded owner is refused to everyone. */
   err = NULL;
   st = jevgate_lease_take_back(gw, "ownerless", "person", false, &took, &err);
-  expect_code(st, err, "ACCESS_DENIED");
+  expect_code(st, err, JEVGATE_CODE_ACCESS_DENIED);
   EXPECT(jevgate_error_isolated_available(NULL) == -1);
 
   /* R-LEASE-3: the owner takes it back. */
@@ -113,12 +114,12 @@ int main(int argc, char **argv) {
   jevgate_string_free(status);
   err = NULL;
   st = jevgate_lease_acquire(gw, "laptop", "conversation-b", &grant, &err);
-  expect_code(st, err, "DEVICE_CONTROL_ELSEWHERE");
+  expect_code(st, err, JEVGATE_CODE_DEVICE_CONTROL_ELSEWHERE);
 
   /* The dispossessed conversation is told exactly once, then behaves normally. */
   err = NULL;
   st = jevgate_lease_acquire(gw, "laptop", "conversation-a", &grant, &err);
-  expect_code(st, err, "DEVICE_CONTROL_REVOKED");
+  expect_code(st, err, JEVGATE_CODE_DEVICE_CONTROL_REVOKED);
   err = NULL;
   EXPECT(jevgate_lease_acquire(gw, "laptop", "conversation-a", &grant, &err) == JEVGATE_OK);
   jevgate_string_free(grant);
@@ -143,10 +144,10 @@ int main(int argc, char **argv) {
   err = NULL;
   st = jevgate_lease_acquire(gw, NULL, "x", &grant, &err);
   EXPECT(st == JEVGATE_INVALID_ARGUMENT);
-  expect_code(st, err, "INVALID_ARGUMENT");
+  expect_code(st, err, JEVGATE_CODE_INVALID_ARGUMENT);
   err = NULL;
   st = jevgate_lease_acquire(gw, "", "x", &grant, &err);
-  expect_code(st, err, "INVALID_ARGUMENT");
+  expect_code(st, err, JEVGATE_CODE_INVALID_ARGUMENT);
 
   /* R-PROF-2..4: browser sessions are leased per thread; a profile has one live session. */
   jevgate_browser_call *call = NULL;
@@ -162,7 +163,7 @@ int main(int argc, char **argv) {
   EXPECT(other == NULL);
   /* R-PROF-2: isolatedAvailable is a field, not only words in the message. */
   EXPECT(jevgate_error_isolated_available(err) == 1);
-  expect_code(st, err, "browser_context_busy");
+  expect_code(st, err, JEVGATE_CODE_BROWSER_CONTEXT_BUSY);
   jevgate_browser_call_end(call);
   jevgate_manual_clock_advance_ms(clock, 15 * 60 * 1000);
   size_t reaped = 0;
@@ -170,7 +171,15 @@ int main(int argc, char **argv) {
   EXPECT(reaped == 1);
   err = NULL;
   st = jevgate_browser_call_begin(gw, "{\"threadId\":\"t\"}", &other, &err);
-  expect_code(st, err, "INVALID_ARGUMENT");
+  expect_code(st, err, JEVGATE_CODE_INVALID_ARGUMENT);
+  /* R-ERR-3: an unknown mode is INVALID_ARGUMENT with the words Python's
+   * gw.leases.browser_call(..., mode="sideways") raises (bindings/python/tests/test_codes.py). */
+  err = NULL;
+  st = jevgate_browser_call_begin(
+      gw, "{\"threadId\":\"t\",\"organization\":\"acme\",\"mode\":\"sideways\"}", &other, &err);
+  EXPECT(err != NULL && strcmp(jevgate_error_message(err),
+                               "invalid argument `mode`: must be \"authenticated\" or \"isolated\"") == 0);
+  expect_code(st, err, JEVGATE_CODE_INVALID_ARGUMENT);
   jevgate_browser_call_end(NULL);
 
   /* R-CLK (issue 12 item 6): any host-supplied duration saturates; none aborts the process

@@ -444,7 +444,7 @@ impl Command {
     pub fn decode_result(&self, value: Value) -> Result<Response> {
         fn de<T: serde::de::DeserializeOwned>(v: Value) -> Result<T> {
             serde_json::from_value(v).map_err(|e| Error::ExecutionFailed {
-                reason: format!("malformed result: {}", e.classify_name()),
+                reason: format!("malformed result: {}", Error::json_problem(&e)),
             })
         }
         Ok(match self {
@@ -459,21 +459,6 @@ impl Command {
             Command::Tabs(_) => Response::Tabs(de(value)?),
             _ => Response::Action(de(value)?),
         })
-    }
-}
-
-trait ClassifyName {
-    fn classify_name(&self) -> &'static str;
-}
-
-impl ClassifyName for serde_json::Error {
-    fn classify_name(&self) -> &'static str {
-        match self.classify() {
-            serde_json::error::Category::Io => "io",
-            serde_json::error::Category::Syntax => "syntax",
-            serde_json::error::Category::Data => "unexpected shape",
-            serde_json::error::Category::Eof => "truncated",
-        }
     }
 }
 
@@ -915,7 +900,8 @@ mod tests {
         assert_eq!(a.dialog.as_ref().unwrap().kind, "alert");
         assert_eq!(serde_json::to_value(&r).unwrap()["generationBefore"], 1);
         let bad = click.decode_result(json!({"nope": true})).unwrap_err();
-        assert_eq!(bad.code(), "execution_failed");
+        assert_eq!(bad.code(), "EXECUTION_FAILED");
+        assert_eq!(bad.worker_code(), Some("execution_failed"));
         for (cause, code) in [
             (StaleCause::NavigationPending, "NAVIGATION_PENDING"),
             (StaleCause::GenerationChanged, "GENERATION_CHANGED"),

@@ -33,7 +33,7 @@ use super::backend::{
 };
 use super::snapshot::{truncation_note, Surface, NOTE_PREFIX};
 use super::untrusted::unwrap_untrusted;
-use crate::device::{CancelToken, ToolExecutor, WorkerFailure, WORKER_CODES};
+use crate::device::{CancelToken, ToolExecutor, WorkerFailure};
 use crate::grammar::{HistoryDirection, Key, ScrollDirection};
 use crate::Error;
 
@@ -74,8 +74,8 @@ impl std::fmt::Debug for BrowserTools {
 /// A tool failure in the channel's worker vocabulary.
 fn failure(e: &Error) -> WorkerFailure {
     let code = e.code();
-    if WORKER_CODES.contains(&code) {
-        return WorkerFailure::new(code, e.to_string());
+    if let Some(worker) = e.worker_code() {
+        return WorkerFailure::new(worker, e.to_string());
     }
     if matches!(e, Error::BrowserUnavailable { .. }) {
         return WorkerFailure::new("debugger_unavailable", e.to_string());
@@ -679,6 +679,22 @@ mod tests {
     #[test]
     fn browser_errors_map_to_worker_codes_without_page_content() {
         assert_eq!(failure(&Error::TabUnavailable).code, "tab_unavailable");
+        let refused = failure(&Error::ExecutionFailed {
+            reason: "Input.dispatchKeyEvent -32000".into(),
+        });
+        assert_eq!(refused.code, "execution_failed");
+        assert!(
+            !refused.message.contains("EXECUTION_FAILED"),
+            "{}",
+            refused.message
+        );
+        assert_eq!(
+            failure(&Error::BrowserTimeout {
+                timeout: std::time::Duration::from_secs(1)
+            })
+            .code,
+            "timed_out"
+        );
         assert_eq!(
             failure(&Error::BrowserUnavailable { reason: "x".into() }).code,
             "debugger_unavailable"

@@ -61,9 +61,10 @@ fn convert(e: serde_path_to_error::Error<serde_json::Error>) -> Error {
     let location = format!("line {} column {}", inner.line(), inner.column());
     use serde_json::error::Category;
     match inner.classify() {
-        Category::Syntax => Error::config(path, format!("invalid JSON at {location}")),
-        Category::Eof => Error::config(path, format!("unexpected end of JSON at {location}")),
-        Category::Io => Error::config(path, "could not read the document"),
+        Category::Syntax | Category::Eof | Category::Io => Error::config(
+            path,
+            format!("{} at {location}", Error::json_problem(inner)),
+        ),
         Category::Data => {
             let msg = strip_location(&inner.to_string());
             let (path, reason) = describe(path, &msg);

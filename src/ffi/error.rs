@@ -1,4 +1,6 @@
-//! `jevgate_error`: the error object of the C ABI (R-ERR-3).
+//! `jevgate_error`: the error object of the C ABI (R-ERR-3). Everything it reports comes from the
+//! core's error table (`jevgate::ERROR_TABLE`); the header's `JEVGATE_CODE_*` strings are the
+//! codes `jevgate_error_code` returns.
 
 use super::*;
 
@@ -12,6 +14,8 @@ pub struct jevgate_error {
     retry_after_ms: i64,
     validation_reason: Option<CString>,
     isolated_available: Option<bool>,
+    retryable: bool,
+    worker_code: Option<CString>,
 }
 
 fn lossless(s: &str) -> CString {
@@ -30,6 +34,8 @@ impl jevgate_error {
                 .map_or(-1, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
             validation_reason: e.validation_reason().map(lossless),
             isolated_available: e.isolated_available(),
+            retryable: e.retryable(),
+            worker_code: e.worker_code().map(lossless),
         }))
     }
 }
@@ -125,7 +131,7 @@ pub unsafe extern "C" fn jevgate_error_validation_reason(
     })
 }
 
-/// `isolatedAvailable` of a `browser_context_busy` error (R-PROF-2): 1 when the call may be
+/// `isolatedAvailable` of a `BROWSER_CONTEXT_BUSY` error (R-PROF-2): 1 when the call may be
 /// retried in isolated mode, 0 when not, -1 for other errors and NULL.
 ///
 /// # Safety
@@ -137,6 +143,36 @@ pub unsafe extern "C" fn jevgate_error_isolated_available(err: *const jevgate_er
         unsafe { get(err) }
             .and_then(|e| e.isolated_available)
             .map_or(-1, i32::from)
+    })
+}
+
+/// 1 when the same call may succeed if simply tried again later (after
+/// `jevgate_error_retry_after_ms` when given; a Jev retry needs a fresh requestId), 0 when
+/// something must change first or a retry must not happen unasked, -1 for NULL.
+///
+/// # Safety
+/// `err` must be NULL or a live error object from jevgate.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_error_retryable(err: *const jevgate_error) -> i32 {
+    ffi_boundary!(on_panic(-1), {
+        // SAFETY: forwarded contract.
+        unsafe { get(err) }.map_or(-1, |e| i32::from(e.retryable))
+    })
+}
+
+/// The seed's lower-case worker code (`"timed_out"`, `"tab_unavailable"`, `"javascript_error"`,
+/// `"execution_failed"`) a device result carries for this error, or NULL when it is not a
+/// worker failure (and for NULL). `jevgate_error_code` stays upper snake case.
+///
+/// # Safety
+/// `err` must be NULL or a live error object from jevgate.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_error_worker_code(err: *const jevgate_error) -> *const c_char {
+    ffi_boundary!(on_panic(std::ptr::null()), {
+        // SAFETY: forwarded contract.
+        unsafe { get(err) }
+            .and_then(|e| e.worker_code.as_ref())
+            .map_or(std::ptr::null(), |p| p.as_ptr())
     })
 }
 

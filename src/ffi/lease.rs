@@ -352,12 +352,12 @@ fn yes() -> bool {
 
 /// Parses a browser call description (shared by C and Python).
 fn browser_call_from_json(json: &str) -> Result<crate::lease::BrowserCall, Error> {
-    let c: BrowserCallJson = serde_json::from_str(json).map_err(|e| Error::InvalidArgument {
-        name: "call_json",
-        reason: format!(
-            "must be {{threadId, organization, mode?, profileKey?, authenticatedAllowed?}} ({})",
-            json_problem(&e)
-        ),
+    let c: BrowserCallJson = serde_json::from_str(json).map_err(|e| {
+        Error::invalid_json(
+            "call_json",
+            "{threadId, organization, mode?, profileKey?, authenticatedAllowed?}",
+            &e,
+        )
     })?;
     let mode = match c.mode.as_deref() {
         None => None,
@@ -379,18 +379,10 @@ fn browser_call_from_json(json: &str) -> Result<crate::lease::BrowserCall, Error
     })
 }
 
-fn json_problem(e: &serde_json::Error) -> &'static str {
-    match e.classify() {
-        serde_json::error::Category::Io => "unreadable",
-        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => "not JSON",
-        serde_json::error::Category::Data => "wrong or unknown members",
-    }
-}
-
 /// Starts a browser tool call's session: `call_json` is
 /// `{"threadId","organization","mode"?:"authenticated"|"isolated","profileKey"?,"authenticatedAllowed"?}`.
-/// The raw profile key is hashed at once and never kept. Fails with `browser_context_busy` or
-/// `browser_authenticated_unavailable`. Read the session with `jevgate_browser_call_info`.
+/// The raw profile key is hashed at once and never kept. Fails with `BROWSER_CONTEXT_BUSY` or
+/// `BROWSER_AUTHENTICATED_UNAVAILABLE`. Read the session with `jevgate_browser_call_info`.
 ///
 /// # Safety
 /// `gateway` a live handle; `call_json` NUL-terminated; `call_out` writable; `err_out` NULL or

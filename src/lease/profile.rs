@@ -2,7 +2,7 @@
 //!
 //! Owns which thread's browser session is live, in which mode, and which session holds a
 //! persistent profile: one live session per (organization, profileKey), an idle holder closed
-//! (and its profile persisted) before a new thread inherits it, `browser_context_busy` when the
+//! (and its profile persisted) before a new thread inherits it, `BROWSER_CONTEXT_BUSY` when the
 //! holder is active, explicit modes never silently downgraded, lazy creation, and reaping after
 //! 15 minutes idle or at a 1-hour hard ceiling.
 //!

@@ -1,7 +1,6 @@
 //! `jevgate.ManualClock`: a clock that moves only when told, for tests and simulations.
 
 use jevgate::clock::{Clock, ManualClock};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::time::Duration;
 
@@ -14,8 +13,9 @@ pub struct PyManualClock {
 /// value too large for a duration saturates (the clock saturates too, never panics).
 fn duration(seconds: f64) -> PyResult<Duration> {
     if !seconds.is_finite() || seconds < 0.0 {
-        return Err(PyValueError::new_err(
-            "seconds must be a finite, nonnegative number",
+        return Err(crate::errors::invalid_argument(
+            "seconds",
+            "must be a finite, nonnegative number",
         ));
     }
     Ok(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))

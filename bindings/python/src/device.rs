@@ -1,7 +1,7 @@
 //! Devices from Python (SPEC §5): pairing, inventory, the channel server, tool calls, artifacts
 //! (reading, deleting, purging), tool definitions. Dicts in and out; blocking calls release the GIL.
 
-use crate::errors::IntoPy;
+use crate::errors::{invalid_argument, invalid_json, IntoPy};
 use crate::json_to_py;
 use jevgate::device::{
     ChannelHandle, ChannelOptions, ChannelTls, PairRequest, ToolCall, ToolFormat,
@@ -12,22 +12,16 @@ use pyo3::types::PyBytes;
 
 fn py_to_json(value: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
     let text = crate::dumps(value)?;
-    serde_json::from_str(&text).map_err(|_| PyValueError::new_err("value is not JSON"))
+    serde_json::from_str(&text).map_err(|e| invalid_json("value", "JSON", &e))
 }
 
 /// `jevgate.tool_definitions(format="mcp"|"openai")`: the nine browser tools as JSON Schema.
 #[pyfunction]
 #[pyo3(signature = (format = "mcp"))]
 pub fn tool_definitions<'py>(py: Python<'py>, format: &str) -> PyResult<Bound<'py, PyAny>> {
-    let f = match format {
-        "mcp" => ToolFormat::Mcp,
-        "openai" => ToolFormat::OpenAi,
-        _ => {
-            return Err(PyValueError::new_err(
-                "format must be \"mcp\" or \"openai\"",
-            ))
-        }
-    };
+    // the reason C's jevgate_tool_definitions gives for the same value
+    let f = ToolFormat::parse(format)
+        .ok_or_else(|| invalid_argument("format", "must be \"mcp\" or \"openai\""))?;
     json_to_py(py, &jevgate::device::tool_definitions(f).to_string())
 }
 
@@ -65,20 +59,15 @@ pub fn pair<'py>(
     request: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let req: PairRequest = serde_json::from_value(py_to_json(request)?).map_err(|e| {
-        PyValueError::new_err(format!("invalid pair request: {}", pair_problem(&e)))
+        invalid_json(
+            "request",
+            "{installationId, name, browser?: {name, version}}",
+            &e,
+        )
     })?;
     let pairing = py.detach(|| gw.pair(&owner, &req)).py_err()?;
     let out = serde_json::json!({"device": pairing.device, "token": pairing.token.expose()});
     json_to_py(py, &out.to_string())
-}
-
-fn pair_problem(e: &serde_json::Error) -> &'static str {
-    match e.classify() {
-        serde_json::error::Category::Data => {
-            "expected {installationId, name, browser?: {name, version}}"
-        }
-        _ => "not JSON",
-    }
 }
 
 pub fn devices<'py>(
@@ -105,7 +94,8 @@ pub fn serve_channel(
         }
         (None, None) => {}
         _ => {
-            return Err(PyValueError::new_err(
+            return Err(invalid_argument(
+                "tls_cert_pem",
                 "give both tls_cert_pem and tls_key_pem, or neither",
             ))
         }

@@ -1,18 +1,18 @@
 //! `jevgate.parse_command`, `split_steps`, `split_parts`, `check_model_address`: the pure
 //! step-command grammar, dicts and lists out. The GIL is released while parsing.
 
-use crate::errors::IntoPy;
+use crate::errors::{invalid_argument, IntoPy};
 use crate::json_to_py;
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 const MAX_TEXT_BYTES: usize = 1 << 20;
 
 fn check(text: &str) -> PyResult<()> {
     if text.len() > MAX_TEXT_BYTES {
-        return Err(PyValueError::new_err(format!(
-            "text is longer than {MAX_TEXT_BYTES} bytes"
-        )));
+        return Err(invalid_argument(
+            "text",
+            format!("is longer than {MAX_TEXT_BYTES} bytes"),
+        ));
     }
     Ok(())
 }

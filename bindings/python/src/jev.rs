@@ -81,7 +81,7 @@ pub fn evaluate<'py>(
     cancel: Option<&Bound<'py, PyCancelToken>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let text = String::from_utf8(json_bytes(call, "call")?)
-        .map_err(|_| pyo3::exceptions::PyValueError::new_err("call must be UTF-8 JSON"))?;
+        .map_err(|_| crate::errors::invalid_argument("call", "must be UTF-8 JSON"))?;
     // a token always, so that Ctrl-C cancels the evaluation (JEV_CANCELLED in the background)
     let token = cancel.map_or_else(jevgate::jev::CancelToken::new, |c| c.get().token.clone());
     let (gw, t) = (gw.clone(), token.clone());

@@ -139,7 +139,7 @@ impl PyLeases {
     }
 
     /// Starts a browser tool call's session lease (R-PROF-2..4); use as a context manager.
-    /// Raises LeaseError browser_context_busy / browser_authenticated_unavailable.
+    /// Raises LeaseError BROWSER_CONTEXT_BUSY / BROWSER_AUTHENTICATED_UNAVAILABLE.
     #[pyo3(signature = (thread_id, organization, *, mode = None, profile_key = None, authenticated_allowed = true))]
     fn browser_call(
         &self,
@@ -155,9 +155,11 @@ impl PyLeases {
             Some("authenticated") => Some(SessionMode::Authenticated),
             Some("isolated") => Some(SessionMode::Isolated),
             Some(_) => {
-                return Err(PyValueError::new_err(
-                    "mode must be \"authenticated\" or \"isolated\"",
-                ))
+                // the reason C's jevgate_browser_call_begin gives for the same value
+                return Err(crate::errors::invalid_argument(
+                    "mode",
+                    "must be \"authenticated\" or \"isolated\"",
+                ));
             }
         };
         let call = BrowserCall {

@@ -92,14 +92,12 @@ fn exit_dict<'py>(py: Python<'py>, exit: &WorkerExit) -> PyResult<Bound<'py, PyD
     Ok(d)
 }
 
-fn seconds(name: &str, value: f64) -> PyResult<Duration> {
+fn seconds(name: &'static str, value: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(value)
         .ok()
         .filter(|d| !d.is_zero())
         .ok_or_else(|| {
-            pyo3::exceptions::PyValueError::new_err(format!(
-                "{name} must be a positive number of seconds"
-            ))
+            crate::errors::invalid_argument(name, "must be a positive number of seconds")
         })
 }
 
@@ -145,7 +143,8 @@ impl PyDeviceWorker {
                 })
             }
             _ => {
-                return Err(pyo3::exceptions::PyValueError::new_err(
+                return Err(crate::errors::invalid_argument(
+                    "executor",
                     "give exactly one of browser= (a LocalBrowser) or executor= (a callable)",
                 ))
             }

@@ -187,7 +187,7 @@ def test_r_prof_browser_sessions_from_python(clocked):
         first = call.session_id
         with pytest.raises(jevgate.LeaseError) as info:
             gw.leases.browser_call("t2", "acme", profile_key="work")
-        assert info.value.code == "browser_context_busy" and info.value.http_status == 409
+        assert info.value.code == "BROWSER_CONTEXT_BUSY" and info.value.http_status == 409
         assert info.value.isolated_available is True, "isolatedAvailable is a typed attribute"
         with gw.leases.browser_call("t2", "acme", mode="isolated") as iso:
             assert iso.mode == "isolated"
@@ -195,7 +195,7 @@ def test_r_prof_browser_sessions_from_python(clocked):
         assert again.session_id == first and not again.created
     with pytest.raises(jevgate.LeaseError) as info:
         gw.leases.browser_call("t3", "acme", mode="authenticated", profile_key="work", authenticated_allowed=False)
-    assert info.value.code == "browser_authenticated_unavailable" and info.value.http_status == 403
+    assert info.value.code == "BROWSER_AUTHENTICATED_UNAVAILABLE" and info.value.http_status == 403
     assert info.value.isolated_available is None
     clock.advance(15 * 60)
     assert gw.leases.reap() == 2

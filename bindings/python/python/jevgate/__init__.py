@@ -12,6 +12,7 @@ Rust API: dicts and lists in and out, exceptions that carry the library's stable
     JEV_INVALID_CONFIGURATION gateway.jev.timeoutMs
 """
 
+from jevgate import codes
 from jevgate._errors import (
     AccessDeniedError,
     ArgumentError,
@@ -39,6 +40,7 @@ from jevgate._jevgate import (
     __version__,
     answer_schema,
     check_model_address,
+    error_table,
     parse_command,
     split_parts,
     split_steps,
@@ -72,6 +74,8 @@ __all__ = [
     "__version__",
     "answer_schema",
     "check_model_address",
+    "codes",
+    "error_table",
     "parse_command",
     "split_parts",
     "split_steps",

@@ -1,8 +1,10 @@
 """Exception classes of jevgate: one base class and one subclass per family.
 
-Every exception carries the library's stable ``code`` (the same string C hosts read with
-``jevgate_error_code``), the ``http_status`` a host serving the documented HTTP contracts should
-answer with, and ``retry_after`` (seconds, or ``None``) when a provider asked to wait.
+Every exception carries the library's stable ``code`` (one of ``jevgate.codes``, the same string
+C hosts read with ``jevgate_error_code``), the ``http_status`` a host serving the documented HTTP
+contracts should answer with, ``retry_after`` (seconds, or ``None``) when a provider asked to
+wait, ``retryable`` (the same call may succeed later) and ``worker_code`` (the seed's lower-case
+worker code a device result carries, e.g. ``tab_unavailable``, or ``None``).
 Messages never contain credentials, submitted state or page text.
 """
 
@@ -17,6 +19,8 @@ class Error(Exception):
     code: str
     http_status: int
     retry_after: Optional[float]
+    retryable: bool
+    worker_code: Optional[str]
 
     def __init__(
         self,
@@ -25,11 +29,15 @@ class Error(Exception):
         code: str = "INTERNAL",
         http_status: int = 500,
         retry_after: Optional[float] = None,
+        retryable: bool = False,
+        worker_code: Optional[str] = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.http_status = http_status
         self.retry_after = retry_after
+        self.retryable = retryable
+        self.worker_code = worker_code
 
 
 class ConfigError(Error, ValueError):
@@ -51,7 +59,8 @@ class StoreError(Error):
 
 
 class ArgumentError(Error, ValueError):
-    """An argument was malformed (``INVALID_ARGUMENT``)."""
+    """An argument was malformed (``INVALID_ARGUMENT``, 400): the same code C reports for the
+    same wrong value (an unknown format or mode, JSON of the wrong shape, a negative duration)."""
 
 
 class GatewayError(Error):
@@ -62,10 +71,10 @@ class LeaseError(Error):
     """A device control lease or browser session lease refused the call:
     ``DEVICE_CONTROL_ELSEWHERE`` (another conversation drives the device; names nobody),
     ``DEVICE_CONTROL_REVOKED`` (a person took control back; told once — do not retry unless
-    asked), ``DEVICE_CONTROL_NOT_HELD``, ``browser_context_busy`` (``isolated_available`` says
+    asked), ``DEVICE_CONTROL_NOT_HELD``, ``BROWSER_CONTEXT_BUSY`` (``isolated_available`` says
     whether the call may be retried in isolated mode — the seed's ``isolatedAvailable``),
-    ``browser_authenticated_unavailable``. All 409 except the last (403).
-    ``isolated_available`` is ``None`` for every code but ``browser_context_busy``."""
+    ``BROWSER_AUTHENTICATED_UNAVAILABLE``. All 409 except the last (403).
+    ``isolated_available`` is ``None`` for every code but ``BROWSER_CONTEXT_BUSY``."""
 
     isolated_available: Optional[bool]
 

@@ -19,6 +19,7 @@ __all__ = [
     "Leases",
     "BrowserCall",
     "tool_definitions",
+    "error_table",
     "ChannelHandle",
     "CancelToken",
     "LocalBrowser",
@@ -37,6 +38,10 @@ def answer_schema(questions: Union[str, bytes, bytearray, Mapping[str, Any]]) ->
 
 def tool_definitions(format: str = "mcp") -> List[Dict[str, Any]]:
     """The nine browser tools as JSON Schema, in MCP ("mcp") or function-calling ("openai") form."""
+
+def error_table() -> List[Dict[str, Any]]:
+    """jevgate's error table, one dict per code in table order: {"code", "http_status",
+    "family", "retryable", "worker_code"} (``jevgate.codes`` lists the same codes)."""
 
 @final
 class LocalBrowser:
