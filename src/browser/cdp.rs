@@ -9,6 +9,7 @@
 //! lock across socket I/O, and never logs messages, parameters or results (they carry page
 //! content; no dependency sees them either: there is no WebSocket library on this path).
 
+use crate::clock::{wait_slice, SharedClock};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::Shutdown;
@@ -17,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -95,14 +96,17 @@ pub(crate) struct Cdp {
     out: Mutex<Option<Sender<Outgoing>>>,
     stream: UnixStream,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    clock: SharedClock,
 }
 
 impl Cdp {
     /// Speaks the protocol over `stream` (our end of the browser's pipe) and starts the reader
-    /// and writer threads. `timeout` bounds every single write.
+    /// and writer threads. `timeout` bounds every single write; every call's deadline is on
+    /// `clock` (R-CLK).
     pub(crate) fn over_pipe(
         stream: UnixStream,
         timeout: Duration,
+        clock: SharedClock,
         handler: EventHandler,
     ) -> Result<Cdp, Error> {
         let fail = |what: &str| Error::BrowserUnavailable {
@@ -157,6 +161,7 @@ impl Cdp {
             out: Mutex::new(Some(tx)),
             stream,
             threads: Mutex::new(vec![writer_thread, reader_thread]),
+            clock,
         })
     }
 
@@ -205,15 +210,14 @@ impl Cdp {
             self.shared.pending.lock().remove(&id);
             return Err(CdpError::Failed(lost()));
         }
-        let deadline = Instant::now() + timeout;
+        let deadline = self.clock.now() + timeout;
         let slice = Duration::from_millis(20);
         loop {
-            let now = Instant::now();
-            if now >= deadline {
+            let Some(left) = wait_slice(&*self.clock, deadline) else {
                 self.shared.pending.lock().remove(&id);
                 return Err(CdpError::Failed(Error::BrowserTimeout { timeout }));
-            }
-            match rx.recv_timeout(slice.min(deadline - now)) {
+            };
+            match rx.recv_timeout(slice.min(left)) {
                 Ok(reply) => return reply,
                 Err(RecvTimeoutError::Timeout) => {
                     if let Some(err) = interrupt() {

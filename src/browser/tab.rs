@@ -6,7 +6,8 @@
 //! world. It never calls the browser: the event handler only updates state and wakes waiters,
 //! and no lock here is held across I/O.
 
-use std::time::{Duration, Instant};
+use crate::clock::{wait_slice, Clock, Instant};
+use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use serde_json::Value;
@@ -150,29 +151,37 @@ impl TabShared {
         self.changed.notify_all();
     }
 
-    /// Waits (bounded) until no other operation runs on the tab, then marks it busy.
-    pub(crate) fn enter(&self, timeout: Duration) -> Result<BusyGuard<'_>> {
-        let deadline = Instant::now() + timeout;
+    /// Waits (bounded by `timeout` on `clock`) until no other operation runs on the tab, then
+    /// marks it busy.
+    pub(crate) fn enter(&self, clock: &dyn Clock, timeout: Duration) -> Result<BusyGuard<'_>> {
+        let deadline = clock.now() + timeout;
         let mut st = self.state.lock();
         while st.busy {
-            if self.changed.wait_until(&mut st, deadline).timed_out() {
+            let Some(slice) = wait_slice(clock, deadline) else {
                 return Err(Error::BrowserTimeout { timeout });
-            }
+            };
+            self.changed.wait_for(&mut st, slice);
         }
         st.busy = true;
         Ok(BusyGuard { tab: self })
     }
 
-    /// Waits until `done(state)` or the deadline; `true` when `done` held.
-    pub(crate) fn wait_for(&self, deadline: Instant, done: impl Fn(&TabState) -> bool) -> bool {
+    /// Waits until `done(state)` or `deadline` on `clock`; `true` when `done` held.
+    pub(crate) fn wait_for(
+        &self,
+        clock: &dyn Clock,
+        deadline: Instant,
+        done: impl Fn(&TabState) -> bool,
+    ) -> bool {
         let mut st = self.state.lock();
         loop {
             if done(&st) {
                 return true;
             }
-            if self.changed.wait_until(&mut st, deadline).timed_out() {
-                return done(&st);
-            }
+            let Some(slice) = wait_slice(clock, deadline) else {
+                return false;
+            };
+            self.changed.wait_for(&mut st, slice);
         }
     }
 
