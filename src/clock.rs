@@ -371,6 +371,34 @@ mod tests {
         assert_eq!(wait_slice(&s, s.now()), None);
     }
 
+    // R-CLK: a teardown grace ends at its deadline on the clock, and on a manual clock nobody
+    // advances once the slices it handed out add up to the grace — it never waits forever.
+    #[test]
+    fn a_grace_ends_on_a_still_manual_clock_after_its_length_of_slices() {
+        let c = ManualClock::new();
+        let mut g = Grace::new(&c, Duration::from_millis(500));
+        let mut total = Duration::ZERO;
+        let mut n = 0;
+        while let Some(slice) = g.next(Duration::from_millis(10)) {
+            assert!(!slice.is_zero() && slice <= MAX_WAIT_SLICE);
+            total += slice;
+            n += 1;
+            assert!(n <= 1000, "a grace must end");
+        }
+        assert_eq!(total, Duration::from_millis(500));
+        // Advancing the clock past the end ends a grace at once.
+        let mut g = Grace::new(&c, Duration::from_secs(5));
+        assert!(g.next(Duration::MAX).is_some());
+        c.advance(Duration::from_secs(5));
+        assert_eq!(g.next(Duration::MAX), None);
+        // On the system clock the deadline alone bounds it: one slice may be the whole grace.
+        let s = SystemClock::new();
+        let mut g = Grace::new(&s, Duration::from_secs(60));
+        assert!(g.next(Duration::MAX).unwrap() > Duration::from_secs(50));
+        assert!(g.next(Duration::from_millis(10)).is_some());
+        assert_eq!(Grace::new(&s, Duration::ZERO).next(Duration::MAX), None);
+    }
+
     #[test]
     fn system_clock_is_monotonic() {
         let c = SystemClock::new();

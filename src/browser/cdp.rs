@@ -375,4 +375,47 @@ mod tests {
         big.extend_from_slice(b"\0after\0");
         assert!(messages(&big, 1 << 20).is_empty());
     }
+
+    // R-CLK (issue 13 item 5): a DevTools call's deadline is on the browser's clock. The peer
+    // never answers; moving a manual clock past the 10 s deadline ends the call with
+    // `BrowserTimeout` without 10 s of real time (the old wait read `std::time::Instant`).
+    #[test]
+    fn r_clk_a_call_times_out_when_the_manual_clock_passes_its_deadline() {
+        use crate::clock::{Clock, ManualClock, SystemClock};
+        let (ours, _peer) = UnixStream::pair().unwrap();
+        let clock = ManualClock::new();
+        let cdp = Arc::new(
+            Cdp::over_pipe(
+                ours,
+                Duration::from_secs(1),
+                Arc::new(clock.clone()),
+                Arc::new(|_| {}),
+            )
+            .unwrap(),
+        );
+        let call = {
+            let cdp = Arc::clone(&cdp);
+            std::thread::spawn(move || {
+                cdp.call(
+                    "Browser.getVersion",
+                    json!({}),
+                    None,
+                    Duration::from_secs(10),
+                )
+            })
+        };
+        let real = SystemClock::new();
+        let started = real.now();
+        while !call.is_finished() {
+            clock.advance(Duration::from_secs(1));
+            std::thread::yield_now();
+        }
+        let timed_out = matches!(
+            call.join().unwrap(),
+            Err(CdpError::Failed(Error::BrowserTimeout { timeout })) if timeout == Duration::from_secs(10)
+        );
+        assert!(timed_out);
+        assert!(real.now() - started < Duration::from_secs(8));
+        cdp.close();
+    }
 }

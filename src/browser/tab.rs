@@ -248,3 +248,57 @@ impl Drop for BusyGuard<'_> {
         self.tab.changed.notify_all();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{ManualClock, SystemClock};
+    use std::sync::Arc;
+
+    /// Advances `clock` a second at a time until `waiter` ends; what it returned, and the real
+    /// time it took.
+    fn drive<T>(clock: &ManualClock, waiter: std::thread::JoinHandle<T>) -> (T, Duration) {
+        let real = SystemClock::new();
+        let started = real.now();
+        while !waiter.is_finished() {
+            clock.advance(Duration::from_secs(1));
+            std::thread::yield_now();
+        }
+        (waiter.join().unwrap(), real.now() - started)
+    }
+
+    // R-CLK (issue 13 item 5): waiting for a busy tab and for a tab state are bounded by the
+    // browser's clock: a manual clock moved past the deadline ends them (the old waits read
+    // `std::time::Instant` and took their full length of real time).
+    #[test]
+    fn r_clk_tab_waits_end_when_the_manual_clock_passes_their_deadline() {
+        let tab = Arc::new(TabShared::new("t".into(), "s".into()));
+        let clock = ManualClock::new();
+        let busy = tab.enter(&clock, Duration::from_secs(30)).unwrap();
+        let waiter = {
+            let (tab, clock) = (Arc::clone(&tab), clock.clone());
+            std::thread::spawn(move || {
+                matches!(
+                    tab.enter(&clock, Duration::from_secs(30)).map(|_| ()),
+                    Err(Error::BrowserTimeout { .. })
+                )
+            })
+        };
+        let (timed_out, real) = drive(&clock, waiter);
+        assert!(timed_out);
+        assert!(real < Duration::from_secs(20), "{real:?}");
+        drop(busy);
+        assert!(tab.enter(&clock, Duration::from_secs(30)).is_ok());
+
+        let waiter = {
+            let (tab, clock) = (Arc::clone(&tab), clock.clone());
+            std::thread::spawn(move || {
+                let deadline = clock.now() + Duration::from_secs(30);
+                tab.wait_for(&clock, deadline, |st| st.gone)
+            })
+        };
+        let (settled, real) = drive(&clock, waiter);
+        assert!(!settled);
+        assert!(real < Duration::from_secs(20), "{real:?}");
+    }
+}
