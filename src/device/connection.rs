@@ -2,7 +2,8 @@
 //! ([`super::wire`]; only [`CHANNEL_PATH`], others 404, a request that is not an upgrade 4xx), first-frame authentication within a deadline, the
 //! protocol check, then a loop that sleeps until the worker sends something or a frame is
 //! queued ([`super::wake`]), writes queued frames, pings an idle worker and routes results to
-//! waiting commands.
+//! waiting commands. Every timer (the authentication deadline, the keepalive, the close grace)
+//! is on the gateway's clock (R-CLK).
 //!
 //! This thread alone touches its socket. It must never panic on network input, wait without a
 //! deadline, or log a token or a frame's content; a malformed or oversized message closes only
@@ -20,7 +21,7 @@
 //! | 1003 | `BINARY_FRAMES_UNSUPPORTED` | a binary message |
 //! | 1009 | `MESSAGE_TOO_BIG` | over `max_message_bytes` |
 //! | 1002 | `PROTOCOL_ERROR` | a WebSocket protocol violation |
-//! | 1001 | `GATEWAY_CLOSING` / `KEEPALIVE_TIMEOUT` | shutdown / silent worker |
+//! | 1001 | `GATEWAY_CLOSING` / `KEEPALIVE_TIMEOUT` | shutdown / silent for `idle_timeout` with a ping unanswered |
 //! | 4000 | `REPLACED_BY_NEW_CONNECTION` | the same device connected again |
 
 use super::frames::{self, parse_worker_frame, WorkerFrame, CHANNEL_PATH, PROTOCOL_VERSION};
