@@ -77,6 +77,83 @@ pub trait Clock: Send + Sync + std::fmt::Debug + 'static {
             .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
             .unwrap_or(0)
     }
+    /// The longest a blocking wait (condvar, poll, socket read timeout, sleep) may sleep before
+    /// it reads this clock again. A clock that does not follow real time (a [`ManualClock`], a
+    /// simulation) must keep the default, [`MAX_WAIT_SLICE`], so that a wait notices an
+    /// `advance` past its deadline within that slice instead of sleeping the deadline's full
+    /// length; [`SystemClock`] waits the whole remaining time.
+    fn max_wait(&self) -> Duration {
+        MAX_WAIT_SLICE
+    }
+}
+
+/// The default of [`Clock::max_wait`]: how often a wait on a clock that does not follow real
+/// time re-reads it.
+pub const MAX_WAIT_SLICE: Duration = Duration::from_millis(5);
+
+/// How long a blocking wait for `deadline` may sleep now (R-CLK): the time left on `clock`, at
+/// most [`Clock::max_wait`]; `None` once `clock` reached the deadline. A wait that loops on it
+/// until `None` ends when the clock passes the deadline — a [`ManualClock`] advanced past it
+/// included — neither spinning (every slice is positive) nor sleeping past it.
+///
+/// ```
+/// use jevgate::clock::{wait_slice, Clock, ManualClock, MAX_WAIT_SLICE};
+/// use std::time::Duration;
+/// let clock = ManualClock::new();
+/// let deadline = clock.now() + Duration::from_secs(60);
+/// assert_eq!(wait_slice(&clock, deadline), Some(MAX_WAIT_SLICE));
+/// clock.advance(Duration::from_secs(60));
+/// assert_eq!(wait_slice(&clock, deadline), None);
+/// ```
+pub fn wait_slice(clock: &dyn Clock, deadline: Instant) -> Option<Duration> {
+    let left = deadline - clock.now();
+    if left.is_zero() {
+        None
+    } else {
+        Some(left.min(clock.max_wait()))
+    }
+}
+
+/// The bound of a teardown wait (a socket close's grace, a lingering close, a process's exit), R-CLK: it ends when the
+/// clock reaches `grace` after its start. On a clock that does not follow real time (its
+/// [`Clock::max_wait`] cuts the slices short) the slices handed out also count against `grace`,
+/// so a close on a manual clock nobody advances still ends after about `grace` of waiting
+/// instead of never.
+#[derive(Debug)]
+pub struct Grace<'a> {
+    clock: &'a dyn Clock,
+    until: Instant,
+    budget: Duration,
+}
+
+impl<'a> Grace<'a> {
+    /// A grace of `grace` from now on `clock`.
+    pub fn new(clock: &'a dyn Clock, grace: Duration) -> Grace<'a> {
+        Grace {
+            clock,
+            until: clock.now() + grace,
+            budget: grace,
+        }
+    }
+
+    /// The next wait, at most `cap` (positive), or `None` when the grace is over.
+    pub fn next(&mut self, cap: Duration) -> Option<Duration> {
+        let left = self.until - self.clock.now();
+        let max_wait = self.clock.max_wait();
+        let slice = left.min(max_wait).min(cap);
+        if max_wait >= left {
+            return (!slice.is_zero()).then_some(slice);
+        }
+        let slice = slice.min(self.budget);
+        self.budget = self.budget.saturating_sub(slice);
+        (!slice.is_zero()).then_some(slice)
+    }
+}
+
+/// The system clock as a [`SharedClock`]: the default of every component that has no gateway
+/// (a local browser, a device worker).
+pub fn system() -> SharedClock {
+    Arc::new(SystemClock::new())
 }
 
 /// A shared, dynamically chosen clock, as a gateway holds it.
@@ -109,6 +186,10 @@ impl Clock for SystemClock {
     }
     fn wall(&self) -> SystemTime {
         SystemTime::now()
+    }
+    /// Real time: a wait sleeps the whole time left.
+    fn max_wait(&self) -> Duration {
+        Duration::MAX
     }
 }
 
@@ -268,6 +349,54 @@ mod tests {
         assert_eq!(c.wall(), ManualClock::max_wall());
         // an instant at the end of time still yields deadlines (saturating)
         assert_eq!(c.now() + Duration::from_secs(5), c.now());
+    }
+
+    // R-CLK: a wait slice is positive and bounded on a manual clock (a wait re-reads it, so an
+    // advance past the deadline ends the wait), the whole remaining time on the system clock,
+    // and `None` exactly from the deadline on.
+    #[test]
+    fn wait_slices_are_bounded_on_a_manual_clock_and_end_at_the_deadline() {
+        let c = ManualClock::new();
+        let deadline = c.now() + Duration::from_secs(90);
+        assert_eq!(wait_slice(&c, deadline), Some(MAX_WAIT_SLICE));
+        c.advance(Duration::from_secs(90) - Duration::from_nanos(1));
+        assert_eq!(wait_slice(&c, deadline), Some(Duration::from_nanos(1)));
+        c.advance(Duration::from_nanos(1));
+        assert_eq!(wait_slice(&c, deadline), None);
+        c.advance(Duration::MAX);
+        assert_eq!(wait_slice(&c, deadline), None);
+        let s = SystemClock::new();
+        let far = s.now() + Duration::from_secs(3600);
+        assert!(wait_slice(&s, far).is_some_and(|d| d > Duration::from_secs(3000)));
+        assert_eq!(wait_slice(&s, s.now()), None);
+    }
+
+    // R-CLK: a teardown grace ends at its deadline on the clock, and on a manual clock nobody
+    // advances once the slices it handed out add up to the grace — it never waits forever.
+    #[test]
+    fn a_grace_ends_on_a_still_manual_clock_after_its_length_of_slices() {
+        let c = ManualClock::new();
+        let mut g = Grace::new(&c, Duration::from_millis(500));
+        let mut total = Duration::ZERO;
+        let mut n = 0;
+        while let Some(slice) = g.next(Duration::from_millis(10)) {
+            assert!(!slice.is_zero() && slice <= MAX_WAIT_SLICE);
+            total += slice;
+            n += 1;
+            assert!(n <= 1000, "a grace must end");
+        }
+        assert_eq!(total, Duration::from_millis(500));
+        // Advancing the clock past the end ends a grace at once.
+        let mut g = Grace::new(&c, Duration::from_secs(5));
+        assert!(g.next(Duration::MAX).is_some());
+        c.advance(Duration::from_secs(5));
+        assert_eq!(g.next(Duration::MAX), None);
+        // On the system clock the deadline alone bounds it: one slice may be the whole grace.
+        let s = SystemClock::new();
+        let mut g = Grace::new(&s, Duration::from_secs(60));
+        assert!(g.next(Duration::MAX).unwrap() > Duration::from_secs(50));
+        assert!(g.next(Duration::from_millis(10)).is_some());
+        assert_eq!(Grace::new(&s, Duration::ZERO).next(Duration::MAX), None);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -687,10 +687,11 @@ impl LocalTab {
         )?;
         // Bounded polling of the real scroll position: wheel scrolling is asynchronous. Done
         // when it moved and then held still for one poll.
-        let deadline = Instant::now() + Duration::from_millis(2000);
+        let clock = &*self.inner.opts.clock;
+        let deadline = clock.now() + Duration::from_millis(2000);
         let mut last = top;
         let mut moved = false;
-        while Instant::now() < deadline {
+        while clock.now() < deadline {
             std::thread::sleep(Duration::from_millis(15));
             let now = self.page("scroll()")?["top"].as_f64().unwrap_or(last);
             if moved && (now - last).abs() < 0.5 {
@@ -716,7 +717,8 @@ impl LocalTab {
     /// committed and loaded, a same-document navigation, or a load that started and stopped
     /// without a commit (204, download) — or a dialog opened; `true` when it settled.
     fn wait_settled(&self, marks: &NavMarks) -> bool {
-        let deadline = Instant::now() + self.inner.opts.navigation_timeout;
+        let clock = &*self.inner.opts.clock;
+        let deadline = clock.now() + self.inner.opts.navigation_timeout;
         let done = |st: &super::tab::TabState| {
             !st.pending_nav
                 && ((st.doc_seq > marks.doc && st.loaded_since_commit)
@@ -725,8 +727,9 @@ impl LocalTab {
                         && st.stop_seq > st.stop_at_start
                         && st.doc_seq == marks.doc))
         };
-        self.tab
-            .wait_for(deadline, |st| st.gone || st.dialog.is_some() || done(st));
+        self.tab.wait_for(clock, deadline, |st| {
+            st.gone || st.dialog.is_some() || done(st)
+        });
         let st = self.tab.lock();
         !st.gone && st.dialog.is_none() && done(&st)
     }
@@ -848,9 +851,10 @@ impl LocalTab {
         }
         sent.mark();
         self.call_plain("Page.handleJavaScriptDialog", params)?;
-        let deadline = Instant::now() + self.inner.opts.call_timeout;
+        let clock = &*self.inner.opts.clock;
+        let deadline = clock.now() + self.inner.opts.call_timeout;
         self.tab
-            .wait_for(deadline, |st| st.dialog.is_none() || st.gone);
+            .wait_for(clock, deadline, |st| st.dialog.is_none() || st.gone);
         Ok(self.result("", "handle_dialog", generation, started))
     }
 

@@ -709,6 +709,13 @@ pub trait BrowserBackend: Send + Sync {
     /// Runs one command.
     fn execute(&self, command: &Command) -> Result<Response>;
 
+    /// The clock the backend's deadlines are on (R-CLK); the tools layered on it
+    /// ([`crate::browser::BrowserTools`]) time their waits with it too. The system clock unless
+    /// the backend has its own ([`crate::browser::LaunchOptions::clock`] for a local browser).
+    fn clock(&self) -> crate::clock::SharedClock {
+        crate::clock::system()
+    }
+
     /// `observe` with default budgets.
     fn observe(&self) -> Result<Observation> {
         self.observe_with(ObserveArgs::default())

@@ -9,6 +9,7 @@
 //! lock across socket I/O, and never logs messages, parameters or results (they carry page
 //! content; no dependency sees them either: there is no WebSocket library on this path).
 
+use crate::clock::{wait_slice, SharedClock};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::Shutdown;
@@ -17,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -95,14 +96,17 @@ pub(crate) struct Cdp {
     out: Mutex<Option<Sender<Outgoing>>>,
     stream: UnixStream,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    clock: SharedClock,
 }
 
 impl Cdp {
     /// Speaks the protocol over `stream` (our end of the browser's pipe) and starts the reader
-    /// and writer threads. `timeout` bounds every single write.
+    /// and writer threads. `timeout` bounds every single write; every call's deadline is on
+    /// `clock` (R-CLK).
     pub(crate) fn over_pipe(
         stream: UnixStream,
         timeout: Duration,
+        clock: SharedClock,
         handler: EventHandler,
     ) -> Result<Cdp, Error> {
         let fail = |what: &str| Error::BrowserUnavailable {
@@ -157,6 +161,7 @@ impl Cdp {
             out: Mutex::new(Some(tx)),
             stream,
             threads: Mutex::new(vec![writer_thread, reader_thread]),
+            clock,
         })
     }
 
@@ -205,15 +210,14 @@ impl Cdp {
             self.shared.pending.lock().remove(&id);
             return Err(CdpError::Failed(lost()));
         }
-        let deadline = Instant::now() + timeout;
+        let deadline = self.clock.now() + timeout;
         let slice = Duration::from_millis(20);
         loop {
-            let now = Instant::now();
-            if now >= deadline {
+            let Some(left) = wait_slice(&*self.clock, deadline) else {
                 self.shared.pending.lock().remove(&id);
                 return Err(CdpError::Failed(Error::BrowserTimeout { timeout }));
-            }
-            match rx.recv_timeout(slice.min(deadline - now)) {
+            };
+            match rx.recv_timeout(slice.min(left)) {
                 Ok(reply) => return reply,
                 Err(RecvTimeoutError::Timeout) => {
                     if let Some(err) = interrupt() {
@@ -370,5 +374,48 @@ mod tests {
         let mut big = vec![b'a'; MAX_MESSAGE + 2];
         big.extend_from_slice(b"\0after\0");
         assert!(messages(&big, 1 << 20).is_empty());
+    }
+
+    // R-CLK (issue 13 item 5): a DevTools call's deadline is on the browser's clock. The peer
+    // never answers; moving a manual clock past the 10 s deadline ends the call with
+    // `BrowserTimeout` without 10 s of real time (the old wait read `std::time::Instant`).
+    #[test]
+    fn r_clk_a_call_times_out_when_the_manual_clock_passes_its_deadline() {
+        use crate::clock::{Clock, ManualClock, SystemClock};
+        let (ours, _peer) = UnixStream::pair().unwrap();
+        let clock = ManualClock::new();
+        let cdp = Arc::new(
+            Cdp::over_pipe(
+                ours,
+                Duration::from_secs(1),
+                Arc::new(clock.clone()),
+                Arc::new(|_| {}),
+            )
+            .unwrap(),
+        );
+        let call = {
+            let cdp = Arc::clone(&cdp);
+            std::thread::spawn(move || {
+                cdp.call(
+                    "Browser.getVersion",
+                    json!({}),
+                    None,
+                    Duration::from_secs(10),
+                )
+            })
+        };
+        let real = SystemClock::new();
+        let started = real.now();
+        while !call.is_finished() {
+            clock.advance(Duration::from_secs(1));
+            std::thread::yield_now();
+        }
+        let timed_out = matches!(
+            call.join().unwrap(),
+            Err(CdpError::Failed(Error::BrowserTimeout { timeout })) if timeout == Duration::from_secs(10)
+        );
+        assert!(timed_out);
+        assert!(real.now() - started < Duration::from_secs(8));
+        cdp.close();
     }
 }

@@ -10,7 +10,7 @@
 //! that cannot be reached is left out and the observation says `truncated.controls`; every call
 //! keeps its deadline, no lock is held across a call, nothing here logs page content.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -415,10 +415,11 @@ impl LocalTab {
     /// After a field in a frame was focused: waits (bounded) until that frame holds the page's
     /// focus, so key events reach it. Proceeds after the wait either way.
     pub(crate) fn wait_frame_focus(&self, session: &str) -> Result<()> {
-        let deadline = Instant::now() + FRAME_FOCUS_WAIT;
+        let clock = &*self.inner.opts.clock;
+        let deadline = clock.now() + FRAME_FOCUS_WAIT;
         loop {
             if self.page_in(Some(session), "hasFocus()")? == Value::Bool(true)
-                || Instant::now() >= deadline
+                || clock.now() >= deadline
             {
                 return Ok(());
             }

@@ -11,8 +11,9 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::clock::{self, Clock, Grace, SharedClock};
 use crate::{Error, Result};
 
 /// How a local Chromium is started.
@@ -45,6 +46,10 @@ pub struct LaunchOptions {
     /// `--user-data-dir`) are refused with `INVALID_ARGUMENT`: the DevTools pipe stays the
     /// only way in.
     pub extra_args: Vec<String>,
+    /// The clock every deadline and timeout of the browser is on (start-up, DevTools calls,
+    /// navigation settling, waits, close); the system clock unless a test or simulation gives
+    /// its own (R-CLK).
+    pub clock: SharedClock,
 }
 
 impl Default for LaunchOptions {
@@ -57,6 +62,7 @@ impl Default for LaunchOptions {
             call_timeout: Duration::from_secs(10),
             navigation_timeout: Duration::from_secs(30),
             extra_args: Vec::new(),
+            clock: clock::system(),
         }
     }
 }
@@ -200,7 +206,7 @@ impl ChromiumProcess {
             None => {
                 let tmp = std::env::temp_dir();
                 sweep_stale_profiles(&tmp);
-                let dir = new_temp_profile(&tmp)?;
+                let dir = new_temp_profile(&tmp, &*opts.clock)?;
                 (dir.clone(), Some(dir))
             }
         };
@@ -298,16 +304,17 @@ impl ChromiumProcess {
         self.pid
     }
 
-    /// Waits up to `grace` for the browser process to exit on its own (after `Browser.close`).
-    pub(crate) fn wait_exit(&mut self, grace: Duration) {
-        let deadline = Instant::now() + grace;
-        while Instant::now() < deadline {
-            // Only looks: /proc/<pid>/stat shows a zombie without reaping it, so the process
-            // group stays valid for the group kill below.
-            if !alive(self.pid) {
+    /// Waits up to `grace` on `clock` for the browser process to exit on its own (after
+    /// `Browser.close`); a [`Grace`], so it ends on a manual clock nobody advances too.
+    pub(crate) fn wait_exit(&mut self, clock: &dyn Clock, grace: Duration) {
+        let mut grace = Grace::new(clock, grace);
+        // Only looks: /proc/<pid>/stat shows a zombie without reaping it, so the process
+        // group stays valid for the group kill below.
+        while alive(self.pid) {
+            let Some(slice) = grace.next(Duration::from_millis(10)) else {
                 return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
+            };
+            std::thread::sleep(slice);
         }
     }
 
@@ -362,12 +369,13 @@ fn create_private_dir(dir: &Path, recursive: bool) -> Result<()> {
 
 /// A fresh temporary profile directory named after this process (pid and start time), created
 /// mode 0700; never an existing path (a name taken by anything else is skipped).
-fn new_temp_profile(tmp: &Path) -> Result<PathBuf> {
+fn new_temp_profile(tmp: &Path, clock: &dyn Clock) -> Result<PathBuf> {
     let me = std::process::id();
     let started = start_time(me).unwrap_or(0);
     let mut last = None;
     for _ in 0..16 {
-        let nanos = std::time::SystemTime::now()
+        let nanos = clock
+            .wall()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
@@ -552,8 +560,8 @@ mod tests {
     #[test]
     fn issue12_temporary_profiles_are_created_0700_never_reusing_a_path() {
         let tmp = tempfile::tempdir().unwrap();
-        let a = new_temp_profile(tmp.path()).unwrap();
-        let b = new_temp_profile(tmp.path()).unwrap();
+        let a = new_temp_profile(tmp.path(), &crate::clock::SystemClock::new()).unwrap();
+        let b = new_temp_profile(tmp.path(), &crate::clock::SystemClock::new()).unwrap();
         assert_ne!(a, b);
         for d in [&a, &b] {
             let mode = std::fs::metadata(d).unwrap().permissions().mode() & 0o777;

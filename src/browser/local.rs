@@ -370,7 +370,7 @@ impl Inner {
         }
         self.cdp.close();
         if let Some(mut process) = process {
-            process.wait_exit(Duration::from_secs(2));
+            process.wait_exit(&*self.opts.clock, Duration::from_secs(2));
             process.kill();
         }
         for tab in self.tabs.lock().iter() {
@@ -582,6 +582,7 @@ fn start_connected(
     let cdp = match Cdp::over_pipe(
         pipe,
         opts.call_timeout,
+        Arc::clone(&opts.clock),
         Arc::new(move |e| handler_router.handle(e)),
     ) {
         Ok(cdp) => cdp,
@@ -660,14 +661,24 @@ impl BrowserBackend for LocalTab {
             }
             _ => {}
         }
-        let _busy = self.tab.enter(self.inner.opts.call_timeout)?;
+        let _busy = self
+            .tab
+            .enter(&*self.inner.opts.clock, self.inner.opts.call_timeout)?;
         self.inner
             .run_operation(command, |sent| self.run(command, sent))
+    }
+
+    fn clock(&self) -> crate::clock::SharedClock {
+        Arc::clone(&self.inner.opts.clock)
     }
 }
 
 impl BrowserBackend for LocalBrowser {
     fn execute(&self, command: &Command) -> Result<Response> {
         self.current_tab()?.execute(command)
+    }
+
+    fn clock(&self) -> crate::clock::SharedClock {
+        Arc::clone(&self.inner.opts.clock)
     }
 }

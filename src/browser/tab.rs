@@ -6,7 +6,8 @@
 //! world. It never calls the browser: the event handler only updates state and wakes waiters,
 //! and no lock here is held across I/O.
 
-use std::time::{Duration, Instant};
+use crate::clock::{wait_slice, Clock, Instant};
+use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use serde_json::Value;
@@ -150,29 +151,37 @@ impl TabShared {
         self.changed.notify_all();
     }
 
-    /// Waits (bounded) until no other operation runs on the tab, then marks it busy.
-    pub(crate) fn enter(&self, timeout: Duration) -> Result<BusyGuard<'_>> {
-        let deadline = Instant::now() + timeout;
+    /// Waits (bounded by `timeout` on `clock`) until no other operation runs on the tab, then
+    /// marks it busy.
+    pub(crate) fn enter(&self, clock: &dyn Clock, timeout: Duration) -> Result<BusyGuard<'_>> {
+        let deadline = clock.now() + timeout;
         let mut st = self.state.lock();
         while st.busy {
-            if self.changed.wait_until(&mut st, deadline).timed_out() {
+            let Some(slice) = wait_slice(clock, deadline) else {
                 return Err(Error::BrowserTimeout { timeout });
-            }
+            };
+            self.changed.wait_for(&mut st, slice);
         }
         st.busy = true;
         Ok(BusyGuard { tab: self })
     }
 
-    /// Waits until `done(state)` or the deadline; `true` when `done` held.
-    pub(crate) fn wait_for(&self, deadline: Instant, done: impl Fn(&TabState) -> bool) -> bool {
+    /// Waits until `done(state)` or `deadline` on `clock`; `true` when `done` held.
+    pub(crate) fn wait_for(
+        &self,
+        clock: &dyn Clock,
+        deadline: Instant,
+        done: impl Fn(&TabState) -> bool,
+    ) -> bool {
         let mut st = self.state.lock();
         loop {
             if done(&st) {
                 return true;
             }
-            if self.changed.wait_until(&mut st, deadline).timed_out() {
-                return done(&st);
-            }
+            let Some(slice) = wait_slice(clock, deadline) else {
+                return false;
+            };
+            self.changed.wait_for(&mut st, slice);
         }
     }
 
@@ -237,5 +246,59 @@ impl Drop for BusyGuard<'_> {
     fn drop(&mut self) {
         self.tab.state.lock().busy = false;
         self.tab.changed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{ManualClock, SystemClock};
+    use std::sync::Arc;
+
+    /// Advances `clock` a second at a time until `waiter` ends; what it returned, and the real
+    /// time it took.
+    fn drive<T>(clock: &ManualClock, waiter: std::thread::JoinHandle<T>) -> (T, Duration) {
+        let real = SystemClock::new();
+        let started = real.now();
+        while !waiter.is_finished() {
+            clock.advance(Duration::from_secs(1));
+            std::thread::yield_now();
+        }
+        (waiter.join().unwrap(), real.now() - started)
+    }
+
+    // R-CLK (issue 13 item 5): waiting for a busy tab and for a tab state are bounded by the
+    // browser's clock: a manual clock moved past the deadline ends them (the old waits read
+    // `std::time::Instant` and took their full length of real time).
+    #[test]
+    fn r_clk_tab_waits_end_when_the_manual_clock_passes_their_deadline() {
+        let tab = Arc::new(TabShared::new("t".into(), "s".into()));
+        let clock = ManualClock::new();
+        let busy = tab.enter(&clock, Duration::from_secs(30)).unwrap();
+        let waiter = {
+            let (tab, clock) = (Arc::clone(&tab), clock.clone());
+            std::thread::spawn(move || {
+                matches!(
+                    tab.enter(&clock, Duration::from_secs(30)).map(|_| ()),
+                    Err(Error::BrowserTimeout { .. })
+                )
+            })
+        };
+        let (timed_out, real) = drive(&clock, waiter);
+        assert!(timed_out);
+        assert!(real < Duration::from_secs(20), "{real:?}");
+        drop(busy);
+        assert!(tab.enter(&clock, Duration::from_secs(30)).is_ok());
+
+        let waiter = {
+            let (tab, clock) = (Arc::clone(&tab), clock.clone());
+            std::thread::spawn(move || {
+                let deadline = clock.now() + Duration::from_secs(30);
+                tab.wait_for(&clock, deadline, |st| st.gone)
+            })
+        };
+        let (settled, real) = drive(&clock, waiter);
+        assert!(!settled);
+        assert!(real < Duration::from_secs(20), "{real:?}");
     }
 }

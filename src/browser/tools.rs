@@ -57,6 +57,8 @@ const MAX_SCROLL_SCREENS: u64 = 5;
 /// ```
 pub struct BrowserTools {
     backend: Arc<dyn BrowserBackend>,
+    /// The backend's clock (R-CLK): how long a read waits for a navigation to settle.
+    clock: crate::clock::SharedClock,
     /// The generation whose refs were handed out last.
     handed_out: Mutex<Option<u64>>,
     ops: AtomicU64,
@@ -153,6 +155,7 @@ impl BrowserTools {
         static INSTANCES: AtomicU64 = AtomicU64::new(0);
         let n = INSTANCES.fetch_add(1, Ordering::Relaxed);
         BrowserTools {
+            clock: backend.clock(),
             backend,
             handed_out: Mutex::new(None),
             ops: AtomicU64::new(0),
@@ -163,13 +166,13 @@ impl BrowserTools {
     /// Runs a read, re-reading with a short backoff while a navigation is still loading
     /// (`NAVIGATION_PENDING` means exactly that), for at most [`SETTLE_WITHIN`].
     fn settled<T>(&self, read: impl Fn() -> crate::Result<T>) -> Result<T, WorkerFailure> {
-        let start = std::time::Instant::now();
+        let start = self.clock.now();
         let mut pause = Duration::from_millis(25);
         loop {
             match read() {
                 Err(Error::StaleObservation {
                     cause: super::StaleCause::NavigationPending,
-                }) if start.elapsed() + pause < SETTLE_WITHIN => {
+                }) if (self.clock.now() - start).saturating_add(pause) < SETTLE_WITHIN => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(400));
                 }

@@ -57,7 +57,9 @@ pub fn evaluate(args: &[String]) -> Result<ExitCode, Usage> {
     let (dir, temporary) = match data_dir {
         Some(d) => (std::path::PathBuf::from(d), false),
         None => {
-            let nanos = std::time::SystemTime::now()
+            use jevgate::clock::Clock;
+            let nanos = jevgate::clock::SystemClock::new()
+                .wall()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());
             let d = std::env::temp_dir()

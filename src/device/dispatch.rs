@@ -21,7 +21,6 @@ use crate::Error;
 use serde::ser::SerializeStruct;
 use serde_json::{json, Value};
 use std::sync::Arc;
-use std::time::Instant;
 
 /// One tool call by an agent.
 #[derive(Debug, Clone, PartialEq)]
@@ -235,7 +234,9 @@ impl Run<'_> {
     }
 
     fn batch(&self, actions: &[tools::Action]) -> ToolResult {
-        let start = Instant::now();
+        // The budget and the timeout are on the gateway's clock (R-CLK).
+        let clock = &*self.service.clock;
+        let start = clock.now();
         let batch_end = start + self.limits.batch_timeout;
         let mut bytes = 0usize;
         let mut entries = Vec::with_capacity(actions.len());
@@ -246,7 +247,7 @@ impl Run<'_> {
             if stopped.is_none() && self.cancel.is_cancelled() {
                 stopped = Some("cancelled");
             }
-            let remaining = batch_end.saturating_duration_since(Instant::now());
+            let remaining = batch_end - clock.now();
             if stopped.is_none() && remaining.is_zero() {
                 stopped = Some("batch_timeout");
             }
@@ -276,7 +277,7 @@ impl Run<'_> {
                     };
                     stopped = Some(if f.not_sent {
                         "device_offline"
-                    } else if f.code == "timed_out" && Instant::now() >= batch_end {
+                    } else if f.code == "timed_out" && clock.now() >= batch_end {
                         "batch_timeout"
                     } else if f.code == "cancelled" {
                         "cancelled"
@@ -288,7 +289,7 @@ impl Run<'_> {
                     continue;
                 }
             }
-            if start.elapsed() > self.limits.batch_time_budget {
+            if clock.now() - start > self.limits.batch_time_budget {
                 stopped = Some("time_limit");
             } else if bytes > self.limits.batch_byte_budget {
                 stopped = Some("size_limit");
@@ -414,13 +415,13 @@ impl DeviceService {
 
     /// Runs one tool call to its answer.
     pub(crate) fn call_tool(&self, leases: &Leases, call: &ToolCall) -> ToolResult {
-        let started = Instant::now();
+        let started = self.clock.now();
         let answer = self.call_inner(leases, call);
         log::info!(
             "tool {} answered {} in {} ms",
             Tool::from_name(&call.tool).map_or("unknown", Tool::name),
             answer.error_code().unwrap_or("ok"),
-            started.elapsed().as_millis()
+            (self.clock.now() - started).as_millis()
         );
         answer
     }

@@ -11,12 +11,13 @@
 use super::executor::{CancelToken, ToolExecutor, WorkerFailure, OUTCOME_UNKNOWN};
 use super::frames;
 use super::socket::Wake;
+use crate::clock::{wait_slice, SharedClock};
 use parking_lot::{Condvar, Mutex};
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What became of a command.
 #[derive(Debug)]
@@ -75,6 +76,8 @@ struct ConnState {
 /// One authenticated worker connection.
 pub(crate) struct Conn {
     serial: u64,
+    /// The gateway's clock: a command's deadline is on it (R-CLK).
+    clock: SharedClock,
     device_id: String,
     ids: Arc<AtomicU64>,
     state: Mutex<ConnState>,
@@ -195,13 +198,16 @@ impl ToolExecutor for Conn {
             let slot = Arc::clone(&slot);
             cancel.on_cancel(move || slot.settle(Outcome::Cancelled))
         };
-        let end = Instant::now() + deadline;
+        // The deadline is on the gateway's clock; each wait is a bounded slice of it, so an
+        // advanced manual clock ends the wait too (R-CLK).
+        let end = self.clock.now() + deadline;
         let (outcome, sent) = {
             let mut s = slot.state.lock();
             while s.outcome.is_none() {
-                if slot.ready.wait_until(&mut s, end).timed_out() {
+                let Some(slice) = wait_slice(&*self.clock, end) else {
                     break;
-                }
+                };
+                slot.ready.wait_for(&mut s, slice);
             }
             (s.outcome.take(), s.sent)
         };
@@ -246,19 +252,35 @@ fn offline() -> WorkerFailure {
 }
 
 /// Every live connection, one per device.
-#[derive(Default)]
 pub(crate) struct Hub {
     conns: Mutex<HashMap<String, Arc<Conn>>>,
     serials: AtomicU64,
     ids: Arc<AtomicU64>,
+    clock: SharedClock,
 }
 
 impl Hub {
+    /// No connection yet; command deadlines are on `clock`.
+    pub fn new(clock: SharedClock) -> Hub {
+        Hub {
+            conns: Mutex::new(HashMap::new()),
+            serials: AtomicU64::new(0),
+            ids: Arc::new(AtomicU64::new(0)),
+            clock,
+        }
+    }
+
+    /// The gateway's clock.
+    pub fn clock(&self) -> &SharedClock {
+        &self.clock
+    }
+
     /// Registers an authenticated connection for `device_id`; a previous connection of the same
     /// device is asked to close (a second connection replaces the first).
     pub fn register(&self, device_id: &str) -> Arc<Conn> {
         let conn = Arc::new(Conn {
             serial: self.serials.fetch_add(1, Ordering::Relaxed),
+            clock: Arc::clone(&self.clock),
             device_id: device_id.to_string(),
             ids: Arc::clone(&self.ids),
             state: Mutex::new(ConnState {
@@ -341,7 +363,7 @@ mod tests {
     // R-DEV-FAIL: a command the worker never received is "offline", not "unknown".
     #[test]
     fn disconnect_before_delivery_is_offline_and_after_is_unknown() {
-        let hub = Hub::default();
+        let hub = Hub::new(crate::clock::system());
         let conn = hub.register("dev_a");
         let waiting = run(&conn);
         wait_queued(&conn);
@@ -364,7 +386,7 @@ mod tests {
     // R-DEV-CHAN: results are routed by id; late results are dropped.
     #[test]
     fn results_are_routed_by_id_and_a_replaced_connection_fails_its_commands() {
-        let hub = Hub::default();
+        let hub = Hub::new(crate::clock::system());
         let conn = hub.register("dev_a");
         let waiting = run(&conn);
         wait_queued(&conn);

@@ -122,6 +122,8 @@ pub(crate) struct DeviceService {
     servers: Mutex<Vec<Arc<server::Shared>>>,
     limits: Arc<RwLock<DeviceLimits>>,
     artifacts: Arc<artifacts::Artifacts>,
+    /// The gateway's clock: every deadline of a call, a batch and a channel connection (R-CLK).
+    clock: SharedClock,
 }
 
 impl std::fmt::Debug for DeviceService {
@@ -147,14 +149,15 @@ impl DeviceService {
         }
         Ok(DeviceService {
             registry,
-            hub: Arc::new(hub::Hub::default()),
+            hub: Arc::new(hub::Hub::new(Arc::clone(&clock))),
             servers: Mutex::new(Vec::new()),
             limits: Arc::new(RwLock::new(DeviceLimits::default())),
             artifacts: Arc::new(artifacts::Artifacts::new(
                 data_dir.join("artifacts"),
                 store,
-                clock,
+                Arc::clone(&clock),
             )),
+            clock,
         })
     }
 

@@ -14,9 +14,10 @@
 //! code is not lost to a reset. Reads and writes are non-blocking-friendly: `WouldBlock` and a
 //! read timeout are [`WireError::WouldBlock`] and lose nothing. Linear time in the input.
 
+use crate::clock::{Clock, Grace};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The largest HTTP head (request or response) accepted in the handshake.
 pub(crate) const MAX_HEAD: usize = 8192;
@@ -420,24 +421,32 @@ impl<S: Read + Write> Socket<S> {
 
     /// The orderly close on a healthy socket: sends `code` (unless a close was already sent),
     /// then reads (with `tcp`'s timeouts, blocking) until the peer's close reply, the end of the
-    /// stream, a failure or `grace`. Reads nothing after a failure.
-    pub(crate) fn close(&mut self, tcp: &TcpStream, code: Option<(u16, &str)>, grace: Duration) {
-        let until = Instant::now() + grace;
+    /// stream, a failure or the end of `grace` (a [`Grace`] on `clock`). Reads nothing after a
+    /// failure.
+    pub(crate) fn close(
+        &mut self,
+        tcp: &TcpStream,
+        code: Option<(u16, &str)>,
+        grace: Duration,
+        clock: &dyn Clock,
+    ) {
+        let mut grace = Grace::new(clock, grace);
         let _ = tcp.set_nonblocking(false);
-        let _ = tcp.set_read_timeout(Some(Duration::from_millis(10)));
+        let _ = tcp.set_read_timeout(Some(CLOSE_READ_SLICE));
         if let Some((code, reason)) = code {
             if self.send_close(code, reason).is_err() {
                 return;
             }
         }
-        while Instant::now() < until {
+        while grace.next(CLOSE_READ_SLICE).is_some() {
             match self.flush() {
                 Ok(true) => break,
                 Ok(false) => {}
                 Err(_) => return,
             }
         }
-        while Instant::now() < until {
+        while let Some(slice) = grace.next(CLOSE_READ_SLICE) {
+            let _ = tcp.set_read_timeout(Some(slice));
             match self.read() {
                 Ok(Message::Close(_)) => {
                     let _ = self.flush();
@@ -450,21 +459,22 @@ impl<S: Read + Write> Socket<S> {
     }
 
     /// The close after a failure: if the socket can still be written, one close frame with
-    /// `code` (best effort, bounded by `grace`), then the lingering close of [`linger`]. Never
-    /// parses another byte.
+    /// `code` (best effort, bounded by `grace` on `clock`), then the lingering close of
+    /// [`linger`]. Never parses another byte.
     pub(crate) fn fail_close(
         &mut self,
         tcp: &TcpStream,
         code: Option<(u16, &str)>,
         grace: Duration,
+        clock: &dyn Clock,
     ) {
-        let until = Instant::now() + grace;
+        let mut grace = Grace::new(clock, grace);
         if !self.broken {
             let _ = tcp.set_nonblocking(false);
             if let Some((code, reason)) = code {
                 let _ = self.send_close(code, reason);
             }
-            while self.pending() && Instant::now() < until {
+            while self.pending() && grace.next(CLOSE_READ_SLICE).is_some() {
                 if self.flush().is_err() {
                     break;
                 }
@@ -473,20 +483,25 @@ impl<S: Read + Write> Socket<S> {
         }
         self.broken = true;
         self.read_done = true;
-        linger(tcp, until);
+        linger(tcp, &mut grace);
     }
 }
 
+/// The read timeout of one step of a close: how often it looks at its [`Grace`].
+const CLOSE_READ_SLICE: Duration = Duration::from_millis(10);
+
 /// The lingering close: ends our side of the TCP stream, then discards (never parses) what the
-/// peer still sends until it ends its side or `until`, so that the peer reads our last frame
-/// instead of a reset.
-pub(crate) fn linger(tcp: &TcpStream, until: Instant) {
+/// peer still sends until it ends its side or the end of `grace`, so that the peer reads our
+/// last frame instead of a reset.
+pub(crate) fn linger(tcp: &TcpStream, grace: &mut Grace<'_>) {
     let _ = tcp.shutdown(Shutdown::Write);
     let _ = tcp.set_nonblocking(false);
     let mut sink = [0u8; 16 * 1024];
     loop {
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() || tcp.set_read_timeout(Some(left)).is_err() {
+        let Some(left) = grace.next(Duration::MAX) else {
+            return;
+        };
+        if tcp.set_read_timeout(Some(left)).is_err() {
             return;
         }
         match (&*tcp).read(&mut sink) {

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 use serde_json::Value;
@@ -27,6 +27,7 @@ use super::frames::{self, parse_gateway_frame, GatewayFrame, PROTOCOL_VERSION};
 use super::registry::DeviceToken;
 use super::socket::Wake;
 use super::wire::{self, HandshakeError, Message, WireError};
+use crate::clock::{self, wait_slice, SharedClock};
 use crate::{Error, Result};
 
 /// The read timeout of the connect phase (handshake, `ready`).
@@ -54,10 +55,14 @@ pub struct WorkerOptions {
     pub connect_timeout: Duration,
     /// The largest message accepted from the gateway.
     pub max_message_bytes: usize,
+    /// The clock every deadline of the worker is on (connecting, closing, `wait_timeout`);
+    /// the system clock unless a test or simulation gives its own (R-CLK).
+    pub clock: SharedClock,
 }
 
 impl WorkerOptions {
-    /// Protocol 2, 10 s to connect, messages ≤ 16 MiB, public web roots for `wss`.
+    /// Protocol 2, 10 s to connect, messages ≤ 16 MiB, public web roots for `wss`, the system
+    /// clock.
     pub fn new(url: impl Into<String>, token: DeviceToken) -> WorkerOptions {
         WorkerOptions {
             url: url.into(),
@@ -66,6 +71,7 @@ impl WorkerOptions {
             protocol: PROTOCOL_VERSION,
             connect_timeout: Duration::from_secs(10),
             max_message_bytes: 16 << 20,
+            clock: clock::system(),
         }
     }
 }
@@ -184,7 +190,8 @@ type Ws = wire::Socket<Io>;
 /// `ready`.
 fn open(options: &WorkerOptions) -> Result<(Ws, TcpStream, String)> {
     let target = parse_url(&options.url)?;
-    let deadline = Instant::now() + options.connect_timeout;
+    let clock = &*options.clock;
+    let deadline = clock.now() + options.connect_timeout;
     let addrs: Vec<_> = (target.host.as_str(), target.port)
         .to_socket_addrs()
         .map_err(|e| channel_error(format!("resolve the gateway address: {}", e.kind())))?
@@ -192,7 +199,13 @@ fn open(options: &WorkerOptions) -> Result<(Ws, TcpStream, String)> {
     let mut last = channel_error("the gateway address resolved to nothing");
     let mut tcp = None;
     for addr in addrs {
-        match TcpStream::connect_timeout(&addr, options.connect_timeout) {
+        // One blocking connect: it sleeps at most what is left of the deadline.
+        let left = deadline - clock.now();
+        if left.is_zero() {
+            last = channel_error("connect to the gateway: timed out");
+            break;
+        }
+        match TcpStream::connect_timeout(&addr, left) {
             Ok(s) => {
                 tcp = Some(s);
                 break;
@@ -225,7 +238,7 @@ fn open(options: &WorkerOptions) -> Result<(Ws, TcpStream, String)> {
                         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                     ) =>
                 {
-                    if Instant::now() >= deadline {
+                    if clock.now() >= deadline {
                         return Err(channel_error("the TLS handshake timed out"));
                     }
                 }
@@ -247,7 +260,7 @@ fn open(options: &WorkerOptions) -> Result<(Ws, TcpStream, String)> {
     } else {
         Io::Plain(tcp)
     };
-    let mut keep_going = || Instant::now() < deadline;
+    let mut keep_going = || clock.now() < deadline;
     let mut ws = match wire::connect(
         io,
         &target.authority,
@@ -280,7 +293,7 @@ fn open(options: &WorkerOptions) -> Result<(Ws, TcpStream, String)> {
         ))
         .is_ok();
     let mut flushed = false;
-    while sent && !flushed && Instant::now() < deadline {
+    while sent && !flushed && clock.now() < deadline {
         match ws.flush() {
             Ok(done) => flushed = done,
             Err(_) => break,
@@ -290,7 +303,7 @@ fn open(options: &WorkerOptions) -> Result<(Ws, TcpStream, String)> {
         return Err(channel_error("send the authenticate frame"));
     }
     loop {
-        if Instant::now() >= deadline {
+        if clock.now() >= deadline {
             return Err(channel_error("the gateway did not answer `ready` in time"));
         }
         match ws.read() {
@@ -335,6 +348,7 @@ struct Job {
 }
 
 struct Shared {
+    clock: SharedClock,
     wake: Wake,
     stop: AtomicBool,
     served: AtomicU64,
@@ -389,6 +403,7 @@ impl DeviceWorker {
             .set_nonblocking(true)
             .map_err(|e| channel_error(format!("configure the socket: {}", e.kind())))?;
         let shared = Arc::new(Shared {
+            clock: Arc::clone(&options.clock),
             wake: Wake::new(),
             stop: AtomicBool::new(false),
             served: AtomicU64::new(0),
@@ -458,15 +473,18 @@ impl DeviceWorker {
         })
     }
 
-    /// Like [`DeviceWorker::wait`], for at most `timeout`; `None` if still running.
+    /// Like [`DeviceWorker::wait`], for at most `timeout` on the worker's clock; `None` if still
+    /// running.
     pub fn wait_timeout(&self, timeout: Duration) -> Option<WorkerExit> {
-        let end = Instant::now() + timeout;
+        let clock = &*self.shared.clock;
+        let end = clock.now() + timeout;
         {
             let mut exit = self.shared.exit.lock();
             while exit.is_none() {
-                if self.shared.ended.wait_until(&mut exit, end).timed_out() {
+                let Some(slice) = wait_slice(clock, end) else {
                     break;
-                }
+                };
+                self.shared.ended.wait_for(&mut exit, slice);
             }
             exit.as_ref()?;
         }
@@ -537,6 +555,7 @@ fn run_io(
     outbox: &mpsc::Receiver<String>,
     shared: &Shared,
 ) {
+    let clock = &*shared.clock;
     let broke = |why: &str| WorkerExit {
         close_code: None,
         reason: why.to_string(),
@@ -544,7 +563,7 @@ fn run_io(
     let exit = 'conn: loop {
         if shared.stop.load(Ordering::Acquire) {
             // Closing waits (bounded) for the gateway's reply with ordinary timed reads.
-            ws.close(socket, Some((1000, "")), Duration::from_secs(1));
+            ws.close(socket, Some((1000, "")), Duration::from_secs(1), clock);
             break broke("closed by the worker");
         }
         let mut failed = None;
@@ -558,7 +577,7 @@ fn run_io(
             failed = ws.flush().err();
         }
         if let Some(e) = failed {
-            ws.fail_close(socket, e.close(), Duration::from_millis(500));
+            ws.fail_close(socket, e.close(), Duration::from_millis(500), clock);
             break broke("the connection broke while sending a result");
         }
         loop {
@@ -581,7 +600,7 @@ fn run_io(
                             cancel,
                         };
                         if jobs.send(job).is_err() {
-                            ws.close(socket, Some((1011, "")), Duration::from_millis(500));
+                            ws.close(socket, Some((1011, "")), Duration::from_millis(500), clock);
                             break 'conn broke("the executor stopped");
                         }
                     }
@@ -596,7 +615,7 @@ fn run_io(
                 },
                 Ok(Message::Close(frame)) => {
                     // The close reply is queued: send it, then wait for the gateway to end.
-                    ws.close(socket, None, Duration::from_millis(500));
+                    ws.close(socket, None, Duration::from_millis(500), clock);
                     let (code, reason) = frame.map_or((None, String::new()), |(c, r)| (Some(c), r));
                     break 'conn WorkerExit {
                         close_code: code,
@@ -611,7 +630,7 @@ fn run_io(
                 Ok(Message::Binary | Message::Pong) => {}
                 Err(WireError::WouldBlock) => break,
                 Err(e) => {
-                    ws.fail_close(socket, e.close(), Duration::from_millis(500));
+                    ws.fail_close(socket, e.close(), Duration::from_millis(500), clock);
                     break 'conn broke("the connection broke");
                 }
             }
