@@ -368,9 +368,13 @@ proptest! {
 
     #[test]
     fn r_val_choice_picking_a_non_maximum_is_rejected(case in gen_case(), pick in any::<prop::sample::Index>()) {
+        // The first choice answer from `pick` on that has an option below its maximum (a
+        // `prop_assume!` on the picked answer alone rejected ~70 % of cases and, now and then,
+        // aborted the run with "too many global rejects").
         let mut case = case;
-        let i = pick.index(case.answers.len());
-        let ok = match &mut case.answers[i] {
+        let n = case.answers.len();
+        let start = pick.index(n);
+        let ok = (0..n).any(|k| match &mut case.answers[(start + k) % n] {
             Gen::Choice { dist, chosen, .. } => {
                 let v = dist.values();
                 let max = v.iter().cloned().fold(f64::MIN, f64::max);
@@ -380,8 +384,10 @@ proptest! {
                 }
             }
             _ => false,
-        };
-        prop_assume!(ok);
+        });
+        if !ok {
+            return Ok(()); // no choice with a non-maximum option in this set
+        }
         let q = case.questions();
         prop_assert_eq!(reason(&q, &case.render()), Some(R::ChoiceNotMax));
     }
