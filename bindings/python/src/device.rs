@@ -19,15 +19,7 @@ fn py_to_json(value: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
 #[pyfunction]
 #[pyo3(signature = (format = "mcp"))]
 pub fn tool_definitions<'py>(py: Python<'py>, format: &str) -> PyResult<Bound<'py, PyAny>> {
-    let f = match format {
-        "mcp" => ToolFormat::Mcp,
-        "openai" => ToolFormat::OpenAi,
-        _ => {
-            return Err(PyValueError::new_err(
-                "format must be \"mcp\" or \"openai\"",
-            ))
-        }
-    };
+    let f: ToolFormat = format.parse().py_err()?;
     json_to_py(py, &jevgate::device::tool_definitions(f).to_string())
 }
 
@@ -64,21 +56,18 @@ pub fn pair<'py>(
     owner: String,
     request: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let req: PairRequest = serde_json::from_value(py_to_json(request)?).map_err(|e| {
-        PyValueError::new_err(format!("invalid pair request: {}", pair_problem(&e)))
-    })?;
+    let req = PairRequest::from_json(&crate::dumps(request)?).py_err()?;
     let pairing = py.detach(|| gw.pair(&owner, &req)).py_err()?;
-    let out = serde_json::json!({"device": pairing.device, "token": pairing.token.expose()});
-    json_to_py(py, &out.to_string())
+    to_py_json(py, serde_json::to_string(&pairing))
 }
 
-fn pair_problem(e: &serde_json::Error) -> &'static str {
-    match e.classify() {
-        serde_json::error::Category::Data => {
-            "expected {installationId, name, browser?: {name, version}}"
-        }
-        _ => "not JSON",
-    }
+/// A core result as encoded by `serde_json::to_string` (every result is `Serialize`) → a
+/// Python value.
+pub(crate) fn to_py_json(
+    py: Python<'_>,
+    json: serde_json::Result<String>,
+) -> PyResult<Bound<'_, PyAny>> {
+    json_to_py(py, &json.map_err(|_| PyValueError::new_err("encoding"))?)
 }
 
 pub fn devices<'py>(
@@ -87,8 +76,7 @@ pub fn devices<'py>(
     owner: String,
 ) -> PyResult<Bound<'py, PyAny>> {
     let list = py.detach(|| gw.devices(&owner)).py_err()?;
-    let json = serde_json::to_string(&list).map_err(|_| PyValueError::new_err("encoding"))?;
-    json_to_py(py, &json)
+    to_py_json(py, serde_json::to_string(&list))
 }
 
 pub fn serve_channel(

@@ -3,18 +3,11 @@
 
 use crate::errors::IntoPy;
 use crate::json_to_py;
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-const MAX_TEXT_BYTES: usize = 1 << 20;
-
+/// The core's size check (`INVALID_ARGUMENT`, as from C).
 fn check(text: &str) -> PyResult<()> {
-    if text.len() > MAX_TEXT_BYTES {
-        return Err(PyValueError::new_err(format!(
-            "text is longer than {MAX_TEXT_BYTES} bytes"
-        )));
-    }
-    Ok(())
+    jevgate::grammar::check_text(text).py_err()
 }
 
 /// The intent of a user command as a dict, e.g. {"intent": "scroll", "direction": "down"}.

@@ -93,14 +93,11 @@ fn exit_dict<'py>(py: Python<'py>, exit: &WorkerExit) -> PyResult<Bound<'py, PyD
 }
 
 fn seconds(name: &str, value: f64) -> PyResult<Duration> {
-    Duration::try_from_secs_f64(value)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| {
-            pyo3::exceptions::PyValueError::new_err(format!(
-                "{name} must be a positive number of seconds"
-            ))
-        })
+    Duration::try_from_secs_f64(value).ok().ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err(format!(
+            "{name} must be a positive number of seconds"
+        ))
+    })
 }
 
 impl Drop for PyDeviceWorker {

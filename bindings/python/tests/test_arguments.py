@@ -1,0 +1,60 @@
+"""One wrong argument, one answer (issue 13 item 2, R-C).
+
+Every string -> enum, JSON -> request parse and argument check lives once in the Rust core, so
+the Python module and the C ABI report the same mistake the same way: `ArgumentError` (a
+`ValueError`) with code INVALID_ARGUMENT, HTTP 400 and the same argument name as the C
+message. examples/c/arguments.c makes the same calls through C (run by scripts/test under
+ASan/UBSan) and expects JEVGATE_INVALID_ARGUMENT with the same code and argument name.
+Before, each case below raised a bare ValueError from the binding (no `.code`).
+"""
+
+import pytest
+
+import jevgate
+
+
+@pytest.fixture
+def gw(tmp_path):
+    with jevgate.Gateway(tmp_path) as gw:
+        yield gw
+
+
+def expect_invalid(call, arg):
+    with pytest.raises(jevgate.ArgumentError) as info:
+        call()
+    err = info.value
+    assert isinstance(err, ValueError)
+    assert err.code == "INVALID_ARGUMENT"
+    assert err.http_status == 400
+    assert f"`{arg}`" in str(err), str(err)
+
+
+def test_unknown_session_mode_is_invalid_argument(gw):
+    expect_invalid(lambda: gw.leases.browser_call("t", "acme", mode="private"), "mode")
+    with gw.leases.browser_call("t", "acme", mode="isolated") as call:
+        assert call.mode == "isolated"
+
+
+def test_unknown_tool_format_is_invalid_argument():
+    expect_invalid(lambda: jevgate.tool_definitions("yaml"), "format")
+
+
+def test_pair_request_without_installation_id_is_invalid_argument(gw):
+    expect_invalid(lambda: gw.pair("owner", {"name": "no installation id"}), "request_json")
+
+
+def test_command_text_over_the_limit_is_invalid_argument():
+    expect_invalid(lambda: jevgate.parse_command("a" * ((1 << 20) + 1)), "text")
+
+
+def test_zero_connect_timeout_is_invalid_argument():
+    # Checked by the core before any connection: port 9 is never dialled.
+    expect_invalid(
+        lambda: jevgate.DeviceWorker(
+            "ws://127.0.0.1:9/v1/device-worker/channel",
+            "token",
+            executor=lambda tool, args: None,
+            connect_timeout=0,
+        ),
+        "connect_timeout",
+    )
