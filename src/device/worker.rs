@@ -103,8 +103,9 @@ impl WorkerOptions {
     }
 }
 
-/// How a worker's connection ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How a worker's connection ended; serialized `{"closeCode","reason"}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct WorkerExit {
     /// The WebSocket close code the gateway sent (`1001` when it shut down, `1008` with
     /// `DEVICE_UNPAIRED` when the device was unpaired…), or `None` when the connection broke

@@ -258,9 +258,7 @@ pub unsafe extern "C" fn jevgate_device_worker_wait(
             w.wait_timeout(Duration::from_millis(timeout_ms))
         };
         let s = match exit {
-            Some(e) => {
-                json_c_string(&serde_json::json!({"closeCode": e.close_code, "reason": e.reason}))?
-            }
+            Some(e) => json_c_string(&e)?,
             None => std::ptr::null_mut(),
         };
         // SAFETY: checked non-NULL; writable per the contract.

@@ -87,16 +87,10 @@ pub fn serve_channel(
     tls_key_pem: Option<Vec<u8>>,
 ) -> PyResult<PyChannelHandle> {
     let mut options = ChannelOptions::new(addr);
-    match (tls_cert_pem, tls_key_pem) {
-        (Some(cert), Some(key)) => {
-            options = options.with_tls(ChannelTls::from_pem(&cert, &key).py_err()?)
-        }
-        (None, None) => {}
-        _ => {
-            return Err(PyValueError::new_err(
-                "give both tls_cert_pem and tls_key_pem, or neither",
-            ))
-        }
+    if let Some(tls) =
+        ChannelTls::from_optional_pem(tls_cert_pem.as_deref(), tls_key_pem.as_deref()).py_err()?
+    {
+        options = options.with_tls(tls);
     }
     let handle = py.detach(|| gw.serve_channel(options)).py_err()?;
     Ok(PyChannelHandle { handle })

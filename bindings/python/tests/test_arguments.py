@@ -58,3 +58,8 @@ def test_zero_connect_timeout_is_invalid_argument():
         ),
         "connect_timeout",
     )
+
+
+def test_half_a_tls_pair_is_invalid_argument(gw):
+    # Checked by the core (ChannelTls::from_optional_pem) before anything is bound.
+    expect_invalid(lambda: gw.serve_channel(tls_cert_pem=b"-----BEGIN CERTIFICATE-----"), "tls_key_pem")
