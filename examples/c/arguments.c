@@ -89,6 +89,11 @@ int main(int argc, char **argv) {
   expect_invalid(status, err, "connect_timeout");
   EXPECT(worker == NULL);
 
+  /* A call that is not UTF-8 (as gw.evaluate(b'{"agentId": "\xff"}') from Python). */
+  err = NULL;
+  status = jevgate_evaluate(gw, "{\"agentId\": \"\xff\"}", &json, &err);
+  expect_invalid(status, err, "call_json");
+
   jevgate_gateway_close(gw);
   jevgate_gateway_free(gw);
   if (failures) fprintf(stderr, "%d expectation(s) failed\n", failures);

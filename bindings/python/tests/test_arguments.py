@@ -63,3 +63,18 @@ def test_zero_connect_timeout_is_invalid_argument():
 def test_half_a_tls_pair_is_invalid_argument(gw):
     # Checked by the core (ChannelTls::from_optional_pem) before anything is bound.
     expect_invalid(lambda: gw.serve_channel(tls_cert_pem=b"-----BEGIN CERTIFICATE-----"), "tls_key_pem")
+
+
+def test_a_connect_timeout_that_is_no_duration_is_invalid_argument():
+    for bad in (-1.0, float("nan"), float("inf")):
+        expect_invalid(
+            lambda: jevgate.DeviceWorker(
+                "ws://127.0.0.1:9/v1/device-worker/channel", "token", executor=lambda tool, args: None, connect_timeout=bad
+            ),
+            "connect_timeout",
+        )
+
+
+def test_a_call_that_is_not_utf8_is_invalid_argument(gw):
+    # As jevgate_evaluate with a call_json that is not UTF-8 (src/ffi/mod.rs str_arg).
+    expect_invalid(lambda: gw.evaluate(b'{"agentId": "\xff"}'), "call_json")
