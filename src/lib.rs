@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+mod args;
 pub mod browser;
 pub mod clock;
 pub mod config;

@@ -67,6 +67,30 @@ impl Default for LaunchOptions {
     }
 }
 
+/// The JSON shape of the launch options the C ABI takes.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct LaunchJson {
+    #[serde(default)]
+    executable: Option<String>,
+    #[serde(default)]
+    profile_dir: Option<String>,
+}
+
+impl LaunchOptions {
+    /// The defaults with `{"executable"?: path, "profileDir"?: path}` applied, or
+    /// `INVALID_ARGUMENT` (`options_json`).
+    pub fn from_json(json: &str) -> Result<LaunchOptions> {
+        let o: LaunchJson =
+            crate::args::from_json("options_json", json, "{executable?, profileDir?}")?;
+        Ok(LaunchOptions {
+            executable: o.executable.map(Into::into),
+            profile_dir: o.profile_dir.map(Into::into),
+            ..LaunchOptions::default()
+        })
+    }
+}
+
 /// Finds the Chromium executable: `explicit`, then `JEVGATE_CHROMIUM`, then the usual names.
 ///
 /// ```

@@ -14,7 +14,7 @@ pub fn tools(args: &[String]) -> Result<ExitCode, Usage> {
                 let value = args
                     .get(i + 1)
                     .ok_or_else(|| Usage("--format needs mcp or openai".into()))?;
-                format = ToolFormat::parse(value).ok_or_else(|| {
+                format = value.parse::<ToolFormat>().map_err(|_| {
                     Usage(format!(
                         "unknown format `{}` (mcp or openai)",
                         value.escape_debug()

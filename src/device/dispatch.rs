@@ -63,6 +63,37 @@ impl ToolCall {
         self.device_id = Some(device_id.into());
         self
     }
+
+    /// Parses `{"owner","rootSession","tool","args"?,"deviceId"?,"inlineImages"?}` (the C
+    /// `call_json`; `args` defaults to `{}`), or `INVALID_ARGUMENT` (`call_json`).
+    pub fn from_json(json: &str) -> Result<ToolCall, Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        struct CallJson {
+            owner: String,
+            root_session: String,
+            tool: String,
+            #[serde(default)]
+            args: Option<Value>,
+            #[serde(default)]
+            device_id: Option<String>,
+            #[serde(default)]
+            inline_images: bool,
+        }
+        let c: CallJson = crate::args::from_json(
+            "call_json",
+            json,
+            "{owner, rootSession, tool, args?, deviceId?, inlineImages?}",
+        )?;
+        Ok(ToolCall {
+            owner: c.owner,
+            root_session: c.root_session,
+            tool: c.tool,
+            args: c.args.unwrap_or_else(|| json!({})),
+            device_id: c.device_id,
+            inline_images: c.inline_images,
+        })
+    }
 }
 
 /// A tool call's answer, serialized exactly as `{"success":true,"result":…}` or

@@ -68,6 +68,23 @@ impl WorkerFailure {
         };
         WorkerFailure::new(code, truncate_chars(message, MAX_WORKER_MESSAGE_CHARS).0)
     }
+
+    /// Reads a tool server's answer in the wire shape `{"success":true,"result":…}` or
+    /// `{"success":false,"errorCode":…,"message":…}` (the C executor callback's return): the
+    /// result, or the failure it reports (`execution_failed` when the text is not that shape).
+    pub fn from_reply(text: &str) -> Result<Value, WorkerFailure> {
+        let fail = |what: &str| WorkerFailure::new("execution_failed", what);
+        let value: Value = serde_json::from_str(text)
+            .map_err(|_| fail("the host's tool server returned something that is not JSON"))?;
+        match value.get("success").and_then(Value::as_bool) {
+            Some(true) => Ok(value.get("result").cloned().unwrap_or(Value::Null)),
+            Some(false) => Err(WorkerFailure::from_worker(
+                value.get("errorCode").and_then(Value::as_str).unwrap_or(""),
+                value.get("message").and_then(Value::as_str).unwrap_or(""),
+            )),
+            None => Err(fail("the host's tool server answered without `success`")),
+        }
+    }
 }
 
 /// The first `max` characters of `s`, and whether anything was cut.

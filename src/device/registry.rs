@@ -45,6 +45,18 @@ pub struct PairRequest {
     pub browser: Option<BrowserInfo>,
 }
 
+impl PairRequest {
+    /// Parses `{"installationId","name","browser"?:{"name","version"}}` — the C
+    /// `request_json`, the Python `request` dict — or `INVALID_ARGUMENT` (`request_json`).
+    pub fn from_json(json: &str) -> Result<PairRequest> {
+        crate::args::from_json(
+            "request_json",
+            json,
+            "{installationId, name, browser?: {name, version}}",
+        )
+    }
+}
+
 /// What a device can do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -120,6 +132,18 @@ pub struct Pairing {
     pub device: Device,
     /// The device token; store it in the worker, it is never shown again.
     pub token: DeviceToken,
+}
+
+/// `{"device":{…},"token":"…"}`: the one place a token is written out, for the caller who just
+/// paired (C and Python return this once; the token is never shown again).
+impl Serialize for Pairing {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Pairing", 2)?;
+        st.serialize_field("device", &self.device)?;
+        st.serialize_field("token", self.token.expose())?;
+        st.end()
+    }
 }
 
 /// A device row as the gateway uses it internally.

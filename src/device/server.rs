@@ -31,6 +31,26 @@ impl std::fmt::Debug for ChannelTls {
 }
 
 impl ChannelTls {
+    /// [`ChannelTls::from_pem`] when both PEMs are given, `None` (plain `ws://`) when neither
+    /// is, `INVALID_ARGUMENT` (`tls_key_pem` / `tls_cert_pem`) when only one is.
+    pub fn from_optional_pem(
+        cert_chain_pem: Option<&[u8]>,
+        private_key_pem: Option<&[u8]>,
+    ) -> Result<Option<ChannelTls>> {
+        match (cert_chain_pem, private_key_pem) {
+            (Some(cert), Some(key)) => ChannelTls::from_pem(cert, key).map(Some),
+            (None, None) => Ok(None),
+            (Some(_), None) => Err(Error::InvalidArgument {
+                name: "tls_key_pem",
+                reason: "is missing: give both tls_cert_pem and tls_key_pem, or neither".into(),
+            }),
+            (None, Some(_)) => Err(Error::InvalidArgument {
+                name: "tls_cert_pem",
+                reason: "is missing: give both tls_cert_pem and tls_key_pem, or neither".into(),
+            }),
+        }
+    }
+
     /// TLS from a PEM certificate chain and a PEM private key (PKCS#8, PKCS#1 or SEC1), with
     /// rustls' safe defaults and the `ring` provider. `INVALID_ARGUMENT` if either does not
     /// parse or they do not match; the key is never echoed.

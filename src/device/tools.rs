@@ -160,13 +160,25 @@ pub enum ToolFormat {
     OpenAi,
 }
 
-impl ToolFormat {
-    /// `mcp` or `openai`.
-    pub fn parse(s: &str) -> Option<ToolFormat> {
+/// The one parser of a tool format for every surface (Rust, C, Python, CLI): `"mcp"` or
+/// `"openai"`, anything else `INVALID_ARGUMENT` (argument `format`).
+///
+/// ```
+/// use jevgate::device::ToolFormat;
+/// assert_eq!("openai".parse::<ToolFormat>().unwrap(), ToolFormat::OpenAi);
+/// assert_eq!("yaml".parse::<ToolFormat>().unwrap_err().code(), "INVALID_ARGUMENT");
+/// ```
+impl std::str::FromStr for ToolFormat {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<ToolFormat> {
         match s {
-            "mcp" => Some(ToolFormat::Mcp),
-            "openai" => Some(ToolFormat::OpenAi),
-            _ => None,
+            "mcp" => Ok(ToolFormat::Mcp),
+            "openai" => Ok(ToolFormat::OpenAi),
+            _ => Err(Error::InvalidArgument {
+                name: "format",
+                reason: "must be \"mcp\" or \"openai\"".into(),
+            }),
         }
     }
 }

@@ -76,8 +76,42 @@ impl WorkerOptions {
     }
 }
 
-/// How a worker's connection ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The JSON shape of the extra worker options the C ABI takes.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct WorkerJson {
+    #[serde(default)]
+    tls_roots_pem: Option<String>,
+    #[serde(default)]
+    protocol: Option<u64>,
+    #[serde(default)]
+    connect_timeout_ms: Option<u64>,
+}
+
+impl WorkerOptions {
+    /// [`WorkerOptions::new`] with `{"tlsRootsPem"?: PEM text, "protocol"?: 2,
+    /// "connectTimeoutMs"?: 10000}` applied, or `INVALID_ARGUMENT` (`options_json`).
+    pub fn from_json(url: impl Into<String>, token: DeviceToken, json: &str) -> Result<Self> {
+        let extra: WorkerJson = crate::args::from_json(
+            "options_json",
+            json,
+            "{tlsRootsPem?, protocol?, connectTimeoutMs?}",
+        )?;
+        let mut options = WorkerOptions::new(url, token);
+        options.tls_roots_pem = extra.tls_roots_pem.map(String::into_bytes);
+        if let Some(p) = extra.protocol {
+            options.protocol = p;
+        }
+        if let Some(ms) = extra.connect_timeout_ms {
+            options.connect_timeout = Duration::from_millis(ms);
+        }
+        Ok(options)
+    }
+}
+
+/// How a worker's connection ended; serialized `{"closeCode","reason"}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct WorkerExit {
     /// The WebSocket close code the gateway sent (`1001` when it shut down, `1008` with
     /// `DEVICE_UNPAIRED` when the device was unpaired…), or `None` when the connection broke
@@ -393,11 +427,20 @@ impl std::fmt::Debug for DeviceWorker {
 impl DeviceWorker {
     /// Connects and authenticates; returns once the gateway answered `ready`. A refusal
     /// (`AUTHENTICATION_FAILED`, `UPGRADE_REQUIRED`, …) is `DEVICE_CHANNEL_IO` naming the close
-    /// code and reason; a malformed URL or PEM is `INVALID_ARGUMENT`.
+    /// code and reason; a malformed URL or PEM, or a zero `connect_timeout`, is
+    /// `INVALID_ARGUMENT`.
     pub fn connect(
         options: WorkerOptions,
         executor: Arc<dyn ToolExecutor>,
     ) -> Result<DeviceWorker> {
+        // The one check of the options for every surface (C `connectTimeoutMs`, Python
+        // `connect_timeout`): a zero budget could never connect.
+        if options.connect_timeout.is_zero() {
+            return Err(Error::InvalidArgument {
+                name: "connect_timeout",
+                reason: "must be positive".into(),
+            });
+        }
         let (ws, socket, device_id) = open(&options)?;
         socket
             .set_nonblocking(true)

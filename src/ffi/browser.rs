@@ -11,35 +11,16 @@ pub struct jevgate_local_browser {
     pub(crate) browser: LocalBrowser,
 }
 
-#[derive(serde::Deserialize, Default)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct LaunchJson {
-    #[serde(default)]
-    executable: Option<String>,
-    #[serde(default)]
-    profile_dir: Option<String>,
-}
-
 /// Parses `{"executable"?, "profileDir"?}` (NULL = defaults).
 ///
 /// # Safety
 /// `options_json` NULL or NUL-terminated.
 unsafe fn launch_options(options_json: *const c_char) -> Result<LaunchOptions, Error> {
-    let options: LaunchJson = if options_json.is_null() {
-        LaunchJson::default()
-    } else {
-        // SAFETY: forwarded contract.
-        let json = unsafe { str_arg("options_json", options_json) }?;
-        serde_json::from_str(json).map_err(|_| Error::InvalidArgument {
-            name: "options_json",
-            reason: "must be {executable?, profileDir?}".into(),
-        })?
-    };
-    Ok(LaunchOptions {
-        executable: options.executable.map(Into::into),
-        profile_dir: options.profile_dir.map(Into::into),
-        ..LaunchOptions::default()
-    })
+    if options_json.is_null() {
+        return Ok(LaunchOptions::default());
+    }
+    // SAFETY: forwarded contract.
+    LaunchOptions::from_json(unsafe { str_arg("options_json", options_json) }?)
 }
 
 /// Starts a headless Chromium. `options_json` (may be NULL) is

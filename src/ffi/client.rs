@@ -146,12 +146,7 @@ pub unsafe extern "C" fn jevgate_think(
         // SAFETY: forwarded contract.
         let json = unsafe { str_arg("request_json", request_json) }?;
         out_arg("thought_json_out", thought_json_out)?;
-        let request: crate::jev::ThinkRequest =
-            serde_json::from_str(json).map_err(|_| Error::InvalidArgument {
-                name: "request_json",
-                reason: "must be {agentId, instructions, input, timeoutMs?}".into(),
-            })?;
-        let thought = gw.think(&request)?;
+        let thought = gw.think(&crate::jev::ThinkRequest::from_json(json)?)?;
         let s = json_c_string(&thought)?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { *thought_json_out = s };

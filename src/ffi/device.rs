@@ -4,17 +4,6 @@
 use super::*;
 use crate::device::{ChannelHandle, ChannelOptions, PairRequest, ToolCall, ToolFormat};
 
-fn parse<T: serde::de::DeserializeOwned>(
-    name: &'static str,
-    json: &str,
-    shape: &str,
-) -> Result<T, Error> {
-    serde_json::from_str(json).map_err(|_| Error::InvalidArgument {
-        name,
-        reason: format!("must be {shape}"),
-    })
-}
-
 /// Writes a JSON string result through an out-pointer after checking it.
 ///
 /// # Safety
@@ -62,15 +51,8 @@ pub unsafe extern "C" fn jevgate_pair(
             )
         };
         out_arg("pairing_json_out", pairing_json_out)?;
-        let req: PairRequest = parse(
-            "request_json",
-            req,
-            "{installationId, name, browser?: {name, version}}",
-        )?;
-        let pairing = gw.pair(owner, &req)?;
-        let s = json_c_string(
-            &serde_json::json!({"device": pairing.device, "token": pairing.token.expose()}),
-        )?;
+        let pairing = gw.pair(owner, &PairRequest::from_json(req)?)?;
+        let s = json_c_string(&pairing)?;
         // SAFETY: forwarded contract.
         unsafe { write_out("pairing_json_out", pairing_json_out, s) }
     })
@@ -178,20 +160,6 @@ pub unsafe extern "C" fn jevgate_channel_free(channel: *mut jevgate_channel) {
     })
 }
 
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct CallJson {
-    owner: String,
-    root_session: String,
-    tool: String,
-    #[serde(default)]
-    args: Option<serde_json::Value>,
-    #[serde(default)]
-    device_id: Option<String>,
-    #[serde(default)]
-    inline_images: bool,
-}
-
 /// Runs one browser tool: `call_json` is
 /// `{"owner","rootSession","tool","args"?,"deviceId"?,"inlineImages"?}`. Writes the tool result
 /// `{"success":true,"result":…}` or `{"success":false,"errorCode":…,"message":…}` — a tool
@@ -212,19 +180,7 @@ pub unsafe extern "C" fn jevgate_call_tool(
         // SAFETY: forwarded contract.
         let json = unsafe { str_arg("call_json", call_json) }?;
         out_arg("result_json_out", result_json_out)?;
-        let c: CallJson = parse(
-            "call_json",
-            json,
-            "{owner, rootSession, tool, args?, deviceId?, inlineImages?}",
-        )?;
-        let mut call = ToolCall::new(
-            c.owner,
-            c.root_session,
-            c.tool,
-            c.args.unwrap_or_else(|| serde_json::json!({})),
-        );
-        call.device_id = c.device_id;
-        call.inline_images = c.inline_images;
+        let call = ToolCall::from_json(json)?;
         let s = c_string(gw.call_tool(&call).to_json().to_string())?;
         // SAFETY: forwarded contract.
         unsafe { write_out("result_json_out", result_json_out, s) }
@@ -243,16 +199,7 @@ pub unsafe extern "C" fn jevgate_tool_definitions(
 ) -> jevgate_status {
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
-        let f = match unsafe { str_arg("format", format) }? {
-            "mcp" => ToolFormat::Mcp,
-            "openai" => ToolFormat::OpenAi,
-            _ => {
-                return Err(Error::InvalidArgument {
-                    name: "format",
-                    reason: "must be \"mcp\" or \"openai\"".into(),
-                })
-            }
-        };
+        let f: ToolFormat = unsafe { str_arg("format", format) }?.parse()?;
         out_arg("tools_json_out", tools_json_out)?;
         let s = c_string(crate::device::tool_definitions(f).to_string())?;
         // SAFETY: forwarded contract.

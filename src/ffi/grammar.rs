@@ -2,22 +2,14 @@
 
 use super::*;
 
-/// Command texts longer than this are refused with `INVALID_ARGUMENT`.
-const MAX_TEXT_BYTES: usize = 1 << 20;
-
-/// Borrows a command text argument (UTF-8, at most 1 MiB).
+/// Borrows a command text argument (UTF-8, at most 1 MiB: `grammar::check_text`).
 ///
 /// # Safety
 /// `ptr` must be NULL or NUL-terminated.
 unsafe fn text_arg<'a>(ptr: *const c_char) -> Result<&'a str, Error> {
     // SAFETY: forwarded contract.
     let text = unsafe { str_arg("text", ptr) }?;
-    if text.len() > MAX_TEXT_BYTES {
-        return Err(Error::InvalidArgument {
-            name: "text",
-            reason: format!("is longer than {MAX_TEXT_BYTES} bytes"),
-        });
-    }
+    crate::grammar::check_text(text)?;
     Ok(text)
 }
 

@@ -333,52 +333,6 @@ pub struct jevgate_browser_call {
     info: CString,
 }
 
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct BrowserCallJson {
-    thread_id: String,
-    organization: String,
-    #[serde(default)]
-    mode: Option<String>,
-    #[serde(default)]
-    profile_key: Option<String>,
-    #[serde(default = "yes")]
-    authenticated_allowed: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-/// Parses a browser call description (shared by C and Python).
-fn browser_call_from_json(json: &str) -> Result<crate::lease::BrowserCall, Error> {
-    let c: BrowserCallJson = serde_json::from_str(json).map_err(|e| {
-        Error::invalid_json(
-            "call_json",
-            "{threadId, organization, mode?, profileKey?, authenticatedAllowed?}",
-            &e,
-        )
-    })?;
-    let mode = match c.mode.as_deref() {
-        None => None,
-        Some("authenticated") => Some(crate::lease::SessionMode::Authenticated),
-        Some("isolated") => Some(crate::lease::SessionMode::Isolated),
-        Some(_) => {
-            return Err(Error::InvalidArgument {
-                name: "mode",
-                reason: "must be \"authenticated\" or \"isolated\"".into(),
-            })
-        }
-    };
-    Ok(crate::lease::BrowserCall {
-        thread_id: c.thread_id,
-        organization: c.organization,
-        mode,
-        profile_key: c.profile_key,
-        authenticated_allowed: c.authenticated_allowed,
-    })
-}
-
 /// Starts a browser tool call's session: `call_json` is
 /// `{"threadId","organization","mode"?:"authenticated"|"isolated","profileKey"?,"authenticatedAllowed"?}`.
 /// The raw profile key is hashed at once and never kept. Fails with `BROWSER_CONTEXT_BUSY` or
@@ -400,10 +354,9 @@ pub unsafe extern "C" fn jevgate_browser_call_begin(
         // SAFETY: forwarded contract.
         let json = unsafe { str_arg("call_json", call_json) }?;
         out_arg("call_out", call_out)?;
-        let call = browser_call_from_json(json)?;
+        let call = crate::lease::BrowserCall::from_json(json)?;
         let g = gw.leases().begin_browser_call(&call)?;
-        let info = serde_json::json!({"sessionId": g.session_id, "mode": g.mode.as_str(), "created": g.created});
-        let info = CString::new(info.to_string()).map_err(|_| Error::Internal {
+        let info = CString::new(json_string(&g.info())?).map_err(|_| Error::Internal {
             reason: "session info with NUL".into(),
         })?;
         let handle = Box::into_raw(Box::new(jevgate_browser_call {

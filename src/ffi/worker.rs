@@ -16,17 +16,6 @@ pub struct jevgate_device_worker {
     worker: DeviceWorker,
 }
 
-#[derive(serde::Deserialize, Default)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct WorkerJson {
-    #[serde(default)]
-    tls_roots_pem: Option<String>,
-    #[serde(default)]
-    protocol: Option<u64>,
-    #[serde(default)]
-    connect_timeout_ms: Option<u64>,
-}
-
 /// Borrows the worker behind `worker`.
 ///
 /// # Safety
@@ -52,31 +41,14 @@ unsafe fn worker_options(
 ) -> Result<WorkerOptions, Error> {
     // SAFETY: forwarded contract.
     let (url, token) = unsafe { (str_arg("url", url)?, str_arg("token", token)?) };
-    let extra: WorkerJson = if options_json.is_null() {
-        WorkerJson::default()
-    } else {
-        // SAFETY: forwarded contract.
-        let json = unsafe { str_arg("options_json", options_json) }?;
-        serde_json::from_str(json).map_err(|_| Error::InvalidArgument {
-            name: "options_json",
-            reason: "must be {tlsRootsPem?, protocol?, connectTimeoutMs?}".into(),
-        })?
-    };
-    let mut options = WorkerOptions::new(url, DeviceToken::new(token));
-    options.tls_roots_pem = extra.tls_roots_pem.map(String::into_bytes);
-    if let Some(p) = extra.protocol {
-        options.protocol = p;
+    let token = DeviceToken::new(token);
+    if options_json.is_null() {
+        return Ok(WorkerOptions::new(url, token));
     }
-    if let Some(ms) = extra.connect_timeout_ms {
-        if ms == 0 {
-            return Err(Error::InvalidArgument {
-                name: "options_json",
-                reason: "connectTimeoutMs must be positive".into(),
-            });
-        }
-        options.connect_timeout = Duration::from_millis(ms);
-    }
-    Ok(options)
+    // SAFETY: forwarded contract.
+    WorkerOptions::from_json(url, token, unsafe {
+        str_arg("options_json", options_json)
+    }?)
 }
 
 /// Connects and writes the handle.
@@ -186,16 +158,7 @@ impl ToolExecutor for CExecutor {
             // SAFETY: handing the host's own string back to its own free function.
             unsafe { free(self.user_data, out) };
         }
-        let value: Value = serde_json::from_str(&text)
-            .map_err(|_| fail("the host's tool server returned something that is not JSON"))?;
-        match value.get("success").and_then(Value::as_bool) {
-            Some(true) => Ok(value.get("result").cloned().unwrap_or(Value::Null)),
-            Some(false) => Err(WorkerFailure::from_worker(
-                value.get("errorCode").and_then(Value::as_str).unwrap_or(""),
-                value.get("message").and_then(Value::as_str).unwrap_or(""),
-            )),
-            None => Err(fail("the host's tool server answered without `success`")),
-        }
+        WorkerFailure::from_reply(&text)
     }
 }
 
@@ -295,9 +258,7 @@ pub unsafe extern "C" fn jevgate_device_worker_wait(
             w.wait_timeout(Duration::from_millis(timeout_ms))
         };
         let s = match exit {
-            Some(e) => {
-                json_c_string(&serde_json::json!({"closeCode": e.close_code, "reason": e.reason}))?
-            }
+            Some(e) => json_c_string(&e)?,
             None => std::ptr::null_mut(),
         };
         // SAFETY: checked non-NULL; writable per the contract.

@@ -45,5 +45,26 @@ pub use resolve::{
 };
 pub use steps::{split_parts, split_steps, MAX_STEPS, MAX_STEP_CHARS};
 
+/// The longest command text the C and Python surfaces accept (1 MiB).
+pub const MAX_TEXT_BYTES: usize = 1 << 20;
+
+/// The one size check of a command text for every surface: longer than [`MAX_TEXT_BYTES`] is
+/// `INVALID_ARGUMENT` (argument `text`).
+///
+/// ```
+/// assert!(jevgate::grammar::check_text("เลื่อนลง").is_ok());
+/// let long = "a".repeat(jevgate::grammar::MAX_TEXT_BYTES + 1);
+/// assert_eq!(jevgate::grammar::check_text(&long).unwrap_err().code(), "INVALID_ARGUMENT");
+/// ```
+pub fn check_text(text: &str) -> crate::Result<()> {
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(crate::Error::InvalidArgument {
+            name: "text",
+            reason: format!("is longer than {MAX_TEXT_BYTES} bytes"),
+        });
+    }
+    Ok(())
+}
+
 /// The largest count a key press or an erase takes (`backspace x80` presses 50 times).
 pub const MAX_COUNT: u32 = 50;

@@ -33,6 +33,19 @@ pub struct ThinkRequest {
     pub timeout_ms: Option<u64>,
 }
 
+impl ThinkRequest {
+    /// Parses `{"agentId","instructions","input","timeoutMs"?}` (the C `request_json`), or
+    /// `INVALID_ARGUMENT` (`request_json`). The range of `timeoutMs` is checked by
+    /// [`Gateway::think`] for every surface.
+    pub fn from_json(json: &str) -> Result<ThinkRequest> {
+        crate::args::from_json(
+            "request_json",
+            json,
+            "{agentId, instructions, input, timeoutMs?}",
+        )
+    }
+}
+
 /// The helper's answer: a text, or `None` when the information is missing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -134,6 +134,66 @@ pub struct BrowserCall {
     pub authenticated_allowed: bool,
 }
 
+/// The JSON shape of a [`BrowserCall`] (the C `call_json`).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct BrowserCallJson {
+    thread_id: String,
+    organization: String,
+    #[serde(default)]
+    mode: Option<String>,
+    #[serde(default)]
+    profile_key: Option<String>,
+    #[serde(default = "yes")]
+    authenticated_allowed: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl BrowserCall {
+    /// Parses `{"threadId","organization","mode"?:"authenticated"|"isolated","profileKey"?,
+    /// "authenticatedAllowed"?}` (default `true`): `INVALID_ARGUMENT` `call_json` for a wrong
+    /// shape, `mode` for an unknown mode — the same error the Python keywords give.
+    ///
+    /// ```
+    /// use jevgate::lease::{BrowserCall, SessionMode};
+    /// let c = BrowserCall::from_json(r#"{"threadId":"t","organization":"o","mode":"isolated"}"#)?;
+    /// assert_eq!(c.mode, Some(SessionMode::Isolated));
+    /// assert!(c.authenticated_allowed);
+    /// let e = BrowserCall::from_json(r#"{"threadId":"t","organization":"o","mode":"x"}"#);
+    /// assert_eq!(e.unwrap_err().code(), "INVALID_ARGUMENT");
+    /// # Ok::<(), jevgate::Error>(())
+    /// ```
+    pub fn from_json(json: &str) -> Result<BrowserCall> {
+        let c: BrowserCallJson = crate::args::from_json(
+            "call_json",
+            json,
+            "{threadId, organization, mode?, profileKey?, authenticatedAllowed?}",
+        )?;
+        Ok(BrowserCall {
+            thread_id: c.thread_id,
+            organization: c.organization,
+            mode: c.mode.as_deref().map(str::parse).transpose()?,
+            profile_key: c.profile_key,
+            authenticated_allowed: c.authenticated_allowed,
+        })
+    }
+}
+
+/// What a started browser call reports: `{"sessionId","mode","created"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrowserCallInfo {
+    /// The session the call runs in.
+    pub session_id: String,
+    /// Its mode.
+    pub mode: SessionMode,
+    /// `true` when this call created the session.
+    pub created: bool,
+}
+
 /// Closes real browser sessions on behalf of the lease manager (the browser backend registers
 /// one). Called outside every lease lock, in order.
 pub trait SessionHooks: Send + Sync {
@@ -228,6 +288,17 @@ pub struct BrowserCallGuard {
     /// The keyed hash of the profile an authenticated session holds (`None` when isolated):
     /// safe to use as a directory name, never the profile key itself.
     pub profile: Option<String>,
+}
+
+impl BrowserCallGuard {
+    /// The call's session as reported to callers.
+    pub fn info(&self) -> BrowserCallInfo {
+        BrowserCallInfo {
+            session_id: self.session_id.clone(),
+            mode: self.mode,
+            created: self.created,
+        }
+    }
 }
 
 impl Drop for BrowserCallGuard {

@@ -62,6 +62,35 @@ impl SessionMode {
     }
 }
 
+/// The one parser of a session mode for every surface (Rust, C, Python): `"authenticated"` or
+/// `"isolated"`, anything else `INVALID_ARGUMENT` (argument `mode`).
+///
+/// ```
+/// use jevgate::lease::SessionMode;
+/// assert_eq!("isolated".parse::<SessionMode>().unwrap(), SessionMode::Isolated);
+/// assert_eq!("private".parse::<SessionMode>().unwrap_err().code(), "INVALID_ARGUMENT");
+/// ```
+impl std::str::FromStr for SessionMode {
+    type Err = crate::Error;
+
+    fn from_str(s: &str) -> Result<SessionMode, crate::Error> {
+        match s {
+            "authenticated" => Ok(SessionMode::Authenticated),
+            "isolated" => Ok(SessionMode::Isolated),
+            _ => Err(crate::Error::InvalidArgument {
+                name: "mode",
+                reason: "must be \"authenticated\" or \"isolated\"".into(),
+            }),
+        }
+    }
+}
+
+impl serde::Serialize for SessionMode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 /// A browser tool call's view of what it needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionRequest {

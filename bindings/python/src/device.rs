@@ -1,7 +1,7 @@
 //! Devices from Python (SPEC §5): pairing, inventory, the channel server, tool calls, artifacts
 //! (reading, deleting, purging), tool definitions. Dicts in and out; blocking calls release the GIL.
 
-use crate::errors::{invalid_argument, invalid_json, IntoPy};
+use crate::errors::{invalid_json, IntoPy};
 use crate::json_to_py;
 use jevgate::device::{
     ChannelHandle, ChannelOptions, ChannelTls, PairRequest, ToolCall, ToolFormat,
@@ -19,9 +19,7 @@ fn py_to_json(value: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
 #[pyfunction]
 #[pyo3(signature = (format = "mcp"))]
 pub fn tool_definitions<'py>(py: Python<'py>, format: &str) -> PyResult<Bound<'py, PyAny>> {
-    // the reason C's jevgate_tool_definitions gives for the same value
-    let f = ToolFormat::parse(format)
-        .ok_or_else(|| invalid_argument("format", "must be \"mcp\" or \"openai\""))?;
+    let f: ToolFormat = format.parse().py_err()?;
     json_to_py(py, &jevgate::device::tool_definitions(f).to_string())
 }
 
@@ -58,16 +56,18 @@ pub fn pair<'py>(
     owner: String,
     request: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let req: PairRequest = serde_json::from_value(py_to_json(request)?).map_err(|e| {
-        invalid_json(
-            "request",
-            "{installationId, name, browser?: {name, version}}",
-            &e,
-        )
-    })?;
+    let req = PairRequest::from_json(&crate::dumps(request)?).py_err()?;
     let pairing = py.detach(|| gw.pair(&owner, &req)).py_err()?;
-    let out = serde_json::json!({"device": pairing.device, "token": pairing.token.expose()});
-    json_to_py(py, &out.to_string())
+    to_py_json(py, serde_json::to_string(&pairing))
+}
+
+/// A core result as encoded by `serde_json::to_string` (every result is `Serialize`) → a
+/// Python value.
+pub(crate) fn to_py_json(
+    py: Python<'_>,
+    json: serde_json::Result<String>,
+) -> PyResult<Bound<'_, PyAny>> {
+    json_to_py(py, &json.map_err(|_| PyValueError::new_err("encoding"))?)
 }
 
 pub fn devices<'py>(
@@ -76,8 +76,7 @@ pub fn devices<'py>(
     owner: String,
 ) -> PyResult<Bound<'py, PyAny>> {
     let list = py.detach(|| gw.devices(&owner)).py_err()?;
-    let json = serde_json::to_string(&list).map_err(|_| PyValueError::new_err("encoding"))?;
-    json_to_py(py, &json)
+    to_py_json(py, serde_json::to_string(&list))
 }
 
 pub fn serve_channel(
@@ -88,17 +87,10 @@ pub fn serve_channel(
     tls_key_pem: Option<Vec<u8>>,
 ) -> PyResult<PyChannelHandle> {
     let mut options = ChannelOptions::new(addr);
-    match (tls_cert_pem, tls_key_pem) {
-        (Some(cert), Some(key)) => {
-            options = options.with_tls(ChannelTls::from_pem(&cert, &key).py_err()?)
-        }
-        (None, None) => {}
-        _ => {
-            return Err(invalid_argument(
-                "tls_cert_pem",
-                "give both tls_cert_pem and tls_key_pem, or neither",
-            ))
-        }
+    if let Some(tls) =
+        ChannelTls::from_optional_pem(tls_cert_pem.as_deref(), tls_key_pem.as_deref()).py_err()?
+    {
+        options = options.with_tls(tls);
     }
     let handle = py.detach(|| gw.serve_channel(options)).py_err()?;
     Ok(PyChannelHandle { handle })

@@ -1,20 +1,13 @@
 //! `jevgate.parse_command`, `split_steps`, `split_parts`, `check_model_address`: the pure
 //! step-command grammar, dicts and lists out. The GIL is released while parsing.
 
-use crate::errors::{invalid_argument, IntoPy};
+use crate::errors::IntoPy;
 use crate::json_to_py;
 use pyo3::prelude::*;
 
-const MAX_TEXT_BYTES: usize = 1 << 20;
-
+/// The core's size check (`INVALID_ARGUMENT`, as from C).
 fn check(text: &str) -> PyResult<()> {
-    if text.len() > MAX_TEXT_BYTES {
-        return Err(invalid_argument(
-            "text",
-            format!("is longer than {MAX_TEXT_BYTES} bytes"),
-        ));
-    }
-    Ok(())
+    jevgate::grammar::check_text(text).py_err()
 }
 
 /// The intent of a user command as a dict, e.g. {"intent": "scroll", "direction": "down"}.

@@ -80,8 +80,13 @@ pub fn evaluate<'py>(
     call: &Bound<'py, PyAny>,
     cancel: Option<&Bound<'py, PyCancelToken>>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    // Not UTF-8: the same INVALID_ARGUMENT the C ABI gives for `call_json`.
     let text = String::from_utf8(json_bytes(call, "call")?)
-        .map_err(|_| crate::errors::invalid_argument("call", "must be UTF-8 JSON"))?;
+        .map_err(|_| jevgate::Error::InvalidArgument {
+            name: "call_json",
+            reason: "is not valid UTF-8".into(),
+        })
+        .py_err()?;
     // a token always, so that Ctrl-C cancels the evaluation (JEV_CANCELLED in the background)
     let token = cancel.map_or_else(jevgate::jev::CancelToken::new, |c| c.get().token.clone());
     let (gw, t) = (gw.clone(), token.clone());

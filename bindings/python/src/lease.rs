@@ -1,23 +1,16 @@
 //! `gateway.leases`: device control leases (R-LEASE) with dicts out.
 
+use crate::device::to_py_json;
 use crate::errors::IntoPy;
 use jevgate::lease::{BrowserCall, BrowserCallGuard, ControlCaller, Credential, SessionMode};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 use std::sync::Arc;
 
 #[pyclass(module = "jevgate", name = "Leases", frozen)]
 pub struct PyLeases {
     pub gateway: jevgate::Gateway,
-}
-
-fn grant_dict<'py>(py: Python<'py>, g: jevgate::lease::LeaseGrant) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("acquired", g.acquired)?;
-    d.set_item("expiresAt", g.expires_at)?;
-    Ok(d)
 }
 
 fn caller(principal: String, delegated: bool, root_session: Option<String>) -> ControlCaller {
@@ -42,10 +35,10 @@ impl PyLeases {
         device: &str,
         session: &str,
         call: GrantCall,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let gw = &self.gateway;
         let g = py.detach(|| call(gw.leases(), device, session)).py_err()?;
-        grant_dict(py, g)
+        to_py_json(py, serde_json::to_string(&g))
     }
 }
 
@@ -59,7 +52,7 @@ impl PyLeases {
         py: Python<'py>,
         device_id: String,
         root_session: String,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         self.grant(
             py,
             &device_id,
@@ -74,7 +67,7 @@ impl PyLeases {
         py: Python<'py>,
         device_id: String,
         root_session: String,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         self.grant(py, &device_id, &root_session, jevgate::lease::Leases::renew)
     }
 
@@ -105,7 +98,7 @@ impl PyLeases {
         principal: String,
         root_session: Option<String>,
         delegated: bool,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let gw = &self.gateway;
         let s = py
             .detach(|| {
@@ -113,12 +106,7 @@ impl PyLeases {
                     .status(&device_id, &caller(principal, delegated, root_session))
             })
             .py_err()?;
-        let d = PyDict::new(py);
-        d.set_item("held", s.held)?;
-        d.set_item("heldByRootSession", s.held_by_root_session)?;
-        d.set_item("expiresAt", s.expires_at)?;
-        d.set_item("revoked", s.revoked)?;
-        Ok(d)
+        to_py_json(py, serde_json::to_string(&s))
     }
 
     /// Session end / Chat Stop: releases the session's leases without cancelling; returns the
@@ -150,18 +138,11 @@ impl PyLeases {
         profile_key: Option<String>,
         authenticated_allowed: bool,
     ) -> PyResult<PyBrowserCall> {
-        let mode = match mode.as_deref() {
-            None => None,
-            Some("authenticated") => Some(SessionMode::Authenticated),
-            Some("isolated") => Some(SessionMode::Isolated),
-            Some(_) => {
-                // the reason C's jevgate_browser_call_begin gives for the same value
-                return Err(crate::errors::invalid_argument(
-                    "mode",
-                    "must be \"authenticated\" or \"isolated\"",
-                ));
-            }
-        };
+        let mode = mode
+            .as_deref()
+            .map(str::parse::<SessionMode>)
+            .transpose()
+            .py_err()?;
         let call = BrowserCall {
             thread_id,
             organization,

@@ -92,13 +92,19 @@ fn exit_dict<'py>(py: Python<'py>, exit: &WorkerExit) -> PyResult<Bound<'py, PyD
     Ok(d)
 }
 
-fn seconds(name: &'static str, value: f64) -> PyResult<Duration> {
+/// A host-supplied number of seconds as a duration (the conversion's failure reported as the
+/// core's `INVALID_ARGUMENT`, `ArgumentError`); `positive` refuses zero too. The positive
+/// connect timeout is the core's own check (`DeviceWorker::connect`); a zero `wait` timeout is
+/// a Python-only refusal (C's 0 means "forever").
+fn seconds(name: &'static str, value: f64, positive: bool) -> PyResult<Duration> {
     Duration::try_from_secs_f64(value)
         .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| {
-            crate::errors::invalid_argument(name, "must be a positive number of seconds")
+        .filter(|d| !(positive && d.is_zero()))
+        .ok_or(jevgate::Error::InvalidArgument {
+            name,
+            reason: "must be a positive number of seconds".into(),
         })
+        .py_err()
 }
 
 impl Drop for PyDeviceWorker {
@@ -127,7 +133,7 @@ impl PyDeviceWorker {
         let mut options = WorkerOptions::new(url, DeviceToken::new(token));
         options.tls_roots_pem = tls_roots_pem;
         options.protocol = protocol;
-        options.connect_timeout = seconds("connect_timeout", connect_timeout)?;
+        options.connect_timeout = seconds("connect_timeout", connect_timeout, false)?;
         let cell = Arc::new(Mutex::new(None));
         let tools: Arc<dyn ToolExecutor> = match (browser, executor) {
             (Some(b), None) => Arc::new(BrowserTools::new(Arc::new(b.browser.clone()))),
@@ -205,7 +211,7 @@ impl PyDeviceWorker {
         timeout: Option<f64>,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let w = &self.worker;
-        let total = timeout.map(|t| seconds("timeout", t)).transpose()?;
+        let total = timeout.map(|t| seconds("timeout", t, true)).transpose()?;
         // in slices, so that Ctrl-C is seen while waiting
         let exit = crate::interrupt::wait_in_slices(py, total, |slice| w.wait_timeout(slice))?;
         exit.map(|e| exit_dict(py, &e)).transpose()
