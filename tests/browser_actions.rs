@@ -346,8 +346,16 @@ fn r_brw_stale_slow_navigation_is_navigation_pending_then_settles() {
     assert_eq!(err.stale_cause(), Some(StaleCause::NavigationPending));
     // An action on the old page is refused with the same cause and sends nothing.
     let id = op("stale-click");
+    // (Under heavy load a late load event of the old document can end "pending" just before
+    // this click; the generation check then refuses it instead — either way it is refused.)
     let err = click(&tab, &id, obs.generation, &named(&obs, "Stay").reference).unwrap_err();
-    assert_eq!(err.stale_cause(), Some(StaleCause::NavigationPending));
+    assert!(
+        matches!(
+            err.stale_cause(),
+            Some(StaleCause::NavigationPending | StaleCause::GenerationChanged)
+        ),
+        "{err}"
+    );
     assert_eq!(status(&tab, &id).status, OperationState::NotExecuted);
     // Then it settles on the new page.
     let deadline = Instant::now() + Duration::from_secs(10);
