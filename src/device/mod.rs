@@ -80,7 +80,6 @@ mod connection;
 mod dispatch;
 mod executor;
 pub mod frames;
-mod gateway_api;
 mod hub;
 mod registry;
 mod server;
@@ -97,7 +96,6 @@ pub use executor::{
     truncate_chars, CancelRegistration, CancelToken, ToolExecutor, WorkerFailure,
     MAX_WORKER_MESSAGE_CHARS, OUTCOME_UNKNOWN, RESULT_CAP_EXCEEDED, WORKER_CODES,
 };
-pub(crate) use registry::random_id;
 pub use registry::{
     BrowserInfo, Capability, Device, DeviceToken, PairRequest, Pairing, LABEL_BROWSER,
     LABEL_BROWSER_OUTDATED, LABEL_SHELL,
