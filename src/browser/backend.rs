@@ -17,6 +17,11 @@ use crate::{Error, Result};
 
 pub use crate::reasons::StaleCause;
 
+/// The `STALE_OBSERVATION` error with its cause.
+pub(crate) fn stale(cause: StaleCause) -> Error {
+    Error::StaleObservation { cause }
+}
+
 /// Arguments of `observe`.
 ///
 /// ```

@@ -23,9 +23,9 @@
 //! | 1001 | `GATEWAY_CLOSING` / `KEEPALIVE_TIMEOUT` | shutdown / silent worker |
 //! | 4000 | `REPLACED_BY_NEW_CONNECTION` | the same device connected again |
 
+use super::channel::Shared;
 use super::frames::{self, parse_worker_frame, WorkerFrame, CHANNEL_PATH, PROTOCOL_VERSION};
 use super::registry::Capability;
-use super::server::Shared;
 use super::wire::{self, Message, WireError};
 use std::net::TcpStream;
 use std::sync::atomic::Ordering;

@@ -76,6 +76,7 @@
 
 mod artifacts;
 mod caps;
+mod channel;
 mod connection;
 mod dispatch;
 mod executor;
@@ -91,6 +92,7 @@ mod worker;
 pub use artifacts::Artifact;
 pub(crate) use artifacts::Purger;
 pub use caps::{wrap_untrusted, DeviceLimits, UNTRUSTED_KEY, UNTRUSTED_NOTICE};
+pub use channel::{ChannelOptions, ChannelTls};
 pub use dispatch::{ToolCall, ToolResult};
 pub use executor::{
     truncate_chars, CancelRegistration, CancelToken, ToolExecutor, WorkerFailure,
@@ -100,7 +102,7 @@ pub use registry::{
     BrowserInfo, Capability, Device, DeviceToken, PairRequest, Pairing, LABEL_BROWSER,
     LABEL_BROWSER_OUTDATED, LABEL_SHELL,
 };
-pub use server::{ChannelHandle, ChannelOptions, ChannelTls};
+pub use server::ChannelHandle;
 pub use tools::{tool_definitions, Tool, ToolFormat, TOOLS};
 pub use worker::{DeviceWorker, WorkerExit, WorkerOptions};
 
@@ -117,7 +119,7 @@ use std::sync::Arc;
 pub(crate) struct DeviceService {
     registry: Arc<registry::Registry>,
     hub: Arc<hub::Hub>,
-    servers: Mutex<Vec<Arc<server::Shared>>>,
+    servers: Mutex<Vec<Arc<channel::Shared>>>,
     limits: Arc<RwLock<DeviceLimits>>,
     artifacts: Arc<artifacts::Artifacts>,
 }
