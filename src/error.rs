@@ -193,7 +193,7 @@ pub enum Error {
     #[error("malformed Jev response: {}{}", reason.as_str(), key.as_deref().map(|k| format!(" (question {k})")).unwrap_or_default())]
     MalformedResponse {
         /// Which check failed (`DISTRIBUTION_SUM`, `MISSING_ANSWER`, …).
-        reason: crate::jev::ValidationReason,
+        reason: crate::reasons::ValidationReason,
         /// The question key concerned, when there is one.
         key: Option<String>,
     },
@@ -346,7 +346,7 @@ pub enum Error {
     #[error("stale observation: {cause}")]
     StaleObservation {
         /// Why the observation is stale.
-        cause: crate::browser::StaleCause,
+        cause: crate::reasons::StaleCause,
     },
 
     /// `tab_history` asked for a history entry that does not exist. Nothing was sent
@@ -725,7 +725,7 @@ impl Error {
     /// assert_eq!(err.stale_cause(), Some(StaleCause::TargetObscured));
     /// assert_eq!(err.to_string(), "stale observation: TARGET_OBSCURED");
     /// ```
-    pub fn stale_cause(&self) -> Option<crate::browser::StaleCause> {
+    pub fn stale_cause(&self) -> Option<crate::reasons::StaleCause> {
         match self {
             Error::StaleObservation { cause } => Some(*cause),
             _ => None,
@@ -1001,7 +1001,7 @@ mod tests {
             ),
             (
                 Error::StaleObservation {
-                    cause: crate::browser::StaleCause::NavigationPending,
+                    cause: crate::reasons::StaleCause::NavigationPending,
                 },
                 "STALE_OBSERVATION",
                 409,
@@ -1138,7 +1138,8 @@ mod tests {
                     w.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
                     "{w}"
                 );
-                assert!(crate::device::WORKER_CODES.contains(&w), "{w}");
+                // (that it is one of device::WORKER_CODES is checked in device/executor.rs:
+                // error sits below device)
             }
         }
         // Every family has at least one row.

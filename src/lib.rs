@@ -20,11 +20,13 @@ mod error;
 pub mod ffi;
 mod gateway;
 pub mod grammar;
+mod ids;
 pub mod jev;
 pub mod lease;
 pub mod observation;
+mod reasons;
 pub mod store;
 
-pub use config::Config;
+pub use config::{Config, ConfigSnapshot};
 pub use error::{Error, ErrorFamily, ErrorKind, ErrorRow, Result, RetryInfo, ERROR_TABLE};
-pub use gateway::{ConfigSnapshot, Gateway, GatewayOptions};
+pub use gateway::{Gateway, GatewayOptions};

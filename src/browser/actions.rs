@@ -7,25 +7,20 @@
 //! never sends input after a failed check, never reads a sensitive field's value (the page
 //! library refuses to) and never puts page text, URLs or typed text into an error.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use super::backend::*;
 use super::keys::{char_events, key_events};
-use super::local::LocalTab;
+use super::local::{openable, LocalTab, Sent};
 use super::snapshot::{format_tree, truncation_note, Surface, MAX_SNAPSHOT};
 use super::untrusted::wrap_untrusted;
+use super::world::{library_answer, PAGE_JS, WORLD};
 use crate::grammar::{HistoryDirection, Key, ScrollDirection};
 use crate::observation::{Navigation, Observation, ScrollPosition, Truncated};
 use crate::{Error, Result};
 
-/// The page library, evaluated once per isolated world.
-pub(crate) const PAGE_JS: &str = include_str!("page.js");
-/// The isolated world's name.
-pub(crate) const WORLD: &str = "jevgate";
 /// Title and URL budgets (R-BRW-OBS `truncated.title` / `truncated.url`).
 const MAX_TITLE: usize = 300;
 const MAX_URL: usize = 2048;
@@ -39,48 +34,10 @@ pub const SCREENSHOT_CAP: usize = 150_000;
 /// inserted as text in one event.
 const KEYED_CHARS: usize = 256;
 
-static INTERNAL_ID: AtomicU64 = AtomicU64::new(1);
-
-pub(crate) fn next_internal_id() -> u64 {
-    INTERNAL_ID.fetch_add(1, Ordering::Relaxed)
-}
-
-/// Set once the first input event of an operation is about to go out, so a failure after it
-/// is recorded as unknown rather than not executed.
-#[derive(Default)]
-pub(crate) struct Sent(Cell<bool>);
-
-impl Sent {
-    pub(crate) fn mark(&self) {
-        self.0.set(true);
-    }
-    pub(crate) fn get(&self) -> bool {
-        self.0.get()
-    }
-}
-
 struct NavMarks {
     doc: u64,
     same_doc: u64,
     started: u64,
-}
-
-/// `url` trimmed, when it is an address a tab may open (http, https, about:blank); the same
-/// refusal for `tab_navigate` and `tabs new`, checked before anything is opened or sent.
-pub(crate) fn openable(url: &str) -> Result<&str> {
-    let url = url.trim();
-    let lower = url.to_ascii_lowercase();
-    if lower.starts_with("http://") || lower.starts_with("https://") || lower == "about:blank" {
-        Ok(url)
-    } else {
-        Err(Error::NavigationFailed {
-            reason: "only http, https and about:blank addresses are opened".into(),
-        })
-    }
-}
-
-pub(crate) fn stale(cause: StaleCause) -> Error {
-    Error::StaleObservation { cause }
 }
 
 fn cut(s: &str, max: usize) -> (String, bool) {
@@ -89,19 +46,6 @@ fn cut(s: &str, max: usize) -> (String, bool) {
     } else {
         (s.chars().take(max).collect(), true)
     }
-}
-
-/// The page library's JSON answer out of a `Runtime.evaluate` result.
-pub(crate) fn library_answer(v: &Value) -> Result<Value> {
-    if v.get("exceptionDetails").is_some() {
-        return Err(Error::ExecutionFailed {
-            reason: "the page library threw".into(),
-        });
-    }
-    let text = v["result"]["value"].as_str().unwrap_or("null");
-    serde_json::from_str(text).map_err(|_| Error::ExecutionFailed {
-        reason: "the page library answered malformed JSON".into(),
-    })
 }
 
 impl LocalTab {

@@ -15,45 +15,11 @@ use crate::grammar::{HistoryDirection, Key, ScrollDirection};
 use crate::observation::{Control, Dialog, Observation};
 use crate::{Error, Result};
 
-/// Why an observation is stale (R-BRW-STALE); carried by [`Error::StaleObservation`].
-///
-/// ```
-/// use jevgate::browser::StaleCause;
-/// assert_eq!(serde_json::to_string(&StaleCause::NavigationPending).unwrap(), r#""NAVIGATION_PENDING""#);
-/// assert_eq!(StaleCause::GenerationChanged.to_string(), "GENERATION_CHANGED");
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum StaleCause {
-    /// A navigation started and its document is not ready yet: re-read with a short backoff.
-    NavigationPending,
-    /// The page changed since the observation (new document, or controls added, removed or
-    /// renamed): its refs no longer hold.
-    GenerationChanged,
-    /// Another element covers the target's centre (an overlay, a banner): the page is not
-    /// changing, so retrying the same action is pointless.
-    TargetObscured,
-}
+pub use crate::reasons::StaleCause;
 
-impl StaleCause {
-    /// The cause's code string.
-    ///
-    /// ```
-    /// assert_eq!(jevgate::browser::StaleCause::TargetObscured.code(), "TARGET_OBSCURED");
-    /// ```
-    pub fn code(self) -> &'static str {
-        match self {
-            StaleCause::NavigationPending => "NAVIGATION_PENDING",
-            StaleCause::GenerationChanged => "GENERATION_CHANGED",
-            StaleCause::TargetObscured => "TARGET_OBSCURED",
-        }
-    }
-}
-
-impl std::fmt::Display for StaleCause {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.code())
-    }
+/// The `STALE_OBSERVATION` error with its cause.
+pub(crate) fn stale(cause: StaleCause) -> Error {
+    Error::StaleObservation { cause }
 }
 
 /// Arguments of `observe`.

@@ -14,13 +14,14 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::actions::{stale, PAGE_JS, WORLD};
+use super::backend::stale;
 use super::backend::StaleCause;
 use super::cdp::CdpError;
 use super::frames::{
     prefix_refs, splice, split_ref, Child, Observed, ObservedFrame, MAX_FRAME_DEPTH,
 };
 use super::local::{auto_attach_frames, LocalTab};
+use super::world::{library_answer, PAGE_JS, WORLD};
 use crate::{Error, Result};
 
 /// How long typing waits for a frame to hold the page's focus after the field was focused.
@@ -141,7 +142,7 @@ impl LocalTab {
                 &|| self.tab.dialog_or_gone(),
             );
             match res {
-                Ok(v) => return super::actions::library_answer(&v),
+                Ok(v) => return library_answer(&v),
                 Err(CdpError::Protocol { message, .. })
                     if attempt == 0 && message.contains("ontext") =>
                 {

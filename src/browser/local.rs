@@ -2,10 +2,14 @@
 //! (SPEC §6, issue 8).
 //!
 //! This module owns the browser's lifetime (launch, tabs, close and drop), routing DevTools
-//! events to tabs, the record of operations it ran (`operation_status`) and the dispatch of
-//! [`Command`]s to the tab that runs them. It never replays an operation id, never holds a
+//! events to tabs, the record of operations it ran (`operation_status`, with `Sent` marking that
+//! an operation's first input went out, and `openable`, the one address check) and the dispatch
+//! of [`Command`]s to the tab that runs them. `LocalTab`'s observation and actions
+//! (`actions.rs`) and its frame walk (`frame_walk.rs`) sit above this file: they use it, never
+//! the reverse. It never replays an operation id, never holds a
 //! lock across a DevTools call, and never logs page content, URLs or typed text.
 
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -270,7 +274,7 @@ impl LocalTab {
 
     /// Loads `url` and waits (bounded) for it to settle, with a generated operation id.
     pub fn navigate(&self, url: &str) -> Result<ActionResult> {
-        let id = format!("nav-{}", super::actions::next_internal_id());
+        let id = format!("nav-{}", super::world::next_internal_id());
         self.tab_navigate(super::backend::NavigateArgs {
             operation_id: id,
             url: url.to_string(),
@@ -444,10 +448,10 @@ impl Inner {
     pub(crate) fn run_operation(
         &self,
         command: &Command,
-        run: impl FnOnce(&super::actions::Sent) -> Result<Response>,
+        run: impl FnOnce(&Sent) -> Result<Response>,
     ) -> Result<Response> {
         let Some(id) = command.operation_id().map(str::to_string) else {
-            return run(&super::actions::Sent::default());
+            return run(&Sent::default());
         };
         if id.is_empty() || id.len() > 200 {
             return Err(Error::InvalidArgument {
@@ -480,7 +484,7 @@ impl Inner {
                 }
             }
         }
-        let sent = super::actions::Sent::default();
+        let sent = Sent::default();
         let outcome = run(&sent);
         let mut ops = self.ops.lock();
         if let Some(record) = ops.records.get_mut(&id) {
@@ -532,7 +536,7 @@ impl Inner {
                 if st.lease.is_some() {
                     return Err(Error::TabLeaseHeld);
                 }
-                let id = format!("lease-{}", super::actions::next_internal_id());
+                let id = format!("lease-{}", super::world::next_internal_id());
                 st.lease = Some(id.clone());
                 Ok(TabLeaseState {
                     held: true,
@@ -550,6 +554,34 @@ impl Inner {
                 })
             }
         }
+    }
+}
+
+/// Set once the first input event of an operation is about to go out, so a failure after it
+/// is recorded as unknown rather than not executed.
+#[derive(Default)]
+pub(crate) struct Sent(pub(super) Cell<bool>);
+
+impl Sent {
+    pub(crate) fn mark(&self) {
+        self.0.set(true);
+    }
+    pub(crate) fn get(&self) -> bool {
+        self.0.get()
+    }
+}
+
+/// `url` trimmed, when it is an address a tab may open (http, https, about:blank); the same
+/// refusal for `tab_navigate` and `tabs new`, checked before anything is opened or sent.
+pub(crate) fn openable(url: &str) -> Result<&str> {
+    let url = url.trim();
+    let lower = url.to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") || lower == "about:blank" {
+        Ok(url)
+    } else {
+        Err(Error::NavigationFailed {
+            reason: "only http, https and about:blank addresses are opened".into(),
+        })
     }
 }
 
@@ -637,7 +669,7 @@ impl BrowserBackend for LocalTab {
             Command::Tabs(a) => {
                 if let (TabsAction::New, Some(url)) = (a.action, a.url.as_deref()) {
                     // A refused address opens nothing: no blank tab left behind (issue 12 §10).
-                    super::actions::openable(url)?;
+                    openable(url)?;
                 }
                 let list = self.inner.tabs_command(a)?;
                 let Some(url) = a.url.as_deref().filter(|_| a.action == TabsAction::New) else {

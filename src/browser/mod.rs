@@ -30,6 +30,7 @@ mod snapshot;
 mod tab;
 mod tools;
 mod untrusted;
+mod world;
 
 pub use actions::SCREENSHOT_CAP;
 pub use backend::{

@@ -7,6 +7,8 @@
 //!
 //! It must never echo a configured value in an error (a misplaced key could be a secret), and it
 //! never reads credentials: it only checks references ([`doctor`] reads key files' metadata).
+//! [`ConfigSnapshot`] is a validated configuration with its generation, as the gateway holds it
+//! and the layers above capture it (defined here so they need not reach up to the gateway).
 //!
 //! ```
 //! let cfg = jevgate::Config::from_json_str(r#"{
@@ -33,6 +35,16 @@ pub use url::{parse_endpoint, resolve_api_url, EndpointUrl};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
+
+/// A configuration as the gateway holds it: immutable, numbered. Work captures one of these
+/// when it starts and keeps it to the end, whatever reloads happen meanwhile.
+#[derive(Debug)]
+pub struct ConfigSnapshot {
+    /// Starts at 1 and grows by one on every successful reload.
+    pub generation: u64,
+    /// The configuration of this generation.
+    pub config: Config,
+}
 
 /// The largest configuration document accepted, in bytes.
 pub const MAX_CONFIG_BYTES: usize = 1 << 20;

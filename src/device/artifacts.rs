@@ -16,8 +16,8 @@
 //! artifact, and never log an artifact's bytes or its root session.
 
 use super::caps::DeviceLimits;
-use super::registry::random_id;
 use crate::clock::SharedClock;
+use crate::ids::random_id;
 use crate::store::Store;
 use crate::{Error, Result};
 use parking_lot::RwLock;

@@ -24,9 +24,9 @@
 //! | 1001 | `GATEWAY_CLOSING` / `KEEPALIVE_TIMEOUT` | shutdown / silent for `idle_timeout` with a ping unanswered |
 //! | 4000 | `REPLACED_BY_NEW_CONNECTION` | the same device connected again |
 
+use super::channel::Shared;
 use super::frames::{self, parse_worker_frame, WorkerFrame, CHANNEL_PATH, PROTOCOL_VERSION};
 use super::registry::Capability;
-use super::server::Shared;
 use super::wire::{self, Message, WireError};
 use crate::clock::Instant;
 use std::net::TcpStream;

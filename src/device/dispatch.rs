@@ -509,9 +509,10 @@ impl DeviceService {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::{SharedClock, SystemClock};
     use crate::device::{BrowserInfo, ChannelOptions, DeviceWorker, PairRequest, WorkerOptions};
     use crate::lease::ControlCaller;
-    use crate::{Gateway, GatewayOptions};
+    use crate::store::Store;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
@@ -538,13 +539,18 @@ mod tests {
     // counts what reaches it.
     #[test]
     fn r_lease_3_take_back_right_after_the_acquire_stops_the_command_before_it_is_sent() {
+        // The device service as the gateway opens it (the gateway sits above this module).
         let dir = tempfile::tempdir().unwrap();
-        let gw = Gateway::open(GatewayOptions::new(dir.path(), Default::default())).unwrap();
-        let channel = gw
-            .serve_channel(ChannelOptions::new("127.0.0.1:0"))
-            .unwrap();
-        let pairing = gw
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let clock: SharedClock = Arc::new(SystemClock::new());
+        let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock)).unwrap();
+        let devices =
+            DeviceService::open(Arc::clone(&store), clock, &leases, dir.path().to_path_buf())
+                .unwrap();
+        let channel = devices.serve(ChannelOptions::new("127.0.0.1:0")).unwrap();
+        let pairing = devices
             .pair(
+                &leases,
                 "alice",
                 &PairRequest {
                     installation_id: "alice-install".into(),
@@ -566,12 +572,12 @@ mod tests {
         let call = ToolCall::new("alice", "conv-1", "browser_get_text", json!({}));
 
         // Control: without a take-back the command reaches the worker.
-        assert!(gw.call_tool(&call).is_success());
+        assert!(devices.call_tool(&leases, &call).is_success());
         assert_eq!(reached.load(Ordering::SeqCst), 1);
 
         let took = Arc::new(AtomicUsize::new(0));
         {
-            let leases = gw.leases().clone();
+            let leases = leases.clone();
             let device = device.clone();
             let took = Arc::clone(&took);
             AFTER_LEASE.with(|h| {
@@ -585,7 +591,7 @@ mod tests {
                 }))
             });
         }
-        let answer = gw.call_tool(&call);
+        let answer = devices.call_tool(&leases, &call);
         assert_eq!(
             took.load(Ordering::SeqCst),
             1,
@@ -599,15 +605,17 @@ mod tests {
         );
         // Nobody else slips in during the window, and the dispossessed conversation is told.
         assert_eq!(
-            gw.leases().acquire(&device, "conv-2").unwrap_err().code(),
+            leases.acquire(&device, "conv-2").unwrap_err().code(),
             "DEVICE_CONTROL_ELSEWHERE"
         );
         assert_eq!(
-            gw.call_tool(&call).error_code(),
+            devices.call_tool(&leases, &call).error_code(),
             Some("DEVICE_CONTROL_REVOKED")
         );
         assert_eq!(reached.load(Ordering::SeqCst), 1);
         worker.close();
-        gw.close();
+        devices.close();
+        leases.close_all();
+        store.close();
     }
 }

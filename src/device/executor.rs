@@ -199,3 +199,16 @@ pub trait ToolExecutor: Send + Sync {
         cancel: &CancelToken,
     ) -> Result<Value, WorkerFailure>;
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every worker code of the error table is one the channel carries (R-ERR-1).
+    #[test]
+    fn every_worker_code_of_the_error_table_is_a_channel_worker_code() {
+        for row in crate::ERROR_TABLE {
+            if let Some(w) = row.worker_code {
+                assert!(super::WORKER_CODES.contains(&w), "{w}");
+            }
+        }
+    }
+}

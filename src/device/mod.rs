@@ -76,11 +76,11 @@
 
 mod artifacts;
 mod caps;
+mod channel;
 mod connection;
 mod dispatch;
 mod executor;
 pub mod frames;
-mod gateway_api;
 mod hub;
 mod registry;
 mod server;
@@ -92,17 +92,17 @@ mod worker;
 pub use artifacts::Artifact;
 pub(crate) use artifacts::Purger;
 pub use caps::{wrap_untrusted, DeviceLimits, UNTRUSTED_KEY, UNTRUSTED_NOTICE};
+pub use channel::{ChannelOptions, ChannelTls};
 pub use dispatch::{ToolCall, ToolResult};
 pub use executor::{
     truncate_chars, CancelRegistration, CancelToken, ToolExecutor, WorkerFailure,
     MAX_WORKER_MESSAGE_CHARS, OUTCOME_UNKNOWN, RESULT_CAP_EXCEEDED, WORKER_CODES,
 };
-pub(crate) use registry::random_id;
 pub use registry::{
     BrowserInfo, Capability, Device, DeviceToken, PairRequest, Pairing, LABEL_BROWSER,
     LABEL_BROWSER_OUTDATED, LABEL_SHELL,
 };
-pub use server::{ChannelHandle, ChannelOptions, ChannelTls};
+pub use server::ChannelHandle;
 pub use tools::{tool_definitions, Tool, ToolFormat, TOOLS};
 pub use worker::{DeviceWorker, WorkerExit, WorkerOptions};
 
@@ -119,7 +119,7 @@ use std::sync::Arc;
 pub(crate) struct DeviceService {
     registry: Arc<registry::Registry>,
     hub: Arc<hub::Hub>,
-    servers: Mutex<Vec<Arc<server::Shared>>>,
+    servers: Mutex<Vec<Arc<channel::Shared>>>,
     limits: Arc<RwLock<DeviceLimits>>,
     artifacts: Arc<artifacts::Artifacts>,
     /// The gateway's clock: every deadline of a call, a batch and a channel connection (R-CLK).

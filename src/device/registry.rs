@@ -8,6 +8,7 @@
 //! device.
 
 use crate::clock::SharedClock;
+use crate::ids::{random_hex, random_id};
 use crate::store::Store;
 use crate::{Error, Result};
 use rusqlite::{params, OptionalExtension};
@@ -198,21 +199,6 @@ fn text_arg(name: &'static str, value: &str, max: usize) -> Result<()> {
         });
     }
     Ok(())
-}
-
-fn random_hex(bytes: usize) -> Result<String> {
-    let mut buf = vec![0u8; bytes];
-    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut buf).map_err(|_| {
-        Error::Internal {
-            reason: "the system random source failed".into(),
-        }
-    })?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// A random id with a prefix (`dev_…`, `art_…`).
-pub(crate) fn random_id(prefix: &str) -> Result<String> {
-    Ok(format!("{prefix}{}", random_hex(12)?))
 }
 
 fn token_hash(token: &str) -> Vec<u8> {

@@ -22,24 +22,27 @@
 
 use super::cancel::CancelToken;
 use super::content::Content;
+use super::context::JevContext;
 use super::http::{Auth, Http, Post};
 use super::ledger::{Ledger, LedgerRefusal};
 use super::limiter::{Limiter, WaitEnd};
+use super::limits::{Limits, RequestError};
 use super::local::{local_evaluate_until, LOCAL_MODEL};
 use super::pool::IoPool;
+use super::provider_text::{bounded_text, provider_text, MAX_LEGEND_TEXT_BYTES};
 use super::question::{Questions, QuestionsWire};
-use super::request::{check_request_id, Limits, RequestError};
-use super::response::{Answer, Usage};
+use super::request::check_request_id;
+use super::response::{Answer, EvalBilling, Usage};
 use super::usage::{Charged, LateUsage, UsageLog, UsagePage, UsageRecord};
 use super::validate::validate_response;
 use crate::clock::Instant;
 use crate::config::{
-    parse_endpoint, resolve_api_url, Config, CredentialRef, Provider, Secret, UPSTREAM_IDENTITY_ENV,
+    parse_endpoint, resolve_api_url, Config, ConfigSnapshot, CredentialRef, Provider, Secret,
+    UPSTREAM_IDENTITY_ENV,
 };
 use crate::error::RetryInfo;
-use crate::gateway::ConfigSnapshot;
 use crate::store::Store;
-use crate::{Error, Gateway, Result};
+use crate::{Error, Result};
 use parking_lot::{Condvar, Mutex, RwLock};
 use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Deserialize, Serialize, Serializer};
@@ -343,57 +346,6 @@ impl Serialize for EvalAnswer {
     }
 }
 
-/// Longest provider-reported string (`model`, `billing.rate_version`) jevgate returns or stores,
-/// in UTF-8 bytes; longer text is cut at a character boundary and ends with `…`.
-pub const MAX_PROVIDER_TEXT_BYTES: usize = 128;
-
-/// Longest score legend label returned, in UTF-8 bytes (cleaned and cut like
-/// [`MAX_PROVIDER_TEXT_BYTES`] strings): a label is criteria-like text, so it may be longer.
-pub const MAX_LEGEND_TEXT_BYTES: usize = 1024;
-
-/// A provider-reported string made safe to return and store (issue 12 item 9): control and
-/// bidirectional-formatting characters become U+FFFD, and the text is bounded to
-/// [`MAX_PROVIDER_TEXT_BYTES`]. Linear, and reads no more of `s` than it needs.
-pub(crate) fn provider_text(s: &str) -> String {
-    bounded_text(s, MAX_PROVIDER_TEXT_BYTES)
-}
-
-/// [`provider_text`] with another bound (`max` ≥ 3 bytes).
-fn bounded_text(s: &str, max: usize) -> String {
-    const MORE: char = '…';
-    let clean = |c: char| {
-        let bidi = matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}'
-            | '\u{2066}'..='\u{2069}');
-        if c.is_control() || bidi {
-            char::REPLACEMENT_CHARACTER
-        } else {
-            c
-        }
-    };
-    let mut out = String::new();
-    for c in s.chars().map(clean) {
-        if out.len() + c.len_utf8() > max {
-            while out.len() + MORE.len_utf8() > max {
-                out.pop();
-            }
-            out.push(MORE);
-            break;
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Billing as the compatible upstream reported it; never inferred or multiplied by jevgate.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EvalBilling {
-    /// Credits charged.
-    pub charged_credits: f64,
-    /// The rate version, when sent (bounded and cleaned by [`provider_text`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rate_version: Option<String>,
-}
-
 /// A validated evaluation: `{requestId, requestedModel, model, answers, usage, billing?}` (the
 /// seed's gateway response shape).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -404,7 +356,7 @@ pub struct Evaluation {
     /// The model id sent, exactly as configured (a catalog prefix is never stripped).
     pub requested_model: String,
     /// The model the provider reports having used (bounded and cleaned by [`provider_text`]:
-    /// at most [`MAX_PROVIDER_TEXT_BYTES`], no control characters).
+    /// at most [`MAX_PROVIDER_TEXT_BYTES`](super::MAX_PROVIDER_TEXT_BYTES), no control characters).
     pub model: String,
     /// One answer per question, in question order.
     #[serde(serialize_with = "answers_map")]
@@ -568,21 +520,21 @@ impl JevClient {
     /// Runs one evaluation and appends its usage record.
     pub(crate) fn evaluate(
         &self,
-        gw: &Gateway,
+        ctx: &JevContext<'_>,
         call: &EvaluateCall,
         cancel: &CancelToken,
     ) -> Result<Evaluation> {
-        let clock = gw.clock();
+        let clock = ctx.clock();
         let started = clock.now();
-        let snap = gw.config();
+        let snap = ctx.config();
         let mut draft = Draft {
             request_id_hash: None,
             requested_model: None,
             charged: None,
             late: None,
         };
-        let result = self.run(gw, &snap, call, cancel, started, &mut draft);
-        if gw.is_closed() {
+        let result = self.run(ctx, &snap, call, cancel, started, &mut draft);
+        if ctx.is_closed() {
             // no store to record into
             return result;
         }
@@ -618,14 +570,14 @@ impl JevClient {
 
     fn run(
         &self,
-        gw: &Gateway,
+        ctx: &JevContext<'_>,
         snap: &ConfigSnapshot,
         call: &EvaluateCall,
         cancel: &CancelToken,
         started: Instant,
         draft: &mut Draft,
     ) -> Result<Evaluation> {
-        gw.check_open()?;
+        ctx.check_open()?;
         let config = &snap.config;
         let jev = &config.gateway.jev;
         // R-JEV-ACCESS (before anything else)
@@ -670,7 +622,7 @@ impl JevClient {
             }
         };
         // R-JEV-LEDGER: only caller-supplied ids enter it.
-        let clock = gw.clock();
+        let clock = ctx.clock();
         let mut ledger_entry = None;
         if let Some(id) = &call.request_id {
             let refusal = self.ledger.lock().insert(&call.agent_id, id, clock.now());
@@ -732,7 +684,7 @@ impl JevClient {
             return Err(undo(Error::Cancelled));
         }
         // R-JEV-ACCESS again, on the live configuration, right before dispatch.
-        if let Some(reason) = access_refusal(&gw.config().config, &call.agent_id) {
+        if let Some(reason) = access_refusal(&ctx.config().config, &call.agent_id) {
             return Err(undo(Error::JevAccessDenied {
                 reason: reason.into(),
             }));
@@ -758,7 +710,7 @@ impl JevClient {
                     &call.questions,
                 )?;
                 let (result, late) =
-                    self.dispatch(other, wire_body, gw, deadline, timeout_ms, cancel, slot)?;
+                    self.dispatch(other, wire_body, ctx, deadline, timeout_ms, cancel, slot)?;
                 draft.late = late;
                 result?
             }
@@ -815,7 +767,7 @@ impl JevClient {
         };
         // R-JEV-ACCESS before returning: a revocation in flight discards the answer (its usage
         // is still recorded: the provider answered).
-        if let Some(reason) = access_refusal(&gw.config().config, &call.agent_id) {
+        if let Some(reason) = access_refusal(&ctx.config().config, &call.agent_id) {
             draft.charged = Some(Charged {
                 model: Some(evaluation.model.clone()),
                 usage: Some(evaluation.usage),
@@ -881,13 +833,13 @@ impl JevClient {
         &self,
         dispatch: &Dispatch,
         body: Vec<u8>,
-        gw: &Gateway,
+        ctx: &JevContext<'_>,
         deadline: Instant,
         timeout_ms: u64,
         cancel: &CancelToken,
         slot: super::limiter::Slot,
     ) -> Result<Dispatched> {
-        let clock = gw.clock();
+        let clock = ctx.clock();
         let result: Slot = Arc::new((Mutex::new(SlotState::default()), Condvar::new()));
         let late = Arc::new(LateUsage::default());
         let job: Box<dyn FnOnce() -> Result<Vec<u8>> + Send> = match dispatch {
@@ -1074,21 +1026,6 @@ mod tests {
         ]))
         .unwrap_err();
         assert_eq!(err.code(), "JEV_INVALID_CONFIGURATION");
-    }
-
-    // Issue 12 item 9: provider strings are bounded and free of control/bidi characters.
-    #[test]
-    fn provider_text_is_bounded_and_clean() {
-        assert_eq!(provider_text("jev-1.13.0"), "jev-1.13.0");
-        assert_eq!(provider_text("a\u{1b}[31mb\n"), "a\u{fffd}[31mb\u{fffd}");
-        assert_eq!(provider_text("x\u{202e}y"), "x\u{fffd}y");
-        for long in ["é".repeat(1_000_000), "a".repeat(129), "\u{7}".repeat(500)] {
-            let t = provider_text(&long);
-            assert!(t.len() <= MAX_PROVIDER_TEXT_BYTES, "{}", t.len());
-            assert!(t.ends_with('…') && !t.chars().any(char::is_control));
-        }
-        let exact = "a".repeat(MAX_PROVIDER_TEXT_BYTES);
-        assert_eq!(provider_text(&exact), exact);
     }
 
     #[test]

@@ -13,7 +13,9 @@
 //!   [`Evaluation`]; providers `typesafe`, `upstream` (HTTPS: our HTTP/1.1 over rustls), `callback`
 //!   ([`JevCallback`]) and `local` ([`local_evaluate`], a documented heuristic); the
 //!   [`Ledger`], the limiter ([`LimiterState`]), [`CancelToken`], usage records
-//!   ([`UsageRecord`]) and the thinking helper ([`crate::Gateway::think`]).
+//!   ([`UsageRecord`]) and the thinking helper ([`crate::Gateway::think`]). The client sees
+//!   only a `JevContext` (clock, live configuration, closed flag) lent by the gateway, never
+//!   the gateway itself.
 //!
 //! # Decisions where the specification is silent
 //! - Envelope members other than `model`, `answers`, `usage`, `billing`, `request_id` and
@@ -44,14 +46,16 @@
 mod cancel;
 mod client;
 mod content;
+mod context;
 mod http;
 mod ledger;
 mod lex;
 mod limiter;
+mod limits;
 mod local;
 mod pool;
+mod provider_text;
 mod question;
-mod reason;
 mod request;
 mod response;
 mod schema;
@@ -60,20 +64,22 @@ mod thinking;
 mod usage;
 mod validate;
 
+pub use crate::reasons::{ValidationError, ValidationReason};
 pub use cancel::CancelToken;
 pub(crate) use client::JevClient;
-pub use client::{
-    EvalAnswer, EvalBilling, EvaluateCall, Evaluation, JevCallback, MAX_LEGEND_TEXT_BYTES,
-    MAX_PROVIDER_TEXT_BYTES, TYPESAFE_BASE_URL,
-};
+pub use client::{EvalAnswer, EvaluateCall, Evaluation, JevCallback, TYPESAFE_BASE_URL};
 pub use content::Content;
+pub(crate) use context::JevContext;
 pub use ledger::{Ledger, LedgerRefusal, LEDGER_CAPACITY, LEDGER_PER_CALLER, LEDGER_TTL};
 pub use limiter::{Admission, LimiterState};
+pub use limits::{Limits, RequestError};
 pub use local::{local_evaluate, LOCAL_MODEL};
+pub use provider_text::{MAX_LEGEND_TEXT_BYTES, MAX_PROVIDER_TEXT_BYTES};
 pub use question::{Question, QuestionType, Questions, MAX_LEVELS, MAX_OPTIONS, MIN_LEVELS};
-pub use reason::{ValidationError, ValidationReason};
-pub use request::{check_request_id, Limits, Request, RequestError};
-pub use response::{Answer, Answers, Billing, ChoiceAnswer, Response, ScoreAnswer, Usage};
+pub use request::{check_request_id, Request};
+pub use response::{
+    Answer, Answers, Billing, ChoiceAnswer, EvalBilling, Response, ScoreAnswer, Usage,
+};
 pub use schema::answer_schema;
 pub(crate) use thinking::think as thinking_call;
 pub use thinking::{ThinkRequest, Thought, MAX_OUTPUT_TOKENS};

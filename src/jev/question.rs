@@ -6,7 +6,7 @@
 //! is the caller's and the answers come back in it) and never quote criteria text in an error.
 
 use super::content::Content;
-use super::request::{Limits, RequestError};
+use super::limits::{Limits, RequestError};
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

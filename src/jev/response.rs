@@ -30,6 +30,16 @@ pub struct Billing<'a> {
     pub rate_version: Option<Cow<'a, str>>,
 }
 
+/// Billing as the compatible upstream reported it; never inferred or multiplied by jevgate.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct EvalBilling {
+    /// Credits charged.
+    pub charged_credits: f64,
+    /// The rate version, when sent (bounded and cleaned by the client's `provider_text`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_version: Option<String>,
+}
+
 /// A provider response that passed validation against every question.
 ///
 /// Borrows strings from the response bytes (decoded only when they contain escapes) and keys

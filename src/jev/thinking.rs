@@ -8,9 +8,11 @@
 //! is not that object — is an error and never becomes text. It never logs the prompt, the reply
 //! or the credential.
 
+use super::client::JevClient;
+use super::context::JevContext;
 use super::http::{Auth, Post};
 use crate::config::{CredentialRef, ThinkingApi};
-use crate::{Error, Gateway, Result};
+use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -56,9 +58,13 @@ pub struct Thought {
 
 const FORMAT: &str = "\n\nReply with only a JSON object: {\"text\": \"...\"} with the requested text, or {\"text\": null} when the information needed is missing. Never guess missing information.";
 
-pub(crate) fn think(gw: &Gateway, req: &ThinkRequest) -> Result<Thought> {
-    gw.check_open()?;
-    let snap = gw.config();
+pub(crate) fn think(
+    ctx: &JevContext<'_>,
+    client: &JevClient,
+    req: &ThinkRequest,
+) -> Result<Thought> {
+    ctx.check_open()?;
+    let snap = ctx.config();
     let config = &snap.config;
     if !config.jev_allowed(&req.agent_id) {
         return Err(Error::JevAccessDenied {
@@ -81,7 +87,7 @@ pub(crate) fn think(gw: &Gateway, req: &ThinkRequest) -> Result<Thought> {
         }
         None => config.gateway.jev.timeout_ms,
     };
-    let clock = gw.clock();
+    let clock = ctx.clock();
     let deadline = clock.now() + Duration::from_millis(timeout_ms);
     let cred = match (&t.api_key_file, &t.api_key_env) {
         (Some(f), _) => CredentialRef::File(f.clone()),
@@ -127,8 +133,7 @@ pub(crate) fn think(gw: &Gateway, req: &ThinkRequest) -> Result<Thought> {
     if remaining.is_zero() {
         return Err(Error::Timeout { timeout_ms });
     }
-    let gw_client = gw.jev_client();
-    let bytes = gw_client.http.post_json(&Post {
+    let bytes = client.http.post_json(&Post {
         url: &url,
         auth,
         key: &key,

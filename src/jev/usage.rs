@@ -17,8 +17,7 @@
 //! When the caller stopped waiting (timeout, cancellation) before the answer arrived, the answer's
 //! usage is added to that record when it arrives ([`LateUsage`]).
 
-use super::client::EvalBilling;
-use super::response::Usage;
+use super::response::{EvalBilling, Usage};
 use crate::store::Store;
 use crate::{Error, Result};
 use parking_lot::Mutex;
@@ -122,7 +121,7 @@ impl Charged {
                 rate_version: b
                     .get("rate_version")
                     .and_then(Value::as_str)
-                    .map(super::client::provider_text),
+                    .map(super::provider_text::provider_text),
             })
         });
         Charged {
@@ -130,7 +129,7 @@ impl Charged {
                 .model
                 .as_ref()
                 .and_then(Value::as_str)
-                .map(super::client::provider_text),
+                .map(super::provider_text::provider_text),
             usage,
             billing,
         }

@@ -13,9 +13,9 @@
 
 use super::lex::{Lexer, Malformed, RawStr};
 use super::question::{Question, QuestionType, Questions};
-use super::reason::{ValidationError, ValidationReason as R};
 use super::response::{Billing, Numbers, Response, Usage};
 use super::sum::Dist;
+use crate::reasons::{ValidationError, ValidationReason as R};
 use std::borrow::Cow;
 
 /// Field names an error can carry (index into [`FIELD_NAMES`]).

@@ -751,7 +751,7 @@ impl Leases {
         let now = self.inner.clock.now();
         // Drawn before the lock (used only when the call creates a session); a failed random
         // source is an error, never a predictable id.
-        let fresh = crate::device::random_id("bs_")?;
+        let fresh = crate::ids::random_id("bs_")?;
         let (result, effects) = self
             .inner
             .sessions

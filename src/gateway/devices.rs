@@ -1,55 +1,49 @@
 //! The device methods of [`Gateway`]: pairing, inventory, the channel server, tool calls,
-//! limits and artifacts (reading, deleting, purging). Thin: each forwards to the device service with the gateway's lease
-//! manager; it must never hold a lock across a call.
+//! limits and artifacts (reading, deleting, purging). Thin: each checks that the gateway is open
+//! ([`Gateway::check_open`], the one check of every method) and forwards to the device service
+//! with the gateway's lease manager; it must never hold a lock across a call.
 
-use super::{
+use super::Gateway;
+use crate::device::{
     Artifact, ChannelHandle, ChannelOptions, Device, DeviceLimits, PairRequest, Pairing, ToolCall,
     ToolResult,
 };
-use crate::{Error, Gateway, Result};
+use crate::Result;
 
 impl Gateway {
-    fn open_or_closed(&self) -> Result<()> {
-        if self.is_closed() {
-            Err(Error::GatewayClosed)
-        } else {
-            Ok(())
-        }
-    }
-
     /// Pairs a worker for `owner` (R-DEV-PAIR): a `browser` device when `request.browser` is
     /// given, else a `shell` worker. Returns the device and its token — shown this once, stored
     /// only hashed. Re-pairing the same installation keeps the device id and replaces the
     /// token: the old token stops working and an open connection with it is closed.
     pub fn pair(&self, owner: &str, request: &PairRequest) -> Result<Pairing> {
-        self.open_or_closed()?;
+        self.check_open()?;
         self.device_service().pair(self.leases(), owner, request)
     }
 
     /// Unpairs `owner`'s device and closes its connection. `DEVICE_NOT_PAIRED` when `owner` has
     /// no device with that id.
     pub fn unpair(&self, owner: &str, device_id: &str) -> Result<()> {
-        self.open_or_closed()?;
+        self.check_open()?;
         self.device_service().unpair(owner, device_id)
     }
 
     /// `owner`'s devices with their inventory labels and online state (R-DEV-VER).
     pub fn devices(&self, owner: &str) -> Result<Vec<Device>> {
-        self.open_or_closed()?;
+        self.check_open()?;
         self.device_service().devices(owner)
     }
 
     /// Starts serving the device-worker channel (R-DEV-CHAN). The server's threads are the
     /// gateway's: [`Gateway::close`] stops and joins them.
     pub fn serve_channel(&self, options: ChannelOptions) -> Result<ChannelHandle> {
-        self.open_or_closed()?;
+        self.check_open()?;
         self.device_service().serve(options)
     }
 
     /// Runs a browser tool for an agent (R-DEV-FAIL, R-DEV-CAPS): never fails as a Rust error,
     /// always answers `{success, result}` or `{success:false, errorCode, message}`.
     pub fn call_tool(&self, call: &ToolCall) -> ToolResult {
-        if let Err(e) = self.open_or_closed() {
+        if let Err(e) = self.check_open() {
             return ToolResult::Failure {
                 error_code: e.code().into(),
                 message: e.to_string(),
@@ -71,7 +65,7 @@ impl Gateway {
     /// A screenshot artifact, only to the root session it belongs to (R-DEV-SHOT);
     /// `ARTIFACT_NOT_FOUND` otherwise.
     pub fn artifact(&self, root_session: &str, artifact_id: &str) -> Result<Artifact> {
-        self.open_or_closed()?;
+        self.check_open()?;
         self.device_service().artifact(root_session, artifact_id)
     }
 
@@ -89,7 +83,7 @@ impl Gateway {
     /// assert_eq!(gw.purge_artifacts().unwrap_err().code(), "GATEWAY_CLOSED");
     /// ```
     pub fn delete_artifacts(&self, root_session: &str) -> Result<usize> {
-        self.open_or_closed()?;
+        self.check_open()?;
         self.device_service().delete_artifacts(root_session)
     }
 
@@ -98,7 +92,7 @@ impl Gateway {
     /// (R-DEV-SHOT). The gateway's reaper thread also does this about once a minute; call it to
     /// purge now. Errors as [`Gateway::delete_artifacts`].
     pub fn purge_artifacts(&self) -> Result<usize> {
-        self.open_or_closed()?;
+        self.check_open()?;
         self.device_service().purge_artifacts()
     }
 }

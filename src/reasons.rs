@@ -1,10 +1,17 @@
-//! Why a provider response was rejected (R-VAL): the fixed `validationReason` codes and the
-//! [`ValidationError`] that carries one.
+//! Why something failed: the small value types the error vocabulary ([`crate::Error`]) carries,
+//! kept below every capability so `error` needs nothing above it.
 //!
-//! This module owns the reason vocabulary only. It must never carry text received from the
-//! provider: an error names the question key (the host's own text) and a field name written by
-//! jevgate, never an answer, an unexpected key or a number it saw.
+//! - [`ValidationReason`] and [`ValidationError`]: why a provider response was rejected
+//!   (R-VAL), the fixed `validationReason` codes; re-exported as `jevgate::jev::…`.
+//! - [`StaleCause`]: why an observation is stale (R-BRW-STALE); re-exported as
+//!   `jevgate::browser::StaleCause`.
+//!
+//! This module owns these vocabularies only and uses nothing of the crate. It must never carry
+//! text received from a provider or a page: an error names the question key (the host's own
+//! text) and a field name written by jevgate, never an answer, an unexpected key or a number it
+//! saw.
 
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// The fixed `validationReason` of a rejected response.
@@ -213,3 +220,45 @@ impl fmt::Display for ValidationError {
 }
 
 impl std::error::Error for ValidationError {}
+
+/// Why an observation is stale (R-BRW-STALE); carried by
+/// [`Error::StaleObservation`](crate::Error::StaleObservation).
+///
+/// ```
+/// use jevgate::browser::StaleCause;
+/// assert_eq!(serde_json::to_string(&StaleCause::NavigationPending).unwrap(), r#""NAVIGATION_PENDING""#);
+/// assert_eq!(StaleCause::GenerationChanged.to_string(), "GENERATION_CHANGED");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum StaleCause {
+    /// A navigation started and its document is not ready yet: re-read with a short backoff.
+    NavigationPending,
+    /// The page changed since the observation (new document, or controls added, removed or
+    /// renamed): its refs no longer hold.
+    GenerationChanged,
+    /// Another element covers the target's centre (an overlay, a banner): the page is not
+    /// changing, so retrying the same action is pointless.
+    TargetObscured,
+}
+
+impl StaleCause {
+    /// The cause's code string.
+    ///
+    /// ```
+    /// assert_eq!(jevgate::browser::StaleCause::TargetObscured.code(), "TARGET_OBSCURED");
+    /// ```
+    pub fn code(self) -> &'static str {
+        match self {
+            StaleCause::NavigationPending => "NAVIGATION_PENDING",
+            StaleCause::GenerationChanged => "GENERATION_CHANGED",
+            StaleCause::TargetObscured => "TARGET_OBSCURED",
+        }
+    }
+}
+
+impl std::fmt::Display for StaleCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.code())
+    }
+}

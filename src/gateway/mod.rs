@@ -1,5 +1,9 @@
-//! The [`Gateway`] façade: owns the live configuration generation, the store, the clock and
-//! (as later modules land) the threads that do long work.
+//! The [`Gateway`] façade, the top of the core: owns the live configuration generation, the
+//! store, the clock, the lease manager, the device service, the Jev client and the threads that
+//! do long work. Every `impl Gateway` lives in this module: this file (open, configuration,
+//! doctor, close), `devices.rs` (pairing, channel, tools, artifacts), `jev.rs` (evaluations,
+//! usage, thinking) and `browsers.rs` (local browser sessions). Nothing below it (`jev`,
+//! `device`, `lease`, …) may use it (tests/layers.rs): they get what they need passed in.
 //!
 //! A configuration replaces the live one only after it validated as a whole; the swap is atomic
 //! and bumps the generation, and work started earlier keeps the snapshot it captured
@@ -7,12 +11,9 @@
 //! life of the gateway (R-CFG-SECRETS).
 
 use crate::clock::{Instant, SharedClock, SystemClock};
-use crate::config::{doctor, CheckStatus, Config, DoctorCheck, DoctorReport};
+use crate::config::{doctor, CheckStatus, Config, ConfigSnapshot, DoctorCheck, DoctorReport};
 use crate::device::DeviceService;
-use crate::jev::{
-    CancelToken, EvaluateCall, Evaluation, JevCallback, JevClient, Limits, ThinkRequest, Thought,
-    UsagePage,
-};
+use crate::jev::JevClient;
 use crate::lease::Leases;
 use crate::store::Store;
 use crate::{Error, Result};
@@ -21,6 +22,10 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+mod browsers;
+mod devices;
+mod jev;
 
 /// How to open a [`Gateway`].
 #[derive(Debug, Clone)]
@@ -58,16 +63,6 @@ impl GatewayOptions {
         self.clock = Some(clock);
         self
     }
-}
-
-/// A configuration as the gateway holds it: immutable, numbered. Work captures one of these
-/// when it starts and keeps it to the end, whatever reloads happen meanwhile.
-#[derive(Debug)]
-pub struct ConfigSnapshot {
-    /// Starts at 1 and grows by one on every successful reload.
-    pub generation: u64,
-    /// The configuration of this generation.
-    pub config: Config,
 }
 
 /// The embeddable gateway. Cheap to clone (an `Arc` inside); every method is safe from any
@@ -236,141 +231,9 @@ impl Gateway {
         &self.inner.leases
     }
 
-    /// Serves the lease manager's browser sessions (R-PROF-2..4) with local headless
-    /// Chromiums started on first use ([`crate::browser::LocalSessions`]): isolated sessions
-    /// get a fresh profile, authenticated ones `<data_dir>/profiles/<keyed hash of the profile
-    /// key>`. `INVALID_ARGUMENT` when already enabled.
-    pub fn enable_local_browsers(&self, options: crate::browser::LaunchOptions) -> Result<()> {
-        self.check_open()?;
-        let mut slot = self.inner.local_browsers.write();
-        if slot.is_some() {
-            return Err(Error::InvalidArgument {
-                name: "local_browsers",
-                reason: "are already enabled on this gateway".into(),
-            });
-        }
-        let sessions = Arc::new(crate::browser::LocalSessions::new(
-            options,
-            self.inner.data_dir.join("profiles"),
-        ));
-        self.inner.leases.set_session_hooks(sessions.clone());
-        *slot = Some(sessions);
-        Ok(())
-    }
-
-    /// The local browser of `call`'s session (started on the session's first use, reused by
-    /// the thread's later calls). `BROWSER_UNAVAILABLE` when local browsers are not enabled or
-    /// Chromium cannot start.
-    pub fn session_browser(
-        &self,
-        call: &crate::lease::BrowserCallGuard,
-    ) -> Result<crate::browser::LocalBrowser> {
-        self.check_open()?;
-        let sessions =
-            self.inner
-                .local_browsers
-                .read()
-                .clone()
-                .ok_or_else(|| Error::BrowserUnavailable {
-                    reason:
-                        "local browsers are not enabled on this gateway (enable_local_browsers)"
-                            .into(),
-                })?;
-        sessions.browser(call)
-    }
-
     /// The device registry, channel servers and tool dispatch.
     pub(crate) fn device_service(&self) -> &DeviceService {
         &self.inner.devices
-    }
-
-    pub(crate) fn jev_client(&self) -> &JevClient {
-        &self.inner.jev
-    }
-
-    /// Runs one Jev evaluation (R-JEV): access check, request checks, ledger, limiter and queue,
-    /// credential resolution, provider, validator, access re-check, usage record. Blocks until
-    /// the answer, an error, or the `timeoutMs` deadline.
-    ///
-    /// ```
-    /// use jevgate::{Config, Gateway, GatewayOptions};
-    /// use jevgate::jev::{EvalAnswer, EvaluateCall, Limits, Question, Questions};
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let config = Config::from_json_str(
-    ///     r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#).unwrap();
-    /// let gw = Gateway::open(GatewayOptions::new(dir.path(), config)).unwrap();
-    /// let q = Questions::new([Question::choice("next", "What next?",
-    ///     [("explain", "Compare the options"), ("execute", "Execute the choice")]).unwrap()],
-    ///     &Limits::default()).unwrap();
-    /// let e = gw.evaluate(&EvaluateCall::new("assistant", "Compare the options please", q)).unwrap();
-    /// assert_eq!(e.model, "local-heuristic-1");
-    /// assert!(matches!(e.answer("next"), Some(EvalAnswer::Choice { .. })));
-    /// assert_eq!(gw.usage("assistant", 10, 0).unwrap().total, 1);
-    /// gw.close();
-    /// ```
-    pub fn evaluate(&self, call: &EvaluateCall) -> Result<Evaluation> {
-        self.inner.jev.evaluate(self, call, &CancelToken::new())
-    }
-
-    /// [`Gateway::evaluate`], cancellable from another thread through `cancel`
-    /// (`JEV_CANCELLED`).
-    pub fn evaluate_with_cancel(
-        &self,
-        call: &EvaluateCall,
-        cancel: &CancelToken,
-    ) -> Result<Evaluation> {
-        self.inner.jev.evaluate(self, call, cancel)
-    }
-
-    /// JSON in, JSON out: parses `{agentId, sessionId?, taskId?, requestId?, state, questions}`,
-    /// evaluates, and returns the evaluation's JSON (for the C and Python surfaces and the CLI).
-    /// `cancel` may be `None`.
-    pub fn evaluate_json(&self, call_json: &str, cancel: Option<&CancelToken>) -> Result<String> {
-        let jev = &self.config().config.gateway.jev;
-        let limits = Limits {
-            max_questions: jev.max_questions as usize,
-            max_input_bytes: jev.max_input_bytes as usize,
-        };
-        let call = EvaluateCall::from_json(call_json.as_bytes(), &limits)?;
-        let fresh = CancelToken::new();
-        let e = self
-            .inner
-            .jev
-            .evaluate(self, &call, cancel.unwrap_or(&fresh))?;
-        Ok(e.to_json())
-    }
-
-    /// Usage records of `agent_id`, newest first (R-JEV-USAGE): `limit` 1..=100 (else
-    /// `INVALID_ARGUMENT`), `offset` ≥ 0; `total` counts all the agent's records kept.
-    pub fn usage(&self, agent_id: &str, limit: u32, offset: u64) -> Result<UsagePage> {
-        self.check_open()?;
-        self.inner.jev.usage(agent_id, limit, offset)
-    }
-
-    /// `(in flight, waiting)` Jev evaluations right now (R-JEV-LIMIT), for metrics and tests.
-    pub fn jev_load(&self) -> (usize, usize) {
-        self.inner.jev.load()
-    }
-
-    /// [`Gateway::usage`] as JSON (`{"records": [...], "total": n}`), for the C and Python
-    /// surfaces.
-    pub fn usage_json(&self, agent_id: &str, limit: u32, offset: u64) -> Result<String> {
-        let page = self.usage(agent_id, limit, offset)?;
-        serde_json::to_string(&page).map_err(|_| Error::Internal {
-            reason: "cannot encode usage records".into(),
-        })
-    }
-
-    /// Registers (or, with `None`, removes) the function answering evaluations when
-    /// `provider` is `callback`. Its responses go through the validator like any provider's.
-    pub fn set_jev_callback(&self, callback: Option<JevCallback>) {
-        self.inner.jev.set_callback(callback);
-    }
-
-    /// The thinking helper (R-PRV-THINK): returns only `{text: string|null}`; failures are
-    /// errors and never become text.
-    pub fn think(&self, request: &ThinkRequest) -> Result<Thought> {
-        crate::jev::thinking_call(self, request)
     }
 
     /// Whether [`Gateway::close`] has been called.
