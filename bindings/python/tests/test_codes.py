@@ -55,7 +55,7 @@ def test_a_wrong_argument_is_invalid_argument_as_from_c(tmp_path):
             'invalid argument `mode`: must be "authenticated" or "isolated"'
         )
         message = _argument_error(lambda: gw.pair("owner", {"name": "no installation id"}))
-        assert message.startswith("invalid argument `request`: must be {installationId")
+        assert message.startswith("invalid argument `request_json`: must be {installationId")
         assert message.endswith("(wrong or unknown members)")
         # the core's own argument check reaches Python with the same code
         _argument_error(lambda: gw.leases.acquire("", "conv"))
