@@ -12,6 +12,7 @@
 
 mod args;
 pub mod browser;
+mod caps;
 pub mod clock;
 pub mod config;
 pub mod device;
@@ -26,6 +27,7 @@ pub mod lease;
 pub mod observation;
 mod reasons;
 pub mod store;
+pub mod untrusted;
 
 pub use config::{Config, ConfigSnapshot};
 pub use error::{Error, ErrorFamily, ErrorKind, ErrorRow, Result, RetryInfo, ERROR_TABLE};

@@ -6,6 +6,7 @@ mod support;
 use jevgate::browser::*;
 use jevgate::grammar::{HistoryDirection, Key, ScrollDirection};
 use jevgate::observation::{Control, Observation};
+use jevgate::untrusted::unwrap_text;
 use std::time::{Duration, Instant};
 use support::{shared_browser, Closing, Server};
 
@@ -447,7 +448,7 @@ fn r_brw_act_form_input_javascript_find_and_mouse_click() {
             code: "document.title + ':' + (1 + 2)".into(),
         })
         .unwrap();
-    assert_eq!(unwrap_untrusted(&js.value), Some("\"Form:3\""));
+    assert_eq!(unwrap_text(&js.value), Some("\"Form:3\""));
     let err = tab
         .javascript(JavascriptArgs {
             operation_id: op("throw"),
@@ -474,7 +475,7 @@ fn r_brw_act_form_input_javascript_find_and_mouse_click() {
             code: "(() => { const r = document.getElementById('notfield').getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()".into(),
         })
         .unwrap();
-    let xy: Vec<f64> = serde_json::from_str(unwrap_untrusted(&rect.value).unwrap()).unwrap();
+    let xy: Vec<f64> = serde_json::from_str(unwrap_text(&rect.value).unwrap()).unwrap();
     tab.mouse_click(MouseClickArgs {
         operation_id: op("xy"),
         generation: after.generation,

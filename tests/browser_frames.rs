@@ -9,6 +9,7 @@ mod support;
 
 use jevgate::browser::*;
 use jevgate::observation::{Control, Observation};
+use jevgate::untrusted::unwrap_text;
 use std::time::{Duration, Instant};
 use support::pages::*;
 use support::{shared_browser, Closing, Server};
@@ -60,7 +61,7 @@ fn js(tab: &LocalTab, id: &str, code: &str) -> String {
             code: code.into(),
         })
         .unwrap();
-    unwrap_untrusted(&res.value).unwrap().to_string()
+    unwrap_text(&res.value).unwrap().to_string()
 }
 
 #[test]

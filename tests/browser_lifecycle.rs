@@ -102,7 +102,8 @@ fn r_dev_caps_screenshots_stay_under_the_cap_on_a_large_noisy_page() {
     let tab = browser.0.open_tab().unwrap();
     tab.navigate(&server.url("/p/noisy")).unwrap();
     let view = tab.page_screenshot(ScreenshotArgs::default()).unwrap();
-    assert!(view.data.len() <= SCREENSHOT_CAP, "{}", view.data.len());
+    let cap = jevgate::device::DeviceLimits::default().screenshot_max_base64;
+    assert!(view.data.len() <= cap, "{}", view.data.len());
     assert!(view.data.starts_with("/9j/"), "JPEG");
     assert!(
         view.quality < 80 || view.scale < 1.0,
@@ -114,7 +115,7 @@ fn r_dev_caps_screenshots_stay_under_the_cap_on_a_large_noisy_page() {
             ..ScreenshotArgs::default()
         })
         .unwrap();
-    assert!(full.data.len() <= SCREENSHOT_CAP, "{}", full.data.len());
+    assert!(full.data.len() <= cap, "{}", full.data.len());
     assert!(
         full.scale < 1.0,
         "a 4000px noisy page needs scaling: {:?}",

@@ -5,6 +5,7 @@ mod support;
 
 use jevgate::browser::*;
 use jevgate::observation::{Control, Observation};
+use jevgate::untrusted::unwrap_text;
 use support::pages::*;
 use support::{shared_browser, Closing, Server};
 
@@ -256,7 +257,7 @@ fn r_brw_snap_snapshot_is_a_compact_tree_with_refs_and_regions_wrapped_untrusted
     let obs = tab.observe().unwrap();
     let snap = tab.snapshot(SnapshotArgs::default()).unwrap();
     assert_eq!(snap.generation, obs.generation);
-    let body = unwrap_untrusted(&snap.text).expect("wrapped in the untrusted envelope");
+    let body = unwrap_text(&snap.text).expect("wrapped in the untrusted envelope");
     assert!(
         body.contains("- heading \"Search form\" [level=1]"),
         "{body}"
@@ -295,7 +296,7 @@ fn r_brw_snap_snapshot_is_a_compact_tree_with_refs_and_regions_wrapped_untrusted
             max_chars: None,
         })
         .unwrap();
-    let rbody = unwrap_untrusted(&region.text).unwrap();
+    let rbody = unwrap_text(&region.text).unwrap();
     assert!(rbody.starts_with("- searchbox \"Search\""), "{rbody}");
     assert!(!rbody.contains("Colour"));
     let missing = tab.snapshot(SnapshotArgs {
@@ -327,7 +328,7 @@ fn issue12_a_cut_snapshot_says_so_in_its_text_and_how_to_read_the_rest() {
     tab.navigate(&server.url("/p/medium")).unwrap();
     let snap = tab.snapshot(SnapshotArgs::default()).unwrap();
     assert!(snap.truncated);
-    let body = unwrap_untrusted(&snap.text).unwrap();
+    let body = unwrap_text(&snap.text).unwrap();
     let (note, shown, total) = note_of(body);
     eprintln!("medium: {note}");
     assert!(
@@ -345,7 +346,7 @@ fn issue12_a_cut_snapshot_says_so_in_its_text_and_how_to_read_the_rest() {
         })
         .unwrap();
     assert!(!all.truncated && all.total_chars.is_none());
-    let whole = unwrap_untrusted(&all.text).unwrap();
+    let whole = unwrap_text(&all.text).unwrap();
     assert_eq!(
         whole.chars().count(),
         total,
@@ -362,7 +363,7 @@ fn issue12_a_cut_snapshot_says_so_in_its_text_and_how_to_read_the_rest() {
         })
         .unwrap();
     assert!(snap.truncated);
-    let (note, shown, total) = note_of(unwrap_untrusted(&snap.text).unwrap());
+    let (note, shown, total) = note_of(unwrap_text(&snap.text).unwrap());
     eprintln!("big: {note}");
     assert!(shown <= 30_000 && total > 30_000, "{note}");
     assert!(note.contains("region") && note.contains("find"), "{note}");

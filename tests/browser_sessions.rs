@@ -42,7 +42,7 @@ fn js(browser: &dyn BrowserBackend, id: &str, code: &str) -> String {
             code: code.into(),
         })
         .unwrap();
-    jevgate::browser::unwrap_untrusted(&r.value)
+    jevgate::untrusted::unwrap_text(&r.value)
         .unwrap()
         .to_string()
 }

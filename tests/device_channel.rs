@@ -5,9 +5,10 @@ mod support;
 
 use jevgate::device::{
     BrowserInfo, ChannelHandle, ChannelOptions, ChannelTls, DeviceLimits, PairRequest, ToolCall,
-    ToolResult, UNTRUSTED_NOTICE,
+    ToolResult,
 };
 use jevgate::lease::ControlCaller;
+use jevgate::untrusted::UNTRUSTED_NOTICE;
 use jevgate::{Gateway, GatewayOptions};
 use serde_json::{json, Value};
 use std::io::{Read, Write};

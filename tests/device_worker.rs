@@ -10,9 +10,9 @@ use jevgate::browser::BrowserTools;
 use jevgate::device::{
     BrowserInfo, CancelToken, ChannelHandle, ChannelOptions, ChannelTls, DeviceToken, DeviceWorker,
     PairRequest, ToolCall, ToolExecutor, ToolResult, WorkerFailure, WorkerOptions,
-    UNTRUSTED_NOTICE,
 };
 use jevgate::lease::ControlCaller;
+use jevgate::untrusted::UNTRUSTED_NOTICE;
 use jevgate::{Gateway, GatewayOptions};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};

@@ -7,7 +7,7 @@
 //! cycle, printing it with the file and line of each edge, and checks the intended order:
 //!
 //! ```text
-//! error, clock, ids, reasons, observation (bottom: shared value types)
+//! error, clock, ids, reasons, observation, args, untrusted, caps (bottom: shared value types)
 //! config, store
 //! grammar, jev, lease, browser, device    (capabilities)
 //! gateway                                 (the façade: every `impl Gateway`)
@@ -25,7 +25,16 @@ use std::path::{Path, PathBuf};
 
 /// The layers, bottom first. Every top-level module of `src/` must be listed.
 const LAYERS: &[&[&str]] = &[
-    &["error", "clock", "ids", "reasons", "observation", "args"],
+    &[
+        "error",
+        "clock",
+        "ids",
+        "reasons",
+        "observation",
+        "args",
+        "untrusted",
+        "caps",
+    ],
     &["config", "store"],
     &["grammar", "jev", "lease", "browser", "device", "task"],
     &["gateway"],

@@ -15,21 +15,18 @@ use super::backend::*;
 use super::keys::{char_events, key_events};
 use super::local::{openable, LocalTab, Sent};
 use super::snapshot::{format_tree, truncation_note, Surface, MAX_SNAPSHOT};
-use super::untrusted::wrap_untrusted;
 use super::world::{library_answer, PAGE_JS, WORLD};
+use crate::caps::{
+    JAVASCRIPT_MAX_CHARS, SCREENSHOT_MAX_BASE64, TEXT_DEFAULT_CHARS, TEXT_MAX_CHARS,
+};
 use crate::grammar::{HistoryDirection, Key, ScrollDirection};
 use crate::observation::{Navigation, Observation, ScrollPosition, Truncated};
+use crate::untrusted::wrap_text;
 use crate::{Error, Result};
 
 /// Title and URL budgets (R-BRW-OBS `truncated.title` / `truncated.url`).
 const MAX_TITLE: usize = 300;
 const MAX_URL: usize = 2048;
-/// Budgets of text results (R-DEV-CAPS).
-const DEFAULT_TEXT: usize = 20_000;
-const MAX_TEXT: usize = 30_000;
-const MAX_SCRIPT_RESULT: usize = 20_000;
-/// Screenshots stay under this many base64 characters (R-DEV-CAPS).
-pub const SCREENSHOT_CAP: usize = 150_000;
 /// At most this many characters of a `page_type` text go out as key events; the rest is
 /// inserted as text in one event.
 const KEYED_CHARS: usize = 256;
@@ -201,7 +198,7 @@ impl LocalTab {
         let doc_before = self.tab.lock().doc_seq;
         let mut opts = json!({
             "maxControls": args.max_controls.unwrap_or(2000).max(1),
-            "maxTextChars": args.max_text_chars.unwrap_or(DEFAULT_TEXT).min(MAX_TEXT),
+            "maxTextChars": args.max_text_chars.unwrap_or(TEXT_DEFAULT_CHARS).min(TEXT_MAX_CHARS),
         });
         let mut region = None;
         if let Some(t) = tree {
@@ -290,7 +287,10 @@ impl LocalTab {
             },
             Some(args),
         )?;
-        let max = args.max_chars.unwrap_or(DEFAULT_TEXT).min(MAX_SNAPSHOT);
+        let max = args
+            .max_chars
+            .unwrap_or(TEXT_DEFAULT_CHARS)
+            .min(MAX_SNAPSHOT);
         let (mut body, truncated, total) = match (&obs.dialog, tree) {
             (Some(d), _) => (
                 format!(
@@ -335,7 +335,7 @@ impl LocalTab {
             generation: obs.generation,
             url: obs.url,
             title: obs.title,
-            text: wrap_untrusted(&body),
+            text: wrap_text(&body),
             truncated,
             total_chars: truncated.then_some(total),
         })
@@ -347,7 +347,10 @@ impl LocalTab {
             Command::Observe(a) => Ok(Response::Observation(self.observe_raw(a, None)?.0)),
             Command::Snapshot(a) => Ok(Response::Snapshot(self.snapshot_now(a)?)),
             Command::GetText(a) => {
-                let max = a.max_chars.unwrap_or(DEFAULT_TEXT).min(MAX_TEXT);
+                let max = a
+                    .max_chars
+                    .unwrap_or(TEXT_DEFAULT_CHARS)
+                    .min(TEXT_MAX_CHARS);
                 let (obs, _) = self.observe_raw(
                     &ObserveArgs {
                         max_controls: Some(1),
@@ -358,7 +361,7 @@ impl LocalTab {
                 let (text, cut_here) = cut(&obs.text, max);
                 Ok(Response::Text(PageText {
                     generation: obs.generation,
-                    text: wrap_untrusted(&text),
+                    text: wrap_text(&text),
                     truncated: cut_here || obs.truncated.text,
                 }))
             }
@@ -769,10 +772,10 @@ impl LocalTab {
         let json = serde_json::to_string(&value).map_err(|_| Error::JavascriptError {
             reason: "the result is not serializable".into(),
         })?;
-        let (json, truncated) = cut(&json, MAX_SCRIPT_RESULT);
+        let (json, truncated) = cut(&json, JAVASCRIPT_MAX_CHARS);
         Ok(ScriptResult {
             operation_id: a.operation_id.clone(),
-            value: wrap_untrusted(&json),
+            value: wrap_text(&json),
             truncated,
         })
     }
@@ -852,7 +855,7 @@ impl LocalTab {
                 }),
             )?;
             let data = shot["data"].as_str().unwrap_or_default();
-            if !data.is_empty() && data.len() <= SCREENSHOT_CAP {
+            if !data.is_empty() && data.len() <= SCREENSHOT_MAX_BASE64 {
                 return Ok(Screenshot {
                     format: "jpeg".into(),
                     data: data.to_string(),
@@ -863,7 +866,7 @@ impl LocalTab {
                     generation,
                 });
             }
-            let over = data.len().max(1) as f64 / SCREENSHOT_CAP as f64;
+            let over = data.len().max(1) as f64 / SCREENSHOT_MAX_BASE64 as f64;
             if quality > 30 {
                 quality = if over > 2.5 {
                     30

@@ -439,7 +439,9 @@ fn cut_to_budget(walk: &mut Value, opts: &Value) {
             walk["truncated"]["controls"] = Value::Bool(true);
         }
     }
-    let max_text = opts["maxTextChars"].as_u64().unwrap_or(20_000) as usize;
+    let max_text = opts["maxTextChars"]
+        .as_u64()
+        .unwrap_or(crate::caps::TEXT_DEFAULT_CHARS as u64) as usize;
     let text = walk["text"].as_str().unwrap_or_default();
     if text.chars().count() > max_text {
         let cut: String = text.chars().take(max_text).collect();

@@ -1,6 +1,6 @@
 //! Browser backends (SPEC §6): the backend trait shared by the local Chromium and the channel
-//! worker, the local Chromium over the DevTools protocol, the snapshot view and the
-//! untrusted-content envelope.
+//! worker, the local Chromium over the DevTools protocol and the snapshot view. Page text it
+//! returns is wrapped by [`crate::untrusted::wrap_text`].
 //!
 //! This module owns nothing but the layout and the public names; each file's top comment says
 //! what it owns and what it must never do.
@@ -15,7 +15,6 @@
 //!   started on first use and closed when the session closes.
 //! * [`BrowserTools`] — the nine browser tools of R-DEV-TOOLS served from any backend (what
 //!   the reference device worker runs).
-//! * [`wrap_untrusted`] — the fixed envelope around page-derived text (R-BRW-UNTRUSTED).
 
 mod actions;
 mod backend;
@@ -29,10 +28,8 @@ mod sessions;
 mod snapshot;
 mod tab;
 mod tools;
-mod untrusted;
 mod world;
 
-pub use actions::SCREENSHOT_CAP;
 pub use backend::{
     ActionResult, BrowserBackend, ClickArgs, Command, FindArgs, FormInputArgs, FoundControls,
     GetTextArgs, HandleDialogArgs, HistoryArgs, JavascriptArgs, KeypressArgs, LeaseAction,
@@ -45,7 +42,6 @@ pub use launch::{find_chromium, LaunchOptions};
 pub use local::{LocalBrowser, LocalTab};
 pub use sessions::LocalSessions;
 pub use tools::BrowserTools;
-pub use untrusted::{unwrap_untrusted, wrap_untrusted, UNTRUSTED_CLOSE, UNTRUSTED_OPEN};
 
 /// JSON in, JSON out, for the C and Python surfaces: runs `{"tool": …, "args": …}` (a
 /// [`Command`]) on `backend` and returns its typed result as JSON.

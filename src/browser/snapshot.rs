@@ -21,8 +21,8 @@ use serde_json::Value;
 /// Roles that are dropped when they have no name and hand their single child up.
 const TRANSPARENT_WHEN_SINGLE: &[&str] = &["listitem", "cell", "row", "group", "region", "form"];
 
-/// The most characters one snapshot may show (SPEC: read_page ≤ 30,000 characters).
-pub(crate) const MAX_SNAPSHOT: usize = 30_000;
+/// The most characters one snapshot may show (R-DEV-CAPS: read_page ≤ 30,000 characters).
+pub(crate) const MAX_SNAPSHOT: usize = crate::caps::TEXT_MAX_CHARS;
 
 /// How a cut snapshot's last line begins (never a tree line: those begin with `- `).
 pub(crate) const NOTE_PREFIX: &str = "[snapshot truncated at ";

@@ -32,7 +32,6 @@ use super::backend::{
     ScrollArgs, SnapshotArgs, TabsAction, TabsArgs, TypeArgs,
 };
 use super::snapshot::{truncation_note, Surface, NOTE_PREFIX};
-use super::untrusted::unwrap_untrusted;
 use crate::device::{CancelToken, ToolExecutor, WorkerFailure};
 use crate::grammar::{HistoryDirection, Key, ScrollDirection};
 use crate::Error;
@@ -92,7 +91,9 @@ fn refused(message: &str) -> WorkerFailure {
 }
 
 fn text_of(wrapped: &str) -> String {
-    unwrap_untrusted(wrapped).unwrap_or(wrapped).to_string()
+    crate::untrusted::unwrap_text(wrapped)
+        .unwrap_or(wrapped)
+        .to_string()
 }
 
 fn str_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {

@@ -230,10 +230,10 @@ impl Run<'_> {
 
     fn screenshot(&self, raw: Value) -> Result<Value, WorkerFailure> {
         let shot = caps::take_screenshot(raw, self.limits.screenshot_max_base64)?;
-        let rest = caps::wrap_untrusted(Value::Object(shot.rest));
+        let rest = crate::untrusted::wrap_value(Value::Object(shot.rest));
         if self.call.inline_images {
             return Ok(
-                json!({"image": shot.base64, "mediaType": shot.media_type, caps::UNTRUSTED_KEY: rest}),
+                json!({"image": shot.base64, "mediaType": shot.media_type, crate::untrusted::UNTRUSTED_KEY: rest}),
             );
         }
         let bytes = data_encoding::BASE64
@@ -260,7 +260,7 @@ impl Run<'_> {
                 WorkerFailure::new("execution_failed", "the screenshot could not be stored")
             })?;
         Ok(
-            json!({"artifactId": id, "mediaType": shot.media_type, "bytes": bytes.len(), caps::UNTRUSTED_KEY: rest}),
+            json!({"artifactId": id, "mediaType": shot.media_type, "bytes": bytes.len(), crate::untrusted::UNTRUSTED_KEY: rest}),
         )
     }
 

@@ -41,11 +41,11 @@
 //! # Untrusted content (R-BRW-UNTRUSTED)
 //!
 //! Everything a worker returns is page-derived and sits under `result.untrustedContent`, one
-//! fixed envelope `{"notice": UNTRUSTED_NOTICE, "data": …}`; the fields beside it (`truncated`,
-//! `maxChars`, `artifactId`, `mediaType`, `bytes`, and a batch's per-action statuses) are the
-//! gateway's own. Text that is shown outside a tool result (a snapshot from
+//! fixed envelope `{"notice": UNTRUSTED_NOTICE, "data": …}` ([`crate::untrusted::wrap_value`]);
+//! the fields beside it (`truncated`, `maxChars`, `artifactId`, `mediaType`, `bytes`, and a
+//! batch's per-action statuses) are the gateway's own. Text that is shown outside a tool result (a snapshot from
 //! [`crate::browser::LocalBrowser`], the `observe` CLI) uses the text form of the same
-//! envelope, [`crate::browser::wrap_untrusted`]; a worker returns page text unwrapped so that
+//! envelope, [`crate::untrusted::wrap_text`]; a worker returns page text unwrapped so that
 //! nothing is ever wrapped twice.
 //!
 //! Logging: jevgate logs codes, device ids, sizes and durations only. The channel's WebSocket
@@ -91,7 +91,7 @@ mod worker;
 
 pub use artifacts::Artifact;
 pub(crate) use artifacts::Purger;
-pub use caps::{wrap_untrusted, DeviceLimits, UNTRUSTED_KEY, UNTRUSTED_NOTICE};
+pub use caps::DeviceLimits;
 pub use channel::{ChannelOptions, ChannelTls};
 pub use dispatch::{ToolCall, ToolResult};
 pub use executor::{
