@@ -146,9 +146,13 @@ pub mod jev;
 pub mod lease;
 pub mod observation;
 mod reasons;
-pub mod store;
+mod store;
+/// Internals that only tests, fuzz targets and benches reach into; not part of the API.
+#[doc(hidden)]
+pub mod unstable;
 pub mod untrusted;
 
 pub use config::{Config, ConfigSnapshot};
 pub use error::{Error, ErrorFamily, ErrorKind, ErrorRow, Result, RetryInfo, ERROR_TABLE};
 pub use gateway::{Gateway, GatewayOptions};
+pub use store::Store;

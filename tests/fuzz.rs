@@ -15,7 +15,7 @@
 //! the corpus only); `JEVGATE_FUZZ_SEED` — a decimal seed to repeat a run (each run prints its
 //! seed). Longer: `JEVGATE_FUZZ_SECS=600 cargo test --release -p jevgate --test fuzz`.
 //!
-//! Channel frames: the pure parsers of `device::frames` (authenticate, result, oversized
+//! Channel frames: the pure parsers of `device::frames` (reached as `jevgate::unstable::frames`) (authenticate, result, oversized
 //! frames). CDP messages from the browser: a lying browser — a fake "Chromium" (a small Python
 //! program started by `LocalBrowser::launch` on the DevTools pipe, fds 3/4) answers each
 //! request with the next NUL-separated message of the input (`$ID` / `$SID` replaced by the

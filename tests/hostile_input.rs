@@ -461,7 +461,7 @@ fn channel_frames_hold_on_hostile_and_oversized_frames() {
     for (name, frame) in frames {
         timed(name, || check::frames(frame.as_bytes()));
     }
-    let huge = jevgate::device::frames::parse_worker_frame(&format!(
+    let huge = jevgate::unstable::frames::parse_worker_frame(&format!(
         r#"{{"type":"result","id":"c1","success":true,"result":"{big}"}}"#
     ));
     assert!(

@@ -494,18 +494,18 @@ fn r_prof_1_different_gateway_secrets_give_different_profile_hashes() {
     );
     assert_eq!(hash_in(a.path()), hash_a, "the secret survives a reopen");
     for (dir, hash) in [(a.path(), &hash_a), (b.path(), &hash_b)] {
-        let store = jevgate::store::Store::open(dir).unwrap();
+        let store = jevgate::Store::open(dir).unwrap();
         let secret = store.gateway_secret().unwrap();
         store.close();
         assert_eq!(
             *hash,
-            jevgate::lease::profile_key_hash(&secret, "acme", "work")
+            jevgate::unstable::profile_key_hash(&secret, "acme", "work")
         );
         assert!(!hash.contains("work"));
     }
     assert_ne!(
         hash_a,
-        jevgate::lease::profile_key_hash(&[], "acme", "work"),
+        jevgate::unstable::profile_key_hash(&[], "acme", "work"),
         "not an unkeyed hash"
     );
 }

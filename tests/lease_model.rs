@@ -3,7 +3,7 @@
 //! against a reference model written from SPEC §4.1; every answer must agree.
 
 use jevgate::clock::Instant;
-use jevgate::lease::control::{ControlTable, Refusal};
+use jevgate::unstable::{ControlTable, Refusal};
 use proptest::prelude::*;
 use std::time::Duration;
 

@@ -61,7 +61,7 @@ fn str_field<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<Option<&'a st
 /// Parses one text message from a worker.
 ///
 /// ```
-/// use jevgate::device::frames::{parse_worker_frame, WorkerFrame};
+/// use jevgate::unstable::frames::{parse_worker_frame, WorkerFrame};
 /// let f = parse_worker_frame(r#"{"type":"authenticate","authorization":"Device abc","protocol":2}"#).unwrap();
 /// assert_eq!(f, WorkerFrame::Authenticate { token: Some("abc".into()), protocol: Some(2) });
 /// assert!(parse_worker_frame("not json").is_err());
@@ -171,7 +171,7 @@ pub enum GatewayFrame {
 /// Parses one text message from the gateway (the reference worker's side of the protocol).
 ///
 /// ```
-/// use jevgate::device::frames::{parse_gateway_frame, GatewayFrame};
+/// use jevgate::unstable::frames::{parse_gateway_frame, GatewayFrame};
 /// let f = parse_gateway_frame(r#"{"type":"cancel","id":"c7"}"#).unwrap();
 /// assert_eq!(f, GatewayFrame::Cancel { id: "c7".into() });
 /// ```

@@ -80,7 +80,7 @@ mod channel;
 mod connection;
 mod dispatch;
 mod executor;
-pub mod frames;
+pub(crate) mod frames;
 mod hub;
 mod registry;
 mod server;

@@ -31,7 +31,7 @@ pub enum LedgerRefusal {
 ///
 /// ```
 /// use jevgate::clock::Instant;
-/// use jevgate::jev::{Ledger, LedgerRefusal, LEDGER_TTL};
+/// use jevgate::unstable::{Ledger, LedgerRefusal, LEDGER_TTL};
 /// use std::time::Duration;
 /// let mut ledger = Ledger::new();
 /// let t0 = Instant::from_origin(Duration::ZERO);

@@ -26,7 +26,7 @@ pub enum Admission {
 /// Slots in use and the FIFO of waiting tickets. Pure.
 ///
 /// ```
-/// use jevgate::jev::{Admission, LimiterState};
+/// use jevgate::unstable::{Admission, LimiterState};
 /// let mut s = LimiterState::default();
 /// assert_eq!(s.arrive(1, 1), Admission::Go);
 /// let Admission::Queued(t) = s.arrive(1, 1) else { panic!() };

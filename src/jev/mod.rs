@@ -12,7 +12,7 @@
 //! - The client (R-JEV): [`crate::Gateway::evaluate`] with an [`EvaluateCall`] returns an
 //!   [`Evaluation`]; providers `typesafe`, `upstream` (HTTPS: our HTTP/1.1 over rustls), `callback`
 //!   ([`JevCallback`]) and `local` ([`local_evaluate`], a documented heuristic); the
-//!   [`Ledger`], the limiter ([`LimiterState`]), [`CancelToken`], usage records
+//!   request ledger (`ledger.rs`), the limiter (`limiter.rs`), [`CancelToken`], usage records
 //!   ([`UsageRecord`]) and the thinking helper ([`crate::Gateway::think`]). The client sees
 //!   only a `JevContext` (clock, live configuration, closed flag) lent by the gateway, never
 //!   the gateway itself.
@@ -48,9 +48,9 @@ mod client;
 mod content;
 mod context;
 mod http;
-mod ledger;
+pub(crate) mod ledger;
 mod lex;
-mod limiter;
+pub(crate) mod limiter;
 mod limits;
 mod local;
 mod pool;
@@ -70,8 +70,7 @@ pub(crate) use client::JevClient;
 pub use client::{EvalAnswer, EvaluateCall, Evaluation, JevCallback, TYPESAFE_BASE_URL};
 pub use content::Content;
 pub(crate) use context::JevContext;
-pub use ledger::{Ledger, LedgerRefusal, LEDGER_CAPACITY, LEDGER_PER_CALLER, LEDGER_TTL};
-pub use limiter::{Admission, LimiterState};
+
 pub use limits::{Limits, RequestError};
 pub use local::{local_evaluate, LOCAL_MODEL};
 pub use provider_text::{MAX_LEGEND_TEXT_BYTES, MAX_PROVIDER_TEXT_BYTES};

@@ -1,11 +1,13 @@
 //! Leases: who may drive a browser device, and which thread's browser session holds a profile
 //! (SPEC §4, R-LEASE, R-PROF).
 //!
-//! The rules live in two pure state machines over explicit time — [`control`] (device control
-//! leases) and [`profile`] (profile leases and session lifetimes). [`Leases`] is the thin,
-//! thread-safe façade a [`Gateway`](crate::Gateway) owns: it reads the injected clock, takes a
-//! short lock around each transition, persists control-lease holder changes and device owners,
-//! and runs cancellation and session-close hooks *after* releasing its locks.
+//! The rules live in two pure state machines over explicit time — `control.rs` (device control
+//! leases, `ControlTable`) and `profile.rs` (profile leases and session lifetimes,
+//! `SessionTable`); both are internal, and tests reach the first through `jevgate::unstable`.
+//! [`Leases`] is the thin, thread-safe façade a [`Gateway`](crate::Gateway) owns: it reads the
+//! injected clock, takes a short lock around each transition, persists control-lease holder
+//! changes and device owners, and runs cancellation and session-close hooks *after* releasing
+//! its locks.
 //!
 //! It never names a lease holder to anyone but the holder (R-LEASE-2, -5), never lets two root
 //! sessions hold one device (R-LEASE-8), and never stores a raw profile key (R-PROF-1).
@@ -46,14 +48,13 @@
 //! - **Profile sessions** are in memory only: a restart closes every browser, so the next call
 //!   starts a fresh session (R-PROF-4's transparent restart).
 
-pub mod control;
-pub mod profile;
+pub(crate) mod control;
+pub(crate) mod profile;
 
-pub use control::{ControlTable, DeviceLease, Refusal, Status, CONTROL_TTL};
-pub use profile::{
-    profile_key_hash, CloseReason, Effect, SessionMode, SessionRefusal, SessionTable, ACTIVE_GRACE,
-    HARD_CEILING, IDLE_REAP,
-};
+use control::{ControlTable, DeviceLease, Refusal};
+pub use control::{Status, CONTROL_TTL};
+use profile::{profile_key_hash, SessionRefusal, SessionTable};
+pub use profile::{CloseReason, Effect, SessionMode, ACTIVE_GRACE, HARD_CEILING, IDLE_REAP};
 
 use crate::clock::{Instant, SharedClock};
 use crate::store::Store;

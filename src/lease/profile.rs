@@ -26,9 +26,9 @@ pub const ACTIVE_GRACE: Duration = Duration::from_secs(60);
 /// (R-PROF-1). The raw key is never stored.
 ///
 /// ```
-/// let h = jevgate::lease::profile_key_hash(b"secret", "org", "work-profile");
+/// let h = jevgate::unstable::profile_key_hash(b"secret", "org", "work-profile");
 /// assert_eq!(h.len(), 64);
-/// assert_ne!(h, jevgate::lease::profile_key_hash(b"other", "org", "work-profile"));
+/// assert_ne!(h, jevgate::unstable::profile_key_hash(b"other", "org", "work-profile"));
 /// ```
 pub fn profile_key_hash(secret: &[u8], organization: &str, profile_key: &str) -> String {
     let key = hmac::Key::new(hmac::HMAC_SHA256, secret);
@@ -336,6 +336,7 @@ impl SessionTable {
     }
 
     /// The live session of a thread.
+    #[cfg(test)]
     pub fn session_of(&self, thread_id: &str) -> Option<&BrowserSession> {
         self.by_thread.get(thread_id)
     }
@@ -343,11 +344,6 @@ impl SessionTable {
     /// Number of live sessions.
     pub fn len(&self) -> usize {
         self.by_thread.len()
-    }
-
-    /// Whether no session is live.
-    pub fn is_empty(&self) -> bool {
-        self.by_thread.is_empty()
     }
 
     /// Every live session's close effect (gateway shutdown).

@@ -6,9 +6,6 @@
 //! Only pure entry points are called: nothing here opens a socket, a file or a browser.
 #![allow(dead_code)] // reason: each test crate including this file uses a subset
 
-use jevgate::device::frames::{
-    authenticate, parse_gateway_frame, parse_worker_frame, result_err, GatewayFrame, WorkerFrame,
-};
 #[cfg(feature = "capi")]
 use jevgate::ffi::{self, jevgate_status};
 use jevgate::grammar::{
@@ -17,6 +14,9 @@ use jevgate::grammar::{
 };
 use jevgate::jev::{validate_response, Limits, Questions};
 use jevgate::observation::{Control, Observation};
+use jevgate::unstable::frames::{
+    authenticate, parse_gateway_frame, parse_worker_frame, result_err, GatewayFrame, WorkerFrame,
+};
 use serde_json::Value;
 use std::ffi::CString;
 #[cfg(feature = "capi")]
@@ -273,7 +273,7 @@ pub fn frames(bytes: &[u8]) {
         }
         other => panic!("result frame read back as {other:?}"),
     }
-    match parse_gateway_frame(&jevgate::device::frames::cancel(token)) {
+    match parse_gateway_frame(&jevgate::unstable::frames::cancel(token)) {
         Ok(GatewayFrame::Cancel { id }) => assert_eq!(id, token),
         other => panic!("cancel frame read back as {other:?}"),
     }

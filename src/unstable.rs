@@ -1,0 +1,16 @@
+//! Internals that tests, fuzz targets and benches reach into (`jevgate::unstable`, hidden from
+//! the documentation). Not part of the supported API: any of it may change or go in any release.
+//!
+//! This module only re-exports; it must never define behaviour of its own, and nothing in the
+//! library itself may use it (it sits in the top layer, beside the bindings).
+
+/// The channel's pure frame parsers and builders (fuzz and hostile-input tests).
+pub mod frames {
+    pub use crate::device::frames::*;
+}
+pub use crate::jev::ledger::{
+    Ledger, LedgerRefusal, LEDGER_CAPACITY, LEDGER_PER_CALLER, LEDGER_TTL,
+};
+pub use crate::jev::limiter::{Admission, LimiterState};
+pub use crate::lease::control::{ControlTable, Refusal};
+pub use crate::lease::profile::profile_key_hash;
