@@ -15,8 +15,8 @@
 //! the corpus only); `JEVGATE_FUZZ_SEED` — a decimal seed to repeat a run (each run prints its
 //! seed). Longer: `JEVGATE_FUZZ_SECS=600 cargo test --release -p jevgate --test fuzz`.
 //!
-//! Channel frames: the pure parsers of `device::frames` (reached as `jevgate::unstable::frames`) (authenticate, result, oversized
-//! frames). CDP messages from the browser: a lying browser — a fake "Chromium" (a small Python
+//! Channel frames: the pure parsers of `device::frames`, reached as `jevgate::unstable::frames`
+//! (authenticate, result, oversized frames). CDP messages from the browser: a lying browser — a fake "Chromium" (a small Python
 //! program started by `LocalBrowser::launch` on the DevTools pipe, fds 3/4) answers each
 //! request with the next NUL-separated message of the input (`$ID` / `$SID` replaced by the
 //! request's id and session; messages without `$ID` go out as events or junk before it), and
