@@ -81,7 +81,12 @@ impl Tool {
 
     fn properties(self) -> (Value, Vec<&'static str>) {
         let tab = json!({"type": "integer", "minimum": 0, "description": "The tab; omit for the current tab."});
-        let max_chars = json!({"type": "integer", "minimum": 1, "maximum": 30000, "description": "Most characters to return (default 20000)."});
+        // The R-DEV-CAPS text limits, from their one definition.
+        let (max, default) = (crate::caps::TEXT_MAX_CHARS, crate::caps::TEXT_DEFAULT_CHARS);
+        let max_chars = json!({
+            "type": "integer", "minimum": 1, "maximum": max,
+            "description": format!("Most characters to return (default {default})."),
+        });
         match self {
             Tool::Navigate => (
                 json!({"url": {"type": "string", "minLength": 1, "maxLength": 2048, "description": "http(s) URL, bare domain, or `back` / `forward`."}, "tabId": tab}),
