@@ -398,25 +398,33 @@ impl Leases {
 
     /// Runs a transition on one device; persists the new snapshot if it changed.
     fn transition<T>(&self, device: &str, f: impl FnOnce(&mut DeviceLease, Instant) -> T) -> T {
-        self.transition_state(device, |state, now| f(state.table.device(device), now))
+        self.transition_state(device, |lease, _, now| f(lease, now))
     }
 
     /// Like [`Leases::transition`], with the whole control state (lease, in-flight commands)
     /// under the one lock, so a lease change and the commands it concerns change together.
+    ///
+    /// The device's lease is looked up once (this is the acquire/renew hot path: `benches/lease`).
     fn transition_state<T>(
         &self,
         device: &str,
-        f: impl FnOnce(&mut ControlState, Instant) -> T,
+        f: impl FnOnce(&mut DeviceLease, &mut HashMap<String, Vec<InFlight>>, Instant) -> T,
     ) -> T {
         let now = self.inner.clock.now();
         let (out, persist) = {
             let mut control = self.inner.control.lock();
-            let before = control.table.device(device).epoch();
-            let out = f(&mut control, now);
-            let lease = control.table.device(device);
+            let ControlState {
+                table,
+                versions,
+                in_flight,
+                ..
+            } = &mut *control;
+            let lease = table.device(device);
+            let before = lease.epoch();
+            let out = f(lease, in_flight, now);
             let persist = if lease.epoch() != before {
                 let after = lease.snapshot();
-                let v = control.versions.entry(device.to_string()).or_insert(0);
+                let v = versions.entry(device.to_string()).or_insert(0);
                 *v += 1;
                 Some((*v, after))
             } else {
@@ -540,22 +548,23 @@ impl Leases {
         self.check_owner(device, caller)?;
         // Dispossess and collect the holder's in-flight hooks in one transition: a command
         // registers under the same lock as its acquire, so none can slip between the two.
-        let hooks: Option<Vec<CancelHook>> = self.transition_state(device, |state, now| {
-            let session = state.table.device(device).take_back(now)?;
-            let hooks = match state.in_flight.get_mut(device) {
-                Some(list) => {
-                    let (cancel, keep): (Vec<_>, Vec<_>) =
-                        list.drain(..).partition(|c| c.session == session);
-                    *list = keep;
-                    if list.is_empty() {
-                        state.in_flight.remove(device);
+        let hooks: Option<Vec<CancelHook>> =
+            self.transition_state(device, |lease, in_flight, now| {
+                let session = lease.take_back(now)?;
+                let hooks = match in_flight.get_mut(device) {
+                    Some(list) => {
+                        let (cancel, keep): (Vec<_>, Vec<_>) =
+                            list.drain(..).partition(|c| c.session == session);
+                        *list = keep;
+                        if list.is_empty() {
+                            in_flight.remove(device);
+                        }
+                        cancel.into_iter().map(|c| c.cancel).collect()
                     }
-                    cancel.into_iter().map(|c| c.cancel).collect()
-                }
-                None => Vec::new(),
-            };
-            Some(hooks)
-        });
+                    None => Vec::new(),
+                };
+                Some(hooks)
+            });
         let Some(hooks) = hooks else {
             return Ok(false);
         };
@@ -631,10 +640,9 @@ impl Leases {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let now = self.inner.clock.now();
         let grant = self
-            .transition_state(device, |state, now| {
-                let grant = state.table.device(device).touch(root_session, now)?;
-                state
-                    .in_flight
+            .transition_state(device, |lease, in_flight, now| {
+                let grant = lease.touch(root_session, now)?;
+                in_flight
                     .entry(device.to_string())
                     .or_default()
                     .push(InFlight {
