@@ -219,11 +219,25 @@ struct ControlState {
     in_flight: HashMap<String, Vec<InFlight>>,
 }
 
+/// A value aligned (and so padded) to a 128-byte line: two 64-byte lines, as adjacent-line
+/// prefetchers pair them.
+#[repr(align(128))]
+struct CacheLine<T>(T);
+
+impl<T> std::ops::Deref for CacheLine<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 struct Inner {
     clock: SharedClock,
     store: Arc<Store>,
     secret: Vec<u8>,
-    control: Mutex<ControlState>,
+    /// On a cache line of its own: every acquire/renew locks it, and under contention its lock
+    /// word must not share a line with the fields every call reads first (`clock`, `closed`).
+    control: CacheLine<Mutex<ControlState>>,
     /// Serialises owner changes so the store and the in-memory map agree on the last one.
     owners_write: Mutex<()>,
     sessions: Mutex<SessionTable>,
@@ -372,7 +386,7 @@ impl Leases {
                 clock,
                 store,
                 secret,
-                control: Mutex::new(state),
+                control: CacheLine(Mutex::new(state)),
                 owners_write: Mutex::new(()),
                 sessions: Mutex::new(SessionTable::default()),
                 hooks: RwLock::new(None),
