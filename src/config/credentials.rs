@@ -75,7 +75,7 @@ impl std::fmt::Display for Secret {
 impl CredentialRef {
     /// A short description naming the reference (never the key), for errors and reports.
     /// A variable's name is repeated only when it has the conventional shape
-    /// ([`conventional_env_name`]); any other name — a key pasted into `apiKeyEnv` passes the
+    /// (`conventional_env_name`); any other name — a key pasted into `apiKeyEnv` passes the
     /// name check — is described by where it comes from instead.
     pub fn describe(&self) -> String {
         match self {

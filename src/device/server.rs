@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// A running channel server. Stop it with [`ChannelHandle::stop`]; [`Gateway::close`]
+/// A running channel server. Stop it with [`ChannelHandle::stop`]; [`Gateway::close`](crate::Gateway::close)
 /// (crate::Gateway::close) stops every server of the gateway. Dropping the handle does not stop
 /// the server.
 #[derive(Clone)]

@@ -355,7 +355,7 @@ pub struct Evaluation {
     pub request_id: String,
     /// The model id sent, exactly as configured (a catalog prefix is never stripped).
     pub requested_model: String,
-    /// The model the provider reports having used (bounded and cleaned by [`provider_text`]:
+    /// The model the provider reports having used (bounded and cleaned by `provider_text`:
     /// at most [`MAX_PROVIDER_TEXT_BYTES`](super::MAX_PROVIDER_TEXT_BYTES), no control characters).
     pub model: String,
     /// One answer per question, in question order.

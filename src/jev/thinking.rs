@@ -38,7 +38,7 @@ pub struct ThinkRequest {
 impl ThinkRequest {
     /// Parses `{"agentId","instructions","input","timeoutMs"?}` (the C `request_json`), or
     /// `INVALID_ARGUMENT` (`request_json`). The range of `timeoutMs` is checked by
-    /// [`Gateway::think`] for every surface.
+    /// [`Gateway::think`](crate::Gateway::think) for every surface.
     pub fn from_json(json: &str) -> Result<ThinkRequest> {
         crate::args::from_json(
             "request_json",
