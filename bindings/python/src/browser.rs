@@ -53,7 +53,7 @@ impl PyLocalBrowser {
         py: Python<'py>,
         command: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let text = crate::dumps(command)?;
+        let text = crate::dumps_arg("command_json", command)?;
         let out = self.run(py, move |b| jevgate::browser::execute_json(b, &text))?;
         json_to_py(py, &out)
     }
@@ -61,9 +61,7 @@ impl PyLocalBrowser {
     /// Opens `url` (http, https or about:blank) in the current tab and waits for it to settle.
     fn navigate<'py>(&self, py: Python<'py>, url: String) -> PyResult<Bound<'py, PyAny>> {
         let r = self.run(py, move |b| b.navigate(&url))?;
-        let json = serde_json::to_string(&r)
-            .map_err(|_| pyo3::exceptions::PyValueError::new_err("encoding"))?;
-        json_to_py(py, &json)
+        crate::device::to_py_json(py, serde_json::to_string(&r))
     }
 
     /// The current observation (R-BRW-OBS).
@@ -81,7 +79,7 @@ impl PyLocalBrowser {
             serde_json::json!({"tool": "snapshot", "args": {"region": region}}).to_string();
         let out = self.run(py, move |b| jevgate::browser::execute_json(b, &command))?;
         let v: serde_json::Value = serde_json::from_str(&out)
-            .map_err(|_| pyo3::exceptions::PyValueError::new_err("encoding"))?;
+            .map_err(|_| crate::errors::internal("a snapshot result that is not JSON"))?;
         Ok(v["text"].as_str().unwrap_or_default().to_string())
     }
 

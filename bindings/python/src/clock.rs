@@ -9,8 +9,9 @@ pub struct PyManualClock {
     pub clock: ManualClock,
 }
 
-/// A host-supplied number of seconds: NaN, infinite or negative is a `ValueError`; a finite
-/// value too large for a duration saturates (the clock saturates too, never panics).
+/// A host-supplied number of seconds: NaN, infinite or negative is `INVALID_ARGUMENT`
+/// (`jevgate.ArgumentError`, a `ValueError`); a finite value too large for a duration
+/// saturates (the clock saturates too, never panics).
 fn duration(seconds: f64) -> PyResult<Duration> {
     if !seconds.is_finite() || seconds < 0.0 {
         return Err(crate::errors::invalid_argument(

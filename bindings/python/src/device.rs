@@ -6,13 +6,13 @@ use crate::json_to_py;
 use jevgate::device::{
     ChannelHandle, ChannelOptions, ChannelTls, PairRequest, ToolCall, ToolFormat,
 };
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-fn py_to_json(value: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
-    let text = crate::dumps(value)?;
-    serde_json::from_str(&text).map_err(|e| invalid_json("value", "JSON", &e))
+/// The JSON argument `name` (as C names it): `INVALID_ARGUMENT` when it is not JSON.
+fn py_to_json(name: &'static str, value: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
+    let text = crate::dumps_arg(name, value)?;
+    serde_json::from_str(&text).map_err(|e| invalid_json(name, "JSON", &e))
 }
 
 /// `jevgate.tool_definitions(format="mcp"|"openai")`: the nine browser tools as JSON Schema.
@@ -56,7 +56,7 @@ pub fn pair<'py>(
     owner: String,
     request: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let req = PairRequest::from_json(&crate::dumps(request)?).py_err()?;
+    let req = PairRequest::from_json(&crate::dumps_arg("request_json", request)?).py_err()?;
     let pairing = py.detach(|| gw.pair(&owner, &req)).py_err()?;
     to_py_json(py, serde_json::to_string(&pairing))
 }
@@ -67,7 +67,8 @@ pub(crate) fn to_py_json(
     py: Python<'_>,
     json: serde_json::Result<String>,
 ) -> PyResult<Bound<'_, PyAny>> {
-    json_to_py(py, &json.map_err(|_| PyValueError::new_err("encoding"))?)
+    let json = json.map_err(|_| crate::errors::internal("a result that would not encode"))?;
+    json_to_py(py, &json)
 }
 
 pub fn devices<'py>(
@@ -108,7 +109,7 @@ pub fn call_tool<'py>(
     inline_images: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let args = match args {
-        Some(a) => py_to_json(a)?,
+        Some(a) => py_to_json("args", a)?,
         None => serde_json::json!({}),
     };
     let mut call = ToolCall::new(owner, root_session, tool, args);

@@ -2,7 +2,8 @@
 //! retry-after, retryable, worker code and (for `BROWSER_CONTEXT_BUSY`) `isolated_available`
 //! attached; a bad argument found by the binding itself is the core's
 //! [`Error::InvalidArgument`] too ([`invalid_argument`]), so Python reports `INVALID_ARGUMENT`
-//! as C does. `error_table()` hands Python the core's error table (R-ERR-1, R-ERR-3).
+//! as C does, and a broken invariant inside the binding is [`Error::Internal`] ([`internal`]).
+//! `error_table()` hands Python the core's error table (R-ERR-1, R-ERR-3).
 
 use jevgate::{Error, ErrorFamily};
 use pyo3::prelude::*;
@@ -58,6 +59,15 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
 pub fn invalid_argument(name: &'static str, reason: impl Into<String>) -> PyErr {
     to_py(Error::InvalidArgument {
         name,
+        reason: reason.into(),
+    })
+}
+
+/// A broken invariant inside the binding (a core result that would not encode, a call's
+/// thread that could not start or ended without an answer): the core's `INTERNAL`
+/// (`jevgate.Error` with code `INTERNAL`, 500), as C reports it.
+pub fn internal(reason: impl Into<String>) -> PyErr {
+    to_py(Error::Internal {
         reason: reason.into(),
     })
 }

@@ -28,9 +28,7 @@ pub(crate) fn interruptible<T: Send + 'static>(
         .spawn(move || {
             let _ = tx.send(work());
         })
-        .map_err(|_| {
-            pyo3::exceptions::PyRuntimeError::new_err("could not start a thread for the call")
-        })?;
+        .map_err(|_| crate::errors::internal("could not start a thread for the call"))?;
     let rx = parking_lot::Mutex::new(rx); // Sync, for the wait without the GIL
     loop {
         match py.detach(|| rx.lock().recv_timeout(SLICE)) {
@@ -42,7 +40,7 @@ pub(crate) fn interruptible<T: Send + 'static>(
                 }
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                return Err(crate::errors::internal(
                     "the call's thread ended without an answer",
                 ))
             }

@@ -8,7 +8,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyString};
 
 /// A JSON document given as str, bytes, bytearray, or a dict/list (serialized with `json`).
-fn json_bytes(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
+/// A value `json` cannot encode is `INVALID_ARGUMENT` naming `arg`, the C argument's name.
+fn json_bytes(value: &Bound<'_, PyAny>, what: &str, arg: &'static str) -> PyResult<Vec<u8>> {
     if let Ok(s) = value.cast::<PyString>() {
         return Ok(s.extract::<String>()?.into_bytes());
     }
@@ -19,7 +20,7 @@ fn json_bytes(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
         return Ok(b.to_vec());
     }
     if value.is_instance_of::<PyDict>() || value.hasattr("keys")? {
-        return Ok(crate::dumps(value)?.into_bytes());
+        return Ok(crate::dumps_arg(arg, value)?.into_bytes());
     }
     Err(PyTypeError::new_err(format!(
         "{what} must be a dict, str, bytes or bytearray"
@@ -34,8 +35,8 @@ pub fn validate_response<'py>(
     questions: &Bound<'py, PyAny>,
     response: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let q = json_bytes(questions, "questions")?;
-    let r = json_bytes(response, "response")?;
+    let q = json_bytes(questions, "questions", "questions_json")?;
+    let r = json_bytes(response, "response", "response_json")?;
     let answers = py
         .detach(|| jevgate::jev::validate_to_json(&q, &r))
         .py_err()?;
@@ -48,7 +49,7 @@ pub fn answer_schema<'py>(
     py: Python<'py>,
     questions: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let q = json_bytes(questions, "questions")?;
+    let q = json_bytes(questions, "questions", "questions_json")?;
     let schema = jevgate::jev::answer_schema_json(&q).py_err()?;
     json_to_py(py, &schema)
 }
@@ -81,7 +82,7 @@ pub fn evaluate<'py>(
     cancel: Option<&Bound<'py, PyCancelToken>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     // Not UTF-8: the same INVALID_ARGUMENT the C ABI gives for `call_json`.
-    let text = String::from_utf8(json_bytes(call, "call")?)
+    let text = String::from_utf8(json_bytes(call, "call", "call_json")?)
         .map_err(|_| jevgate::Error::InvalidArgument {
             name: "call_json",
             reason: "is not valid UTF-8".into(),
@@ -107,9 +108,7 @@ pub fn usage<'py>(
     offset: u64,
 ) -> PyResult<Bound<'py, PyAny>> {
     let page = py.detach(|| gw.usage(&agent_id, limit, offset)).py_err()?;
-    let json = serde_json::to_string(&page)
-        .map_err(|_| pyo3::exceptions::PyValueError::new_err("encoding"))?;
-    json_to_py(py, &json)
+    crate::device::to_py_json(py, serde_json::to_string(&page))
 }
 
 /// Wraps a Python callable as the `callback` provider: it receives the request as a dict and
@@ -134,7 +133,8 @@ pub fn callback(cell: crate::gateway::CallableCell) -> jevgate::jev::JevCallback
                 .bind(py)
                 .call1((arg,))
                 .map_err(|_| fail("raised an exception"))?;
-            json_bytes(&out, "response").map_err(|_| fail("returned something that is not JSON"))
+            json_bytes(&out, "response", "response_json")
+                .map_err(|_| fail("returned something that is not JSON"))
         })
     })
 }

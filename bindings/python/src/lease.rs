@@ -4,7 +4,6 @@ use crate::device::to_py_json;
 use crate::errors::IntoPy;
 use jevgate::lease::{BrowserCall, BrowserCallGuard, ControlCaller, Credential, SessionMode};
 use parking_lot::Mutex;
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::sync::Arc;
 
@@ -194,7 +193,7 @@ impl PyBrowserCall {
         py: Python<'py>,
         command: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let text = crate::dumps(command)?;
+        let text = crate::dumps_arg("command_json", command)?;
         let (gw, guard) = (self.gateway.clone(), Arc::clone(&self.guard));
         // The lock is taken and held without the GIL, so `end()` on another thread cannot
         // deadlock against it; Ctrl-C stops the wait (the command ends in the background).
@@ -208,7 +207,9 @@ impl PyBrowserCall {
         };
         let out = crate::interrupt::interruptible(py, work, || {})?.py_err()?;
         let Some(out) = out else {
-            return Err(PyValueError::new_err("this browser call has ended"));
+            // the code and argument jevgate_browser_call_execute gives for an ended call
+            // (src/ffi/browser.rs)
+            return Err(crate::errors::invalid_argument("call", "has already ended"));
         };
         crate::json_to_py(py, &out)
     }

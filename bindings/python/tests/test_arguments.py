@@ -78,3 +78,70 @@ def test_a_connect_timeout_that_is_no_duration_is_invalid_argument():
 def test_a_call_that_is_not_utf8_is_invalid_argument(gw):
     # As jevgate_evaluate with a call_json that is not UTF-8 (src/ffi/mod.rs str_arg).
     expect_invalid(lambda: gw.evaluate(b'{"agentId": "\xff"}'), "call_json")
+
+
+# A JSON argument given as a dict/list that holds something JSON cannot carry: the core's
+# INVALID_ARGUMENT naming the C argument (or the Python one where C has none), not the bare
+# TypeError/ValueError of the `json` module (issue 13 item 2, R-C). The cycle and the deep
+# nesting are the `json` module's ValueError and RecursionError.
+def _cyclic():
+    d = {}
+    d["self"] = d
+    return d
+
+
+def _deep():
+    d = {}
+    for _ in range(100_000):
+        d = {"d": d}
+    return d
+
+
+NOT_JSON = [{"s": {1, 2}}, {"n": float("nan")}, {"b": b"bytes"}, {(1, 2): "tuple key"}, _cyclic(), _deep()]
+
+
+@pytest.mark.parametrize("bad", NOT_JSON, ids=["set", "nan", "bytes", "tuple-key", "cycle", "deep"])
+def test_call_tool_args_that_are_not_json_are_invalid_argument(gw, bad):
+    expect_invalid(lambda: gw.call_tool("owner", "conv", "browser_get_text", bad), "args")
+
+
+@pytest.mark.parametrize("bad", NOT_JSON, ids=["set", "nan", "bytes", "tuple-key", "cycle", "deep"])
+def test_every_json_argument_that_is_not_json_is_invalid_argument(gw, bad):
+    expect_invalid(lambda: gw.pair("owner", bad), "request_json")
+    expect_invalid(lambda: gw.evaluate(bad), "call_json")
+    expect_invalid(lambda: jevgate.validate_response(bad, "{}"), "questions_json")
+    expect_invalid(lambda: jevgate.validate_response("[]", bad), "response_json")
+    expect_invalid(lambda: jevgate.answer_schema(bad), "questions_json")
+    with gw.leases.browser_call("t", "acme") as call:
+        expect_invalid(lambda: call.execute(bad), "command_json")
+
+
+def test_a_json_argument_of_the_wrong_python_type_stays_a_type_error(gw):
+    # A str/bytes/dict is asked for; an int is a Python type mistake, not a jevgate code.
+    with pytest.raises(TypeError) as info:
+        jevgate.validate_response("[]", 42)  # type: ignore[arg-type]
+    assert not isinstance(info.value, jevgate.Error)
+
+
+def test_executing_an_ended_browser_call_is_invalid_argument(gw):
+    # jevgate_browser_call_execute on an ended call: INVALID_ARGUMENT naming `call`
+    # (src/ffi/browser.rs). Before: a bare ValueError("this browser call has ended").
+    with gw.leases.browser_call("t", "acme") as call:
+        pass
+    expect_invalid(lambda: call.execute({"tool": "observe", "args": {}}), "call")
+    call.end()  # idempotent
+    expect_invalid(lambda: call.execute({"tool": "observe", "args": {}}), "call")
+
+
+def test_a_device_worker_needs_exactly_one_of_browser_or_executor():
+    expect_invalid(
+        lambda: jevgate.DeviceWorker("ws://127.0.0.1:9/v1/device-worker/channel", "token"),
+        "executor",
+    )
+
+
+def test_a_manual_clock_refuses_a_duration_that_is_none():
+    clock = jevgate.ManualClock()
+    for bad in (-1.0, float("nan"), float("inf"), float("-inf")):
+        expect_invalid(lambda: clock.advance(bad), "seconds")
+        expect_invalid(lambda: clock.set_wall(bad), "seconds")

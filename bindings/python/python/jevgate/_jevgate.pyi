@@ -1,4 +1,10 @@
-"""Type stubs of the native module jevgate._jevgate (re-exported by the jevgate package)."""
+"""Type stubs of the native module jevgate._jevgate (re-exported by the jevgate package).
+
+A wrong argument raises ArgumentError (a ValueError) with code INVALID_ARGUMENT, as C reports it,
+including a JSON argument (dict/list) holding a value JSON cannot carry (a set, NaN, a cycle);
+an argument of the wrong Python type is a TypeError; a broken invariant inside the binding is
+Error with code INTERNAL.
+"""
 
 import os
 from types import TracebackType
@@ -132,9 +138,9 @@ class ManualClock:
 
     def __new__(cls) -> "ManualClock": ...
     def advance(self, seconds: float) -> None:
-        """Move monotonic and wall time forward (saturating at 9999-12-31T23:59:59.999Z); ValueError if negative or not finite."""
+        """Move monotonic and wall time forward (saturating at 9999-12-31T23:59:59.999Z); ArgumentError (a ValueError, INVALID_ARGUMENT) if negative or not finite."""
     def set_wall(self, unix_seconds: float) -> None:
-        """Set wall time without moving monotonic time (a suspend or an NTP jump); saturates at year 9999."""
+        """Set wall time without moving monotonic time (a suspend or an NTP jump); saturates at year 9999; ArgumentError if negative or not finite."""
     @property
     def now(self) -> float:
         """Monotonic seconds since creation."""
@@ -178,7 +184,9 @@ class BrowserCall:
     mode: str
     created: bool
     def execute(self, command: Mapping[str, Any]) -> Dict[str, Any]:
-        """Run {"tool": ..., "args": {...}} in this session's local browser (gw.enable_local_browsers())."""
+        """Run {"tool": ..., "args": {...}} in this session's local browser (gw.enable_local_browsers()).
+
+        After end(): ArgumentError INVALID_ARGUMENT naming `call`, as jevgate_browser_call_execute."""
     def end(self) -> None: ...
     def __enter__(self) -> "BrowserCall": ...
     def __exit__(
