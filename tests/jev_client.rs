@@ -292,6 +292,9 @@ fn r_jev_limit_four_active_sixteen_queued_seventeenth_rejected() {
 }
 
 // R-JEV-LIMIT: one deadline covers the queue wait; a queued call times out without being sent.
+// The first call holds the only slot under a long deadline (its configuration generation);
+// the queued one runs under a 300 ms one, reloaded in between (R-CFG-RELOAD). (With one
+// timeoutMs for both, the first call's earlier deadline frees the slot before the second's.)
 #[test]
 fn r_jev_limit_deadline_includes_queue_wait() {
     let server = TestServer::start();
@@ -300,11 +303,19 @@ fn r_jev_limit_deadline_includes_queue_wait() {
     let gw = Arc::new(open(upstream(
         &server,
         &env,
-        json!({"timeoutMs": 300, "maxConcurrentRequests": 1}),
+        json!({"timeoutMs": 60000, "maxConcurrentRequests": 1}),
     )));
-    let g2 = Arc::clone(&gw);
-    let first = std::thread::spawn(move || g2.evaluate(&call("a")));
+    let token = CancelToken::new();
+    let (g2, t) = (Arc::clone(&gw), token.clone());
+    let first = std::thread::spawn(move || g2.evaluate_with_cancel(&call("a"), &t));
     wait_until("the first at the server", || server.hits() == 1);
+    let short = upstream(
+        &server,
+        &env,
+        json!({"timeoutMs": 300, "maxConcurrentRequests": 1}),
+    );
+    gw.reload(Config::from_json_str(&short.to_string()).unwrap())
+        .unwrap();
     let started = Instant::now();
     let err = gw.evaluate(&call("a")).unwrap_err();
     let waited = started.elapsed();
@@ -312,7 +323,8 @@ fn r_jev_limit_deadline_includes_queue_wait() {
     assert!(waited >= Duration::from_millis(250), "{waited:?}");
     assert!(waited < Duration::from_secs(3), "{waited:?}");
     assert_eq!(server.hits(), 1, "the queued call was never sent");
-    assert_eq!(first.join().unwrap().unwrap_err().code(), "JEV_TIMEOUT");
+    token.cancel();
+    assert_eq!(first.join().unwrap().unwrap_err().code(), "JEV_CANCELLED");
     server.open_gate();
 }
 
@@ -344,10 +356,121 @@ fn r_jev_limit_cancel_from_another_thread() {
     );
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(server.hits(), 1);
-    // the cancelled in-flight request keeps its slot until its I/O ends
-    assert_eq!(gw.jev_load().0, 1);
-    server.open_gate();
+    // the cancelled in-flight request's socket is shut down: its slot is freed without the
+    // provider answering (issue 12 item 5)
     wait_until("slot released", || gw.jev_load() == (0, 0));
+    server.open_gate();
+}
+
+/// A loopback provider that accepts connections and never answers (nor closes them). Returns
+/// its base URL, the number of connections accepted, and the connections (to see them end).
+fn silent_provider() -> (
+    String,
+    Arc<std::sync::atomic::AtomicUsize>,
+    Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let conns = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (a, c) = (Arc::clone(&accepted), Arc::clone(&conns));
+    // detached: it ends with the test process
+    std::thread::spawn(move || {
+        for s in listener.incoming().flatten() {
+            c.lock().unwrap().push(s);
+            a.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    (base, accepted, conns)
+}
+
+/// Joins `t`, failing (instead of hanging) when it has not ended within `limit`.
+fn join_within<T>(what: &str, t: std::thread::JoinHandle<T>, limit: Duration) -> T {
+    let start = Instant::now();
+    while !t.is_finished() {
+        assert!(
+            start.elapsed() < limit,
+            "{what} did not end within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    t.join().unwrap()
+}
+
+fn silent_config(base: &str, env: &str) -> serde_json::Value {
+    json!({"gateway": {"jev": {
+        "enabled": true, "provider": "upstream", "baseUrl": base, "apiKeyEnv": env,
+        "model": "m", "timeoutMs": 60000, "maxConcurrentRequests": 1,
+    }}})
+}
+
+// R-JEV-LIMIT, issue 12 item 5: cancelling an evaluation whose provider never answers shuts
+// its socket down: the caller gets JEV_CANCELLED at once, the provider sees the connection end,
+// and the concurrency slot is free for the next evaluation long before timeoutMs (60 s).
+#[test]
+fn r_jev_limit_cancel_aborts_the_provider_socket_and_frees_the_slot() {
+    let (base, accepted, conns) = silent_provider();
+    let env = key_env("ABORT", "k");
+    let gw = Arc::new(open(silent_config(&base, &env)));
+    let token = CancelToken::new();
+    let (g, t) = (Arc::clone(&gw), token.clone());
+    let first = std::thread::spawn(move || g.evaluate_with_cancel(&call("a"), &t));
+    let n = || accepted.load(std::sync::atomic::Ordering::SeqCst);
+    wait_until("the first at the provider", || {
+        n() == 1 && gw.jev_load() == (1, 0)
+    });
+    let started = Instant::now();
+    token.cancel();
+    let err = join_within("the cancelled evaluation", first, Duration::from_secs(5)).unwrap_err();
+    assert_eq!(err.code(), "JEV_CANCELLED");
+    // the slot is freed (the old code held it until timeoutMs)
+    wait_until("slot freed", || gw.jev_load() == (0, 0));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // the provider sees the connection end (FIN), not a connection left open
+    {
+        use std::io::Read;
+        let conn = conns.lock().unwrap()[0].try_clone().unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = Vec::new();
+        (&conn).read_to_end(&mut buf).unwrap();
+        assert!(buf.starts_with(b"POST "), "the request was sent first");
+    }
+    // a second evaluation is admitted (maxConcurrentRequests = 1) and reaches the provider on a
+    // new connection (the shut-down one was not pooled)
+    let token2 = CancelToken::new();
+    let (g, t) = (Arc::clone(&gw), token2.clone());
+    let second = std::thread::spawn(move || g.evaluate_with_cancel(&call("a"), &t));
+    wait_until("the second admitted and at the provider", || n() == 2);
+    assert_eq!(gw.jev_load(), (1, 0));
+    token2.cancel();
+    let err = join_within("the second evaluation", second, Duration::from_secs(5)).unwrap_err();
+    assert_eq!(err.code(), "JEV_CANCELLED");
+    wait_until("slot freed again", || gw.jev_load() == (0, 0));
+}
+
+// Issue 12 item 5: closing the gateway with a provider call in flight ends that call (its
+// socket is shut down) instead of waiting timeoutMs (60 s) for the I/O thread.
+#[test]
+fn close_aborts_an_in_flight_provider_call() {
+    let (base, accepted, _conns) = silent_provider();
+    let env = key_env("CLOSEABORT", "k");
+    let gw = Arc::new(open(silent_config(&base, &env)));
+    let g = Arc::clone(&gw);
+    let eval = std::thread::spawn(move || g.evaluate(&call("a")));
+    wait_until("the call at the provider", || {
+        accepted.load(std::sync::atomic::Ordering::SeqCst) == 1 && gw.jev_load() == (1, 0)
+    });
+    let started = Instant::now();
+    let g = Arc::clone(&gw);
+    let closer = std::thread::spawn(move || g.close());
+    join_within("close", closer, Duration::from_secs(5));
+    let err = join_within("the in-flight evaluation", eval, Duration::from_secs(5)).unwrap_err();
+    assert_eq!(err.code(), "GATEWAY_CLOSED");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 // R-JEV-LIMIT, R-JEV-ERRMAP: a provider slower than the deadline is JEV_TIMEOUT, and nothing

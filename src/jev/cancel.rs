@@ -2,9 +2,10 @@
 //! and any other thread that may cancel it.
 //!
 //! Cancelling wakes whatever the evaluation is blocked on (the queue, the wait for the provider)
-//! through wakers registered for the duration of that wait. It never interrupts a provider
-//! mid-request on the wire: the evaluation returns `JEV_CANCELLED` at once and the in-flight
-//! request ends on its own deadline, keeping its concurrency slot until then.
+//! through wakers registered for the duration of that wait. The evaluation returns
+//! `JEV_CANCELLED` at once; an HTTP provider request in flight has its socket shut down (issue 12
+//! item 5), so its I/O thread returns and frees the concurrency slot; a host callback cannot be
+//! interrupted and keeps its slot until it returns.
 
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -8,14 +8,18 @@
 //!
 //! One deadline (`timeoutMs`, from the call's start on the gateway clock) covers the queue wait,
 //! the credential resolution (a key file is opened non-blocking and must be a regular file), the
-//! I/O and the `local` heuristic (which reads the clock as it works). The call keeps the configuration generation it started
-//! with (R-CFG-RELOAD); access is re-read from the live configuration before dispatch and before
-//! returning. There are no automatic retries and no fallback to another provider.
+//! I/O and the `local` heuristic (which reads the clock as it works). When the caller stops
+//! waiting (cancellation, its deadline) or the gateway closes, an HTTP provider call's socket is
+//! shut down, so its I/O thread returns at once and frees its concurrency slot (issue 12 item
+//! 5); a host callback cannot be interrupted and keeps its slot until it returns. The call
+//! keeps the configuration generation it started with (R-CFG-RELOAD); access is re-read from the
+//! live configuration before dispatch and before returning. There are no automatic retries and no fallback to another provider.
 //!
 //! The usage record is committed before `evaluate` returns. It carries the provider's reported
 //! usage and billing whenever the provider answered — also when the evaluation then failed
 //! (validation, a mismatched id or model, a revocation), and, when the caller timed out or
-//! cancelled first, once the late answer arrives.
+//! cancelled first, once a host callback's late answer arrives (an HTTP call is aborted then: a
+//! provider that charged for it cannot report it).
 //!
 //! This module must never log or keep state, questions, answers' text, provider bodies or
 //! credentials; errors carry codes and reasons written by jevgate.
@@ -23,7 +27,7 @@
 use super::cancel::CancelToken;
 use super::content::Content;
 use super::context::JevContext;
-use super::http::{Auth, Http, Post};
+use super::http::{Abort, Auth, Http, Post};
 use super::ledger::{Ledger, LedgerRefusal};
 use super::limiter::{Limiter, WaitEnd};
 use super::limits::{Limits, RequestError};
@@ -503,6 +507,8 @@ impl JevClient {
     }
 
     pub(crate) fn close(&self) {
+        // in-flight HTTP calls end now, so joining the I/O threads does not wait for timeoutMs
+        self.http.close();
         self.pool.close();
         self.usage.close();
     }
@@ -842,6 +848,8 @@ impl JevClient {
         let clock = ctx.clock();
         let result: Slot = Arc::new((Mutex::new(SlotState::default()), Condvar::new()));
         let late = Arc::new(LateUsage::default());
+        // ends the HTTP exchange when the caller stops waiting (issue 12 item 5)
+        let abort = Arc::new(Abort::default());
         let job: Box<dyn FnOnce() -> Result<Vec<u8>> + Send> = match dispatch {
             // answered inline by `run`; never handed to an I/O thread
             Dispatch::Local => Box::new(|| {
@@ -855,6 +863,7 @@ impl JevClient {
             }
             Dispatch::Http { url, key } => {
                 let (http, url, key) = (self.http.clone(), url.clone(), key.clone());
+                let abort = Arc::clone(&abort);
                 let remaining = deadline.saturating_duration_since(clock.now());
                 let wall = clock.wall();
                 Box::new(move || {
@@ -867,6 +876,7 @@ impl JevClient {
                         timeout: remaining,
                         wall,
                         timeout_ms,
+                        abort: Some(&abort),
                     })
                 })
             }
@@ -897,8 +907,9 @@ impl JevClient {
             out.1.notify_all();
         }))?;
         let waker = {
-            let r = Arc::clone(&result);
+            let (r, abort) = (Arc::clone(&result), Arc::clone(&abort));
             cancel.on_cancel(move || {
+                abort.abort();
                 drop(r.0.lock());
                 r.1.notify_all();
             })
@@ -921,6 +932,9 @@ impl JevClient {
             Ok(_) => None,
             Err(_) => {
                 guard.abandoned = true;
+                // cancelled or past the caller's deadline (the gateway clock, which the socket's
+                // own deadline does not follow): the socket is shut down, the slot freed
+                abort.abort();
                 Some(late)
             }
         };

@@ -3,6 +3,13 @@
 //! ones), bounded as a whole by the evaluation's remaining time, never following a redirect, no
 //! automatic retry, idle connections kept for reuse.
 //!
+//! An exchange can be ended from another thread (issue 12 item 5: one deadline covers
+//! everything an evaluation does): [`Abort::abort`] (the caller cancelled or its deadline passed)
+//! and [`Http::close`] (the gateway closes) shut the in-flight socket down, so a blocked read or
+//! write returns at once and the I/O thread frees its concurrency slot; a connection that was
+//! shut down is never returned to the pool. Only the TCP connect itself is not interrupted (it
+//! keeps the call's own deadline).
+//!
 //! Status mapping (R-JEV-ERRMAP) happens here, keeping only typed metadata (Retry-After, reset
 //! time). It must never surface or log a provider's response body, the request body, a response
 //! header or the credential: error reasons are statuses and error kinds written by jevgate.
@@ -20,7 +27,7 @@ use crate::{Error, Result};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -67,6 +74,62 @@ pub(crate) struct Post<'a> {
     pub wall: SystemTime,
     /// The configured deadline, for `JEV_TIMEOUT`.
     pub timeout_ms: u64,
+    /// A handle another thread may use to end this exchange (the caller's cancellation or
+    /// deadline); [`Http::close`] ends it too.
+    pub abort: Option<&'a Arc<Abort>>,
+}
+
+/// Ends one in-flight exchange from another thread: the socket it is using is shut down (both
+/// directions), so a blocked read or write returns at once. Aborting is permanent; an exchange
+/// that starts after it fails at once, and its connection is never pooled again.
+#[derive(Default)]
+pub(crate) struct Abort {
+    state: Mutex<AbortState>,
+}
+
+#[derive(Default)]
+struct AbortState {
+    aborted: bool,
+    /// A clone of the socket the exchange is using, while it uses it.
+    socket: Option<TcpStream>,
+}
+
+impl Abort {
+    /// Shuts the exchange's socket down (if it has one yet) and marks the exchange aborted.
+    pub(crate) fn abort(&self) {
+        let mut st = self.state.lock();
+        st.aborted = true;
+        if let Some(s) = st.socket.take() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// Registers the socket an exchange is about to use; refused once aborted.
+    fn attach(&self, tcp: &TcpStream) -> std::result::Result<(), Fail> {
+        let clone = tcp.try_clone()?;
+        let mut st = self.state.lock();
+        if st.aborted {
+            return Err(Fail::Aborted);
+        }
+        st.socket = Some(clone);
+        Ok(())
+    }
+
+    /// Forgets the socket (a later abort no longer touches it: it may be pooled) and tells
+    /// whether the exchange was aborted (then its connection must not be reused).
+    fn detach(&self) -> bool {
+        let mut st = self.state.lock();
+        st.socket = None;
+        st.aborted
+    }
+}
+
+/// The exchanges in flight, so [`Http::close`] can end them.
+#[derive(Default)]
+struct InFlight {
+    closed: bool,
+    next: u64,
+    calls: HashMap<u64, Arc<Abort>>,
 }
 
 /// Where a connection goes: scheme, host (as written, `[::1]` bracketed) and port.
@@ -78,6 +141,7 @@ pub(crate) struct Http {
     /// `None` when the TLS provider offers no protocol version (then every https call fails).
     tls: Option<Arc<rustls::ClientConfig>>,
     idle: Arc<Mutex<HashMap<Endpoint, Vec<Conn>>>>,
+    in_flight: Arc<Mutex<InFlight>>,
 }
 
 impl std::fmt::Debug for Http {
@@ -181,6 +245,8 @@ enum Fail {
     Tls,
     BadHeaderValue,
     BadUrl,
+    /// Ended by [`Abort::abort`] or [`Http::close`].
+    Aborted,
 }
 
 impl From<io::Error> for Fail {
@@ -234,7 +300,22 @@ impl Http {
         Http {
             tls,
             idle: Arc::new(Mutex::new(HashMap::new())),
+            in_flight: Arc::default(),
         }
+    }
+
+    /// Ends every exchange in flight (their sockets are shut down), drops the idle
+    /// connections and refuses later exchanges (`GATEWAY_CLOSED`). Idempotent.
+    pub(crate) fn close(&self) {
+        let calls: Vec<Arc<Abort>> = {
+            let mut f = self.in_flight.lock();
+            f.closed = true;
+            f.calls.values().cloned().collect()
+        };
+        for a in calls {
+            a.abort();
+        }
+        self.idle.lock().clear();
     }
 
     /// POSTs `body` as JSON to `url` and returns the 2xx body. Other statuses map per
@@ -249,7 +330,33 @@ impl Http {
         let deadline = Instant::now()
             .checked_add(p.timeout)
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 86_400));
-        match self.exchange(p, deadline) {
+        let abort = p.abort.cloned().unwrap_or_default();
+        let id = {
+            let mut f = self.in_flight.lock();
+            if f.closed {
+                return Err(Error::GatewayClosed);
+            }
+            let id = f.next;
+            f.next = f.next.wrapping_add(1);
+            f.calls.insert(id, Arc::clone(&abort));
+            id
+        };
+        let result = self.exchange(p, deadline, &abort);
+        let closed = {
+            let mut f = self.in_flight.lock();
+            f.calls.remove(&id);
+            f.closed
+        };
+        // An aborted exchange's outcome is whatever the shut-down socket gave (an error, or a
+        // body cut at the shutdown when the response is framed by the end of the connection).
+        if abort.detach() {
+            return Err(if closed {
+                Error::GatewayClosed
+            } else {
+                Error::Cancelled
+            });
+        }
+        match result {
             Ok(Ok(body)) => Ok(body),
             Ok(Err((status, retry))) => Err(map_status(status, retry)),
             Err(fail) => Err(fail_error(fail, p.timeout_ms)),
@@ -263,6 +370,7 @@ impl Http {
         &self,
         p: &Post<'_>,
         deadline: Instant,
+        abort: &Abort,
     ) -> std::result::Result<std::result::Result<Vec<u8>, (u16, RetryInfo)>, Fail> {
         let url = crate::config::parse_endpoint(p.url).map_err(|_| Fail::BadUrl)?;
         let tls = url.scheme == "https";
@@ -273,6 +381,7 @@ impl Http {
             Some(c) => c,
             None => self.connect(&endpoint, deadline)?,
         };
+        abort.attach(conn.io.get_ref().stream.tcp())?;
         conn.io.get_mut().deadline = deadline;
         conn.io.get_mut().write_all(&request)?;
         conn.io.get_mut().flush()?;
@@ -288,6 +397,10 @@ impl Http {
             return Ok(Err((head.status, retry_info(|n| head.get(n), p.wall))));
         }
         let (body, reusable) = read_body(&mut conn.io, &head)?;
+        // a shut-down connection is never pooled; after this no abort touches it
+        if abort.detach() {
+            return Err(Fail::Aborted);
+        }
         if reusable && head.keep_alive {
             self.put_back(endpoint, conn);
         }
@@ -579,6 +692,7 @@ fn fail_error(fail: Fail, timeout_ms: u64) -> Error {
             "a header value (the API key or a configured header) has a line break or NUL".into()
         }
         Fail::BadUrl => "the provider URL is not usable".into(),
+        Fail::Aborted => "the request was aborted".into(),
     };
     Error::ProviderFailure { reason }
 }
@@ -838,6 +952,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             wall: SystemTime::now(),
             timeout_ms: 1000,
+            abort: None,
         };
         let ok = request_bytes(
             &post(&[("anthropic-version", "1")]),

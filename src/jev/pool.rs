@@ -1,6 +1,6 @@
 //! The gateway-owned threads that carry provider I/O (HTTP requests and callback providers), so
-//! the calling thread can stop waiting at its deadline or on cancellation while the request
-//! ends on its own timeout.
+//! the calling thread can stop waiting at its deadline or on cancellation (an HTTP request is
+//! then aborted by shutting its socket down; a callback runs to its end).
 //!
 //! Threads are started on demand (one per concurrently running job, so never more than the
 //! largest `maxConcurrentRequests` in use) and kept; [`IoPool::close`] stops and joins them after

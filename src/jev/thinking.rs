@@ -142,6 +142,8 @@ pub(crate) fn think(
         timeout: remaining,
         wall: clock.wall(),
         timeout_ms,
+        // the thinking helper has no cancel token; Http::close still ends it
+        abort: None,
     })?;
     parse_reply(t.api, &bytes)
 }

@@ -40,7 +40,8 @@ def upstream(base, **extra):
 
 
 # The provider's deadline (4 s) is twice the limit: an interrupt seen only when the call returns
-# fails the test; closing the gateway waits for the abandoned calls to reach it.
+# fails the test (an interrupted call's socket is shut down, so closing the gateway does not wait
+# for that deadline either).
 def interrupted_within(call, limit=2.0, delay=0.3):
     """Runs `call` on the main thread with SIGINT sent to it after `delay`; returns how long it
     took to raise KeyboardInterrupt (fails if it did not, or took longer than `limit`)."""

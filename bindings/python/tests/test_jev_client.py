@@ -134,3 +134,84 @@ def test_a_refused_answer_still_records_what_the_provider_charged(tmp_path):
         assert record["usage"] == {"input_tokens": 7, "output_tokens": 2}
         assert record["billing"]["charged_credits"] == 0.5
         assert len(record["model"].encode()) <= 128 and "\x1b" not in record["model"]
+
+
+def _accepting_silent_provider():
+    """A loopback provider that accepts connections and never answers; returns its URL, the
+    accepted connections (a list) and a stop function."""
+    import socket
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    conns = []
+
+    def accept():
+        while True:
+            try:
+                conns.append(srv.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+
+    def stop():
+        srv.close()
+        for c in conns:
+            c.close()
+
+    return f"http://127.0.0.1:{srv.getsockname()[1]}", conns, stop
+
+
+def _wait_for(what, cond, limit=5.0):
+    import time
+
+    start = time.monotonic()
+    while not cond():
+        assert time.monotonic() - start < limit, f"timed out waiting for {what}"
+        time.sleep(0.005)
+
+
+# Issue 12 item 5 (R-JEV-LIMIT): cancelling shuts the provider socket down, so the only slot
+# (maxConcurrentRequests 1) is free for the next call at once, not after timeoutMs (60 s); and
+# closing the gateway with a call in flight ends that call instead of waiting timeoutMs.
+@pytest.mark.timeout(30)
+def test_cancel_and_close_abort_a_silent_provider_call(tmp_path):
+    import os
+    import time
+
+    base, conns, stop = _accepting_silent_provider()
+    env = f"JEVGATE_PY_ABORT_{os.getpid()}"
+    os.environ[env] = "sk-abort"
+    cfg = config("upstream", baseUrl=base, apiKeyEnv=env, model="m", timeoutMs=60000, maxConcurrentRequests=1)
+    try:
+        gw = jevgate.Gateway(tmp_path, cfg)
+        errors = []
+
+        def run(token=None):
+            try:
+                gw.evaluate({"agentId": "assistant", "state": "x", "questions": QUESTIONS}, cancel=token)
+            except jevgate.Error as e:
+                errors.append(e.code)
+
+        token = jevgate.CancelToken()
+        first = threading.Thread(target=run, args=(token,))
+        first.start()
+        _wait_for("the first call at the provider", lambda: len(conns) == 1)
+        token.cancel()
+        first.join(5)
+        assert not first.is_alive() and errors == ["JEV_CANCELLED"]
+        # the slot was freed: the second call is admitted and reaches the provider
+        second = threading.Thread(target=run)
+        second.start()
+        _wait_for("the second call at the provider", lambda: len(conns) == 2)
+        started = time.monotonic()
+        closer = threading.Thread(target=gw.close)
+        closer.start()
+        closer.join(5)
+        second.join(5)
+        assert not closer.is_alive() and not second.is_alive()
+        assert time.monotonic() - started < 3
+        assert errors == ["JEV_CANCELLED", "GATEWAY_CLOSED"]
+    finally:
+        stop()
