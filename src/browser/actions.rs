@@ -506,6 +506,9 @@ impl LocalTab {
                 v["y"].as_f64().unwrap_or(0.0),
             )
         } else {
+            self.frame_point(&obs, scope.n, &scope.inner)?;
+            self.settle_frames(&obs, scope.n)?;
+            // the point again, on the drawn page (a scroll may have moved it)
             self.frame_point(&obs, scope.n, &scope.inner)?
         };
         let before = self.started_seq();

@@ -413,6 +413,41 @@ impl LocalTab {
         }
     }
 
+    /// Before input goes to a point inside out-of-process frames: waits (bounded by the call
+    /// timeout) for two animation frames in the innermost frame and in the page, so a frame
+    /// just scrolled into view has been drawn and its hit-test region is live in the browser
+    /// (otherwise Chromium may drop the mouse events — seen for a frame below the fold).
+    pub(crate) fn settle_frames(&self, obs: &Observed, n: usize) -> Result<()> {
+        const TWO_FRAMES: &str =
+            "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))";
+        let Some(inner) = obs.frames.get(n - 1) else {
+            return Ok(());
+        };
+        let ctx = self.frame_world(&inner.session)?;
+        for (params, session) in [
+            (
+                json!({ "expression": TWO_FRAMES, "contextId": ctx, "awaitPromise": true, "returnByValue": true }),
+                Some(inner.session.as_str()),
+            ),
+            (
+                json!({ "expression": TWO_FRAMES, "awaitPromise": true, "returnByValue": true }),
+                Some(self.tab.session_id.as_str()),
+            ),
+        ] {
+            self.inner
+                .cdp
+                .call_interruptible(
+                    "Runtime.evaluate",
+                    params,
+                    session,
+                    self.inner.opts.call_timeout,
+                    &|| self.tab.dialog_or_gone(),
+                )
+                .map_err(|e| self.frame_error("Runtime.evaluate", e))?;
+        }
+        Ok(())
+    }
+
     /// After a field in a frame was focused: waits (bounded) until that frame holds the page's
     /// focus, so key events reach it. Proceeds after the wait either way.
     pub(crate) fn wait_frame_focus(&self, session: &str) -> Result<()> {
