@@ -414,10 +414,15 @@ impl LocalTab {
     }
 
     /// Before input goes to a point inside out-of-process frames: waits (bounded by the call
-    /// timeout) for two animation frames in the innermost frame and in the page, so a frame
+    /// timeout) for animation frames in the innermost frame and in the page, so a frame
     /// just scrolled into view has been drawn and its hit-test region is live in the browser
     /// (otherwise Chromium may drop the mouse events — seen for a frame below the fold).
     pub(crate) fn settle_frames(&self, obs: &Observed, n: usize) -> Result<()> {
+        // At least four animation frames and 50 ms in the frame (the browser's hit-test data
+        // for a frame lags its drawing by a few frames under load), two in the page.
+        const FRAME_SETTLED: &str = "new Promise(r => { const t0 = performance.now(); let n = 0; \
+            const f = () => (++n >= 4 && performance.now() - t0 >= 50) ? r(true) : requestAnimationFrame(f); \
+            requestAnimationFrame(f); })";
         const TWO_FRAMES: &str =
             "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))";
         let Some(inner) = obs.frames.get(n - 1) else {
@@ -426,7 +431,7 @@ impl LocalTab {
         let ctx = self.frame_world(&inner.session)?;
         for (params, session) in [
             (
-                json!({ "expression": TWO_FRAMES, "contextId": ctx, "awaitPromise": true, "returnByValue": true }),
+                json!({ "expression": FRAME_SETTLED, "contextId": ctx, "awaitPromise": true, "returnByValue": true }),
                 Some(inner.session.as_str()),
             ),
             (
