@@ -23,6 +23,7 @@
 mod credentials;
 mod doctor;
 mod parse;
+pub(crate) use parse::path_key;
 mod rules;
 mod url;
 

@@ -139,7 +139,7 @@ pub(crate) const KEY_PLACEHOLDER: &str = "<key>";
 /// A key as it may appear in an error path: itself when identifier-like
 /// (`^[A-Za-z][A-Za-z0-9_]{0,63}$`, the shape of every key jevgate defines), otherwise
 /// [`KEY_PLACEHOLDER`].
-fn path_key(key: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn path_key(key: &str) -> std::borrow::Cow<'_, str> {
     let mut chars = key.chars();
     let ident = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic())
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')

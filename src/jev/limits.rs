@@ -136,25 +136,18 @@ fn redact_quoted(msg: &str) -> String {
     out
 }
 
-/// A path whose member names are echoed only when identifier-like
-/// (`^[A-Za-z][A-Za-z0-9_]{0,63}$`); any other name (a pasted secret, a URL) prints as `<key>`.
-/// Array indices stay.
+/// A path whose member names go through the configuration's one rule for keys in error paths
+/// ([`crate::config::path_key`]: identifier-like names as they are, anything else — a pasted
+/// secret, a URL — as `<key>`). Array indices stay.
 fn safe_path(path: &str) -> String {
-    fn ident(s: &str) -> bool {
-        let b = s.as_bytes();
-        !b.is_empty()
-            && b.len() <= 64
-            && b[0].is_ascii_alphabetic()
-            && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
-    }
     path.split('.')
         .map(|seg| {
             let name = seg.find('[').map_or(seg, |i| &seg[..i]);
             let index = &seg[name.len()..];
-            if name.is_empty() || ident(name) {
+            if name.is_empty() {
                 seg.to_owned()
             } else {
-                format!("<key>{index}")
+                format!("{}{index}", crate::config::path_key(name))
             }
         })
         .collect::<Vec<_>>()
