@@ -414,29 +414,41 @@ impl LocalTab {
     }
 
     /// Before input goes to a point inside out-of-process frames: waits (bounded by the call
-    /// timeout) for at least four animation frames and 50 ms in the innermost frame, so a frame
+    /// timeout) for at least four animation frames and 50 ms in the innermost frame and two in
+    /// the page, so a frame
     /// just scrolled into view has been drawn and its hit-test region is live in the browser
     /// (otherwise Chromium may drop the mouse events — seen for a frame below the fold). Runs
-    /// in our isolated world only, where the page cannot replace `requestAnimationFrame`; a
+    /// in our isolated worlds only, where the page cannot replace `requestAnimationFrame`; a
     /// page that starves its frames gets a timeout before anything is sent.
     pub(crate) fn settle_frames(&self, obs: &Observed, n: usize) -> Result<()> {
         const FRAME_SETTLED: &str = "new Promise(r => { const t0 = performance.now(); let n = 0; \
             const f = () => (++n >= 4 && performance.now() - t0 >= 50) ? r(true) : requestAnimationFrame(f); \
             requestAnimationFrame(f); })";
+        const TWO_FRAMES: &str =
+            "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))";
         let Some(inner) = obs.frames.get(n - 1) else {
             return Ok(());
         };
-        let ctx = self.frame_world(&inner.session)?;
-        self.inner
-            .cdp
-            .call_interruptible(
-                "Runtime.evaluate",
-                json!({ "expression": FRAME_SETTLED, "contextId": ctx, "awaitPromise": true, "returnByValue": true }),
-                Some(inner.session.as_str()),
-                self.inner.opts.call_timeout,
-                &|| self.tab.dialog_or_gone(),
-            )
-            .map_err(|e| self.frame_error("Runtime.evaluate", e))?;
+        let waits = [
+            (
+                FRAME_SETTLED,
+                self.frame_world(&inner.session)?,
+                inner.session.as_str(),
+            ),
+            (TWO_FRAMES, self.world()?, self.tab.session_id.as_str()),
+        ];
+        for (expression, ctx, session) in waits {
+            self.inner
+                .cdp
+                .call_interruptible(
+                    "Runtime.evaluate",
+                    json!({ "expression": expression, "contextId": ctx, "awaitPromise": true, "returnByValue": true }),
+                    Some(session),
+                    self.inner.opts.call_timeout,
+                    &|| self.tab.dialog_or_gone(),
+                )
+                .map_err(|e| self.frame_error("Runtime.evaluate", e))?;
+        }
         Ok(())
     }
 
