@@ -43,6 +43,8 @@ pub enum ErrorFamily {
     Device,
     /// A browser backend: the browser, its pages and the actions on them.
     Browser,
+    /// Browser tasks: unknown tasks, closed sessions, full command queues.
+    Task,
     /// A bug in jevgate (a caught panic, a broken invariant).
     Internal,
 }
@@ -61,6 +63,7 @@ impl ErrorFamily {
             ErrorFamily::Access => "access",
             ErrorFamily::Device => "device",
             ErrorFamily::Browser => "browser",
+            ErrorFamily::Task => "task",
             ErrorFamily::Internal => "internal",
         }
     }
@@ -422,6 +425,20 @@ pub enum Error {
     #[error("the tab is leased by another holder")]
     TabLeaseHeld,
 
+    /// No task with that id (R-TSK). Also what a caller that does not own the task gets when
+    /// the id itself is unknown; a known id under another owner is `ACCESS_DENIED`.
+    #[error("no such task")]
+    TaskNotFound,
+
+    /// The task's session is closed: it finished, failed or was cancelled and takes no more
+    /// commands (R-TSK-CTL `AUTOMATION_SESSION_CLOSED`).
+    #[error("the task's session is closed and takes no more commands")]
+    AutomationSessionClosed,
+
+    /// The task already has [`crate::task::MAX_QUEUED_COMMANDS`] commands waiting (R-TSK-CTL).
+    #[error("the task's command queue is full")]
+    CommandQueueFull,
+
     /// A bug in jevgate: a panic caught at an FFI boundary or a broken internal invariant.
     #[error("internal error: {reason}")]
     Internal {
@@ -561,6 +578,9 @@ error_table! {
     JavascriptError => "JAVASCRIPT_ERROR", 500, Browser, false, Some("javascript_error");
     ExecutionFailed => "EXECUTION_FAILED", 500, Browser, false, Some("execution_failed");
     TabLeaseHeld => "TAB_LEASE_HELD", 409, Browser, true, None;
+    TaskNotFound => "TASK_NOT_FOUND", 404, Task, false, None;
+    AutomationSessionClosed => "AUTOMATION_SESSION_CLOSED", 410, Task, false, None;
+    CommandQueueFull => "COMMAND_QUEUE_FULL", 429, Task, true, None;
     Internal => "INTERNAL", 500, Internal, false, None;
 }
 
@@ -641,6 +661,9 @@ impl Error {
             Error::JavascriptError { .. } => ErrorKind::JavascriptError,
             Error::ExecutionFailed { .. } => ErrorKind::ExecutionFailed,
             Error::TabLeaseHeld => ErrorKind::TabLeaseHeld,
+            Error::TaskNotFound => ErrorKind::TaskNotFound,
+            Error::AutomationSessionClosed => ErrorKind::AutomationSessionClosed,
+            Error::CommandQueueFull => ErrorKind::CommandQueueFull,
             Error::Internal { .. } => ErrorKind::Internal,
         }
     }
@@ -1129,6 +1152,12 @@ mod tests {
                 ErrorFamily::Browser => {
                     !c.starts_with("JEV_") && !c.starts_with("STORE_") && !c.starts_with("DEVICE_")
                 }
+                ErrorFamily::Task => [
+                    "TASK_NOT_FOUND",
+                    "AUTOMATION_SESSION_CLOSED",
+                    "COMMAND_QUEUE_FULL",
+                ]
+                .contains(&c),
                 ErrorFamily::Internal => c == "INTERNAL",
             };
             assert!(family_ok, "{c} in family {:?}", row.family);

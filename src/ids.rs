@@ -23,6 +23,25 @@ pub(crate) fn random_id(prefix: &str) -> Result<String> {
     Ok(format!("{prefix}{}", random_hex(12)?))
 }
 
+/// A random (version 4) UUID in its 36-character lowercase form: task ids (R-TSK).
+pub(crate) fn random_uuid() -> Result<String> {
+    let hex = random_hex(16)?;
+    let mut b: Vec<char> = hex.chars().collect();
+    b[12] = '4';
+    // The variant nibble is 8, 9, a or b.
+    let v = b[16].to_digit(16).unwrap_or(0);
+    b[16] = char::from_digit(8 | (v & 3), 16).unwrap_or('8');
+    let s: String = b.into_iter().collect();
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &s[0..8],
+        &s[8..12],
+        &s[12..16],
+        &s[16..20],
+        &s[20..32]
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -37,5 +56,10 @@ mod tests {
             .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
         assert_ne!(a, b);
         assert_eq!(random_hex(32).unwrap().len(), 64);
+        let u = random_uuid().unwrap();
+        assert_eq!(u.len(), 36, "{u}");
+        assert_eq!(&u[14..15], "4");
+        assert!(matches!(&u[19..20], "8" | "9" | "a" | "b"), "{u}");
+        assert_ne!(u, random_uuid().unwrap());
     }
 }

@@ -40,6 +40,7 @@ pub use backend::{
 };
 pub use launch::{find_chromium, LaunchOptions};
 pub use local::{LocalBrowser, LocalTab};
+pub(crate) use sessions::create_private_dir;
 pub use sessions::LocalSessions;
 pub use tools::BrowserTools;
 

@@ -161,7 +161,7 @@ impl SessionHooks for LocalSessions {
     }
 }
 
-fn create_private_dir(dir: &std::path::Path) -> Result<()> {
+pub(crate) fn create_private_dir(dir: &std::path::Path) -> Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]

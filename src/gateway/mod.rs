@@ -26,6 +26,7 @@ use std::sync::Arc;
 mod browsers;
 mod devices;
 mod jev;
+mod tasks;
 
 /// How to open a [`Gateway`].
 #[derive(Debug, Clone)]
@@ -39,6 +40,12 @@ pub struct GatewayOptions {
     /// Extra trusted root certificates (DER) for provider connections. When non-empty, only
     /// these are trusted (a private CA, tests); otherwise the Mozilla roots are used.
     pub jev_root_certificates: Vec<Vec<u8>>,
+    /// Tasks that run at once (R-TSK); more wait `queued`. Default
+    /// [`crate::task::DEFAULT_TASK_SLOTS`].
+    pub task_slots: usize,
+    /// How tasks start their local Chromium (executable, timeouts, window); the gateway's clock
+    /// and the task's profile replace `clock` and `profile_dir`.
+    pub task_browser: crate::browser::LaunchOptions,
 }
 
 impl GatewayOptions {
@@ -49,7 +56,15 @@ impl GatewayOptions {
             config,
             clock: None,
             jev_root_certificates: Vec::new(),
+            task_slots: crate::task::DEFAULT_TASK_SLOTS,
+            task_browser: crate::browser::LaunchOptions::default(),
         }
+    }
+
+    /// Runs at most `slots` tasks at once (at least one).
+    pub fn with_task_slots(mut self, slots: usize) -> GatewayOptions {
+        self.task_slots = slots.max(1);
+        self
     }
 
     /// Trusts only these DER root certificates for provider connections (private CA, tests).
@@ -99,6 +114,7 @@ struct Inner {
     closed: AtomicBool,
     data_dir: PathBuf,
     local_browsers: RwLock<Option<Arc<crate::browser::LocalSessions>>>,
+    tasks: crate::task::TaskService,
 }
 
 impl Gateway {
@@ -123,8 +139,16 @@ impl Gateway {
             Arc::clone(&clock),
         )?;
         let secret_names = options.config.secret_env_names();
+        let host = Arc::new(tasks::Host::default());
+        let task_service = crate::task::TaskService::open(
+            Arc::clone(&store),
+            options.data_dir.clone(),
+            Arc::clone(&clock),
+            host.clone(),
+            options.task_slots,
+        )?;
         log::info!("gateway opened (schema {})", crate::store::SCHEMA_VERSION);
-        Ok(Gateway {
+        let gateway = Gateway {
             inner: Arc::new(Inner {
                 store,
                 leases,
@@ -141,8 +165,11 @@ impl Gateway {
                 closed: AtomicBool::new(false),
                 data_dir: options.data_dir.clone(),
                 local_browsers: RwLock::new(None),
+                tasks: task_service,
             }),
-        })
+        };
+        host.attach(&gateway, options.task_browser);
+        Ok(gateway)
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {
@@ -247,6 +274,9 @@ impl Gateway {
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return;
         }
+        // Tasks first: they stop before their next action and release their targets while
+        // the devices, leases and Jev client still answer.
+        self.inner.tasks.close();
         self.inner.devices.close();
         if let Some(reaper) = self.inner.reaper.lock().take() {
             reaper.stop();
@@ -260,6 +290,7 @@ impl Gateway {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        self.tasks.close();
         self.devices.close();
         if let Some(reaper) = self.reaper.lock().take() {
             reaper.stop();

@@ -53,8 +53,9 @@ pub(crate) mod profile;
 
 use control::{ControlTable, DeviceLease, Refusal};
 pub use control::{Status, CONTROL_TTL};
-use profile::{profile_key_hash, SessionRefusal, SessionTable};
+pub(crate) use profile::profile_key_hash;
 pub use profile::{CloseReason, Effect, SessionMode, ACTIVE_GRACE, HARD_CEILING, IDLE_REAP};
+use profile::{SessionRefusal, SessionTable};
 
 use crate::clock::{Instant, SharedClock};
 use crate::store::Store;

@@ -20,6 +20,7 @@ const MIGRATIONS: &[Migration] = &[
     v3_devices,
     v4_jev_usage,
     v5_device_owners,
+    v6_tasks,
 ];
 
 /// v1: store identity and the per-gateway secret.
@@ -117,6 +118,58 @@ fn v5_device_owners(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
             owner TEXT NOT NULL
         ) STRICT;
         INSERT INTO device_owners (device_id, owner) SELECT device_id, owner FROM devices;",
+    )
+}
+
+/// Tasks and their receipts (R-TSK, R-TSK-RCPT). A request is one command (or step list) of a
+/// task; its receipt is the request row plus one row per dispatched operation, written before
+/// the operation is sent. No arguments, field values, credentials or lease tokens are columns.
+fn v6_tasks(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "CREATE TABLE tasks (
+            id TEXT PRIMARY KEY NOT NULL,
+            agent_id TEXT NOT NULL,
+            principal_id TEXT NOT NULL,
+            conversation_id TEXT NOT NULL,
+            target TEXT NOT NULL,
+            goal TEXT NOT NULL,
+            revision INTEGER NOT NULL,
+            controller TEXT NOT NULL,
+            state TEXT NOT NULL,
+            reason TEXT,
+            outcome TEXT,
+            actions INTEGER NOT NULL,
+            evaluations INTEGER NOT NULL,
+            action_log TEXT NOT NULL,
+            step_run TEXT,
+            created_ms INTEGER NOT NULL,
+            updated_ms INTEGER NOT NULL
+        ) STRICT;
+        CREATE INDEX tasks_by_owner ON tasks (agent_id, principal_id, conversation_id, created_ms);
+        CREATE TABLE task_requests (
+            task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            reason TEXT,
+            outcome TEXT,
+            started_ms INTEGER NOT NULL,
+            ended_ms INTEGER,
+            PRIMARY KEY (task_id, seq)
+        ) STRICT;
+        CREATE TABLE task_operations (
+            operation_id TEXT PRIMARY KEY NOT NULL,
+            task_id TEXT NOT NULL,
+            request_seq INTEGER NOT NULL,
+            tool TEXT NOT NULL,
+            dispatched_ms INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            error_code TEXT,
+            result TEXT,
+            observation TEXT,
+            FOREIGN KEY (task_id, request_seq) REFERENCES task_requests (task_id, seq)
+                ON DELETE CASCADE
+        ) STRICT;
+        CREATE INDEX task_operations_by_request ON task_operations (task_id, request_seq);",
     )
 }
 

@@ -232,6 +232,7 @@ fn v5_migration_copies_paired_devices_owners() {
         s.write(|tx| {
             tx.execute_batch(
                 "DROP TABLE device_owners;
+                 DROP TABLE task_operations; DROP TABLE task_requests; DROP TABLE tasks;
                  INSERT INTO devices (device_id, owner, installation_id, name, capability,
                     token_hash, paired_at) VALUES
                     ('dev_a', 'alice', 'i1', 'laptop', 'browser', x'01', 1),

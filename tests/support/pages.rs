@@ -16,6 +16,11 @@ pub const SECRET_CARD: &str = "4111111111111111";
 pub const SECRET_OTP: &str = "918273";
 pub const SECRET_TYPED: &str = "typed-SECRET-xyz";
 
+/// The buttons of the `crash` page, one per step of a crash-test task.
+pub const CRASH_BUTTONS: [&str; 10] = [
+    "Alpha", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot", "Golf", "Hotel", "India", "Juliett",
+];
+
 pub fn page(name: &str) -> Option<String> {
     let body = match name {
         "buttons" => r#"<title>Buttons</title><h1>Buttons page</h1>
@@ -149,6 +154,29 @@ c.putImageData(img, 0, 0);
         "big" => big(1000),
         // Its snapshot is over the default 20,000 characters but under the 30,000 maximum.
         "medium" => big(MEDIUM),
+        // Tasks (R-RUN): a search home, its results, and a page of named buttons whose every
+        // real click is counted and shows a mark (so a click is a visible change).
+        "taskhome" => r#"<title>Pets home</title><h1>Pets</h1>
+<form action="/p/results" onsubmit="b('search')"><input type="search" name="q" aria-label="Search pets"><button>Search</button></form>
+<div style="height:3000px">A long page about pets.</div>"#
+            .to_string(),
+        "results" => r#"<title>Results</title><h1>Results</h1>
+<a href="/p/catpage" onclick="b('cats-link')">Cats result one</a><br>
+<a href="/p/third" onclick="b('dogs-link')">Dogs result two</a>
+<div style="height:3000px">More results.</div>"#
+            .to_string(),
+        "catpage" => r#"<title>All about cats</title><h1>Cats</h1><p>Cats purr.</p>
+<div style="height:3000px">Long cat text.</div>"#
+            .to_string(),
+        "crash" => {
+            let mut s = String::from("<title>Named buttons</title><h1>Buttons</h1>");
+            for name in CRASH_BUTTONS {
+                s.push_str(&format!(
+                    "<p><button onclick=\"b('{name}');this.textContent+=' pressed'\">{name}</button></p>"
+                ));
+            }
+            s
+        }
         _ => return None,
     };
     Some(format!("{HEAD}{body}"))

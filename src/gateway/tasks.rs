@@ -1,0 +1,93 @@
+//! The task methods of [`Gateway`] (R-TSK): [`Gateway::tasks`], and the [`Host`] the task
+//! service gets instead of the gateway itself — Jev evaluations with the gateway's checks and
+//! usage records, and targets (a local Chromium per task, or a paired device's tab). Thin: the
+//! host holds a weak reference, so a task thread never keeps a closed gateway alive, and holds
+//! no lock across a call.
+
+use super::{Gateway, Inner};
+use crate::browser::{BrowserBackend, LaunchOptions, LocalBrowser};
+use crate::jev::{CancelToken, EvaluateCall, Evaluation};
+use crate::task::{OpenTarget, TaskHost, TaskOwner, TaskTarget, Tasks};
+use crate::{Error, Result};
+use parking_lot::RwLock;
+use std::sync::{Arc, Weak};
+
+impl Gateway {
+    /// The task API (R-TSK): spawn, status, wait, command, cancel, list, receipts.
+    ///
+    /// ```
+    /// use jevgate::task::TaskOwner;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let gw = jevgate::Gateway::open(jevgate::GatewayOptions::new(dir.path(), Default::default())).unwrap();
+    /// let owner = TaskOwner::new("assistant", "alice", "conv-1");
+    /// assert!(gw.tasks().list(&owner).unwrap().is_empty());
+    /// assert_eq!(gw.tasks().status(&owner, "nope").unwrap_err().code(), "TASK_NOT_FOUND");
+    /// gw.close();
+    /// ```
+    pub fn tasks(&self) -> Tasks<'_> {
+        Tasks::new(&self.inner.tasks)
+    }
+}
+
+/// What the task service may reach of the gateway.
+#[derive(Default)]
+pub(super) struct Host {
+    gateway: RwLock<Option<Weak<Inner>>>,
+    launch: RwLock<LaunchOptions>,
+}
+
+impl Host {
+    pub(super) fn attach(&self, gw: &Gateway, launch: LaunchOptions) {
+        *self.gateway.write() = Some(Arc::downgrade(&gw.inner));
+        *self.launch.write() = launch;
+    }
+
+    fn gateway(&self) -> Result<Gateway> {
+        let inner = self
+            .gateway
+            .read()
+            .as_ref()
+            .and_then(Weak::upgrade)
+            .ok_or(Error::GatewayClosed)?;
+        let gw = Gateway { inner };
+        gw.check_open()?;
+        Ok(gw)
+    }
+}
+
+impl TaskHost for Host {
+    fn evaluate(&self, call: &EvaluateCall, cancel: &CancelToken) -> Result<Evaluation> {
+        self.gateway()?.evaluate_with_cancel(call, cancel)
+    }
+
+    fn open_target(&self, owner: &TaskOwner, target: &TaskTarget) -> Result<OpenTarget> {
+        let gw = self.gateway()?;
+        match target {
+            TaskTarget::Local { profile } => {
+                let mut options = self.launch.read().clone();
+                options.clock = Arc::clone(gw.clock());
+                options.profile_dir = match profile {
+                    None => None,
+                    Some(key) => {
+                        let secret = gw.store().gateway_secret()?;
+                        let hash =
+                            crate::lease::profile_key_hash(&secret, &owner.principal_id, key);
+                        let dir = gw.inner.data_dir.join("profiles").join(hash);
+                        crate::browser::create_private_dir(&dir)?;
+                        Some(dir)
+                    }
+                };
+                drop(gw);
+                let browser = LocalBrowser::launch(options)?;
+                let closer = browser.clone();
+                Ok(OpenTarget {
+                    backend: Arc::new(browser) as Arc<dyn BrowserBackend>,
+                    close: Box::new(move || closer.close()),
+                })
+            }
+            TaskTarget::Device { .. } => Err(Error::BrowserUnavailable {
+                reason: "device targets land with the device task target".into(),
+            }),
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! Outcome lines and the action log (R-RUN): pure functions from what a command did to the text
+//! a person reads (`Done: …`, `Not done: … (hint)`, `Unknown: …`, `Ready: …`).
+//!
+//! Owns the wording and its bounds. It never sees page text beyond a control's accessible name
+//! (shortened), never shows typed text (always `[text]`) and never shows a URL's path or query
+//! (a host only).
+
+use super::{ActionLogEntry, ACTION_LOG_ROUNDS};
+
+/// The most characters of a control name or command shown in a line.
+const SHOWN: usize = 60;
+
+/// `Ready: …` — the session start with no action (`SESSION_READY`).
+pub(crate) const READY: &str = "Ready: the session is open and waits for the next command.";
+
+/// The line of a request a dead process left running.
+pub(crate) fn interrupted_line() -> &'static str {
+    "Unknown: the gateway stopped while this ran; its last action may have run and is not repeated (BROWSER_EXECUTION_INTERRUPTED)."
+}
+
+/// `s` cut to [`SHOWN`] characters (with `…`), control characters replaced.
+pub(crate) fn short(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(SHOWN)
+        .collect();
+    if s.chars().count() > SHOWN {
+        out.push('…');
+    }
+    out.trim().to_string()
+}
+
+/// The host of a URL only (`https://example.com/a?token=x` → `example.com`).
+pub(crate) fn host_of(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = host.rsplit('@').next().unwrap_or(host);
+    short(host)
+}
+
+/// `Done: what`.
+pub(crate) fn done(what: &str) -> String {
+    format!("Done: {what}")
+}
+
+/// `Not done: what (CODE)`.
+pub(crate) fn not_done(what: &str, code: &str) -> String {
+    format!("Not done: {what} ({code})")
+}
+
+/// `Unknown: …` — the action may have run; nothing is repeated.
+pub(crate) fn unknown(tool: &str, code: &str) -> String {
+    format!("Unknown: {tool} may have run; it is not repeated ({code})")
+}
+
+/// Words for a not-done code.
+pub(crate) fn not_done_words(code: &str) -> &'static str {
+    match code {
+        "STEP_NOT_EXECUTED" => "nothing on the page matches the command",
+        "NEW_TAB_OUT_OF_SCOPE" => {
+            "a new tab would widen the approved scope; the approved tab is kept"
+        }
+        "HISTORY_UNAVAILABLE" => "there is no page to go to in that direction",
+        "SCROLL_LIMIT" => "the page cannot scroll further that way",
+        "KEY_UNSUPPORTED" => "this browser cannot press keys",
+        "NAVIGATION_UNRESOLVED" => "the address cannot be opened",
+        "TARGET_OBSCURED" => "something covers the control; handed back",
+        "FIELD_TEXT_REQUIRED" => "the command does not say what to type",
+        "STALE_OBSERVATION" => "the page kept changing",
+        "ACTION_BUDGET" => "the task used all its actions",
+        "EVALUATION_BUDGET" => "the task used all its decisions",
+        "TIMEOUT" => "the time for the steps ran out",
+        "CANCELLED" => "the task was cancelled",
+        "UNSUPPORTED_ON_BROWSER" => "this command is not for a browser",
+        c if c.starts_with("JEV_") => "the decision could not be made",
+        _ => "the browser refused the action",
+    }
+}
+
+/// The command as the action log shows it: shortened, with `typed` (text the command typed)
+/// replaced by `[text]`.
+pub(crate) fn log_command(command: &str, typed: Option<&str>) -> String {
+    let shown = match typed {
+        Some(t) if !t.is_empty() => command.replace(t, "[text]"),
+        _ => command.to_string(),
+    };
+    short(&shown)
+}
+
+/// Appends a round, keeping the last [`ACTION_LOG_ROUNDS`].
+pub(crate) fn push_log(log: &mut Vec<ActionLogEntry>, command: String, outcome: String) {
+    log.push(ActionLogEntry { command, outcome });
+    if log.len() > ACTION_LOG_ROUNDS {
+        let extra = log.len() - ACTION_LOG_ROUNDS;
+        log.drain(..extra);
+    }
+}
+
+/// A step list longer than the grammar takes (`split_steps` answers `None` for more than 12
+/// steps, which would otherwise run as one command): counts list items and lines.
+pub(crate) fn too_many_steps(text: &str) -> bool {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let items = lines
+        .iter()
+        .filter(|l| {
+            let digits = l.chars().take_while(char::is_ascii_digit).count();
+            (digits > 0 && l[digits..].starts_with(['.', ')'])) || l.starts_with(['-', '*', '•'])
+        })
+        .count();
+    items > crate::grammar::MAX_STEPS || lines.len() > crate::grammar::MAX_STEPS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn r_run_lines_hide_typed_text_paths_and_long_names() {
+        assert_eq!(
+            log_command("type hunter2 please", Some("hunter2")),
+            "type [text] please"
+        );
+        assert_eq!(host_of("https://u:p@example.com/a?token=x"), "example.com");
+        assert_eq!(short(&"x".repeat(100)).chars().count(), SHOWN + 1);
+        assert_eq!(
+            not_done(not_done_words("SCROLL_LIMIT"), "SCROLL_LIMIT"),
+            "Not done: the page cannot scroll further that way (SCROLL_LIMIT)"
+        );
+        assert!(unknown("page_click", "OUTCOME_UNKNOWN").starts_with("Unknown: "));
+    }
+
+    #[test]
+    fn r_tsk_action_log_keeps_the_last_twelve_rounds() {
+        let mut log = Vec::new();
+        for i in 0..20 {
+            push_log(&mut log, format!("c{i}"), "Done: x".into());
+        }
+        assert_eq!(log.len(), ACTION_LOG_ROUNDS);
+        assert_eq!(log[0].command, "c8");
+    }
+
+    #[test]
+    fn r_grm_steps_thirteen_items_are_too_many() {
+        let list: String = (1..=13).map(|i| format!("{i}. scroll down\n")).collect();
+        assert!(too_many_steps(&list));
+        let ok: String = (1..=12).map(|i| format!("{i}. scroll down\n")).collect();
+        assert!(!too_many_steps(&ok));
+        assert!(!too_many_steps("search cats, then open the first result"));
+    }
+}

@@ -1,0 +1,436 @@
+//! Browser tasks (SPEC §8): a person's or agent's commands carried out on one browser, with
+//! durable receipts so that an action whose outcome is unknown is never sent again.
+//!
+//! This module owns the task model and its persistence (R-TSK), the receipts and checkpoints
+//! (R-TSK-RCPT, [`writer`] and [`records`]), the run loop (R-RUN, [`run`]) and the pool of task
+//! threads. A task runs on a thread of its slot; the slot also owns the task's browser (a local
+//! headless Chromium or a paired device's tab) until the task's session closes.
+//!
+//! The gateway sits above this module: it hands a [`TaskHost`] down (Jev evaluations and
+//! targets) and never the other way round. This module must never dispatch a page mutation
+//! whose checkpoint did not commit, never re-send an operation whose outcome is unknown (not
+//! after a timeout, a crash, a restart or a cancellation), never let one owner read another's
+//! task, and never put commands, typed text, page text or results into logs or errors: they
+//! live only in the task's rows, for its owner.
+
+mod lines;
+mod records;
+mod run;
+mod service;
+pub(crate) mod writer;
+
+pub use service::Tasks;
+pub(crate) use service::{OpenTarget, TaskHost, TaskService};
+
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The most characters one command (or step list) may have.
+pub const MAX_COMMAND_CHARS: usize = 4000;
+/// The most commands waiting behind a running one (R-TSK-CTL).
+pub const MAX_QUEUED_COMMANDS: usize = 20;
+/// The rounds kept in [`TaskStatus::action_log`].
+pub const ACTION_LOG_ROUNDS: usize = 12;
+/// Task slots when the host does not choose ([`crate::GatewayOptions::with_task_slots`]).
+pub const DEFAULT_TASK_SLOTS: usize = 4;
+
+/// Who a task belongs to (R-TSK): every read and write checks all three.
+///
+/// ```
+/// let owner = jevgate::task::TaskOwner::new("assistant", "alice", "conv-1");
+/// assert_eq!(serde_json::to_string(&owner).unwrap(),
+///     r#"{"agentId":"assistant","principalId":"alice","conversationId":"conv-1"}"#);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaskOwner {
+    /// The agent (Jev access and usage are checked and recorded for it).
+    pub agent_id: String,
+    /// The person the agent acts for.
+    pub principal_id: String,
+    /// The conversation: it holds the device's control lease while the task drives it.
+    pub conversation_id: String,
+}
+
+impl TaskOwner {
+    /// An owner triple.
+    pub fn new(
+        agent_id: impl Into<String>,
+        principal_id: impl Into<String>,
+        conversation_id: impl Into<String>,
+    ) -> TaskOwner {
+        TaskOwner {
+            agent_id: agent_id.into(),
+            principal_id: principal_id.into(),
+            conversation_id: conversation_id.into(),
+        }
+    }
+
+    /// Parses `{agentId, principalId, conversationId}` (each 1..=256 bytes, no control
+    /// characters); `INVALID_ARGUMENT` naming `owner` otherwise.
+    pub fn from_json(json: &str) -> crate::Result<TaskOwner> {
+        let owner: TaskOwner =
+            crate::args::from_json("owner", json, "{agentId, principalId, conversationId}")?;
+        owner.check()?;
+        Ok(owner)
+    }
+
+    pub(crate) fn check(&self) -> crate::Result<()> {
+        for (name, v) in [
+            ("agentId", &self.agent_id),
+            ("principalId", &self.principal_id),
+            ("conversationId", &self.conversation_id),
+        ] {
+            if v.is_empty() || v.len() > 256 || v.chars().any(char::is_control) {
+                return Err(crate::Error::InvalidArgument {
+                    name: "owner",
+                    reason: format!("`{name}` must be 1 to 256 bytes without control characters"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a task drives (R-TSK targets).
+///
+/// ```
+/// use jevgate::task::TaskTarget;
+/// let t: TaskTarget = serde_json::from_str(r#"{"kind":"local"}"#).unwrap();
+/// assert_eq!(t, TaskTarget::Local { profile: None });
+/// let d: TaskTarget = serde_json::from_str(r#"{"kind":"device","deviceId":"dev_1"}"#).unwrap();
+/// assert!(matches!(d, TaskTarget::Device { .. }));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TaskTarget {
+    /// A local headless Chromium the gateway starts for the task (and closes with it): a fresh
+    /// profile, or with `profile` the gateway's persistent profile of that key (logins kept).
+    #[serde(rename_all = "camelCase")]
+    Local {
+        /// A profile key (`<data_dir>/profiles/<keyed hash>`); `None` for a throw-away profile.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        profile: Option<String>,
+    },
+    /// A paired browser device of the principal, over the device channel: the task takes the
+    /// device's control lease for its conversation and the tab lease.
+    #[serde(rename_all = "camelCase")]
+    Device {
+        /// The device id (`dev_…`).
+        device_id: String,
+    },
+}
+
+impl Default for TaskTarget {
+    fn default() -> TaskTarget {
+        TaskTarget::Local { profile: None }
+    }
+}
+
+/// Bounds of one task (R-RUN): reaching them stops with `ACTION_BUDGET`, `EVALUATION_BUDGET`
+/// or `TIMEOUT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Budget {
+    /// Most page actions over the task's life.
+    pub max_steps: u32,
+    /// Most Jev evaluations over the task's life.
+    pub max_evaluations: u32,
+    /// Longest one step list (or command) runs, in milliseconds.
+    pub timeout_ms: u64,
+}
+
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget {
+            max_steps: 20,
+            max_evaluations: 30,
+            timeout_ms: 120_000,
+        }
+    }
+}
+
+impl Budget {
+    pub(crate) fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms)
+    }
+}
+
+/// Progress: each outcome line as it settles (R-RUN). Called on the task's thread; keep it
+/// short and never call back into the task API from it.
+pub type ProgressFn = Arc<dyn Fn(&TaskProgress) + Send + Sync>;
+
+/// One settled command's outcome line, for a [`ProgressFn`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskProgress {
+    /// The task.
+    pub task_id: String,
+    /// The outcome line (`Done: …`, `Not done: … (hint)`, `Unknown: …`, `Ready: …`).
+    pub line: String,
+    /// Its reason code (`DONE`, `STEP_NOT_EXECUTED`, …).
+    pub reason: String,
+}
+
+/// What [`Tasks::spawn`] starts.
+#[derive(Clone, Default)]
+pub struct SpawnRequest {
+    /// The person's commands: one direct command or a step list (`split_steps`). Empty: the
+    /// session opens and waits for commands (`SESSION_READY`).
+    pub goal: String,
+    /// What to drive.
+    pub target: TaskTarget,
+    /// Opened before the goal runs (the task's first navigation, with its own receipt).
+    pub start_url: Option<String>,
+    /// Bounds.
+    pub budget: Budget,
+    /// Keep the session open after the goal (state `waiting_input`) for [`Tasks::command`];
+    /// otherwise the task ends with the goal.
+    pub keep_open: bool,
+    /// Receives each outcome line.
+    pub progress: Option<ProgressFn>,
+}
+
+impl std::fmt::Debug for SpawnRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The goal is the person's text: never in debug output.
+        f.debug_struct("SpawnRequest")
+            .field("goal_chars", &self.goal.chars().count())
+            .field("target", &self.target)
+            .field("budget", &self.budget)
+            .field("keep_open", &self.keep_open)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SpawnRequest {
+    /// A request for `goal` on a fresh local Chromium.
+    pub fn new(goal: impl Into<String>) -> SpawnRequest {
+        SpawnRequest {
+            goal: goal.into(),
+            ..SpawnRequest::default()
+        }
+    }
+
+    /// Parses `{goal, target?, startUrl?, budget?, keepOpen?}` (the C, Python and CLI form).
+    pub fn from_json(json: &str) -> crate::Result<SpawnRequest> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        struct Wire {
+            #[serde(default)]
+            goal: String,
+            #[serde(default)]
+            target: TaskTarget,
+            #[serde(default)]
+            start_url: Option<String>,
+            #[serde(default)]
+            budget: Option<Budget>,
+            #[serde(default)]
+            keep_open: bool,
+        }
+        let w: Wire = crate::args::from_json(
+            "request",
+            json,
+            "{goal, target?, startUrl?, budget?, keepOpen?}",
+        )?;
+        Ok(SpawnRequest {
+            goal: w.goal,
+            target: w.target,
+            start_url: w.start_url,
+            budget: w.budget.unwrap_or_default(),
+            keep_open: w.keep_open,
+            progress: None,
+        })
+    }
+}
+
+/// A task's state (R-TSK).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskState {
+    /// Waiting for a slot.
+    Queued,
+    /// A command runs.
+    Running,
+    /// The session is open and waits for the next command (or an answer).
+    WaitingInput,
+    /// The goal's commands are done (a completion candidate: nothing verified it yet).
+    Completed,
+    /// Stopped without finishing (the reason says why); nothing is unknown.
+    Failed,
+    /// Cancelled by its owner or by the gateway closing; nothing is unknown.
+    Cancelled,
+    /// An operation's outcome is unknown: only `operation_status` or a person resolves it, and
+    /// nothing is re-sent.
+    NeedsReconciliation,
+}
+
+impl TaskState {
+    /// The stored name (`waiting_input`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Queued => "queued",
+            TaskState::Running => "running",
+            TaskState::WaitingInput => "waiting_input",
+            TaskState::Completed => "completed",
+            TaskState::Failed => "failed",
+            TaskState::Cancelled => "cancelled",
+            TaskState::NeedsReconciliation => "needs_reconciliation",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> TaskState {
+        match s {
+            "queued" => TaskState::Queued,
+            "running" => TaskState::Running,
+            "waiting_input" => TaskState::WaitingInput,
+            "completed" => TaskState::Completed,
+            "cancelled" => TaskState::Cancelled,
+            "needs_reconciliation" => TaskState::NeedsReconciliation,
+            _ => TaskState::Failed,
+        }
+    }
+
+    /// Queued or running: [`Tasks::wait`] waits while this holds.
+    pub fn is_busy(self) -> bool {
+        matches!(self, TaskState::Queued | TaskState::Running)
+    }
+
+    /// The session is over: no more commands.
+    pub fn is_closed(self) -> bool {
+        matches!(
+            self,
+            TaskState::Completed
+                | TaskState::Failed
+                | TaskState::Cancelled
+                | TaskState::NeedsReconciliation
+        )
+    }
+}
+
+/// One round of [`TaskStatus::action_log`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionLogEntry {
+    /// The command, shortened (typed text shows as `[text]`).
+    pub command: String,
+    /// Its outcome line.
+    pub outcome: String,
+}
+
+/// A step run's report (R-RUN step mode).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepRun {
+    /// `ALL_STEPS_DONE`, `STEP_NOT_EXECUTED`, `STEP_NO_EFFECT`, `OUTCOME_UNKNOWN`, `TIMEOUT`,
+    /// `ACTION_BUDGET`, `EVALUATION_BUDGET`, `CANCELLED`, or a stopping error's code.
+    pub stop_reason: String,
+    /// How many steps there were.
+    pub steps: usize,
+    /// The parts done, as `step.part` (1-based: `"2.1"`).
+    pub done_parts: Vec<String>,
+    /// The steps not run, shortened.
+    pub remaining: Vec<String>,
+    /// Steps whose action ran but showed no visible change (scrolls, keys), 1-based.
+    pub unverified_steps: Vec<usize>,
+    /// Notes (`NEW_TAB_OUT_OF_SCOPE: kept the approved tab`).
+    pub notes: Vec<String>,
+}
+
+/// The last page mutation prepared for dispatch (its checkpoint committed): not proof that the
+/// browser completed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DispatchedMutation {
+    /// The operation id.
+    pub operation_id: String,
+    /// The primitive (`page_click`).
+    pub tool: String,
+    /// When the checkpoint committed (ms since the Unix epoch).
+    pub dispatched_at: i64,
+    /// `dispatched` (no result stored), `done`, `not_executed`, `failed`, `unknown`,
+    /// `interrupted`.
+    pub status: String,
+}
+
+/// A task as its owner sees it (R-TSK).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskStatus {
+    /// The id (a UUID).
+    pub id: String,
+    /// The owner.
+    pub owner: TaskOwner,
+    /// The target.
+    pub target: TaskTarget,
+    /// The goal as given.
+    pub goal: String,
+    /// Applied revision.
+    pub revision: u32,
+    /// `user` or `agent`.
+    pub controller: String,
+    /// The state.
+    pub state: TaskState,
+    /// The reason code of the state (`COMPLETION_CANDIDATE`, `STEP_NOT_EXECUTED`,
+    /// `BROWSER_EXECUTION_INTERRUPTED`, …).
+    pub reason: Option<String>,
+    /// The latest outcome line.
+    pub outcome: Option<String>,
+    /// Page actions dispatched.
+    pub actions: u32,
+    /// Jev evaluations made.
+    pub evaluations: u32,
+    /// The last [`ACTION_LOG_ROUNDS`] rounds.
+    pub action_log: Vec<ActionLogEntry>,
+    /// The latest step run.
+    pub step_run: Option<StepRun>,
+    /// The latest dispatched mutation.
+    pub last_dispatched_mutation: Option<DispatchedMutation>,
+    /// Commands waiting behind the running one.
+    pub queued_commands: usize,
+    /// Created (ms since the Unix epoch).
+    pub created_at: i64,
+    /// Last changed (ms since the Unix epoch).
+    pub updated_at: i64,
+}
+
+/// One operation of a receipt.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationReceipt {
+    /// The operation id.
+    pub operation_id: String,
+    /// The primitive.
+    pub tool: String,
+    /// When its checkpoint committed (ms since the Unix epoch).
+    pub dispatched_at: i64,
+    /// See [`DispatchedMutation::status`].
+    pub status: String,
+    /// The error code when it failed or is unknown.
+    pub error_code: Option<String>,
+    /// The primitive's result (private to the owner).
+    pub result: Option<serde_json::Value>,
+    /// The bounded observation after it (private to the owner; untrusted page content).
+    pub observation: Option<serde_json::Value>,
+}
+
+/// The receipt of one request (a command or step list) of a task (R-TSK-RCPT).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Receipt {
+    /// 1-based request number within the task.
+    pub request: u32,
+    /// `running`, `done`, `not_done`, `unknown`, `interrupted`, `cancelled`, `failed`.
+    pub state: String,
+    /// The reason code.
+    pub reason: Option<String>,
+    /// The request's outcome line.
+    pub outcome: Option<String>,
+    /// Started (ms since the Unix epoch).
+    pub started_at: i64,
+    /// Ended, if it did.
+    pub ended_at: Option<i64>,
+    /// The operations dispatched for it, in order.
+    pub operations: Vec<OperationReceipt>,
+}

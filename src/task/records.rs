@@ -1,0 +1,367 @@
+//! The task rows (R-TSK) and receipt rows (R-TSK-RCPT) in the gateway's SQLite file: every
+//! statement the task module runs, as functions over a connection or a transaction.
+//!
+//! Owns the mapping between [`TaskStatus`]/[`Receipt`] and the `tasks`, `task_requests` and
+//! `task_operations` tables (migration v6), and the startup recovery that turns every request
+//! left `running` by a dead process into `BROWSER_EXECUTION_INTERRUPTED`. It never decides
+//! anything about a run, never checks owners (the service does, on every call) and never logs.
+
+use super::{
+    ActionLogEntry, DispatchedMutation, OperationReceipt, Receipt, StepRun, TaskOwner, TaskState,
+    TaskStatus, TaskTarget,
+};
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+/// The reason every request found running at startup gets.
+pub(crate) const INTERRUPTED: &str = "BROWSER_EXECUTION_INTERRUPTED";
+
+/// Inserts a new task.
+pub(crate) fn insert_task(
+    tx: &Connection,
+    id: &str,
+    owner: &TaskOwner,
+    target: &TaskTarget,
+    goal: &str,
+    now: i64,
+) -> rusqlite::Result<()> {
+    let target = serde_json::to_string(target).unwrap_or_else(|_| "{}".into());
+    tx.execute(
+        "INSERT INTO tasks (id, agent_id, principal_id, conversation_id, target, goal, revision,
+            controller, state, reason, outcome, actions, evaluations, action_log, step_run,
+            created_ms, updated_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, 'user', 'queued', NULL, NULL, 0, 0, '[]', NULL, ?7, ?7)",
+        params![
+            id,
+            owner.agent_id,
+            owner.principal_id,
+            owner.conversation_id,
+            target,
+            goal,
+            now
+        ],
+    )
+    .map(|_| ())
+}
+
+/// What a run changes on its task row.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TaskUpdate {
+    pub state: Option<TaskState>,
+    pub reason: Option<Option<String>>,
+    pub outcome: Option<String>,
+    pub actions: Option<u32>,
+    pub evaluations: Option<u32>,
+    pub action_log: Option<Vec<ActionLogEntry>>,
+    pub step_run: Option<Option<StepRun>>,
+}
+
+/// Applies `u` to task `id`.
+pub(crate) fn update_task(
+    tx: &Connection,
+    id: &str,
+    u: &TaskUpdate,
+    now: i64,
+) -> rusqlite::Result<()> {
+    if let Some(s) = u.state {
+        tx.execute(
+            "UPDATE tasks SET state = ?2 WHERE id = ?1",
+            params![id, s.as_str()],
+        )?;
+    }
+    if let Some(r) = &u.reason {
+        tx.execute("UPDATE tasks SET reason = ?2 WHERE id = ?1", params![id, r])?;
+    }
+    if let Some(o) = &u.outcome {
+        tx.execute(
+            "UPDATE tasks SET outcome = ?2 WHERE id = ?1",
+            params![id, o],
+        )?;
+    }
+    if let Some(a) = u.actions {
+        tx.execute(
+            "UPDATE tasks SET actions = ?2 WHERE id = ?1",
+            params![id, a],
+        )?;
+    }
+    if let Some(e) = u.evaluations {
+        tx.execute(
+            "UPDATE tasks SET evaluations = ?2 WHERE id = ?1",
+            params![id, e],
+        )?;
+    }
+    if let Some(log) = &u.action_log {
+        let json = serde_json::to_string(log).unwrap_or_else(|_| "[]".into());
+        tx.execute(
+            "UPDATE tasks SET action_log = ?2 WHERE id = ?1",
+            params![id, json],
+        )?;
+    }
+    if let Some(run) = &u.step_run {
+        let json = run.as_ref().and_then(|r| serde_json::to_string(r).ok());
+        tx.execute(
+            "UPDATE tasks SET step_run = ?2 WHERE id = ?1",
+            params![id, json],
+        )?;
+    }
+    tx.execute(
+        "UPDATE tasks SET updated_ms = ?2 WHERE id = ?1",
+        params![id, now],
+    )
+    .map(|_| ())
+}
+
+/// Opens request `seq` of task `id` (its receipt starts `running`).
+pub(crate) fn begin_request(tx: &Connection, id: &str, seq: u32, now: i64) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO task_requests (task_id, seq, state, reason, outcome, started_ms, ended_ms)
+         VALUES (?1, ?2, 'running', NULL, NULL, ?3, NULL)",
+        params![id, seq, now],
+    )
+    .map(|_| ())
+}
+
+/// Settles request `seq`.
+pub(crate) fn end_request(
+    tx: &Connection,
+    id: &str,
+    seq: u32,
+    state: &str,
+    reason: &str,
+    outcome: &str,
+    now: i64,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE task_requests SET state = ?3, reason = ?4, outcome = ?5, ended_ms = ?6
+         WHERE task_id = ?1 AND seq = ?2",
+        params![id, seq, state, reason, outcome, now],
+    )
+    .map(|_| ())
+}
+
+/// The checkpoint (R-TSK-RCPT): `{operationId, tool, timestamp}` of an operation about to be
+/// dispatched. Nothing else: no arguments, no field values, no lease token.
+pub(crate) fn checkpoint(
+    tx: &Connection,
+    id: &str,
+    seq: u32,
+    operation_id: &str,
+    tool: &str,
+    now: i64,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO task_operations (operation_id, task_id, request_seq, tool, dispatched_ms,
+            status, error_code, result, observation)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'dispatched', NULL, NULL, NULL)",
+        params![operation_id, id, seq, tool, now],
+    )
+    .map(|_| ())
+}
+
+/// Records what became of a dispatched operation.
+pub(crate) fn settle_operation(
+    tx: &Connection,
+    operation_id: &str,
+    status: &str,
+    error_code: Option<&str>,
+    result: Option<&str>,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE task_operations SET status = ?2, error_code = ?3, result = ?4
+         WHERE operation_id = ?1",
+        params![operation_id, status, error_code, result],
+    )
+    .map(|_| ())
+}
+
+/// Keeps the bounded observation seen after an operation.
+pub(crate) fn observe_operation(
+    tx: &Connection,
+    operation_id: &str,
+    observation: &str,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE task_operations SET observation = ?2 WHERE operation_id = ?1",
+        params![operation_id, observation],
+    )
+    .map(|_| ())
+}
+
+/// Startup recovery (R-TSK-RCPT): every request still `running` was cut off by a dead process.
+/// It becomes `interrupted` with [`INTERRUPTED`]; its operations without a stored result become
+/// `interrupted` (their outcome is unknown, and they are never re-sent); every task that was not
+/// settled ends — `needs_reconciliation` when one of its operations is unknown, else `failed`.
+/// Returns how many requests were interrupted.
+pub(crate) fn recover(tx: &Connection, now: i64) -> rusqlite::Result<usize> {
+    let line = super::lines::interrupted_line();
+    let requests = tx.execute(
+        "UPDATE task_requests SET state = 'interrupted', reason = ?1, outcome = ?2, ended_ms = ?3
+         WHERE state = 'running'",
+        params![INTERRUPTED, line, now],
+    )?;
+    tx.execute(
+        "UPDATE task_operations SET status = 'interrupted'
+         WHERE status = 'dispatched'",
+        [],
+    )?;
+    tx.execute(
+        "UPDATE tasks SET
+            state = CASE WHEN EXISTS (SELECT 1 FROM task_operations o
+                                      WHERE o.task_id = tasks.id
+                                        AND o.status IN ('interrupted', 'unknown'))
+                         THEN 'needs_reconciliation' ELSE 'failed' END,
+            reason = ?1, outcome = ?2, updated_ms = ?3
+         WHERE state IN ('queued', 'running', 'waiting_input')",
+        params![INTERRUPTED, line, now],
+    )?;
+    Ok(requests)
+}
+
+const TASK_COLUMNS: &str = "id, agent_id, principal_id, conversation_id, target, goal, revision,
+    controller, state, reason, outcome, actions, evaluations, action_log, step_run, created_ms,
+    updated_ms";
+
+fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskStatus> {
+    let target: String = r.get(4)?;
+    let log: String = r.get(13)?;
+    let step_run: Option<String> = r.get(14)?;
+    Ok(TaskStatus {
+        id: r.get(0)?,
+        owner: TaskOwner {
+            agent_id: r.get(1)?,
+            principal_id: r.get(2)?,
+            conversation_id: r.get(3)?,
+        },
+        target: serde_json::from_str(&target).unwrap_or_default(),
+        goal: r.get(5)?,
+        revision: r.get(6)?,
+        controller: r.get(7)?,
+        state: TaskState::parse(&r.get::<_, String>(8)?),
+        reason: r.get(9)?,
+        outcome: r.get(10)?,
+        actions: r.get(11)?,
+        evaluations: r.get(12)?,
+        action_log: serde_json::from_str(&log).unwrap_or_default(),
+        step_run: step_run.and_then(|s| serde_json::from_str(&s).ok()),
+        last_dispatched_mutation: None,
+        queued_commands: 0,
+        created_at: r.get(15)?,
+        updated_at: r.get(16)?,
+    })
+}
+
+fn last_mutation(c: &Connection, id: &str) -> rusqlite::Result<Option<DispatchedMutation>> {
+    c.query_row(
+        "SELECT operation_id, tool, dispatched_ms, status FROM task_operations
+         WHERE task_id = ?1 ORDER BY request_seq DESC, rowid DESC LIMIT 1",
+        [id],
+        |r| {
+            Ok(DispatchedMutation {
+                operation_id: r.get(0)?,
+                tool: r.get(1)?,
+                dispatched_at: r.get(2)?,
+                status: r.get(3)?,
+            })
+        },
+    )
+    .optional()
+}
+
+/// Task `id`, whoever owns it.
+pub(crate) fn get_task(c: &Connection, id: &str) -> rusqlite::Result<Option<TaskStatus>> {
+    let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1");
+    let task = c.query_row(&sql, [id], task_from_row).optional()?;
+    match task {
+        Some(mut t) => {
+            t.last_dispatched_mutation = last_mutation(c, id)?;
+            Ok(Some(t))
+        }
+        None => Ok(None),
+    }
+}
+
+/// `owner`'s tasks, newest first, at most `limit`.
+pub(crate) fn list_tasks(
+    c: &Connection,
+    owner: &TaskOwner,
+    limit: u32,
+) -> rusqlite::Result<Vec<TaskStatus>> {
+    let sql = format!(
+        "SELECT {TASK_COLUMNS} FROM tasks
+         WHERE agent_id = ?1 AND principal_id = ?2 AND conversation_id = ?3
+         ORDER BY created_ms DESC, rowid DESC LIMIT ?4"
+    );
+    let mut st = c.prepare(&sql)?;
+    let mut tasks = st
+        .query_map(
+            params![
+                owner.agent_id,
+                owner.principal_id,
+                owner.conversation_id,
+                limit
+            ],
+            task_from_row,
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    for t in &mut tasks {
+        t.last_dispatched_mutation = last_mutation(c, &t.id)?;
+    }
+    Ok(tasks)
+}
+
+/// Every task in the file, newest first, at most `limit` (the CLI's `task list` for the person
+/// who owns the data directory).
+pub(crate) fn all_tasks(c: &Connection, limit: u32) -> rusqlite::Result<Vec<TaskStatus>> {
+    let sql =
+        format!("SELECT {TASK_COLUMNS} FROM tasks ORDER BY created_ms DESC, rowid DESC LIMIT ?1");
+    let mut st = c.prepare(&sql)?;
+    let mut tasks = st
+        .query_map([limit], task_from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    for t in &mut tasks {
+        t.last_dispatched_mutation = last_mutation(c, &t.id)?;
+    }
+    Ok(tasks)
+}
+
+/// The receipts of task `id`, in request order.
+pub(crate) fn receipts(c: &Connection, id: &str) -> rusqlite::Result<Vec<Receipt>> {
+    let mut st = c.prepare(
+        "SELECT seq, state, reason, outcome, started_ms, ended_ms FROM task_requests
+         WHERE task_id = ?1 ORDER BY seq",
+    )?;
+    let mut out = st
+        .query_map([id], |r| {
+            Ok(Receipt {
+                request: r.get(0)?,
+                state: r.get(1)?,
+                reason: r.get(2)?,
+                outcome: r.get(3)?,
+                started_at: r.get(4)?,
+                ended_at: r.get(5)?,
+                operations: Vec::new(),
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut ops = c.prepare(
+        "SELECT operation_id, tool, dispatched_ms, status, error_code, result, observation
+         FROM task_operations WHERE task_id = ?1 AND request_seq = ?2 ORDER BY rowid",
+    )?;
+    for rec in &mut out {
+        rec.operations = ops
+            .query_map(params![id, rec.request], |r| {
+                let result: Option<String> = r.get(5)?;
+                let observation: Option<String> = r.get(6)?;
+                Ok(OperationReceipt {
+                    operation_id: r.get(0)?,
+                    tool: r.get(1)?,
+                    dispatched_at: r.get(2)?,
+                    status: r.get(3)?,
+                    error_code: r.get(4)?,
+                    result: result.and_then(|s| serde_json::from_str(&s).ok()),
+                    observation: observation.and_then(|s| serde_json::from_str(&s).ok()),
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+    }
+    Ok(out)
+}

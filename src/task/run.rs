@@ -1,0 +1,963 @@
+//! The run loop (R-RUN): one request (a direct command or a step list) carried out on one
+//! target. observe → grammar fast path, or one Jev decision over the observed controls →
+//! validate → checkpoint → dispatch → re-observe and compare.
+//!
+//! Owns the order of those steps and the safety rules between them: a mutation is dispatched
+//! only after its checkpoint committed ([`Run::dispatch`], the one place that sends a
+//! mutation); an operation whose outcome is unknown stops the request and is never sent again;
+//! a refused operation (nothing sent) may be decided afresh on a fresh observation; typed text
+//! comes only from the command; a Jev failure fails only its command unless it is a
+//! configuration, access or quota failure. It never logs commands, typed text, page text or
+//! results (only codes), and never sleeps past the request's deadline.
+
+use super::lines;
+use super::records;
+use super::service::{Hook, TaskHost};
+use super::writer::Writer;
+use super::{ActionLogEntry, Budget, StepRun, TaskOwner, TaskProgress};
+use crate::browser::{
+    BrowserBackend, ClickArgs, Command, HistoryArgs, KeypressArgs, NavigateArgs, ObserveArgs,
+    Response, ScrollArgs, TypeArgs,
+};
+use crate::clock::{Clock, Instant};
+use crate::grammar::{
+    parse_command, resolve, Adapter, DecisionRequest, Intent, Primitive, Resolution,
+};
+use crate::jev::{CancelToken, EvalAnswer, EvaluateCall, Limits, Question, Questions};
+use crate::observation::{Control, Observation};
+use crate::reasons::StaleCause;
+use crate::Error;
+use std::time::Duration;
+
+/// Fresh reads after a navigation before giving up (R-RUN stale rule).
+const STALE_READS: u32 = 6;
+/// The first wait between stale reads; doubles each time.
+const STALE_BACKOFF: Duration = Duration::from_millis(50);
+/// Most actions of one part, most decisions of one part (R-RUN step mode).
+const PART_ACTIONS: u32 = 3;
+const PART_DECISIONS: u32 = 6;
+/// Re-observations of a step that found nothing right after an earlier step.
+const NOTHING_RETRIES: u32 = 2;
+/// The most options one decision offers (the choice question takes 255; one is `none`).
+const MAX_OPTIONS: usize = 254;
+/// Bounds of the observation a receipt keeps.
+const KEPT_TEXT_CHARS: usize = 4000;
+const KEPT_CONTROLS: usize = 200;
+
+/// How a request ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// Every step done (or the session start): the reason is `ALL_STEPS_DONE`, `DONE` or
+    /// `SESSION_READY`.
+    Done,
+    /// A command was not done; nothing unknown. The session may go on.
+    NotDone,
+    /// An operation's outcome is unknown: the task needs reconciliation.
+    Unknown,
+    /// The task must stop (configuration, access or quota failure; the target is gone).
+    Stop,
+    /// Cancelled before the next action.
+    Cancelled,
+}
+
+/// The report of one request.
+#[derive(Debug, Clone)]
+pub(crate) struct Report {
+    pub ending: Ending,
+    pub reason: String,
+    pub line: String,
+    pub step_run: Option<StepRun>,
+}
+
+/// Counters that outlive a request.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Counters {
+    pub actions: u32,
+    pub evaluations: u32,
+    pub log: Vec<ActionLogEntry>,
+    pub ops: u64,
+}
+
+/// One request's run.
+pub(crate) struct Run<'a> {
+    pub task_id: &'a str,
+    pub owner: &'a TaskOwner,
+    pub seq: u32,
+    pub backend: &'a dyn BrowserBackend,
+    pub host: &'a dyn TaskHost,
+    pub writer: &'a Writer,
+    pub clock: &'a dyn Clock,
+    pub cancel: &'a CancelToken,
+    pub budget: Budget,
+    pub counters: &'a mut Counters,
+    pub hook: Option<&'a Hook>,
+    pub progress: &'a dyn Fn(TaskProgress),
+    pub deadline: Instant,
+}
+
+/// What one part (one direct command) came to.
+#[derive(Debug)]
+enum Part {
+    Done {
+        line: String,
+        visible: bool,
+        kind: Kind,
+    },
+    /// Nothing was dispatched (or a known failure); the code says why.
+    NotDone {
+        code: String,
+        line: String,
+    },
+    /// The part was a note (a new tab in step mode): nothing dispatched, the run goes on.
+    Note {
+        code: &'static str,
+    },
+    Unknown {
+        line: String,
+    },
+    Stop {
+        code: String,
+        line: String,
+    },
+}
+
+/// What kind of action a done part was (scrolls and keys without a visible change are
+/// unverified, other actions without one are `STEP_NO_EFFECT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    ScrollOrKey,
+    Other,
+}
+
+/// The outcome of dispatching one operation.
+enum Sent {
+    Done(Observation, bool),
+    /// Refused before anything happened; may be decided again on a fresh read.
+    NotExecuted(Error),
+    /// Ran and failed in a known way (a navigation that failed).
+    Failed(Error),
+    Unknown(String),
+}
+
+impl Run<'_> {
+    fn hook(&self, at: &'static str) {
+        if let Some(h) = self.hook {
+            h(at);
+        }
+    }
+
+    fn emit(&self, line: &str, reason: &str) {
+        (self.progress)(TaskProgress {
+            task_id: self.task_id.to_string(),
+            line: line.to_string(),
+            reason: reason.to_string(),
+        });
+    }
+
+    fn expired(&self) -> bool {
+        self.clock.now() >= self.deadline
+    }
+
+    /// Sleeps `d` on the request's clock, never past its deadline or a cancellation.
+    fn pause(&self, d: Duration) {
+        let until = self.clock.now() + d;
+        let until = if until > self.deadline {
+            self.deadline
+        } else {
+            until
+        };
+        while let Some(slice) = crate::clock::wait_slice(self.clock, until) {
+            if self.cancel.is_cancelled() {
+                return;
+            }
+            std::thread::sleep(slice.min(Duration::from_millis(20)));
+        }
+    }
+
+    /// An observation, re-read with a short backoff while a navigation is pending (at most
+    /// [`STALE_READS`] reads).
+    fn observe(&self) -> crate::Result<Observation> {
+        let mut wait = STALE_BACKOFF;
+        let mut last = None;
+        for _ in 0..STALE_READS {
+            match self.backend.observe_with(ObserveArgs::default()) {
+                Ok(o) => return Ok(o),
+                Err(Error::StaleObservation { cause }) if cause != StaleCause::TargetObscured => {
+                    last = Some(Error::StaleObservation { cause });
+                    if self.expired() || self.cancel.is_cancelled() {
+                        break;
+                    }
+                    self.pause(wait);
+                    wait = wait.saturating_mul(2);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or(Error::StaleObservation {
+            cause: StaleCause::NavigationPending,
+        }))
+    }
+
+    fn next_operation_id(&mut self) -> String {
+        self.counters.ops = self.counters.ops.saturating_add(1);
+        format!("{}:{}:{}", self.task_id, self.seq, self.counters.ops)
+    }
+
+    /// Checkpoint → dispatch → settle (R-TSK-RCPT): the one place a mutation is sent.
+    fn dispatch(&mut self, command: Command) -> Sent {
+        let operation_id = command.operation_id().unwrap_or_default().to_string();
+        let tool = command.tool();
+        self.hook("before_checkpoint");
+        let (task, seq, now) = (self.task_id.to_string(), self.seq, self.clock.wall_millis());
+        let op = operation_id.clone();
+        if let Err(e) = self.writer.write(Box::new(move |tx| {
+            records::checkpoint(tx, &task, seq, &op, tool, now)
+        })) {
+            // A failed checkpoint prevents dispatch.
+            log::warn!("checkpoint not committed: {}", e.code());
+            return Sent::NotExecuted(e);
+        }
+        self.hook("after_checkpoint");
+        self.counters.actions = self.counters.actions.saturating_add(1);
+        let answer = self.backend.execute(&command);
+        self.hook("after_dispatch");
+        let (status, code, result) = match &answer {
+            Ok(Response::Action(a)) if a.operation_id == operation_id && a.tool == tool => {
+                ("done", None, serde_json::to_string(a).ok())
+            }
+            // A result that omits or contradicts the operation is kept as unknown.
+            Ok(_) => ("unknown", Some("OUTCOME_UNKNOWN"), None),
+            Err(e) => match classify(e) {
+                Class::NotExecuted => ("not_executed", Some(e.code()), None),
+                Class::Failed => ("failed", Some(e.code()), None),
+                Class::Unknown => ("unknown", Some(e.code()), None),
+            },
+        };
+        let op = operation_id.clone();
+        let stored = self.writer.write(Box::new(move |tx| {
+            records::settle_operation(tx, &op, status, code, result.as_deref())
+        }));
+        self.hook("after_settle");
+        if let Err(e) = stored {
+            // The result could not be kept: what the browser did is known only to this
+            // thread, and only a durable record counts.
+            log::warn!("operation result not stored: {}", e.code());
+            return Sent::Unknown(tool.to_string());
+        }
+        match (status, answer) {
+            ("done", Ok(Response::Action(a))) => {
+                let after = if a.navigation_started && !a.settled {
+                    self.observe()
+                } else {
+                    self.backend.observe_with(ObserveArgs::default())
+                };
+                match after {
+                    Ok(o) => {
+                        let kept = serde_json::to_string(&bounded(&o)).unwrap_or_default();
+                        let op = operation_id;
+                        // The kept observation is for the owner's investigation; losing it
+                        // changes nothing about the outcome.
+                        let _ = self.writer.write(Box::new(move |tx| {
+                            records::observe_operation(tx, &op, &kept)
+                        }));
+                        Sent::Done(o, a.navigation_started)
+                    }
+                    // The action was confirmed; the page did not settle within the reads.
+                    Err(_) => Sent::Done(Observation::default(), true),
+                }
+            }
+            ("not_executed", Err(e)) => Sent::NotExecuted(e),
+            ("failed", Err(e)) => Sent::Failed(e),
+            _ => Sent::Unknown(tool.to_string()),
+        }
+    }
+
+    /// Opens the task's start URL (its first navigation, with its own receipt). `None` when it
+    /// opened; otherwise the request's report.
+    pub(crate) fn open(&mut self, url: &str) -> Option<Report> {
+        let operation_id = self.next_operation_id();
+        let sent = self.dispatch(Command::TabNavigate(NavigateArgs {
+            operation_id,
+            url: url.to_string(),
+        }));
+        let (ending, reason, line) = match sent {
+            Sent::Done(..) => {
+                let line = lines::done(&format!("opened {}", lines::host_of(url)));
+                self.emit(&line, "DONE");
+                lines::push_log(&mut self.counters.log, "start".into(), line);
+                return None;
+            }
+            Sent::Unknown(tool) => (
+                Ending::Unknown,
+                "OUTCOME_UNKNOWN".to_string(),
+                lines::unknown(&tool, "OUTCOME_UNKNOWN"),
+            ),
+            Sent::NotExecuted(e) | Sent::Failed(e) => (
+                if is_target_gone(&e) {
+                    Ending::Stop
+                } else {
+                    Ending::NotDone
+                },
+                e.code().to_string(),
+                lines::not_done("the start page could not be opened", e.code()),
+            ),
+        };
+        self.emit(&line, &reason);
+        Some(Report {
+            ending,
+            reason,
+            line,
+            step_run: None,
+        })
+    }
+
+    /// Runs the request `text`.
+    pub(crate) fn request(&mut self, text: &str) -> Report {
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            self.emit(lines::READY, "SESSION_READY");
+            return Report {
+                ending: Ending::Done,
+                reason: "SESSION_READY".into(),
+                line: lines::READY.into(),
+                step_run: None,
+            };
+        }
+        match crate::grammar::split_steps(trimmed) {
+            Some(steps) => self.steps(&steps),
+            None => self.direct(trimmed),
+        }
+    }
+
+    /// One direct command: at most one action.
+    fn direct(&mut self, command: &str) -> Report {
+        let part = self.part(command, false, true);
+        let typed = typed_text(command);
+        let (ending, reason, line) = match part {
+            Part::Done { line, .. } => (Ending::Done, "DONE".to_string(), line),
+            Part::Note { code } => (
+                Ending::NotDone,
+                code.to_string(),
+                lines::not_done(lines::not_done_words(code), code),
+            ),
+            Part::NotDone { code, line } => (Ending::NotDone, code, line),
+            Part::Unknown { line } => (Ending::Unknown, "OUTCOME_UNKNOWN".into(), line),
+            Part::Stop { code, line } => {
+                let ending = if code == "CANCELLED" {
+                    Ending::Cancelled
+                } else {
+                    Ending::Stop
+                };
+                (ending, code, line)
+            }
+        };
+        lines::push_log(
+            &mut self.counters.log,
+            lines::log_command(command, typed.as_deref()),
+            line.clone(),
+        );
+        self.emit(&line, &reason);
+        Report {
+            ending,
+            reason,
+            line,
+            step_run: None,
+        }
+    }
+
+    /// A step list (R-RUN step mode).
+    fn steps(&mut self, steps: &[String]) -> Report {
+        let mut run = StepRun {
+            steps: steps.len(),
+            ..StepRun::default()
+        };
+        let mut ending = Ending::Done;
+        let mut stop: Option<String> = None;
+        let mut last_line = String::new();
+        'steps: for (i, step) in steps.iter().enumerate() {
+            let parts = crate::grammar::split_parts(step);
+            for (j, part) in parts.iter().enumerate() {
+                let after_earlier = i > 0 || j > 0;
+                let outcome = self.part(part, after_earlier, false);
+                let typed = typed_text(part);
+                let (line, code) = match &outcome {
+                    Part::Done { line, .. } => (line.clone(), "DONE".to_string()),
+                    Part::Note { code } => {
+                        run.notes
+                            .push(format!("{code}: step {} kept the approved tab", i + 1));
+                        let l = lines::not_done(lines::not_done_words(code), code);
+                        (l, code.to_string())
+                    }
+                    Part::NotDone { code, line } => (line.clone(), code.clone()),
+                    Part::Unknown { line } => (line.clone(), "OUTCOME_UNKNOWN".into()),
+                    Part::Stop { code, line } => (line.clone(), code.clone()),
+                };
+                lines::push_log(
+                    &mut self.counters.log,
+                    lines::log_command(part, typed.as_deref()),
+                    line.clone(),
+                );
+                self.emit(&line, &code);
+                last_line = line;
+                match outcome {
+                    Part::Done { visible, kind, .. } => {
+                        run.done_parts.push(format!("{}.{}", i + 1, j + 1));
+                        if !visible {
+                            if kind == Kind::ScrollOrKey {
+                                if !run.unverified_steps.contains(&(i + 1)) {
+                                    run.unverified_steps.push(i + 1);
+                                }
+                            } else {
+                                stop = Some("STEP_NO_EFFECT".into());
+                                ending = Ending::NotDone;
+                                run.remaining = rest(steps, i + 1);
+                                break 'steps;
+                            }
+                        }
+                    }
+                    Part::Note { .. } => {}
+                    Part::NotDone { code, .. } => {
+                        stop = Some(match code.as_str() {
+                            "ACTION_BUDGET" | "EVALUATION_BUDGET" | "TIMEOUT" => code,
+                            _ => "STEP_NOT_EXECUTED".into(),
+                        });
+                        ending = Ending::NotDone;
+                        run.remaining = rest(steps, i);
+                        break 'steps;
+                    }
+                    Part::Unknown { .. } => {
+                        stop = Some("OUTCOME_UNKNOWN".into());
+                        ending = Ending::Unknown;
+                        run.remaining = rest(steps, i + 1);
+                        break 'steps;
+                    }
+                    Part::Stop { code, .. } => {
+                        ending = if code == "CANCELLED" {
+                            Ending::Cancelled
+                        } else {
+                            Ending::Stop
+                        };
+                        stop = Some(code);
+                        run.remaining = rest(steps, i);
+                        break 'steps;
+                    }
+                }
+            }
+        }
+        run.stop_reason = stop.unwrap_or_else(|| "ALL_STEPS_DONE".into());
+        let reason = run.stop_reason.clone();
+        Report {
+            ending,
+            reason,
+            line: last_line,
+            step_run: Some(run),
+        }
+    }
+
+    /// Checks that stop a part before it observes or acts.
+    fn gate(&self) -> Option<Part> {
+        let stop = |code: &str| {
+            Some(Part::NotDone {
+                code: code.into(),
+                line: lines::not_done(lines::not_done_words(code), code),
+            })
+        };
+        if self.cancel.is_cancelled() {
+            return Some(Part::Stop {
+                code: "CANCELLED".into(),
+                line: lines::not_done(lines::not_done_words("CANCELLED"), "CANCELLED"),
+            });
+        }
+        if self.expired() {
+            return stop("TIMEOUT");
+        }
+        if self.counters.actions >= self.budget.max_steps {
+            return stop("ACTION_BUDGET");
+        }
+        None
+    }
+
+    /// One part: one command, at most [`PART_ACTIONS`] actions (one when `direct`) and
+    /// [`PART_DECISIONS`] decisions.
+    fn part(&mut self, command: &str, after_earlier: bool, direct: bool) -> Part {
+        let intent = parse_command(command);
+        let mut actions = 0u32;
+        let mut decisions = 0u32;
+        let mut nothing_retries = 0u32;
+        let mut stale_retries = 0u32;
+        loop {
+            if let Some(p) = self.gate() {
+                return p;
+            }
+            let obs = match self.observe() {
+                Ok(o) => o,
+                Err(e) => return target_failure(&e),
+            };
+            let resolution = resolve(&intent, &obs, Adapter::Browser);
+            let (primitive, label) = match resolution {
+                Resolution::Act(p) => {
+                    let label = describe(&p, &obs);
+                    (p, label)
+                }
+                Resolution::Outcome(o) => {
+                    let code = o.code();
+                    if code == "NEW_TAB_OUT_OF_SCOPE" && !direct {
+                        return Part::Note { code };
+                    }
+                    return Part::NotDone {
+                        code: code.into(),
+                        line: lines::not_done(lines::not_done_words(code), code),
+                    };
+                }
+                Resolution::Decide(req) => {
+                    if decisions >= PART_DECISIONS {
+                        return not_done("STEP_NOT_EXECUTED");
+                    }
+                    if self.counters.evaluations >= self.budget.max_evaluations {
+                        return not_done("EVALUATION_BUDGET");
+                    }
+                    decisions += 1;
+                    match self.decide(command, &intent, &req, &obs) {
+                        Decision::Act(p, label) => (p, label),
+                        Decision::Nothing => {
+                            if after_earlier && nothing_retries < NOTHING_RETRIES {
+                                // Nothing was dispatched: looking again repeats nothing.
+                                nothing_retries += 1;
+                                self.pause(STALE_BACKOFF);
+                                continue;
+                            }
+                            return not_done("STEP_NOT_EXECUTED");
+                        }
+                        Decision::Fail(part) => return part,
+                    }
+                }
+            };
+            let Some((command, kind)) = self.command_for(&primitive, obs.generation) else {
+                return not_done("UNSUPPORTED_ON_BROWSER");
+            };
+            if actions >= if direct { 1 } else { PART_ACTIONS } {
+                return not_done("ACTION_BUDGET");
+            }
+            actions += 1;
+            let before = fingerprint(&obs);
+            match self.dispatch(command) {
+                Sent::Done(after, navigated) => {
+                    let visible = navigated || fingerprint(&after) != before;
+                    return Part::Done {
+                        line: lines::done(&label),
+                        visible,
+                        kind,
+                    };
+                }
+                Sent::NotExecuted(Error::StaleObservation {
+                    cause: StaleCause::TargetObscured,
+                }) => {
+                    return not_done("TARGET_OBSCURED");
+                }
+                Sent::NotExecuted(Error::StaleObservation { .. })
+                    if stale_retries < STALE_READS =>
+                {
+                    // Nothing was sent: the page changed under the decision. Read it again
+                    // and decide afresh (this is not a replay).
+                    stale_retries += 1;
+                    actions -= 1;
+                    continue;
+                }
+                Sent::NotExecuted(e) if e.code() == "GATEWAY_CLOSED" => {
+                    return Part::Stop {
+                        code: "CANCELLED".into(),
+                        line: lines::not_done(lines::not_done_words("CANCELLED"), "CANCELLED"),
+                    }
+                }
+                Sent::NotExecuted(e) | Sent::Failed(e) => {
+                    if is_target_gone(&e) {
+                        return target_failure(&e);
+                    }
+                    return not_done(e.code());
+                }
+                Sent::Unknown(tool) => {
+                    return Part::Unknown {
+                        line: lines::unknown(&tool, "OUTCOME_UNKNOWN"),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The backend command for `p` on generation `g`.
+    fn command_for(&mut self, p: &Primitive, g: u64) -> Option<(Command, Kind)> {
+        let operation_id = self.next_operation_id();
+        Some(match p {
+            Primitive::Scroll { direction } => (
+                Command::PageScroll(ScrollArgs {
+                    operation_id,
+                    generation: g,
+                    direction: *direction,
+                }),
+                Kind::ScrollOrKey,
+            ),
+            Primitive::Keypress { key, count } => (
+                Command::PageKeypress(KeypressArgs {
+                    operation_id,
+                    generation: g,
+                    key: *key,
+                    count: *count,
+                }),
+                Kind::ScrollOrKey,
+            ),
+            Primitive::History { direction } => (
+                Command::TabHistory(HistoryArgs {
+                    operation_id,
+                    generation: g,
+                    direction: *direction,
+                }),
+                Kind::Other,
+            ),
+            Primitive::Type {
+                target,
+                text,
+                submit,
+            } => (
+                Command::PageType(TypeArgs {
+                    operation_id,
+                    generation: g,
+                    reference: target.clone(),
+                    text: text.clone(),
+                    submit: *submit,
+                }),
+                Kind::Other,
+            ),
+            Primitive::Navigate { url } => (
+                Command::TabNavigate(NavigateArgs {
+                    operation_id,
+                    url: url.clone(),
+                }),
+                Kind::Other,
+            ),
+            Primitive::Press { target } => (
+                Command::PageClick(ClickArgs {
+                    operation_id,
+                    generation: g,
+                    reference: target.clone(),
+                }),
+                Kind::Other,
+            ),
+            Primitive::PressDigits { .. } | Primitive::Erase { .. } => return None,
+        })
+    }
+
+    /// One Jev decision over the observed controls (a typed `choice` question).
+    fn decide(
+        &mut self,
+        command: &str,
+        intent: &Intent,
+        req: &DecisionRequest,
+        obs: &Observation,
+    ) -> Decision {
+        let offered: Vec<&Control> = if req.options.is_empty() {
+            obs.controls
+                .iter()
+                .filter(|c| !c.disabled && (c.is_pressable() || c.editable))
+                .collect()
+        } else {
+            req.options
+                .iter()
+                .filter_map(|r| obs.controls.iter().find(|c| &c.reference == r))
+                .collect()
+        };
+        let offered: Vec<&Control> = offered
+            .into_iter()
+            .filter(|c| !req.choose_field || c.editable)
+            .take(MAX_OPTIONS)
+            .collect();
+        let mut options: Vec<(String, String)> = offered
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (format!("o{i}"), option_text(c)))
+            .collect();
+        options.push(("none".into(), "none".into()));
+        let instructions = if req.choose_field {
+            "Which field should the person's text go into?"
+        } else {
+            "Which control on the page does the person's command mean?"
+        };
+        let question = match Question::choice("control", instructions, options)
+            .map_err(|e| e.message().to_string())
+            .and_then(|q| {
+                Questions::new([q], &Limits::default()).map_err(|e| e.message().to_string())
+            }) {
+            Ok(q) => q,
+            Err(_) => return Decision::Fail(not_done("JEV_INVALID_REQUEST")),
+        };
+        let call = EvaluateCall {
+            agent_id: self.owner.agent_id.clone(),
+            session_id: Some(self.owner.conversation_id.clone()),
+            task_id: Some(self.task_id.to_string()),
+            request_id: None,
+            state: command.into(),
+            questions: question,
+        };
+        self.counters.evaluations = self.counters.evaluations.saturating_add(1);
+        let evaluation = match self.host.evaluate(&call, self.cancel) {
+            Ok(e) => e,
+            Err(e) => return Decision::Fail(jev_failure(&e)),
+        };
+        let choice = match evaluation.answer("control") {
+            Some(EvalAnswer::Choice { choice, .. }) => choice.clone(),
+            _ => return Decision::Fail(not_done("JEV_MALFORMED_RESPONSE")),
+        };
+        if choice == "none" {
+            return Decision::Nothing;
+        }
+        let Some(control) = choice
+            .strip_prefix('o')
+            .and_then(|n| n.parse::<usize>().ok())
+            .and_then(|i| offered.get(i))
+        else {
+            return Decision::Fail(not_done("JEV_MALFORMED_RESPONSE"));
+        };
+        if control.editable {
+            // Typed text only ever comes from the command (R-RUN): never invented.
+            let text = req.text_offer.clone().or_else(|| match intent {
+                Intent::Type { text } | Intent::Search { text } => Some(text.clone()),
+                Intent::Decide { text_offer } => text_offer.clone(),
+                _ => None,
+            });
+            let Some(text) = text.filter(|t| !t.is_empty()) else {
+                return Decision::Fail(not_done("FIELD_TEXT_REQUIRED"));
+            };
+            let label = if req.submit {
+                format!("searched in \"{}\"", lines::short(&control.name))
+            } else {
+                format!("typed [text] into \"{}\"", lines::short(&control.name))
+            };
+            return Decision::Act(
+                Primitive::Type {
+                    target: control.reference.clone(),
+                    text,
+                    submit: req.submit,
+                },
+                label,
+            );
+        }
+        Decision::Act(
+            Primitive::Press {
+                target: control.reference.clone(),
+            },
+            format!("pressed \"{}\"", lines::short(&control.name)),
+        )
+    }
+}
+
+enum Decision {
+    Act(Primitive, String),
+    Nothing,
+    Fail(Part),
+}
+
+fn not_done(code: &str) -> Part {
+    Part::NotDone {
+        code: code.to_string(),
+        line: lines::not_done(lines::not_done_words(code), code),
+    }
+}
+
+/// A Jev failure: configuration, access and quota failures stop the task; anything else
+/// (timeouts, invalid answers, an unavailable or rate-limited provider) fails only this
+/// command. An invalid answer records only which check failed.
+fn jev_failure(e: &Error) -> Part {
+    let code = e.code();
+    let stops = matches!(
+        code,
+        "JEV_INVALID_CONFIGURATION"
+            | "JEV_MISSING_CREDENTIALS"
+            | "JEV_ACCESS_DENIED"
+            | "JEV_AUTHENTICATION_FAILED"
+            | "JEV_QUOTA_EXCEEDED"
+            | "JEV_UNSUPPORTED_MODEL"
+            | "GATEWAY_CLOSED"
+    );
+    if stops {
+        return Part::Stop {
+            code: code.into(),
+            line: lines::not_done(lines::not_done_words(code), code),
+        };
+    }
+    if code == "JEV_CANCELLED" {
+        return Part::Stop {
+            code: "CANCELLED".into(),
+            line: lines::not_done(lines::not_done_words("CANCELLED"), "CANCELLED"),
+        };
+    }
+    let line = match e.validation_reason() {
+        Some(v) => lines::not_done(&format!("the decision was invalid ({v})"), code),
+        None => lines::not_done(lines::not_done_words(code), code),
+    };
+    Part::NotDone {
+        code: code.into(),
+        line,
+    }
+}
+
+/// The target itself is gone (the browser died, the device went offline, the lease was
+/// taken back): the task stops.
+fn is_target_gone(e: &Error) -> bool {
+    matches!(
+        e.code(),
+        "BROWSER_UNAVAILABLE"
+            | "TAB_UNAVAILABLE"
+            | "DEVICE_OFFLINE"
+            | "DEVICE_NOT_PAIRED"
+            | "DEVICE_CAPABILITY_MISMATCH"
+            | "DEVICE_CONTROL_ELSEWHERE"
+            | "DEVICE_CONTROL_REVOKED"
+            | "DEVICE_CONTROL_NOT_HELD"
+            | "GATEWAY_CLOSED"
+            | "DEVICE_CHANNEL_IO"
+    )
+}
+
+fn target_failure(e: &Error) -> Part {
+    if is_target_gone(e) {
+        Part::Stop {
+            code: e.code().into(),
+            line: lines::not_done("the browser is not reachable", e.code()),
+        }
+    } else {
+        not_done(e.code())
+    }
+}
+
+enum Class {
+    NotExecuted,
+    Failed,
+    Unknown,
+}
+
+/// What an error from a dispatched mutation says about its outcome. Refusals that by contract
+/// sent nothing are "not executed"; a navigation that failed is a known failure; everything
+/// else (a timeout, a tab or browser that died, a channel cut after sending) is unknown.
+fn classify(e: &Error) -> Class {
+    match e.code() {
+        "STALE_OBSERVATION"
+        | "HISTORY_UNAVAILABLE"
+        | "SCROLL_LIMIT"
+        | "FOCUS_REQUIRED"
+        | "DIALOG_OPEN"
+        | "NO_DIALOG"
+        | "TARGET_NOT_FOUND"
+        | "TAB_LEASE_HELD"
+        | "DEVICE_OFFLINE"
+        | "DEVICE_NOT_PAIRED"
+        | "DEVICE_CAPABILITY_MISMATCH"
+        | "DEVICE_CONTROL_ELSEWHERE"
+        | "DEVICE_CONTROL_REVOKED"
+        | "DEVICE_CONTROL_NOT_HELD"
+        | "INVALID_TOOL_ARGUMENTS"
+        | "INVALID_ARGUMENT"
+        | "UNKNOWN_TOOL"
+        | "NAVIGATION_UNRESOLVED"
+        | "GATEWAY_CLOSED" => Class::NotExecuted,
+        "NAVIGATION_FAILED" | "JAVASCRIPT_ERROR" => Class::Failed,
+        _ => Class::Unknown,
+    }
+}
+
+/// What a fast-path primitive does, in words.
+fn describe(p: &Primitive, obs: &Observation) -> String {
+    let name = |r: &str| {
+        obs.controls
+            .iter()
+            .find(|c| c.reference == r)
+            .map(|c| lines::short(&c.name))
+            .unwrap_or_default()
+    };
+    match p {
+        Primitive::Scroll { direction } => format!("scrolled {}", enum_word(direction)),
+        Primitive::Keypress { key, count } if *count > 1 => {
+            format!("pressed {} x{count}", key.name())
+        }
+        Primitive::Keypress { key, .. } => format!("pressed {}", key.name()),
+        Primitive::History { direction } => format!("went {}", enum_word(direction)),
+        Primitive::Type { target, submit, .. } if *submit => {
+            format!("searched in \"{}\"", name(target))
+        }
+        Primitive::Type { target, .. } => format!("typed [text] into \"{}\"", name(target)),
+        Primitive::Navigate { url } => format!("opened {}", lines::host_of(url)),
+        Primitive::Press { target } => format!("pressed \"{}\"", name(target)),
+        Primitive::PressDigits { .. } | Primitive::Erase { .. } => "nothing".into(),
+    }
+}
+
+fn enum_word<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_lowercase))
+        .unwrap_or_default()
+}
+
+/// A control as a decision option: role and accessible name (never its value).
+fn option_text(c: &Control) -> String {
+    let role = if c.role.is_empty() {
+        "control"
+    } else {
+        &c.role
+    };
+    format!("{role} \"{}\"", lines::short(&c.name))
+}
+
+/// What a comparison of two observations looks at: everything a person would see change.
+fn fingerprint(o: &Observation) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    o.url.hash(&mut h);
+    o.title.hash(&mut h);
+    o.text.hash(&mut h);
+    o.focus.hash(&mut h);
+    o.scroll.at_top.hash(&mut h);
+    o.scroll.at_bottom.hash(&mut h);
+    o.dialog.is_some().hash(&mut h);
+    for c in &o.controls {
+        c.name.hash(&mut h);
+        c.value.hash(&mut h);
+        c.checked.hash(&mut h);
+    }
+    h.finish()
+}
+
+/// The observation a receipt keeps: bounded text and controls, no sensitive values.
+fn bounded(o: &Observation) -> Observation {
+    let mut kept = o.clone();
+    if kept.text.chars().count() > KEPT_TEXT_CHARS {
+        kept.text = kept.text.chars().take(KEPT_TEXT_CHARS).collect();
+        kept.truncated.text = true;
+    }
+    if kept.controls.len() > KEPT_CONTROLS {
+        kept.controls.truncate(KEPT_CONTROLS);
+        kept.truncated.controls = true;
+    }
+    for c in &mut kept.controls {
+        if c.sensitive {
+            c.value = None;
+        }
+    }
+    kept
+}
+
+/// Text a command itself would type (for the action log's `[text]`).
+fn typed_text(command: &str) -> Option<String> {
+    match parse_command(command) {
+        Intent::Type { text } | Intent::Search { text } => Some(text),
+        Intent::Decide { text_offer } => text_offer,
+        _ => None,
+    }
+}
+
+/// The steps from `from` on, shortened.
+fn rest(steps: &[String], from: usize) -> Vec<String> {
+    steps
+        .iter()
+        .skip(from)
+        .map(|s| lines::log_command(s, typed_text(s).as_deref()))
+        .collect()
+}

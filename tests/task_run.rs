@@ -1,0 +1,247 @@
+//! Tasks end to end (R-TSK, R-TSK-RCPT, R-RUN): a gateway runs a person's commands on a real
+//! headless Chromium over loopback fixture pages that count every real click, with the local
+//! evaluator for the decisions.
+
+mod support;
+
+use jevgate::task::{SpawnRequest, TaskOwner, TaskState};
+use jevgate::{Config, Gateway, GatewayOptions};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::Server;
+
+const CONFIG: &str = r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#;
+const WAIT: Duration = Duration::from_secs(90);
+
+fn gateway(dir: &std::path::Path) -> Gateway {
+    Gateway::open(GatewayOptions::new(
+        dir,
+        Config::from_json_str(CONFIG).unwrap(),
+    ))
+    .unwrap()
+}
+
+fn owner() -> TaskOwner {
+    TaskOwner::new("assistant", "alice", "conv-1")
+}
+
+fn lines_sink() -> (Arc<Mutex<Vec<String>>>, jevgate::task::ProgressFn) {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    (
+        lines,
+        Arc::new(move |p: &jevgate::task::TaskProgress| sink.lock().unwrap().push(p.line.clone())),
+    )
+}
+
+// R-RUN, R-TSK-RCPT: a mixed Thai/English step list runs on a real browser: a search through the
+// grammar's fast path, a link chosen by one Jev decision, back, scroll. Every step is done, every
+// action has a receipt committed before it ran, and each real click happened exactly once.
+#[test]
+fn r_run_a_mixed_step_list_runs_with_receipts_and_outcome_lines() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path());
+    let (lines, progress) = lines_sink();
+    let mut request =
+        SpawnRequest::new("1. ค้นหา cats\n2. open Cats result one\n3. กลับ\n4. scroll ลง");
+    request.start_url = Some(server.url("/p/taskhome"));
+    request.progress = Some(progress);
+    let id = gw.tasks().spawn(&owner(), request).unwrap();
+    assert_eq!(id.len(), 36, "a UUID: {id}");
+    let status = gw.tasks().wait(&owner(), &id, WAIT).unwrap();
+    let lines = lines.lock().unwrap().clone();
+    assert_eq!(
+        status.state,
+        TaskState::Completed,
+        "{status:#?}\n{lines:#?}"
+    );
+    assert_eq!(status.reason.as_deref(), Some("COMPLETION_CANDIDATE"));
+    let run = status.step_run.clone().unwrap();
+    assert_eq!(run.stop_reason, "ALL_STEPS_DONE", "{run:?}");
+    assert_eq!(run.done_parts, ["1.1", "2.1", "3.1", "4.1"]);
+    assert_eq!(lines.len(), 5, "start + four steps: {lines:#?}");
+    assert!(lines.iter().all(|l| l.starts_with("Done: ")), "{lines:#?}");
+    assert!(lines[1].contains("searched in"), "{lines:#?}");
+    assert!(lines[2].contains("Cats result one"), "{lines:#?}");
+    assert_eq!(status.actions, 5);
+    assert_eq!(status.evaluations, 1, "only the link needed a decision");
+    assert_eq!(server.wait_count("search", 1), 1);
+    assert_eq!(server.wait_count("cats-link", 1), 1);
+    assert_eq!(server.count("dogs-link"), 0);
+    // The action log shows what each round did, typed text as [text].
+    assert_eq!(status.action_log.len(), 5);
+    assert!(
+        status
+            .action_log
+            .iter()
+            .all(|e| !e.command.contains("cats") || e.command.contains("Cats")),
+        "typed text is [text]: {:?}",
+        status.action_log
+    );
+    // Receipts: one request, five operations, each done, tool names only.
+    let receipts = gw.tasks().receipts(&owner(), &id).unwrap();
+    assert_eq!(receipts.len(), 1);
+    assert_eq!(receipts[0].state, "done");
+    let tools: Vec<&str> = receipts[0]
+        .operations
+        .iter()
+        .map(|o| o.tool.as_str())
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "tab_navigate",
+            "page_type",
+            "page_click",
+            "tab_history",
+            "page_scroll"
+        ]
+    );
+    assert!(receipts[0].operations.iter().all(|o| o.status == "done"));
+    let last = status.last_dispatched_mutation.unwrap();
+    assert_eq!(last.tool, "page_scroll");
+    // The owner's list has it; another conversation's does not.
+    assert_eq!(gw.tasks().list(&owner()).unwrap().len(), 1);
+    let other = TaskOwner::new("assistant", "alice", "conv-2");
+    assert!(gw.tasks().list(&other).unwrap().is_empty());
+    gw.close();
+}
+
+// R-TSK: every read and write checks the whole owner triple; unknown ids, bad commands and
+// over-long step lists are clear errors.
+#[test]
+fn r_tsk_owner_triple_and_bad_input_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path());
+    let server = Server::start();
+    let mut request = SpawnRequest::new("");
+    request.start_url = Some(server.url("/p/crash"));
+    let id = gw.tasks().spawn(&owner(), request).unwrap();
+    for stranger in [
+        TaskOwner::new("other-agent", "alice", "conv-1"),
+        TaskOwner::new("assistant", "mallory", "conv-1"),
+        TaskOwner::new("assistant", "alice", "conv-9"),
+    ] {
+        let t = gw.tasks();
+        assert_eq!(
+            t.status(&stranger, &id).unwrap_err().code(),
+            "ACCESS_DENIED"
+        );
+        assert_eq!(
+            t.wait(&stranger, &id, Duration::ZERO).unwrap_err().code(),
+            "ACCESS_DENIED"
+        );
+        assert_eq!(
+            t.command(&stranger, &id, "scroll down").unwrap_err().code(),
+            "ACCESS_DENIED"
+        );
+        assert_eq!(
+            t.cancel(&stranger, &id).unwrap_err().code(),
+            "ACCESS_DENIED"
+        );
+        assert_eq!(
+            t.receipts(&stranger, &id).unwrap_err().code(),
+            "ACCESS_DENIED"
+        );
+    }
+    let t = gw.tasks();
+    assert_eq!(
+        t.status(&owner(), "0000").unwrap_err().code(),
+        "TASK_NOT_FOUND"
+    );
+    assert_eq!(
+        t.status(&owner(), &"x".repeat(10_000)).unwrap_err().code(),
+        "TASK_NOT_FOUND"
+    );
+    let e = t.command(&owner(), &id, "").unwrap_err();
+    assert_eq!(
+        (e.code(), e.to_string().contains("1 to 4000")),
+        ("INVALID_ARGUMENT", true)
+    );
+    let long = "ก".repeat(4001);
+    let e = t.command(&owner(), &id, &long).unwrap_err();
+    assert_eq!(e.code(), "INVALID_ARGUMENT");
+    assert!(!e.to_string().contains('ก'), "the command is not echoed");
+    let thirteen: String = (1..=13).map(|i| format!("{i}. scroll down\n")).collect();
+    assert_eq!(
+        t.command(&owner(), &id, &thirteen).unwrap_err().code(),
+        "INVALID_ARGUMENT"
+    );
+    assert_eq!(
+        t.spawn(&owner(), SpawnRequest::new(thirteen))
+            .unwrap_err()
+            .code(),
+        "INVALID_ARGUMENT"
+    );
+    let bad_owner = TaskOwner::new("", "alice", "conv-1");
+    assert_eq!(
+        t.spawn(&bad_owner, SpawnRequest::new("x"))
+            .unwrap_err()
+            .code(),
+        "INVALID_ARGUMENT"
+    );
+    let mut bad_url = SpawnRequest::new("");
+    bad_url.start_url = Some("javascript:alert(1)".into());
+    assert_eq!(
+        t.spawn(&owner(), bad_url).unwrap_err().code(),
+        "INVALID_ARGUMENT"
+    );
+    t.cancel(&owner(), &id).unwrap();
+    let s = t.wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(s.state, TaskState::Cancelled, "{s:#?}");
+    gw.close();
+}
+
+// R-RUN session start and direct commands: an empty goal opens the session (SESSION_READY);
+// each command settles with its outcome line and the session waits for the next; a command
+// that finds nothing to do is "Not done" and the session goes on; cancel closes it.
+#[test]
+fn r_run_an_open_session_takes_direct_commands_until_cancelled() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path());
+    let (lines, progress) = lines_sink();
+    let mut request = SpawnRequest::new("");
+    request.start_url = Some(server.url("/p/crash"));
+    request.progress = Some(progress);
+    let t = gw.tasks();
+    let id = t.spawn(&owner(), request).unwrap();
+    let s = t.wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(s.state, TaskState::WaitingInput, "{s:#?}");
+    assert_eq!(s.reason.as_deref(), Some("SESSION_READY"));
+    assert!(s.outcome.as_deref().unwrap().starts_with("Ready: "));
+
+    t.command(&owner(), &id, "press Charlie").unwrap();
+    let s = t.wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(s.state, TaskState::WaitingInput, "{s:#?}");
+    assert!(
+        s.outcome
+            .as_deref()
+            .unwrap()
+            .starts_with("Done: pressed \"Charlie"),
+        "{s:#?}"
+    );
+    assert_eq!(server.wait_count("Charlie", 1), 1);
+
+    t.command(&owner(), &id, "scroll up").unwrap();
+    let s = t.wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(s.state, TaskState::WaitingInput);
+    assert_eq!(s.reason.as_deref(), Some("SCROLL_LIMIT"), "{s:#?}");
+    assert!(s.outcome.as_deref().unwrap().starts_with("Not done: "));
+
+    t.cancel(&owner(), &id).unwrap();
+    let s = t.wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(s.state, TaskState::Cancelled, "{s:#?}");
+    assert_eq!(s.reason.as_deref(), Some("CANCELLED"));
+    assert_eq!(
+        t.command(&owner(), &id, "press Delta").unwrap_err().code(),
+        "AUTOMATION_SESSION_CLOSED"
+    );
+    let lines = lines.lock().unwrap().clone();
+    assert_eq!(lines.len(), 4, "{lines:#?}");
+    let receipts = t.receipts(&owner(), &id).unwrap();
+    assert_eq!(receipts.len(), 3, "{receipts:#?}");
+    assert_eq!(server.count("Delta"), 0);
+    gw.close();
+}
