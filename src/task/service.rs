@@ -48,6 +48,8 @@ pub(crate) struct OpenTarget {
 struct Live {
     owner: TaskOwner,
     request: SpawnRequest,
+    /// A backend the host brought ([`Tasks::spawn_with_backend`]); else the target is opened.
+    backend: Option<Arc<dyn BrowserBackend>>,
     commands: VecDeque<String>,
     cancel: CancelToken,
     state: TaskState,
@@ -118,7 +120,19 @@ impl<'a> Tasks<'a> {
     /// when all are busy. `INVALID_ARGUMENT` for a bad owner, a goal over
     /// [`MAX_COMMAND_CHARS`] characters or a list over 12 steps, a bad start URL or budget.
     pub fn spawn(&self, owner: &TaskOwner, request: SpawnRequest) -> Result<String> {
-        self.service.spawn(owner, request)
+        self.service.spawn(owner, request, None)
+    }
+
+    /// [`Tasks::spawn`] on a browser the host drives itself (any [`BrowserBackend`]: a
+    /// Chromium it launched, its own automation stack). `request.target` is recorded but not
+    /// opened, and the backend is not closed when the task ends.
+    pub fn spawn_with_backend(
+        &self,
+        owner: &TaskOwner,
+        request: SpawnRequest,
+        backend: Arc<dyn BrowserBackend>,
+    ) -> Result<String> {
+        self.service.spawn(owner, request, Some(backend))
     }
 
     /// The task as its owner sees it. `TASK_NOT_FOUND`, or `ACCESS_DENIED` for another owner.
@@ -299,7 +313,12 @@ impl TaskService {
         t
     }
 
-    pub(crate) fn spawn(&self, owner: &TaskOwner, request: SpawnRequest) -> Result<String> {
+    pub(crate) fn spawn(
+        &self,
+        owner: &TaskOwner,
+        request: SpawnRequest,
+        backend: Option<Arc<dyn BrowserBackend>>,
+    ) -> Result<String> {
         owner.check()?;
         check_request(&request)?;
         if self.shared.pool.lock().closed {
@@ -329,6 +348,7 @@ impl TaskService {
             Live {
                 owner: owner.clone(),
                 request,
+                backend,
                 commands: VecDeque::new(),
                 cancel: CancelToken::new(),
                 state: TaskState::Queued,
@@ -439,12 +459,15 @@ impl TaskService {
 
     /// Runs task `id` on this thread until its session closes.
     fn drive(&self, id: &str) {
-        let (owner, request, cancel) = {
+        let (owner, request, cancel, brought) = {
             let pool = self.shared.pool.lock();
             match pool.live.get(id) {
-                Some(l) if l.state == TaskState::Queued => {
-                    (l.owner.clone(), l.request.clone(), l.cancel.clone())
-                }
+                Some(l) if l.state == TaskState::Queued => (
+                    l.owner.clone(),
+                    l.request.clone(),
+                    l.cancel.clone(),
+                    l.backend.clone(),
+                ),
                 _ => return,
             }
         };
@@ -465,7 +488,14 @@ impl TaskService {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&p)));
             }
         };
-        let target = match self.shared.host.open_target(&owner, &request.target) {
+        let opened = match brought {
+            Some(backend) => Ok(OpenTarget {
+                backend,
+                close: Box::new(|| {}),
+            }),
+            None => self.shared.host.open_target(&owner, &request.target),
+        };
+        let target = match opened {
             Ok(t) => t,
             Err(e) => {
                 let line = lines::not_done("the browser could not be opened", e.code());
