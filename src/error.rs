@@ -422,6 +422,17 @@ pub enum Error {
     #[error("the tab is leased by another holder")]
     TabLeaseHeld,
 
+    /// A command reached the browser and no result came back: its worker disconnected, the
+    /// command's deadline passed, or a person took control back while it ran (R-TSK-RCPT,
+    /// R-DEV-FAIL). The action may or may not have taken effect; it is never sent again —
+    /// ask `operation_status(operationId)` or the person. Distinct from every "nothing was sent"
+    /// error (`DEVICE_OFFLINE`, `STALE_OBSERVATION`, …).
+    #[error("outcome unknown: {reason}; it may have taken effect and was not sent again")]
+    OutcomeUnknown {
+        /// What happened after the command was sent, written by jevgate.
+        reason: String,
+    },
+
     /// A bug in jevgate: a panic caught at an FFI boundary or a broken internal invariant.
     #[error("internal error: {reason}")]
     Internal {
@@ -561,6 +572,7 @@ error_table! {
     JavascriptError => "JAVASCRIPT_ERROR", 500, Browser, false, Some("javascript_error");
     ExecutionFailed => "EXECUTION_FAILED", 500, Browser, false, Some("execution_failed");
     TabLeaseHeld => "TAB_LEASE_HELD", 409, Browser, true, None;
+    OutcomeUnknown => "OUTCOME_UNKNOWN", 502, Browser, false, None;
     Internal => "INTERNAL", 500, Internal, false, None;
 }
 
@@ -641,6 +653,7 @@ impl Error {
             Error::JavascriptError { .. } => ErrorKind::JavascriptError,
             Error::ExecutionFailed { .. } => ErrorKind::ExecutionFailed,
             Error::TabLeaseHeld => ErrorKind::TabLeaseHeld,
+            Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
             Error::Internal { .. } => ErrorKind::Internal,
         }
     }
@@ -1046,6 +1059,11 @@ mod tests {
                 500,
             ),
             (Error::TabLeaseHeld, "TAB_LEASE_HELD", 409),
+            (
+                Error::OutcomeUnknown { reason: "x".into() },
+                "OUTCOME_UNKNOWN",
+                502,
+            ),
         ];
         for (err, code, status) in cases {
             assert_eq!(err.code(), code);
@@ -1158,6 +1176,27 @@ mod tests {
         ] {
             assert!(ERROR_TABLE.iter().any(|r| r.family == family), "{family:?}");
         }
+    }
+
+    // R-TSK-RCPT: an unknown outcome is its own kind, never retryable, and not a worker code
+    // (a worker cannot report it: only the gateway knows a command was sent and then lost).
+    #[test]
+    fn r_tsk_rcpt_outcome_unknown_is_its_own_never_retryable_kind() {
+        let err = Error::OutcomeUnknown {
+            reason: "the browser disconnected after the command was sent".into(),
+        };
+        assert_eq!(err.kind(), ErrorKind::OutcomeUnknown);
+        assert_eq!(
+            ErrorKind::from_code("OUTCOME_UNKNOWN"),
+            Some(ErrorKind::OutcomeUnknown)
+        );
+        assert!(!err.retryable());
+        assert_eq!(err.worker_code(), None);
+        assert_eq!(err.stale_cause(), None);
+        assert_eq!(
+            err.to_string(),
+            "outcome unknown: the browser disconnected after the command was sent; it may have taken effect and was not sent again"
+        );
     }
 
     #[test]

@@ -147,6 +147,7 @@ pub mod lease;
 pub mod observation;
 mod reasons;
 mod store;
+pub mod task;
 /// Internals that only tests, fuzz targets and benches reach into; not part of the API.
 #[doc(hidden)]
 pub mod unstable;

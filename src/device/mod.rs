@@ -82,6 +82,7 @@ mod dispatch;
 mod executor;
 pub(crate) mod frames;
 mod hub;
+mod primitive;
 mod registry;
 mod server;
 mod socket;
@@ -98,6 +99,9 @@ pub use executor::{
     truncate_chars, CancelRegistration, CancelToken, ToolExecutor, WorkerFailure,
     MAX_WORKER_MESSAGE_CHARS, OUTCOME_UNKNOWN, RESULT_CAP_EXCEEDED, WORKER_CODES,
 };
+pub(crate) use primitive::PrimitiveSender;
+#[cfg(test)]
+pub(crate) use primitive::PRIMITIVES;
 pub use registry::{
     BrowserInfo, Capability, Device, DeviceToken, PairRequest, Pairing, LABEL_BROWSER,
     LABEL_BROWSER_OUTDATED, LABEL_SHELL,

@@ -69,6 +69,7 @@ TAB_UNAVAILABLE: Final = "TAB_UNAVAILABLE"
 JAVASCRIPT_ERROR: Final = "JAVASCRIPT_ERROR"
 EXECUTION_FAILED: Final = "EXECUTION_FAILED"
 TAB_LEASE_HELD: Final = "TAB_LEASE_HELD"
+OUTCOME_UNKNOWN: Final = "OUTCOME_UNKNOWN"
 INTERNAL: Final = "INTERNAL"
 
 ALL: Final[tuple[str, ...]] = (
@@ -121,6 +122,7 @@ ALL: Final[tuple[str, ...]] = (
     JAVASCRIPT_ERROR,
     EXECUTION_FAILED,
     TAB_LEASE_HELD,
+    OUTCOME_UNKNOWN,
     INTERNAL,
 )
 """Every code, in the order of the Rust error table."""
