@@ -5,8 +5,10 @@
 //! dispatching threads (which only queue frames and wait on a slot), so no lock is ever held
 //! across socket I/O. A command is marked *sent* before its bytes are written: if the worker
 //! goes away afterwards its outcome is unknown and it is never re-sent; if it goes away before,
-//! the command was not delivered and the device is reported offline. This module must never
-//! retry a command or log a frame's content.
+//! the command was not delivered and the device is reported offline. A command abandoned at its
+//! deadline or on a cancel is taken out of the queue if it was never written (nothing reached
+//! the worker); [`Conn::send`] reports which, so a task can tell "not sent" from "outcome
+//! unknown". This module must never retry a command or log a frame's content.
 
 use super::executor::{CancelToken, ToolExecutor, WorkerFailure, OUTCOME_UNKNOWN};
 use super::frames;
