@@ -425,6 +425,16 @@ pub enum Error {
     #[error("the tab is leased by another holder")]
     TabLeaseHeld,
 
+    /// A command reached the browser and no result came back: its worker disconnected, the
+    /// command's deadline passed, or a person took control back while it ran (R-TSK-RCPT,
+    /// R-DEV-FAIL). The action may or may not have taken effect; it is never sent again —
+    /// ask `operation_status(operationId)` or the person. Distinct from every "nothing was sent"
+    /// error (`DEVICE_OFFLINE`, `STALE_OBSERVATION`, …).
+    #[error("outcome unknown: {reason}; it may have taken effect and was not sent again")]
+    OutcomeUnknown {
+        /// What happened after the command was sent, written by jevgate.
+        reason: String,
+    },
     /// No task with that id (R-TSK). Also what a caller that does not own the task gets when
     /// the id itself is unknown; a known id under another owner is `ACCESS_DENIED`.
     #[error("no such task")]
@@ -578,6 +588,7 @@ error_table! {
     JavascriptError => "JAVASCRIPT_ERROR", 500, Browser, false, Some("javascript_error");
     ExecutionFailed => "EXECUTION_FAILED", 500, Browser, false, Some("execution_failed");
     TabLeaseHeld => "TAB_LEASE_HELD", 409, Browser, true, None;
+    OutcomeUnknown => "OUTCOME_UNKNOWN", 502, Browser, false, None;
     TaskNotFound => "TASK_NOT_FOUND", 404, Task, false, None;
     AutomationSessionClosed => "AUTOMATION_SESSION_CLOSED", 410, Task, false, None;
     CommandQueueFull => "COMMAND_QUEUE_FULL", 429, Task, true, None;
@@ -661,6 +672,7 @@ impl Error {
             Error::JavascriptError { .. } => ErrorKind::JavascriptError,
             Error::ExecutionFailed { .. } => ErrorKind::ExecutionFailed,
             Error::TabLeaseHeld => ErrorKind::TabLeaseHeld,
+            Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
             Error::TaskNotFound => ErrorKind::TaskNotFound,
             Error::AutomationSessionClosed => ErrorKind::AutomationSessionClosed,
             Error::CommandQueueFull => ErrorKind::CommandQueueFull,
@@ -1069,6 +1081,11 @@ mod tests {
                 500,
             ),
             (Error::TabLeaseHeld, "TAB_LEASE_HELD", 409),
+            (
+                Error::OutcomeUnknown { reason: "x".into() },
+                "OUTCOME_UNKNOWN",
+                502,
+            ),
         ];
         for (err, code, status) in cases {
             assert_eq!(err.code(), code);
@@ -1187,6 +1204,27 @@ mod tests {
         ] {
             assert!(ERROR_TABLE.iter().any(|r| r.family == family), "{family:?}");
         }
+    }
+
+    // R-TSK-RCPT: an unknown outcome is its own kind, never retryable, and not a worker code
+    // (a worker cannot report it: only the gateway knows a command was sent and then lost).
+    #[test]
+    fn r_tsk_rcpt_outcome_unknown_is_its_own_never_retryable_kind() {
+        let err = Error::OutcomeUnknown {
+            reason: "the browser disconnected after the command was sent".into(),
+        };
+        assert_eq!(err.kind(), ErrorKind::OutcomeUnknown);
+        assert_eq!(
+            ErrorKind::from_code("OUTCOME_UNKNOWN"),
+            Some(ErrorKind::OutcomeUnknown)
+        );
+        assert!(!err.retryable());
+        assert_eq!(err.worker_code(), None);
+        assert_eq!(err.stale_cause(), None);
+        assert_eq!(
+            err.to_string(),
+            "outcome unknown: the browser disconnected after the command was sent; it may have taken effect and was not sent again"
+        );
     }
 
     #[test]

@@ -5,8 +5,10 @@
 //! dispatching threads (which only queue frames and wait on a slot), so no lock is ever held
 //! across socket I/O. A command is marked *sent* before its bytes are written: if the worker
 //! goes away afterwards its outcome is unknown and it is never re-sent; if it goes away before,
-//! the command was not delivered and the device is reported offline. This module must never
-//! retry a command or log a frame's content.
+//! the command was not delivered and the device is reported offline. A command abandoned at its
+//! deadline or on a cancel is taken out of the queue if it was never written (nothing reached
+//! the worker); [`Conn::send`] reports which, so a task can tell "not sent" from "outcome
+//! unknown". This module must never retry a command or log a frame's content.
 
 use super::executor::{CancelToken, ToolExecutor, WorkerFailure, OUTCOME_UNKNOWN};
 use super::frames;
@@ -153,14 +155,16 @@ impl Conn {
     }
 
     /// Gives up on command `id`: unqueues it if it was never written, else tells the worker to
-    /// cancel it.
-    fn abandon(&self, id: &str, slot: &Arc<Slot>) {
+    /// cancel it. Returns whether it was unqueued (then nothing of it reached the worker; a
+    /// command already taken for writing counts as written).
+    fn abandon(&self, id: &str, slot: &Arc<Slot>) -> bool {
         let mut s = self.state.lock();
         s.pending.remove(id);
         let before = s.outgoing.len();
         s.outgoing
             .retain(|o| !o.slot.as_ref().is_some_and(|x| Arc::ptr_eq(x, slot)));
-        if s.outgoing.len() == before && s.alive {
+        let unqueued = s.outgoing.len() != before;
+        if !unqueued && s.alive {
             s.outgoing.push_back(Outgoing {
                 text: frames::cancel(id),
                 slot: None,
@@ -168,24 +172,45 @@ impl Conn {
             drop(s);
             self.notify();
         }
+        unqueued
     }
 }
 
-impl ToolExecutor for Conn {
-    fn execute(
+/// How a command sent by [`Conn::send`] failed, with what is known about its delivery.
+#[derive(Debug)]
+pub(crate) enum SendFailure {
+    /// The worker answered with a failure.
+    Answered(WorkerFailure),
+    /// The connection was gone before the command's frame was written: nothing reached the
+    /// worker.
+    Offline,
+    /// The cancel token fired. `written` is false only when the command was taken out of the
+    /// queue unwritten (nothing reached the worker).
+    Cancelled { written: bool },
+    /// The deadline passed. `written` as for `Cancelled`.
+    TimedOut { written: bool },
+    /// The connection ended after the frame was written: the outcome is unknown.
+    Lost,
+}
+
+impl Conn {
+    /// Sends one command and waits for its result until `deadline` or `cancel`, telling a
+    /// command that never reached the worker apart from one whose outcome is unknown. Never
+    /// re-sends.
+    pub(crate) fn send(
         &self,
         tool: &str,
         args: &Value,
         deadline: Duration,
         cancel: &CancelToken,
-    ) -> Result<Value, WorkerFailure> {
+    ) -> Result<Value, SendFailure> {
         let id = format!("c{}", self.ids.fetch_add(1, Ordering::Relaxed));
         let slot = Arc::new(Slot::default());
         let deadline_ms = u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX);
         {
             let mut s = self.state.lock();
             if !s.alive {
-                return Err(offline());
+                return Err(SendFailure::Offline);
             }
             s.pending.insert(id.clone(), Arc::clone(&slot));
             s.outgoing.push_back(Outgoing {
@@ -214,32 +239,49 @@ impl ToolExecutor for Conn {
         drop(registration);
         match outcome {
             Some(Outcome::Answered(Ok(value))) => Ok(value),
-            Some(Outcome::Answered(Err((code, message)))) => {
-                Err(WorkerFailure::from_worker(&code, &message))
-            }
-            Some(Outcome::Cancelled) => {
-                self.abandon(&id, &slot);
-                Err(WorkerFailure::new(
-                    "cancelled",
-                    "a person took control of this browser back and the command was cancelled; do not retry unless asked to",
-                ))
-            }
-            Some(Outcome::Disconnected) if !sent => Err(offline()),
-            Some(Outcome::Disconnected) => Err(WorkerFailure::new(
+            Some(Outcome::Answered(Err((code, message)))) => Err(SendFailure::Answered(
+                WorkerFailure::from_worker(&code, &message),
+            )),
+            Some(Outcome::Cancelled) => Err(SendFailure::Cancelled {
+                written: !self.abandon(&id, &slot),
+            }),
+            Some(Outcome::Disconnected) if !sent => Err(SendFailure::Offline),
+            Some(Outcome::Disconnected) => Err(SendFailure::Lost),
+            None => Err(SendFailure::TimedOut {
+                written: !self.abandon(&id, &slot),
+            }),
+        }
+    }
+}
+
+impl ToolExecutor for Conn {
+    fn execute(
+        &self,
+        tool: &str,
+        args: &Value,
+        deadline: Duration,
+        cancel: &CancelToken,
+    ) -> Result<Value, WorkerFailure> {
+        let deadline_ms = u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX);
+        self.send(tool, args, deadline, cancel).map_err(|f| match f {
+            SendFailure::Answered(f) => f,
+            SendFailure::Offline => offline(),
+            SendFailure::Cancelled { .. } => WorkerFailure::new(
+                "cancelled",
+                "a person took control of this browser back and the command was cancelled; do not retry unless asked to",
+            ),
+            SendFailure::Lost => WorkerFailure::new(
                 OUTCOME_UNKNOWN,
                 "the browser disconnected while running the command; it may or may not have taken effect, and it was not retried",
-            )),
-            None => {
-                self.abandon(&id, &slot);
-                Err(WorkerFailure::new(
-                    "timed_out",
-                    format!(
-                        "the command did not finish within {} ms and was cancelled; it may have partly run",
-                        deadline_ms
-                    ),
-                ))
-            }
-        }
+            ),
+            SendFailure::TimedOut { .. } => WorkerFailure::new(
+                "timed_out",
+                format!(
+                    "the command did not finish within {} ms and was cancelled; it may have partly run",
+                    deadline_ms
+                ),
+            ),
+        })
     }
 }
 
@@ -413,5 +455,53 @@ mod tests {
         assert!(hub.online("dev_a"));
         hub.unregister(&replacement);
         assert!(!hub.online("dev_a"));
+    }
+
+    // R-TSK-RCPT: a deadline or a cancel that finds the command still queued took it back
+    // unwritten (nothing reached the worker); one that finds it taken for writing cannot say.
+    #[test]
+    fn r_tsk_rcpt_timeout_and_cancel_tell_an_unwritten_command_from_a_written_one() {
+        let clock = crate::clock::ManualClock::new();
+        let hub = Hub::new(Arc::new(clock.clone()));
+        for written in [false, true] {
+            for cancelled in [false, true] {
+                let conn = hub.register("dev_a");
+                let cancel = CancelToken::new();
+                let waiting = {
+                    let (conn, cancel) = (Arc::clone(&conn), cancel.clone());
+                    std::thread::spawn(move || {
+                        conn.send("page_click", &Value::Null, Duration::from_secs(5), &cancel)
+                    })
+                };
+                wait_queued(&conn);
+                if written {
+                    for item in conn.drain_outgoing() {
+                        item.mark_sent();
+                    }
+                }
+                if cancelled {
+                    cancel.cancel();
+                } else {
+                    // Until it ends: the sender may read the clock for its deadline only now.
+                    while !waiting.is_finished() {
+                        clock.advance(Duration::from_secs(5));
+                        std::thread::yield_now();
+                    }
+                }
+                let failure = waiting.join().unwrap().unwrap_err();
+                match (cancelled, failure) {
+                    (false, SendFailure::TimedOut { written: w })
+                    | (true, SendFailure::Cancelled { written: w }) => {
+                        assert_eq!(w, written, "cancelled={cancelled}")
+                    }
+                    (_, other) => panic!("{other:?}"),
+                }
+                // Unwritten: gone from the queue. Written: the worker is told to cancel it.
+                let queued = conn.drain_outgoing();
+                assert_eq!(queued.len(), usize::from(written));
+                assert!(queued.iter().all(|o| o.text.contains("\"cancel\"")));
+                hub.unregister(&conn);
+            }
+        }
     }
 }

@@ -9,6 +9,12 @@
 //! lease, enforces every cap and answers `{success, result}` or `{success:false, errorCode,
 //! message}`.
 //!
+//! A task drives a paired browser with the backend primitives of SPEC §6 instead (`observe`,
+//! `page_click`, …): the crate-internal `PrimitiveSender` (`device/primitive.rs`) sends one
+//! under the same device choice and control lease, without the nine tools' validation, and
+//! tells "not sent" from "sent, outcome unknown" (`OUTCOME_UNKNOWN`); `task::DeviceTarget` is the
+//! [`BrowserBackend`](crate::browser::BrowserBackend) over it.
+//!
 //! # The channel protocol (version 2)
 //!
 //! One JSON object per text message, at `/v1/device-worker/channel`:
@@ -82,6 +88,7 @@ mod dispatch;
 mod executor;
 pub(crate) mod frames;
 mod hub;
+mod primitive;
 mod registry;
 mod server;
 mod socket;
@@ -98,6 +105,9 @@ pub use executor::{
     truncate_chars, CancelRegistration, CancelToken, ToolExecutor, WorkerFailure,
     MAX_WORKER_MESSAGE_CHARS, OUTCOME_UNKNOWN, RESULT_CAP_EXCEEDED, WORKER_CODES,
 };
+pub(crate) use primitive::PrimitiveSender;
+#[cfg(test)]
+pub(crate) use primitive::PRIMITIVES;
 pub use registry::{
     BrowserInfo, Capability, Device, DeviceToken, PairRequest, Pairing, LABEL_BROWSER,
     LABEL_BROWSER_OUTDATED, LABEL_SHELL,

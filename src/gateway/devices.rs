@@ -8,6 +8,7 @@ use crate::device::{
     Artifact, ChannelHandle, ChannelOptions, Device, DeviceLimits, PairRequest, Pairing, ToolCall,
     ToolResult,
 };
+use crate::task::DeviceTarget;
 use crate::Result;
 
 impl Gateway {
@@ -50,6 +51,27 @@ impl Gateway {
             };
         }
         self.device_service().call_tool(self.leases(), call)
+    }
+
+    /// `owner`'s paired browser `device_id` as a task target for the conversation
+    /// `root_session` (issue 14 item 2): every command one primitive over the channel, under
+    /// the device's control lease. Hidden: the task controller makes targets; tests reach it
+    /// here until then.
+    #[doc(hidden)]
+    pub fn device_target(
+        &self,
+        owner: &str,
+        root_session: &str,
+        device_id: &str,
+    ) -> Result<DeviceTarget> {
+        self.check_open()?;
+        Ok(DeviceTarget::new(
+            self.device_service().primitive_sender(),
+            self.leases().clone(),
+            owner,
+            root_session,
+            device_id,
+        ))
     }
 
     /// The limits in force (R-DEV-CAPS).

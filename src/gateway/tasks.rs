@@ -5,7 +5,7 @@
 //! no lock across a call.
 
 use super::{Gateway, Inner};
-use crate::browser::{BrowserBackend, LaunchOptions, LocalBrowser};
+use crate::browser::{BrowserBackend, LaunchOptions, LeaseAction, LocalBrowser, TabLeaseArgs};
 use crate::jev::{CancelToken, EvaluateCall, Evaluation};
 use crate::task::{OpenTarget, TaskHost, TaskOwner, TaskTarget, Tasks};
 use crate::{Error, Result};
@@ -85,9 +85,38 @@ impl TaskHost for Host {
                     close: Box::new(move || closer.close()),
                 })
             }
-            TaskTarget::Device { .. } => Err(Error::BrowserUnavailable {
-                reason: "device targets land with the device task target".into(),
-            }),
+            TaskTarget::Device { device_id } => {
+                // The conversation takes the device's control lease (refused while another
+                // holds it), then the tab's lease for the task's life.
+                // Only the principal's own device: checked before any lease is taken, so a
+                // stranger's task cannot even hold someone else's device.
+                if !gw
+                    .devices(&owner.principal_id)?
+                    .iter()
+                    .any(|d| d.id == *device_id)
+                {
+                    return Err(Error::DeviceNotPaired);
+                }
+                gw.leases().acquire(device_id, &owner.conversation_id)?;
+                let target =
+                    gw.device_target(&owner.principal_id, &owner.conversation_id, device_id)?;
+                let lease = target.tab_lease(TabLeaseArgs {
+                    action: LeaseAction::Acquire,
+                    lease_id: None,
+                })?;
+                let target = Arc::new(target);
+                let releaser = Arc::clone(&target);
+                Ok(OpenTarget {
+                    backend: target as Arc<dyn BrowserBackend>,
+                    close: Box::new(move || {
+                        // Best effort: an offline device's tab lease expires on its own.
+                        let _ = releaser.tab_lease(TabLeaseArgs {
+                            action: LeaseAction::Release,
+                            lease_id: lease.lease_id,
+                        });
+                    }),
+                })
+            }
         }
     }
 }

@@ -13,12 +13,14 @@
 //! task, and never put commands, typed text, page text or results into logs or errors: they
 //! live only in the task's rows, for its owner.
 
+mod device_target;
 mod lines;
 mod records;
 mod run;
 mod service;
 pub(crate) mod writer;
 
+pub use device_target::DeviceTarget;
 pub use service::Tasks;
 pub(crate) use service::{OpenTarget, TaskHost, TaskService};
 

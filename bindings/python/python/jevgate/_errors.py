@@ -129,7 +129,9 @@ class DeviceError(Error):
 class BrowserError(Error):
     """The browser refused or failed an action: ``BROWSER_UNAVAILABLE``, ``STALE_OBSERVATION``
     (cause ``NAVIGATION_PENDING``, ``GENERATION_CHANGED`` or ``TARGET_OBSCURED``),
-    ``HISTORY_UNAVAILABLE``, ``SCROLL_LIMIT``, ``FOCUS_REQUIRED``, ``DIALOG_OPEN``, …"""
+    ``HISTORY_UNAVAILABLE``, ``SCROLL_LIMIT``, ``FOCUS_REQUIRED``, ``DIALOG_OPEN``, …, and
+    ``OUTCOME_UNKNOWN`` (the command was sent and no result came back: it may have run and is
+    never sent again)."""
 
 
 class ToolError(Exception):

@@ -1,0 +1,481 @@
+//! One backend primitive (SPEC §6: `observe`, `page_click`, `tab_lease`, `operation_status`, …)
+//! sent to a paired browser for a task (issue 14 item 2; R-TSK, R-DEV-FAIL, R-LEASE-1..3).
+//!
+//! Owns [`PrimitiveSender`]: the crate-internal handle the task layer drives a paired device
+//! through. One call picks the owner's device, refuses what cannot be attempted
+//! (`DEVICE_NOT_PAIRED`, `DEVICE_CAPABILITY_MISMATCH`, `DEVICE_OFFLINE`, then the lease:
+//! `DEVICE_CONTROL_ELSEWHERE` / `DEVICE_CONTROL_REVOKED`), takes the control lease and the
+//! command's cancellation hook in one step ([`Leases::acquire_command`]), sends the primitive
+//! once with the device's command timeout, and returns the worker's raw JSON result or a typed
+//! [`Error`]. The nine tools' validation and caps do not apply: these are the primitives the
+//! reference worker ([`crate::browser::BrowserTools`]) serves as they are; the channel's
+//! message size bounds a result.
+//!
+//! Failures keep their meaning, the safety core of R-TSK-RCPT:
+//! - *not sent* — nothing reached the worker: `DEVICE_OFFLINE` (offline before the frame was
+//!   written, or still queued when the deadline passed), `DEVICE_CONTROL_REVOKED` (taken back
+//!   before it was written), and every refusal above;
+//! - *sent and answered* — the worker's failure as the same typed error the local backend gives
+//!   (`STALE_OBSERVATION` with its cause, `HISTORY_UNAVAILABLE`, `TAB_UNAVAILABLE`, …), read
+//!   from the worker code and the browser code that leads a reference worker's message; text
+//!   from the worker is never copied into an error (R-ERR-2);
+//! - *unknown* — sent and no result came back (worker gone, deadline passed, taken back while it
+//!   ran, or the worker itself reports it cancelled): `OUTCOME_UNKNOWN`.
+//!
+//! This module must never retry or re-send a command, never log arguments or results, and never
+//! import the browser or task layers (the browser layer imports `device`).
+
+use super::caps::DeviceLimits;
+use super::executor::{CancelToken, WorkerFailure};
+use super::hub::{Hub, SendFailure};
+use super::registry::{Capability, Registry};
+use super::DeviceService;
+use crate::clock::SharedClock;
+use crate::lease::Leases;
+use crate::reasons::StaleCause;
+use crate::{Error, ErrorKind};
+use parking_lot::RwLock;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The primitives a [`PrimitiveSender`] sends: the `tool` names of `browser::Command` (checked
+/// against it in `task/device_target.rs`). The nine `browser_*` tools are not among them.
+pub(crate) const PRIMITIVES: &[&str] = &[
+    "observe",
+    "snapshot",
+    "page_click",
+    "page_type",
+    "page_keypress",
+    "page_scroll",
+    "tab_navigate",
+    "tab_history",
+    "page_screenshot",
+    "operation_status",
+    "tab_lease",
+    "get_text",
+    "find",
+    "form_input",
+    "javascript",
+    "mouse_click",
+    "tabs",
+    "handle_dialog",
+];
+
+/// What a [`Error`] rebuilt from a worker says instead of the worker's own text.
+const REPORTED: &str = "reported by the paired browser";
+
+/// Sends backend primitives to the owner's paired browsers. Cheap to clone; shares the device
+/// service's registry, live connections and limits, so a limit change applies to the next call.
+#[derive(Clone)]
+pub(crate) struct PrimitiveSender {
+    registry: Arc<Registry>,
+    hub: Arc<Hub>,
+    limits: Arc<RwLock<DeviceLimits>>,
+    clock: SharedClock,
+}
+
+impl std::fmt::Debug for PrimitiveSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrimitiveSender").finish_non_exhaustive()
+    }
+}
+
+impl DeviceService {
+    /// The handle the task layer sends primitives through.
+    pub(crate) fn primitive_sender(&self) -> PrimitiveSender {
+        PrimitiveSender {
+            registry: Arc::clone(&self.registry),
+            hub: Arc::clone(&self.hub),
+            limits: Arc::clone(&self.limits),
+            clock: Arc::clone(&self.clock),
+        }
+    }
+}
+
+// Test seam: runs on the sending thread right after the lease step, before anything is sent.
+#[cfg(test)]
+thread_local! {
+    static AFTER_LEASE: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+impl PrimitiveSender {
+    /// The gateway's clock (every deadline of a call is on it, R-CLK).
+    pub(crate) fn clock(&self) -> SharedClock {
+        Arc::clone(&self.clock)
+    }
+
+    /// Sends primitive `tool` with `args` (a JSON object: `Command`'s serde `args`) to
+    /// `device_id` of `owner`, for `root_session` under the device's control lease, once.
+    /// Returns the worker's raw result; see the module comment for the failures.
+    pub(crate) fn send(
+        &self,
+        leases: &Leases,
+        owner: &str,
+        root_session: &str,
+        device_id: &str,
+        tool: &str,
+        args: &Value,
+    ) -> Result<Value, Error> {
+        let Some(tool) = PRIMITIVES.iter().copied().find(|p| *p == tool) else {
+            return Err(Error::UnknownTool { tool: "?".into() });
+        };
+        let started = self.clock.now();
+        let answer = self.send_inner(leases, owner, root_session, device_id, tool, args);
+        log::info!(
+            "primitive {tool} answered {} in {} ms",
+            answer.as_ref().err().map_or("ok", Error::code),
+            (self.clock.now() - started).as_millis()
+        );
+        answer
+    }
+
+    fn send_inner(
+        &self,
+        leases: &Leases,
+        owner: &str,
+        root_session: &str,
+        device_id: &str,
+        tool: &'static str,
+        args: &Value,
+    ) -> Result<Value, Error> {
+        if !args.is_object() {
+            return Err(Error::InvalidArgument {
+                name: "args",
+                reason: "must be a JSON object".into(),
+            });
+        }
+        let device = self
+            .registry
+            .get(owner, device_id)?
+            .ok_or(Error::DeviceNotPaired)?;
+        if device.capability != Capability::Browser || device.outdated() {
+            return Err(Error::DeviceCapabilityMismatch);
+        }
+        let conn = self.hub.get(&device.id).ok_or(Error::DeviceOffline)?;
+        let timeout = self.limits.read().command_timeout;
+        // One step: the lease and the command's cancellation hook (R-LEASE-3).
+        let cancel = CancelToken::new();
+        let _guard = {
+            let cancel = cancel.clone();
+            leases
+                .acquire_command(&device.id, root_session, move || cancel.cancel())?
+                .1
+        };
+        #[cfg(test)]
+        if let Some(hook) = AFTER_LEASE.with(|h| h.borrow_mut().take()) {
+            hook();
+        }
+        // A take-back that came after the acquire: the command is not sent at all.
+        if cancel.is_cancelled() {
+            return Err(Error::DeviceControlRevoked);
+        }
+        conn.send(tool, args, timeout, &cancel)
+            .map_err(|f| failure_error(f, timeout))
+    }
+}
+
+/// The typed error of a failed send (see the module comment).
+fn failure_error(failure: SendFailure, timeout: Duration) -> Error {
+    let unknown = |reason: String| Error::OutcomeUnknown { reason };
+    match failure {
+        SendFailure::Offline | SendFailure::TimedOut { written: false } => Error::DeviceOffline,
+        SendFailure::Cancelled { written: false } => Error::DeviceControlRevoked,
+        SendFailure::Cancelled { written: true } => {
+            unknown("a person took control of the browser back after the command was sent".into())
+        }
+        SendFailure::TimedOut { written: true } => unknown(format!(
+            "no result within {} ms after the command was sent",
+            timeout.as_millis()
+        )),
+        SendFailure::Lost => unknown("the browser disconnected after the command was sent".into()),
+        SendFailure::Answered(f) => worker_error(&f, timeout),
+    }
+}
+
+/// A worker's failure as the error the local backend gives for the same refusal. The reference
+/// worker sends browser errors without a worker code as `execution_failed` with the browser's
+/// code leading the message (`STALE_OBSERVATION: stale observation: GENERATION_CHANGED`).
+fn worker_error(f: &WorkerFailure, timeout: Duration) -> Error {
+    let reason = || REPORTED.to_string();
+    match f.code.as_str() {
+        "timed_out" => Error::BrowserTimeout { timeout },
+        "tab_unavailable" => Error::TabUnavailable,
+        "javascript_error" => Error::JavascriptError { reason: reason() },
+        "debugger_unavailable" => Error::BrowserUnavailable {
+            reason: "the paired browser's debugger is unavailable".into(),
+        },
+        "blocked_by_user" => Error::ExecutionFailed {
+            reason: "the person's browser blocked the command".into(),
+        },
+        // Only the gateway cancels, and it stops waiting when it does: a worker that answers
+        // `cancelled` by itself may have stopped part-way.
+        "cancelled" => Error::OutcomeUnknown {
+            reason: "the browser reported the command cancelled while it ran".into(),
+        },
+        "execution_failed" => {
+            browser_error(&f.message, timeout).unwrap_or(Error::ExecutionFailed {
+                reason: "the paired browser refused the command".into(),
+            })
+        }
+        _ => Error::ExecutionFailed { reason: reason() },
+    }
+}
+
+/// The browser error named by `CODE: …` at the start of `message`, rebuilt from fixed parts
+/// only (the code, a stale cause, a dialog type, an argument name jevgate uses).
+fn browser_error(message: &str, timeout: Duration) -> Option<Error> {
+    let (code, rest) = message.split_once(": ")?;
+    let reason = || REPORTED.to_string();
+    Some(match ErrorKind::from_code(code)? {
+        ErrorKind::StaleObservation => Error::StaleObservation {
+            cause: [
+                StaleCause::NavigationPending,
+                StaleCause::GenerationChanged,
+                StaleCause::TargetObscured,
+            ]
+            .into_iter()
+            .find(|c| rest.ends_with(c.code()))?,
+        },
+        ErrorKind::HistoryUnavailable => Error::HistoryUnavailable,
+        ErrorKind::ScrollLimit => Error::ScrollLimit,
+        ErrorKind::FocusRequired => Error::FocusRequired,
+        ErrorKind::NoDialog => Error::NoDialog,
+        ErrorKind::TabLeaseHeld => Error::TabLeaseHeld,
+        ErrorKind::TabUnavailable => Error::TabUnavailable,
+        ErrorKind::DialogOpen => Error::DialogOpen {
+            kind: ["alert", "confirm", "prompt", "beforeunload"]
+                .into_iter()
+                .find(|k| rest.starts_with(&format!("a {k} dialog")))
+                .unwrap_or("unknown")
+                .into(),
+        },
+        ErrorKind::TargetNotFound => Error::TargetNotFound { reason: reason() },
+        ErrorKind::NavigationFailed => Error::NavigationFailed { reason: reason() },
+        ErrorKind::JavascriptError => Error::JavascriptError { reason: reason() },
+        ErrorKind::ExecutionFailed => Error::ExecutionFailed { reason: reason() },
+        ErrorKind::BrowserUnavailable => Error::BrowserUnavailable { reason: reason() },
+        ErrorKind::BrowserTimeout => Error::BrowserTimeout { timeout },
+        ErrorKind::InvalidArgument => Error::InvalidArgument {
+            name: ["operationId", "tabId", "value", "x/y", "count", "command"]
+                .into_iter()
+                .find(|n| rest.starts_with(&format!("invalid argument `{n}`")))
+                .unwrap_or("args"),
+            reason: reason(),
+        },
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::SystemClock;
+    use crate::device::{BrowserInfo, ChannelOptions, DeviceWorker, PairRequest, ToolExecutor};
+    use crate::lease::ControlCaller;
+    use crate::store::Store;
+    use serde_json::json;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    // R-DEV-FAIL, R-BRW-STALE: a reference worker's refusals come back as the local backend's
+    // typed errors; worker text never reaches the error.
+    #[test]
+    fn r_dev_fail_worker_failures_become_the_local_backends_typed_errors() {
+        let t = Duration::from_secs(7);
+        let from =
+            |code: &str, message: &str| worker_error(&WorkerFailure::from_worker(code, message), t);
+        for cause in [
+            StaleCause::NavigationPending,
+            StaleCause::GenerationChanged,
+            StaleCause::TargetObscured,
+        ] {
+            let local = Error::StaleObservation { cause };
+            let back = from("execution_failed", &format!("{}: {local}", local.code()));
+            assert_eq!(back.kind(), local.kind());
+            assert_eq!(back.stale_cause(), Some(cause));
+        }
+        for local in [
+            Error::HistoryUnavailable,
+            Error::ScrollLimit,
+            Error::FocusRequired,
+            Error::NoDialog,
+            Error::TabLeaseHeld,
+            Error::DialogOpen {
+                kind: "confirm".into(),
+            },
+            Error::TargetNotFound {
+                reason: "ref e9 secret-page-text".into(),
+            },
+            Error::NavigationFailed {
+                reason: "net::ERR_CONNECTION_REFUSED".into(),
+            },
+            Error::InvalidArgument {
+                name: "operationId",
+                reason: "already used".into(),
+            },
+        ] {
+            let back = from("execution_failed", &format!("{}: {local}", local.code()));
+            assert_eq!(back.kind(), local.kind(), "{local}");
+            assert!(!back.to_string().contains("secret"), "{back}");
+        }
+        assert!(matches!(
+            from("execution_failed", "DIALOG_OPEN: a confirm dialog is open; x"),
+            Error::DialogOpen { kind } if kind == "confirm"
+        ));
+        assert!(matches!(
+            from(
+                "execution_failed",
+                "INVALID_ARGUMENT: invalid argument `operationId`: x"
+            ),
+            Error::InvalidArgument {
+                name: "operationId",
+                ..
+            }
+        ));
+        // Worker codes travel as the error table's worker-code column.
+        assert_eq!(from("timed_out", "x").code(), "BROWSER_TIMEOUT");
+        assert_eq!(from("tab_unavailable", "x").code(), "TAB_UNAVAILABLE");
+        assert_eq!(from("javascript_error", "x").code(), "JAVASCRIPT_ERROR");
+        assert_eq!(
+            from("debugger_unavailable", "x").code(),
+            "BROWSER_UNAVAILABLE"
+        );
+        // A worker that cancels by itself may have stopped part-way.
+        assert_eq!(from("cancelled", "x").code(), "OUTCOME_UNKNOWN");
+        // Anything unreadable is a plain refusal, never a panic and never the worker's text.
+        for message in [
+            "",
+            ":",
+            "STALE_OBSERVATION: no cause",
+            "NOPE: x",
+            "ค: ๆ",
+            "secret words",
+        ] {
+            let e = from("execution_failed", message);
+            assert_eq!(e.code(), "EXECUTION_FAILED", "{message}");
+            assert!(!e.to_string().contains("secret"));
+        }
+        assert_eq!(from("made_up", "secret").code(), "EXECUTION_FAILED");
+    }
+
+    // R-TSK-RCPT: what became of a send decides "not executed" versus "unknown".
+    #[test]
+    fn r_tsk_rcpt_only_a_written_command_without_a_result_is_an_unknown_outcome() {
+        let t = Duration::from_millis(250);
+        assert_eq!(
+            failure_error(SendFailure::Offline, t).code(),
+            "DEVICE_OFFLINE"
+        );
+        assert_eq!(
+            failure_error(SendFailure::TimedOut { written: false }, t).code(),
+            "DEVICE_OFFLINE"
+        );
+        assert_eq!(
+            failure_error(SendFailure::Cancelled { written: false }, t).code(),
+            "DEVICE_CONTROL_REVOKED"
+        );
+        for f in [
+            SendFailure::Lost,
+            SendFailure::TimedOut { written: true },
+            SendFailure::Cancelled { written: true },
+        ] {
+            assert_eq!(failure_error(f, t).code(), "OUTCOME_UNKNOWN");
+        }
+    }
+
+    /// A worker's executor that counts the commands that reached it.
+    struct Counting(Arc<AtomicUsize>);
+
+    impl ToolExecutor for Counting {
+        fn execute(
+            &self,
+            _tool: &str,
+            _args: &Value,
+            _deadline: Duration,
+            _cancel: &CancelToken,
+        ) -> Result<Value, WorkerFailure> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Ok(json!({"generation": 1, "url": "about:blank"}))
+        }
+    }
+
+    // R-LEASE-3: a take-back right after the acquire stops the primitive before it is sent,
+    // and it is reported as not sent (DEVICE_CONTROL_REVOKED), never as an unknown outcome.
+    #[test]
+    fn r_lease_3_take_back_right_after_the_acquire_sends_nothing_and_says_revoked() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let clock: SharedClock = Arc::new(SystemClock::new());
+        let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock)).unwrap();
+        let devices =
+            DeviceService::open(Arc::clone(&store), clock, &leases, dir.path().to_path_buf())
+                .unwrap();
+        let channel = devices.serve(ChannelOptions::new("127.0.0.1:0")).unwrap();
+        let pairing = devices
+            .pair(
+                &leases,
+                "alice",
+                &PairRequest {
+                    installation_id: "alice-install".into(),
+                    name: "laptop".into(),
+                    browser: Some(BrowserInfo {
+                        name: "Chromium".into(),
+                        version: "131".into(),
+                    }),
+                },
+            )
+            .unwrap();
+        let device = pairing.device.id.clone();
+        let reached = Arc::new(AtomicUsize::new(0));
+        let worker = DeviceWorker::connect(
+            crate::device::WorkerOptions::new(channel.url(), pairing.token),
+            Arc::new(Counting(Arc::clone(&reached))),
+        )
+        .unwrap();
+        let sender = devices.primitive_sender();
+        let send = |tool: &str| sender.send(&leases, "alice", "conv-1", &device, tool, &json!({}));
+        assert_eq!(send("observe").unwrap()["generation"], 1);
+        assert_eq!(reached.load(Ordering::SeqCst), 1);
+        // Not a primitive: the nine tools do not go this way.
+        assert_eq!(send("browser_get_text").unwrap_err().code(), "UNKNOWN_TOOL");
+        assert_eq!(
+            sender
+                .send(&leases, "alice", "conv-1", &device, "observe", &json!([]))
+                .unwrap_err()
+                .code(),
+            "INVALID_ARGUMENT"
+        );
+        assert_eq!(
+            sender
+                .send(&leases, "mallory", "conv-1", &device, "observe", &json!({}))
+                .unwrap_err()
+                .code(),
+            "DEVICE_NOT_PAIRED"
+        );
+        {
+            let leases = leases.clone();
+            let device = device.clone();
+            AFTER_LEASE.with(|h| {
+                *h.borrow_mut() = Some(Box::new(move || {
+                    assert!(leases
+                        .take_back(&device, &ControlCaller::owner("alice"))
+                        .unwrap());
+                }))
+            });
+        }
+        assert_eq!(
+            send("observe").unwrap_err().code(),
+            "DEVICE_CONTROL_REVOKED"
+        );
+        assert_eq!(
+            reached.load(Ordering::SeqCst),
+            1,
+            "nothing reached the worker"
+        );
+        worker.close();
+        devices.close();
+        leases.close_all();
+        store.close();
+    }
+}

@@ -1,0 +1,357 @@
+//! Issue 14 item 2 (the paired-device target; R-TSK, R-TSK-RCPT, R-DEV-FAIL, R-LEASE-1..3,
+//! R-BRW-ACT, R-BRW-STALE): a task drives a paired browser through `task::DeviceTarget`, one
+//! primitive per command over a real loopback channel, and sees exactly what the local backend
+//! gives — the same results and the same typed errors — while "not sent" (`DEVICE_OFFLINE`)
+//! and "sent, outcome unknown" (`OUTCOME_UNKNOWN`) stay apart.
+//!
+//! The browser test runs the reference worker (`DeviceWorker` + `BrowserTools`) over a real
+//! headless Chromium tab on a loopback fixture page that counts real clicks; the others use a
+//! worker executor of their own that counts what reaches it. Nothing sleeps: waits are bounded
+//! polls on observable state, and the unknown outcome comes from a short command timeout.
+
+mod support;
+
+use jevgate::browser::*;
+use jevgate::device::{
+    BrowserInfo, CancelToken, ChannelHandle, ChannelOptions, DeviceWorker, PairRequest,
+    ToolExecutor, WorkerFailure, WorkerOptions,
+};
+use jevgate::task::DeviceTarget;
+use jevgate::{Config, Gateway, GatewayOptions};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+use support::{shared_browser, Closing, Server};
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    gw: Gateway,
+    channel: ChannelHandle,
+    device: String,
+    token: jevgate::device::DeviceToken,
+}
+
+/// A gateway with a channel on loopback and one paired browser device of `alice`.
+fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::open(GatewayOptions::new(dir.path(), Config::default())).unwrap();
+    let pairing = gw
+        .pair(
+            "alice",
+            &PairRequest {
+                installation_id: "alice-laptop".into(),
+                name: "Laptop".into(),
+                browser: Some(BrowserInfo {
+                    name: "Chromium".into(),
+                    version: "headless".into(),
+                }),
+            },
+        )
+        .unwrap();
+    let channel = gw
+        .serve_channel(ChannelOptions::new("127.0.0.1:0"))
+        .unwrap();
+    Setup {
+        _dir: dir,
+        gw,
+        channel,
+        device: pairing.device.id,
+        token: pairing.token,
+    }
+}
+
+impl Setup {
+    fn connect(&self, executor: Arc<dyn ToolExecutor>) -> DeviceWorker {
+        let worker = DeviceWorker::connect(
+            WorkerOptions::new(self.channel.url(), self.token.clone()),
+            executor,
+        )
+        .unwrap();
+        self.wait_online(true);
+        worker
+    }
+
+    fn target(&self, root_session: &str) -> DeviceTarget {
+        self.gw
+            .device_target("alice", root_session, &self.device)
+            .unwrap()
+    }
+
+    /// Bounded poll of the device's online state (the gateway sees a connection come or go on
+    /// its own thread).
+    fn wait_online(&self, online: bool) {
+        let end = Instant::now() + Duration::from_secs(10);
+        while self.gw.devices("alice").unwrap()[0].online != online {
+            assert!(Instant::now() < end, "device never became online={online}");
+            std::thread::yield_now();
+        }
+    }
+}
+
+fn named<'a>(obs: &'a jevgate::observation::Observation, name: &str) -> &'a str {
+    &obs.controls
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no control named {name}"))
+        .reference
+}
+
+fn click(op: &str, generation: u64, reference: &str) -> ClickArgs {
+    ClickArgs {
+        operation_id: format!("{op}-{}", std::process::id()),
+        generation,
+        reference: reference.into(),
+    }
+}
+
+// R-BRW-ACT, R-BRW-STALE, R-LEASE-1, R-TSK: observe and click through the device target; a
+// click on an old generation is the same STALE_OBSERVATION (same cause) the local backend
+// gives and reaches nothing; the conversation holds the control lease, another one is refused.
+#[test]
+fn r_tsk_r_brw_stale_a_device_target_acts_like_the_local_backend_and_holds_the_lease() {
+    let server = Server::start();
+    let browser = Closing(shared_browser());
+    let tab = browser.0.open_tab().unwrap();
+    tab.navigate(&server.url("/p/buttons")).unwrap();
+    let s = setup();
+    let worker = s.connect(Arc::new(BrowserTools::new(Arc::new(tab.clone()))));
+    let target = s.target("conv-1");
+    assert_eq!(target.device_id(), s.device);
+
+    let first = target.observe().unwrap();
+    assert_eq!(first.title, "Buttons");
+    // The conversation holds the device's control lease; another one is refused, whether it
+    // asks the lease manager or sends through its own target (nothing is sent then).
+    assert_eq!(s.gw.leases().holder(&s.device).as_deref(), Some("conv-1"));
+    assert_eq!(
+        s.gw.leases()
+            .acquire(&s.device, "conv-2")
+            .unwrap_err()
+            .code(),
+        "DEVICE_CONTROL_ELSEWHERE"
+    );
+    assert_eq!(
+        s.target("conv-2").observe().unwrap_err().code(),
+        "DEVICE_CONTROL_ELSEWHERE"
+    );
+
+    // Clicking "Add a button" adds a control: the first generation no longer holds.
+    let add = click("add", first.generation, named(&first, "Add a button"));
+    let action = target.page_click(add.clone()).unwrap();
+    assert_eq!(action.operation_id, add.operation_id);
+    assert_eq!(action.tool, "page_click");
+    assert_eq!(action.generation_before, first.generation);
+    assert_eq!(server.wait_count("add", 1), 1);
+
+    let go = named(&first, "Press me");
+    let remote = target
+        .page_click(click("stale-device", first.generation, go))
+        .unwrap_err();
+    let local = tab
+        .page_click(click("stale-local", first.generation, go))
+        .unwrap_err();
+    assert_eq!(remote.code(), "STALE_OBSERVATION", "{remote}");
+    assert_eq!(remote.kind(), local.kind());
+    assert_eq!(remote.stale_cause(), local.stale_cause());
+    assert_eq!(remote.stale_cause(), Some(StaleCause::GenerationChanged));
+    assert_eq!(server.count("go"), 0, "a stale click sends nothing");
+    // The browser recorded the refused click as not executed; the device target reads it back.
+    let status = target
+        .operation_status(OperationStatusArgs {
+            operation_id: format!("stale-device-{}", std::process::id()),
+        })
+        .unwrap();
+    assert_eq!(status.status, OperationState::NotExecuted);
+    let added = target
+        .operation_status(OperationStatusArgs {
+            operation_id: add.operation_id.clone(),
+        })
+        .unwrap();
+    assert_eq!(added.status, OperationState::Completed);
+
+    // Re-observe and the same click goes through, once.
+    let second = target.observe().unwrap();
+    assert!(second.generation > first.generation);
+    target
+        .page_click(click("go", second.generation, named(&second, "Press me")))
+        .unwrap();
+    assert_eq!(server.wait_count("go", 1), 1);
+    assert_eq!(
+        server.count("untrusted:go"),
+        0,
+        "a real click, not a script's"
+    );
+    worker.close();
+    s.gw.close();
+    tab.close().unwrap();
+}
+
+/// A worker executor that counts the commands reaching it and answers an observation.
+struct Counting(Arc<AtomicUsize>);
+
+impl ToolExecutor for Counting {
+    fn execute(
+        &self,
+        _tool: &str,
+        _args: &Value,
+        _deadline: Duration,
+        _cancel: &CancelToken,
+    ) -> Result<Value, WorkerFailure> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(json!({"generation": 7, "url": "about:blank"}))
+    }
+}
+
+// R-DEV-FAIL, R-TSK-RCPT: the worker closes mid-run; the next command is DEVICE_OFFLINE and
+// reaches nothing (not executed — safe to decide again, never an unknown outcome).
+#[test]
+fn r_dev_fail_a_worker_gone_mid_run_makes_the_next_command_device_offline_not_sent() {
+    let s = setup();
+    let reached = Arc::new(AtomicUsize::new(0));
+    let worker = s.connect(Arc::new(Counting(Arc::clone(&reached))));
+    let target = s.target("conv-1");
+    assert_eq!(target.observe().unwrap().generation, 7);
+    assert_eq!(reached.load(Ordering::SeqCst), 1);
+    worker.close();
+    s.wait_online(false);
+    let err = target
+        .page_click(click("after-close", 7, "e1"))
+        .unwrap_err();
+    assert_eq!(err.code(), "DEVICE_OFFLINE", "{err}");
+    assert_eq!(
+        reached.load(Ordering::SeqCst),
+        1,
+        "nothing reached a worker"
+    );
+    // A target on a device that is not this owner's is refused before anything is sent.
+    let stranger = s.gw.device_target("mallory", "conv-9", &s.device).unwrap();
+    assert_eq!(stranger.observe().unwrap_err().code(), "DEVICE_NOT_PAIRED");
+    s.gw.close();
+    assert_eq!(target.observe().unwrap_err().code(), "GATEWAY_CLOSED");
+}
+
+/// A worker executor whose commands never answer: each blocks until the gateway cancels it
+/// (or the worker closes), and reports when it started and when it was cancelled.
+struct Never {
+    started: mpsc::Sender<String>,
+    cancelled: mpsc::Sender<()>,
+}
+
+impl ToolExecutor for Never {
+    fn execute(
+        &self,
+        tool: &str,
+        _args: &Value,
+        _deadline: Duration,
+        cancel: &CancelToken,
+    ) -> Result<Value, WorkerFailure> {
+        let (tx, rx) = mpsc::channel();
+        let _hook = cancel.on_cancel(move || {
+            let _ = tx.send(());
+        });
+        let _ = self.started.send(tool.to_string());
+        let _ = rx.recv();
+        let _ = self.cancelled.send(());
+        Err(WorkerFailure::new("cancelled", "cancelled"))
+    }
+}
+
+// R-TSK-RCPT, R-DEV-FAIL, R-LEASE-1: a command that reached the worker and never answered is
+// OUTCOME_UNKNOWN — not DEVICE_OFFLINE, never retryable, sent once — while the conversation
+// holds the lease during the call; after the worker is gone the next command is not sent.
+#[test]
+fn r_tsk_rcpt_a_sent_command_without_an_answer_is_outcome_unknown_not_not_sent() {
+    let s = setup();
+    let mut limits = s.gw.device_limits();
+    limits.command_timeout = Duration::from_millis(300);
+    s.gw.set_device_limits(limits).unwrap();
+    let (started_tx, started) = mpsc::channel();
+    let (cancelled_tx, cancelled) = mpsc::channel();
+    let worker = s.connect(Arc::new(Never {
+        started: started_tx,
+        cancelled: cancelled_tx,
+    }));
+    let target = Arc::new(s.target("conv-1"));
+    let call = {
+        let target = Arc::clone(&target);
+        std::thread::spawn(move || target.page_click(click("never", 3, "e2")))
+    };
+    // While the command runs, the conversation holds the device.
+    assert_eq!(
+        started.recv_timeout(Duration::from_secs(10)).unwrap(),
+        "page_click"
+    );
+    assert_eq!(s.gw.leases().holder(&s.device).as_deref(), Some("conv-1"));
+    assert_eq!(
+        s.gw.leases()
+            .acquire(&s.device, "conv-2")
+            .unwrap_err()
+            .code(),
+        "DEVICE_CONTROL_ELSEWHERE"
+    );
+    let unknown = call.join().unwrap().unwrap_err();
+    assert_eq!(unknown.code(), "OUTCOME_UNKNOWN", "{unknown}");
+    assert!(!unknown.retryable());
+    assert_eq!(unknown.stale_cause(), None);
+    // The gateway told the worker to stop, and did not send it again.
+    cancelled.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(started.try_recv().is_err(), "sent exactly once");
+
+    worker.close();
+    s.wait_online(false);
+    let offline = target.page_click(click("later", 3, "e2")).unwrap_err();
+    assert_eq!(offline.code(), "DEVICE_OFFLINE");
+    assert_ne!(offline.kind(), unknown.kind());
+    assert!(started.try_recv().is_err(), "nothing reached a worker");
+    s.gw.close();
+}
+
+// R-TSK targets, R-TSK-RCPT: a whole task runs on a paired device through the same run loop as
+// on a local Chromium: the conversation takes the control lease and the tab lease, every
+// action has its receipt, and the real search happened once.
+#[test]
+fn r_tsk_a_task_runs_on_a_paired_device_with_receipts() {
+    use jevgate::task::{SpawnRequest, TaskOwner, TaskState, TaskTarget};
+    let server = Server::start();
+    let browser = Closing(shared_browser());
+    let tab = browser.0.open_tab().unwrap();
+    let s = setup();
+    let worker = s.connect(Arc::new(BrowserTools::new(Arc::new(tab.clone()))));
+    let owner = TaskOwner::new("assistant", "alice", "conv-task");
+    let mut request = SpawnRequest::new("1. scroll down\n2. ค้นหา cats");
+    request.start_url = Some(server.url("/p/taskhome"));
+    request.target = TaskTarget::Device {
+        device_id: s.device.clone(),
+    };
+    let id = s.gw.tasks().spawn(&owner, request).unwrap();
+    let status =
+        s.gw.tasks()
+            .wait(&owner, &id, Duration::from_secs(60))
+            .unwrap();
+    assert_eq!(status.state, TaskState::Completed, "{status:#?}");
+    assert_eq!(server.wait_count("search", 1), 1);
+    let receipts = s.gw.tasks().receipts(&owner, &id).unwrap();
+    let tools: Vec<&str> = receipts[0]
+        .operations
+        .iter()
+        .map(|o| o.tool.as_str())
+        .collect();
+    assert_eq!(tools, ["tab_navigate", "page_scroll", "page_type"]);
+    // Another principal cannot drive alice's device through a task.
+    let mallory = TaskOwner::new("assistant", "mallory", "conv-m");
+    let mut request = SpawnRequest::new("scroll down");
+    request.target = TaskTarget::Device {
+        device_id: s.device.clone(),
+    };
+    let id = s.gw.tasks().spawn(&mallory, request).unwrap();
+    let status =
+        s.gw.tasks()
+            .wait(&mallory, &id, Duration::from_secs(60))
+            .unwrap();
+    assert_eq!(status.state, TaskState::Failed, "{status:#?}");
+    assert_eq!(status.reason.as_deref(), Some("DEVICE_NOT_PAIRED"));
+    assert_ne!(s.gw.leases().holder(&s.device).as_deref(), Some("conv-m"));
+    worker.close();
+    s.gw.close();
+}
