@@ -14,6 +14,7 @@
 //! live only in the task's rows, for its owner.
 
 mod device_target;
+mod host;
 mod lines;
 mod records;
 mod run;
@@ -21,8 +22,9 @@ mod service;
 pub(crate) mod writer;
 
 pub use device_target::DeviceTarget;
+pub(crate) use host::{OpenTarget, TaskHost};
+pub(crate) use service::TaskService;
 pub use service::Tasks;
-pub(crate) use service::{OpenTarget, TaskHost, TaskService};
 
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;

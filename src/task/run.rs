@@ -10,9 +10,9 @@
 //! configuration, access or quota failure. It never logs commands, typed text, page text or
 //! results (only codes), and never sleeps past the request's deadline.
 
+use super::host::{Hook, TaskHost};
 use super::lines;
 use super::records;
-use super::service::{Hook, TaskHost};
 use super::writer::Writer;
 use super::{ActionLogEntry, Budget, StepRun, TaskOwner, TaskProgress};
 use crate::browser::{

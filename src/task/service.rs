@@ -7,6 +7,7 @@
 //! touch a task whose owner triple differs from theirs, never run more tasks at once than it
 //! has slots, and never leave a thread behind after [`TaskService::close`].
 
+use super::host::{Hook, OpenTarget, TaskHost};
 use super::lines;
 use super::records::{self, TaskUpdate};
 use super::run::{Counters, Ending, Report, Run};
@@ -17,7 +18,7 @@ use super::{
 };
 use crate::browser::BrowserBackend;
 use crate::clock::SharedClock;
-use crate::jev::{CancelToken, EvaluateCall, Evaluation};
+use crate::jev::CancelToken;
 use crate::store::Store;
 use crate::{Error, Result};
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -25,24 +26,6 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-
-/// A crash-test seam: called with the name of each checkpoint boundary a dispatch passes
-/// (`before_checkpoint`, `after_checkpoint`, `after_dispatch`, `after_settle`).
-pub(crate) type Hook = Arc<dyn Fn(&'static str) + Send + Sync>;
-
-/// What the gateway lends the task service: Jev evaluations and targets.
-pub(crate) trait TaskHost: Send + Sync {
-    /// One Jev evaluation with the gateway's checks, limits and usage records.
-    fn evaluate(&self, call: &EvaluateCall, cancel: &CancelToken) -> Result<Evaluation>;
-    /// Opens `target` for `owner` (starts a Chromium, or takes a device's leases).
-    fn open_target(&self, owner: &TaskOwner, target: &TaskTarget) -> Result<OpenTarget>;
-}
-
-/// An opened target and how to let it go.
-pub(crate) struct OpenTarget {
-    pub backend: Arc<dyn BrowserBackend>,
-    pub close: Box<dyn FnOnce() + Send>,
-}
 
 /// A task the service is running (or about to).
 struct Live {

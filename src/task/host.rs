@@ -1,0 +1,27 @@
+//! What the task module needs from above it, as traits and plain types: the gateway's Jev
+//! evaluations and targets ([`TaskHost`]), an opened target ([`OpenTarget`]) and the crash-test
+//! seam ([`Hook`]). Owns no behaviour; it must never name the gateway.
+
+use super::{TaskOwner, TaskTarget};
+use crate::browser::BrowserBackend;
+use crate::jev::{CancelToken, EvaluateCall, Evaluation};
+use crate::Result;
+use std::sync::Arc;
+
+/// A crash-test seam: called with the name of each checkpoint boundary a dispatch passes
+/// (`before_checkpoint`, `after_checkpoint`, `after_dispatch`, `after_settle`).
+pub(crate) type Hook = Arc<dyn Fn(&'static str) + Send + Sync>;
+
+/// What the gateway lends the task service: Jev evaluations and targets.
+pub(crate) trait TaskHost: Send + Sync {
+    /// One Jev evaluation with the gateway's checks, limits and usage records.
+    fn evaluate(&self, call: &EvaluateCall, cancel: &CancelToken) -> Result<Evaluation>;
+    /// Opens `target` for `owner` (starts a Chromium, or takes a device's leases).
+    fn open_target(&self, owner: &TaskOwner, target: &TaskTarget) -> Result<OpenTarget>;
+}
+
+/// An opened target and how to let it go.
+pub(crate) struct OpenTarget {
+    pub backend: Arc<dyn BrowserBackend>,
+    pub close: Box<dyn FnOnce() + Send>,
+}
