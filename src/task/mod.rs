@@ -97,6 +97,18 @@ impl TaskOwner {
     }
 }
 
+/// A JSON argument must be an object (serde would also take a struct as an array).
+fn object(name: &'static str, json: &str, shape: &str) -> crate::Result<()> {
+    if json.trim_start().starts_with('{') {
+        Ok(())
+    } else {
+        Err(crate::Error::InvalidArgument {
+            name,
+            reason: format!("must be {shape} (not a JSON object)"),
+        })
+    }
+}
+
 /// What a task drives (R-TSK targets).
 ///
 /// ```
@@ -233,6 +245,11 @@ impl SpawnRequest {
             #[serde(default)]
             keep_open: bool,
         }
+        object(
+            "request",
+            json,
+            "{goal, target?, startUrl?, budget?, keepOpen?}",
+        )?;
         let w: Wire = crate::args::from_json(
             "request",
             json,
