@@ -2,11 +2,11 @@
 //! durable receipts so that an action whose outcome is unknown is never sent again.
 //!
 //! This module owns the task model and its persistence (R-TSK), the receipts and checkpoints
-//! (R-TSK-RCPT, [`writer`] and [`records`]), the run loop (R-RUN, [`run`]) and the pool of task
+//! (R-TSK-RCPT, `writer` and `records`), the run loop (R-RUN, `run`) and the pool of task
 //! threads. A task runs on a thread of its slot; the slot also owns the task's browser (a local
 //! headless Chromium or a paired device's tab) until the task's session closes.
 //!
-//! The gateway sits above this module: it hands a [`TaskHost`] down (Jev evaluations and
+//! The gateway sits above this module: it hands a `TaskHost` down (Jev evaluations and
 //! targets) and never the other way round. This module must never dispatch a page mutation
 //! whose checkpoint did not commit, never re-send an operation whose outcome is unknown (not
 //! after a timeout, a crash, a restart or a cancellation), never let one owner read another's
