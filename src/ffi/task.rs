@@ -324,7 +324,7 @@ mod tests {
             (std::ptr::null(), c"x".as_ptr()),
             (c"{\"agentId\":\"a\"}".as_ptr(), c"x".as_ptr()),
             (owner.as_ptr(), std::ptr::null()),
-            (owner.as_ptr(), b"\xff\0".as_ptr().cast()),
+            (owner.as_ptr(), c"\xff".as_ptr()),
         ] {
             let mut err: *mut jevgate_error = std::ptr::null_mut();
             // SAFETY: NULL or NUL-terminated strings; writable out-pointers.
