@@ -154,6 +154,14 @@ typedef char *(*jevgate_provider_fn)(void *user_data, const char *request_json);
 typedef void (*jevgate_provider_free_fn)(void *user_data, char *response_json);
 
 /**
+ * Receives each settled outcome line of a task as `progress_json`,
+ * `{"taskId":…,"line":…,"reason":…}`: a NUL-terminated UTF-8 string borrowed for the call
+ * only (copy what you keep; do not free it). Called on the task's thread, one line at a time
+ * per task; keep it short and never call the task API from it.
+ */
+typedef void (*jevgate_task_progress_fn)(void *user_data, const char *progress_json);
+
+/**
  * A host's tool server for `jevgate_device_worker_connect_with`: receives the tool name and
  * its arguments JSON and returns a NUL-terminated result JSON in the channel's shape,
  * `{"success":true,"result":…}` or `{"success":false,"errorCode":…,"message":…}` (NULL =
@@ -849,6 +857,124 @@ void jevgate_browser_call_end(jevgate_browser_call *call);
 jevgate_status jevgate_lease_reap(const jevgate_gateway *gateway,
                                   size_t *reaped_out,
                                   jevgate_error **err_out);
+
+/**
+ * Starts a task for the owner `owner_json` (`{"agentId","principalId","conversationId"}`)
+ * from `request_json` (`{"goal", "target"?: {"kind":"local","profile"?} |
+ * {"kind":"device","deviceId"}, "startUrl"?: http(s) URL, "budget"?: {"maxSteps",
+ * "maxEvaluations","timeoutMs"}, "keepOpen"?: bool}`; an empty goal opens the session and
+ * waits for commands) and writes its id (a UUID) to `*task_id_out`. `progress` (may be NULL)
+ * receives each outcome line (see `jevgate_task_progress_fn`) with `user_data` first.
+ * `INVALID_ARGUMENT` for a bad owner or request (a goal over 4000 characters, a list over 12
+ * steps, a start URL that is not http/https).
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `task_id_out` writable; `err_out` NULL or
+ * writable. `progress` and `user_data` must stay valid and be safe to call from the task's
+ * thread (another thread than the caller's) until the task has ended
+ * (`jevgate_task_wait` reports a state other than `queued`, `running`, `waiting_input`) or the
+ * gateway is closed.
+ */
+jevgate_status jevgate_task_spawn(const jevgate_gateway *gateway,
+                                  const char *owner_json,
+                                  const char *request_json,
+                                  jevgate_task_progress_fn progress,
+                                  void *user_data,
+                                  char **task_id_out,
+                                  jevgate_error **err_out);
+
+/**
+ * Writes the task's status JSON (`{"id","owner","target","goal","state","reason","outcome",
+ * "actions","evaluations","actionLog","stepRun","lastDispatchedMutation",…}`; `state` is
+ * one of `queued`, `running`, `waiting_input`, `completed`, `failed`, `cancelled`,
+ * `needs_reconciliation`) to `*status_json_out`. `TASK_NOT_FOUND`, or `ACCESS_DENIED` when
+ * the owner triple is not the task's.
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `status_json_out` writable; `err_out` NULL
+ * or writable.
+ */
+jevgate_status jevgate_task_status(const jevgate_gateway *gateway,
+                                   const char *owner_json,
+                                   const char *task_id,
+                                   char **status_json_out,
+                                   jevgate_error **err_out);
+
+/**
+ * Blocks until the task is neither `queued` nor `running`, or `timeout_ms` passed (any value;
+ * `UINT64_MAX` waits as long as it takes), and writes its status JSON then (as
+ * `jevgate_task_status`; a `state` still `queued`/`running` means the timeout came first).
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `status_json_out` writable; `err_out` NULL
+ * or writable.
+ */
+jevgate_status jevgate_task_wait(const jevgate_gateway *gateway,
+                                 const char *owner_json,
+                                 const char *task_id,
+                                 uint64_t timeout_ms,
+                                 char **status_json_out,
+                                 jevgate_error **err_out);
+
+/**
+ * Queues a person's next direct command or step list (`text`, 1 to 4000 characters, at most
+ * 12 steps) on the task's open session. `INVALID_ARGUMENT` for bad text (never echoed),
+ * `COMMAND_QUEUE_FULL` when 20 wait already, `AUTOMATION_SESSION_CLOSED` when the session
+ * is over.
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_task_command(const jevgate_gateway *gateway,
+                                    const char *owner_json,
+                                    const char *task_id,
+                                    const char *text,
+                                    jevgate_error **err_out);
+
+/**
+ * Cancels the task (idempotent): a queued task never starts, a running one stops before its
+ * next action (an operation already sent keeps its outcome). Writes the status JSON after
+ * the call to `*status_json_out` when it is not NULL (free it with `jevgate_string_free`);
+ * `jevgate_task_wait` then waits until the thread settled it (`cancelled`).
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `status_json_out` NULL or writable;
+ * `err_out` NULL or writable.
+ */
+jevgate_status jevgate_task_cancel(const jevgate_gateway *gateway,
+                                   const char *owner_json,
+                                   const char *task_id,
+                                   char **status_json_out,
+                                   jevgate_error **err_out);
+
+/**
+ * Writes the owner's tasks (a JSON array of statuses, newest first, at most 100) to
+ * `*tasks_json_out`.
+ *
+ * # Safety
+ * `gateway` a live handle; `owner_json` NUL-terminated; `tasks_json_out` writable; `err_out`
+ * NULL or writable.
+ */
+jevgate_status jevgate_task_list(const jevgate_gateway *gateway,
+                                 const char *owner_json,
+                                 char **tasks_json_out,
+                                 jevgate_error **err_out);
+
+/**
+ * Writes the task's receipts (R-TSK-RCPT: a JSON array, one per request, `{"request",
+ * "state","reason","outcome","startedAt","endedAt","operations":[{"operationId","tool",
+ * "dispatchedAt","status","errorCode","result","observation"}]}`) to `*receipts_json_out`.
+ * Results and observations are the owner's to investigate: never log them.
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `receipts_json_out` writable; `err_out`
+ * NULL or writable.
+ */
+jevgate_status jevgate_task_receipts(const jevgate_gateway *gateway,
+                                     const char *owner_json,
+                                     const char *task_id,
+                                     char **receipts_json_out,
+                                     jevgate_error **err_out);
 
 /**
  * Connects `browser` to the channel at `url` (`ws://…/v1/device-worker/channel` or `wss://…`)

@@ -47,6 +47,7 @@ mod gateway;
 mod grammar;
 mod jev;
 mod lease;
+mod task;
 mod worker;
 
 pub use browser::*;
@@ -58,6 +59,7 @@ pub use gateway::*;
 pub use grammar::*;
 pub use jev::*;
 pub use lease::*;
+pub use task::*;
 pub use worker::*;
 
 use crate::Error;

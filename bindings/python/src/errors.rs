@@ -31,6 +31,7 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
         ErrorFamily::Jev if err.validation_reason().is_some() => "ValidationError",
         ErrorFamily::Jev => "JevError",
         ErrorFamily::Access => "AccessDeniedError",
+        ErrorFamily::Task => "TaskError",
         _ => "Error",
     };
     let kwargs = PyDict::new(py);

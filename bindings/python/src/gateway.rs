@@ -62,6 +62,14 @@ impl PyGateway {
         }
     }
 
+    /// Browser tasks (spawn, status, wait, command, cancel, list, receipts).
+    #[getter]
+    fn tasks(&self) -> crate::task::PyTasks {
+        crate::task::PyTasks {
+            gateway: self.inner.clone(),
+        }
+    }
+
     #[getter]
     fn generation(&self) -> u64 {
         self.inner.generation()

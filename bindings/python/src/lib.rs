@@ -13,6 +13,7 @@ mod grammar;
 mod interrupt;
 mod jev;
 mod lease;
+mod task;
 mod worker;
 
 use pyo3::prelude::*;
@@ -77,5 +78,6 @@ fn _jevgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<clock::PyManualClock>()?;
     m.add_class::<lease::PyLeases>()?;
     m.add_class::<lease::PyBrowserCall>()?;
+    m.add_class::<task::PyTasks>()?;
     Ok(())
 }

@@ -21,7 +21,7 @@ def test_codes_module_lists_exactly_the_error_table():
 
 def test_every_row_is_upper_snake_with_a_family_and_a_status():
     families = {"config", "store", "argument", "gateway", "jev", "grammar", "lease", "access",
-                "device", "browser", "internal"}
+                "device", "browser", "task", "internal"}
     for row in _jevgate.error_table():
         assert re.fullmatch(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)*", row["code"]), row
         assert row["family"] in families, row

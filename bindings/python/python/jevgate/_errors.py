@@ -134,6 +134,13 @@ class BrowserError(Error):
     never sent again)."""
 
 
+class TaskError(Error):
+    """A browser task refused the call: ``TASK_NOT_FOUND`` (404; no task of that id — another
+    owner's task is ``AccessDeniedError`` instead), ``AUTOMATION_SESSION_CLOSED`` (410; the
+    task's session is over: no more commands), ``COMMAND_QUEUE_FULL`` (429, retryable; 20
+    commands already wait behind the running one)."""
+
+
 class ToolError(Exception):
     """Raised by a ``jevgate.DeviceWorker`` executor to fail one command with a worker code
     (``cancelled``, ``timed_out``, ``execution_failed``, ``tab_unavailable``,

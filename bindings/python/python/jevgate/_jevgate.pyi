@@ -23,6 +23,7 @@ __all__ = [
     "Gateway",
     "ManualClock",
     "Leases",
+    "Tasks",
     "BrowserCall",
     "tool_definitions",
     "error_table",
@@ -197,6 +198,48 @@ class BrowserCall:
     ) -> None: ...
 
 @final
+class Tasks:
+    """Browser tasks of a gateway (R-TSK): `gw.tasks`. `owner` is
+    {"agentId", "principalId", "conversationId"}; every call checks the whole triple
+    (AccessDeniedError ACCESS_DENIED for another owner's task, TaskError TASK_NOT_FOUND for an
+    unknown id). Status dicts: {"id", "owner", "target", "goal", "revision", "controller",
+    "state", "reason", "outcome", "actions", "evaluations", "actionLog", "stepRun",
+    "lastDispatchedMutation", "queuedCommands", "createdAt", "updatedAt"}; `state` is one of
+    queued, running, waiting_input, completed, failed, cancelled, needs_reconciliation."""
+
+    def spawn(
+        self,
+        owner: Mapping[str, Any],
+        goal: str = ...,
+        *,
+        target: Optional[Mapping[str, Any]] = None,
+        start_url: Optional[str] = None,
+        budget: Optional[Mapping[str, Any]] = None,
+        keep_open: bool = False,
+        on_outcome: Optional[Callable[[Dict[str, Any]], object]] = None,
+    ) -> str:
+        """Start a task; returns its id. `target` {"kind": "local", "profile"?} or
+        {"kind": "device", "deviceId"}; `budget` {"maxSteps", "maxEvaluations", "timeoutMs"};
+        an empty goal opens the session and waits for commands. `on_outcome` receives
+        {"taskId", "line", "reason"} for each settled outcome line, on the task's thread with
+        the GIL taken; what it raises is dropped (the task goes on)."""
+    def status(self, owner: Mapping[str, Any], id: str) -> Dict[str, Any]: ...
+    def wait(self, owner: Mapping[str, Any], id: str, timeout: float) -> Dict[str, Any]:
+        """Wait (GIL released, Ctrl-C interrupts) until the task is neither queued nor running,
+        or `timeout` seconds passed (math.inf: no bound); returns its status then."""
+    def command(self, owner: Mapping[str, Any], id: str, text: str) -> None:
+        """Queue the next direct command or step list on the open session (TaskError
+        AUTOMATION_SESSION_CLOSED, COMMAND_QUEUE_FULL; ArgumentError for empty or > 4000 chars)."""
+    def cancel(self, owner: Mapping[str, Any], id: str) -> Dict[str, Any]:
+        """Cancel (idempotent); returns the status after the call."""
+    def list(self, owner: Mapping[str, Any]) -> List[Dict[str, Any]]:
+        """The owner's tasks, newest first (at most 100)."""
+    def receipts(self, owner: Mapping[str, Any], id: str) -> List[Dict[str, Any]]:
+        """One receipt per request: {"request", "state", "reason", "outcome", "startedAt",
+        "endedAt", "operations": [{"operationId", "tool", "dispatchedAt", "status", "errorCode",
+        "result", "observation"}]}. Results and observations are private: never log them."""
+
+@final
 class Gateway:
     """An open gateway on a data directory. Use as a context manager, or call close()."""
 
@@ -209,6 +252,9 @@ class Gateway:
     ) -> "Gateway": ...
     @property
     def leases(self) -> Leases: ...
+    @property
+    def tasks(self) -> Tasks:
+        """Browser tasks: spawn, status, wait, command, cancel, list, receipts."""
     def pair(self, owner: str, request: Mapping[str, Any]) -> Dict[str, Any]:
         """{"device": {...}, "token": "..."}; the token is shown once."""
     def unpair(self, owner: str, device_id: str) -> None: ...

@@ -1,0 +1,195 @@
+//! `gateway.tasks`: browser tasks (R-TSK, R-RUN, R-TSK-RCPT) with dicts in and out; blocking
+//! calls release the GIL, `wait` in slices so Ctrl-C interrupts it.
+//!
+//! The `on_outcome` callable is called on the task's thread with the GIL taken; whatever it
+//! raises is dropped (the line is lost, the task goes on), and it is never called once the
+//! interpreter is shutting down. It is held until the task ends.
+
+use crate::device::to_py_json;
+use crate::errors::IntoPy;
+use jevgate::task::{ProgressFn, SpawnRequest, TaskOwner, TaskProgress};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[pyclass(module = "jevgate", name = "Tasks", frozen)]
+pub struct PyTasks {
+    pub gateway: jevgate::Gateway,
+}
+
+/// The owner triple from a dict (`{"agentId", "principalId", "conversationId"}`);
+/// `ArgumentError` naming `owner` otherwise.
+fn owner_arg(owner: &Bound<'_, PyAny>) -> PyResult<TaskOwner> {
+    let text = crate::dumps_arg("owner", owner)?;
+    TaskOwner::from_json(&text).py_err()
+}
+
+/// An optional JSON argument as a value.
+fn value_arg(name: &'static str, value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Value>> {
+    let Some(v) = value else { return Ok(None) };
+    let text = crate::dumps_arg(name, v)?;
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| crate::errors::invalid_json(name, "JSON", &e))
+}
+
+/// A wait's bound in seconds: finite and not negative, or infinity (until the task settles).
+fn timeout_arg(seconds: f64) -> PyResult<Option<Duration>> {
+    if seconds == f64::INFINITY {
+        return Ok(None);
+    }
+    Duration::try_from_secs_f64(seconds).map(Some).map_err(|_| {
+        crate::errors::invalid_argument("timeout", "must be a number of seconds, 0 or more")
+    })
+}
+
+/// Wraps the Python callable as the task's progress function.
+fn progress_fn(callable: Py<PyAny>) -> ProgressFn {
+    Arc::new(move |p: &TaskProgress| {
+        // Not during interpreter shutdown; an exception (or a failure to build the dict) loses
+        // this line only.
+        let _ = Python::try_attach(|py| -> PyResult<()> {
+            let d = PyDict::new(py);
+            d.set_item("taskId", &p.task_id)?;
+            d.set_item("line", &p.line)?;
+            d.set_item("reason", &p.reason)?;
+            callable.bind(py).call1((d,))?;
+            Ok(())
+        });
+    })
+}
+
+#[pymethods]
+impl PyTasks {
+    /// Starts a task for `owner` and returns its id (a UUID).
+    #[pyo3(signature = (owner, goal = String::new(), *, target = None, start_url = None, budget = None, keep_open = false, on_outcome = None))]
+    #[allow(clippy::too_many_arguments)] // reason: mirrors the Python keyword signature
+    fn spawn(
+        &self,
+        py: Python<'_>,
+        owner: &Bound<'_, PyAny>,
+        goal: String,
+        target: Option<&Bound<'_, PyAny>>,
+        start_url: Option<String>,
+        budget: Option<&Bound<'_, PyAny>>,
+        keep_open: bool,
+        on_outcome: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
+        let owner = owner_arg(owner)?;
+        if let Some(f) = &on_outcome {
+            if !f.bind(py).is_callable() {
+                return Err(crate::errors::invalid_argument(
+                    "on_outcome",
+                    "must be callable or None",
+                ));
+            }
+        }
+        let mut wire = Map::new();
+        wire.insert("goal".into(), Value::String(goal));
+        if let Some(t) = value_arg("target", target)? {
+            wire.insert("target".into(), t);
+        }
+        if let Some(u) = start_url {
+            wire.insert("startUrl".into(), Value::String(u));
+        }
+        if let Some(b) = value_arg("budget", budget)? {
+            wire.insert("budget".into(), b);
+        }
+        wire.insert("keepOpen".into(), Value::Bool(keep_open));
+        let mut request = SpawnRequest::from_json(&Value::Object(wire).to_string()).py_err()?;
+        request.progress = on_outcome.map(progress_fn);
+        let gw = &self.gateway;
+        py.detach(|| gw.tasks().spawn(&owner, request)).py_err()
+    }
+
+    /// The task as its owner sees it (a dict).
+    fn status<'py>(
+        &self,
+        py: Python<'py>,
+        owner: &Bound<'py, PyAny>,
+        id: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let owner = owner_arg(owner)?;
+        let gw = &self.gateway;
+        let s = py.detach(|| gw.tasks().status(&owner, &id)).py_err()?;
+        to_py_json(py, serde_json::to_string(&s))
+    }
+
+    /// Waits until the task is neither queued nor running, or `timeout` seconds passed
+    /// (`math.inf`: as long as it takes), and returns its status then. The GIL is released;
+    /// Ctrl-C interrupts the wait (the task goes on).
+    fn wait<'py>(
+        &self,
+        py: Python<'py>,
+        owner: &Bound<'py, PyAny>,
+        id: String,
+        timeout: f64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let owner = owner_arg(owner)?;
+        let total = timeout_arg(timeout)?;
+        let gw = &self.gateway;
+        // Each slice is a bounded core wait; done when it fails or the task is settled.
+        let settled = crate::interrupt::wait_in_slices(py, total, |slice| {
+            match gw.tasks().wait(&owner, &id, slice) {
+                Ok(s) if s.state.is_busy() => None,
+                other => Some(other),
+            }
+        })?;
+        let s = match settled {
+            Some(r) => r,
+            None => py.detach(|| gw.tasks().status(&owner, &id)),
+        }
+        .py_err()?;
+        to_py_json(py, serde_json::to_string(&s))
+    }
+
+    /// Queues a person's next direct command or step list on the task's open session.
+    fn command(
+        &self,
+        py: Python<'_>,
+        owner: &Bound<'_, PyAny>,
+        id: String,
+        text: String,
+    ) -> PyResult<()> {
+        let owner = owner_arg(owner)?;
+        let gw = &self.gateway;
+        py.detach(|| gw.tasks().command(&owner, &id, &text))
+            .py_err()
+    }
+
+    /// Cancels the task (idempotent); returns its status after the call.
+    fn cancel<'py>(
+        &self,
+        py: Python<'py>,
+        owner: &Bound<'py, PyAny>,
+        id: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let owner = owner_arg(owner)?;
+        let gw = &self.gateway;
+        let s = py.detach(|| gw.tasks().cancel(&owner, &id)).py_err()?;
+        to_py_json(py, serde_json::to_string(&s))
+    }
+
+    /// The owner's tasks, newest first (at most 100).
+    fn list<'py>(&self, py: Python<'py>, owner: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let owner = owner_arg(owner)?;
+        let gw = &self.gateway;
+        let l = py.detach(|| gw.tasks().list(&owner)).py_err()?;
+        to_py_json(py, serde_json::to_string(&l))
+    }
+
+    /// The task's receipts, one per request, with the operations dispatched for it.
+    fn receipts<'py>(
+        &self,
+        py: Python<'py>,
+        owner: &Bound<'py, PyAny>,
+        id: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let owner = owner_arg(owner)?;
+        let gw = &self.gateway;
+        let r = py.detach(|| gw.tasks().receipts(&owner, &id)).py_err()?;
+        to_py_json(py, serde_json::to_string(&r))
+    }
+}

@@ -1,0 +1,367 @@
+//! Browser tasks over the C ABI (R-TSK, R-RUN, R-TSK-RCPT): spawn, status, wait, command,
+//! cancel, list, receipts — JSON in (`owner_json`, `request_json`) and JSON out (the task's
+//! status, lists, receipts), and a progress callback that receives each outcome line.
+//! Translation only: every check (owner triple, sizes, URLs, budgets) is the core's.
+
+use super::*;
+use crate::task::{ProgressFn, SpawnRequest, TaskOwner, TaskProgress};
+use std::time::Duration;
+
+/// Receives each settled outcome line of a task as `progress_json`,
+/// `{"taskId":…,"line":…,"reason":…}`: a NUL-terminated UTF-8 string borrowed for the call
+/// only (copy what you keep; do not free it). Called on the task's thread, one line at a time
+/// per task; keep it short and never call the task API from it.
+pub type jevgate_task_progress_fn =
+    Option<unsafe extern "C" fn(user_data: *mut std::ffi::c_void, progress_json: *const c_char)>;
+
+/// The host's `user_data`, moved to the task's thread.
+struct UserData(*mut std::ffi::c_void);
+// SAFETY: the host promises (documented on `jevgate_task_spawn`) that its callback and
+// `user_data` may be used from the task's thread.
+unsafe impl Send for UserData {}
+// SAFETY: as above; jevgate never dereferences the pointer itself.
+unsafe impl Sync for UserData {}
+
+/// Parses the owner triple.
+///
+/// # Safety
+/// `owner_json` NULL or NUL-terminated.
+unsafe fn owner_arg(owner_json: *const c_char) -> Result<TaskOwner, Error> {
+    // SAFETY: forwarded contract.
+    TaskOwner::from_json(unsafe { str_arg("owner_json", owner_json) }?)
+}
+
+/// The gateway, the owner and the task id of a call on one task.
+///
+/// # Safety
+/// `gateway` NULL or a live handle; strings NULL or NUL-terminated.
+unsafe fn task_args<'a>(
+    gateway: *const jevgate_gateway,
+    owner_json: *const c_char,
+    task_id: *const c_char,
+) -> Result<(&'a crate::Gateway, TaskOwner, &'a str), Error> {
+    // SAFETY: forwarded contract.
+    let gw = unsafe { gateway_ref(gateway) }?;
+    // SAFETY: forwarded contract.
+    let owner = unsafe { owner_arg(owner_json) }?;
+    // SAFETY: forwarded contract.
+    let id = unsafe { str_arg("task_id", task_id) }?;
+    Ok((gw, owner, id))
+}
+
+/// Writes a JSON result to an out-pointer checked non-NULL.
+///
+/// # Safety
+/// `out` writable.
+unsafe fn write_json<T: serde::Serialize>(out: *mut *mut c_char, value: &T) -> Result<(), Error> {
+    let s = json_c_string(value)?;
+    // SAFETY: checked non-NULL by the caller; writable per the contract.
+    unsafe { *out = s };
+    Ok(())
+}
+
+/// Starts a task for the owner `owner_json` (`{"agentId","principalId","conversationId"}`)
+/// from `request_json` (`{"goal", "target"?: {"kind":"local","profile"?} |
+/// {"kind":"device","deviceId"}, "startUrl"?: http(s) URL, "budget"?: {"maxSteps",
+/// "maxEvaluations","timeoutMs"}, "keepOpen"?: bool}`; an empty goal opens the session and
+/// waits for commands) and writes its id (a UUID) to `*task_id_out`. `progress` (may be NULL)
+/// receives each outcome line (see `jevgate_task_progress_fn`) with `user_data` first.
+/// `INVALID_ARGUMENT` for a bad owner or request (a goal over 4000 characters, a list over 12
+/// steps, a start URL that is not http/https).
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; `task_id_out` writable; `err_out` NULL or
+/// writable. `progress` and `user_data` must stay valid and be safe to call from the task's
+/// thread (another thread than the caller's) until the task has ended
+/// (`jevgate_task_wait` reports a state other than `queued`, `running`, `waiting_input`) or the
+/// gateway is closed.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_task_spawn(
+    gateway: *const jevgate_gateway,
+    owner_json: *const c_char,
+    request_json: *const c_char,
+    progress: jevgate_task_progress_fn,
+    user_data: *mut std::ffi::c_void,
+    task_id_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let owner = unsafe { owner_arg(owner_json) }?;
+        // SAFETY: forwarded contract.
+        let mut request =
+            SpawnRequest::from_json(unsafe { str_arg("request_json", request_json) }?)?;
+        out_arg("task_id_out", task_id_out)?;
+        if let Some(progress) = progress {
+            let data = UserData(user_data);
+            let f: ProgressFn = std::sync::Arc::new(move |p: &TaskProgress| {
+                let data = &data;
+                // A line that would not encode (never expected) is dropped, not a panic.
+                let Ok(json) = json_string(p) else { return };
+                let Ok(json) = CString::new(json) else { return };
+                // SAFETY: the host's contract: callable from the task's thread with its
+                // user_data; the string lives until the call returns.
+                unsafe { progress(data.0, json.as_ptr()) };
+            });
+            request.progress = Some(f);
+        }
+        let id = c_string(gw.tasks().spawn(&owner, request)?)?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { *task_id_out = id };
+        Ok(())
+    })
+}
+
+/// Writes the task's status JSON (`{"id","owner","target","goal","state","reason","outcome",
+/// "actions","evaluations","actionLog","stepRun","lastDispatchedMutation",…}`; `state` is
+/// one of `queued`, `running`, `waiting_input`, `completed`, `failed`, `cancelled`,
+/// `needs_reconciliation`) to `*status_json_out`. `TASK_NOT_FOUND`, or `ACCESS_DENIED` when
+/// the owner triple is not the task's.
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; `status_json_out` writable; `err_out` NULL
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_task_status(
+    gateway: *const jevgate_gateway,
+    owner_json: *const c_char,
+    task_id: *const c_char,
+    status_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
+        out_arg("status_json_out", status_json_out)?;
+        let status = gw.tasks().status(&owner, id)?;
+        // SAFETY: checked non-NULL above.
+        unsafe { write_json(status_json_out, &status) }
+    })
+}
+
+/// Blocks until the task is neither `queued` nor `running`, or `timeout_ms` passed (any value;
+/// `UINT64_MAX` waits as long as it takes), and writes its status JSON then (as
+/// `jevgate_task_status`; a `state` still `queued`/`running` means the timeout came first).
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; `status_json_out` writable; `err_out` NULL
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_task_wait(
+    gateway: *const jevgate_gateway,
+    owner_json: *const c_char,
+    task_id: *const c_char,
+    timeout_ms: u64,
+    status_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
+        out_arg("status_json_out", status_json_out)?;
+        let status = gw
+            .tasks()
+            .wait(&owner, id, Duration::from_millis(timeout_ms))?;
+        // SAFETY: checked non-NULL above.
+        unsafe { write_json(status_json_out, &status) }
+    })
+}
+
+/// Queues a person's next direct command or step list (`text`, 1 to 4000 characters, at most
+/// 12 steps) on the task's open session. `INVALID_ARGUMENT` for bad text (never echoed),
+/// `COMMAND_QUEUE_FULL` when 20 wait already, `AUTOMATION_SESSION_CLOSED` when the session
+/// is over.
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_task_command(
+    gateway: *const jevgate_gateway,
+    owner_json: *const c_char,
+    task_id: *const c_char,
+    text: *const c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
+        // SAFETY: forwarded contract.
+        let text = unsafe { str_arg("text", text) }?;
+        gw.tasks().command(&owner, id, text)
+    })
+}
+
+/// Cancels the task (idempotent): a queued task never starts, a running one stops before its
+/// next action (an operation already sent keeps its outcome). Writes the status JSON after
+/// the call to `*status_json_out` when it is not NULL (free it with `jevgate_string_free`);
+/// `jevgate_task_wait` then waits until the thread settled it (`cancelled`).
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; `status_json_out` NULL or writable;
+/// `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_task_cancel(
+    gateway: *const jevgate_gateway,
+    owner_json: *const c_char,
+    task_id: *const c_char,
+    status_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
+        let status = gw.tasks().cancel(&owner, id)?;
+        if status_json_out.is_null() {
+            return Ok(());
+        }
+        // SAFETY: non-NULL, writable per the contract.
+        unsafe { write_json(status_json_out, &status) }
+    })
+}
+
+/// Writes the owner's tasks (a JSON array of statuses, newest first, at most 100) to
+/// `*tasks_json_out`.
+///
+/// # Safety
+/// `gateway` a live handle; `owner_json` NUL-terminated; `tasks_json_out` writable; `err_out`
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_task_list(
+    gateway: *const jevgate_gateway,
+    owner_json: *const c_char,
+    tasks_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let owner = unsafe { owner_arg(owner_json) }?;
+        out_arg("tasks_json_out", tasks_json_out)?;
+        let tasks = gw.tasks().list(&owner)?;
+        // SAFETY: checked non-NULL above.
+        unsafe { write_json(tasks_json_out, &tasks) }
+    })
+}
+
+/// Writes the task's receipts (R-TSK-RCPT: a JSON array, one per request, `{"request",
+/// "state","reason","outcome","startedAt","endedAt","operations":[{"operationId","tool",
+/// "dispatchedAt","status","errorCode","result","observation"}]}`) to `*receipts_json_out`.
+/// Results and observations are the owner's to investigate: never log them.
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; `receipts_json_out` writable; `err_out`
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_task_receipts(
+    gateway: *const jevgate_gateway,
+    owner_json: *const c_char,
+    task_id: *const c_char,
+    receipts_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
+        out_arg("receipts_json_out", receipts_json_out)?;
+        let receipts = gw.tasks().receipts(&owner, id)?;
+        // SAFETY: checked non-NULL above.
+        unsafe { write_json(receipts_json_out, &receipts) }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(dir: &std::path::Path) -> *mut jevgate_gateway {
+        let path = CString::new(dir.to_str().unwrap()).unwrap();
+        let mut gw: *mut jevgate_gateway = std::ptr::null_mut();
+        // SAFETY: valid strings and writable out-pointers.
+        let status = unsafe {
+            jevgate_gateway_open(path.as_ptr(), c"{}".as_ptr(), &mut gw, std::ptr::null_mut())
+        };
+        assert_eq!(status, jevgate_status::JEVGATE_OK);
+        gw
+    }
+
+    /// The code of a failed call's error object, freed.
+    ///
+    /// # Safety
+    /// `err` written by a failed call.
+    unsafe fn code(err: *mut jevgate_error) -> String {
+        // SAFETY: per the contract.
+        let c = unsafe { CStr::from_ptr(jevgate_error_code(err)) }
+            .to_str()
+            .unwrap()
+            .to_string();
+        // SAFETY: freed once.
+        unsafe { jevgate_error_free(err) };
+        c
+    }
+
+    // R-TSK over C: bad arguments are INVALID_ARGUMENT naming the argument, an unknown id is
+    // TASK_NOT_FOUND, and outputs are written only on success.
+    #[test]
+    fn r_tsk_c_arguments_and_unknown_ids_are_clear_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let gw = open(dir.path());
+        let owner = c"{\"agentId\":\"a\",\"principalId\":\"p\",\"conversationId\":\"c\"}";
+        let sentinel = std::ptr::dangling_mut::<c_char>();
+        let mut out = sentinel;
+        let mut err: *mut jevgate_error = std::ptr::null_mut();
+        // SAFETY: a live handle, valid strings, writable out-pointers.
+        let status = unsafe {
+            jevgate_task_status(gw, owner.as_ptr(), c"nope".as_ptr(), &mut out, &mut err)
+        };
+        assert_eq!(status, jevgate_status::JEVGATE_ERROR);
+        assert_eq!(out, sentinel);
+        // SAFETY: written by the failed call.
+        assert_eq!(unsafe { code(err) }, "TASK_NOT_FOUND");
+        for (owner_json, task_id) in [
+            (std::ptr::null(), c"x".as_ptr()),
+            (c"{\"agentId\":\"a\"}".as_ptr(), c"x".as_ptr()),
+            (owner.as_ptr(), std::ptr::null()),
+            (owner.as_ptr(), c"\xff".as_ptr()),
+        ] {
+            let mut err: *mut jevgate_error = std::ptr::null_mut();
+            // SAFETY: NULL or NUL-terminated strings; writable out-pointers.
+            let status =
+                unsafe { jevgate_task_wait(gw, owner_json, task_id, 0, &mut out, &mut err) };
+            assert_eq!(status, jevgate_status::JEVGATE_INVALID_ARGUMENT);
+            // SAFETY: written by the failed call.
+            assert_eq!(unsafe { code(err) }, "INVALID_ARGUMENT");
+        }
+        assert_eq!(out, sentinel);
+        let mut err: *mut jevgate_error = std::ptr::null_mut();
+        // SAFETY: as above; `task_id_out` NULL is refused before anything starts.
+        let status = unsafe {
+            jevgate_task_spawn(
+                gw,
+                owner.as_ptr(),
+                c"{\"goal\":\"\",\"startUrl\":\"file:///etc/passwd\"}".as_ptr(),
+                None,
+                std::ptr::null_mut(),
+                &mut out,
+                &mut err,
+            )
+        };
+        assert_eq!(status, jevgate_status::JEVGATE_INVALID_ARGUMENT);
+        // SAFETY: written by the failed call.
+        assert_eq!(unsafe { code(err) }, "INVALID_ARGUMENT");
+        let mut list: *mut c_char = std::ptr::null_mut();
+        // SAFETY: as above.
+        let status =
+            unsafe { jevgate_task_list(gw, owner.as_ptr(), &mut list, std::ptr::null_mut()) };
+        assert_eq!(status, jevgate_status::JEVGATE_OK);
+        // SAFETY: written on success; freed once.
+        unsafe {
+            assert_eq!(CStr::from_ptr(list).to_str().unwrap(), "[]");
+            jevgate_string_free(list);
+            jevgate_gateway_close(gw);
+            jevgate_gateway_free(gw);
+        }
+    }
+}
