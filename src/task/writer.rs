@@ -179,14 +179,16 @@ fn commit_group(store: &Store, group: Vec<Job>, data_dir: &std::path::Path, sync
     let mut verdicts: Vec<Result<()>> = Vec::with_capacity(group.len());
     let committed = store.write(|tx| {
         for job in group {
-            tx.execute_batch("SAVEPOINT w")?;
+            // Cached statements: the savepoint pair is parsed once per connection, not per write.
+            tx.prepare_cached("SAVEPOINT w")?.execute([])?;
             match (job.write)(tx) {
                 Ok(()) => {
-                    tx.execute_batch("RELEASE w")?;
+                    tx.prepare_cached("RELEASE w")?.execute([])?;
                     verdicts.push(Ok(()));
                 }
                 Err(e) => {
-                    tx.execute_batch("ROLLBACK TO w; RELEASE w")?;
+                    tx.prepare_cached("ROLLBACK TO w")?.execute([])?;
+                    tx.prepare_cached("RELEASE w")?.execute([])?;
                     verdicts.push(Err(crate::store::sqlite_error("write receipt", e)));
                 }
             }
