@@ -14,3 +14,4 @@ pub use crate::jev::ledger::{
 pub use crate::jev::limiter::{Admission, LimiterState};
 pub use crate::lease::control::{ControlTable, Refusal};
 pub use crate::lease::profile::profile_key_hash;
+pub use crate::task::ReceiptBench;

@@ -1,0 +1,186 @@
+//! Receipt commit cost (R-TSK-RCPT): how long a task's checkpoint takes to become durable
+//! through the real path (the one receipt writer, its group commit, `records::checkpoint` into
+//! SQLite with `synchronous=FULL`), beside the disk's own floor measured in the same run and the
+//! same directory: a raw `fdatasync` of a small file (a 512-byte rewrite, then `sync_data`).
+//! A raw `fsync` of the same file is shown too (SQLite calls `fsync`, which also writes the
+//! inode whose mtime each write changed) and a raw `fdatasync` of as many bytes as one
+//! checkpoint adds to the WAL. Samples alternate in blocks of 100, so all see the same disk.
+//!
+//! Then throughput: 16 producer threads each committing checkpoints through the one writer
+//! (receipts/s over the whole run, and the slowest single checkpoint).
+//!
+//! Goals (issue 14): p50 ≤ 1.2× raw p50, p99 ≤ 2× raw p99, ≥ 25,000 receipts/s with 16
+//! producers, max ≤ 10 ms. `JEVGATE_BENCH_ITERS` sets the latency samples (default 3000),
+//! `JEVGATE_BENCH_PER_PRODUCER` the checkpoints per producer (default 2000), `JEVGATE_BENCH_DIR`
+//! where the files go (default: a temporary directory).
+//! Final line: `receipts: p50_us=… p99_us=… fsync_p50_us=… fsync_p99_us=… p50_ratio=…
+//! p99_ratio=… producers16_per_s=… max_ms=…`.
+
+use jevgate::unstable::ReceiptBench;
+use std::io::{Seek, SeekFrom, Write};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const BLOCK: usize = 100;
+const PRODUCERS: usize = 16;
+
+fn pct(v: &mut [Duration], p: usize) -> Duration {
+    v.sort();
+    v[(v.len() * p / 100).min(v.len() - 1)]
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let iterations = env("JEVGATE_BENCH_ITERS", 3000).max(BLOCK);
+    let per_producer = env("JEVGATE_BENCH_PER_PRODUCER", 2000).max(1);
+    // `JEVGATE_BENCH_DIR` puts the files elsewhere (a tmpfs shows the CPU-bound ceiling).
+    let dir = match std::env::var_os("JEVGATE_BENCH_DIR") {
+        Some(d) => tempfile::tempdir_in(d).unwrap(),
+        None => tempfile::tempdir().unwrap(),
+    };
+    let bench = Arc::new(ReceiptBench::open(dir.path()).unwrap());
+
+    // The raw floor: a small file in the same directory, rewritten in place and fdatasync'ed.
+    let mut raw = std::fs::File::options()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(dir.path().join("raw-fsync"))
+        .unwrap();
+    raw.write_all(&[0u8; 512]).unwrap();
+    raw.sync_all().unwrap();
+
+    // Warm-up: the first commit also fsyncs the directory; the WAL grows to its working size.
+    for i in 0..200 {
+        bench.checkpoint(&format!("warm-{i}")).unwrap();
+    }
+
+    let (mut ours, mut floor) = (Vec::new(), Vec::new());
+    let (mut full, mut wal_sized) = (Vec::new(), Vec::new());
+    let mut big = vec![0u8; 3 * (4096 + 24)];
+    let mut op = 0usize;
+    let mut buf = [0u8; 512];
+    while ours.len() < iterations {
+        for _ in 0..BLOCK {
+            buf[op % 512] = buf[op % 512].wrapping_add(1);
+            let t = Instant::now();
+            raw.seek(SeekFrom::Start(0)).unwrap();
+            raw.write_all(&buf).unwrap();
+            raw.sync_data().unwrap();
+            floor.push(t.elapsed());
+            op += 1;
+        }
+        for _ in 0..BLOCK {
+            // For the report only: `fsync` (what SQLite calls; it also writes the inode).
+            buf[op % 512] = buf[op % 512].wrapping_add(1);
+            let t = Instant::now();
+            raw.seek(SeekFrom::Start(0)).unwrap();
+            raw.write_all(&buf).unwrap();
+            raw.sync_all().unwrap();
+            full.push(t.elapsed());
+            op += 1;
+        }
+        for _ in 0..BLOCK {
+            // For the report only: the bytes one checkpoint adds to the WAL (three 4 KiB pages:
+            // the table, its primary key and its request index, each with a frame header).
+            big[op % 512] = big[op % 512].wrapping_add(1);
+            let t = Instant::now();
+            raw.seek(SeekFrom::Start(0)).unwrap();
+            raw.write_all(&big).unwrap();
+            raw.sync_data().unwrap();
+            wal_sized.push(t.elapsed());
+            op += 1;
+        }
+        for _ in 0..BLOCK {
+            let id = format!("op-{op}");
+            let t = Instant::now();
+            bench.checkpoint(&id).unwrap();
+            ours.push(t.elapsed());
+            op += 1;
+        }
+    }
+    let (p50, p99) = (pct(&mut ours, 50), pct(&mut ours, 99));
+    let (f50, f99) = (pct(&mut floor, 50), pct(&mut floor, 99));
+    println!(
+        "latency ({} samples each): checkpoint p50={:.0}us p99={:.0}us max={:.0}us; raw fdatasync p50={:.0}us p99={:.0}us max={:.0}us",
+        ours.len(),
+        us(p50),
+        us(p99),
+        us(*ours.last().unwrap()),
+        us(f50),
+        us(f99),
+        us(*floor.last().unwrap())
+    );
+
+    println!(
+        "raw fsync (data and inode, as SQLite syncs its WAL) p50={:.0}us p99={:.0}us",
+        us(pct(&mut full, 50)),
+        us(pct(&mut full, 99))
+    );
+    println!(
+        "raw fdatasync of {} bytes (one checkpoint's WAL frames) p50={:.0}us p99={:.0}us",
+        big.len(),
+        us(pct(&mut wal_sized, 50)),
+        us(pct(&mut wal_sized, 99))
+    );
+
+    // Throughput: 16 producers through the one writer.
+    let start = Instant::now();
+    let threads: Vec<_> = (0..PRODUCERS)
+        .map(|t| {
+            let bench = Arc::clone(&bench);
+            std::thread::spawn(move || {
+                let mut max = Duration::ZERO;
+                for i in 0..per_producer {
+                    let id = format!("p{t}-{i}");
+                    let s = Instant::now();
+                    bench.checkpoint(&id).unwrap();
+                    max = max.max(s.elapsed());
+                }
+                max
+            })
+        })
+        .collect();
+    let max = threads
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .max()
+        .unwrap_or_default();
+    let wall = start.elapsed();
+    let per_s = (PRODUCERS * per_producer) as f64 / wall.as_secs_f64();
+    println!(
+        "throughput: {PRODUCERS} producers x {per_producer} checkpoints in {:.0} ms: {per_s:.0} receipts/s, max {:.2} ms",
+        wall.as_secs_f64() * 1e3,
+        max.as_secs_f64() * 1e3
+    );
+    bench.close();
+
+    let (r50, r99) = (us(p50) / us(f50), us(p99) / us(f99));
+    let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
+    println!(
+        "goals: p50<=1.2x {} p99<=2x {} >=25000/s {} max<=10ms {}",
+        verdict(r50 <= 1.2),
+        verdict(r99 <= 2.0),
+        verdict(per_s >= 25_000.0),
+        verdict(max <= Duration::from_millis(10))
+    );
+    println!(
+        "receipts: p50_us={:.0} p99_us={:.0} fsync_p50_us={:.0} fsync_p99_us={:.0} p50_ratio={r50:.2} p99_ratio={r99:.2} producers16_per_s={per_s:.0} max_ms={:.2}",
+        us(p50),
+        us(p99),
+        us(f50),
+        us(f99),
+        max.as_secs_f64() * 1e3
+    );
+}

@@ -1,0 +1,61 @@
+//! A thin handle for `benches/receipts.rs` (R-TSK-RCPT): a store and the receipt writer on a
+//! directory, with one task and one open request, so a bench can time the real checkpoint path
+//! (the writer's group commit plus [`records::checkpoint`]) and nothing else.
+//!
+//! It must stay thin: no behaviour of its own beyond wiring the real writer to the real record
+//! functions. Reached only through `jevgate::unstable` (hidden, not a supported API).
+
+use super::records;
+use super::writer::Writer;
+use super::{TaskOwner, TaskTarget};
+use crate::store::Store;
+use crate::Result;
+use std::path::Path;
+use std::sync::Arc;
+
+const TASK_ID: &str = "bench-task";
+
+/// A store plus the receipt writer, with task `bench-task` and its request 1 open.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct ReceiptBench {
+    store: Arc<Store>,
+    writer: Writer,
+}
+
+impl ReceiptBench {
+    /// Opens the store in `data_dir`, starts the writer and opens one task and request.
+    pub fn open(data_dir: &Path) -> Result<ReceiptBench> {
+        let store = Arc::new(Store::open(data_dir)?);
+        let writer = Writer::start(Arc::clone(&store), data_dir.to_path_buf())?;
+        let now = now_ms();
+        writer.write(Box::new(move |tx| {
+            let owner = TaskOwner::new("bench", "bench", "bench");
+            records::insert_task(tx, TASK_ID, &owner, &TaskTarget::default(), "", now)?;
+            records::begin_request(tx, TASK_ID, 1, now)
+        }))?;
+        Ok(ReceiptBench { store, writer })
+    }
+
+    /// Commits the checkpoint of operation `operation_id` (unique per call) through the writer;
+    /// returns when it is durable.
+    pub fn checkpoint(&self, operation_id: &str) -> Result<()> {
+        let op = operation_id.to_string();
+        let now = now_ms();
+        self.writer.write(Box::new(move |tx| {
+            records::checkpoint(tx, TASK_ID, 1, &op, "page_scroll", now)
+        }))
+    }
+
+    /// Stops the writer and closes the store.
+    pub fn close(&self) {
+        self.writer.close();
+        self.store.close();
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
