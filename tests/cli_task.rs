@@ -281,6 +281,15 @@ fn r_tsk_rcpt_task_list_shows_browser_execution_interrupted_after_a_kill() {
     let (listing, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{listing}\n{stderr}");
     assert!(
+        listing.starts_with("task ")
+            && listing
+                .lines()
+                .next()
+                .unwrap()
+                .contains("needs_reconciliation (BROWSER_EXECUTION_INTERRUPTED)"),
+        "{listing}"
+    );
+    assert!(
         listing.contains("request 1  interrupted (BROWSER_EXECUTION_INTERRUPTED)"),
         "{listing}"
     );
