@@ -1,25 +1,24 @@
 //! The quickstart: what jevgate does today, end to end, with no network and no key.
 //!
 //! `scripts/quickstart` (installs Chromium when missing), or `cargo run --release --example
-//! quickstart`. With `--strict` (as `scripts/test` runs it) a skipped browser demo or a step that
-//! is not done makes it exit non-zero instead of reporting and going on.
+//! quickstart`. With `--strict` (as `scripts/test` runs it) a skipped browser demo, a task that
+//! does not complete or a failed tool call makes it exit non-zero instead of reporting and
+//! going on.
 //!
 //! It validates a configuration (and shows how a bad one is rejected with the JSON path of the
 //! offending value), opens a gateway on a data directory (one SQLite file), reloads the live
-//! configuration, runs the local doctor, shows the control lease, and closes; then it starts a
-//! local headless Chromium on a loopback fixture site, runs step commands through the grammar's
-//! fast paths, and finally connects that browser as a paired device (the reference worker) and
-//! drives it with an agent's tool calls over the real WebSocket channel.
+//! configuration, runs the local doctor, shows the control lease, and closes; then it runs a
+//! task — a mixed Thai/English step list (go to, search, open a result, back, scroll) — on a
+//! local headless Chromium over a loopback fixture site with the local evaluator, printing each
+//! outcome line as it settles and the task's receipts; finally it connects a browser as a
+//! paired device (the reference worker) and drives it with an agent's tool calls over the real
+//! WebSocket channel.
 
-use jevgate::browser::BrowserTools;
-use jevgate::browser::{
-    BrowserBackend, HistoryArgs, KeypressArgs, LaunchOptions, LocalBrowser, ScrollArgs,
-    SnapshotArgs, TypeArgs,
-};
+use jevgate::browser::{BrowserTools, LaunchOptions, LocalBrowser};
 use jevgate::device::{
     BrowserInfo, ChannelOptions, DeviceWorker, PairRequest, ToolCall, WorkerOptions,
 };
-use jevgate::grammar::{parse_command, resolve, Adapter, Primitive, Resolution};
+use jevgate::task::{SpawnRequest, TaskOwner, TaskProgress, TaskState};
 use jevgate::{Config, Gateway, GatewayOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -124,16 +123,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     gw.close();
     println!("\ngateway closed");
 
-    // 7. The browser: a local headless Chromium driven by the grammar's fast paths, then the
-    //    same browser as a paired device driven by an agent's tool calls over the channel.
+    // 7. The browser: a task runs a person's step list on a local headless Chromium, then a
+    //    browser joins as a paired device driven by an agent's tool calls over the channel.
     browser_demo(dir.path())
 }
 
-const HOME: &str = "<!doctype html><title>Pets</title><h1>Pets</h1>\
-<form action=/search><input type=search name=q aria-label=Search><button>Search</button></form>\
-<div style='height:3000px'>A long page.</div>";
+/// The fixture site's pages: a home with a search box, results with links, and a page behind
+/// the first result; every page is long enough to scroll.
+fn page(path: &str) -> String {
+    const TALL: &str = "<div style='height:3000px'>A long page.</div>";
+    let body = match path.split_once("?q=") {
+        Some(("/search", q)) => format!(
+            "<title>Results</title><h1>Results for {}</h1>\
+             <p><a href=/cats>Cats result one</a></p><p><a href=/dogs>Dogs result two</a></p>\
+             <p><a href=/>Back home</a></p>{TALL}",
+            q.replace(['<', '>', '&', '\'', '"'], "")
+        ),
+        _ => match path {
+            "/cats" => format!("<title>All about cats</title><h1>Cats</h1><p>Cats purr.</p>{TALL}"),
+            "/dogs" => format!("<title>All about dogs</title><h1>Dogs</h1><p>Dogs bark.</p>{TALL}"),
+            _ => format!(
+                "<title>Pets</title><h1>Pets</h1>\
+                 <form action=/search><input type=search name=q aria-label=Search>\
+                 <button>Search</button></form>{TALL}"
+            ),
+        },
+    };
+    format!("<!doctype html><meta charset=utf-8>{body}")
+}
 
-/// A two-page fixture site on loopback: `/` with a search box, `/search?q=…` with results.
+/// The fixture site on loopback: `/` with a search box, `/search?q=…` with result links,
+/// `/cats` and `/dogs` behind them.
 fn serve_fixture() -> std::io::Result<String> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let base = format!("http://{}", listener.local_addr()?);
@@ -155,14 +175,7 @@ fn serve_fixture() -> std::io::Result<String> {
             {
                 header.clear();
             }
-            let path = line.split_whitespace().nth(1).unwrap_or("/");
-            let body = match path.strip_prefix("/search?q=") {
-                Some(q) => format!(
-                    "<!doctype html><title>Results</title><h1>Results for {}</h1><a href=/>Back home</a>",
-                    q.replace(['<', '>', '&'], "")
-                ),
-                None => HOME.to_string(),
-            };
+            let body = page(line.split_whitespace().nth(1).unwrap_or("/"));
             let _ = write!(
                 conn,
                 "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
@@ -175,105 +188,81 @@ fn serve_fixture() -> std::io::Result<String> {
 }
 
 fn browser_demo(data_dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
-    let browser = match LocalBrowser::launch(LaunchOptions::default()) {
-        Ok(b) => b,
-        Err(e) if e.code() == "BROWSER_UNAVAILABLE" => {
-            return not_done(format!("\nbrowser demo skipped: {e} (Debian: apt-get install chromium; scripts/quickstart installs it)"));
-        }
-        Err(e) => return Err(e.into()),
-    };
     let base = serve_fixture()?;
-    println!("\nbrowser: headless Chromium on the fixture site {base}");
-    let commands = [
-        format!("go to {base}/"),
-        "scroll ลง".into(),
-        "search cats".into(),
-        "กลับ".into(),
-    ];
-    for (i, command) in commands.iter().enumerate() {
-        let op = format!("op-{i}");
-        let intent = parse_command(command);
-        let obs = browser.observe()?;
-        let g = obs.generation;
-        let outcome = match resolve(&intent, &obs, Adapter::Browser) {
-            Resolution::Act(Primitive::Navigate { url }) => {
-                browser.navigate(&url).map(|_| format!("opened {url}"))
-            }
-            Resolution::Act(Primitive::Type {
-                target,
-                text,
-                submit,
-            }) => browser
-                .page_type(TypeArgs {
-                    operation_id: op,
-                    generation: g,
-                    reference: target,
-                    text: text.clone(),
-                    submit,
-                })
-                .map(|_| {
-                    format!(
-                        "typed [{text}]{}",
-                        if submit { " and submitted" } else { "" }
-                    )
-                }),
-            Resolution::Act(Primitive::Scroll { direction }) => browser
-                .page_scroll(ScrollArgs {
-                    operation_id: op,
-                    generation: g,
-                    direction,
-                })
-                .map(|_| format!("scrolled {direction:?}")),
-            Resolution::Act(Primitive::History { direction }) => browser
-                .tab_history(HistoryArgs {
-                    operation_id: op,
-                    generation: g,
-                    direction,
-                })
-                .map(|_| format!("went {direction:?}")),
-            Resolution::Act(Primitive::Keypress { key, count }) => browser
-                .page_keypress(KeypressArgs {
-                    operation_id: op,
-                    generation: g,
-                    key,
-                    count,
-                })
-                .map(|_| format!("pressed {key:?} x{count}")),
-            Resolution::Act(other) => Ok(format!("would run {other:?}")),
-            Resolution::Decide(_) => {
-                not_done(format!(
-                    "  {command:<32} Not done: needs a Jev decision (not in this demo)"
-                ))?;
-                continue;
-            }
-            Resolution::Outcome(o) => {
-                not_done(format!(
-                    "  {command:<32} Not done: {} (nothing was sent)",
-                    o.code()
-                ))?;
-                continue;
-            }
-        };
-        // Let a navigation settle before the next observation.
-        for _ in 0..50 {
-            match browser.observe() {
-                Ok(_) => break,
-                Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
-            }
-        }
-        match outcome {
-            Ok(line) => println!("  {command:<32} Done: {line}"),
-            Err(e) => not_done(format!("  {command:<32} Not done: {}", e.code()))?,
-        }
+    if !task_demo(data_dir, &base)? {
+        return Ok(());
     }
-    let snapshot = browser.snapshot(SnapshotArgs::default())?;
-    println!("\nfinal snapshot:\n{}", snapshot.text);
+    let browser = LocalBrowser::launch(LaunchOptions::default())?;
     let result = device_demo(data_dir, &browser, &base);
     browser.close();
     result
 }
 
-/// 8. The same browser as a paired device: the reference worker connects it to the gateway's
+/// 7. A task (R-TSK, R-RUN): a person's mixed Thai/English step list carried out on a local
+///    headless Chromium. Fast paths need no model; "open Cats result one" needs one decision,
+///    made here by the local evaluator. Every page action is checkpointed in the task's receipt
+///    before it is sent. Returns false when the browser demo was skipped.
+fn task_demo(data_dir: &std::path::Path, base: &str) -> Result<bool, Box<dyn std::error::Error>> {
+    let gw = Gateway::open(GatewayOptions::new(
+        data_dir,
+        Config::from_json_str(CONFIG)?,
+    ))?;
+    let owner = TaskOwner::new("assistant", "person", "conversation-a");
+    let steps =
+        format!("1. ไปที่ {base}/\n2. ค้นหา cats\n3. open Cats result one\n4. กลับ\n5. scroll ลง");
+    println!("\ntask on a local headless Chromium, fixture site {base}:");
+    for step in steps.lines() {
+        println!("  {step}");
+    }
+    let mut request = SpawnRequest::new(steps);
+    request.progress = Some(Arc::new(|p: &TaskProgress| {
+        // Each outcome line as it settles.
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "  -> {}", p.line);
+        let _ = out.flush();
+    }));
+    let id = gw.tasks().spawn(&owner, request)?;
+    let status = gw
+        .tasks()
+        .wait(&owner, &id, std::time::Duration::from_secs(180))?;
+    let receipts = gw.tasks().receipts(&owner, &id)?;
+    gw.close();
+    if status.reason.as_deref() == Some("BROWSER_UNAVAILABLE") {
+        not_done("\nbrowser demo skipped: no Chromium (Debian: apt-get install chromium; scripts/quickstart installs it)".into())?;
+        return Ok(false);
+    }
+    println!(
+        "task {}: {} ({}), {} actions, {} evaluation(s)",
+        status.id,
+        status.state.as_str(),
+        status.reason.as_deref().unwrap_or("-"),
+        status.actions,
+        status.evaluations
+    );
+    // The receipts: what was sent, each committed before it was sent; an operation whose
+    // outcome is unknown is never sent again.
+    for r in &receipts {
+        println!(
+            "receipt of request {}: {} ({})",
+            r.request,
+            r.state,
+            r.reason.as_deref().unwrap_or("-")
+        );
+        for o in &r.operations {
+            println!("  {}  {:<12} {}", o.operation_id, o.tool, o.status);
+        }
+    }
+    if status.state != TaskState::Completed {
+        not_done(format!(
+            "the task did not complete: {} ({})",
+            status.state.as_str(),
+            status.reason.as_deref().unwrap_or("-")
+        ))?;
+    }
+    Ok(true)
+}
+
+/// 8. A browser as a paired device as a paired device: the reference worker connects it to the gateway's
 ///    channel, and an agent drives it with the nine browser tools (R-DEV-TOOLS) under the lease.
 fn device_demo(
     data_dir: &std::path::Path,

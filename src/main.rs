@@ -28,6 +28,20 @@ commands:
                                       load URL in a fresh local Chromium and print what a model
                                       sees (observation JSON or snapshot); with --repeat, stderr
                                       ends with `observe: median_ms=<n> p90_ms=<n> chars=<n>`
+  task run [--data-dir DIR] [--config FILE|-] [--url URL] [--agent ID] COMMANDS
+                                      run a person's commands (one command or a step list,
+                                      Thai or English) on a local headless Chromium, with the
+                                      local evaluator unless --config says otherwise; prints
+                                      each outcome line as it settles, then a summary line;
+                                      exit 0 only when every step is done (state completed).
+                                      Without --data-dir the task's store is a temporary
+                                      directory removed at the end
+  task list --data-dir DIR [--json] [--limit N]
+                                      every task of DIR with its receipts: state, reason,
+                                      outcome line, requests, operation ids, tools, statuses
+                                      (a request cut off by a crash shows
+                                      BROWSER_EXECUTION_INTERRUPTED); never results or page
+                                      content; --json prints one JSON object per task
   version                             print the version
   help                                print this help
 "#;
@@ -75,6 +89,7 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
         "validate" => cli::jev::validate(rest),
         "tools" => cli::device::tools(rest),
         "observe" => cli::browser::observe(rest),
+        "task" => cli::task::task(rest),
         "version" | "--version" | "-V" => {
             println!("jevgate {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)

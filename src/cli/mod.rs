@@ -6,6 +6,7 @@ pub mod device;
 pub mod evaluate;
 pub mod grammar;
 pub mod jev;
+pub mod task;
 
 use std::io::{BufRead, Read};
 
