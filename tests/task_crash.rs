@@ -11,6 +11,12 @@
 //! `running`), nothing is re-sent after reopening, the directory takes a new task that runs,
 //! `PRAGMA integrity_check` is `ok`, and no Chromium of the dead child is left.
 //!
+//! Tuning (defaults in brackets): `JEVGATE_CRASH_LANES` children at once [2],
+//! `JEVGATE_CRASH_MAX_DELAY_MS` the random delay's bound [700; a 5-step run lasts about that
+//! long after its first checkpoint], `JEVGATE_CRASH_NAMED=0` leaves the named points out,
+//! `JEVGATE_CRASH_VERBOSE=1` prints what each child said. A new task on the reopened directory
+//! runs after every named kill and every tenth random one (a browser start each).
+//!
 //! The parent makes itself a child subreaper, so the dead child's orphans (its Chromium and
 //! that Chromium's watchdog) are reaped here and not left as zombies.
 
