@@ -18,6 +18,11 @@ pub(crate) fn interrupted_line() -> &'static str {
     "Unknown: the gateway stopped while this ran; its last action may have run and is not repeated (BROWSER_EXECUTION_INTERRUPTED)."
 }
 
+/// The line of a task whose session a stop closed while nothing was in flight.
+pub(crate) fn closed_by_stop_line() -> &'static str {
+    "Not done: the gateway stopped; the session closed with nothing in flight and nothing is repeated (BROWSER_EXECUTION_INTERRUPTED)."
+}
+
 /// `s` cut to [`SHOWN`] characters (with `…`), control characters replaced.
 pub(crate) fn short(s: &str) -> String {
     let mut out: String = s

@@ -203,6 +203,7 @@ pub(crate) fn recover(tx: &Connection, now: i64) -> rusqlite::Result<usize> {
          WHERE status = 'dispatched'",
         [],
     )?;
+    // A task with an interrupted request: its last action may have run.
     tx.execute(
         "UPDATE tasks SET
             state = CASE WHEN EXISTS (SELECT 1 FROM task_operations o
@@ -210,8 +211,21 @@ pub(crate) fn recover(tx: &Connection, now: i64) -> rusqlite::Result<usize> {
                                         AND o.status IN ('interrupted', 'unknown'))
                          THEN 'needs_reconciliation' ELSE 'failed' END,
             reason = ?1, outcome = ?2, updated_ms = ?3
-         WHERE state IN ('queued', 'running', 'waiting_input')",
+         WHERE state IN ('queued', 'running', 'waiting_input')
+           AND EXISTS (SELECT 1 FROM task_requests r
+                       WHERE r.task_id = tasks.id AND r.state = 'interrupted')",
         params![INTERRUPTED, line, now],
+    )?;
+    // A task whose every request had settled (a session waiting, or one about to end): nothing
+    // was in flight, so nothing is in doubt — its session just closed with the process.
+    tx.execute(
+        "UPDATE tasks SET
+            state = CASE WHEN EXISTS (SELECT 1 FROM task_operations o
+                                      WHERE o.task_id = tasks.id AND o.status = 'unknown')
+                         THEN 'needs_reconciliation' ELSE 'failed' END,
+            reason = ?1, outcome = ?2, updated_ms = ?3
+         WHERE state IN ('queued', 'running', 'waiting_input')",
+        params![INTERRUPTED, super::lines::closed_by_stop_line(), now],
     )?;
     Ok(requests)
 }
@@ -364,4 +378,101 @@ pub(crate) fn receipts(c: &Connection, id: &str) -> rusqlite::Result<Vec<Receipt
             .collect::<rusqlite::Result<Vec<_>>>()?;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    // R-TSK-RCPT: what recovery makes of each shape a dead process can leave behind.
+    #[test]
+    fn r_tsk_rcpt_recovery_reports_interrupted_requests_and_never_leaves_one_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let owner = TaskOwner::new("a", "p", "c");
+        let target = TaskTarget::default();
+        store
+            .write(|tx| {
+                // a: a click checkpointed, no result stored.
+                insert_task(tx, "a", &owner, &target, "press x", 1)?;
+                update_task(
+                    tx,
+                    "a",
+                    &TaskUpdate {
+                        state: Some(TaskState::Running),
+                        ..Default::default()
+                    },
+                    1,
+                )?;
+                begin_request(tx, "a", 1, 1)?;
+                checkpoint(tx, "a", 1, "a:1:1", "page_click", 1)?;
+                // b: a request started, nothing dispatched yet.
+                insert_task(tx, "b", &owner, &target, "press y", 1)?;
+                update_task(
+                    tx,
+                    "b",
+                    &TaskUpdate {
+                        state: Some(TaskState::Running),
+                        ..Default::default()
+                    },
+                    1,
+                )?;
+                begin_request(tx, "b", 1, 1)?;
+                // c: a session waiting for its next command; everything settled.
+                insert_task(tx, "c", &owner, &target, "", 1)?;
+                update_task(
+                    tx,
+                    "c",
+                    &TaskUpdate {
+                        state: Some(TaskState::WaitingInput),
+                        ..Default::default()
+                    },
+                    1,
+                )?;
+                begin_request(tx, "c", 1, 1)?;
+                checkpoint(tx, "c", 1, "c:1:1", "page_scroll", 1)?;
+                settle_operation(tx, "c:1:1", "done", None, None)?;
+                end_request(tx, "c", 1, "done", "DONE", "Done: scrolled down", 2)?;
+                // d: already finished: untouched.
+                insert_task(tx, "d", &owner, &target, "x", 1)?;
+                update_task(
+                    tx,
+                    "d",
+                    &TaskUpdate {
+                        state: Some(TaskState::Completed),
+                        ..Default::default()
+                    },
+                    1,
+                )?;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(store.write(|tx| recover(tx, 9)).unwrap(), 2);
+        let get = |id: &str| store.read(|c| get_task(c, id)).unwrap().unwrap();
+        let a = get("a");
+        assert_eq!(a.state, TaskState::NeedsReconciliation);
+        assert_eq!(a.reason.as_deref(), Some(INTERRUPTED));
+        assert!(a.outcome.unwrap().starts_with("Unknown: "));
+        assert_eq!(a.last_dispatched_mutation.unwrap().status, "interrupted");
+        let b = get("b");
+        assert_eq!(
+            (b.state, b.reason.as_deref()),
+            (TaskState::Failed, Some(INTERRUPTED))
+        );
+        let c = get("c");
+        assert_eq!(
+            (c.state, c.reason.as_deref()),
+            (TaskState::Failed, Some(INTERRUPTED))
+        );
+        assert!(
+            c.outcome.unwrap().starts_with("Not done: "),
+            "nothing was in flight"
+        );
+        assert_eq!(get("d").state, TaskState::Completed);
+        let r = store.read(|c| receipts(c, "a")).unwrap();
+        assert_eq!(r[0].state, "interrupted");
+        // Idempotent: a second recovery finds nothing running.
+        assert_eq!(store.write(|tx| recover(tx, 10)).unwrap(), 0);
+    }
 }
