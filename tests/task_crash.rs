@@ -524,7 +524,15 @@ fn check_dir(
         let want_committed = if want_op.is_some() { *step } else { step - 1 };
         let counted = c == want_clicks
             || (c + 1 == want_clicks && matches!(*boundary, "after_dispatch" | "after_settle"));
-        if !counted || committed != want_committed || (want_op.is_some() && last != want_op) {
+        // `after_settle`: the result was handed to the writer, which commits it with the next
+        // checkpoint — a kill right there may find it `done` or (not yet durable) `interrupted`;
+        // either way in doubt or done, never re-sent.
+        let last_ok = if *boundary == "after_settle" {
+            matches!(last, Some("done" | "interrupted"))
+        } else {
+            want_op.is_none() || last == want_op
+        };
+        if !counted || committed != want_committed || !last_ok {
             return Err(ctx(format!(
                 "killed at {boundary} of step {step}: want {want_clicks} clicks and the last \
                  click {want_op:?}"

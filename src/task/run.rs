@@ -233,14 +233,15 @@ impl Run<'_> {
                 Class::Unknown => ("unknown", Some(e.code()), None),
             },
         };
+        // The result need not be durable before going on (only the checkpoint must precede a
+        // dispatch): it commits with the next checkpoint or the request's end, in order. Lost
+        // in a crash, the operation counts as interrupted — in doubt, never as done.
         let op = operation_id.clone();
-        let stored = self.writer.write(Box::new(move |tx| {
+        let stored = self.writer.submit(Box::new(move |tx| {
             records::settle_operation(tx, &op, status, code, result.as_deref())
         }));
         self.hook("after_settle");
         if let Err(e) = stored {
-            // The result could not be kept: what the browser did is known only to this
-            // thread, and only a durable record counts.
             log::warn!("operation result not stored: {}", e.code());
             return Sent::Unknown(tool.to_string());
         }
@@ -257,7 +258,7 @@ impl Run<'_> {
                         let op = operation_id;
                         // The kept observation is for the owner's investigation; losing it
                         // changes nothing about the outcome.
-                        let _ = self.writer.write(Box::new(move |tx| {
+                        let _ = self.writer.submit(Box::new(move |tx| {
                             records::observe_operation(tx, &op, &kept)
                         }));
                         Sent::Done(o, a.navigation_started)

@@ -38,10 +38,17 @@ struct Job {
 struct Slot {
     verdict: Mutex<Option<Result<()>>>,
     ready: Condvar,
+    /// Nobody waits ([`Writer::submit`]): a failure is logged (its code only).
+    detached: bool,
 }
 
 impl Slot {
     fn set(&self, r: Result<()>) {
+        if self.detached {
+            if let Err(e) = &r {
+                log::warn!("a submitted task write was not committed: {}", e.code());
+            }
+        }
         *self.verdict.lock() = Some(r);
         self.ready.notify_all();
     }
@@ -106,7 +113,24 @@ impl Writer {
     /// Commits `write` (with whatever else is waiting) and returns when it is durable, or its
     /// error: `GATEWAY_CLOSED` after [`Writer::close`], `STORE_IO`/`STORE_CORRUPT` from SQLite.
     pub(crate) fn write(&self, write: WriteFn) -> Result<()> {
-        let done = Arc::new(Slot::default());
+        let done = self.enqueue(write, false)?;
+        done.wait()
+    }
+
+    /// Queues `write` without waiting: it commits with the next group — at the latest with the
+    /// next [`Writer::write`], since writes commit in the order they were queued. For records
+    /// whose loss in a crash is safe (an operation's result: without it the operation counts as
+    /// interrupted, never as done). `GATEWAY_CLOSED` after close; a later SQLite failure is
+    /// logged by code.
+    pub(crate) fn submit(&self, write: WriteFn) -> Result<()> {
+        self.enqueue(write, true).map(|_| ())
+    }
+
+    fn enqueue(&self, write: WriteFn, detached: bool) -> Result<Arc<Slot>> {
+        let done = Arc::new(Slot {
+            detached,
+            ..Slot::default()
+        });
         {
             let mut q = self.shared.queue.lock();
             if q.closed {
@@ -118,7 +142,7 @@ impl Writer {
             });
         }
         self.shared.wake.notify_one();
-        done.wait()
+        Ok(done)
     }
 
     /// Commits what is queued, then stops and joins the thread. Later writes fail with
