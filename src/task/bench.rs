@@ -55,7 +55,6 @@ impl ReceiptBench {
 }
 
 fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    use crate::clock::Clock;
+    crate::clock::SystemClock::new().wall_millis()
 }
