@@ -355,3 +355,46 @@ fn r_tsk_a_task_runs_on_a_paired_device_with_receipts() {
     worker.close();
     s.gw.close();
 }
+
+// Issue 14 bad input: a device that goes offline in the middle of a session stops the task
+// with a clear reason (DEVICE_OFFLINE: nothing was sent), and nothing is left running.
+#[test]
+fn r_tsk_a_device_that_goes_offline_mid_session_stops_the_task() {
+    use jevgate::task::{SpawnRequest, TaskOwner, TaskState, TaskTarget};
+    let server = Server::start();
+    let browser = Closing(shared_browser());
+    let tab = browser.0.open_tab().unwrap();
+    let s = setup();
+    let worker = s.connect(Arc::new(BrowserTools::new(Arc::new(tab.clone()))));
+    let owner = TaskOwner::new("assistant", "alice", "conv-offline");
+    let mut request = SpawnRequest::new("scroll down");
+    request.keep_open = true;
+    request.start_url = Some(server.url("/p/taskhome"));
+    request.target = TaskTarget::Device {
+        device_id: s.device.clone(),
+    };
+    let id = s.gw.tasks().spawn(&owner, request).unwrap();
+    let status =
+        s.gw.tasks()
+            .wait(&owner, &id, Duration::from_secs(60))
+            .unwrap();
+    assert_eq!(status.state, TaskState::WaitingInput, "{status:#?}");
+    worker.close();
+    s.wait_online(false);
+    s.gw.tasks().command(&owner, &id, "scroll down").unwrap();
+    let status =
+        s.gw.tasks()
+            .wait(&owner, &id, Duration::from_secs(60))
+            .unwrap();
+    assert_eq!(status.state, TaskState::Failed, "{status:#?}");
+    assert_eq!(status.reason.as_deref(), Some("DEVICE_OFFLINE"));
+    let receipts = s.gw.tasks().receipts(&owner, &id).unwrap();
+    assert!(
+        receipts
+            .iter()
+            .flat_map(|r| &r.operations)
+            .all(|o| o.status == "done"),
+        "the offline command dispatched nothing: {receipts:#?}"
+    );
+    s.gw.close();
+}

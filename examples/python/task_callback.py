@@ -101,7 +101,7 @@ def main() -> int:
                 "1. go to the cats page\n2. adopt Miso\n3. scroll down",
                 start_url=start_url,
                 on_outcome=lambda p: print(f"  {p['line']}", flush=True),
-            )
+            )["id"]
             print(f"task {task_id}")
             status = gw.tasks.wait(owner, task_id, 120)
             print(f"state: {status['state']} ({status['reason']}); the model was asked {len(asked)} time(s)")

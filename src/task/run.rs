@@ -132,6 +132,8 @@ enum Kind {
 /// The outcome of dispatching one operation.
 enum Sent {
     Done(Observation, bool),
+    /// Confirmed, but the page had not settled within the stale-read budget.
+    Loading,
     /// Refused before anything happened; may be decided again on a fresh read.
     NotExecuted(Error),
     /// Ran and failed in a known way (a navigation that failed).
@@ -264,7 +266,7 @@ impl Run<'_> {
                         Sent::Done(o, a.navigation_started)
                     }
                     // The action was confirmed; the page did not settle within the reads.
-                    Err(_) => Sent::Done(Observation::default(), true),
+                    Err(_) => Sent::Loading,
                 }
             }
             ("not_executed", Err(e)) => Sent::NotExecuted(e),
@@ -282,7 +284,7 @@ impl Run<'_> {
             url: url.to_string(),
         }));
         let (ending, reason, line) = match sent {
-            Sent::Done(..) => {
+            Sent::Done(..) | Sent::Loading => {
                 let line = lines::done(&format!("opened {}", lines::host_of(url)));
                 self.emit(&line, "DONE");
                 lines::push_log(&mut self.counters.log, "start".into(), line);
@@ -547,6 +549,14 @@ impl Run<'_> {
                     return Part::Done {
                         line: lines::done(&label),
                         visible,
+                        kind,
+                    };
+                }
+                Sent::Loading => {
+                    // Still Done (the browser confirmed it), and says the page was loading.
+                    return Part::Done {
+                        line: lines::done(&format!("{label} (the page was still loading)")),
+                        visible: true,
                         kind,
                     };
                 }

@@ -66,17 +66,17 @@ impl PyTasks {
     /// Starts a task for `owner` and returns its id (a UUID).
     #[pyo3(signature = (owner, goal = String::new(), *, target = None, start_url = None, budget = None, keep_open = false, on_outcome = None))]
     #[allow(clippy::too_many_arguments)] // reason: mirrors the Python keyword signature
-    fn spawn(
+    fn spawn<'py>(
         &self,
-        py: Python<'_>,
-        owner: &Bound<'_, PyAny>,
+        py: Python<'py>,
+        owner: &Bound<'py, PyAny>,
         goal: String,
         target: Option<&Bound<'_, PyAny>>,
         start_url: Option<String>,
         budget: Option<&Bound<'_, PyAny>>,
         keep_open: bool,
         on_outcome: Option<Py<PyAny>>,
-    ) -> PyResult<String> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let owner = owner_arg(owner)?;
         if let Some(f) = &on_outcome {
             if !f.bind(py).is_callable() {
@@ -101,7 +101,13 @@ impl PyTasks {
         let mut request = SpawnRequest::from_json(&Value::Object(wire).to_string()).py_err()?;
         request.progress = on_outcome.map(progress_fn);
         let gw = &self.gateway;
-        py.detach(|| gw.tasks().spawn(&owner, request)).py_err()
+        let status = py
+            .detach(|| {
+                let id = gw.tasks().spawn(&owner, request)?;
+                gw.tasks().status(&owner, &id)
+            })
+            .py_err()?;
+        to_py_json(py, serde_json::to_string(&status))
     }
 
     /// The task as its owner sees it (a dict).

@@ -93,7 +93,7 @@ def test_r_run_a_step_list_runs_with_outcome_lines_and_receipts(tmp_path, site):
         tasks = gw.tasks
         assert isinstance(tasks, jevgate.Tasks)
         task_id = tasks.spawn(OWNER, "1. ค้นหา cats\n2. press Charlie\n3. scroll down", start_url=site,
-                              on_outcome=lines.append)
+                              on_outcome=lines.append)["id"]
         assert len(task_id) == 36
         status = tasks.wait(OWNER, task_id, WAIT)
         assert status["state"] == "completed", (status, lines)
@@ -130,7 +130,7 @@ def test_r_run_a_raising_on_outcome_loses_its_lines_not_the_task(tmp_path, site)
         raise RuntimeError("the host's own bug")
 
     with jevgate.Gateway(tmp_path, LOCAL) as gw:
-        task_id = gw.tasks.spawn(OWNER, start_url=site, keep_open=True, on_outcome=flaky)
+        task_id = gw.tasks.spawn(OWNER, start_url=site, keep_open=True, on_outcome=flaky)["id"]
         status = gw.tasks.wait(OWNER, task_id, WAIT)
         assert status["state"] == "waiting_input" and status["reason"] == "SESSION_READY", status
         gw.tasks.command(OWNER, task_id, "press Alpha")
@@ -151,7 +151,7 @@ def test_r_run_a_raising_on_outcome_loses_its_lines_not_the_task(tmp_path, site)
 def test_r_tsk_the_owner_triple_is_checked_on_every_call(tmp_path):
     with jevgate.Gateway(tmp_path, LOCAL) as gw:
         tasks = gw.tasks
-        task_id = tasks.spawn(OWNER, keep_open=True)
+        task_id = tasks.spawn(OWNER, keep_open=True)["id"]
         for stranger in STRANGERS:
             calls = [
                 lambda: tasks.status(stranger, task_id),
@@ -253,7 +253,7 @@ def test_ctrl_c_interrupts_a_wait_and_the_task_goes_on(tmp_path, site):
     config = {"gateway": {"jev": {"enabled": True, "provider": "callback", "timeoutMs": 30000}}}
     with jevgate.Gateway(tmp_path, config) as gw:
         gw.set_jev_callback(slow_model)
-        task_id = gw.tasks.spawn(OWNER, "open the thing about llamas", start_url=site)
+        task_id = gw.tasks.spawn(OWNER, "open the thing about llamas", start_url=site)["id"]
         old = signal.signal(signal.SIGINT, signal.default_int_handler)
         main = threading.main_thread().ident
         timer = threading.Timer(0.3, lambda: (asked.wait(30), signal.pthread_kill(main, signal.SIGINT)))

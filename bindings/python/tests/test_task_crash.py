@@ -51,7 +51,7 @@ def on_outcome(progress):
         print("started", flush=True)
 gw = jevgate.Gateway(os.environ["JEVGATE_CRASH_DIR"], {LOCAL!r})
 task_id = gw.tasks.spawn({OWNER!r}, {STEPS!r}, start_url=os.environ["JEVGATE_CRASH_URL"],
-                         on_outcome=on_outcome)
+                         on_outcome=on_outcome)["id"]
 status = gw.tasks.wait({OWNER!r}, task_id, 60.0)
 print("finished", status["state"], flush=True)
 time.sleep(60)

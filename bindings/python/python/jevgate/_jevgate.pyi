@@ -217,8 +217,8 @@ class Tasks:
         budget: Optional[Mapping[str, Any]] = None,
         keep_open: bool = False,
         on_outcome: Optional[Callable[[Dict[str, Any]], object]] = None,
-    ) -> str:
-        """Start a task; returns its id. `target` {"kind": "local", "profile"?} or
+    ) -> Dict[str, Any]:
+        """Start a task; returns its status (a dict; its id is `["id"]`). `target` {"kind": "local", "profile"?} or
         {"kind": "device", "deviceId"}; `budget` {"maxSteps", "maxEvaluations", "timeoutMs"};
         an empty goal opens the session and waits for commands. `on_outcome` receives
         {"taskId", "line", "reason"} for each settled outcome line, on the task's thread with
