@@ -278,6 +278,15 @@ impl Run<'_> {
     /// Opens the task's start URL (its first navigation, with its own receipt). `None` when it
     /// opened; otherwise the request's report.
     pub(crate) fn open(&mut self, url: &str) -> Option<Report> {
+        if let Some(Part::Stop { code, line }) = self.gate() {
+            self.emit(&line, &code);
+            return Some(Report {
+                ending: Ending::Cancelled,
+                reason: code,
+                line,
+                step_run: None,
+            });
+        }
         let operation_id = self.next_operation_id();
         let sent = self.dispatch(Command::TabNavigate(NavigateArgs {
             operation_id,

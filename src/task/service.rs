@@ -442,28 +442,37 @@ impl TaskService {
 
     /// Runs task `id` on this thread until its session closes.
     fn drive(&self, id: &str) {
+        // Queued → running in one step under the pool lock, where `cancel` also decides
+        // whether a task is still queued: a task is either cancelled before it starts (and
+        // never opens a target) or it is running and stops before its next action.
         let (owner, request, cancel, brought) = {
-            let pool = self.shared.pool.lock();
-            match pool.live.get(id) {
-                Some(l) if l.state == TaskState::Queued => (
-                    l.owner.clone(),
-                    l.request.clone(),
-                    l.cancel.clone(),
-                    l.backend.clone(),
-                ),
-                _ => return,
-            }
-        };
-        if cancel.is_cancelled() {
-            let reason = if self.shared.pool.lock().closed {
-                "GATEWAY_CLOSED"
-            } else {
-                "CANCELLED"
+            let mut pool = self.shared.pool.lock();
+            let closed = pool.closed;
+            let Some(l) = pool.live.get_mut(id) else {
+                return;
             };
-            self.settle(id, TaskState::Cancelled, reason, None);
-            return;
-        }
-        self.set_state(id, TaskState::Running);
+            if l.state != TaskState::Queued {
+                return;
+            }
+            if l.cancel.is_cancelled() || closed {
+                drop(pool);
+                let reason = if closed {
+                    "GATEWAY_CLOSED"
+                } else {
+                    "CANCELLED"
+                };
+                self.settle(id, TaskState::Cancelled, reason, None);
+                return;
+            }
+            l.state = TaskState::Running;
+            (
+                l.owner.clone(),
+                l.request.clone(),
+                l.cancel.clone(),
+                l.backend.clone(),
+            )
+        };
+        self.shared.changed.notify_all();
         let progress_fn = request.progress.clone();
         let progress = move |p: TaskProgress| {
             if let Some(f) = &progress_fn {
