@@ -46,12 +46,12 @@ fn cut(s: &str, max: usize) -> (String, bool) {
 }
 
 impl LocalTab {
-    fn session(&self) -> &str {
+    pub(crate) fn session(&self) -> &str {
         &self.tab.session_id
     }
 
     /// A DevTools call on this tab's session that ends early when a dialog opens.
-    fn call(&self, method: &str, params: Value) -> Result<Value> {
+    pub(crate) fn call(&self, method: &str, params: Value) -> Result<Value> {
         self.inner
             .cdp
             .call_interruptible(
@@ -65,7 +65,7 @@ impl LocalTab {
     }
 
     /// A DevTools call that ignores dialogs (browser-side methods that work while one is open).
-    fn call_plain(&self, method: &str, params: Value) -> Result<Value> {
+    pub(crate) fn call_plain(&self, method: &str, params: Value) -> Result<Value> {
         self.inner.call(method, params, Some(self.session()))
     }
 
@@ -393,6 +393,15 @@ impl LocalTab {
             Command::FormInput(a) => self.form_input_now(a, sent).map(Response::Action),
             Command::Javascript(a) => self.javascript_now(a, sent).map(Response::Script),
             Command::MouseClick(a) => self.mouse_click_now(a, sent).map(Response::Action),
+            Command::PageHover(_)
+            | Command::PageDrag(_)
+            | Command::MouseMove(_)
+            | Command::MouseDrag(_)
+            | Command::PageResize(_)
+            | Command::ConsoleMessages(_)
+            | Command::NetworkRequests(_)
+            | Command::SetInputFiles(_)
+            | Command::Downloads(_) => self.run_extra(command, sent),
             Command::OperationStatus(_)
             | Command::TabLease(_)
             | Command::Tabs(_)
@@ -402,7 +411,13 @@ impl LocalTab {
         }
     }
 
-    fn result(&self, id: &str, tool: &str, generation: u64, started_before: u64) -> ActionResult {
+    pub(crate) fn result(
+        &self,
+        id: &str,
+        tool: &str,
+        generation: u64,
+        started_before: u64,
+    ) -> ActionResult {
         let st = self.tab.lock();
         ActionResult {
             operation_id: id.to_string(),
@@ -414,12 +429,12 @@ impl LocalTab {
         }
     }
 
-    fn started_seq(&self) -> u64 {
+    pub(crate) fn started_seq(&self) -> u64 {
         self.tab.lock().started_seq
     }
 
     /// Sends input; a dialog opened by it ends the wait (the input was delivered).
-    fn input(&self, method: &str, params: Value) -> Result<()> {
+    pub(crate) fn input(&self, method: &str, params: Value) -> Result<()> {
         match self.call(method, params) {
             Ok(_) | Err(Error::DialogOpen { .. }) => Ok(()),
             Err(e) => Err(e),
@@ -487,7 +502,7 @@ impl LocalTab {
     }
 
     /// Holds the main frame to its fingerprint (and every observed frame to its own).
-    fn check_all(&self, obs: &super::frames::Observed) -> Result<()> {
+    pub(crate) fn check_all(&self, obs: &super::frames::Observed) -> Result<()> {
         let v = self.page_for_action(&format!("check({})", json!(obs.fp)))?;
         self.target_status(&v)?;
         self.check_frames(obs)
@@ -495,9 +510,22 @@ impl LocalTab {
 
     fn click(&self, a: &ClickArgs, sent: &Sent) -> Result<ActionResult> {
         let obs = self.tab.check_generation(a.generation)?;
-        let scope = self.scope_of(&obs, &a.reference)?;
-        self.check_frames(&obs)?;
-        let (x, y) = if scope.n == 0 {
+        let (x, y) = self.point_of(&obs, &a.reference)?;
+        let before = self.started_seq();
+        self.mouse_click_at(x, y, sent)?;
+        Ok(self.result(&a.operation_id, "page_click", a.generation, before))
+    }
+
+    /// The viewport point of a ref's element, scrolled into view and hit-tested (the element,
+    /// not something over it, is there), in the main frame or an out-of-process frame.
+    pub(crate) fn point_of(
+        &self,
+        obs: &super::frames::Observed,
+        reference: &str,
+    ) -> Result<(f64, f64)> {
+        let scope = self.scope_of(obs, reference)?;
+        self.check_frames(obs)?;
+        Ok(if scope.n == 0 {
             let args = serde_json::to_string(&[&scope.inner, &obs.fp]).unwrap_or_default();
             let v = self.page_for_action(&format!("point(...{args})"))?;
             self.target_status(&v)?;
@@ -506,26 +534,17 @@ impl LocalTab {
                 v["y"].as_f64().unwrap_or(0.0),
             )
         } else {
-            self.frame_point(&obs, scope.n, &scope.inner)?;
-            self.settle_frames(&obs, scope.n)?;
+            self.frame_point(obs, scope.n, &scope.inner)?;
+            self.settle_frames(obs, scope.n)?;
             // the point again, on the drawn page (a scroll may have moved it)
-            self.frame_point(&obs, scope.n, &scope.inner)?
-        };
-        let before = self.started_seq();
-        self.mouse_click_at(x, y, sent)?;
-        Ok(self.result(&a.operation_id, "page_click", a.generation, before))
+            self.frame_point(obs, scope.n, &scope.inner)?
+        })
     }
 
     fn mouse_click_now(&self, a: &MouseClickArgs, sent: &Sent) -> Result<ActionResult> {
         let obs = self.tab.check_generation(a.generation)?;
         self.check_all(&obs)?;
-        let (w, h) = self.inner.opts.window_size;
-        if !(a.x >= 0.0 && a.y >= 0.0 && a.x <= f64::from(w) && a.y <= f64::from(h)) {
-            return Err(Error::InvalidArgument {
-                name: "x/y",
-                reason: "outside the viewport".into(),
-            });
-        }
+        self.in_viewport(a.x, a.y)?;
         let before = self.started_seq();
         self.mouse_click_at(a.x, a.y, sent)?;
         Ok(self.result(&a.operation_id, "mouse_click", a.generation, before))

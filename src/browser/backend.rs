@@ -303,6 +303,207 @@ pub struct HandleDialogArgs {
     pub prompt_text: Option<String>,
 }
 
+/// `page_hover(ref)`: moves the real mouse over the element's centre (CSS `:hover`,
+/// `mouseover`/`mouseenter` fire as for a user).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HoverArgs {
+    /// Caller-chosen id of this operation.
+    pub operation_id: String,
+    /// The observed generation.
+    pub generation: u64,
+    /// The element's ref.
+    #[serde(rename = "ref")]
+    pub reference: String,
+}
+
+/// `page_drag(from, to)`: a real drag with the left button from one element's centre to
+/// another's (mouse down, moves, up; an HTML5 drag-and-drop the page starts is carried
+/// through to its `drop`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DragArgs {
+    /// Caller-chosen id of this operation.
+    pub operation_id: String,
+    /// The observed generation (both refs come from it).
+    pub generation: u64,
+    /// The element dragged.
+    pub from_ref: String,
+    /// The element dropped on.
+    pub to_ref: String,
+}
+
+/// `mouse_move(x, y)`: moves the real mouse to a viewport point (no button).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MouseMoveArgs {
+    /// Caller-chosen id of this operation.
+    pub operation_id: String,
+    /// The observed generation (the screenshot's).
+    pub generation: u64,
+    /// Viewport x in CSS pixels.
+    pub x: f64,
+    /// Viewport y in CSS pixels.
+    pub y: f64,
+}
+
+/// `mouse_drag(from → to)`: a left-button drag between two viewport points.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MouseDragArgs {
+    /// Caller-chosen id of this operation.
+    pub operation_id: String,
+    /// The observed generation (the screenshot's).
+    pub generation: u64,
+    /// Start x (CSS pixels).
+    pub from_x: f64,
+    /// Start y.
+    pub from_y: f64,
+    /// End x.
+    pub to_x: f64,
+    /// End y.
+    pub to_y: f64,
+}
+
+/// The smallest viewport side `page_resize` accepts.
+pub const MIN_VIEWPORT: u32 = 200;
+/// The largest viewport side `page_resize` accepts.
+pub const MAX_VIEWPORT: u32 = 4096;
+
+/// `page_resize(width, height)`: the tab's viewport in CSS pixels, each side
+/// [`MIN_VIEWPORT`]`..=`[`MAX_VIEWPORT`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResizeArgs {
+    /// Caller-chosen id of this operation.
+    pub operation_id: String,
+    /// Viewport width.
+    pub width: u32,
+    /// Viewport height.
+    pub height: u32,
+}
+
+/// `console_messages(since?)`: what the tab logged since a mark.
+///
+/// ```
+/// let a: jevgate::browser::LogArgs = serde_json::from_str("{}").unwrap();
+/// assert_eq!(a.since, None);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LogArgs {
+    /// Only entries at or after this mark (the `next` of an earlier answer); all kept when
+    /// absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<u64>,
+    /// At most this many entries, the latest (default and maximum 200).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<usize>,
+}
+
+/// One console message or uncaught page error. `text` is untrusted page content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsoleMessage {
+    /// Its mark (increasing per tab).
+    pub seq: u64,
+    /// `log`, `info`, `warning`, `error`, `debug` (uncaught exceptions are `error`).
+    pub level: String,
+    /// The message, at most 2,000 characters (untrusted page content).
+    pub text: String,
+    /// The script or resource it came from, token-bearing query values redacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+/// `console_messages` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsoleLog {
+    /// The entries, oldest first.
+    pub messages: Vec<ConsoleMessage>,
+    /// The mark to pass as `since` next time.
+    pub next: u64,
+    /// Entries after `since` no longer kept (the buffer holds the latest 500) or over `max`.
+    #[serde(default)]
+    pub dropped: u64,
+}
+
+/// One request the page made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkRequest {
+    /// Its mark (increasing per tab).
+    pub seq: u64,
+    /// `GET`, `POST`, …
+    pub method: String,
+    /// The URL without userinfo, token-bearing query values redacted, at most 2,048 characters.
+    pub url: String,
+    /// The HTTP status, when a response came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// `Document`, `Fetch`, `XHR`, `Script`, …
+    pub resource_type: String,
+    /// The request failed (network error, blocked, cancelled).
+    #[serde(default)]
+    pub failed: bool,
+}
+
+/// `network_requests` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkLog {
+    /// The requests, oldest first.
+    pub requests: Vec<NetworkRequest>,
+    /// The mark to pass as `since` next time.
+    pub next: u64,
+    /// Entries after `since` no longer kept (the buffer holds the latest 500) or over `max`.
+    #[serde(default)]
+    pub dropped: u64,
+}
+
+/// `set_input_files(ref, paths)`: puts files into an `<input type=file>`. Each path is an
+/// absolute path of a regular file on the machine that runs the browser, already confined by
+/// the caller to its workspace ([`crate::browser::confine_upload`]); at most 16.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetInputFilesArgs {
+    /// Caller-chosen id of this operation.
+    pub operation_id: String,
+    /// The observed generation.
+    pub generation: u64,
+    /// The file input's ref.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// The files (empty clears the input).
+    pub paths: Vec<String>,
+}
+
+/// `downloads()` (no arguments).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DownloadsArgs {}
+
+/// One download of the tab.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DownloadInfo {
+    /// The file name the page suggested, reduced to a safe single name (untrusted).
+    pub name: String,
+    /// Bytes received so far.
+    pub bytes: u64,
+    /// `in_progress`, `completed` or `canceled`.
+    pub state: String,
+}
+
+/// `downloads` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DownloadList {
+    /// The tab's downloads, oldest first (the latest 100).
+    pub downloads: Vec<DownloadInfo>,
+}
+
 /// One call to a backend. Serializes as the channel frame's `tool` and `args`.
 ///
 /// ```
@@ -354,6 +555,25 @@ pub enum Command {
     Tabs(TabsArgs),
     /// → [`Response::Action`].
     HandleDialog(HandleDialogArgs),
+    // Issue 15 part B (the seed-001 tool family's primitives), one block.
+    /// → [`Response::Action`].
+    PageHover(HoverArgs),
+    /// → [`Response::Action`].
+    PageDrag(DragArgs),
+    /// → [`Response::Action`].
+    MouseMove(MouseMoveArgs),
+    /// → [`Response::Action`].
+    MouseDrag(MouseDragArgs),
+    /// → [`Response::Action`].
+    PageResize(ResizeArgs),
+    /// → [`Response::Console`].
+    ConsoleMessages(LogArgs),
+    /// → [`Response::Network`].
+    NetworkRequests(LogArgs),
+    /// → [`Response::Action`].
+    SetInputFiles(SetInputFilesArgs),
+    /// → [`Response::Downloads`].
+    Downloads(DownloadsArgs),
 }
 
 impl Command {
@@ -378,6 +598,15 @@ impl Command {
             Command::MouseClick(_) => "mouse_click",
             Command::Tabs(_) => "tabs",
             Command::HandleDialog(_) => "handle_dialog",
+            Command::PageHover(_) => "page_hover",
+            Command::PageDrag(_) => "page_drag",
+            Command::MouseMove(_) => "mouse_move",
+            Command::MouseDrag(_) => "mouse_drag",
+            Command::PageResize(_) => "page_resize",
+            Command::ConsoleMessages(_) => "console_messages",
+            Command::NetworkRequests(_) => "network_requests",
+            Command::SetInputFiles(_) => "set_input_files",
+            Command::Downloads(_) => "downloads",
         }
     }
 
@@ -394,6 +623,12 @@ impl Command {
             Command::Javascript(a) => Some(&a.operation_id),
             Command::MouseClick(a) => Some(&a.operation_id),
             Command::PageScreenshot(a) => a.operation_id.as_deref(),
+            Command::PageHover(a) => Some(&a.operation_id),
+            Command::PageDrag(a) => Some(&a.operation_id),
+            Command::MouseMove(a) => Some(&a.operation_id),
+            Command::MouseDrag(a) => Some(&a.operation_id),
+            Command::PageResize(a) => Some(&a.operation_id),
+            Command::SetInputFiles(a) => Some(&a.operation_id),
             _ => None,
         }
     }
@@ -423,6 +658,9 @@ impl Command {
             Command::Find(_) => Response::Found(de(value)?),
             Command::Javascript(_) => Response::Script(de(value)?),
             Command::Tabs(_) => Response::Tabs(de(value)?),
+            Command::ConsoleMessages(_) => Response::Console(de(value)?),
+            Command::NetworkRequests(_) => Response::Network(de(value)?),
+            Command::Downloads(_) => Response::Downloads(de(value)?),
             _ => Response::Action(de(value)?),
         })
     }
@@ -629,6 +867,12 @@ pub enum Response {
     Script(ScriptResult),
     /// From `tabs`.
     Tabs(TabList),
+    /// From `console_messages`.
+    Console(ConsoleLog),
+    /// From `network_requests`.
+    Network(NetworkLog),
+    /// From `downloads`.
+    Downloads(DownloadList),
 }
 
 fn mismatch(tool: &str) -> Error {
@@ -741,12 +985,118 @@ pub trait BrowserBackend: Send + Sync {
     typed_call!(
         /// `handle_dialog`.
         handle_dialog(HandleDialogArgs) -> Action(ActionResult) via HandleDialog);
+    typed_call!(
+        /// `page_hover`: the real mouse over a ref's element.
+        page_hover(HoverArgs) -> Action(ActionResult) via PageHover);
+    typed_call!(
+        /// `page_drag`: a real drag from one ref's element to another's.
+        page_drag(DragArgs) -> Action(ActionResult) via PageDrag);
+    typed_call!(
+        /// `mouse_move`: the real mouse to a viewport point.
+        mouse_move(MouseMoveArgs) -> Action(ActionResult) via MouseMove);
+    typed_call!(
+        /// `mouse_drag`: a left-button drag between two viewport points.
+        mouse_drag(MouseDragArgs) -> Action(ActionResult) via MouseDrag);
+    typed_call!(
+        /// `page_resize`: the tab's viewport size.
+        page_resize(ResizeArgs) -> Action(ActionResult) via PageResize);
+    typed_call!(
+        /// `console_messages`: console messages and page errors since a mark.
+        console_messages(LogArgs) -> Console(ConsoleLog) via ConsoleMessages);
+    typed_call!(
+        /// `network_requests`: the page's requests since a mark, secrets redacted.
+        network_requests(LogArgs) -> Network(NetworkLog) via NetworkRequests);
+    typed_call!(
+        /// `set_input_files`: files into an `<input type=file>`.
+        set_input_files(SetInputFilesArgs) -> Action(ActionResult) via SetInputFiles);
+    typed_call!(
+        /// `downloads`: the tab's downloads.
+        downloads(DownloadsArgs) -> Downloads(DownloadList) via Downloads);
+}
+
+/// One of each command of issue 15 part B (for the round-trip tests here and elsewhere).
+#[cfg(test)]
+pub(crate) fn part_b_commands() -> Vec<Command> {
+    vec![
+        Command::PageHover(HoverArgs {
+            operation_id: "pb1".into(),
+            generation: 1,
+            reference: "e1".into(),
+        }),
+        Command::PageDrag(DragArgs {
+            operation_id: "pb2".into(),
+            generation: 1,
+            from_ref: "e1".into(),
+            to_ref: "f1:e2".into(),
+        }),
+        Command::MouseMove(MouseMoveArgs {
+            operation_id: "pb3".into(),
+            generation: 1,
+            x: 3.5,
+            y: 4.0,
+        }),
+        Command::MouseDrag(MouseDragArgs {
+            operation_id: "pb4".into(),
+            generation: 1,
+            from_x: 1.0,
+            from_y: 2.0,
+            to_x: 30.0,
+            to_y: 40.0,
+        }),
+        Command::PageResize(ResizeArgs {
+            operation_id: "pb5".into(),
+            width: 800,
+            height: 600,
+        }),
+        Command::ConsoleMessages(LogArgs {
+            since: Some(3),
+            max: None,
+        }),
+        Command::NetworkRequests(LogArgs::default()),
+        Command::SetInputFiles(SetInputFilesArgs {
+            operation_id: "pb6".into(),
+            generation: 1,
+            reference: "e4".into(),
+            paths: vec!["/w/a.txt".into()],
+        }),
+        Command::Downloads(DownloadsArgs {}),
+    ]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    // Issue 15 part B: the new reads decode to their own result types.
+    #[test]
+    fn r_brw_act_part_b_results_decode_by_command() {
+        let console = Command::ConsoleMessages(LogArgs::default());
+        let r = console
+            .decode_result(json!({"messages":[{"seq":1,"level":"error","text":"boom"}],"next":2}))
+            .unwrap();
+        assert!(matches!(r, Response::Console(c) if c.next == 2 && c.messages[0].level == "error"));
+        let net = Command::NetworkRequests(LogArgs::default());
+        let r = net
+            .decode_result(json!({"requests":[{"seq":0,"method":"GET","url":"http://a/","status":200,"resourceType":"Fetch"}],"next":1}))
+            .unwrap();
+        assert!(matches!(r, Response::Network(n) if n.requests[0].status == Some(200)));
+        let dl = Command::Downloads(DownloadsArgs {});
+        let r = dl
+            .decode_result(json!({"downloads":[{"name":"a.txt","bytes":5,"state":"completed"}]}))
+            .unwrap();
+        assert!(matches!(r, Response::Downloads(d) if d.downloads[0].bytes == 5));
+        assert_eq!(
+            Command::PageHover(HoverArgs {
+                operation_id: "h".into(),
+                generation: 1,
+                reference: "e1".into()
+            })
+            .operation_id(),
+            Some("h")
+        );
+        assert_eq!(Command::Downloads(DownloadsArgs {}).operation_id(), None);
+    }
 
     // The channel frame's `tool`/`args` for every command round-trips (R-DEV-TOOLS, R-BRW-ACT).
     #[test]
@@ -837,6 +1187,7 @@ mod tests {
                 prompt_text: None,
             }),
         ];
+        let commands = commands.into_iter().chain(part_b_commands());
         for c in commands {
             let v = serde_json::to_value(&c).unwrap();
             assert_eq!(v["tool"], c.tool());

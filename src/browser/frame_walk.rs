@@ -90,7 +90,7 @@ impl LocalTab {
     }
 
     /// The page library's world in the frame of `session`, created when missing.
-    fn frame_world(&self, session: &str) -> Result<i64> {
+    pub(crate) fn frame_world(&self, session: &str) -> Result<i64> {
         let (world, frame_id) = {
             let frames = self.tab.frames.lock();
             let f = frames

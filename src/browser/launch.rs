@@ -180,6 +180,8 @@ pub(crate) struct ChromiumProcess {
     watchdog: Option<Child>,
     pid: u32,
     temp_profile: Option<PathBuf>,
+    /// The profile directory in use (temporary or the caller's).
+    profile: PathBuf,
 }
 
 static PROFILE_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -318,6 +320,7 @@ impl ChromiumProcess {
                 watchdog,
                 pid,
                 temp_profile,
+                profile: profile.clone(),
             },
             ours,
         ))
@@ -326,6 +329,11 @@ impl ChromiumProcess {
     /// The process id of the browser process (the leader of its process group).
     pub(crate) fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// The profile directory the browser runs with.
+    pub(crate) fn profile(&self) -> &Path {
+        &self.profile
     }
 
     /// Waits up to `grace` on `clock` for the browser process to exit on its own (after

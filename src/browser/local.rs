@@ -4,7 +4,8 @@
 //! This module owns the browser's lifetime (launch, tabs, close and drop), routing DevTools
 //! events to tabs, the record of operations it ran (`operation_status`, with `Sent` marking that
 //! an operation's first input went out, and `openable`, the one address check) and the dispatch
-//! of [`Command`]s to the tab that runs them. `LocalTab`'s observation and actions
+//! of [`Command`]s to the tab that runs them, and where downloads are saved (routing the
+//! browser's download events to the tab that started them). `LocalTab`'s observation and actions
 //! (`actions.rs`) and its frame walk (`frame_walk.rs`) sit above this file: they use it, never
 //! the reverse. It never replays an operation id, never holds a
 //! lock across a DevTools call, and never logs page content, URLs or typed text.
@@ -77,6 +78,34 @@ impl Router {
             return;
         }
         match event.method.as_str() {
+            "Browser.downloadWillBegin" => {
+                let p = &event.params;
+                let frame = p["frameId"].as_str().unwrap_or("");
+                let tabs: Vec<Arc<TabShared>> = self.by_session.lock().values().cloned().collect();
+                let owner = tabs
+                    .iter()
+                    .find(|t| t.target_id == frame || *t.main_frame.lock() == frame);
+                if let (Some(tab), Some(guid)) = (owner, p["guid"].as_str()) {
+                    tab.journal
+                        .lock()
+                        .download_begins(guid, p["suggestedFilename"].as_str().unwrap_or(""));
+                }
+            }
+            "Browser.downloadProgress" => {
+                let p = &event.params;
+                let guid = p["guid"].as_str().unwrap_or("");
+                let tabs: Vec<Arc<TabShared>> = self.by_session.lock().values().cloned().collect();
+                for tab in tabs {
+                    let mut journal = tab.journal.lock();
+                    if journal.download_progress(
+                        guid,
+                        p["receivedBytes"].as_u64().unwrap_or(0),
+                        p["state"].as_str().unwrap_or(""),
+                    ) {
+                        break;
+                    }
+                }
+            }
             "Target.detachedFromTarget" => {
                 let session = event.params.get("sessionId").and_then(Value::as_str);
                 let tab = session.and_then(|s| self.by_session.lock().get(s).cloned());
@@ -126,6 +155,9 @@ pub(crate) struct Inner {
     current: Mutex<Option<Arc<TabShared>>>,
     ops: Mutex<Operations>,
     closed: AtomicBool,
+    /// Where the browser saves downloads (`<profile>/jevgate-downloads`, one file per download
+    /// named by its guid); `None` when it could not be set up.
+    pub(crate) downloads: Option<std::path::PathBuf>,
 }
 
 /// A local headless Chromium started and owned by jevgate. Cheap to clone (an `Arc` inside);
@@ -177,7 +209,25 @@ impl LocalBrowser {
             }
             other => other.map_err(Started::into_error)?,
         };
+        let downloads = process.profile().join("jevgate-downloads");
         *router.process.lock() = Some(process);
+        let downloads = super::sessions::create_private_dir(&downloads)
+            .and_then(|()| {
+                cdp.call(
+                    "Browser.setDownloadBehavior",
+                    json!({
+                        "behavior": "allowAndName",
+                        "downloadPath": downloads.to_string_lossy(),
+                        "eventsEnabled": true,
+                    }),
+                    None,
+                    opts.call_timeout,
+                )
+                .map_err(|e| e.into_error("Browser.setDownloadBehavior"))
+            })
+            .map(|_| downloads)
+            .map_err(|e| log::warn!("downloads are not kept: {}", e.code()))
+            .ok();
         let inner = Arc::new(Inner {
             cdp,
             opts,
@@ -186,6 +236,7 @@ impl LocalBrowser {
             current: Mutex::new(None),
             ops: Mutex::new(Operations::default()),
             closed: AtomicBool::new(false),
+            downloads,
         });
         let browser = LocalBrowser { inner };
         let first = browser.first_page_target();
@@ -330,6 +381,13 @@ impl Inner {
             .lock()
             .insert(session.clone(), tab.clone());
         self.call("Page.enable", json!({}), Some(&session))?;
+        // The tab's journal (console, page errors, requests) starts with the tab; without
+        // these domains the tab still works and its journal stays empty.
+        for domain in ["Runtime.enable", "Log.enable", "Network.enable"] {
+            if let Err(e) = self.call(domain, json!({}), Some(&session)) {
+                log::warn!("{domain} failed: {}", e.code());
+            }
+        }
         // Without it the tab still works; its cross-origin iframes stay out of observations.
         let _ = auto_attach_frames(self, &session);
         let tree = self.call("Page.getFrameTree", json!({}), Some(&session))?;

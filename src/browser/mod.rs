@@ -13,14 +13,19 @@
 //!   driven and ended by jevgate.
 //! * [`LocalSessions`] — one local Chromium per browser session of the lease manager (R-PROF),
 //!   started on first use and closed when the session closes.
+//! * [`confine`] / [`confine_upload`] — workspace path confinement for uploads and saved
+//!   downloads; [`redact_url`] — the URL redaction of `network_requests`.
 //! * [`BrowserTools`] — the nine browser tools of R-DEV-TOOLS served from any backend (what
 //!   the reference device worker runs).
 
 mod actions;
 mod backend;
 mod cdp;
+mod extras;
+mod files;
 mod frame_walk;
 mod frames;
+mod journal;
 mod keys;
 mod launch;
 mod local;
@@ -38,6 +43,16 @@ pub use backend::{
     Snapshot, SnapshotArgs, StaleCause, TabInfo, TabLeaseArgs, TabLeaseState, TabList, TabsAction,
     TabsArgs, TypeArgs,
 };
+// Issue 15 part B: the seed-001 tool family's primitives.
+#[cfg(test)]
+pub(crate) use backend::part_b_commands;
+pub use backend::{
+    ConsoleLog, ConsoleMessage, DownloadInfo, DownloadList, DownloadsArgs, DragArgs, HoverArgs,
+    LogArgs, MouseDragArgs, MouseMoveArgs, NetworkLog, NetworkRequest, ResizeArgs,
+    SetInputFilesArgs, MAX_VIEWPORT, MIN_VIEWPORT,
+};
+pub use files::{confine, confine_upload, save_into};
+pub use journal::{redact_url, REDACTED};
 pub use launch::{find_chromium, LaunchOptions};
 pub use local::{LocalBrowser, LocalTab};
 pub(crate) use sessions::create_private_dir;

@@ -622,6 +622,16 @@
     // Called by the backend on an <iframe> element (DOM.resolveNode into this world) to name
     // the out-of-process frame it hosts; the key is the frame's DevTools id, never page data.
     tag: (el, key) => { W.keys.set(el, key); W.dirty = true; return "ok"; },
+    // The <input type=file> of a ref, as an object (the backend hands it to
+    // DOM.setFileInputFiles), or a JSON status when the ref is not one.
+    fileTarget: (ref, fp) => {
+      const found = lookup(ref, fp);
+      if (!found.el) return JSON.stringify(found);
+      const el = found.el;
+      if (el.localName !== "input" || (el.getAttribute("type") || "").toLowerCase() !== "file") return JSON.stringify({ status: "notfile" });
+      if (el.disabled) return JSON.stringify({ status: "unfocusable" });
+      return el;
+    },
     hasFocus: () => JSON.stringify(document.hasFocus()),
     scroll: () => JSON.stringify(scrollState()),
     wheelPoint: () => JSON.stringify(wheelPoint()),

@@ -3,7 +3,8 @@
 //! This module owns what the reader thread learns about a tab — a navigation in flight, the
 //! committed document, loads finished, an open dialog, the tab gone or crashed — plus the
 //! generation bookkeeping of the last observation and the tab's busy flag, lease and isolated
-//! world. It never calls the browser: the event handler only updates state and wakes waiters,
+//! world, an intercepted HTML5 drag and the viewport size set; console, network and download
+//! events go to the tab's journal (`journal.rs`). It never calls the browser: the event handler only updates state and wakes waiters,
 //! and no lock here is held across I/O.
 
 use crate::clock::{wait_slice, Clock, Instant};
@@ -17,6 +18,7 @@ use crate::{Error, Result};
 
 use super::backend::StaleCause;
 use super::frames::{FrameSet, Observed, ObservedFrame};
+use super::journal::Journal;
 
 /// One tab: its DevTools ids and its event-fed state.
 pub(crate) struct TabShared {
@@ -26,6 +28,9 @@ pub(crate) struct TabShared {
     pub state: Mutex<TabState>,
     /// The tab's out-of-process frames (never locked together with `state`).
     pub frames: Mutex<FrameSet>,
+    /// Console messages, requests and downloads since the tab was attached (never locked
+    /// together with `state`).
+    pub journal: Mutex<Journal>,
     pub changed: Condvar,
 }
 
@@ -66,6 +71,11 @@ pub(crate) struct TabState {
     pub world: Option<(i64, u64)>,
     /// The tab lease holder.
     pub lease: Option<String>,
+    /// The drag data of the last `Input.dragIntercepted` (an HTML5 drag the page started while
+    /// drags are intercepted).
+    pub drag_data: Option<Value>,
+    /// The viewport `page_resize` set (CSS pixels); the launch window size before.
+    pub viewport: Option<(u32, u32)>,
 }
 
 impl TabShared {
@@ -76,6 +86,7 @@ impl TabShared {
             session_id,
             state: Mutex::new(TabState::default()),
             frames: Mutex::new(FrameSet::default()),
+            journal: Mutex::new(Journal::default()),
             changed: Condvar::new(),
         }
     }
@@ -91,9 +102,19 @@ impl TabShared {
                 is_main(frame_of(params))
             );
         }
+        if method.starts_with("Runtime.")
+            || method.starts_with("Log.")
+            || method.starts_with("Network.")
+        {
+            self.journal.lock().apply(method, params);
+            return;
+        }
         {
             let mut st = self.state.lock();
             match method {
+                "Input.dragIntercepted" => {
+                    st.drag_data = Some(params.get("data").cloned().unwrap_or(Value::Null));
+                }
                 "Page.frameStartedNavigating"
                 | "Page.frameStartedLoading"
                 | "Page.frameRequestedNavigation" => {

@@ -60,6 +60,16 @@ pub(crate) const PRIMITIVES: &[&str] = &[
     "mouse_click",
     "tabs",
     "handle_dialog",
+    // Issue 15 part B (the seed-001 tool family's primitives), one block.
+    "page_hover",
+    "page_drag",
+    "mouse_move",
+    "mouse_drag",
+    "page_resize",
+    "console_messages",
+    "network_requests",
+    "set_input_files",
+    "downloads",
 ];
 
 /// What a [`Error`] rebuilt from a worker says instead of the worker's own text.

@@ -188,6 +188,10 @@ mod tests {
                 prompt_text: None,
             }),
         ];
+        let commands: Vec<Command> = commands
+            .into_iter()
+            .chain(crate::browser::part_b_commands())
+            .collect();
         // Exhaustive on purpose: a new command fails to compile here until it is listed above.
         for c in &commands {
             match c {
@@ -208,7 +212,16 @@ mod tests {
                 | Command::Javascript(_)
                 | Command::MouseClick(_)
                 | Command::Tabs(_)
-                | Command::HandleDialog(_) => {}
+                | Command::HandleDialog(_)
+                | Command::PageHover(_)
+                | Command::PageDrag(_)
+                | Command::MouseMove(_)
+                | Command::MouseDrag(_)
+                | Command::PageResize(_)
+                | Command::ConsoleMessages(_)
+                | Command::NetworkRequests(_)
+                | Command::SetInputFiles(_)
+                | Command::Downloads(_) => {}
             }
         }
         let tools: std::collections::HashSet<&str> = commands.iter().map(Command::tool).collect();

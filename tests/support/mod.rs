@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use jevgate::browser::{LaunchOptions, LocalBrowser};
 
 /// A loopback server: `GET /p/<name>` serves a fixture page, `/beacon?n=<name>` counts,
-/// `/slow?ms=<n>&to=<name>` answers a fixture page after a delay.
+/// `/slow?ms=<n>&to=<name>` answers a fixture page after a delay, `/api` answers JSON and
+/// `/download?name=<file>` an attachment.
 pub struct Server {
     pub base: String,
     counts: Arc<Mutex<HashMap<String, u32>>>,
@@ -128,6 +129,17 @@ fn serve(mut conn: TcpStream, counts: &Mutex<HashMap<String, u32>>) {
             Some(p) => ("200 OK", "text/html; charset=utf-8", p),
             None => ("404 Not Found", "text/plain", "no page".into()),
         }
+    } else if path == "/api" {
+        ("200 OK", "application/json", "{\"ok\":true}".into())
+    } else if path == "/download" {
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=\"{}\"\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            param("name").replace(['"', '\r', '\n'], ""),
+            pages::DOWNLOAD_BODY.len()
+        );
+        let _ = conn.write_all(head.as_bytes());
+        let _ = conn.write_all(pages::DOWNLOAD_BODY.as_bytes());
+        return;
     } else if path == "/favicon.ico" {
         ("404 Not Found", "text/plain", String::new())
     } else {

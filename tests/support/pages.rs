@@ -15,6 +15,10 @@ pub const SECRET_PASSWORD: &str = "hunter2-SECRET-pw";
 pub const SECRET_CARD: &str = "4111111111111111";
 pub const SECRET_OTP: &str = "918273";
 pub const SECRET_TYPED: &str = "typed-SECRET-xyz";
+/// The token the `network` page puts in its request URLs (must never be shown).
+pub const SECRET_TOKEN: &str = "tok-SECRET-4242";
+/// What `/download` serves.
+pub const DOWNLOAD_BODY: &str = "hello download\n";
 
 /// The buttons of the `crash` page, one per step of a crash-test task.
 pub const CRASH_BUTTONS: [&str; 10] = [
@@ -177,6 +181,65 @@ c.putImageData(img, 0, 0);
             }
             s
         }
+        // Issue 15 part B: hover, drag and drop, a canvas, console, network, upload, download.
+        "hover" => r#"<title>Hover</title><style>#h:hover{background:rgb(255,0,0)}</style>
+<button id="h" style="margin:80px;width:200px;height:60px" onmouseover="b('hover',event)">Hover target</button>"#
+            .to_string(),
+        "dnd" => r#"<title>Drag list</title><ul id="list" role="listbox" aria-label="Order">
+<li draggable="true" role="option" tabindex="0" style="height:40px">Item A</li>
+<li draggable="true" role="option" tabindex="0" style="height:40px">Item B</li>
+<li draggable="true" role="option" tabindex="0" style="height:40px">Item C</li></ul>
+<script>
+let dragged = null;
+const list = document.getElementById('list');
+const order = () => Array.from(list.children).map(li => li.textContent.slice(-1)).join('');
+list.addEventListener('dragstart', e => { dragged = e.target; e.dataTransfer.setData('text/plain', e.target.textContent); });
+list.addEventListener('dragover', e => e.preventDefault());
+list.addEventListener('drop', e => {
+  e.preventDefault();
+  const to = e.target.closest('li');
+  if (!dragged || !to || to === dragged) return;
+  list.insertBefore(dragged, to.nextSibling);
+  b('drop:' + order() + ':' + e.dataTransfer.getData('text/plain').slice(-1));
+});
+</script>"#
+            .to_string(),
+        "canvas" => r#"<title>Canvas</title><style>body{margin:0}</style>
+<canvas id="c" width="600" height="400" style="position:absolute;left:0;top:0;background:#eef"></canvas>
+<script>
+const c = document.getElementById('c');
+c.addEventListener('mousemove', e => { window.lastMove = [e.offsetX, e.offsetY, e.isTrusted, e.buttons]; });
+c.addEventListener('mousedown', e => b('down:' + e.offsetX + ',' + e.offsetY, e));
+c.addEventListener('mouseup', e => b('up:' + e.offsetX + ',' + e.offsetY, e));
+c.addEventListener('click', e => b('click:' + e.offsetX + ',' + e.offsetY, e));
+</script>"#
+            .to_string(),
+        "console" => r#"<title>Console</title><p>Logs</p><script>
+console.log('hello-log', 42);
+console.warn('careful-warn');
+console.error('bad-error');
+setTimeout(() => { throw new Error('boom-uncaught'); }, 0);
+</script>"#
+            .to_string(),
+        "flood" => r#"<title>Flood</title><script>
+for (let i = 0; i < 10000; i++) console.log('flood ' + i + ' ' + 'z'.repeat(i === 9999 ? 50000 : 10));
+</script>"#
+            .to_string(),
+        "network" => format!(
+            r#"<title>Network</title><p>Requests</p><script>
+fetch('/api?token={SECRET_TOKEN}&q=x').then(r => r.text()).then(() => b('fetched'));
+const x = new XMLHttpRequest();
+x.open('POST', '/api?Session={SECRET_TOKEN}&page=2');
+x.onload = () => b('xhr');
+x.send('body');
+</script>"#
+        ),
+        "upload" => r#"<title>Upload</title>
+<label>Upload file <input type="file" id="f" onchange="for (const f of this.files) b('upload:' + f.name + ':' + f.size)" multiple></label>
+<button onclick="b('notfile')">Not a file input</button>"#
+            .to_string(),
+        "download" => r#"<title>Download</title><a href="/download?name=report.txt" download>Download report</a>"#
+            .to_string(),
         _ => return None,
     };
     Some(format!("{HEAD}{body}"))
