@@ -385,7 +385,7 @@ impl ChromiumProcess {
 
 /// Creates `dir` mode 0700 (owner only: cookies and saved state live there). `recursive`
 /// creates missing parents with the same mode; an existing directory is left as it is.
-fn create_private_dir(dir: &Path, recursive: bool) -> Result<()> {
+pub(crate) fn create_private_dir(dir: &Path, recursive: bool) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(recursive)

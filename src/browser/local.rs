@@ -211,7 +211,7 @@ impl LocalBrowser {
         };
         let downloads = process.profile().join("jevgate-downloads");
         *router.process.lock() = Some(process);
-        let downloads = super::sessions::create_private_dir(&downloads)
+        let downloads = super::launch::create_private_dir(&downloads, true)
             .and_then(|()| {
                 cdp.call(
                     "Browser.setDownloadBehavior",

@@ -53,9 +53,9 @@ pub use backend::{
 };
 pub use files::{confine, confine_upload, save_into};
 pub use journal::{redact_url, REDACTED};
+pub(crate) use launch::create_private_dir;
 pub use launch::{find_chromium, LaunchOptions};
 pub use local::{LocalBrowser, LocalTab};
-pub(crate) use sessions::create_private_dir;
 pub use sessions::LocalSessions;
 pub use tools::BrowserTools;
 

@@ -116,7 +116,7 @@ impl LocalSessions {
         options.profile_dir = match (call.mode, &call.profile) {
             (SessionMode::Authenticated, Some(hash)) => {
                 let dir = self.profiles_dir.join(hash);
-                create_private_dir(&dir)?;
+                super::launch::create_private_dir(&dir, true)?;
                 Some(dir)
             }
             _ => None,
@@ -159,14 +159,4 @@ impl SessionHooks for LocalSessions {
             Effect::Close { session_id, .. } => self.close_session(session_id),
         }
     }
-}
-
-pub(crate) fn create_private_dir(dir: &std::path::Path) -> Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir).map_err(|e| Error::BrowserUnavailable {
-        reason: format!("cannot create the profile directory: {}", e.kind()),
-    })
 }

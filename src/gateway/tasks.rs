@@ -73,7 +73,7 @@ impl TaskHost for Host {
                         let hash =
                             crate::lease::profile_key_hash(&secret, &owner.principal_id, key);
                         let dir = gw.inner.data_dir.join("profiles").join(hash);
-                        crate::browser::create_private_dir(&dir)?;
+                        crate::browser::create_private_dir(&dir, true)?;
                         Some(dir)
                     }
                 };
