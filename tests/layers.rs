@@ -330,9 +330,9 @@ fn read_crate() -> Crate {
     let mut edges: BTreeMap<String, BTreeMap<String, Vec<Site>>> = BTreeMap::new();
     let mut unknown = Vec::new();
     for (rel, module, code) in &codes {
-        if module == "main" || module == "bin" || module == "cli" {
-            // The command line is a separate crate using `jevgate::`; its `crate::` paths
-            // name its own modules. It sits on top; nothing in the library can reach it.
+        if module == "main" || module == "bin" || module == "cli" || module == "mcp" {
+            // The command line (and its MCP server) is a separate crate using `jevgate::`; its
+            // `crate::` paths name its own modules. It sits on top; nothing in the library can reach it.
             continue;
         }
         let mut search = 0;
