@@ -76,7 +76,10 @@ impl LocalBrowserTools {
             ..LaunchOptions::default()
         };
         let browser = LocalBrowser::launch(opts)?;
-        log::info!("mcp: started a local Chromium (pid {:?})", browser.pid());
+        eprintln!(
+            "mcp: started a local Chromium (pid {})",
+            browser.pid().unwrap_or(0)
+        );
         let tools = Arc::new(BrowserTools::new(Arc::new(browser.clone())));
         *running = Some((browser, tools.clone()));
         Ok(tools)
@@ -189,7 +192,7 @@ impl ToolProvider for LocalBrowserTools {
         *self.closed.lock() = true;
         if let Some((browser, _)) = running.take() {
             browser.close();
-            log::info!("mcp: closed the local Chromium");
+            eprintln!("mcp: closed the local Chromium");
         }
     }
 }
