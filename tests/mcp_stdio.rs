@@ -4,7 +4,6 @@
 //! JSON-RPC 2.0; stdout carries nothing but JSON-RPC messages; a SIGKILLed or SIGTERMed server
 //! leaves no Chromium behind.
 
-#[allow(dead_code)]
 mod support;
 
 use serde_json::{json, Value};
