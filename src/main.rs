@@ -4,6 +4,7 @@
 //! 2 a usage error (unknown command, missing argument, unreadable file).
 
 mod cli;
+mod mcp;
 
 use cli::Usage;
 use std::process::ExitCode;
@@ -42,6 +43,17 @@ commands:
                                       (a request cut off by a crash shows
                                       BROWSER_EXECUTION_INTERRUPTED); never results or page
                                       content; --json prints one JSON object per task
+  mcp [--headed] [--profile-dir DIR | --isolated] [--caps tabs,files,vision]
+      [--workspace DIR] [--config FILE] [--data-dir DIR] [--device DEVICE_ID]
+      [--agent ID] [--principal ID] [--conversation ID]
+                                      a Model Context Protocol server on stdio (JSON-RPC lines;
+                                      logs on stderr): browser tools on a local headless
+                                      Chromium started on first use, task_* tools, jev_evaluate.
+                                      Without --data-dir its data lives in a temporary directory
+                                      removed at exit; the browser profile is DIR/mcp-profile
+                                      unless --profile-dir or --isolated (throw-away) is given.
+                                      --device is accepted but not served yet. Ends on EOF or
+                                      SIGTERM, closing every Chromium it started
   version                             print the version
   help                                print this help
 "#;
@@ -90,6 +102,7 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
         "tools" => cli::device::tools(rest),
         "observe" => cli::browser::observe(rest),
         "task" => cli::task::task(rest),
+        "mcp" => cli::mcp::mcp(rest),
         "version" | "--version" | "-V" => {
             println!("jevgate {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)

@@ -11,7 +11,7 @@
 //! config, store
 //! grammar, jev, lease, browser, device    (capabilities)
 //! gateway                                 (the façade: every `impl Gateway`)
-//! ffi, cli, main, unstable                (bindings, the command line, test-only re-exports)
+//! ffi, cli, mcp, main, unstable           (bindings, the command line, the MCP server, test-only re-exports)
 //! ```
 //!
 //! A module may use modules of its own layer too, as long as no circle forms. Inside a module
@@ -38,7 +38,7 @@ const LAYERS: &[&[&str]] = &[
     &["config", "store"],
     &["grammar", "jev", "lease", "browser", "device", "task"],
     &["gateway"],
-    &["ffi", "cli", "main", "bin", "unstable"],
+    &["ffi", "cli", "mcp", "main", "bin", "unstable"],
 ];
 
 /// Where a dependency was seen: the file and line of the `crate::` path.
@@ -330,9 +330,9 @@ fn read_crate() -> Crate {
     let mut edges: BTreeMap<String, BTreeMap<String, Vec<Site>>> = BTreeMap::new();
     let mut unknown = Vec::new();
     for (rel, module, code) in &codes {
-        if module == "main" || module == "bin" || module == "cli" {
-            // The command line is a separate crate using `jevgate::`; its `crate::` paths
-            // name its own modules. It sits on top; nothing in the library can reach it.
+        if module == "main" || module == "bin" || module == "cli" || module == "mcp" {
+            // The command line (and its MCP server) is a separate crate using `jevgate::`; its
+            // `crate::` paths name its own modules. It sits on top; nothing in the library can reach it.
             continue;
         }
         let mut search = 0;

@@ -6,6 +6,7 @@ pub mod device;
 pub mod evaluate;
 pub mod grammar;
 pub mod jev;
+pub mod mcp;
 pub mod task;
 
 use std::io::{BufRead, Read};
@@ -30,6 +31,29 @@ pub fn read_input(source: &str) -> Result<Vec<u8>, Usage> {
         ))
     })?;
     Ok(buf)
+}
+
+/// A fresh private (0700) directory `<temp>/<prefix>-<random>` for a command's data, removed by
+/// the command when it ends.
+pub fn temp_data_dir(prefix: &str) -> jevgate::Result<std::path::PathBuf> {
+    let mut bytes = [0u8; 12];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes).map_err(|_| {
+        jevgate::Error::Internal {
+            reason: "the system random source failed".into(),
+        }
+    })?;
+    let name: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let dir = std::env::temp_dir().join(format!("{prefix}-{name}"));
+    let mut builder = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(&dir).map_err(|e| jevgate::Error::Internal {
+        reason: format!("cannot create a temporary data directory: {}", e.kind()),
+    })?;
+    Ok(dir)
 }
 
 pub fn error_line(err: &jevgate::Error) -> String {

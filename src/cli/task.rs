@@ -99,7 +99,7 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
     // Without --data-dir: a private directory of our own, removed when the task is over.
     let (dir, temporary) = match data_dir {
         Some(d) => (d, false),
-        None => match temp_data_dir() {
+        None => match super::temp_data_dir("jevgate-task") {
             Ok(d) => (d, true),
             Err(e) => {
                 println!("{}", error_line(&e));
@@ -213,27 +213,6 @@ fn summary(s: &TaskStatus) -> String {
 }
 
 /// A new private directory under the system's temporary directory.
-fn temp_data_dir() -> jevgate::Result<PathBuf> {
-    let mut bytes = [0u8; 12];
-    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes).map_err(|_| {
-        jevgate::Error::Internal {
-            reason: "the system random source failed".into(),
-        }
-    })?;
-    let name: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    let dir = std::env::temp_dir().join(format!("jevgate-task-{name}"));
-    let mut builder = std::fs::DirBuilder::new();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(&dir).map_err(|e| jevgate::Error::Internal {
-        reason: format!("cannot create a temporary data directory: {}", e.kind()),
-    })?;
-    Ok(dir)
-}
-
 fn list(args: &[String]) -> Result<ExitCode, Usage> {
     let mut data_dir = None;
     let mut json = false;
