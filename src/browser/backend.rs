@@ -303,6 +303,48 @@ pub struct HandleDialogArgs {
     pub prompt_text: Option<String>,
 }
 
+/// `page_chord`: one key or chord (`Control+A`, `Shift+Tab`, `Meta+L`, `Enter`, `a`) to the
+/// focused element as real key events, modifiers held around the key (issue 15, seed 001
+/// `browser_press_key`). Syntax: modifiers `Control`/`Ctrl`, `Shift`, `Alt`/`Option`,
+/// `Meta`/`Cmd`/`Command`, joined by `+` before one key — a named key (`Enter`, `Tab`,
+/// `Escape`, `Backspace`, `Delete`, `Arrow…`, `Home`, `End`, `PageUp`, `PageDown`, `Insert`,
+/// `Space`, `F1`–`F12`) or one printable ASCII character. Case-insensitive names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChordArgs {
+    /// Caller-chosen id of this operation.
+    pub operation_id: String,
+    /// The observed generation.
+    pub generation: u64,
+    /// The key or chord.
+    pub keys: String,
+}
+
+/// `resolve_css`: the refs (of the observed generation, main document) of the interactive
+/// elements a CSS selector matches, resolved in the page library's isolated world.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolveCssArgs {
+    /// The observed generation the refs must belong to.
+    pub generation: u64,
+    /// A CSS selector (`#go`, `form input[name=q]`).
+    pub css: String,
+}
+
+/// `resolve_css` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedRefs {
+    /// The generation the refs belong to.
+    pub generation: u64,
+    /// The refs of the matched interactive elements, in page order (at most 50).
+    pub refs: Vec<String>,
+    /// How many interactive elements matched (may exceed `refs.len()`).
+    pub count: usize,
+    /// How many elements matched at all, interactive or not.
+    pub matched: usize,
+}
+
 /// One call to a backend. Serializes as the channel frame's `tool` and `args`.
 ///
 /// ```
@@ -354,6 +396,11 @@ pub enum Command {
     Tabs(TabsArgs),
     /// → [`Response::Action`].
     HandleDialog(HandleDialogArgs),
+    // Issue 15 part A (the managed tool family): keep these together at the end.
+    /// → [`Response::Action`].
+    PageChord(ChordArgs),
+    /// → [`Response::Resolved`].
+    ResolveCss(ResolveCssArgs),
 }
 
 impl Command {
@@ -378,6 +425,8 @@ impl Command {
             Command::MouseClick(_) => "mouse_click",
             Command::Tabs(_) => "tabs",
             Command::HandleDialog(_) => "handle_dialog",
+            Command::PageChord(_) => "page_chord",
+            Command::ResolveCss(_) => "resolve_css",
         }
     }
 
@@ -393,6 +442,7 @@ impl Command {
             Command::FormInput(a) => Some(&a.operation_id),
             Command::Javascript(a) => Some(&a.operation_id),
             Command::MouseClick(a) => Some(&a.operation_id),
+            Command::PageChord(a) => Some(&a.operation_id),
             Command::PageScreenshot(a) => a.operation_id.as_deref(),
             _ => None,
         }
@@ -423,6 +473,7 @@ impl Command {
             Command::Find(_) => Response::Found(de(value)?),
             Command::Javascript(_) => Response::Script(de(value)?),
             Command::Tabs(_) => Response::Tabs(de(value)?),
+            Command::ResolveCss(_) => Response::Resolved(de(value)?),
             _ => Response::Action(de(value)?),
         })
     }
@@ -629,6 +680,8 @@ pub enum Response {
     Script(ScriptResult),
     /// From `tabs`.
     Tabs(TabList),
+    /// From `resolve_css`.
+    Resolved(ResolvedRefs),
 }
 
 fn mismatch(tool: &str) -> Error {
@@ -741,6 +794,12 @@ pub trait BrowserBackend: Send + Sync {
     typed_call!(
         /// `handle_dialog`.
         handle_dialog(HandleDialogArgs) -> Action(ActionResult) via HandleDialog);
+    typed_call!(
+        /// `page_chord`.
+        page_chord(ChordArgs) -> Action(ActionResult) via PageChord);
+    typed_call!(
+        /// `resolve_css`.
+        resolve_css(ResolveCssArgs) -> Resolved(ResolvedRefs) via ResolveCss);
 }
 
 #[cfg(test)]
@@ -835,6 +894,15 @@ mod tests {
             Command::HandleDialog(HandleDialogArgs {
                 accept: false,
                 prompt_text: None,
+            }),
+            Command::PageChord(ChordArgs {
+                operation_id: "j".into(),
+                generation: 1,
+                keys: "Control+A".into(),
+            }),
+            Command::ResolveCss(ResolveCssArgs {
+                generation: 1,
+                css: "#go".into(),
             }),
         ];
         for c in commands {

@@ -24,6 +24,7 @@ mod frames;
 mod keys;
 mod launch;
 mod local;
+pub mod managed;
 mod sessions;
 mod snapshot;
 mod tab;
@@ -31,12 +32,12 @@ mod tools;
 mod world;
 
 pub use backend::{
-    ActionResult, BrowserBackend, ClickArgs, Command, FindArgs, FormInputArgs, FoundControls,
-    GetTextArgs, HandleDialogArgs, HistoryArgs, JavascriptArgs, KeypressArgs, LeaseAction,
-    MouseClickArgs, NavigateArgs, ObserveArgs, OperationRecord, OperationState,
-    OperationStatusArgs, PageText, Rect, Response, ScreenshotArgs, ScriptResult, ScrollArgs,
-    Snapshot, SnapshotArgs, StaleCause, TabInfo, TabLeaseArgs, TabLeaseState, TabList, TabsAction,
-    TabsArgs, TypeArgs,
+    ActionResult, BrowserBackend, ChordArgs, ClickArgs, Command, FindArgs, FormInputArgs,
+    FoundControls, GetTextArgs, HandleDialogArgs, HistoryArgs, JavascriptArgs, KeypressArgs,
+    LeaseAction, MouseClickArgs, NavigateArgs, ObserveArgs, OperationRecord, OperationState,
+    OperationStatusArgs, PageText, Rect, ResolveCssArgs, ResolvedRefs, Response, ScreenshotArgs,
+    ScriptResult, ScrollArgs, Snapshot, SnapshotArgs, StaleCause, TabInfo, TabLeaseArgs,
+    TabLeaseState, TabList, TabsAction, TabsArgs, TypeArgs,
 };
 pub use launch::{find_chromium, LaunchOptions};
 pub use local::{LocalBrowser, LocalTab};

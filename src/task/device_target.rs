@@ -187,6 +187,15 @@ mod tests {
                 accept: true,
                 prompt_text: None,
             }),
+            Command::PageChord(crate::browser::ChordArgs {
+                operation_id: "a".into(),
+                generation: 1,
+                keys: "Control+A".into(),
+            }),
+            Command::ResolveCss(crate::browser::ResolveCssArgs {
+                generation: 1,
+                css: "#go".into(),
+            }),
         ];
         // Exhaustive on purpose: a new command fails to compile here until it is listed above.
         for c in &commands {
@@ -208,7 +217,9 @@ mod tests {
                 | Command::Javascript(_)
                 | Command::MouseClick(_)
                 | Command::Tabs(_)
-                | Command::HandleDialog(_) => {}
+                | Command::HandleDialog(_)
+                | Command::PageChord(_)
+                | Command::ResolveCss(_) => {}
             }
         }
         let tools: std::collections::HashSet<&str> = commands.iter().map(Command::tool).collect();
