@@ -60,6 +60,9 @@ pub(crate) const PRIMITIVES: &[&str] = &[
     "mouse_click",
     "tabs",
     "handle_dialog",
+    // Issue 15 part A (the managed tool family).
+    "page_chord",
+    "resolve_css",
 ];
 
 /// What a [`Error`] rebuilt from a worker says instead of the worker's own text.
