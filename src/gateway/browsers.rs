@@ -23,17 +23,16 @@ use std::sync::Arc;
 pub(super) struct ManagedState {
     caps: RwLock<ManagedCaps>,
     /// Session id → (Chromium pid, executor); an entry whose browser ended is replaced.
-    sessions: Mutex<
-        HashMap<
-            String,
-            (
-                Option<u32>,
-                crate::browser::LocalBrowser,
-                Arc<ManagedBrowser>,
-            ),
-        >,
-    >,
+    sessions: Mutex<HashMap<String, SessionTools>>,
 }
+
+/// One session's executor, with the browser it drives and that browser's pid (a restarted
+/// Chromium gets a fresh executor).
+type SessionTools = (
+    Option<u32>,
+    crate::browser::LocalBrowser,
+    Arc<ManagedBrowser>,
+);
 
 /// Stores a managed screenshot as an artifact of the calling thread (R-DEV-SHOT).
 struct ThreadArtifacts<'a> {

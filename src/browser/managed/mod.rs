@@ -718,10 +718,9 @@ impl ManagedBrowser {
         reference: &str,
         want: bool,
     ) -> Result<Option<ActionResult>> {
-        let control =
-            Self::control(obs, generation, reference).ok_or_else(|| Error::StaleObservation {
-                cause: super::StaleCause::GenerationChanged,
-            })?;
+        let control = Self::control(obs, generation, reference).ok_or(Error::StaleObservation {
+            cause: super::StaleCause::GenerationChanged,
+        })?;
         let Some(checked) = control.checked else {
             return Err(Error::TargetNotFound {
                 reason: "the target is not a checkbox or radio".into(),
@@ -794,23 +793,23 @@ impl ManagedBrowser {
         }
         let mut last = None;
         for (i, (generation, reference, value)) in resolved.into_iter().enumerate() {
-            let control = Self::control(&obs, generation, &reference).ok_or_else(|| {
-                Error::StaleObservation {
+            let control =
+                Self::control(&obs, generation, &reference).ok_or(Error::StaleObservation {
                     cause: super::StaleCause::GenerationChanged,
-                }
-            })?;
+                })?;
             let action = if control.checked.is_some() {
-                let want =
-                    match value.as_str() {
-                        "true" | "on" | "checked" => true,
-                        "false" | "off" | "unchecked" => false,
-                        _ => return Err(bad(
+                let want = match value.as_str() {
+                    "true" | "on" | "checked" => true,
+                    "false" | "off" | "unchecked" => false,
+                    _ => {
+                        return Err(bad(
                             tool,
                             format!(
                                 "`fields[{i}].value` must be true or false for a checkbox or radio"
                             ),
-                        )),
-                    };
+                        ))
+                    }
+                };
                 self.set_checked(&obs, generation, &reference, want)?
             } else if control.editable {
                 Some(self.backend.page_type(TypeArgs {
