@@ -15,6 +15,9 @@
 //!   started on first use and closed when the session closes.
 //! * [`BrowserTools`] — the nine browser tools of R-DEV-TOOLS served from any backend (what
 //!   the reference device worker runs).
+//! * [`managed`] — the seed-001 managed tool family (issue 15): definitions for MCP and
+//!   function calling, and [`managed::ManagedBrowser`], one executor per browser session
+//!   (what [`crate::Gateway::browser_tool`] runs).
 
 mod actions;
 mod backend;
