@@ -859,6 +859,70 @@ jevgate_status jevgate_lease_reap(const jevgate_gateway *gateway,
                                   jevgate_error **err_out);
 
 /**
+ * Writes the managed tool family's definitions for the caps (`tabs` adds `browser_tabs`,
+ * `files` the file tools; `vision` is reserved) as a JSON array in `format` (`"mcp"` or
+ * `"openai"`) to `*tools_json_out` (free with `jevgate_string_free`).
+ *
+ * # Safety
+ * `format` NUL-terminated; `tools_json_out` writable; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_managed_tool_definitions(const char *format,
+                                                bool tabs,
+                                                bool files,
+                                                bool vision,
+                                                char **tools_json_out,
+                                                jevgate_error **err_out);
+
+/**
+ * Sets which optional managed tools the gateway serves (`jevgate_browser_tool` refuses a tool
+ * outside them with `UNKNOWN_TOOL`). Default: none.
+ *
+ * # Safety
+ * `gateway` a live handle; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_gateway_set_managed_caps(const jevgate_gateway *gateway,
+                                                bool tabs,
+                                                bool files,
+                                                bool vision,
+                                                jevgate_error **err_out);
+
+/**
+ * Runs one managed tool (`name`, e.g. `"browser_click"`, with `args_json`, a JSON object or
+ * NULL) for `thread_id` of `organization` on that thread's local browser session (started on
+ * first use; needs `jevgate_gateway_enable_local_browsers`), and writes the result JSON to
+ * `*result_json_out` (free with `jevgate_string_free`). Errors: `UNKNOWN_TOOL`,
+ * `INVALID_TOOL_ARGUMENTS` (naming the field), `TARGET_NOT_FOUND`, `STALE_OBSERVATION`,
+ * `BROWSER_CONTEXT_BUSY`, `BROWSER_AUTHENTICATED_UNAVAILABLE`, …
+ *
+ * # Safety
+ * `gateway` a live handle; `thread_id`, `organization`, `name` NUL-terminated; `args_json`
+ * NULL or NUL-terminated; `result_json_out` writable; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_browser_tool(const jevgate_gateway *gateway,
+                                    const char *thread_id,
+                                    const char *organization,
+                                    const char *name,
+                                    const char *args_json,
+                                    char **result_json_out,
+                                    jevgate_error **err_out);
+
+/**
+ * As `jevgate_browser_tool`, with the caller described by `call_json`:
+ * `{"threadId","organization","profileKey"?,"authenticatedAllowed"? (default true),
+ * "dataHandling"?: "standard"|"strict"}` (strict stores no screenshot artifact).
+ *
+ * # Safety
+ * `gateway` a live handle; `call_json`, `name` NUL-terminated; `args_json` NULL or
+ * NUL-terminated; `result_json_out` writable; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_browser_tool_call(const jevgate_gateway *gateway,
+                                         const char *call_json,
+                                         const char *name,
+                                         const char *args_json,
+                                         char **result_json_out,
+                                         jevgate_error **err_out);
+
+/**
  * Starts a task for the owner `owner_json` (`{"agentId","principalId","conversationId"}`)
  * from `request_json` (`{"goal", "target"?: {"kind":"local","profile"?} |
  * {"kind":"device","deviceId"}, "startUrl"?: http(s) URL, "budget"?: {"maxSteps",

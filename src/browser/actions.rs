@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::backend::*;
-use super::keys::{char_events, key_events};
+use super::keys::{char_events, chord_events, key_events, parse_chord};
 use super::local::{openable, LocalTab, Sent};
 use super::snapshot::{format_tree, truncation_note, Surface, MAX_SNAPSHOT};
 use super::world::{library_answer, PAGE_JS, WORLD};
@@ -402,6 +402,8 @@ impl LocalTab {
             | Command::NetworkRequests(_)
             | Command::SetInputFiles(_)
             | Command::Downloads(_) => self.run_extra(command, sent),
+            Command::PageChord(a) => self.chord(a, sent).map(Response::Action),
+            Command::ResolveCss(a) => self.resolve_css(a).map(Response::Resolved),
             Command::OperationStatus(_)
             | Command::TabLease(_)
             | Command::Tabs(_)
@@ -624,6 +626,55 @@ impl LocalTab {
             }
         }
         Ok(self.result(&a.operation_id, "page_keypress", a.generation, before))
+    }
+
+    /// `page_chord`: the chord's key events to the focused element (issue 15).
+    fn chord(&self, a: &ChordArgs, sent: &Sent) -> Result<ActionResult> {
+        let chord = parse_chord(&a.keys).ok_or_else(|| Error::InvalidArgument {
+            name: "keys",
+            reason: "must be a key or a chord such as Control+A (modifiers Control, Shift, Alt, Meta; one named key or printable ASCII character)".into(),
+        })?;
+        let obs = self.tab.check_generation(a.generation)?;
+        self.check_all(&obs)?;
+        let before = self.started_seq();
+        sent.mark();
+        for ev in chord_events(&chord) {
+            self.input("Input.dispatchKeyEvent", ev)?;
+            if self.tab.lock().dialog.is_some() {
+                break;
+            }
+        }
+        Ok(self.result(&a.operation_id, "page_chord", a.generation, before))
+    }
+
+    /// `resolve_css`: the refs of the interactive elements `css` matches, in the isolated world.
+    fn resolve_css(&self, a: &ResolveCssArgs) -> Result<ResolvedRefs> {
+        let obs = self.tab.check_generation(a.generation)?;
+        let args = serde_json::to_string(&[&a.css, &obs.fp]).unwrap_or_default();
+        let v = self.page_for_action(&format!("cssRefs(...{args})"))?;
+        if v["status"] == "badselector" {
+            return Err(Error::InvalidArgument {
+                name: "target",
+                reason: "is not a valid CSS selector".into(),
+            });
+        }
+        self.target_status(&v)?;
+        let refs = v["refs"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .take(50)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(ResolvedRefs {
+            generation: a.generation,
+            refs,
+            count: v["count"].as_u64().unwrap_or(0) as usize,
+            matched: v["matched"].as_u64().unwrap_or(0) as usize,
+        })
     }
 
     fn scroll(&self, a: &ScrollArgs, sent: &Sent) -> Result<ActionResult> {

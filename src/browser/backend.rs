@@ -504,6 +504,48 @@ pub struct DownloadList {
     pub downloads: Vec<DownloadInfo>,
 }
 
+/// `page_chord`: one key or chord (`Control+A`, `Shift+Tab`, `Meta+L`, `Enter`, `a`) to the
+/// focused element as real key events, modifiers held around the key (issue 15, seed 001
+/// `browser_press_key`). Syntax: modifiers `Control`/`Ctrl`, `Shift`, `Alt`/`Option`,
+/// `Meta`/`Cmd`/`Command`, joined by `+` before one key — a named key (`Enter`, `Tab`,
+/// `Escape`, `Backspace`, `Delete`, `Arrow…`, `Home`, `End`, `PageUp`, `PageDown`, `Insert`,
+/// `Space`, `F1`–`F12`) or one printable ASCII character. Case-insensitive names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChordArgs {
+    /// Caller-chosen id of this operation.
+    pub operation_id: String,
+    /// The observed generation.
+    pub generation: u64,
+    /// The key or chord.
+    pub keys: String,
+}
+
+/// `resolve_css`: the refs (of the observed generation, main document) of the interactive
+/// elements a CSS selector matches, resolved in the page library's isolated world.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolveCssArgs {
+    /// The observed generation the refs must belong to.
+    pub generation: u64,
+    /// A CSS selector (`#go`, `form input[name=q]`).
+    pub css: String,
+}
+
+/// `resolve_css` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedRefs {
+    /// The generation the refs belong to.
+    pub generation: u64,
+    /// The refs of the matched interactive elements, in page order (at most 50).
+    pub refs: Vec<String>,
+    /// How many interactive elements matched (may exceed `refs.len()`).
+    pub count: usize,
+    /// How many elements matched at all, interactive or not.
+    pub matched: usize,
+}
+
 /// One call to a backend. Serializes as the channel frame's `tool` and `args`.
 ///
 /// ```
@@ -574,6 +616,11 @@ pub enum Command {
     SetInputFiles(SetInputFilesArgs),
     /// → [`Response::Downloads`].
     Downloads(DownloadsArgs),
+    // Issue 15 part A (the managed tool family): keep these together at the end.
+    /// → [`Response::Action`].
+    PageChord(ChordArgs),
+    /// → [`Response::Resolved`].
+    ResolveCss(ResolveCssArgs),
 }
 
 impl Command {
@@ -607,6 +654,8 @@ impl Command {
             Command::NetworkRequests(_) => "network_requests",
             Command::SetInputFiles(_) => "set_input_files",
             Command::Downloads(_) => "downloads",
+            Command::PageChord(_) => "page_chord",
+            Command::ResolveCss(_) => "resolve_css",
         }
     }
 
@@ -622,6 +671,7 @@ impl Command {
             Command::FormInput(a) => Some(&a.operation_id),
             Command::Javascript(a) => Some(&a.operation_id),
             Command::MouseClick(a) => Some(&a.operation_id),
+            Command::PageChord(a) => Some(&a.operation_id),
             Command::PageScreenshot(a) => a.operation_id.as_deref(),
             Command::PageHover(a) => Some(&a.operation_id),
             Command::PageDrag(a) => Some(&a.operation_id),
@@ -661,6 +711,7 @@ impl Command {
             Command::ConsoleMessages(_) => Response::Console(de(value)?),
             Command::NetworkRequests(_) => Response::Network(de(value)?),
             Command::Downloads(_) => Response::Downloads(de(value)?),
+            Command::ResolveCss(_) => Response::Resolved(de(value)?),
             _ => Response::Action(de(value)?),
         })
     }
@@ -873,6 +924,8 @@ pub enum Response {
     Network(NetworkLog),
     /// From `downloads`.
     Downloads(DownloadList),
+    /// From `resolve_css`.
+    Resolved(ResolvedRefs),
 }
 
 fn mismatch(tool: &str) -> Error {
@@ -1012,6 +1065,12 @@ pub trait BrowserBackend: Send + Sync {
     typed_call!(
         /// `downloads`: the tab's downloads.
         downloads(DownloadsArgs) -> Downloads(DownloadList) via Downloads);
+    typed_call!(
+        /// `page_chord`.
+        page_chord(ChordArgs) -> Action(ActionResult) via PageChord);
+    typed_call!(
+        /// `resolve_css`.
+        resolve_css(ResolveCssArgs) -> Resolved(ResolvedRefs) via ResolveCss);
 }
 
 /// One of each command of issue 15 part B (for the round-trip tests here and elsewhere).
@@ -1185,6 +1244,15 @@ mod tests {
             Command::HandleDialog(HandleDialogArgs {
                 accept: false,
                 prompt_text: None,
+            }),
+            Command::PageChord(ChordArgs {
+                operation_id: "j".into(),
+                generation: 1,
+                keys: "Control+A".into(),
+            }),
+            Command::ResolveCss(ResolveCssArgs {
+                generation: 1,
+                css: "#go".into(),
             }),
         ];
         let commands = commands.into_iter().chain(part_b_commands());

@@ -17,6 +17,9 @@
 //!   downloads; [`redact_url`] — the URL redaction of `network_requests`.
 //! * [`BrowserTools`] — the nine browser tools of R-DEV-TOOLS served from any backend (what
 //!   the reference device worker runs).
+//! * [`managed`] — the seed-001 managed tool family (issue 15): definitions for MCP and
+//!   function calling, and [`managed::ManagedBrowser`], one executor per browser session
+//!   (what [`crate::Gateway::browser_tool`] runs).
 
 mod actions;
 mod backend;
@@ -29,6 +32,7 @@ mod journal;
 mod keys;
 mod launch;
 mod local;
+pub mod managed;
 mod sessions;
 mod snapshot;
 mod tab;
@@ -36,12 +40,12 @@ mod tools;
 mod world;
 
 pub use backend::{
-    ActionResult, BrowserBackend, ClickArgs, Command, FindArgs, FormInputArgs, FoundControls,
-    GetTextArgs, HandleDialogArgs, HistoryArgs, JavascriptArgs, KeypressArgs, LeaseAction,
-    MouseClickArgs, NavigateArgs, ObserveArgs, OperationRecord, OperationState,
-    OperationStatusArgs, PageText, Rect, Response, ScreenshotArgs, ScriptResult, ScrollArgs,
-    Snapshot, SnapshotArgs, StaleCause, TabInfo, TabLeaseArgs, TabLeaseState, TabList, TabsAction,
-    TabsArgs, TypeArgs,
+    ActionResult, BrowserBackend, ChordArgs, ClickArgs, Command, FindArgs, FormInputArgs,
+    FoundControls, GetTextArgs, HandleDialogArgs, HistoryArgs, JavascriptArgs, KeypressArgs,
+    LeaseAction, MouseClickArgs, NavigateArgs, ObserveArgs, OperationRecord, OperationState,
+    OperationStatusArgs, PageText, Rect, ResolveCssArgs, ResolvedRefs, Response, ScreenshotArgs,
+    ScriptResult, ScrollArgs, Snapshot, SnapshotArgs, StaleCause, TabInfo, TabLeaseArgs,
+    TabLeaseState, TabList, TabsAction, TabsArgs, TypeArgs,
 };
 // Issue 15 part B: the seed-001 tool family's primitives.
 #[cfg(test)]

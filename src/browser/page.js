@@ -612,8 +612,21 @@
     return { status: "ok" };
   }
 
+  // The refs (of the last walk) of the interactive elements a CSS selector matches in the
+  // main document, in page order; `matched` counts every matched element.
+  function cssRefs(sel, fp) {
+    if (!stillSame(fp)) return { status: "changed" };
+    let matched;
+    try { matched = document.querySelectorAll(sel); } catch (e) { return { status: "badselector" }; }
+    const set = new Set(matched);
+    const refs = [];
+    for (const [ref, el] of W.refs) if (set.has(el)) refs.push(ref);
+    return { status: "ok", refs: refs.slice(0, 50), count: refs.length, matched: matched.length };
+  }
+
   return {
     observe: (opts) => JSON.stringify(walk(opts)),
+    cssRefs: (sel, fp) => JSON.stringify(cssRefs(sel, fp)),
     point: (ref, fp) => JSON.stringify(point(ref, fp)),
     focusField: (ref, fp) => JSON.stringify(focusField(ref, fp)),
     setValue: (ref, fp, v) => JSON.stringify(setValue(ref, fp, v)),

@@ -120,7 +120,7 @@ fn parse_key(text: &str) -> Option<Key> {
 /// `localhost:3000/x`) gets `https://`. An address with another scheme (`file:`,
 /// `javascript:`, `chrome:`, `data:` …) is passed as it is, so the backend refuses it — never
 /// turned into an `https://file:///…` that would open a tab.
-fn navigation_target(url: &str) -> Result<HistoryDirection, String> {
+pub(super) fn navigation_target(url: &str) -> Result<HistoryDirection, String> {
     match url {
         "back" => Ok(HistoryDirection::Back),
         "forward" => Ok(HistoryDirection::Forward),

@@ -229,6 +229,20 @@ impl DeviceService {
         self.artifacts.get(root_session, id)
     }
 
+    /// Stores a screenshot taken outside the channel (the managed browser family, issue 15)
+    /// as an artifact of `root_session`, under the same per-session cap (R-DEV-SHOT).
+    pub fn store_artifact(
+        &self,
+        root_session: &str,
+        source: &str,
+        media_type: &str,
+        bytes: &[u8],
+    ) -> Result<String> {
+        let keep = self.limits.read().artifact_max_per_session;
+        self.artifacts
+            .put(root_session, source, media_type, bytes, keep)
+    }
+
     pub fn delete_artifacts(&self, root_session: &str) -> Result<usize> {
         let n = self.artifacts.delete_session(root_session)?;
         if n > 0 {

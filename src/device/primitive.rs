@@ -70,6 +70,9 @@ pub(crate) const PRIMITIVES: &[&str] = &[
     "network_requests",
     "set_input_files",
     "downloads",
+    // Issue 15 part A (the managed tool family).
+    "page_chord",
+    "resolve_css",
 ];
 
 /// What a [`Error`] rebuilt from a worker says instead of the worker's own text.

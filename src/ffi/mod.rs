@@ -47,6 +47,7 @@ mod gateway;
 mod grammar;
 mod jev;
 mod lease;
+mod managed;
 mod task;
 mod worker;
 
@@ -59,6 +60,7 @@ pub use gateway::*;
 pub use grammar::*;
 pub use jev::*;
 pub use lease::*;
+pub use managed::*;
 pub use task::*;
 pub use worker::*;
 

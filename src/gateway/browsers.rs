@@ -1,10 +1,55 @@
 //! The local-browser methods of [`Gateway`] (R-PROF-2..4): enabling local headless Chromiums
-//! for the lease manager's browser sessions and handing a call its session's browser. Thin:
-//! each checks that the gateway is open and forwards to [`crate::browser::LocalSessions`].
+//! for the lease manager's browser sessions, handing a call its session's browser, and the
+//! managed tool family (issue 15) over them: [`Gateway::browser_tool`] begins the thread's
+//! browser call with the lease manager (mode, profile, `browser_context_busy`), runs the tool
+//! on that session's [`crate::browser::managed::ManagedBrowser`] (one per session, kept while
+//! its Chromium lives) and stores screenshots as the thread's artifacts unless the call is
+//! strict. Thin: each checks that the gateway is open and forwards.
 
 use super::Gateway;
+use crate::browser::managed::{
+    DataHandling, ManagedBrowser, ManagedCall, ManagedCaps, ManagedRun, ScreenshotSink,
+};
+use crate::device::CancelToken;
+use crate::lease::{BrowserCall, SessionMode};
 use crate::{Error, Result};
+use parking_lot::{Mutex, RwLock};
+use serde_json::Value;
+use std::collections::HashMap;
 use std::sync::Arc;
+
+/// The managed family's caps and its executor per browser session.
+#[derive(Debug, Default)]
+pub(super) struct ManagedState {
+    caps: RwLock<ManagedCaps>,
+    /// Session id → (Chromium pid, executor); an entry whose browser ended is replaced.
+    sessions: Mutex<HashMap<String, SessionTools>>,
+}
+
+/// One session's executor, with the browser it drives and that browser's pid (a restarted
+/// Chromium gets a fresh executor).
+type SessionTools = (
+    Option<u32>,
+    crate::browser::LocalBrowser,
+    Arc<ManagedBrowser>,
+);
+
+/// Stores a managed screenshot as an artifact of the calling thread (R-DEV-SHOT).
+struct ThreadArtifacts<'a> {
+    gateway: &'a Gateway,
+    thread_id: &'a str,
+}
+
+impl ScreenshotSink for ThreadArtifacts<'_> {
+    fn store(&self, media_type: &str, bytes: &[u8]) -> Result<String> {
+        self.gateway.device_service().store_artifact(
+            self.thread_id,
+            "local-browser",
+            media_type,
+            bytes,
+        )
+    }
+}
 
 impl Gateway {
     /// Serves the lease manager's browser sessions (R-PROF-2..4) with local headless
@@ -48,5 +93,121 @@ impl Gateway {
                             .into(),
                 })?;
         sessions.browser(call)
+    }
+}
+
+impl Gateway {
+    /// Sets which optional tools of the managed family this gateway serves (`tabs`, `files`;
+    /// issue 15): [`crate::browser::managed::managed_tool_definitions`] with the same caps lists
+    /// them, and [`Gateway::browser_tool`] refuses a tool outside them with `UNKNOWN_TOOL`.
+    /// Default: none.
+    pub fn set_managed_caps(&self, caps: ManagedCaps) -> Result<()> {
+        self.check_open()?;
+        *self.inner.managed.caps.write() = caps;
+        Ok(())
+    }
+
+    /// The caps set by [`Gateway::set_managed_caps`].
+    pub fn managed_caps(&self) -> ManagedCaps {
+        *self.inner.managed.caps.read()
+    }
+
+    /// Runs one tool of the managed family (seed 001 "Tools") for `thread_id` of
+    /// `organization` on that thread's local browser session (no profile, standard data
+    /// handling): [`Gateway::browser_tool_call`] with [`ManagedCall::new`].
+    ///
+    /// ```no_run
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let gw = jevgate::Gateway::open(jevgate::GatewayOptions::new(dir.path(), Default::default())).unwrap();
+    /// use serde_json::json;
+    /// gw.enable_local_browsers(jevgate::browser::LaunchOptions::default())?;
+    /// let page = gw.browser_tool("thread-1", "acme", "browser_navigate", &json!({"url": "https://example.com"}))?;
+    /// let clicked = gw.browser_tool("thread-1", "acme", "browser_click", &json!({"target": "role=link"}))?;
+    /// # Ok::<(), jevgate::Error>(())
+    /// ```
+    pub fn browser_tool(
+        &self,
+        thread_id: &str,
+        organization: &str,
+        name: &str,
+        args: &Value,
+    ) -> Result<Value> {
+        self.browser_tool_call(&ManagedCall::new(thread_id, organization), name, args, None)
+    }
+
+    /// Runs one tool of the managed family for `call`'s thread (R-PROF-2..4): begins the
+    /// browser call with the lease manager — `sessionMode` of `browser_navigate` is the call's
+    /// mode; errors `BROWSER_CONTEXT_BUSY` (with `isolatedAvailable`) and
+    /// `BROWSER_AUTHENTICATED_UNAVAILABLE` come from there, never a silent downgrade — then
+    /// runs the tool on the session's browser (started on first use). The result carries
+    /// `sessionMode`. A screenshot is stored as an artifact of `call.thread_id` (read it with
+    /// [`Gateway::artifact`]) unless `call.data_handling` is strict. `cancel` stops a
+    /// `browser_wait_for` early.
+    pub fn browser_tool_call(
+        &self,
+        call: &ManagedCall,
+        name: &str,
+        args: &Value,
+        cancel: Option<&CancelToken>,
+    ) -> Result<Value> {
+        self.check_open()?;
+        let mode = match (name, args.get("sessionMode")) {
+            ("browser_navigate", Some(Value::String(m))) => Some(
+                m.parse::<SessionMode>()
+                    .map_err(|_| Error::InvalidToolArguments {
+                        tool: "browser_navigate",
+                        reason: "`sessionMode` must be authenticated or isolated".into(),
+                    })?,
+            ),
+            ("browser_navigate", Some(Value::Null) | None) => None,
+            ("browser_navigate", Some(_)) => {
+                return Err(Error::InvalidToolArguments {
+                    tool: "browser_navigate",
+                    reason: "`sessionMode` must be a string".into(),
+                })
+            }
+            _ => None,
+        };
+        let guard = self.leases().begin_browser_call(&BrowserCall {
+            thread_id: call.thread_id.clone(),
+            organization: call.organization.clone(),
+            mode,
+            profile_key: call.profile_key.clone(),
+            authenticated_allowed: call.authenticated_allowed,
+        })?;
+        let browser = self.session_browser(&guard)?;
+        let managed = {
+            let mut sessions = self.inner.managed.sessions.lock();
+            sessions.retain(|_, (_, b, _)| b.is_usable());
+            let pid = browser.pid();
+            match sessions.get(&guard.session_id) {
+                Some((p, _, m)) if *p == pid => Arc::clone(m),
+                _ => {
+                    let m = Arc::new(ManagedBrowser::new(Arc::new(browser.clone())));
+                    sessions.insert(
+                        guard.session_id.clone(),
+                        (pid, browser.clone(), Arc::clone(&m)),
+                    );
+                    m
+                }
+            }
+        };
+        let sink = ThreadArtifacts {
+            gateway: self,
+            thread_id: &call.thread_id,
+        };
+        let run = ManagedRun {
+            caps: self.managed_caps(),
+            screenshots: match call.data_handling {
+                DataHandling::Standard => Some(&sink),
+                DataHandling::Strict => None,
+            },
+            cancel,
+        };
+        let mut out = managed.run(name, args, &run)?;
+        if let Value::Object(o) = &mut out {
+            o.insert("sessionMode".into(), Value::from(guard.mode.as_str()));
+        }
+        Ok(out)
     }
 }

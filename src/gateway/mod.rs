@@ -114,6 +114,8 @@ struct Inner {
     closed: AtomicBool,
     data_dir: PathBuf,
     local_browsers: RwLock<Option<Arc<crate::browser::LocalSessions>>>,
+    /// The managed tool family's caps and per-session executors (issue 15).
+    managed: browsers::ManagedState,
     tasks: crate::task::TaskService,
 }
 
@@ -165,6 +167,7 @@ impl Gateway {
                 closed: AtomicBool::new(false),
                 data_dir: options.data_dir.clone(),
                 local_browsers: RwLock::new(None),
+                managed: browsers::ManagedState::default(),
                 tasks: task_service,
             }),
         };

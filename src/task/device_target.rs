@@ -187,6 +187,15 @@ mod tests {
                 accept: true,
                 prompt_text: None,
             }),
+            Command::PageChord(crate::browser::ChordArgs {
+                operation_id: "a".into(),
+                generation: 1,
+                keys: "Control+A".into(),
+            }),
+            Command::ResolveCss(crate::browser::ResolveCssArgs {
+                generation: 1,
+                css: "#go".into(),
+            }),
         ];
         let commands: Vec<Command> = commands
             .into_iter()
@@ -221,7 +230,9 @@ mod tests {
                 | Command::ConsoleMessages(_)
                 | Command::NetworkRequests(_)
                 | Command::SetInputFiles(_)
-                | Command::Downloads(_) => {}
+                | Command::Downloads(_)
+                | Command::PageChord(_)
+                | Command::ResolveCss(_) => {}
             }
         }
         let tools: std::collections::HashSet<&str> = commands.iter().map(Command::tool).collect();

@@ -155,6 +155,39 @@ c.putImageData(img, 0, 0);
             .to_string(),
         "xdeep" => r#"<title>Deep</title><p>Deep text</p><button onclick="b('deep')">Deep button</button>"#
             .to_string(),
+        // The managed tool family (issue 15): every control type, dialogs of all three kinds,
+        // text that appears and disappears, a canvas for pixel clicks, focus order for chords.
+        "mform" => r#"<title>Managed form</title><h1>Order form</h1>
+<form id="f" onsubmit="event.preventDefault(); b('submit:' + new URLSearchParams(new FormData(this)).toString())">
+<label>Full name <input id="name" name="name"></label>
+<label>Email <input id="email" type="email" name="email"></label>
+<label>Notes <textarea id="notes" name="notes"></textarea></label>
+<label><input id="agree" type="checkbox" name="agree" onclick="b('agree:'+this.checked,event)"> I agree</label>
+<label><input id="news" type="checkbox" name="news" checked onclick="b('news:'+this.checked,event)"> Newsletter</label>
+<label><input type="radio" name="size" value="s" onclick="b('size:s',event)"> Small</label>
+<label><input type="radio" name="size" value="l" onclick="b('size:l',event)"> Large</label>
+<label>Colour <select id="colour" name="colour" onchange="b('colour:'+this.value)"><option value="r">Red</option><option value="g">Green</option><option value="b">Blue</option></select></label>
+<button id="send" type="submit">Send order</button>
+<button type="button" onclick="b('other')">Other</button>
+</form>"#
+            .to_string(),
+        "mdialogs" => r#"<title>Managed dialogs</title>
+<button onclick="alert('Plain alert'); b('after-alert')">Alert</button>
+<button onclick="b('confirm:' + confirm('Sure?'))">Confirm</button>
+<button onclick="b('prompt:' + prompt('Your name?'))">Prompt</button>"#
+            .to_string(),
+        "mwait" => r#"<title>Managed wait</title><p id="busy">Loading data</p>
+<button onclick="setTimeout(function(){var p=document.createElement('p');p.textContent='Results ready';document.body.appendChild(p);document.getElementById('busy').remove();}, 400)">Load</button>"#
+            .to_string(),
+        "mcanvas" => r#"<title>Canvas</title><canvas id="cv" width="300" height="200" style="position:fixed;left:0;top:0;background:#ddd"
+onclick="b('canvas:'+Math.round(event.offsetX/10)+','+Math.round(event.offsetY/10),event)"></canvas>"#
+            .to_string(),
+        "mkeys" => r#"<title>Keys</title>
+<input id="one" aria-label="First field" value="old text">
+<input id="two" aria-label="Second field" onfocus="b('focus:two')">
+<input id="three" aria-label="Third field">
+<button onclick="b('dup')">Same</button><button onclick="b('dup')">Same</button>"#
+            .to_string(),
         "big" => big(1000),
         // Its snapshot is over the default 20,000 characters but under the 30,000 maximum.
         "medium" => big(MEDIUM),

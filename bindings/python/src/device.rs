@@ -23,6 +23,72 @@ pub fn tool_definitions<'py>(py: Python<'py>, format: &str) -> PyResult<Bound<'p
     json_to_py(py, &jevgate::device::tool_definitions(f).to_string())
 }
 
+/// `jevgate.managed_tool_definitions(format="mcp", tabs=False, files=False, vision=False)`:
+/// the managed browser tool family (issue 15) for those caps as JSON Schema.
+#[pyfunction]
+#[pyo3(signature = (format = "mcp", tabs = false, files = false, vision = false))]
+pub fn managed_tool_definitions<'py>(
+    py: Python<'py>,
+    format: &str,
+    tabs: bool,
+    files: bool,
+    vision: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let f: ToolFormat = format.parse().py_err()?;
+    let caps = jevgate::browser::managed::ManagedCaps {
+        tabs,
+        files,
+        vision,
+    };
+    json_to_py(
+        py,
+        &jevgate::browser::managed::managed_tool_definitions(f, caps).to_string(),
+    )
+}
+
+/// `gw.browser_tool(...)`: one managed tool on the thread's local browser session; the GIL is
+/// released while it runs.
+#[allow(clippy::too_many_arguments)]
+pub fn browser_tool<'py>(
+    py: Python<'py>,
+    gw: &jevgate::Gateway,
+    thread_id: String,
+    organization: String,
+    name: String,
+    args: Option<&Bound<'py, PyAny>>,
+    profile_key: Option<String>,
+    authenticated_allowed: bool,
+    data_handling: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    use jevgate::browser::managed::{DataHandling, ManagedCall};
+    let args = match args {
+        Some(a) => py_to_json("args_json", a)?,
+        None => serde_json::json!({}),
+    };
+    let data_handling = match data_handling {
+        "standard" => DataHandling::Standard,
+        "strict" => DataHandling::Strict,
+        _ => {
+            return Err(jevgate::Error::InvalidArgument {
+                name: "data_handling",
+                reason: "must be \"standard\" or \"strict\"".into(),
+            })
+            .py_err()
+        }
+    };
+    let call = ManagedCall {
+        thread_id,
+        organization,
+        profile_key,
+        authenticated_allowed,
+        data_handling,
+    };
+    let out = py
+        .detach(|| gw.browser_tool_call(&call, &name, &args, None))
+        .py_err()?;
+    json_to_py(py, &out.to_string())
+}
+
 /// A running channel server; `stop()` ends it (the gateway also stops it on close).
 #[pyclass(module = "jevgate", name = "ChannelHandle", frozen)]
 pub struct PyChannelHandle {

@@ -164,6 +164,50 @@ impl PyGateway {
         py.detach(|| gw.enable_local_browsers(options)).py_err()
     }
 
+    /// Runs one managed browser tool (issue 15: "browser_snapshot", "browser_click", …) with
+    /// `args` (a dict or JSON text) for `thread_id` of `organization` on that thread's local
+    /// browser session, started on first use (`enable_local_browsers` first). Returns the
+    /// result dict; page-derived text is inside the untrusted envelope. `data_handling="strict"`
+    /// stores no screenshot artifact. The GIL is released while it runs.
+    #[pyo3(signature = (thread_id, organization, name, args = None, *, profile_key = None, authenticated_allowed = true, data_handling = "standard"))]
+    #[allow(clippy::too_many_arguments)]
+    fn browser_tool<'py>(
+        &self,
+        py: Python<'py>,
+        thread_id: String,
+        organization: String,
+        name: String,
+        args: Option<&Bound<'py, PyAny>>,
+        profile_key: Option<String>,
+        authenticated_allowed: bool,
+        data_handling: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::device::browser_tool(
+            py,
+            &self.inner,
+            thread_id,
+            organization,
+            name,
+            args,
+            profile_key,
+            authenticated_allowed,
+            data_handling,
+        )
+    }
+
+    /// Sets which optional managed tools this gateway serves (`tabs`: browser_tabs; `files`:
+    /// the file tools; `vision`: reserved). Default: none.
+    #[pyo3(signature = (*, tabs = false, files = false, vision = false))]
+    fn set_managed_caps(&self, tabs: bool, files: bool, vision: bool) -> PyResult<()> {
+        self.inner
+            .set_managed_caps(jevgate::browser::managed::ManagedCaps {
+                tabs,
+                files,
+                vision,
+            })
+            .py_err()
+    }
+
     /// A stored screenshot of `root_session`: (media_type, bytes).
     fn artifact<'py>(
         &self,

@@ -69,6 +69,7 @@ fn _jevgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(jev::validate_response, m)?)?;
     m.add_function(wrap_pyfunction!(jev::answer_schema, m)?)?;
     m.add_function(wrap_pyfunction!(device::tool_definitions, m)?)?;
+    m.add_function(wrap_pyfunction!(device::managed_tool_definitions, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_table, m)?)?;
     m.add_class::<device::PyChannelHandle>()?;
     m.add_class::<jev::PyCancelToken>()?;

@@ -43,6 +43,7 @@ from jevgate._jevgate import (
     answer_schema,
     check_model_address,
     error_table,
+    managed_tool_definitions,
     parse_command,
     split_parts,
     split_steps,

@@ -27,6 +27,7 @@ __all__ = [
     "BrowserCall",
     "tool_definitions",
     "error_table",
+    "managed_tool_definitions",
     "ChannelHandle",
     "CancelToken",
     "LocalBrowser",
@@ -45,6 +46,11 @@ def answer_schema(questions: Union[str, bytes, bytearray, Mapping[str, Any]]) ->
 
 def tool_definitions(format: str = "mcp") -> List[Dict[str, Any]]:
     """The nine browser tools as JSON Schema, in MCP ("mcp") or function-calling ("openai") form."""
+
+def managed_tool_definitions(
+    format: str = "mcp", tabs: bool = False, files: bool = False, vision: bool = False
+) -> List[Dict[str, Any]]:
+    """The managed browser tool family (browser_snapshot, browser_click, …) for those caps as JSON Schema."""
 
 def error_table() -> List[Dict[str, Any]]:
     """jevgate's error table, one dict per code in table order: {"code", "http_status",
@@ -276,6 +282,20 @@ class Gateway:
     def artifact(self, root_session: str, artifact_id: str) -> Tuple[str, bytes]: ...
     def enable_local_browsers(self, *, executable: Optional[Union[str, os.PathLike[str]]] = None) -> None:
         """Serve browser sessions with local headless Chromiums started on first use."""
+    def browser_tool(
+        self,
+        thread_id: str,
+        organization: str,
+        name: str,
+        args: Any = None,
+        *,
+        profile_key: Optional[str] = None,
+        authenticated_allowed: bool = True,
+        data_handling: str = "standard",
+    ) -> Dict[str, Any]:
+        """Run one managed browser tool on the thread's local browser session; returns the result dict."""
+    def set_managed_caps(self, *, tabs: bool = False, files: bool = False, vision: bool = False) -> None:
+        """Set which optional managed tools this gateway serves (tabs, files; vision reserved)."""
     def delete_artifacts(self, root_session: str) -> int:
         """Delete every stored screenshot of a root session (its conversation ended); return how many."""
     def purge_artifacts(self) -> int:

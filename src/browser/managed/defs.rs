@@ -1,0 +1,256 @@
+//! The managed tool family's definitions (issue 15, seed 001 "Tools"): each tool's name,
+//! description and input JSON Schema, exported in MCP or function-calling form for the
+//! capabilities a host turned on.
+//!
+//! This file owns the list of tool names and what each accepts. It never runs anything; the
+//! executor (`mod.rs`) validates arguments against the same rules and answers
+//! `INVALID_TOOL_ARGUMENTS` naming the field.
+
+use serde_json::{json, Value};
+
+use crate::device::ToolFormat;
+
+/// Which optional parts of the family a host turned on (seed 001 `browser: {tabs, files}`).
+///
+/// * `tabs` — `browser_tabs` (list / new / select / close).
+/// * `files` — `browser_file_upload` / `browser_download_files`.
+/// * `vision` — reserved for the model-can-see-images switch; this version lists the same tools
+///   with or without it (the pixel tools are always listed, as seed 001 says, and
+///   `browser_take_screenshot` always returns its image).
+///
+/// ```
+/// let caps = jevgate::browser::managed::ManagedCaps { tabs: true, ..Default::default() };
+/// assert!(caps.tabs && !caps.files);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct ManagedCaps {
+    /// `browser_tabs`.
+    pub tabs: bool,
+    /// `browser_file_upload` / `browser_download_files`.
+    pub files: bool,
+    /// Reserved (see the type's documentation).
+    pub vision: bool,
+}
+
+/// Which cap a tool needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Needs {
+    Nothing,
+    Tabs,
+    Files,
+}
+
+/// One tool of the family.
+pub(crate) struct Def {
+    pub name: &'static str,
+    pub needs: Needs,
+    description: &'static str,
+    schema: fn() -> Value,
+}
+
+const TARGET_DOC: &str = "The element: a ref from the latest snapshot (e5), or a selector: css=<CSS selector>, role=<role> or role=<role>[name=\"<accessible name>\"], text=<accessible name>. A selector must match exactly one interactive element.";
+
+fn target() -> Value {
+    json!({"type": "string", "description": TARGET_DOC})
+}
+
+fn obj(props: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
+}
+
+/// The family in listing order.
+pub(crate) const DEFS: &[Def] = &[
+    Def {
+        name: "browser_snapshot",
+        needs: Needs::Nothing,
+        description: "Capture the page's accessibility tree, with a [ref=…] per interactive element (iframes and open shadow DOM included). Pass a target to snapshot just one region. Returns untrusted page content.",
+        schema: || obj(json!({"target": {"type": "string", "description": format!("Only this region. {TARGET_DOC}")}}), &[]),
+    },
+    Def {
+        name: "browser_navigate",
+        needs: Needs::Nothing,
+        description: "Go to a URL (http, https or about:blank; a bare domain gets https://). Returns a fresh snapshot. sessionMode: authenticated (the configured profile, with its saved logins) or isolated (clean, never touches the profile); omit it to continue the thread's live mode. Switching modes closes the thread's session and loses its tabs.",
+        schema: || obj(json!({
+            "url": {"type": "string", "description": "The address."},
+            "sessionMode": {"type": "string", "enum": ["authenticated", "isolated"], "description": "The session mode; omit to continue the live one."}
+        }), &["url"]),
+    },
+    Def {
+        name: "browser_navigate_back",
+        needs: Needs::Nothing,
+        description: "Go back one page in the tab's history. Returns a fresh snapshot.",
+        schema: || obj(json!({}), &[]),
+    },
+    Def {
+        name: "browser_click",
+        needs: Needs::Nothing,
+        description: "Click an element (a real mouse click at its centre). Returns a fresh snapshot.",
+        schema: || obj(json!({"target": target()}), &["target"]),
+    },
+    Def {
+        name: "browser_type",
+        needs: Needs::Nothing,
+        description: "Type into an editable element, replacing its content; submit presses Enter after. Returns a fresh snapshot.",
+        schema: || obj(json!({
+            "target": target(),
+            "text": {"type": "string", "description": "The text to type."},
+            "submit": {"type": "boolean", "description": "Press Enter after typing (default false)."}
+        }), &["target", "text"]),
+    },
+    Def {
+        name: "browser_fill_form",
+        needs: Needs::Nothing,
+        description: "Fill several fields in one call: text fields are typed into, checkboxes and radios are clicked to the value (\"true\"/\"false\"), selects pick the option with that value or label. Returns a fresh snapshot.",
+        schema: || obj(json!({
+            "fields": {"type": "array", "minItems": 1, "maxItems": 50, "items": obj(json!({
+                "target": target(),
+                "value": {"type": ["string", "boolean"], "description": "Text, true/false for a checkbox or radio, an option's value or label for a select."}
+            }), &["target", "value"])}
+        }), &["fields"]),
+    },
+    Def {
+        name: "browser_select_option",
+        needs: Needs::Nothing,
+        description: "Pick an option of a select element by its value or visible label. Returns a fresh snapshot.",
+        schema: || obj(json!({
+            "target": target(),
+            "value": {"type": "string", "description": "The option's value or label."}
+        }), &["target", "value"]),
+    },
+    Def {
+        name: "browser_check",
+        needs: Needs::Nothing,
+        description: "Check a checkbox or radio (a real click, only when it is not checked yet). Returns a fresh snapshot.",
+        schema: || obj(json!({"target": target()}), &["target"]),
+    },
+    Def {
+        name: "browser_uncheck",
+        needs: Needs::Nothing,
+        description: "Uncheck a checkbox (a real click, only when it is checked). Returns a fresh snapshot.",
+        schema: || obj(json!({"target": target()}), &["target"]),
+    },
+    Def {
+        name: "browser_press_key",
+        needs: Needs::Nothing,
+        description: "Press a key or chord on the focused element, e.g. Enter, Tab, a, Control+A, Shift+Tab, Meta+L. Modifiers: Control, Shift, Alt, Meta. Returns a fresh snapshot.",
+        schema: || obj(json!({"key": {"type": "string", "description": "A key (Enter, Tab, Escape, Backspace, Delete, ArrowUp…, Home, End, PageUp, PageDown, Space, F1–F12, or one character) or modifiers and a key joined by +."}}), &["key"]),
+    },
+    Def {
+        name: "browser_wait_for",
+        needs: Needs::Nothing,
+        description: "Wait until text appears, until text disappears, or for a number of seconds (at most 30 s in all). Returns a fresh snapshot.",
+        schema: || obj(json!({
+            "text": {"type": "string", "description": "Wait until this text is on the page."},
+            "textGone": {"type": "string", "description": "Wait until this text is no longer on the page."},
+            "time": {"type": "number", "minimum": 0, "maximum": 30, "description": "Seconds to wait (alone), or the most to wait for text (default 10)."}
+        }), &[]),
+    },
+    Def {
+        name: "browser_handle_dialog",
+        needs: Needs::Nothing,
+        description: "Accept or dismiss a native alert/confirm/prompt. Call it before the action that opens the dialog (it is then handled as it opens, and that action's result says what was done), or while a dialog is open.",
+        schema: || obj(json!({
+            "accept": {"type": "boolean", "description": "OK (true) or Cancel (false)."},
+            "promptText": {"type": "string", "description": "The answer to a prompt."}
+        }), &["accept"]),
+    },
+    Def {
+        name: "browser_evaluate",
+        needs: Needs::Nothing,
+        description: "Run a JavaScript function in the page, e.g. () => document.title; a returned promise is awaited. Returns its JSON result as untrusted page-derived data.",
+        schema: || obj(json!({"function": {"type": "string", "description": "A function expression taking no arguments."}}), &["function"]),
+    },
+    Def {
+        name: "browser_take_screenshot",
+        needs: Needs::Nothing,
+        description: "Capture the current view: a model-visible image, and a private artifact id for the host (none in strict data handling).",
+        schema: || obj(json!({"fullPage": {"type": "boolean", "description": "The whole scrollable page (default: the viewport)."}}), &[]),
+    },
+    Def {
+        name: "browser_tabs",
+        needs: Needs::Tabs,
+        description: "List, open, select or close tabs. Tabs are numbered from 0 in the list.",
+        schema: || obj(json!({
+            "action": {"type": "string", "enum": ["list", "new", "select", "close"]},
+            "index": {"type": "integer", "minimum": 0, "description": "The tab for select and close."},
+            "url": {"type": "string", "description": "The address a new tab opens."}
+        }), &["action"]),
+    },
+    Def {
+        name: "browser_file_upload",
+        needs: Needs::Files,
+        description: "Set the files of a file input from the workspace directory.",
+        schema: || obj(json!({
+            "target": target(),
+            "paths": {"type": "array", "items": {"type": "string"}, "description": "Paths relative to the workspace directory."}
+        }), &["target", "paths"]),
+    },
+    Def {
+        name: "browser_download_files",
+        needs: Needs::Files,
+        description: "Save the files the page downloaded into the workspace directory.",
+        schema: || obj(json!({}), &[]),
+    },
+    Def {
+        name: "browser_mouse_click_xy",
+        needs: Needs::Nothing,
+        description: "Click at viewport pixel coordinates (CSS pixels of the screenshot), for canvas/WebGL surfaces the accessibility tree cannot express. Prefer ref-based tools when refs exist. Returns a fresh snapshot.",
+        schema: || obj(json!({
+            "x": {"type": "number", "minimum": 0},
+            "y": {"type": "number", "minimum": 0}
+        }), &["x", "y"]),
+    },
+];
+
+impl ManagedCaps {
+    pub(crate) fn allows(self, needs: Needs) -> bool {
+        match needs {
+            Needs::Nothing => true,
+            Needs::Tabs => self.tabs,
+            Needs::Files => self.files,
+        }
+    }
+}
+
+/// The managed tool family's definitions for `caps`, as a JSON array in `format`: MCP
+/// `{name, description, inputSchema}` or function calling `{type:"function", function:{name,
+/// description, parameters}}`.
+///
+/// ```
+/// use jevgate::browser::managed::{managed_tool_definitions, ManagedCaps};
+/// use jevgate::device::ToolFormat;
+/// let plain = managed_tool_definitions(ToolFormat::Mcp, ManagedCaps::default());
+/// let names: Vec<&str> = plain.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+/// assert!(names.contains(&"browser_click") && !names.contains(&"browser_tabs"));
+/// let all = ManagedCaps { tabs: true, files: true, vision: true };
+/// let openai = managed_tool_definitions(ToolFormat::OpenAi, all);
+/// assert_eq!(openai[0]["function"]["name"], "browser_snapshot");
+/// ```
+pub fn managed_tool_definitions(format: ToolFormat, caps: ManagedCaps) -> Value {
+    Value::Array(
+        DEFS.iter()
+            .filter(|d| caps.allows(d.needs))
+            .map(|d| {
+                let schema = (d.schema)();
+                match format {
+                    ToolFormat::Mcp => json!({"name": d.name, "description": d.description, "inputSchema": schema}),
+                    ToolFormat::OpenAi => json!({"type": "function", "function": {"name": d.name, "description": d.description, "parameters": schema}}),
+                }
+            })
+            .collect(),
+    )
+}
+
+/// The definition of `name`, when it is one of the family.
+pub(crate) fn def(name: &str) -> Option<&'static Def> {
+    DEFS.iter().find(|d| d.name == name)
+}
+
+/// The argument names a tool accepts (its schema's properties).
+pub(crate) fn accepted(d: &Def) -> Vec<String> {
+    (d.schema)()["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
