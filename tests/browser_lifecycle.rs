@@ -199,3 +199,25 @@ fn r_brw_host_killed_mid_call_leaves_no_chromium_behind() {
         Vec::<u32>::new()
     );
 }
+
+// Issue 15 (`jevgate mcp --headed`): a headed launch leaves out `--headless`; without a display
+// Chromium cannot show a window, and the launch says so (BROWSER_UNAVAILABLE) instead of
+// hanging or falling back to headless.
+#[test]
+fn r_brw_a_headed_launch_without_a_display_is_browser_unavailable() {
+    if std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some() {
+        return; // a real display: a headed launch would succeed
+    }
+    let opts = LaunchOptions {
+        headed: true,
+        launch_timeout: std::time::Duration::from_secs(20),
+        ..LaunchOptions::default()
+    };
+    match LocalBrowser::launch(opts) {
+        Err(e) => assert_eq!(e.code(), "BROWSER_UNAVAILABLE"),
+        Ok(b) => {
+            b.close();
+            panic!("a headed Chromium started without a display: it ran headless");
+        }
+    }
+}

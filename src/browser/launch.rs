@@ -46,6 +46,9 @@ pub struct LaunchOptions {
     /// `--user-data-dir`) are refused with `INVALID_ARGUMENT`: the DevTools pipe stays the
     /// only way in.
     pub extra_args: Vec<String>,
+    /// Show a window (needs a display: without one Chromium does not start and the launch is
+    /// `BROWSER_UNAVAILABLE`). Default `false`: headless.
+    pub headed: bool,
     /// The clock every deadline and timeout of the browser is on (start-up, DevTools calls,
     /// navigation settling, waits, close); the system clock unless a test or simulation gives
     /// its own (R-CLK).
@@ -62,6 +65,7 @@ impl Default for LaunchOptions {
             call_timeout: Duration::from_secs(10),
             navigation_timeout: Duration::from_secs(30),
             extra_args: Vec::new(),
+            headed: false,
             clock: clock::system(),
         }
     }
@@ -256,7 +260,7 @@ impl ChromiumProcess {
         cmd.arg("-c")
             .arg(r#"exec "$0" "$@" 3<&0 4>&0 0</dev/null"#)
             .arg(exe)
-            .arg("--headless")
+            .args((!opts.headed).then_some("--headless"))
             .arg("--remote-debugging-pipe")
             .arg(format!("--user-data-dir={}", profile.display()))
             .args([
