@@ -433,7 +433,7 @@ fn the_managed_family_is_served_on_chromium_and_a_long_wait_is_cancelled() {
     );
 
     // A wait for text that never appears (bounded at 25 s): still running after 300 ms, then
-    // cancelled; it ends within a second and is never answered.
+    // cancelled; it ends at once (well under its bound) and is never answered.
     mcp.send_raw(
         json!({"jsonrpc": "2.0", "id": 50, "method": "tools/call", "params": {
             "name": "browser_wait_for", "arguments": {"text": "Never shown", "time": 25}}})
@@ -452,10 +452,10 @@ fn the_managed_family_is_served_on_chromium_and_a_long_wait_is_cancelled() {
         .and_then(|s| s.split(' ').next())
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("{ended}"));
-    assert!(
-        (250..1300).contains(&ms),
-        "the cancelled wait ended after {ms} ms"
-    );
+    eprintln!("the cancelled browser_wait_for ended after {ms} ms");
+    // Not answered within 300 ms above: it was really waiting. Ignoring the cancellation
+    // would end it only at its 25 s bound.
+    assert!(ms < 3000, "the cancelled wait ended after {ms} ms");
     mcp.still_serving(51); // the next line is the ping's: no response for the cancelled call
     let after = ok_json(&call(&mut mcp, 52, "browser_snapshot", json!({})));
     assert!(

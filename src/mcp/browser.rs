@@ -65,8 +65,8 @@ impl ManagedTools {
 }
 
 /// Prepares `gw` for the family: local headless Chromiums for its browser sessions (the
-/// launch options have no headed switch yet: `--headed` is refused with a warning by the
-/// caller), the family's caps, and the workspace the file tools are confined to.
+/// launch options have no headed switch yet, so the caller only warns about `--headed`), the
+/// family's caps, and the workspace the file tools are confined to.
 pub fn enable(
     gw: &Gateway,
     caps: Caps,

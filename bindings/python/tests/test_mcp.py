@@ -213,7 +213,8 @@ def test_mcp_server_over_the_sdk_stdio_client(tmp_path: pathlib.Path) -> None:
                     assert scope.cancelled_caught, "browser_wait_for returned early"
                     ended = await stderr_wait(errlog_path, r"cancelled request (\S+) ended after (\d+) ms")
                     assert ended, errlog_path.read_text()
-                    assert 500 <= int(ended.group(2)) < 3000, ended.group(0)
+                    # Ignoring the cancellation would end it only at its 25 s bound.
+                    assert int(ended.group(2)) < 3000, ended.group(0)
                     # The server keeps serving: a ping and a tool call answer at once.
                     await session.send_ping()
                     again = json_of(await session.call_tool("browser_snapshot", {}))
