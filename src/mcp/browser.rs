@@ -64,14 +64,16 @@ impl ManagedTools {
     }
 }
 
-/// Prepares `gw` for the family: local headless Chromiums for its browser sessions (the
-/// launch options have no headed switch yet, so the caller only warns about `--headed`), the
-/// family's caps, and the workspace the file tools are confined to.
+/// Prepares `gw` for the family: local Chromiums for its browser sessions (headless; `headed`
+/// shows a window once `LaunchOptions::headed` is on this branch — until then the caller warns
+/// about `--headed`), the family's caps, and the workspace the file tools are confined to.
 pub fn enable(
     gw: &Gateway,
     caps: Caps,
+    headed: bool,
     workspace: Option<&std::path::Path>,
 ) -> Result<(), jevgate::Error> {
+    let _ = headed; // TODO(issue 15, lead at merge): LaunchOptions { headed, ..LaunchOptions::default() } (main c0251ed) and drop the --headed warning in mod.rs run().
     gw.enable_local_browsers(jevgate::browser::LaunchOptions::default())?;
     gw.set_managed_caps(managed_caps(caps))?;
     let _ = workspace; // TODO(issue 15, lead at merge): gw.set_managed_workspace(workspace.map(Into::into))?; once it is on main.

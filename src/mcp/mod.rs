@@ -559,7 +559,7 @@ fn run(opts: &Options, gw: &Gateway, io: stdio::Stdio) -> u8 {
     if opts.headed {
         eprintln!("jevgate mcp: --headed is not available yet: the local Chromium runs headless");
     }
-    if let Err(e) = browser::enable(gw, opts.caps, opts.workspace.as_deref()) {
+    if let Err(e) = browser::enable(gw, opts.caps, opts.headed, opts.workspace.as_deref()) {
         eprintln!("jevgate mcp: {}", crate::cli::error_line(&e));
         return 1;
     }
