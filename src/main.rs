@@ -43,17 +43,20 @@ commands:
                                       (a request cut off by a crash shows
                                       BROWSER_EXECUTION_INTERRUPTED); never results or page
                                       content; --json prints one JSON object per task
-  mcp [--headed] [--profile-dir DIR | --isolated] [--caps tabs,files,vision]
+  mcp [--headed] [--profile-dir DIR | --isolated] [--strict] [--caps tabs,files,vision]
       [--workspace DIR] [--config FILE] [--data-dir DIR] [--device DEVICE_ID]
       [--agent ID] [--principal ID] [--conversation ID]
                                       a Model Context Protocol server on stdio (JSON-RPC lines;
-                                      logs on stderr): browser tools on a local headless
-                                      Chromium started on first use, task_* tools, jev_evaluate.
-                                      Without --data-dir its data lives in a temporary directory
-                                      removed at exit; the browser profile is DIR/mcp-profile
-                                      unless --profile-dir or --isolated (throw-away) is given.
-                                      --device is accepted but not served yet. Ends on EOF or
-                                      SIGTERM, closing every Chromium it started
+                                      logs on stderr): the seed-001 browser_* tools on a local
+                                      headless Chromium started on first use, task_* tools,
+                                      jev_evaluate. Browser sessions are authenticated (one
+                                      profile kept in the data directory's profiles/) unless
+                                      --isolated; --strict writes no screenshot to disk.
+                                      Without --data-dir (or --profile-dir DIR, the same as
+                                      --data-dir DIR) its data lives in a temporary directory
+                                      removed at exit. --device and --headed are accepted but
+                                      not served yet. Ends on EOF or SIGTERM, closing every
+                                      Chromium it started
   version                             print the version
   help                                print this help
 "#;

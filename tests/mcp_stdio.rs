@@ -1,8 +1,10 @@
 //! `jevgate mcp` spoken to in raw JSON-RPC lines (issue 15 items 3 and 4): malformed input of
 //! every kind gets its JSON-RPC error and the server keeps serving; a 50 MB line is refused
 //! without being held in memory; notifications get no answer; batches are answered per
-//! JSON-RPC 2.0; stdout carries nothing but JSON-RPC messages; a SIGKILLed or SIGTERMed server
-//! leaves no Chromium behind.
+//! JSON-RPC 2.0; stdout carries nothing but JSON-RPC messages; the seed-001 managed family is
+//! listed per `--caps` and driven on a real Chromium (a ref from a snapshot clicks for real, a
+//! chord, a screenshot as image content, a cancelled `browser_wait_for` ends at once); a
+//! SIGKILLed or SIGTERMed server, or one whose stdin ended, leaves no Chromium behind.
 
 mod support;
 
@@ -270,42 +272,303 @@ fn a_50_mb_line_is_refused_without_buffering_it_and_the_server_keeps_serving() {
     assert!(mcp.child.wait().unwrap().success());
 }
 
-/// The pid of the local Chromium the server logged it started.
+/// `tools/call` of `name` with `args` as request `id`: the call's result.
+fn call(mcp: &mut Mcp, id: i64, name: &str, args: Value) -> Value {
+    let r = mcp.ask(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": name, "arguments": args}}));
+    assert_eq!(r["id"], id, "{r}");
+    r["result"].clone()
+}
+
+/// The one text part of a successful result, parsed.
+fn ok_json(result: &Value) -> Value {
+    assert_eq!(result["isError"], false, "{result}");
+    let content = result["content"].as_array().unwrap();
+    assert_eq!(content.len(), 1, "{result}");
+    assert_eq!(content[0]["type"], "text");
+    let text = content[0]["text"].as_str().unwrap();
+    assert!(!text.contains('\n'), "compact JSON: {text:.200}");
+    serde_json::from_str(text).unwrap_or_else(|_| panic!("not JSON: {text:.200}"))
+}
+
+/// The ref of the snapshot line naming `name` (`- button "Press me" [ref=e3]`).
+fn ref_of(snapshot: &Value, name: &str) -> String {
+    let page = snapshot["page"].as_str().expect("the page in its envelope");
+    let line = page
+        .lines()
+        .find(|l| l.contains(&format!("\"{name}\"")) && l.contains("[ref="))
+        .unwrap_or_else(|| panic!("no {name} in {page:.2000}"));
+    let at = line.find("[ref=").unwrap() + 5;
+    line[at..].split(']').next().unwrap().to_string()
+}
+
+fn tool_names(mcp: &mut Mcp, id: i64) -> Vec<String> {
+    let r = mcp.ask(json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
+    r["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            assert!(t["inputSchema"].is_object(), "{t}");
+            t["name"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+// Issue 15 items 1 and 3 (seed 001 "Tools", R-BRW-*): the managed family over stdio on a real
+// Chromium. tools/list follows --caps; a ref taken from a snapshot clicks for real (the page's
+// beacon counts it server-side, once); browser_type and the Control+A chord reach the field
+// (read back from the page); a screenshot is MCP image content plus a text part with the rest;
+// a tool failure is `isError` with `CODE: message`; a long browser_wait_for cancelled with
+// notifications/cancelled ends at once, sends no response, and the server keeps serving; EOF
+// shuts down leaving no Chromium.
+#[test]
+fn the_managed_family_is_served_on_chromium_and_a_long_wait_is_cancelled() {
+    let server = Server::start();
+    let mut tabs = Mcp::start(&["--caps", "tabs"]);
+    assert!(tool_names(&mut tabs, 1).contains(&"browser_tabs".to_string()));
+    tabs.close_stdin();
+    assert!(tabs.child.wait().unwrap().success());
+
+    let mut mcp = Mcp::start(&[]);
+    let names = tool_names(&mut mcp, 1);
+    for n in [
+        "browser_snapshot",
+        "browser_navigate",
+        "browser_navigate_back",
+        "browser_click",
+        "browser_type",
+        "browser_fill_form",
+        "browser_press_key",
+        "browser_wait_for",
+        "browser_handle_dialog",
+        "browser_evaluate",
+        "browser_take_screenshot",
+        "jev_evaluate",
+        "task_spawn",
+    ] {
+        assert!(names.contains(&n.to_string()), "{n} missing: {names:?}");
+    }
+    assert!(!names.contains(&"browser_tabs".to_string()), "tabs is off");
+    assert!(
+        !names.contains(&"browser_computer".to_string()),
+        "the old device tools are gone"
+    );
+
+    let nav = ok_json(&call(
+        &mut mcp,
+        2,
+        "browser_navigate",
+        json!({"url": server.url("/p/buttons")}),
+    ));
+    assert_eq!(nav["sessionMode"], "authenticated", "{nav}");
+    let snap = ok_json(&call(&mut mcp, 3, "browser_snapshot", json!({})));
+    let press = ref_of(&snap, "Press me");
+    ok_json(&call(
+        &mut mcp,
+        4,
+        "browser_click",
+        json!({"target": press}),
+    ));
+    assert_eq!(server.wait_count("go", 1), 1, "one real click");
+    assert_eq!(server.count("untrusted:go"), 0);
+
+    ok_json(&call(
+        &mut mcp,
+        5,
+        "browser_navigate",
+        json!({"url": server.url("/p/mkeys")}),
+    ));
+    ok_json(&call(
+        &mut mcp,
+        6,
+        "browser_type",
+        json!({"target": "css=#one", "text": "typed"}),
+    ));
+    ok_json(&call(
+        &mut mcp,
+        7,
+        "browser_press_key",
+        json!({"key": "Control+A"}),
+    ));
+    ok_json(&call(&mut mcp, 8, "browser_press_key", json!({"key": "n"})));
+    let value = ok_json(&call(
+        &mut mcp,
+        9,
+        "browser_evaluate",
+        json!({"function": "() => one.value"}),
+    ));
+    assert!(
+        value["page"].as_str().unwrap().contains("\"n\""),
+        "Control+A selected all: {value}"
+    );
+
+    let shot = call(&mut mcp, 10, "browser_take_screenshot", json!({}));
+    assert_eq!(shot["isError"], false, "{shot:.300}");
+    let parts = shot["content"].as_array().unwrap();
+    assert_eq!(parts.len(), 2, "{shot:.300}");
+    assert_eq!(parts[0]["type"], "image");
+    let bytes = data_encoding::BASE64
+        .decode(parts[0]["data"].as_str().unwrap().as_bytes())
+        .unwrap();
+    let magic: &[u8] = match parts[0]["mimeType"].as_str() {
+        Some("image/png") => b"\x89PNG",
+        Some("image/jpeg") => b"\xff\xd8\xff",
+        other => panic!("mimeType {other:?}"),
+    };
+    assert!(bytes.starts_with(magic), "the bytes are of the mimeType");
+    let rest: Value = serde_json::from_str(parts[1]["text"].as_str().unwrap()).unwrap();
+    assert!(
+        rest["artifactId"].is_string() && rest.get("image").is_none(),
+        "{rest}"
+    );
+
+    let bad = call(&mut mcp, 11, "browser_click", json!({"target": "e99999"}));
+    assert_eq!(bad["isError"], true, "{bad}");
+    let text = bad["content"][0]["text"].as_str().unwrap();
+    let (code, _) = text.split_once(": ").unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        !code.is_empty() && code.chars().all(|c| c.is_ascii_uppercase() || c == '_'),
+        "{text}"
+    );
+
+    // A wait for text that never appears (bounded at 25 s): still running after 300 ms, then
+    // cancelled; it ends at once (well under its bound) and is never answered.
+    mcp.send_raw(
+        json!({"jsonrpc": "2.0", "id": 50, "method": "tools/call", "params": {
+            "name": "browser_wait_for", "arguments": {"text": "Never shown", "time": 25}}})
+        .to_string()
+        .as_bytes(),
+    );
+    assert!(
+        mcp.lines.recv_timeout(Duration::from_millis(300)).is_err(),
+        "the wait answered before it was cancelled"
+    );
+    mcp.send_raw(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":50,"reason":"test"}}"#);
+    let ended = mcp.stderr_line("cancelled request 50 ended after");
+    let ms: u64 = ended
+        .split("ended after ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{ended}"));
+    eprintln!("the cancelled browser_wait_for ended after {ms} ms");
+    // Not answered within 300 ms above: it was really waiting. Ignoring the cancellation
+    // would end it only at its 25 s bound.
+    assert!(ms < 3000, "the cancelled wait ended after {ms} ms");
+    mcp.still_serving(51); // the next line is the ping's: no response for the cancelled call
+    let after = ok_json(&call(&mut mcp, 52, "browser_snapshot", json!({})));
+    assert!(
+        after["page"].as_str().unwrap().contains("First field"),
+        "{after:.300}"
+    );
+
+    let pgid = chromium_groups(mcp.child.id())[0];
+    mcp.close_stdin();
+    assert!(mcp.child.wait().unwrap().success());
+    assert!(
+        group_members(pgid).is_empty(),
+        "left behind: {:?}",
+        group_members(pgid)
+    );
+}
+
+// Issue 15 item 3: --isolated serves isolated sessions only (authenticated mode is refused,
+// never a silent downgrade); --strict stores no screenshot artifact.
+#[test]
+fn isolated_sessions_and_strict_data_handling_follow_the_flags() {
+    let server = Server::start();
+    let mut mcp = Mcp::start(&["--isolated", "--strict"]);
+    let nav = ok_json(&call(
+        &mut mcp,
+        1,
+        "browser_navigate",
+        json!({"url": server.url("/p/buttons")}),
+    ));
+    assert_eq!(nav["sessionMode"], "isolated", "{nav}");
+    let auth = call(
+        &mut mcp,
+        2,
+        "browser_navigate",
+        json!({"url": server.url("/p/buttons"), "sessionMode": "authenticated"}),
+    );
+    assert_eq!(auth["isError"], true, "{auth}");
+    assert!(
+        auth["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("BROWSER_AUTHENTICATED_UNAVAILABLE: "),
+        "{auth}"
+    );
+    let shot = call(&mut mcp, 3, "browser_take_screenshot", json!({}));
+    assert_eq!(shot["content"][0]["type"], "image", "{shot:.300}");
+    let rest: Value = serde_json::from_str(shot["content"][1]["text"].as_str().unwrap()).unwrap();
+    assert!(
+        rest.get("artifactId").is_none(),
+        "strict: no artifact {rest}"
+    );
+    mcp.close_stdin();
+    assert!(mcp.child.wait().unwrap().success());
+}
+
+/// The fields of `/proc/<pid>/stat` after the `(comm)`: state ppid pgrp …
+fn stat_fields(pid: i32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+/// Every pid on the machine.
+fn all_pids() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse().ok())
+        .collect()
+}
+
+/// The local Chromiums the server started: its children that lead their own process group
+/// (the watchdog shells stay in the server's group).
+fn chromium_groups(server_pid: u32) -> Vec<i32> {
+    all_pids()
+        .into_iter()
+        .filter(|&pid| {
+            stat_fields(pid).is_some_and(|f| {
+                f.first().map(String::as_str) != Some("Z")
+                    && f.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(server_pid)
+                    && f.get(2).and_then(|g| g.parse::<i32>().ok()) == Some(pid)
+            })
+        })
+        .collect()
+}
+
+/// Navigates (starting the thread's browser session) and returns its Chromium's pid.
 fn chromium_pid(mcp: &mut Mcp, server: &Server) -> i32 {
     let r = mcp.ask(
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "browser_navigate", "arguments": {"url": server.url("/p/taskhome")}}}),
     );
     assert_eq!(r["result"]["isError"], false, "{r}");
-    let line = mcp.stderr_line("started a local Chromium");
-    line.split("(pid ")
-        .nth(1)
-        .and_then(|s| s.split(')').next())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no pid in {line:?}"))
+    let groups = chromium_groups(mcp.child.id());
+    assert_eq!(
+        groups.len(),
+        1,
+        "one Chromium for the one thread: {groups:?}"
+    );
+    groups[0]
 }
 
 /// Processes still in the Chromium's process group (its renderers and helpers included).
 fn group_members(pgid: i32) -> Vec<i32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // Fields after the `(comm)`: state ppid pgrp …
-        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.first() != Some(&"Z") && fields.get(2).and_then(|g| g.parse().ok()) == Some(pgid)
-        {
-            found.push(pid);
-        }
-    }
-    found
+    all_pids()
+        .into_iter()
+        .filter(|&pid| {
+            stat_fields(pid).is_some_and(|f| {
+                f.first().map(String::as_str) != Some("Z")
+                    && f.get(2).and_then(|g| g.parse().ok()) == Some(pgid)
+            })
+        })
+        .collect()
 }
 
 fn gone_within(pgid: i32, limit: Duration) -> bool {
@@ -368,4 +631,41 @@ fn sigterm_and_eof_close_every_chromium_the_server_started() {
         "left behind: {:?}",
         group_members(pgid)
     );
+}
+
+// Issue 15 item 3: --profile-dir DIR keeps the authenticated profile in DIR (its profiles/, the
+// Chromium runs on it) after the server ends; beside --data-dir it is a usage error.
+#[test]
+fn profile_dir_keeps_the_login_profile_and_excludes_data_dir() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let keep = dir.path().join("keep");
+    let mut mcp = Mcp::start(&["--profile-dir", keep.to_str().unwrap()]);
+    let pgid = chromium_pid(&mut mcp, &server);
+    let cmdline = std::fs::read(format!("/proc/{pgid}/cmdline")).unwrap();
+    let profiles = keep.join("profiles");
+    let needle = format!("--user-data-dir={}/", profiles.display());
+    assert!(
+        cmdline
+            .split(|b| *b == 0)
+            .any(|arg| arg.starts_with(needle.as_bytes())),
+        "Chromium runs on a profile in DIR/profiles"
+    );
+    mcp.close_stdin();
+    assert!(mcp.child.wait().unwrap().success());
+    assert_eq!(
+        std::fs::read_dir(&profiles).unwrap().count(),
+        1,
+        "the profile is kept"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_jevgate"))
+        .args(["mcp", "--profile-dir", "a", "--data-dir", "b"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("--profile-dir and --data-dir exclude each other"));
 }

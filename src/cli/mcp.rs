@@ -33,6 +33,7 @@ fn parse(args: &[String]) -> Result<Options, Usage> {
         match arg.as_str() {
             "--headed" => opts.headed = true,
             "--isolated" => opts.isolated = true,
+            "--strict" => opts.strict = true,
             "--profile-dir" => opts.profile_dir = Some(PathBuf::from(value("--profile-dir")?)),
             "--caps" => opts.caps = Caps::parse(&value("--caps")?).map_err(Usage)?,
             "--workspace" => opts.workspace = Some(PathBuf::from(value("--workspace")?)),
@@ -61,6 +62,11 @@ fn parse(args: &[String]) -> Result<Options, Usage> {
     if opts.isolated && opts.profile_dir.is_some() {
         return Err(Usage(
             "mcp: --isolated and --profile-dir exclude each other".into(),
+        ));
+    }
+    if opts.data_dir.is_some() && opts.profile_dir.is_some() {
+        return Err(Usage(
+            "mcp: --profile-dir and --data-dir exclude each other (the profile is kept in the data directory's profiles/)".into(),
         ));
     }
     for (name, v) in [

@@ -1,198 +1,183 @@
-//! TEMPORARY browser tools for `jevgate mcp` (issue 15 item 3): the nine device browser tools
-//! of R-DEV-TOOLS (`jevgate::device::tool_definitions`), served by `jevgate::browser::BrowserTools`
-//! on one local Chromium the server starts on the first browser call and closes at shutdown.
+//! The managed-browser tool family of seed 001 for `jevgate mcp` (issue 15 items 1 and 3):
+//! `tools/list` gets [`managed_tool_definitions`] for the server's `--caps`, and a call runs
+//! [`Gateway::browser_tool_call`] for the server's one thread (the conversation) of its
+//! organization (the principal), so its browser session, mode and profile are the lease
+//! manager's (R-PROF-2..4) and its Chromium is started on first use by the gateway's local
+//! sessions and closed with them (idle reaping, shutdown).
 //!
-//! The seed-001 managed-browser family (`Gateway::browser_tool`) replaces this file at merge:
-//! nothing else in `src/mcp/` knows these tools, the server sees only a [`ToolProvider`].
-//!
-//! Caps: `browser_tabs` (and a `tabId` argument) only with `tabs`; the screenshot and zoom
-//! actions of `browser_computer` only with `vision`. `browser_batch` is not served (its actions
-//! would bypass these checks). Everything read from the page comes back inside the untrusted
-//! envelope. This file never logs page content, typed text or arguments.
+//! It owns only the mapping between MCP and the family: the server's options → the
+//! [`ManagedCall`] (`--isolated`: isolated sessions only; otherwise authenticated with the
+//! server's persistent profile key; `--strict`: strict data handling), a screenshot → MCP image
+//! content plus a text part with the rest, any other result → one compact JSON text part, a
+//! failure → `CODE: message`. Everything read from the page is already inside the library's
+//! untrusted envelope. This file never logs page content, typed text or arguments.
 
-use super::provider::{Content, ToolFailure, ToolOutput, ToolProvider};
+use super::provider::{Cancel, Content, ToolFailure, ToolOutput, ToolProvider};
 use super::Caps;
-use jevgate::browser::{BrowserTools, LaunchOptions, LocalBrowser};
-use jevgate::device::{tool_definitions, ToolFormat};
-use jevgate::jev::CancelToken;
-use jevgate::untrusted::{wrap_text, wrap_value};
-use parking_lot::Mutex;
-use serde_json::{Map, Value};
-use std::path::PathBuf;
-use std::sync::Arc;
+use jevgate::browser::managed::{managed_tool_definitions, DataHandling, ManagedCall, ManagedCaps};
+use jevgate::device::ToolFormat;
+use jevgate::Gateway;
+use serde_json::Value;
 
-/// The browser tools on a lazily started local Chromium.
-pub struct LocalBrowserTools {
-    caps: Caps,
-    /// `Some`: where the profile lives (kept across runs); `None`: a throw-away profile.
-    profile_dir: Option<PathBuf>,
+/// The profile key of the server's authenticated sessions: one profile per data directory
+/// (stored as `<data dir>/profiles/<keyed hash>`, R-PROF-1).
+pub const PROFILE_KEY: &str = "mcp";
+
+/// The managed family for one thread of one organization on a gateway with local browsers.
+pub struct ManagedTools {
+    gw: Gateway,
+    caps: ManagedCaps,
+    call: ManagedCall,
     /// `--device` was given: paired devices are not served yet.
     device: bool,
-    running: Mutex<Option<(LocalBrowser, Arc<BrowserTools>)>>,
-    closed: Mutex<bool>,
 }
 
-impl LocalBrowserTools {
-    /// Browser tools with `caps`, a profile directory (or a throw-away profile), and whether a
-    /// device was asked for.
-    pub fn new(caps: Caps, profile_dir: Option<PathBuf>, device: bool) -> LocalBrowserTools {
-        LocalBrowserTools {
-            caps,
-            profile_dir,
+impl ManagedTools {
+    /// The family on `gw` (local browsers enabled, caps set) for `thread_id` of
+    /// `organization`: `isolated` keeps every session isolated (no profile, authenticated mode
+    /// refused); otherwise sessions are authenticated with [`PROFILE_KEY`] unless the model
+    /// asks `sessionMode: isolated`. `strict` stores no screenshot artifacts.
+    pub fn new(
+        gw: Gateway,
+        caps: Caps,
+        thread_id: &str,
+        organization: &str,
+        isolated: bool,
+        strict: bool,
+        device: bool,
+    ) -> ManagedTools {
+        let mut call = ManagedCall::new(thread_id, organization);
+        if isolated {
+            call.authenticated_allowed = false;
+        } else {
+            call.profile_key = Some(PROFILE_KEY.into());
+        }
+        if strict {
+            call.data_handling = DataHandling::Strict;
+        }
+        ManagedTools {
+            gw,
+            caps: managed_caps(caps),
+            call,
             device,
-            running: Mutex::new(None),
-            closed: Mutex::new(false),
         }
-    }
-
-    fn served(&self, name: &str) -> bool {
-        match name {
-            "browser_batch" => false,
-            "browser_tabs" => self.caps.tabs,
-            _ => true,
-        }
-    }
-
-    /// The tools of the running browser, starting it first when needed (or again after it
-    /// crashed).
-    fn tools(&self) -> Result<Arc<BrowserTools>, ToolFailure> {
-        // Held while starting, so two first calls start one browser; `closed` is checked under
-        // it, so no browser starts after shutdown closed the last one.
-        let mut running = self.running.lock();
-        if *self.closed.lock() {
-            return Err(ToolFailure::new(
-                "GATEWAY_CLOSED",
-                "the server is shutting down",
-            ));
-        }
-        if let Some((browser, tools)) = running.as_ref() {
-            if browser.is_usable() {
-                return Ok(tools.clone());
-            }
-            browser.close();
-        }
-        let opts = LaunchOptions {
-            profile_dir: self.profile_dir.clone(),
-            ..LaunchOptions::default()
-        };
-        let browser = LocalBrowser::launch(opts)?;
-        eprintln!(
-            "mcp: started a local Chromium (pid {})",
-            browser.pid().unwrap_or(0)
-        );
-        let tools = Arc::new(BrowserTools::new(Arc::new(browser.clone())));
-        *running = Some((browser, tools.clone()));
-        Ok(tools)
     }
 }
 
-/// The result in MCP content: an image as image content; page text inside the untrusted
-/// envelope, the rest (url, title, generation, which the page also controls) as enveloped JSON.
+/// Prepares `gw` for the family: local Chromiums for its browser sessions (headless; `headed`
+/// shows a window once `LaunchOptions::headed` is on this branch — until then the caller warns
+/// about `--headed`), the family's caps, and the workspace the file tools are confined to.
+pub fn enable(
+    gw: &Gateway,
+    caps: Caps,
+    headed: bool,
+    workspace: Option<&std::path::Path>,
+) -> Result<(), jevgate::Error> {
+    let _ = headed; // TODO(issue 15, lead at merge): LaunchOptions { headed, ..LaunchOptions::default() } (main c0251ed) and drop the --headed warning in mod.rs run().
+    gw.enable_local_browsers(jevgate::browser::LaunchOptions::default())?;
+    gw.set_managed_caps(managed_caps(caps))?;
+    let _ = workspace; // TODO(issue 15, lead at merge): gw.set_managed_workspace(workspace.map(Into::into))?; once it is on main.
+    Ok(())
+}
+
+/// The server's `--caps` as the family's caps.
+pub fn managed_caps(caps: Caps) -> ManagedCaps {
+    ManagedCaps {
+        tabs: caps.tabs,
+        files: caps.files,
+        vision: caps.vision,
+    }
+}
+
+/// The result in MCP content: a screenshot's image as image content and the rest (size,
+/// generation, artifact id) as one compact JSON text part; anything else as one compact JSON
+/// text part (page text is inside the library's envelope already).
 fn content_of(result: Value) -> ToolOutput {
     let mut obj = match result {
         Value::Object(o) => o,
-        other => return ToolOutput::json(&wrap_value(other)),
+        other => return ToolOutput::json(&other),
     };
-    let mut content = Vec::new();
-    if let Some(Value::String(data)) = obj.remove("image") {
-        let mime_type = match obj.remove("mediaType") {
-            Some(Value::String(m)) => m,
-            _ => "image/png".to_string(),
-        };
-        content.push(Content::Image { data, mime_type });
+    let Some(Value::String(data)) = obj.remove("image") else {
+        return ToolOutput::json(&Value::Object(obj));
+    };
+    let mime_type = match obj.remove("mediaType") {
+        Some(Value::String(m)) => m,
+        _ => "image/png".to_string(),
+    };
+    ToolOutput {
+        content: vec![
+            Content::Image { data, mime_type },
+            Content::Text(Value::Object(obj).to_string()),
+        ],
     }
-    if let Some(Value::String(text)) = obj.remove("text") {
-        content.push(Content::Text(wrap_text(&text)));
-    }
-    if !obj.is_empty() {
-        content.push(Content::Text(wrap_value(Value::Object(obj)).to_string()));
-    }
-    ToolOutput { content }
 }
 
-impl ToolProvider for LocalBrowserTools {
+impl ToolProvider for ManagedTools {
     fn definitions(&self) -> Vec<Value> {
-        let Value::Array(tools) = tool_definitions(ToolFormat::Mcp) else {
-            return Vec::new();
-        };
-        tools
-            .into_iter()
-            .filter(|t| t["name"].as_str().is_some_and(|n| self.served(n)))
-            .map(|mut t| {
-                // One local browser: no device to choose.
-                if let Some(props) = t["inputSchema"]["properties"].as_object_mut() {
-                    props.remove("deviceId");
-                    if !self.caps.tabs {
-                        props.remove("tabId");
-                    }
-                }
-                t
-            })
-            .collect()
+        match managed_tool_definitions(ToolFormat::Mcp, self.caps) {
+            Value::Array(tools) => tools,
+            _ => Vec::new(),
+        }
     }
 
-    fn call(
-        &self,
-        name: &str,
-        args: &Value,
-        cancel: &CancelToken,
-    ) -> Result<ToolOutput, ToolFailure> {
+    fn call(&self, name: &str, args: &Value, cancel: &Cancel) -> Result<ToolOutput, ToolFailure> {
         if self.device {
             return Err(ToolFailure::new(
                 "NOT_SUPPORTED_YET",
                 "browser tools on a paired device (--device) are not served by jevgate mcp yet; start it without --device to use a local Chromium",
             ));
         }
-        if !self.served(name) {
-            return Err(ToolFailure::invalid(
-                "this tool is not enabled on this server",
-            ));
-        }
-        let obj: &Map<String, Value> = args
-            .as_object()
-            .ok_or_else(|| ToolFailure::invalid("the arguments must be a JSON object"))?;
-        if obj.contains_key("deviceId") {
-            return Err(ToolFailure::invalid(
-                "`deviceId` is not an argument here: the server drives one local Chromium",
-            ));
-        }
-        if obj.contains_key("tabId") && !self.caps.tabs {
-            return Err(ToolFailure::invalid(
-                "`tabId` needs the `tabs` capability (--caps tabs)",
-            ));
-        }
-        if name == "browser_computer"
-            && matches!(
-                obj.get("action").and_then(Value::as_str),
-                Some("screenshot" | "zoom")
-            )
-            && !self.caps.vision
-        {
-            return Err(ToolFailure::invalid(
-                "screenshots need the `vision` capability (--caps vision)",
-            ));
-        }
-        let tools = self.tools()?;
         if cancel.is_cancelled() {
             return Err(ToolFailure::new(
                 "CANCELLED",
                 "cancelled before anything was sent to the page",
             ));
         }
-        // A browser primitive is short and bounded by the backend's own timeouts; once sent it
-        // is not interrupted (its outcome would be unknown).
-        let result = tools
-            .run(name, args)
-            .map_err(|f| ToolFailure::new(f.code, f.message))?;
+        // `browser_wait_for` stops when the token fires; other tools are short and bounded
+        // by the backend's own timeouts, and once sent are not interrupted.
+        let result = self
+            .gw
+            .browser_tool_call(&self.call, name, args, Some(&cancel.browser))?;
         Ok(content_of(result))
     }
 
     fn close(&self) {
-        let mut running = self.running.lock();
-        *self.closed.lock() = true;
-        if let Some((browser, _)) = running.take() {
-            browser.close();
-            eprintln!("mcp: closed the local Chromium");
-        }
+        // The thread's session and its Chromium (the gateway's close ends every other one).
+        self.gw.leases().end_thread(&self.call.thread_id);
+        eprintln!("mcp: closed the browser session");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    // Issue 15 item 3: a screenshot is an image part and a text part with the rest; any other
+    // result is one compact JSON text part.
+    #[test]
+    fn screenshots_become_image_content_and_the_rest_one_text_part() {
+        let out = content_of(
+            json!({"image": "iVBO", "mediaType": "image/jpeg", "width": 3, "artifactId": "a1"}),
+        );
+        assert_eq!(
+            out.content[0],
+            Content::Image {
+                data: "iVBO".into(),
+                mime_type: "image/jpeg".into()
+            }
+        );
+        let Content::Text(rest) = &out.content[1] else {
+            panic!("{out:?}")
+        };
+        let rest: Value = serde_json::from_str(rest).unwrap();
+        assert_eq!(rest, json!({"width": 3, "artifactId": "a1"}));
+        let out = content_of(json!({"page": "x", "generation": 2}));
+        let [Content::Text(one)] = out.content.as_slice() else {
+            panic!("{out:?}")
+        };
+        assert!(!one.contains('\n'), "compact");
+        let one: Value = serde_json::from_str(one).unwrap();
+        assert_eq!(one, json!({"page": "x", "generation": 2}));
     }
 }

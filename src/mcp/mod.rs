@@ -12,12 +12,13 @@
 //!
 //! Calls run on worker threads, so the reader keeps reading (and cancels) while a call blocks.
 //! Shutdown — stdin's end, SIGTERM/SIGINT/SIGHUP, or the client's pipe closing — cancels every
-//! call in flight (after stdin's end, once a short grace for them to answer has passed), closes every provider (the local Chromium), closes the gateway (its tasks and
-//! their browsers) and removes a temporary data directory. A killed server leaves no Chromium:
+//! call in flight (after stdin's end, once a short grace for them to answer has passed), closes
+//! every provider (the browser session's Chromium), closes the gateway (every other session, its
+//! tasks and their browsers) and removes a temporary data directory. A killed server leaves no Chromium:
 //! each local Chromium's watchdog ends it when the server's end of its pipe closes.
 //!
 //! This module owns the framing, the lifecycle and the routing; the tools are
-//! [`provider::ToolProvider`]s (`tasks`, `jev`, and the temporary `browser`). It never writes
+//! [`provider::ToolProvider`]s (`tasks`, `jev`, and `browser`: the seed-001 managed family). It never writes
 //! anything but protocol messages to the protocol's stdout (fd 1 itself is pointed at stderr),
 //! and never logs a message's content, a tool's arguments or its results.
 
@@ -27,11 +28,10 @@ pub mod provider;
 mod stdio;
 mod tasks;
 
-use jevgate::jev::CancelToken;
 use jevgate::task::TaskOwner;
 use jevgate::{Config, Gateway, GatewayOptions};
 use parking_lot::{Condvar, Mutex};
-use provider::{ToolFailure, ToolOutput, ToolProvider};
+use provider::{Cancel, ToolFailure, ToolOutput, ToolProvider};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::fs::File;
@@ -89,15 +89,19 @@ impl Caps {
 /// The server's options (see `jevgate help`).
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// Show the browser window (the managed family; the temporary tools run headless).
+    /// Show the browser window (not available yet: the launch options have no headed switch).
     pub headed: bool,
-    /// A persistent browser profile directory.
+    /// Where the logins are kept across runs: the data directory (its `profiles/`), when
+    /// `data_dir` is not given.
     pub profile_dir: Option<PathBuf>,
-    /// A throw-away profile, nothing kept.
+    /// Isolated browser sessions only: a throw-away profile, nothing kept, authenticated mode
+    /// refused.
     pub isolated: bool,
+    /// Strict data handling (seed 001): no screenshot is written to disk.
+    pub strict: bool,
     /// Optional tool families.
     pub caps: Caps,
-    /// The directory file tools are confined to.
+    /// The directory the file tools are confined to (`browser_file_upload`, downloads).
     pub workspace: Option<PathBuf>,
     /// A configuration file (`-` for stdin is refused: stdin is the protocol).
     pub config: Option<PathBuf>,
@@ -135,7 +139,7 @@ struct Shared {
 }
 
 struct InFlight {
-    cancel: CancelToken,
+    cancel: Cancel,
     cancelled: AtomicBool,
 }
 
@@ -431,7 +435,7 @@ impl Server {
         };
         let key = id.to_string();
         let call = Arc::new(InFlight {
-            cancel: CancelToken::new(),
+            cancel: Cancel::new(),
             cancelled: AtomicBool::new(false),
         });
         {
@@ -523,7 +527,9 @@ pub fn serve(opts: Options) -> u8 {
             return 1;
         }
     };
-    let (dir, temporary) = match &opts.data_dir {
+    // `--profile-dir DIR` keeps the logins in DIR: it is the lasting data directory, whose
+    // `profiles/` holds the authenticated profile (the parser refuses it beside --data-dir).
+    let (dir, temporary) = match opts.data_dir.as_ref().or(opts.profile_dir.as_ref()) {
         Some(d) => (d.clone(), false),
         None => match crate::cli::temp_data_dir("jevgate-mcp") {
             Ok(d) => (d, true),
@@ -534,7 +540,7 @@ pub fn serve(opts: Options) -> u8 {
         },
     };
     let code = match Gateway::open(GatewayOptions::new(&dir, config)) {
-        Ok(gw) => run(&opts, &gw, &dir, io),
+        Ok(gw) => run(&opts, &gw, io),
         Err(e) => {
             eprintln!("jevgate mcp: {}", crate::cli::error_line(&e));
             1
@@ -546,31 +552,30 @@ pub fn serve(opts: Options) -> u8 {
     code
 }
 
-fn run(opts: &Options, gw: &Gateway, dir: &std::path::Path, io: stdio::Stdio) -> u8 {
+fn run(opts: &Options, gw: &Gateway, io: stdio::Stdio) -> u8 {
     if opts.device.is_some() {
         eprintln!("jevgate mcp: --device is accepted but not served yet: browser tools answer NOT_SUPPORTED_YET; task and Jev tools work");
     }
     if opts.headed {
         eprintln!("jevgate mcp: --headed is not available yet: the local Chromium runs headless");
     }
-    let profile = if opts.isolated {
-        None
-    } else {
-        Some(
-            opts.profile_dir
-                .clone()
-                .unwrap_or_else(|| dir.join("mcp-profile")),
-        )
-    };
+    if let Err(e) = browser::enable(gw, opts.caps, opts.headed, opts.workspace.as_deref()) {
+        eprintln!("jevgate mcp: {}", crate::cli::error_line(&e));
+        return 1;
+    }
     let owner = TaskOwner::new(
         opts.agent.clone(),
         opts.principal.clone(),
         opts.conversation.clone(),
     );
     let providers: Vec<Arc<dyn ToolProvider>> = vec![
-        Arc::new(browser::LocalBrowserTools::new(
+        Arc::new(browser::ManagedTools::new(
+            gw.clone(),
             opts.caps,
-            profile,
+            &opts.conversation,
+            &opts.principal,
+            opts.isolated,
+            opts.strict,
             opts.device.is_some(),
         )),
         Arc::new(jev::JevTools::new(gw.clone(), opts.agent.clone())),

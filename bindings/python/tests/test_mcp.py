@@ -1,11 +1,15 @@
 """`jevgate mcp` driven by the real Python `mcp` SDK's stdio client (issue 15 items 3 and 4):
-initialize, list the tools, call the browser tools both families share (`browser_navigate`,
-`browser_tabs`) on a loopback page, `jev_evaluate`, `task_spawn` + `task_wait`, cancel a
-`task_wait` that blocks (and prove the server's call ended), and shut down on EOF.
+initialize, list the seed-001 managed browser tools (`browser_tabs` only with `--caps tabs`),
+drive them on a loopback page (a ref taken from a snapshot clicks for real — the page's beacon
+is counted by the test's server —, `browser_type`, the `Control+A` chord, a screenshot as MCP
+image content), cancel a long `browser_wait_for` with the SDK's cancellation and prove the
+server's call ended at once and the server keeps serving, `jev_evaluate`, `task_spawn` +
+`task_wait`, cancel a `task_wait` that blocks, and shut down on EOF leaving no Chromium.
 
 The binary: $JEVGATE_BIN (scripts/test sets it), else `<cargo target dir>/debug/jevgate`.
 """
 
+import base64
 import http.server
 import json
 import os
@@ -43,18 +47,30 @@ def jevgate_bin() -> str:
     return str(path)
 
 
-PAGE = b"<html><title>MCP home</title><body><h1>Hello MCP</h1><button>Go</button></body></html>"
+PAGE = (b"<html><title>MCP home</title><body><h1>Hello MCP</h1>"
+        b"<button onclick=\"fetch('/beacon?n='+(event.isTrusted?'go':'untrusted'),{method:'POST'})\">Go</button>"
+        b"<input id='one' aria-label='First field' value='old text'></body></html>")
 
 
 class Site:
-    """A loopback site: `/` a page with a button, `/hang` a page that answers only when
-    released (so a task's navigation to it keeps the task running)."""
+    """A loopback site: `/` a page with a button whose real clicks post `/beacon?n=go`
+    (counted here), `/hang` a page that answers only when released (so a task's navigation
+    to it keeps the task running)."""
 
     def __init__(self) -> None:
         self.release = threading.Event()
+        self.beacons: dict[str, int] = {}
+        self.lock = threading.Lock()
         site = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                name = self.path.partition("n=")[2]
+                with site.lock:
+                    site.beacons[name] = site.beacons.get(name, 0) + 1
+                self.send_response(204)
+                self.end_headers()
+
             def do_GET(self) -> None:  # noqa: N802
                 if self.path.startswith("/hang"):
                     site.release.wait(60)
@@ -78,6 +94,11 @@ class Site:
         self.server.server_close()
 
 
+    def count(self, name: str) -> int:
+        with self.lock:
+            return self.beacons.get(name, 0)
+
+
 def text_of(result) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
@@ -85,6 +106,33 @@ def text_of(result) -> str:
 def status_of(result) -> dict:
     assert not result.is_error, text_of(result)
     return json.loads(text_of(result))
+
+
+def json_of(result) -> dict:
+    assert not result.is_error, text_of(result)
+    assert len(result.content) == 1, result.content
+    return json.loads(text_of(result))
+
+
+def ref_of(snapshot: dict, name: str) -> str:
+    line = next(l for l in snapshot["page"].splitlines() if f'"{name}"' in l and "[ref=" in l)
+    return line.split("[ref=", 1)[1].split("]", 1)[0]
+
+
+def chromiums_under(path: pathlib.Path) -> list[int]:
+    """Live processes whose command line names `path` (the Chromium of a profile in it)."""
+    found = []
+    for proc in pathlib.Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if str(path).encode() in cmdline and state != "Z":
+            found.append(int(proc.name))
+    return found
 
 
 async def stderr_wait(path: pathlib.Path, pattern: str, limit: float = 15.0):
@@ -103,7 +151,9 @@ async def stderr_wait(path: pathlib.Path, pattern: str, limit: float = 15.0):
 def test_mcp_server_over_the_sdk_stdio_client(tmp_path: pathlib.Path) -> None:
     site = Site()
     errlog_path = tmp_path / "stderr.txt"
-    params = StdioServerParameters(command=jevgate_bin(), args=["mcp", "--caps", "tabs"])
+    data = tmp_path / "data"
+    params = StdioServerParameters(
+        command=jevgate_bin(), args=["mcp", "--caps", "tabs", "--data-dir", str(data)])
 
     async def session_run() -> None:
         with open(errlog_path, "w") as errlog:
@@ -115,19 +165,62 @@ def test_mcp_server_over_the_sdk_stdio_client(tmp_path: pathlib.Path) -> None:
                     assert init.server_info.name == "jevgate"
 
                     names = {t.name for t in (await session.list_tools()).tools}
-                    for name in ("browser_navigate", "browser_tabs", "jev_evaluate",
+                    for name in ("browser_snapshot", "browser_navigate", "browser_click",
+                                 "browser_type", "browser_press_key", "browser_wait_for",
+                                 "browser_take_screenshot", "browser_tabs", "jev_evaluate",
                                  "task_spawn", "task_wait", "task_cancel", "task_receipts"):
                         assert name in names, names
 
-                    nav = await session.call_tool("browser_navigate", {"url": site.base + "/"})
-                    assert not nav.is_error, text_of(nav)
-                    assert "Hello MCP" in text_of(nav)
-                    assert "untrusted" in text_of(nav).lower()
-                    tabs = await session.call_tool("browser_tabs", {"action": "list"})
-                    assert not tabs.is_error, text_of(tabs)
-                    assert "MCP home" in text_of(tabs)
+                    nav = json_of(await session.call_tool("browser_navigate", {"url": site.base + "/"}))
+                    assert "Hello MCP" in nav["page"]
+                    assert "untrusted" in nav["page"].lower()
+                    assert chromiums_under(data), "the session's Chromium runs on the profile in the data dir"
+                    snap = json_of(await session.call_tool("browser_snapshot", {}))
+                    json_of(await session.call_tool("browser_click", {"target": ref_of(snap, "Go")}))
+                    deadline = time.monotonic() + 5
+                    while site.count("go") < 1 and time.monotonic() < deadline:
+                        await anyio.sleep(0.02)
+                    assert (site.count("go"), site.count("untrusted")) == (1, 0)
+
+                    json_of(await session.call_tool(
+                        "browser_type", {"target": "css=#one", "text": "typed"}))
+                    json_of(await session.call_tool("browser_press_key", {"key": "Control+A"}))
+                    json_of(await session.call_tool("browser_press_key", {"key": "n"}))
+                    value = json_of(await session.call_tool(
+                        "browser_evaluate", {"function": "() => one.value"}))
+                    assert '"n"' in value["page"], value
+
+                    shot = await session.call_tool("browser_take_screenshot", {})
+                    assert not shot.is_error, text_of(shot)
+                    assert [c.type for c in shot.content] == ["image", "text"]
+                    magic = {"image/png": b"\x89PNG", "image/jpeg": b"\xff\xd8\xff"}
+                    assert base64.b64decode(shot.content[0].data).startswith(
+                        magic[getattr(shot.content[0], "mime_type", None)
+                              or getattr(shot.content[0], "mimeType")])
+                    assert "artifactId" in json.loads(shot.content[1].text)
+
+                    tabs = json_of(await session.call_tool("browser_tabs", {"action": "list"}))
+                    assert "MCP home" in tabs["tabs"], tabs
                     bad = await session.call_tool("browser_navigate", {"url": 5})
                     assert bad.is_error
+                    assert re.match(r"^[A-Z_]+: ", text_of(bad)), text_of(bad)
+
+                    # A wait for text that never shows (bounded at 25 s), cancelled by the SDK.
+                    started = time.monotonic()
+                    with anyio.move_on_after(1.0) as scope:
+                        await session.call_tool(
+                            "browser_wait_for", {"text": "Never shown", "time": 25})
+                    assert scope.cancelled_caught, "browser_wait_for returned early"
+                    ended = await stderr_wait(errlog_path, r"cancelled request (\S+) ended after (\d+) ms")
+                    assert ended, errlog_path.read_text()
+                    # Ignoring the cancellation would end it only at its 25 s bound.
+                    assert int(ended.group(2)) < 3000, ended.group(0)
+                    # The server keeps serving: a ping and a tool call answer at once.
+                    await session.send_ping()
+                    again = json_of(await session.call_tool("browser_snapshot", {}))
+                    assert "First field" in again["page"]
+                    assert time.monotonic() - started < 8
+                    first_cancel = re.escape(ended.group(1))
 
                     ev = await session.call_tool("jev_evaluate", {
                         "state": "Hello there, nice to meet you",
@@ -154,7 +247,8 @@ def test_mcp_server_over_the_sdk_stdio_client(tmp_path: pathlib.Path) -> None:
                             "task_wait", {"taskId": hanging["id"], "timeoutMs": 120000})
                     assert scope.cancelled_caught, "task_wait returned although the task runs"
                     # The server saw notifications/cancelled and its call ended at once.
-                    ended = await stderr_wait(errlog_path, r"cancelled request \S+ ended after (\d+) ms")
+                    ended = await stderr_wait(
+                        errlog_path, rf"cancelled request (?!{first_cancel}\b)\S+ ended after (\d+) ms")
                     assert ended, errlog_path.read_text()
                     assert int(ended.group(1)) < 10000
                     assert time.monotonic() - started < 15
@@ -171,3 +265,8 @@ def test_mcp_server_over_the_sdk_stdio_client(tmp_path: pathlib.Path) -> None:
     log = errlog_path.read_text()
     assert "shutting down (stdin ended)" in log, log
     assert "mcp: closed" in log, log
+    # EOF closed the session's Chromium (and every process of it).
+    deadline = time.monotonic() + 5
+    while chromiums_under(data) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not chromiums_under(data), "a Chromium outlived the server"
