@@ -44,7 +44,7 @@ commands:
                                       BROWSER_EXECUTION_INTERRUPTED); never results or page
                                       content; --json prints one JSON object per task
   mcp [--headed] [--profile-dir DIR | --isolated] [--strict] [--caps tabs,files,vision]
-      [--workspace DIR] [--config FILE] [--data-dir DIR] [--device DEVICE_ID]
+      [--workspace DIR] [--config FILE] [--data-dir DIR] [--device DEVICE_ID [--channel ADDR]]
       [--agent ID] [--principal ID] [--conversation ID]
                                       a Model Context Protocol server on stdio (JSON-RPC lines;
                                       logs on stderr): the seed-001 browser_* tools on a local
@@ -54,9 +54,11 @@ commands:
                                       --isolated; --strict writes no screenshot to disk.
                                       Without --data-dir (or --profile-dir DIR, the same as
                                       --data-dir DIR) its data lives in a temporary directory
-                                      removed at exit. --device and --headed are accepted but
-                                      not served yet. Ends on EOF or SIGTERM, closing every
-                                      Chromium it started
+                                      removed at exit. --headed shows the window (needs a
+                                      display). --device drives the principal's paired device
+                                      over a channel served on ADDR (default 127.0.0.1:0; the
+                                      URL is printed on stderr). Ends on EOF or SIGTERM, closing
+                                      every Chromium it started
   version                             print the version
   help                                print this help
 "#;

@@ -669,3 +669,107 @@ fn profile_dir_keeps_the_login_profile_and_excludes_data_dir() {
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("--profile-dir and --data-dir exclude each other"));
 }
+
+// Issue 15 item 3 (`--device`): the managed family runs on a paired device over the channel
+// the server serves — the worker connects to the URL printed on stderr, and a click through
+// MCP is a real click in the device's browser. A stranger's device id is refused.
+#[test]
+fn a_paired_device_serves_the_managed_family_over_the_channel() {
+    use jevgate::browser::{BrowserTools, LocalBrowser};
+    use jevgate::device::{BrowserInfo, DeviceWorker, PairRequest, WorkerOptions};
+    use jevgate::{Config, Gateway, GatewayOptions};
+    use std::sync::Arc;
+    let server = Server::start();
+    let data = tempfile::tempdir().unwrap();
+    let (device, token) = {
+        let gw = Gateway::open(GatewayOptions::new(data.path(), Config::default())).unwrap();
+        let p = gw
+            .pair(
+                "alice",
+                &PairRequest {
+                    installation_id: "alice-laptop".into(),
+                    name: "Laptop".into(),
+                    browser: Some(BrowserInfo {
+                        name: "Chromium".into(),
+                        version: "headless".into(),
+                    }),
+                },
+            )
+            .unwrap();
+        gw.close();
+        (p.device.id, p.token)
+    };
+    let dir = data.path().to_str().unwrap().to_string();
+    let mut mcp = Mcp::start(&[
+        "--data-dir",
+        &dir,
+        "--principal",
+        "alice",
+        "--device",
+        &device,
+    ]);
+    let line = mcp.stderr_line("device channel listening on ");
+    let url = line.rsplit(' ').next().unwrap().to_string();
+    let browser = LocalBrowser::launch(Default::default()).unwrap();
+    let worker = DeviceWorker::connect(
+        WorkerOptions::new(url, token),
+        Arc::new(BrowserTools::new(Arc::new(browser.clone()))),
+    )
+    .unwrap();
+    // The worker's connection lands on the server's own thread: a first call may still find
+    // the device offline (nothing sent); bounded retries.
+    let page = server.url("/p/buttons");
+    let mut id = 100;
+    let navigated = loop {
+        id += 1;
+        let r = call(&mut mcp, id, "browser_navigate", json!({"url": page}));
+        if r["isError"] != true {
+            break r;
+        }
+        let text = r["content"][0]["text"].as_str().unwrap_or("").to_string();
+        assert!(text.starts_with("DEVICE_OFFLINE"), "{r}");
+        assert!(id < 400, "the device never came online");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(ok_json(&navigated)["page"]
+        .as_str()
+        .unwrap()
+        .contains("Buttons page"));
+    let clicked = call(
+        &mut mcp,
+        500,
+        "browser_click",
+        json!({"target": "role=button[name=\"Press me\"]"}),
+    );
+    ok_json(&clicked);
+    assert_eq!(
+        server.wait_count("go", 1),
+        1,
+        "one real click in the device's browser"
+    );
+    mcp.close_stdin();
+    assert!(mcp.child.wait().unwrap().success());
+    worker.close();
+    browser.close();
+
+    // Another principal's server on the same data directory cannot drive alice's device.
+    let mut stranger = Mcp::start(&[
+        "--data-dir",
+        &dir,
+        "--principal",
+        "mallory",
+        "--device",
+        &device,
+    ]);
+    let _ = stranger.stderr_line("device channel listening on ");
+    let r = call(&mut stranger, 1, "browser_snapshot", json!({}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("DEVICE_NOT_PAIRED"),
+        "{r}"
+    );
+    stranger.close_stdin();
+}

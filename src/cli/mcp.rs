@@ -48,6 +48,7 @@ fn parse(args: &[String]) -> Result<Options, Usage> {
             }
             "--data-dir" => opts.data_dir = Some(PathBuf::from(value("--data-dir")?)),
             "--device" => opts.device = Some(value("--device")?),
+            "--channel" => opts.channel = Some(value("--channel")?),
             "--agent" => opts.agent = value("--agent")?,
             "--principal" => opts.principal = value("--principal")?,
             "--conversation" => opts.conversation = value("--conversation")?,

@@ -28,8 +28,6 @@ pub struct ManagedTools {
     gw: Gateway,
     caps: ManagedCaps,
     call: ManagedCall,
-    /// `--device` was given: paired devices are not served yet.
-    device: bool,
 }
 
 impl ManagedTools {
@@ -44,7 +42,6 @@ impl ManagedTools {
         organization: &str,
         isolated: bool,
         strict: bool,
-        device: bool,
     ) -> ManagedTools {
         let mut call = ManagedCall::new(thread_id, organization);
         if isolated {
@@ -59,22 +56,23 @@ impl ManagedTools {
             gw,
             caps: managed_caps(caps),
             call,
-            device,
         }
     }
 }
 
-/// Prepares `gw` for the family: local Chromiums for its browser sessions (headless; `headed`
-/// shows a window once `LaunchOptions::headed` is on this branch — until then the caller warns
-/// about `--headed`), the family's caps, and the workspace the file tools are confined to.
+/// Prepares `gw` for the family: local Chromiums for its browser sessions (headless, or with a
+/// window for `headed` — which needs a display), the family's caps, and the workspace the file
+/// tools are confined to.
 pub fn enable(
     gw: &Gateway,
     caps: Caps,
     headed: bool,
     workspace: Option<&std::path::Path>,
 ) -> Result<(), jevgate::Error> {
-    let _ = headed; // TODO(issue 15, lead at merge): LaunchOptions { headed, ..LaunchOptions::default() } (main c0251ed) and drop the --headed warning in mod.rs run().
-    gw.enable_local_browsers(jevgate::browser::LaunchOptions::default())?;
+    gw.enable_local_browsers(jevgate::browser::LaunchOptions {
+        headed,
+        ..jevgate::browser::LaunchOptions::default()
+    })?;
     gw.set_managed_caps(managed_caps(caps))?;
     let _ = workspace; // TODO(issue 15, lead at merge): gw.set_managed_workspace(workspace.map(Into::into))?; once it is on main.
     Ok(())
@@ -92,7 +90,7 @@ pub fn managed_caps(caps: Caps) -> ManagedCaps {
 /// The result in MCP content: a screenshot's image as image content and the rest (size,
 /// generation, artifact id) as one compact JSON text part; anything else as one compact JSON
 /// text part (page text is inside the library's envelope already).
-fn content_of(result: Value) -> ToolOutput {
+pub fn content_of(result: Value) -> ToolOutput {
     let mut obj = match result {
         Value::Object(o) => o,
         other => return ToolOutput::json(&other),
@@ -121,12 +119,6 @@ impl ToolProvider for ManagedTools {
     }
 
     fn call(&self, name: &str, args: &Value, cancel: &Cancel) -> Result<ToolOutput, ToolFailure> {
-        if self.device {
-            return Err(ToolFailure::new(
-                "NOT_SUPPORTED_YET",
-                "browser tools on a paired device (--device) are not served by jevgate mcp yet; start it without --device to use a local Chromium",
-            ));
-        }
         if cancel.is_cancelled() {
             return Err(ToolFailure::new(
                 "CANCELLED",

@@ -23,6 +23,7 @@
 //! and never logs a message's content, a tool's arguments or its results.
 
 mod browser;
+mod device;
 mod jev;
 pub mod provider;
 mod stdio;
@@ -89,7 +90,8 @@ impl Caps {
 /// The server's options (see `jevgate help`).
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// Show the browser window (not available yet: the launch options have no headed switch).
+    /// Show the browser window (needs a display; without one the browser tools answer
+    /// `BROWSER_UNAVAILABLE`).
     pub headed: bool,
     /// Where the logins are kept across runs: the data directory (its `profiles/`), when
     /// `data_dir` is not given.
@@ -107,8 +109,11 @@ pub struct Options {
     pub config: Option<PathBuf>,
     /// The gateway's data directory; `None`: a private temporary one removed at exit.
     pub data_dir: Option<PathBuf>,
-    /// A paired device to drive instead of a local Chromium (not served yet).
+    /// A paired device of the principal to drive instead of a local Chromium.
     pub device: Option<String>,
+    /// Where the device channel listens for the device's worker (`--device`; default
+    /// `127.0.0.1:0`, the URL is printed on stderr).
+    pub channel: Option<String>,
     /// The owner triple of the task tools and the agent of `jev_evaluate`.
     pub agent: String,
     /// See `agent`.
@@ -553,12 +558,6 @@ pub fn serve(opts: Options) -> u8 {
 }
 
 fn run(opts: &Options, gw: &Gateway, io: stdio::Stdio) -> u8 {
-    if opts.device.is_some() {
-        eprintln!("jevgate mcp: --device is accepted but not served yet: browser tools answer NOT_SUPPORTED_YET; task and Jev tools work");
-    }
-    if opts.headed {
-        eprintln!("jevgate mcp: --headed is not available yet: the local Chromium runs headless");
-    }
     if let Err(e) = browser::enable(gw, opts.caps, opts.headed, opts.workspace.as_deref()) {
         eprintln!("jevgate mcp: {}", crate::cli::error_line(&e));
         return 1;
@@ -568,16 +567,41 @@ fn run(opts: &Options, gw: &Gateway, io: stdio::Stdio) -> u8 {
         opts.principal.clone(),
         opts.conversation.clone(),
     );
-    let providers: Vec<Arc<dyn ToolProvider>> = vec![
-        Arc::new(browser::ManagedTools::new(
+    // With --device the family runs on the paired device over the channel this server serves
+    // (its worker connects to the URL printed on stderr); otherwise on local Chromiums.
+    let mut _channel = None;
+    let browser_tools: Arc<dyn ToolProvider> = match &opts.device {
+        Some(device) => {
+            let addr = opts.channel.as_deref().unwrap_or("127.0.0.1:0");
+            match gw.serve_channel(jevgate::device::ChannelOptions::new(addr)) {
+                Ok(handle) => {
+                    eprintln!("mcp: device channel listening on {}", handle.url());
+                    _channel = Some(handle);
+                }
+                Err(e) => {
+                    eprintln!("jevgate mcp: {}", crate::cli::error_line(&e));
+                    return 1;
+                }
+            }
+            Arc::new(device::DeviceBrowserTools::new(
+                gw.clone(),
+                opts.principal.clone(),
+                opts.conversation.clone(),
+                device.clone(),
+                browser::managed_caps(opts.caps),
+            ))
+        }
+        None => Arc::new(browser::ManagedTools::new(
             gw.clone(),
             opts.caps,
             &opts.conversation,
             &opts.principal,
             opts.isolated,
             opts.strict,
-            opts.device.is_some(),
         )),
+    };
+    let providers: Vec<Arc<dyn ToolProvider>> = vec![
+        browser_tools,
         Arc::new(jev::JevTools::new(gw.clone(), opts.agent.clone())),
         Arc::new(tasks::TaskTools::new(gw.clone(), owner)),
     ];
