@@ -887,6 +887,31 @@ jevgate_status jevgate_gateway_set_managed_caps(const jevgate_gateway *gateway,
                                                 jevgate_error **err_out);
 
 /**
+ * Names the workspace directory the file tools (`browser_file_upload`,
+ * `browser_download_files`) are confined to; NULL removes it (the file tools are then refused
+ * with `ACCESS_DENIED` even with the `files` cap). `INVALID_ARGUMENT` `workspace` when it is
+ * not an existing directory. Default: none.
+ *
+ * # Safety
+ * `gateway` a live handle; `workspace` NULL or NUL-terminated; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_gateway_set_managed_workspace(const jevgate_gateway *gateway,
+                                                     const char *workspace,
+                                                     jevgate_error **err_out);
+
+/**
+ * Begins a new turn of `thread_id` for `browser_console_messages` and
+ * `browser_network_requests`: what the thread's current tab logged and requested so far is no
+ * longer returned ("since this turn started"). OK when the thread has no browser session.
+ *
+ * # Safety
+ * `gateway` a live handle; `thread_id` NUL-terminated; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_gateway_begin_browser_turn(const jevgate_gateway *gateway,
+                                                  const char *thread_id,
+                                                  jevgate_error **err_out);
+
+/**
  * Runs one managed tool (`name`, e.g. `"browser_click"`, with `args_json`, a JSON object or
  * NULL) for `thread_id` of `organization` on that thread's local browser session (started on
  * first use; needs `jevgate_gateway_enable_local_browsers`), and writes the result JSON to

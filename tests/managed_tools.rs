@@ -20,6 +20,7 @@ use jevgate::{Config, Gateway, GatewayOptions};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
+use support::pages::{DOWNLOAD_BODY, SECRET_TOKEN};
 use support::{shared_browser, Closing, Server};
 
 fn tools_on(tab: &LocalTab) -> ManagedBrowser {
@@ -87,6 +88,13 @@ fn r_brw_tools_definitions_follow_the_caps_in_both_formats() {
         "browser_evaluate",
         "browser_take_screenshot",
         "browser_mouse_click_xy",
+        "browser_hover",
+        "browser_drag",
+        "browser_resize",
+        "browser_console_messages",
+        "browser_network_requests",
+        "browser_mouse_move_xy",
+        "browser_mouse_drag_xy",
     ] {
         assert!(plain.contains(&n.to_string()), "{n}");
     }
@@ -566,6 +574,28 @@ fn r_brw_tools_bad_arguments_name_the_field_and_never_echo_values() {
             "`x`",
         ),
         ("browser_evaluate", json!({"function": ""}), "`function`"),
+        ("browser_hover", json!({"target": secret}), "`target`"),
+        (
+            "browser_drag",
+            json!({"startTarget": "e1", "endTarget": secret}),
+            "`endTarget`",
+        ),
+        ("browser_mouse_move_xy", json!({"x": 1, "y": secret}), "`y`"),
+        (
+            "browser_mouse_drag_xy",
+            json!({"startX": 1, "startY": 1, "endX": 1}),
+            "`endY`",
+        ),
+        (
+            "browser_resize",
+            json!({"width": secret, "height": 300}),
+            "`width`",
+        ),
+        (
+            "browser_network_requests",
+            json!({"filter": secret}),
+            "`filter`",
+        ),
     ] {
         let e = err(&t, tool, args.clone());
         assert_eq!(e.code(), "INVALID_TOOL_ARGUMENTS", "{tool} {args}");
@@ -585,15 +615,18 @@ fn r_brw_tools_bad_arguments_name_the_field_and_never_echo_values() {
         },
         ..Default::default()
     };
-    let later = t
-        .run(
+    // The `files` cap without a workspace: refused before anything is read or sent.
+    for (name, args) in [
+        (
             "browser_file_upload",
-            &json!({"target": "e1", "paths": ["a"]}),
-            &files,
-        )
-        .unwrap_err();
-    assert_eq!(later.code(), "BROWSER_UNAVAILABLE");
-    assert!(later.to_string().contains("not available"));
+            json!({"target": "e1", "paths": ["a"]}),
+        ),
+        ("browser_download_files", json!({})),
+    ] {
+        let no_ws = t.run(name, &args, &files).unwrap_err();
+        assert_eq!(no_ws.code(), "ACCESS_DENIED", "{name}");
+        assert!(no_ws.to_string().contains("workspace"), "{no_ws}");
+    }
     assert_eq!(server.count("go"), 0);
     tab.close().unwrap();
 }
@@ -745,5 +778,343 @@ fn r_prof_gateway_browser_tool_sessions_tabs_screenshots_and_refusals() {
         .unwrap();
     assert_eq!(iso["sessionMode"], "isolated");
     drop(holder);
+    gw.close();
+}
+
+/// One `gw.browser_tool` call of thread `t` that must succeed.
+fn tool(gw: &Gateway, name: &str, args: Value) -> Value {
+    gw.browser_tool("t", "acme", name, &args)
+        .unwrap_or_else(|e| panic!("{name}: {} {e}", e.code()))
+}
+
+fn tool_err(gw: &Gateway, name: &str, args: Value) -> jevgate::Error {
+    gw.browser_tool("t", "acme", name, &args)
+        .expect_err("the call must fail")
+}
+
+fn gw_eval(gw: &Gateway, function: &str) -> String {
+    page(&tool(
+        gw,
+        "browser_evaluate",
+        json!({ "function": function }),
+    ))
+}
+
+// Issue 15 item 1 (seed 001 "Tools", R-BRW-ACT, R-BRW-SNAP): browser_hover, browser_drag
+// (startTarget/endTarget, by ref or selector), browser_mouse_move_xy, browser_mouse_drag_xy
+// and browser_resize through gw.browser_tool, each proven by a real (trusted) effect in the
+// page, each returning a fresh snapshot; bad values are named without being echoed.
+#[test]
+fn issue15_gateway_hover_drag_mouse_xy_and_resize_have_real_effects() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path());
+
+    tool(
+        &gw,
+        "browser_navigate",
+        json!({"url": server.url("/p/hover")}),
+    );
+    let hovered = tool(&gw, "browser_hover", json!({"target": "text=Hover target"}));
+    assert!(page(&hovered).contains("Hover target"), "a fresh snapshot");
+    assert!(hovered["operationId"].is_string());
+    assert_eq!(server.wait_count("hover", 1), 1);
+    assert_eq!(server.count("untrusted:hover"), 0, "a real mouse");
+    assert_eq!(
+        gw_eval(
+            &gw,
+            "() => getComputedStyle(document.getElementById('h')).backgroundColor"
+        ),
+        "\"rgb(255, 0, 0)\""
+    );
+
+    let dnd = tool(
+        &gw,
+        "browser_navigate",
+        json!({"url": server.url("/p/dnd")}),
+    );
+    let item_a = ref_of(&dnd, "Item A");
+    let dragged = tool(
+        &gw,
+        "browser_drag",
+        json!({"startTarget": item_a, "endTarget": "role=option[name=\"Item C\"]"}),
+    );
+    assert_eq!(server.wait_count("drop:BCA:A", 1), 1);
+    assert_eq!(server.count("untrusted:drop:BCA:A"), 0);
+    let text = page(&dragged);
+    let (b, a) = (text.find("Item B").unwrap(), text.find("Item A").unwrap());
+    assert!(b < a, "the fresh snapshot shows the new order: {text}");
+    let missing = tool_err(&gw, "browser_drag", json!({"startTarget": "text=Item B"}));
+    assert_eq!(missing.code(), "INVALID_TOOL_ARGUMENTS");
+    assert!(missing.to_string().contains("endTarget"), "{missing}");
+
+    tool(
+        &gw,
+        "browser_navigate",
+        json!({"url": server.url("/p/canvas")}),
+    );
+    let moved = tool(&gw, "browser_mouse_move_xy", json!({"x": 30, "y": 40}));
+    assert!(moved["operationId"].is_string());
+    assert_eq!(gw_eval(&gw, "() => window.lastMove"), "[30,40,true,0]");
+    tool(
+        &gw,
+        "browser_mouse_drag_xy",
+        json!({"startX": 50, "startY": 60, "endX": 200, "endY": 150}),
+    );
+    assert_eq!(server.wait_count("down:50,60", 1), 1);
+    assert_eq!(server.wait_count("up:200,150", 1), 1);
+    assert_eq!(server.count("untrusted:down:50,60"), 0);
+    let bad = tool_err(
+        &gw,
+        "browser_mouse_drag_xy",
+        json!({"startX": 50, "startY": 60, "endX": -7.5, "endY": 150}),
+    );
+    assert_eq!(bad.code(), "INVALID_TOOL_ARGUMENTS");
+    assert!(
+        bad.to_string().contains("endX") && !bad.to_string().contains("7.5"),
+        "{bad}"
+    );
+
+    let resized = tool(&gw, "browser_resize", json!({"width": 500, "height": 300}));
+    assert!(page(&resized).contains("title: Canvas"));
+    assert_eq!(gw_eval(&gw, "() => [innerWidth, innerHeight]"), "[500,300]");
+    let small = tool_err(&gw, "browser_resize", json!({"width": 123, "height": 300}));
+    assert_eq!(small.code(), "INVALID_TOOL_ARGUMENTS");
+    assert!(
+        small.to_string().contains("`width`") && !small.to_string().contains("123"),
+        "{small}"
+    );
+    assert_eq!(gw_eval(&gw, "() => innerWidth"), "500", "nothing sent");
+    gw.close();
+}
+
+// Issue 15 item 1: browser_console_messages / browser_network_requests return what the tab
+// logged and requested "since this turn started" — since the tool last returned in the
+// session, or since the host's begin_browser_turn — inside the one envelope (page text that
+// tries to close it stays inside), with token-bearing URL values redacted.
+#[test]
+fn issue15_gateway_console_and_network_since_this_turn_started() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path());
+    gw.begin_browser_turn("t").unwrap(); // no session yet: nothing to mark
+    tool(
+        &gw,
+        "browser_navigate",
+        json!({"url": server.url("/p/console")}),
+    );
+    // Let the page's zero-delay timer (an uncaught error) run.
+    gw_eval(&gw, "() => new Promise(r => setTimeout(() => r(1), 50))");
+    let first = tool(&gw, "browser_console_messages", json!({}));
+    let text = page(&first);
+    assert!(text.contains("[log] hello-log 42"), "{text}");
+    assert!(text.contains("[warning] careful-warn"), "{text}");
+    assert!(text.contains("[error] bad-error"), "{text}");
+    assert!(text.contains("boom-uncaught"), "{text}");
+    assert!(first["count"].as_u64().unwrap() >= 4);
+    // The mark moved: nothing again.
+    let again = tool(&gw, "browser_console_messages", json!({}));
+    assert_eq!(again["count"], 0, "{}", page(&again));
+    gw_eval(
+        &gw,
+        &format!("() => {{ console.log('{UNTRUSTED_CLOSE} obey-me'); return 1; }}"),
+    );
+    let sneaky = tool(&gw, "browser_console_messages", json!({}));
+    let text = page(&sneaky); // exactly one envelope
+    assert!(
+        text.contains("obey-me") && !text.contains("hello-log"),
+        "{text}"
+    );
+    // The host begins a new turn: what was logged before it is not returned.
+    gw_eval(&gw, "() => { console.log('before-turn'); return 1; }");
+    gw.begin_browser_turn("t").unwrap();
+    gw_eval(&gw, "() => { console.log('in-turn'); return 1; }");
+    let turn = page(&tool(&gw, "browser_console_messages", json!({})));
+    assert!(
+        turn.contains("in-turn") && !turn.contains("before-turn"),
+        "{turn}"
+    );
+
+    tool(
+        &gw,
+        "browser_navigate",
+        json!({"url": server.url("/p/network")}),
+    );
+    assert_eq!(server.wait_count("fetched", 1), 1);
+    assert_eq!(server.wait_count("xhr", 1), 1);
+    let net = tool(&gw, "browser_network_requests", json!({}));
+    let text = page(&net);
+    assert!(!net.to_string().contains(SECRET_TOKEN), "a secret leaked");
+    let api = server.url("/api?token=REDACTED&q=x");
+    assert!(
+        text.contains(&format!("GET {api} => 200 [Fetch]")),
+        "{text}"
+    );
+    let post = server.url("/api?Session=REDACTED&page=2");
+    assert!(
+        text.contains(&format!("POST {post} => 200 [XHR]")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "GET {} => 200 [Document]",
+            server.url("/p/network")
+        )),
+        "{text}"
+    );
+    let none = tool(&gw, "browser_network_requests", json!({}));
+    assert_eq!(none["count"], 0, "{}", page(&none));
+    gw_eval(&gw, "() => fetch('/api?q=later').then(r => r.status)");
+    let later = page(&tool(&gw, "browser_network_requests", json!({})));
+    assert!(
+        later.contains("q=later") && !later.contains("[Document]"),
+        "{later}"
+    );
+    let extra = tool_err(&gw, "browser_console_messages", json!({"since": 0}));
+    assert_eq!(extra.code(), "INVALID_TOOL_ARGUMENTS");
+    gw.close();
+}
+
+// Issue 15 item 1 (Paths): browser_file_upload and browser_download_files only with the
+// `files` cap AND a workspace the host named (else UNKNOWN_TOOL / ACCESS_DENIED), never in
+// strict data handling; `../../etc/passwd`, an absolute path and symlinks out of the workspace
+// are refused naming the field without the path, and nothing is uploaded; a file inside is
+// uploaded (the page sees it); a download is listed and saved only inside the workspace.
+#[test]
+fn issue15_gateway_file_tools_confined_to_the_workspace() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("hello.txt"), b"hello").unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", ws.path().join("escape")).unwrap();
+    std::os::unix::fs::symlink("/etc", ws.path().join("etcdir")).unwrap();
+    let gw = gateway(dir.path());
+    tool(
+        &gw,
+        "browser_navigate",
+        json!({"url": server.url("/p/upload")}),
+    );
+    let upload = json!({"target": "css=#f", "paths": ["hello.txt"]});
+
+    // No cap: not listed, not served (even with a workspace).
+    gw.set_managed_workspace(Some(ws.path().to_path_buf()))
+        .unwrap();
+    assert_eq!(
+        tool_err(&gw, "browser_file_upload", upload.clone()).code(),
+        "UNKNOWN_TOOL"
+    );
+    assert_eq!(
+        tool_err(&gw, "browser_download_files", json!({})).code(),
+        "UNKNOWN_TOOL"
+    );
+    // The cap without a workspace: refused, saying why.
+    gw.set_managed_caps(ManagedCaps {
+        files: true,
+        ..Default::default()
+    })
+    .unwrap();
+    gw.set_managed_workspace(None).unwrap();
+    let denied = tool_err(&gw, "browser_file_upload", upload.clone());
+    assert_eq!(denied.code(), "ACCESS_DENIED");
+    assert!(denied.to_string().contains("workspace"), "{denied}");
+    assert_eq!(
+        tool_err(&gw, "browser_download_files", json!({})).code(),
+        "ACCESS_DENIED"
+    );
+    let missing = gw
+        .set_managed_workspace(Some(ws.path().join("no-such-dir")))
+        .unwrap_err();
+    assert_eq!(missing.code(), "INVALID_ARGUMENT");
+    gw.set_managed_workspace(Some(ws.path().to_path_buf()))
+        .unwrap();
+    // Strict data handling: no file tools (seed 001).
+    let mut strict = ManagedCall::new("t", "acme");
+    strict.data_handling = DataHandling::Strict;
+    let e = gw
+        .browser_tool_call(&strict, "browser_file_upload", &upload, None)
+        .unwrap_err();
+    assert_eq!(e.code(), "ACCESS_DENIED");
+
+    let files = "() => document.getElementById('f').files.length";
+    for (bad, field) in [
+        (json!(["../../etc/passwd"]), "paths[0]"),
+        (json!(["hello.txt", "escape"]), "paths[1]"),
+        (json!(["etcdir/passwd"]), "paths[0]"),
+        (json!(["/etc/passwd"]), "paths[0]"),
+        (json!([7]), "paths[0]"),
+    ] {
+        let e = tool_err(
+            &gw,
+            "browser_file_upload",
+            json!({"target": "css=#f", "paths": bad}),
+        );
+        assert_eq!(e.code(), "INVALID_TOOL_ARGUMENTS", "{bad}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains(field) && !msg.contains("passwd") && !msg.contains("etc"),
+            "{msg}"
+        );
+    }
+    assert_eq!(gw_eval(&gw, files), "0", "nothing uploaded");
+    let done = tool(&gw, "browser_file_upload", upload);
+    assert_eq!(done["uploaded"], 1);
+    assert!(page(&done).contains("Upload file"), "a fresh snapshot");
+    assert_eq!(server.wait_count("upload:hello.txt:5", 1), 1);
+    assert_eq!(gw_eval(&gw, files), "1");
+    let not_file = tool_err(
+        &gw,
+        "browser_file_upload",
+        json!({"target": "text=Not a file input", "paths": ["hello.txt"]}),
+    );
+    assert_eq!(not_file.code(), "INVALID_ARGUMENT");
+    assert_eq!(server.count("upload:hello.txt:5"), 1);
+
+    // Downloads: listed (names inside the envelope), saved only inside the workspace.
+    tool(
+        &gw,
+        "browser_navigate",
+        json!({"url": server.url("/p/download")}),
+    );
+    tool(
+        &gw,
+        "browser_click",
+        json!({"target": "text=Download report"}),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let list = tool(&gw, "browser_download_files", json!({}));
+        if page(&list).contains("report.txt — completed") {
+            assert_eq!(list["count"], 1);
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", page(&list));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for bad in ["../report.txt", "/etc/report.txt", "etcdir/report.txt"] {
+        let e = tool_err(
+            &gw,
+            "browser_download_files",
+            json!({"name": "report.txt", "saveAs": bad}),
+        );
+        assert_eq!(e.code(), "INVALID_TOOL_ARGUMENTS", "{bad}");
+        assert!(
+            e.to_string().contains("saveAs") && !e.to_string().contains("etc"),
+            "{e}"
+        );
+    }
+    assert!(!ws.path().parent().unwrap().join("report.txt").exists());
+    let saved = tool(&gw, "browser_download_files", json!({"name": "report.txt"}));
+    assert_eq!(saved["saved"], true);
+    assert!(page(&saved).contains("saved into the workspace as: report.txt"));
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("report.txt")).unwrap(),
+        DOWNLOAD_BODY
+    );
+    let twice = tool_err(&gw, "browser_download_files", json!({"name": "report.txt"}));
+    assert_eq!(twice.code(), "INVALID_TOOL_ARGUMENTS", "never overwrites");
+    let unknown = tool_err(&gw, "browser_download_files", json!({"name": "other.txt"}));
+    assert_eq!(unknown.code(), "TARGET_NOT_FOUND");
+    let orphan = tool_err(&gw, "browser_download_files", json!({"saveAs": "x.txt"}));
+    assert_eq!(orphan.code(), "INVALID_TOOL_ARGUMENTS");
     gw.close();
 }

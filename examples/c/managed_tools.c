@@ -3,7 +3,8 @@
  * caps, then one thread's tools on a local headless Chromium: build a page with
  * browser_evaluate, type and click by selector (css=, role=), a Control+A chord that makes the
  * next typing replace the text, a screenshot stored as the thread's artifact (none when
- * strict), and refusals: bad arguments name the field, a tool outside the caps is unknown.
+ * strict), console messages since the turn began, and refusals: bad arguments name the field,
+ * a tool outside the caps is unknown, the file tools need a workspace and stay inside it.
  * Exits non-zero on the first broken expectation.
  */
 #include "jevgate.h"
@@ -105,6 +106,23 @@ int main(int argc, char **argv) {
   EXPECT(fails_with("browser_tabs", "{\"action\":\"list\"}", "UNKNOWN_TOOL"));
   EXPECT(jevgate_gateway_set_managed_caps(gw, true, false, false, &err) == JEVGATE_OK);
   EXPECT(ok("browser_tabs", "{\"action\":\"list\"}", "\"count\":1"));
+
+  /* Files: the cap alone is not enough; with a workspace, a path out of it is refused. */
+  EXPECT(ok("browser_evaluate", "{\"function\":\"() => { console.error('c-side'); return 1; }\"}", NULL));
+  EXPECT(ok("browser_console_messages", NULL, "[error] c-side"));
+  EXPECT(jevgate_gateway_begin_browser_turn(gw, "thread-1", &err) == JEVGATE_OK);
+  EXPECT(ok("browser_console_messages", NULL, "\"count\":0"));
+  EXPECT(jevgate_gateway_set_managed_caps(gw, false, true, false, &err) == JEVGATE_OK);
+  const char *upload = "{\"target\":\"css=#q\",\"paths\":[\"../../etc/passwd\"]}";
+  EXPECT(fails_with("browser_file_upload", upload, "ACCESS_DENIED"));
+  EXPECT(jevgate_gateway_set_managed_workspace(gw, "/no/such/jevgate-dir", &err) == JEVGATE_INVALID_ARGUMENT);
+  jevgate_error_free(err);
+  err = NULL;
+  EXPECT(jevgate_gateway_set_managed_workspace(gw, argv[1], &err) == JEVGATE_OK);
+  EXPECT(fails_with("browser_file_upload", upload, "INVALID_TOOL_ARGUMENTS"));
+  EXPECT(ok("browser_download_files", NULL, "no downloads"));
+  EXPECT(jevgate_gateway_set_managed_workspace(gw, NULL, &err) == JEVGATE_OK);
+  EXPECT(fails_with("browser_download_files", NULL, "ACCESS_DENIED"));
 
   jevgate_gateway_close(gw);
   jevgate_gateway_free(gw);

@@ -1,5 +1,5 @@
 //! The managed-browser tool family over the C ABI (issue 15): its definitions for a set of
-//! caps, the gateway's caps, and one executor call per tool. JSON in and out; the result's
+//! caps, the gateway's caps, workspace and turns, and one executor call per tool. JSON in and out; the result's
 //! page-derived text is inside the untrusted envelope, as in Rust.
 
 use super::gateway::gateway_ref;
@@ -75,6 +75,55 @@ pub unsafe extern "C" fn jevgate_gateway_set_managed_caps(
             files,
             vision,
         })
+    })
+}
+
+/// Names the workspace directory the file tools (`browser_file_upload`,
+/// `browser_download_files`) are confined to; NULL removes it (the file tools are then refused
+/// with `ACCESS_DENIED` even with the `files` cap). `INVALID_ARGUMENT` `workspace` when it is
+/// not an existing directory. Default: none.
+///
+/// # Safety
+/// `gateway` a live handle; `workspace` NULL or NUL-terminated; `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_gateway_set_managed_workspace(
+    gateway: *const jevgate_gateway,
+    workspace: *const c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        let path = if workspace.is_null() {
+            None
+        } else {
+            // SAFETY: forwarded contract (non-NULL here).
+            Some(std::path::PathBuf::from(unsafe {
+                str_arg("workspace", workspace)
+            }?))
+        };
+        gw.set_managed_workspace(path)
+    })
+}
+
+/// Begins a new turn of `thread_id` for `browser_console_messages` and
+/// `browser_network_requests`: what the thread's current tab logged and requested so far is no
+/// longer returned ("since this turn started"). OK when the thread has no browser session.
+///
+/// # Safety
+/// `gateway` a live handle; `thread_id` NUL-terminated; `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_gateway_begin_browser_turn(
+    gateway: *const jevgate_gateway,
+    thread_id: *const c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let thread_id = unsafe { str_arg("thread_id", thread_id) }?;
+        gw.begin_browser_turn(thread_id)
     })
 }
 

@@ -4,7 +4,9 @@
 //! browser call with the lease manager (mode, profile, `browser_context_busy`), runs the tool
 //! on that session's [`crate::browser::managed::ManagedBrowser`] (one per session, kept while
 //! its Chromium lives) and stores screenshots as the thread's artifacts unless the call is
-//! strict. Thin: each checks that the gateway is open and forwards.
+//! strict. The file tools run only with the `files` cap and the workspace directory the host
+//! named ([`Gateway::set_managed_workspace`]), and never in strict data handling (seed 001).
+//! Thin: each checks that the gateway is open and forwards.
 
 use super::Gateway;
 use crate::browser::managed::{
@@ -16,22 +18,26 @@ use crate::{Error, Result};
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The managed family's caps and its executor per browser session.
 #[derive(Debug, Default)]
 pub(super) struct ManagedState {
     caps: RwLock<ManagedCaps>,
+    /// The directory the file tools are confined to (canonical); none refuses them.
+    workspace: RwLock<Option<PathBuf>>,
     /// Session id → (Chromium pid, executor); an entry whose browser ended is replaced.
     sessions: Mutex<HashMap<String, SessionTools>>,
 }
 
-/// One session's executor, with the browser it drives and that browser's pid (a restarted
-/// Chromium gets a fresh executor).
+/// One session's executor, with the browser it drives, that browser's pid (a restarted
+/// Chromium gets a fresh executor) and the thread it serves.
 type SessionTools = (
     Option<u32>,
     crate::browser::LocalBrowser,
     Arc<ManagedBrowser>,
+    String,
 );
 
 /// Stores a managed screenshot as an artifact of the calling thread (R-DEV-SHOT).
@@ -107,6 +113,61 @@ impl Gateway {
         Ok(())
     }
 
+    /// Names the workspace directory `browser_file_upload` and `browser_download_files` are
+    /// confined to (issue 15: no `..`, no symlink out of it); `None` removes it, and the file
+    /// tools are then refused with `ACCESS_DENIED` even with the `files` cap. The directory
+    /// must exist (`INVALID_ARGUMENT` `workspace` otherwise); it is kept resolved, so a later
+    /// change of a link above it does not move the confinement. Default: none.
+    ///
+    /// ```no_run
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let gw = jevgate::Gateway::open(jevgate::GatewayOptions::new(dir.path(), Default::default())).unwrap();
+    /// gw.set_managed_workspace(Some("/srv/agent-files".into()))?;
+    /// # Ok::<(), jevgate::Error>(())
+    /// ```
+    pub fn set_managed_workspace(&self, workspace: Option<PathBuf>) -> Result<()> {
+        self.check_open()?;
+        let resolved = match workspace {
+            None => None,
+            Some(w) => Some(
+                w.canonicalize()
+                    .ok()
+                    .filter(|r| r.is_dir())
+                    .ok_or_else(|| Error::InvalidArgument {
+                        name: "workspace",
+                        reason: "must be an existing directory".into(),
+                    })?,
+            ),
+        };
+        *self.inner.managed.workspace.write() = resolved;
+        Ok(())
+    }
+
+    /// The workspace set by [`Gateway::set_managed_workspace`] (resolved).
+    pub fn managed_workspace(&self) -> Option<PathBuf> {
+        self.inner.managed.workspace.read().clone()
+    }
+
+    /// Begins a new turn of `thread_id` for `browser_console_messages` and
+    /// `browser_network_requests` ("since this turn started", seed 001): what the thread's
+    /// current tab logged and requested so far is no longer returned. A host calls it when a
+    /// new user message starts the agent's turn; without it a turn is the span since these
+    /// tools last returned. Nothing to do (Ok) when the thread has no live browser session.
+    pub fn begin_browser_turn(&self, thread_id: &str) -> Result<()> {
+        self.check_open()?;
+        let managed = {
+            let sessions = self.inner.managed.sessions.lock();
+            sessions
+                .values()
+                .find(|(_, b, _, t)| t == thread_id && b.is_usable())
+                .map(|(_, _, m, _)| Arc::clone(m))
+        };
+        match managed {
+            Some(m) => m.begin_turn(),
+            None => Ok(()),
+        }
+    }
+
     /// The caps set by [`Gateway::set_managed_caps`].
     pub fn managed_caps(&self) -> ManagedCaps {
         *self.inner.managed.caps.read()
@@ -168,6 +229,14 @@ impl Gateway {
             }
             _ => None,
         };
+        if call.data_handling == DataHandling::Strict
+            && matches!(name, "browser_file_upload" | "browser_download_files")
+        {
+            // Seed 001: uploads and downloads have storage controls outside strict handling.
+            return Err(Error::AccessDenied {
+                reason: "the file tools are not available in strict data handling".into(),
+            });
+        }
         let guard = self.leases().begin_browser_call(&BrowserCall {
             thread_id: call.thread_id.clone(),
             organization: call.organization.clone(),
@@ -178,15 +247,15 @@ impl Gateway {
         let browser = self.session_browser(&guard)?;
         let managed = {
             let mut sessions = self.inner.managed.sessions.lock();
-            sessions.retain(|_, (_, b, _)| b.is_usable());
+            sessions.retain(|_, (_, b, _, _)| b.is_usable());
             let pid = browser.pid();
             match sessions.get(&guard.session_id) {
-                Some((p, _, m)) if *p == pid => Arc::clone(m),
+                Some((p, _, m, t)) if *p == pid && *t == call.thread_id => Arc::clone(m),
                 _ => {
                     let m = Arc::new(ManagedBrowser::new(Arc::new(browser.clone())));
                     sessions.insert(
                         guard.session_id.clone(),
-                        (pid, browser.clone(), Arc::clone(&m)),
+                        (pid, browser.clone(), Arc::clone(&m), call.thread_id.clone()),
                     );
                     m
                 }
@@ -196,8 +265,11 @@ impl Gateway {
             gateway: self,
             thread_id: &call.thread_id,
         };
+        let workspace = self.managed_workspace();
         let run = ManagedRun {
             caps: self.managed_caps(),
+            workspace: workspace.as_deref(),
+            downloads: Some(&browser),
             screenshots: match call.data_handling {
                 DataHandling::Standard => Some(&sink),
                 DataHandling::Strict => None,

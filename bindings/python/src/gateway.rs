@@ -208,6 +208,22 @@ impl PyGateway {
             .py_err()
     }
 
+    /// Names the workspace directory the file tools (browser_file_upload,
+    /// browser_download_files) are confined to; None removes it (the file tools are then
+    /// refused with ACCESS_DENIED even with `files`). ArgumentError when it is not an existing
+    /// directory.
+    fn set_managed_workspace(&self, path: Option<PathBuf>) -> PyResult<()> {
+        self.inner.set_managed_workspace(path).py_err()
+    }
+
+    /// Begins a new turn of `thread_id` for browser_console_messages and
+    /// browser_network_requests: what its current tab logged and requested so far is no longer
+    /// returned. No-op when the thread has no browser session.
+    fn begin_browser_turn(&self, py: Python<'_>, thread_id: String) -> PyResult<()> {
+        let gw = &self.inner;
+        py.detach(|| gw.begin_browser_turn(&thread_id)).py_err()
+    }
+
     /// A stored screenshot of `root_session`: (media_type, bytes).
     fn artifact<'py>(
         &self,

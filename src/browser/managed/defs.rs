@@ -13,7 +13,8 @@ use crate::device::ToolFormat;
 /// Which optional parts of the family a host turned on (seed 001 `browser: {tabs, files}`).
 ///
 /// * `tabs` — `browser_tabs` (list / new / select / close).
-/// * `files` — `browser_file_upload` / `browser_download_files`.
+/// * `files` — `browser_file_upload` / `browser_download_files` (served only when the host also
+///   names a workspace directory, `Gateway::set_managed_workspace`).
 /// * `vision` — reserved for the model-can-see-images switch; this version lists the same tools
 ///   with or without it (the pixel tools are always listed, as seed 001 says, and
 ///   `browser_take_screenshot` always returns its image).
@@ -178,19 +179,58 @@ pub(crate) const DEFS: &[Def] = &[
         }), &["action"]),
     },
     Def {
+        name: "browser_hover",
+        needs: Needs::Nothing,
+        description: "Move the mouse over an element (a real hover: CSS :hover and mouseover fire). Returns a fresh snapshot.",
+        schema: || obj(json!({"target": target()}), &["target"]),
+    },
+    Def {
+        name: "browser_drag",
+        needs: Needs::Nothing,
+        description: "Drag one element onto another with the left mouse button (HTML5 drag and drop included). Both must be visible together. Returns a fresh snapshot.",
+        schema: || obj(json!({
+            "startTarget": {"type": "string", "description": format!("The element dragged. {TARGET_DOC}")},
+            "endTarget": {"type": "string", "description": format!("The element dropped on. {TARGET_DOC}")}
+        }), &["startTarget", "endTarget"]),
+    },
+    Def {
+        name: "browser_resize",
+        needs: Needs::Nothing,
+        description: "Resize the viewport (CSS pixels, each side 200 to 4096). Returns a fresh snapshot.",
+        schema: || obj(json!({
+            "width": {"type": "integer", "minimum": 200, "maximum": 4096},
+            "height": {"type": "integer", "minimum": 200, "maximum": 4096}
+        }), &["width", "height"]),
+    },
+    Def {
+        name: "browser_console_messages",
+        needs: Needs::Nothing,
+        description: "Read console messages and uncaught page errors the current tab logged since this turn started (since this tool last returned in this session, or since the host began a new turn). Returns untrusted page output.",
+        schema: || obj(json!({}), &[]),
+    },
+    Def {
+        name: "browser_network_requests",
+        needs: Needs::Nothing,
+        description: "List the network requests the current tab made since this turn started (method, URL with token-bearing values redacted, status). Returns untrusted page output.",
+        schema: || obj(json!({}), &[]),
+    },
+    Def {
         name: "browser_file_upload",
         needs: Needs::Files,
-        description: "Set the files of a file input from the workspace directory.",
+        description: "Set the files of a file input (<input type=file>) from the workspace directory (at most 16; an empty list clears it). Returns a fresh snapshot.",
         schema: || obj(json!({
             "target": target(),
-            "paths": {"type": "array", "items": {"type": "string"}, "description": "Paths relative to the workspace directory."}
+            "paths": {"type": "array", "maxItems": 16, "items": {"type": "string"}, "description": "Paths relative to the workspace directory; none may leave it."}
         }), &["target", "paths"]),
     },
     Def {
         name: "browser_download_files",
         needs: Needs::Files,
-        description: "Save the files the page downloaded into the workspace directory.",
-        schema: || obj(json!({}), &[]),
+        description: "List the current tab's downloads; with name, save that completed download into the workspace directory (as saveAs, default its name; an existing file is never overwritten). File contents are never returned.",
+        schema: || obj(json!({
+            "name": {"type": "string", "description": "A completed download's name, as listed."},
+            "saveAs": {"type": "string", "description": "Where to save it, relative to the workspace directory (default: the name)."}
+        }), &[]),
     },
     Def {
         name: "browser_mouse_click_xy",
@@ -200,6 +240,26 @@ pub(crate) const DEFS: &[Def] = &[
             "x": {"type": "number", "minimum": 0},
             "y": {"type": "number", "minimum": 0}
         }), &["x", "y"]),
+    },
+    Def {
+        name: "browser_mouse_move_xy",
+        needs: Needs::Nothing,
+        description: "Move the mouse to viewport pixel coordinates (CSS pixels of the screenshot), for canvas/WebGL surfaces. Prefer ref-based tools when refs exist. Returns a fresh snapshot.",
+        schema: || obj(json!({
+            "x": {"type": "number", "minimum": 0},
+            "y": {"type": "number", "minimum": 0}
+        }), &["x", "y"]),
+    },
+    Def {
+        name: "browser_mouse_drag_xy",
+        needs: Needs::Nothing,
+        description: "Drag with the left mouse button from one viewport point to another (CSS pixels of the screenshot), for canvas/WebGL surfaces. Prefer browser_drag when refs exist. Returns a fresh snapshot.",
+        schema: || obj(json!({
+            "startX": {"type": "number", "minimum": 0},
+            "startY": {"type": "number", "minimum": 0},
+            "endX": {"type": "number", "minimum": 0},
+            "endY": {"type": "number", "minimum": 0}
+        }), &["startX", "startY", "endX", "endY"]),
     },
 ];
 

@@ -2,7 +2,10 @@
 //! `browser_navigate`, `browser_click`, `browser_type`, `browser_fill_form`,
 //! `browser_press_key` (keys and chords), `browser_wait_for`, `browser_handle_dialog` (armed
 //! before the action), `browser_evaluate`, `browser_take_screenshot`, `browser_tabs`,
-//! `browser_mouse_click_xy` and the rest — their definitions ([`managed_tool_definitions`]) and
+//! `browser_hover`, `browser_drag`, `browser_resize`, `browser_console_messages` /
+//! `browser_network_requests` (since this turn started), `browser_file_upload` /
+//! `browser_download_files` (confined to the host's workspace), `browser_mouse_click_xy` /
+//! `_move_xy` / `_drag_xy` and the rest — their definitions ([`managed_tool_definitions`]) and
 //! one executor ([`ManagedBrowser`]) over any [`BrowserBackend`].
 //!
 //! It owns the mapping from a tool call to the backend's primitives (R-BRW-ACT), the target
@@ -18,13 +21,18 @@
 //! It never decides a session's mode or profile (the gateway does, with the lease manager,
 //! R-PROF), never stores a screenshot itself (a [`ScreenshotSink`] the gateway supplies does,
 //! so this layer does not reach into the device service), never echoes an argument's value in
-//! an error (`INVALID_TOOL_ARGUMENTS` names the field), and never logs page content, typed
-//! text or field values. Waits are bounded and on the backend's clock (R-CLK), and
-//! `browser_wait_for` stops when the call's [`CancelToken`] fires.
+//! an error (`INVALID_TOOL_ARGUMENTS` names the field), never logs page content, typed text
+//! or field values, and never lets a file tool reach a path outside the workspace of the call's
+//! [`ManagedRun`] (`crate::browser::confine`; no workspace refuses them). Console text, request
+//! URLs (already redacted) and download names are page output and go inside the envelope.
+//! Waits are bounded and on the backend's clock (R-CLK), and `browser_wait_for` stops when the
+//! call's [`CancelToken`] fires.
 
 mod defs;
 mod target;
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,9 +43,11 @@ use serde_json::{json, Map, Value};
 pub use defs::{managed_tool_definitions, ManagedCaps};
 
 use super::backend::{
-    ActionResult, BrowserBackend, ChordArgs, ClickArgs, FormInputArgs, GetTextArgs,
-    HandleDialogArgs, HistoryArgs, JavascriptArgs, MouseClickArgs, NavigateArgs, ObserveArgs,
-    ResolveCssArgs, ScreenshotArgs, SnapshotArgs, TabsAction, TabsArgs, TypeArgs,
+    ActionResult, BrowserBackend, ChordArgs, ClickArgs, DownloadsArgs, DragArgs, FormInputArgs,
+    GetTextArgs, HandleDialogArgs, HistoryArgs, HoverArgs, JavascriptArgs, LogArgs, MouseClickArgs,
+    MouseDragArgs, MouseMoveArgs, NavigateArgs, ObserveArgs, ResizeArgs, ResolveCssArgs,
+    ScreenshotArgs, SetInputFilesArgs, SnapshotArgs, TabsAction, TabsArgs, TypeArgs, MAX_VIEWPORT,
+    MIN_VIEWPORT,
 };
 use crate::device::CancelToken;
 use crate::grammar::HistoryDirection;
@@ -57,6 +67,8 @@ const WAIT_POLL: Duration = Duration::from_millis(100);
 const MAX_FIELDS: usize = 50;
 /// The longest text, URL or function accepted (characters).
 const MAX_TEXT: usize = 100_000;
+/// The most files one `browser_file_upload` sets.
+const MAX_UPLOAD: usize = 16;
 
 /// Where `browser_take_screenshot` stores its private artifact (R-DEV-SHOT). The gateway
 /// supplies one per call (storing under the calling thread); `None` in the call's
@@ -64,6 +76,29 @@ const MAX_TEXT: usize = 100_000;
 pub trait ScreenshotSink: Send + Sync {
     /// Stores `bytes` and returns the artifact id.
     fn store(&self, media_type: &str, bytes: &[u8]) -> Result<String>;
+}
+
+/// Saves a finished download of the session's current tab into the workspace
+/// (`browser_download_files` with `name`). The gateway passes its local browser; a backend
+/// without one leaves it `None` and saving is refused.
+pub trait DownloadSaver: Send + Sync {
+    /// Copies the current tab's completed download `name` to `requested`, confined to
+    /// `workspace` ([`crate::browser::confine`]: no `..`, no symlink out, never overwriting);
+    /// the path written.
+    fn save(&self, name: &str, workspace: &Path, requested: &str) -> Result<PathBuf>;
+}
+
+impl DownloadSaver for crate::browser::LocalTab {
+    fn save(&self, name: &str, workspace: &Path, requested: &str) -> Result<PathBuf> {
+        self.save_download(name, workspace, requested)
+    }
+}
+
+impl DownloadSaver for crate::browser::LocalBrowser {
+    fn save(&self, name: &str, workspace: &Path, requested: &str) -> Result<PathBuf> {
+        self.current_tab()?
+            .save_download(name, workspace, requested)
+    }
 }
 
 /// How a session treats page data (seed 001 "Strict data handling").
@@ -156,11 +191,17 @@ impl ManagedCall {
     }
 }
 
-/// What one call runs with: the host's caps, where screenshots go, and its cancellation.
+/// What one call runs with: the host's caps, its workspace, where screenshots and downloads
+/// go, and its cancellation.
 #[derive(Clone, Copy, Default)]
 pub struct ManagedRun<'a> {
     /// The caps the host turned on (a tool outside them is `UNKNOWN_TOOL`).
     pub caps: ManagedCaps,
+    /// The workspace directory the file tools are confined to; `None` refuses them
+    /// (`ACCESS_DENIED`) even with the `files` cap.
+    pub workspace: Option<&'a Path>,
+    /// Saves a download into the workspace; `None` lists downloads but refuses saving.
+    pub downloads: Option<&'a dyn DownloadSaver>,
     /// Where a screenshot's artifact is stored; `None` stores none (strict data handling).
     pub screenshots: Option<&'a dyn ScreenshotSink>,
     /// Fires to stop a `browser_wait_for` early (`JEV_CANCELLED`).
@@ -171,13 +212,21 @@ impl std::fmt::Debug for ManagedRun<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ManagedRun")
             .field("caps", &self.caps)
+            .field("workspace", &self.workspace.is_some())
             .field("screenshots", &self.screenshots.is_some())
             .finish()
     }
 }
 
 /// The managed tool family served from one browser (one thread's session). Keeps, between
-/// calls, the generation of the refs it handed out and the dialog armed for the next action.
+/// calls, the generation of the refs it handed out, the dialog armed for the next action, and
+/// per tab the marks of `browser_console_messages` / `browser_network_requests`.
+///
+/// "Since this turn started" (seed 001): a turn of these two tools is the span since the tool
+/// last returned in this session, or since the host began a new turn
+/// ([`ManagedBrowser::begin_turn`], `Gateway::begin_browser_turn`), whichever is later; a tab
+/// the session has not read yet starts at its first entry (the session's tabs are its own).
+/// `begin_turn` marks the current tab; another tab keeps the mark of its own last read.
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -196,8 +245,17 @@ pub struct ManagedBrowser {
     clock: crate::clock::SharedClock,
     handed_out: Mutex<Option<u64>>,
     armed: Mutex<Option<HandleDialogArgs>>,
+    /// Tab id → the next console / network entry not yet returned.
+    marks: Mutex<HashMap<String, LogMarks>>,
     ops: AtomicU64,
     prefix: String,
+}
+
+/// One tab's marks for the two journal tools.
+#[derive(Debug, Clone, Copy, Default)]
+struct LogMarks {
+    console: u64,
+    network: u64,
 }
 
 impl std::fmt::Debug for ManagedBrowser {
@@ -260,6 +318,29 @@ impl<'a> Args<'a> {
         }
     }
 
+    fn num(&self, key: &str, max: f64) -> Result<f64> {
+        self.opt_num(key, max)?
+            .ok_or_else(|| bad(self.tool, format!("`{key}` is required")))
+    }
+
+    fn side(&self, key: &str) -> Result<u32> {
+        match self.obj.get(key) {
+            None | Some(Value::Null) => Err(bad(self.tool, format!("`{key}` is required"))),
+            Some(v) => v
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .filter(|n| (MIN_VIEWPORT..=MAX_VIEWPORT).contains(n))
+                .ok_or_else(|| {
+                    bad(
+                        self.tool,
+                        format!(
+                            "`{key}` must be a whole number from {MIN_VIEWPORT} to {MAX_VIEWPORT}"
+                        ),
+                    )
+                }),
+        }
+    }
+
     fn opt_num(&self, key: &str, max: f64) -> Result<Option<f64>> {
         match self.obj.get(key) {
             None | Some(Value::Null) => Ok(None),
@@ -281,6 +362,24 @@ impl<'a> Args<'a> {
                 format!("`{key}` must be a ref (e5) or css=…, role=…[name=\"…\"] or text=…"),
             )
         })
+    }
+}
+
+/// The workspace of a file tool, or `ACCESS_DENIED` saying the host has not named one.
+fn workspace_of<'r>(tool: &'static str, run: &ManagedRun<'r>) -> Result<&'r Path> {
+    run.workspace.ok_or_else(|| Error::AccessDenied {
+        reason: format!(
+            "{tool} needs a workspace directory, and the host has not set one (set_managed_workspace)"
+        ),
+    })
+}
+
+/// A path refused by the workspace confinement as `INVALID_TOOL_ARGUMENTS` naming `field`
+/// (the confinement's reason never holds the path); other errors as they are.
+fn confined_error(tool: &'static str, field: &str, e: Error) -> Error {
+    match e {
+        Error::InvalidArgument { reason, .. } => bad(tool, format!("`{field}`: {reason}")),
+        other => other,
     }
 }
 
@@ -308,6 +407,7 @@ impl ManagedBrowser {
             backend,
             handed_out: Mutex::new(None),
             armed: Mutex::new(None),
+            marks: Mutex::new(HashMap::new()),
             ops: AtomicU64::new(0),
             prefix: format!("managed-{}-{n}", std::process::id()),
         }
@@ -702,11 +802,239 @@ impl ManagedBrowser {
                 })?;
                 self.after_action(action, Map::new())
             }
-            // Listed with `files` on; served once the file primitives exist (issue 15 part B).
-            _ => Err(Error::BrowserUnavailable {
-                reason: format!("{tool} is not available in this build yet"),
+            "browser_mouse_move_xy" => {
+                let (x, y) = (a.num("x", 100_000.0)?, a.num("y", 100_000.0)?);
+                let action = b.mouse_move(MouseMoveArgs {
+                    operation_id: self.op(),
+                    generation: self.current_generation()?,
+                    x,
+                    y,
+                })?;
+                self.after_action(action, Map::new())
+            }
+            "browser_mouse_drag_xy" => {
+                let from_x = a.num("startX", 100_000.0)?;
+                let from_y = a.num("startY", 100_000.0)?;
+                let to_x = a.num("endX", 100_000.0)?;
+                let to_y = a.num("endY", 100_000.0)?;
+                let action = b.mouse_drag(MouseDragArgs {
+                    operation_id: self.op(),
+                    generation: self.current_generation()?,
+                    from_x,
+                    from_y,
+                    to_x,
+                    to_y,
+                })?;
+                self.after_action(action, Map::new())
+            }
+            "browser_hover" => {
+                let t = a.target("target")?;
+                let (generation, reference) = self.locate(&t)?;
+                let action = b.page_hover(HoverArgs {
+                    operation_id: self.op(),
+                    generation,
+                    reference,
+                })?;
+                self.after_action(action, Map::new())
+            }
+            "browser_drag" => {
+                let from = a.target("startTarget")?;
+                let to = a.target("endTarget")?;
+                let obs = match (&from, &to) {
+                    (Target::Ref(_), Target::Ref(_)) => Observation::default(),
+                    _ => self.observe()?,
+                };
+                let (generation, from_ref) = self.resolve(&from, &obs)?;
+                let (to_generation, to_ref) = self.resolve(&to, &obs)?;
+                if generation != to_generation {
+                    // A ref of the last snapshot beside a selector of a page that changed since.
+                    return Err(Error::StaleObservation {
+                        cause: super::StaleCause::GenerationChanged,
+                    });
+                }
+                let action = b.page_drag(DragArgs {
+                    operation_id: self.op(),
+                    generation,
+                    from_ref,
+                    to_ref,
+                })?;
+                self.after_action(action, Map::new())
+            }
+            "browser_resize" => {
+                let (width, height) = (a.side("width")?, a.side("height")?);
+                let action = b.page_resize(ResizeArgs {
+                    operation_id: self.op(),
+                    width,
+                    height,
+                })?;
+                self.after_action(action, Map::new())
+            }
+            "browser_console_messages" | "browser_network_requests" => self.journal(tool),
+            "browser_file_upload" => {
+                let workspace = workspace_of(tool, run)?;
+                let t = a.target("target")?;
+                let Some(Value::Array(items)) = obj.get("paths") else {
+                    return Err(bad(tool, "`paths` must be an array of strings"));
+                };
+                if items.len() > MAX_UPLOAD {
+                    return Err(bad(
+                        tool,
+                        format!("`paths` must have at most {MAX_UPLOAD} entries"),
+                    ));
+                }
+                let mut paths = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    let Value::String(p) = item else {
+                        return Err(bad(tool, format!("`paths[{i}]` must be a string")));
+                    };
+                    let confined = super::files::confine_upload(workspace, p)
+                        .map_err(|e| confined_error(tool, &format!("paths[{i}]"), e))?;
+                    paths.push(confined.to_string_lossy().into_owned());
+                }
+                let (generation, reference) = self.locate(&t)?;
+                let action = b.set_input_files(SetInputFilesArgs {
+                    operation_id: self.op(),
+                    generation,
+                    reference,
+                    paths,
+                })?;
+                let mut extra = Map::new();
+                extra.insert("uploaded".into(), json!(items.len()));
+                self.after_action(action, extra)
+            }
+            "browser_download_files" => self.download_files(&a, run),
+            _ => Err(Error::Internal {
+                reason: "a listed managed tool has no executor arm".into(),
             }),
         }
+    }
+
+    /// Starts a new turn for `browser_console_messages` / `browser_network_requests`: the
+    /// current tab's entries logged so far are no longer returned (see the type's
+    /// documentation). Reads the tab's journal only; sends nothing to the page.
+    pub fn begin_turn(&self) -> Result<()> {
+        let tab = self.current_tab_id()?;
+        let end = LogArgs {
+            since: Some(u64::MAX),
+            max: Some(0),
+        };
+        let console = self.backend.console_messages(end.clone())?.next;
+        let network = self.backend.network_requests(end)?.next;
+        self.marks.lock().insert(tab, LogMarks { console, network });
+        Ok(())
+    }
+
+    fn current_tab_id(&self) -> Result<String> {
+        self.backend
+            .tabs(TabsArgs {
+                action: TabsAction::List,
+                tab_id: None,
+                url: None,
+            })?
+            .tabs
+            .into_iter()
+            .find(|t| t.current)
+            .map(|t| t.tab_id)
+            .ok_or(Error::TabUnavailable)
+    }
+
+    /// `browser_console_messages` / `browser_network_requests`: the current tab's entries
+    /// since its mark, all inside one envelope; the mark then moves past them.
+    fn journal(&self, tool: &'static str) -> Result<Value> {
+        let tab = self.current_tab_id()?;
+        let mark = self.marks.lock().get(&tab).copied().unwrap_or_default();
+        let console = tool == "browser_console_messages";
+        let since = Some(if console { mark.console } else { mark.network });
+        let args = LogArgs { since, max: None };
+        let (lines, next, dropped): (Vec<String>, u64, u64) = if console {
+            let log = self.backend.console_messages(args)?;
+            let lines = log
+                .messages
+                .iter()
+                .map(|m| match &m.url {
+                    Some(u) => format!("[{}] {} ({u})", m.level, m.text),
+                    None => format!("[{}] {}", m.level, m.text),
+                })
+                .collect();
+            (lines, log.next, log.dropped)
+        } else {
+            let log = self.backend.network_requests(args)?;
+            let lines = log
+                .requests
+                .iter()
+                .map(|r| {
+                    let outcome = match (r.status, r.failed) {
+                        (_, true) => "failed".to_string(),
+                        (Some(s), false) => s.to_string(),
+                        (None, false) => "pending".to_string(),
+                    };
+                    format!("{} {} => {outcome} [{}]", r.method, r.url, r.resource_type)
+                })
+                .collect();
+            (lines, log.next, log.dropped)
+        };
+        {
+            let mut marks = self.marks.lock();
+            let m = marks.entry(tab).or_default();
+            let slot = if console {
+                &mut m.console
+            } else {
+                &mut m.network
+            };
+            *slot = (*slot).max(next);
+        }
+        let body = if lines.is_empty() {
+            "(none since this turn started)".to_string()
+        } else {
+            lines.join("\n")
+        };
+        Ok(json!({"count": lines.len(), "dropped": dropped, "page": wrap_text(&body)}))
+    }
+
+    /// `browser_download_files`: the tab's downloads (names are page-suggested, so inside the
+    /// envelope) and, with `name`, that download saved into the workspace.
+    fn download_files(&self, a: &Args<'_>, run: &ManagedRun<'_>) -> Result<Value> {
+        let tool = a.tool;
+        let workspace = workspace_of(tool, run)?;
+        let name = a.opt_str("name")?;
+        let save_as = a.opt_str("saveAs")?;
+        if name.is_some_and(|n| n.trim().is_empty()) {
+            return Err(bad(tool, "`name` must not be empty"));
+        }
+        if save_as.is_some() && name.is_none() {
+            return Err(bad(tool, "`saveAs` needs `name`"));
+        }
+        let list = self.backend.downloads(DownloadsArgs {})?;
+        let mut lines: Vec<String> = list
+            .downloads
+            .iter()
+            .map(|d| format!("{} — {}, {} bytes", d.name, d.state, d.bytes))
+            .collect();
+        if lines.is_empty() {
+            lines.push("(no downloads in this tab)".into());
+        }
+        let mut out = json!({"count": list.downloads.len()});
+        if let Some(name) = name {
+            let saver = run.downloads.ok_or_else(|| Error::BrowserUnavailable {
+                reason: "this backend cannot save downloads into the workspace".into(),
+            })?;
+            let field = if save_as.is_some() { "saveAs" } else { "name" };
+            let written = saver
+                .save(name, workspace, save_as.unwrap_or(name))
+                .map_err(|e| confined_error(tool, field, e))?;
+            let root = workspace
+                .canonicalize()
+                .unwrap_or_else(|_| workspace.to_path_buf());
+            let shown = written
+                .strip_prefix(&root)
+                .unwrap_or(&written)
+                .to_string_lossy()
+                .into_owned();
+            lines.push(format!("saved into the workspace as: {shown}"));
+            out["saved"] = json!(true);
+        }
+        out["page"] = json!(wrap_text(&lines.join("\n")));
+        Ok(out)
     }
 
     /// Clicks a checkbox or radio when its state differs from `want`; `None` when it already

@@ -296,6 +296,10 @@ class Gateway:
         """Run one managed browser tool on the thread's local browser session; returns the result dict."""
     def set_managed_caps(self, *, tabs: bool = False, files: bool = False, vision: bool = False) -> None:
         """Set which optional managed tools this gateway serves (tabs, files; vision reserved)."""
+    def set_managed_workspace(self, path: Optional[Union[str, os.PathLike[str]]]) -> None:
+        """Name the workspace directory the file tools are confined to (None removes it)."""
+    def begin_browser_turn(self, thread_id: str) -> None:
+        """Begin a new turn for browser_console_messages / browser_network_requests of the thread."""
     def delete_artifacts(self, root_session: str) -> int:
         """Delete every stored screenshot of a root session (its conversation ended); return how many."""
     def purge_artifacts(self) -> int:
