@@ -24,6 +24,9 @@ use crate::observation::{Navigation, Observation, ScrollPosition, Truncated};
 use crate::untrusted::wrap_text;
 use crate::{Error, Result};
 
+/// How long a click on a link or submit control waits for the navigation to start.
+const NAV_GRACE: Duration = Duration::from_millis(300);
+
 /// Title and URL budgets (R-BRW-OBS `truncated.title` / `truncated.url`).
 const MAX_TITLE: usize = 300;
 const MAX_URL: usize = 2048;
@@ -512,9 +515,12 @@ impl LocalTab {
 
     fn click(&self, a: &ClickArgs, sent: &Sent) -> Result<ActionResult> {
         let obs = self.tab.check_generation(a.generation)?;
-        let (x, y) = self.point_of(&obs, &a.reference)?;
+        let (x, y, navigates) = self.point_and_nav(&obs, &a.reference)?;
         let before = self.started_seq();
         self.mouse_click_at(x, y, sent)?;
+        if navigates {
+            self.nav_grace(before);
+        }
         Ok(self.result(&a.operation_id, "page_click", a.generation, before))
     }
 
@@ -525,6 +531,16 @@ impl LocalTab {
         obs: &super::frames::Observed,
         reference: &str,
     ) -> Result<(f64, f64)> {
+        self.point_and_nav(obs, reference).map(|(x, y, _)| (x, y))
+    }
+
+    /// [`Self::point_of`], and whether the element is a link or a form's submit control (a
+    /// click on it usually starts a navigation; main-frame elements only).
+    fn point_and_nav(
+        &self,
+        obs: &super::frames::Observed,
+        reference: &str,
+    ) -> Result<(f64, f64, bool)> {
         let scope = self.scope_of(obs, reference)?;
         self.check_frames(obs)?;
         Ok(if scope.n == 0 {
@@ -534,13 +550,26 @@ impl LocalTab {
             (
                 v["x"].as_f64().unwrap_or(0.0),
                 v["y"].as_f64().unwrap_or(0.0),
+                v["nav"].as_bool().unwrap_or(false),
             )
         } else {
             self.frame_point(obs, scope.n, &scope.inner)?;
             self.settle_frames(obs, scope.n)?;
             // the point again, on the drawn page (a scroll may have moved it)
-            self.frame_point(obs, scope.n, &scope.inner)?
+            let (x, y) = self.frame_point(obs, scope.n, &scope.inner)?;
+            (x, y, false)
         })
+    }
+
+    /// After a click on a link or submit control: waits up to [`NAV_GRACE`] on the browser's
+    /// clock for the navigation it usually starts (Chromium starts it asynchronously, after the
+    /// input was acknowledged), so the result's `navigationStarted` and the next read see it.
+    fn nav_grace(&self, started_before: u64) {
+        let clock = &*self.inner.opts.clock;
+        let deadline = clock.now() + NAV_GRACE;
+        self.tab.wait_for(clock, deadline, |st| {
+            st.started_seq > started_before || st.pending_nav || st.dialog.is_some() || st.gone
+        });
     }
 
     fn mouse_click_now(&self, a: &MouseClickArgs, sent: &Sent) -> Result<ActionResult> {

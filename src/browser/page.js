@@ -531,7 +531,11 @@
     if (x < 0 || y < 0 || x > window.innerWidth || y > window.innerHeight) return { status: "obscured" };
     const hit = deepHit(x, y);
     if (!hit || !reaches(hit, found.el)) return { status: "obscured" };
-    return { status: "ok", x, y };
+    // A link (or a submit control of a form) usually navigates: the click waits a moment for
+    // the navigation to start so its result and the next read see it.
+    const nav = !!(found.el.closest && (found.el.closest("a[href]") ||
+      found.el.closest("button:not([type=button]):not([type=reset]), input[type=submit], input[type=image]") && found.el.form));
+    return { status: "ok", x, y, nav };
   }
 
   // Maps a point of the cross-origin frame `key` (its own viewport) to this frame's viewport,

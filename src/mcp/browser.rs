@@ -74,7 +74,9 @@ pub fn enable(
         ..jevgate::browser::LaunchOptions::default()
     })?;
     gw.set_managed_caps(managed_caps(caps))?;
-    let _ = workspace; // TODO(issue 15, lead at merge): gw.set_managed_workspace(workspace.map(Into::into))?; once it is on main.
+    if let Some(dir) = workspace {
+        gw.set_managed_workspace(Some(dir.to_path_buf()))?;
+    }
     Ok(())
 }
 

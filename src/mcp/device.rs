@@ -81,6 +81,9 @@ impl ToolProvider for DeviceBrowserTools {
             // No artifact store for a device's screenshots here: the image goes to the client.
             screenshots: None,
             cancel: Some(&cancel.browser),
+            // The device's files are on the device: no workspace here, so the file tools
+            // answer that a workspace is needed.
+            ..ManagedRun::default()
         };
         Ok(super::browser::content_of(browser.run(name, args, &run)?))
     }
