@@ -159,6 +159,7 @@ fn rounds(
     server: &mut Server,
     url: &str,
     n: usize,
+    cwd: Option<&Path>,
     args: impl Fn(&str) -> Value,
 ) -> Option<Sample> {
     server.tool("browser_navigate", json!({"url": url}))?;
