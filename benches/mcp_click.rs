@@ -178,8 +178,13 @@ fn rounds(
             eprintln!("click failed: {out}");
             return None;
         }
-        s.chars
-            .push(out["result"]["content"].to_string().chars().count());
+        let chars = out["result"]["content"].to_string().chars().count();
+        let text: String = out["result"]["content"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|c| c["text"].as_str()).collect())
+            .unwrap_or_default();
+        s.chars.push(chars);
+        s.with_linked.push(chars + linked_chars(&text, cwd));
     }
     Some(s)
 }
@@ -233,6 +238,8 @@ fn main() {
     let (jm, jc) = (median(&j.ms), median(&j.chars));
     println!("jevgate mcp: browser_click median {jm:.2} ms, {jc} chars ({n} rounds)");
 
+    // Playwright MCP writes snapshot files into its working directory: a private one.
+    let pw_cwd = tempfile::tempdir().unwrap();
     let theirs = playwright_mcp().and_then(|cli| {
         let mut cmd = Command::new("node");
         cmd.arg(cli)
@@ -242,11 +249,12 @@ fn main() {
                 "--no-sandbox",
                 "--executable-path",
             ])
-            .arg(&chromium);
+            .arg(&chromium)
+            .current_dir(pw_cwd.path());
         let mut s = Server::start(cmd)?;
         let args = |r: &str| json!({"element": "Go button", "target": r});
-        let _ = rounds(&mut s, &url, 1, args);
-        rounds(&mut s, &url, n, args)
+        let _ = rounds(&mut s, &url, 1, Some(pw_cwd.path()), args);
+        rounds(&mut s, &url, n, Some(pw_cwd.path()), args)
     });
     match theirs {
         Some(p) => {
