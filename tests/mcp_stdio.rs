@@ -287,8 +287,19 @@ fn ok_json(result: &Value) -> Value {
     assert_eq!(content.len(), 1, "{result}");
     assert_eq!(content[0]["type"], "text");
     let text = content[0]["text"].as_str().unwrap();
-    assert!(!text.contains('\n'), "compact JSON: {text:.200}");
-    serde_json::from_str(text).unwrap_or_else(|_| panic!("not JSON: {text:.200}"))
+    // Compact JSON, or for a page result one compact JSON line and then the page (plain text
+    // in its envelope): the page comes back as `page`.
+    let (head, page) = match text.split_once('\n') {
+        Some((head, page)) => (head, Some(page)),
+        None => (text, None),
+    };
+    let mut v: Value =
+        serde_json::from_str(head).unwrap_or_else(|_| panic!("not JSON: {text:.200}"));
+    if let Some(page) = page {
+        assert!(page.starts_with("<untrusted-page-content>"), "{text:.200}");
+        v["page"] = Value::String(page.to_string());
+    }
+    v
 }
 
 /// The ref of the snapshot line naming `name` (`- button "Press me" [ref=e3]`).

@@ -97,19 +97,31 @@ pub fn content_of(result: Value) -> ToolOutput {
         Value::Object(o) => o,
         other => return ToolOutput::json(&other),
     };
-    let Some(Value::String(data)) = obj.remove("image") else {
+    if let Some(Value::String(data)) = obj.remove("image") {
+        let mime_type = match obj.remove("mediaType") {
+            Some(Value::String(m)) => m,
+            _ => "image/png".to_string(),
+        };
+        return ToolOutput {
+            content: vec![
+                Content::Image { data, mime_type },
+                Content::Text(Value::Object(obj).to_string()),
+            ],
+        };
+    }
+    // A page result reads as the model will use it: one compact JSON line of what is worth
+    // knowing (defaults and internal operation ids left out), then the page in its untrusted
+    // envelope as plain text — not escaped inside a JSON string (half the characters).
+    let Some(Value::String(page)) = obj.remove("page") else {
         return ToolOutput::json(&Value::Object(obj));
     };
-    let mime_type = match obj.remove("mediaType") {
-        Some(Value::String(m)) => m,
-        _ => "image/png".to_string(),
-    };
-    ToolOutput {
-        content: vec![
-            Content::Image { data, mime_type },
-            Content::Text(Value::Object(obj).to_string()),
-        ],
+    obj.remove("operationId");
+    for flag in ["truncated", "navigationStarted"] {
+        if obj.get(flag) == Some(&Value::Bool(false)) {
+            obj.remove(flag);
+        }
     }
+    ToolOutput::text(format!("{}\n{page}", Value::Object(obj)))
 }
 
 impl ToolProvider for ManagedTools {

@@ -103,15 +103,26 @@ def text_of(result) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
 
+def parse(text: str) -> dict:
+    """Compact JSON, or for a page result one JSON line and then the page (plain text in its
+    untrusted envelope), returned under "page"."""
+    head, sep, page = text.partition("\n")
+    value = json.loads(head)
+    if sep:
+        assert page.startswith("<untrusted-page-content>"), text[:200]
+        value["page"] = page
+    return value
+
+
 def status_of(result) -> dict:
     assert not result.is_error, text_of(result)
-    return json.loads(text_of(result))
+    return parse(text_of(result))
 
 
 def json_of(result) -> dict:
     assert not result.is_error, text_of(result)
     assert len(result.content) == 1, result.content
-    return json.loads(text_of(result))
+    return parse(text_of(result))
 
 
 def ref_of(snapshot: dict, name: str) -> str:
