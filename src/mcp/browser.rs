@@ -178,12 +178,27 @@ mod tests {
         };
         let rest: Value = serde_json::from_str(rest).unwrap();
         assert_eq!(rest, json!({"width": 3, "artifactId": "a1"}));
-        let out = content_of(json!({"page": "x", "generation": 2}));
+        // A page result: one compact JSON line without the page, internal ids or false
+        // defaults, then the page as plain text.
+        let out = content_of(
+            json!({"page": "<untrusted-page-content>\n- button \"Go\"\n</untrusted-page-content>",
+            "generation": 2, "operationId": "op-1", "truncated": false, "navigationStarted": true}),
+        );
         let [Content::Text(one)] = out.content.as_slice() else {
             panic!("{out:?}")
         };
-        assert!(!one.contains('\n'), "compact");
-        let one: Value = serde_json::from_str(one).unwrap();
-        assert_eq!(one, json!({"page": "x", "generation": 2}));
+        let (head, page) = one.split_once('\n').unwrap();
+        let head: Value = serde_json::from_str(head).unwrap();
+        assert_eq!(head, json!({"generation": 2, "navigationStarted": true}));
+        assert_eq!(
+            page,
+            "<untrusted-page-content>\n- button \"Go\"\n</untrusted-page-content>"
+        );
+        // Anything else: one compact JSON part.
+        let out = content_of(json!({"count": 1}));
+        let [Content::Text(one)] = out.content.as_slice() else {
+            panic!("{out:?}")
+        };
+        assert_eq!(one, r#"{"count":1}"#);
     }
 }
