@@ -24,6 +24,18 @@ pub struct PyGateway {
     callback: CallableCell,
 }
 
+impl Drop for PyGateway {
+    fn drop(&mut self) {
+        // Closing joins the gateway's task threads, and one of them may be waiting for the GIL
+        // to call a Python callable (`on_outcome`, the Jev callback): a gateway collected
+        // without `close()` closes here with the GIL released, as `close()` does.
+        let gw = &self.inner;
+        if !gw.is_closed() {
+            Python::attach(|py| py.detach(|| gw.close()));
+        }
+    }
+}
+
 #[pymethods]
 impl PyGateway {
     #[new]

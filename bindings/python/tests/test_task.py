@@ -285,3 +285,45 @@ def test_the_callback_provider_example_completes(repo):
     assert "state: completed" in done.stdout
     assert 'Done: pressed "Adopt Miso"' in done.stdout
     assert "page_click done" in done.stdout
+
+
+DROP_CHILD = r"""
+import gc, sys, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import jevgate
+
+class Slow(BaseHTTPRequestHandler):
+    def do_GET(self):
+        time.sleep(1.5)
+        body = b"<!doctype html><title>Slow</title><p>slow</p>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+lines = []
+gw = jevgate.Gateway(sys.argv[1], {"gateway": {"jev": {"enabled": True, "provider": "local"}}})
+gw.tasks.spawn({"agentId": "a", "principalId": "p", "conversationId": "c"}, "",
+               start_url=f"http://127.0.0.1:{server.server_port}/", keep_open=True,
+               on_outcome=lines.append)
+time.sleep(0.8)
+del gw          # no close(): the gateway is collected while its task thread runs
+gc.collect()
+print("dropped", flush=True)
+"""
+
+
+@pytest.mark.chromium
+@pytest.mark.timeout(120)
+def test_a_gateway_collected_without_close_does_not_deadlock_with_its_callbacks(tmp_path):
+    # Collecting the gateway closes it and joins its task threads; a task thread about to
+    # call `on_outcome` needs the GIL. Closing with the GIL held would hang here forever.
+    out = subprocess.run([sys.executable, "-c", DROP_CHILD, str(tmp_path)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "dropped" in out.stdout

@@ -247,7 +247,9 @@ class Tasks:
 
 @final
 class Gateway:
-    """An open gateway on a data directory. Use as a context manager, or call close()."""
+    """An open gateway on a data directory. Use as a context manager, or call close(); a
+    gateway collected without close() is closed then (its task threads joined, the GIL
+    released while they finish)."""
 
     def __new__(
         cls,
