@@ -639,3 +639,36 @@ fn issue12_a_refused_address_in_tabs_new_opens_no_tab() {
     assert_eq!(list(), before + 1);
     browser.close();
 }
+
+// A click on a link waits (briefly) for the navigation it usually starts; a link whose script
+// prevents it must still return — also on a clock nobody advances (the wait is a grace, not a
+// deadline on that clock).
+#[test]
+fn r_brw_act_a_link_that_does_not_navigate_returns_on_a_manual_clock() {
+    let server = Server::start();
+    let clock = jevgate::clock::ManualClock::new();
+    let browser = LocalBrowser::launch(LaunchOptions {
+        clock: std::sync::Arc::new(clock.clone()),
+        ..LaunchOptions::default()
+    })
+    .unwrap();
+    browser.navigate(&server.url("/p/nonav")).unwrap();
+    let obs = browser.observe().unwrap();
+    let link = obs.controls.iter().find(|c| c.name == "Stay here").unwrap();
+    let started = Instant::now();
+    let r = browser
+        .page_click(ClickArgs {
+            operation_id: "nonav-1".into(),
+            generation: obs.generation,
+            reference: link.reference.clone(),
+        })
+        .unwrap();
+    assert!(!r.navigation_started);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.wait_count("stay", 1), 1);
+    browser.close();
+}

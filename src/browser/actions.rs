@@ -565,11 +565,17 @@ impl LocalTab {
     /// clock for the navigation it usually starts (Chromium starts it asynchronously, after the
     /// input was acknowledged), so the result's `navigationStarted` and the next read see it.
     fn nav_grace(&self, started_before: u64) {
-        let clock = &*self.inner.opts.clock;
-        let deadline = clock.now() + NAV_GRACE;
-        self.tab.wait_for(clock, deadline, |st| {
-            st.started_seq > started_before || st.pending_nav || st.dialog.is_some() || st.gone
-        });
+        // A `Grace`, not a deadline: on a clock nobody advances (a manual clock in a test) a
+        // link whose script prevents the navigation still ends the wait after ~NAV_GRACE.
+        let mut grace = crate::clock::Grace::new(&*self.inner.opts.clock, NAV_GRACE);
+        let mut st = self.tab.lock();
+        while !(st.started_seq > started_before || st.pending_nav || st.dialog.is_some() || st.gone)
+        {
+            let Some(slice) = grace.next(NAV_GRACE) else {
+                break;
+            };
+            self.tab.changed.wait_for(&mut st, slice);
+        }
     }
 
     fn mouse_click_now(&self, a: &MouseClickArgs, sent: &Sent) -> Result<ActionResult> {

@@ -38,6 +38,8 @@ pub fn page(name: &str) -> Option<String> {
 <a href="/p/third">Third page</a>"#
             .to_string(),
         "third" => r#"<title>Third</title><h1>Third page</h1>"#.to_string(),
+        "nonav" => r#"<title>No nav</title><a href="/p/third" onclick="event.preventDefault();b('stay',event)">Stay here</a>"#
+            .to_string(),
         "scrollbox" => r#"<title>Scroll box</title><h1>Top</h1>
 <div id="box" style="position:fixed;top:200px;left:240px;width:800px;height:400px;overflow:auto;background:#eee">
 <div style="height:3000px">A box that scrolls on its own</div></div>
