@@ -12,11 +12,12 @@
 //! failure, and never log arguments or results.
 
 use super::caps::{self, DeviceLimits};
-use super::executor::{CancelToken, ToolExecutor, WorkerFailure, OUTCOME_UNKNOWN};
+use super::executor::{ToolExecutor, WorkerFailure, OUTCOME_UNKNOWN};
 use super::registry::{Capability, DeviceRecord};
 use super::tools::{self, BatchRefusal, Tool};
 use super::DeviceService;
 use crate::lease::Leases;
+use crate::CancelToken;
 use crate::Error;
 use serde::ser::SerializeStruct;
 use serde_json::{json, Value};

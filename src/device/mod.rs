@@ -102,8 +102,8 @@ pub use caps::DeviceLimits;
 pub use channel::{ChannelOptions, ChannelTls};
 pub use dispatch::{ToolCall, ToolResult};
 pub use executor::{
-    truncate_chars, CancelRegistration, CancelToken, ToolExecutor, WorkerFailure,
-    MAX_WORKER_MESSAGE_CHARS, OUTCOME_UNKNOWN, RESULT_CAP_EXCEEDED, WORKER_CODES,
+    truncate_chars, ToolExecutor, WorkerFailure, MAX_WORKER_MESSAGE_CHARS, OUTCOME_UNKNOWN,
+    RESULT_CAP_EXCEEDED, WORKER_CODES,
 };
 pub(crate) use primitive::PrimitiveSender;
 #[cfg(test)]
@@ -114,6 +114,8 @@ pub use registry::{
 };
 pub use server::ChannelHandle;
 pub use tools::{tool_definitions, Tool, ToolFormat, TOOLS};
+#[cfg(all(test, feature = "capi"))]
+pub(crate) use worker::CancelledInQueue;
 pub use worker::{DeviceWorker, WorkerExit, WorkerOptions};
 
 use crate::clock::SharedClock;

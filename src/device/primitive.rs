@@ -26,13 +26,14 @@
 //! import the browser or task layers (the browser layer imports `device`).
 
 use super::caps::DeviceLimits;
-use super::executor::{CancelToken, WorkerFailure};
+use super::executor::WorkerFailure;
 use super::hub::{Hub, SendFailure};
 use super::registry::{Capability, Registry};
 use super::DeviceService;
 use crate::clock::SharedClock;
 use crate::lease::Leases;
 use crate::reasons::StaleCause;
+use crate::CancelToken;
 use crate::{Error, ErrorKind};
 use parking_lot::RwLock;
 use serde_json::Value;

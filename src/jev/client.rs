@@ -24,7 +24,6 @@
 //! This module must never log or keep state, questions, answers' text, provider bodies or
 //! credentials; errors carry codes and reasons written by jevgate.
 
-use super::cancel::CancelToken;
 use super::content::Content;
 use super::context::JevContext;
 use super::http::{Abort, Auth, Http, Post};
@@ -46,6 +45,7 @@ use crate::config::{
 };
 use crate::error::RetryInfo;
 use crate::store::Store;
+use crate::CancelToken;
 use crate::{Error, Result};
 use parking_lot::{Condvar, Mutex, RwLock};
 use serde::ser::{SerializeMap, SerializeStruct};
