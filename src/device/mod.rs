@@ -83,6 +83,7 @@
 mod artifacts;
 mod caps;
 mod channel;
+mod claim;
 mod connection;
 mod dispatch;
 mod executor;
@@ -181,11 +182,6 @@ impl DeviceService {
         limits.validate()?;
         *self.limits.write() = limits;
         Ok(())
-    }
-
-    /// The executor serving `device_id` now: its connected worker.
-    fn executor(&self, device_id: &str) -> Option<Arc<dyn ToolExecutor>> {
-        self.hub.get(device_id).map(|c| c as Arc<dyn ToolExecutor>)
     }
 
     pub fn pair(&self, leases: &Leases, owner: &str, request: &PairRequest) -> Result<Pairing> {
