@@ -736,8 +736,9 @@ impl CancelledInQueue {
         stream
             .set_read_timeout(Some(Duration::from_millis(50)))
             .expect("read timeout");
-        let started = std::time::Instant::now();
-        let mut keep_going = || started.elapsed() < Duration::from_secs(10);
+        let clock = clock::system();
+        let started = clock.now();
+        let mut keep_going = || clock.now() - started < Duration::from_secs(10);
         let Ok(mut ws) = wire::accept(
             stream,
             "/v1/device-worker/channel",
@@ -748,7 +749,7 @@ impl CancelledInQueue {
         };
         let next = |ws: &mut wire::Socket<TcpStream>| loop {
             assert!(
-                started.elapsed() < Duration::from_secs(10),
+                clock.now() - started < Duration::from_secs(10),
                 "the worker went quiet"
             );
             match ws.read() {

@@ -866,6 +866,7 @@ impl JevClient {
                 let abort = Arc::clone(&abort);
                 let remaining = deadline.saturating_duration_since(clock.now());
                 let wall = clock.wall();
+                let clock = Arc::clone(clock);
                 Box::new(move || {
                     http.post_json(&Post {
                         url: &url,
@@ -874,6 +875,7 @@ impl JevClient {
                         extra_headers: &[],
                         body: &body,
                         timeout: remaining,
+                        clock: &clock,
                         wall,
                         timeout_ms,
                         abort: Some(&abort),
