@@ -6,9 +6,10 @@
 //! Final line: `channel: call_us=<p50 µs> p90_us=<p90 µs> floor_us=<echo p50 µs> ratio=<call / echo>`.
 
 use jevgate::device::{
-    BrowserInfo, CancelToken, ChannelOptions, DeviceWorker, PairRequest, ToolCall, ToolExecutor,
-    WorkerFailure, WorkerOptions,
+    BrowserInfo, ChannelOptions, DeviceWorker, PairRequest, ToolCall, ToolExecutor, WorkerFailure,
+    WorkerOptions,
 };
+use jevgate::CancelToken;
 use jevgate::{Gateway, GatewayOptions};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};

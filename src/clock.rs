@@ -122,8 +122,7 @@ pub fn wait_slice(clock: &dyn Clock, deadline: Instant) -> Option<Duration> {
 #[derive(Debug)]
 pub struct Grace<'a> {
     clock: &'a dyn Clock,
-    until: Instant,
-    budget: Duration,
+    bound: GraceBound,
 }
 
 impl<'a> Grace<'a> {
@@ -131,15 +130,39 @@ impl<'a> Grace<'a> {
     pub fn new(clock: &'a dyn Clock, grace: Duration) -> Grace<'a> {
         Grace {
             clock,
-            until: clock.now() + grace,
-            budget: grace,
+            bound: GraceBound::new(clock, grace),
         }
     }
 
     /// The next wait, at most `cap` (positive), or `None` when the grace is over.
     pub fn next(&mut self, cap: Duration) -> Option<Duration> {
-        let left = self.until - self.clock.now();
-        let max_wait = self.clock.max_wait();
+        self.bound.next(self.clock, cap)
+    }
+}
+
+/// A [`Grace`] that does not hold its clock: the same bound for a wait that keeps its clock
+/// elsewhere (a pooled connection's socket deadlines, `jev/http.rs`), given the clock at each
+/// step.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GraceBound {
+    until: Instant,
+    budget: Duration,
+}
+
+impl GraceBound {
+    /// A bound of `grace` from now on `clock`.
+    pub(crate) fn new(clock: &dyn Clock, grace: Duration) -> GraceBound {
+        GraceBound {
+            until: clock.now() + grace,
+            budget: grace,
+        }
+    }
+
+    /// The next wait on `clock` (the one the bound was made on), at most `cap` (positive), or
+    /// `None` when the bound is over.
+    pub(crate) fn next(&mut self, clock: &dyn Clock, cap: Duration) -> Option<Duration> {
+        let left = self.until - clock.now();
+        let max_wait = clock.max_wait();
         let slice = left.min(max_wait).min(cap);
         if max_wait >= left {
             return (!slice.is_zero()).then_some(slice);

@@ -132,6 +132,7 @@
 
 mod args;
 pub mod browser;
+mod cancel;
 mod caps;
 pub mod clock;
 pub mod config;
@@ -153,6 +154,7 @@ pub mod task;
 pub mod unstable;
 pub mod untrusted;
 
+pub use cancel::{CancelRegistration, CancelToken};
 pub use config::{Config, ConfigSnapshot};
 pub use error::{Error, ErrorFamily, ErrorKind, ErrorRow, Result, RetryInfo, ERROR_TABLE};
 pub use gateway::{Gateway, GatewayOptions};

@@ -6,9 +6,10 @@
 //! gateway keeps serving other devices.
 
 use jevgate::device::{
-    BrowserInfo, CancelToken, ChannelOptions, DeviceToken, DeviceWorker, PairRequest, ToolCall,
-    ToolExecutor, WorkerFailure, WorkerOptions,
+    BrowserInfo, ChannelOptions, DeviceToken, DeviceWorker, PairRequest, ToolCall, ToolExecutor,
+    WorkerFailure, WorkerOptions,
 };
+use jevgate::CancelToken;
 use jevgate::{Gateway, GatewayOptions};
 use serde_json::{json, Value};
 use std::io::{Read, Write};

@@ -8,11 +8,12 @@ mod support;
 
 use jevgate::browser::BrowserTools;
 use jevgate::device::{
-    BrowserInfo, CancelToken, ChannelHandle, ChannelOptions, ChannelTls, DeviceToken, DeviceWorker,
-    PairRequest, ToolCall, ToolExecutor, ToolResult, WorkerFailure, WorkerOptions,
+    BrowserInfo, ChannelHandle, ChannelOptions, ChannelTls, DeviceToken, DeviceWorker, PairRequest,
+    ToolCall, ToolExecutor, ToolResult, WorkerFailure, WorkerOptions,
 };
 use jevgate::lease::ControlCaller;
 use jevgate::untrusted::UNTRUSTED_NOTICE;
+use jevgate::CancelToken;
 use jevgate::{Gateway, GatewayOptions};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};

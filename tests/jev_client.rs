@@ -10,9 +10,8 @@
 mod support;
 
 use jevgate::clock::ManualClock;
-use jevgate::jev::{
-    CancelToken, EvalAnswer, EvaluateCall, Limits, Question, Questions, ThinkRequest,
-};
+use jevgate::jev::{EvalAnswer, EvaluateCall, Limits, Question, Questions, ThinkRequest};
+use jevgate::CancelToken;
 use jevgate::{Config, Error, Gateway, GatewayOptions};
 use serde_json::json;
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 //! cycle, printing it with the file and line of each edge, and checks the intended order:
 //!
 //! ```text
-//! error, clock, ids, reasons, observation, args, untrusted, caps (bottom: shared value types)
+//! error, clock, cancel, ids, reasons, observation, args, untrusted, caps (bottom: shared value types)
 //! config, store
 //! grammar, jev, lease, browser, device    (capabilities)
 //! gateway                                 (the façade: every `impl Gateway`)
@@ -28,6 +28,7 @@ const LAYERS: &[&[&str]] = &[
     &[
         "error",
         "clock",
+        "cancel",
         "ids",
         "reasons",
         "observation",

@@ -8,9 +8,10 @@
 //! contain the device token or a sentinel.
 
 use jevgate::device::{
-    BrowserInfo, CancelToken, ChannelOptions, ChannelTls, DeviceToken, DeviceWorker, PairRequest,
-    ToolCall, ToolExecutor, WorkerFailure, WorkerOptions,
+    BrowserInfo, ChannelOptions, ChannelTls, DeviceToken, DeviceWorker, PairRequest, ToolCall,
+    ToolExecutor, WorkerFailure, WorkerOptions,
 };
+use jevgate::CancelToken;
 use jevgate::{Gateway, GatewayOptions};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};

@@ -13,9 +13,10 @@ use jevgate::browser::managed::{
 };
 use jevgate::browser::{BrowserBackend, Command, LaunchOptions, LocalTab, Response};
 use jevgate::clock::{ManualClock, SharedClock};
-use jevgate::device::{CancelToken, ToolFormat};
+use jevgate::device::ToolFormat;
 use jevgate::lease::BrowserCall;
 use jevgate::untrusted::{unwrap_text, UNTRUSTED_CLOSE, UNTRUSTED_OPEN};
+use jevgate::CancelToken;
 use jevgate::{Config, Gateway, GatewayOptions};
 use serde_json::{json, Value};
 use std::sync::Arc;

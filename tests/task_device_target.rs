@@ -13,10 +13,11 @@ mod support;
 
 use jevgate::browser::*;
 use jevgate::device::{
-    BrowserInfo, CancelToken, ChannelHandle, ChannelOptions, DeviceWorker, PairRequest,
-    ToolExecutor, WorkerFailure, WorkerOptions,
+    BrowserInfo, ChannelHandle, ChannelOptions, DeviceWorker, PairRequest, ToolExecutor,
+    WorkerFailure, WorkerOptions,
 };
 use jevgate::task::DeviceTarget;
+use jevgate::CancelToken;
 use jevgate::{Config, Gateway, GatewayOptions};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -515,8 +515,14 @@ impl LocalTab {
 
     fn click(&self, a: &ClickArgs, sent: &Sent) -> Result<ActionResult> {
         let obs = self.tab.check_generation(a.generation)?;
-        let (x, y, navigates) = self.point_and_nav(&obs, &a.reference)?;
+        let (x, y, navigates) = self.point_and_nav(&obs, &a.reference, false)?;
         let before = self.started_seq();
+        let frame = self.scope_of(&obs, &a.reference)?.n;
+        if frame > 0 {
+            // Delivery, not timing: the frame acknowledges the mouse at the point first.
+            sent.mark();
+            self.await_frame_input(&obs, frame, x, y)?;
+        }
         self.mouse_click_at(x, y, sent)?;
         if navigates {
             self.nav_grace(before);
@@ -531,15 +537,19 @@ impl LocalTab {
         obs: &super::frames::Observed,
         reference: &str,
     ) -> Result<(f64, f64)> {
-        self.point_and_nav(obs, reference).map(|(x, y, _)| (x, y))
+        self.point_and_nav(obs, reference, true)
+            .map(|(x, y, _)| (x, y))
     }
 
     /// [`Self::point_of`], and whether the element is a link or a form's submit control (a
-    /// click on it usually starts a navigation; main-frame elements only).
+    /// click on it usually starts a navigation; main-frame elements only). With `settle`, a
+    /// point inside a frame waits for the frame to be drawn ([`Self::settle_frames`]); a click
+    /// instead awaits the frame's acknowledgement of the mouse ([`Self::await_frame_input`]).
     fn point_and_nav(
         &self,
         obs: &super::frames::Observed,
         reference: &str,
+        settle: bool,
     ) -> Result<(f64, f64, bool)> {
         let scope = self.scope_of(obs, reference)?;
         self.check_frames(obs)?;
@@ -554,7 +564,9 @@ impl LocalTab {
             )
         } else {
             self.frame_point(obs, scope.n, &scope.inner)?;
-            self.settle_frames(obs, scope.n)?;
+            if settle {
+                self.settle_frames(obs, scope.n)?;
+            }
             // the point again, on the drawn page (a scroll may have moved it)
             let (x, y) = self.frame_point(obs, scope.n, &scope.inner)?;
             (x, y, false)

@@ -27,6 +27,9 @@ use crate::{Error, Result};
 /// How long typing waits for a frame to hold the page's focus after the field was focused.
 const FRAME_FOCUS_WAIT: Duration = Duration::from_millis(1000);
 
+/// The most a click inside a frame waits for the frame to acknowledge the mouse at its point.
+const FRAME_INPUT_WAIT: Duration = Duration::from_secs(5);
+
 /// An observation's walk with its out-of-process frames spliced in.
 pub(crate) struct Composed {
     pub walk: Value,
@@ -448,6 +451,56 @@ impl LocalTab {
                     &|| self.tab.dialog_or_gone(),
                 )
                 .map_err(|e| self.frame_error("Runtime.evaluate", e))?;
+        }
+        Ok(())
+    }
+
+    /// Before a click at (`x`, `y`) inside out-of-process frame `n`: moves the mouse there until
+    /// the frame's own document acknowledges it — a trusted `mousemove` reached it, seen by a
+    /// capture listener in our isolated world (the page can neither see nor fake it) — so the
+    /// press that follows is routed to the frame, not dropped by a hit-test region that is not
+    /// live yet after a scroll (seen for a frame below the fold, under load). No timing: each
+    /// round sends one move and waits at most two of the frame's animation frames for it (a
+    /// move is dispatched before the next frame's callbacks). Bounded by [`FRAME_INPUT_WAIT`]
+    /// as a grace on the browser's clock; past it the click goes ahead as before. A move is
+    /// input: the caller marks the action sent first.
+    pub(crate) fn await_frame_input(&self, obs: &Observed, n: usize, x: f64, y: f64) -> Result<()> {
+        const ARM: &str = "(() => { const g = globalThis; if (!g.__jevgateInput) { \
+            g.__jevgateInput = { seen: false }; addEventListener('mousemove', e => { \
+            if (e.isTrusted) g.__jevgateInput.seen = true; }, true); } \
+            g.__jevgateInput.seen = false; return true; })()";
+        const SEEN: &str = "new Promise(r => { const g = globalThis.__jevgateInput; let n = 0; \
+            const f = () => (g.seen || ++n > 2) ? r(g.seen) : requestAnimationFrame(f); f(); })";
+        let Some(frame) = obs.frames.get(n - 1) else {
+            return Ok(());
+        };
+        let session = frame.session.as_str();
+        let ctx = self.frame_world(session)?;
+        let eval = |expression: &str| {
+            self.inner
+                .cdp
+                .call_interruptible(
+                    "Runtime.evaluate",
+                    json!({ "expression": expression, "contextId": ctx, "awaitPromise": true, "returnByValue": true }),
+                    Some(session),
+                    self.inner.opts.call_timeout,
+                    &|| self.tab.dialog_or_gone(),
+                )
+                .map_err(|e| self.frame_error("Runtime.evaluate", e))
+        };
+        eval(ARM)?;
+        let mut grace = crate::clock::Grace::new(&*self.inner.opts.clock, FRAME_INPUT_WAIT);
+        while grace.next(FRAME_INPUT_WAIT).is_some() {
+            self.input(
+                "Input.dispatchMouseEvent",
+                json!({ "type": "mouseMoved", "x": x, "y": y, "button": "none", "buttons": 0 }),
+            )?;
+            if self.tab.lock().dialog.is_some() {
+                break;
+            }
+            if eval(SEEN)?["result"]["value"] == Value::Bool(true) {
+                break;
+            }
         }
         Ok(())
     }

@@ -32,8 +32,9 @@ use super::backend::{
     ScrollArgs, SnapshotArgs, TabsAction, TabsArgs, TypeArgs,
 };
 use super::snapshot::{truncation_note, Surface, NOTE_PREFIX};
-use crate::device::{CancelToken, ToolExecutor, WorkerFailure};
+use crate::device::{ToolExecutor, WorkerFailure};
 use crate::grammar::{HistoryDirection, Key, ScrollDirection};
+use crate::CancelToken;
 use crate::Error;
 
 /// How long a read waits for a navigation in progress to finish loading.
@@ -620,22 +621,16 @@ impl BrowserTools {
 }
 
 impl ToolExecutor for BrowserTools {
-    /// Runs the tool unless `cancel` already fired. A browser primitive is short and is not
-    /// interrupted once started (its outcome would be unknown); the backend's own per-call
-    /// timeouts bound it.
+    /// Runs the tool. A browser primitive is short and is not interrupted once started (its
+    /// outcome would be unknown); the backend's own per-call timeouts bound it. A command
+    /// cancelled before it started never gets here: the worker's job loop answers it.
     fn execute(
         &self,
         tool: &str,
         args: &Value,
         _deadline: Duration,
-        cancel: &CancelToken,
+        _cancel: &CancelToken,
     ) -> Result<Value, WorkerFailure> {
-        if cancel.is_cancelled() {
-            return Err(WorkerFailure::new(
-                "cancelled",
-                "cancelled before it started; nothing was sent to the page",
-            ));
-        }
         self.run(tool, args)
     }
 }

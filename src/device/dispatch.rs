@@ -6,17 +6,19 @@
 //! over its cap answers `batch_cap_exceeded`), `DEVICE_NOT_PAIRED`, `DEVICE_SELECTION_REQUIRED`,
 //! `DEVICE_CAPABILITY_MISMATCH`, `DEVICE_OFFLINE`, then the lease (`DEVICE_CONTROL_ELSEWHERE`,
 //! `DEVICE_CONTROL_REVOKED`). The lease is acquired and the command registered for
-//! cancellation in one step ([`Leases::acquire_command`]), and a cancelled command is never
-//! handed to the executor, so a take-back at any moment after the acquire stops the command
-//! (R-LEASE-3). This module must never retry a command, never run the rest of a batch after a
+//! cancellation in one step (`claim.rs`, shared with the task layer's primitives), and a
+//! cancelled command is never handed to the executor, so a take-back at any moment after the
+//! acquire stops the command (R-LEASE-3). This module must never retry a command, never run the rest of a batch after a
 //! failure, and never log arguments or results.
 
 use super::caps::{self, DeviceLimits};
-use super::executor::{CancelToken, ToolExecutor, WorkerFailure, OUTCOME_UNKNOWN};
+use super::claim::claim;
+use super::executor::{ToolExecutor, WorkerFailure, OUTCOME_UNKNOWN};
 use super::registry::{Capability, DeviceRecord};
 use super::tools::{self, BatchRefusal, Tool};
 use super::DeviceService;
 use crate::lease::Leases;
+use crate::CancelToken;
 use crate::Error;
 use serde::ser::SerializeStruct;
 use serde_json::{json, Value};
@@ -344,14 +346,6 @@ fn cancelled() -> WorkerFailure {
     )
 }
 
-// Test seam: runs on the dispatching thread right after the lease step, before anything is
-// sent — exactly where a take-back used to find nothing to cancel.
-#[cfg(test)]
-thread_local! {
-    static AFTER_LEASE: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
 enum Prepared {
     Single(Tool, Value),
     Batch(Vec<tools::Action>),
@@ -467,32 +461,18 @@ impl DeviceService {
             Ok(d) => d,
             Err(e) => return ToolResult::from_error(&e),
         };
-        if device.capability != Capability::Browser || device.outdated() {
-            return ToolResult::from_error(&Error::DeviceCapabilityMismatch);
-        }
-        let Some(executor) = self.executor(&device.id) else {
-            return ToolResult::from_error(&Error::DeviceOffline);
+        // The device check, its connection, the lease and the cancellation hook (R-LEASE-3).
+        let claim = match claim(&self.hub, leases, &device, &call.root_session) {
+            Ok(c) => c,
+            Err(e) => return ToolResult::from_error(&e),
         };
-        // One step: the lease and the command's cancellation hook (R-LEASE-3).
-        let cancel = CancelToken::new();
-        let _guard = {
-            let cancel = cancel.clone();
-            match leases.acquire_command(&device.id, &call.root_session, move || cancel.cancel()) {
-                Ok((_, guard)) => guard,
-                Err(e) => return ToolResult::from_error(&e),
-            }
-        };
-        #[cfg(test)]
-        if let Some(hook) = AFTER_LEASE.with(|h| h.borrow_mut().take()) {
-            hook();
-        }
         let run = Run {
             service: self,
             call,
             device: &device,
-            executor,
+            executor: claim.conn.clone(),
             limits,
-            cancel,
+            cancel: claim.cancel.clone(),
         };
         match prepared {
             Prepared::Single(tool, args) => {
@@ -508,29 +488,10 @@ impl DeviceService {
 
 #[cfg(test)]
 mod tests {
+    use super::super::claim::{fixture::Paired, AFTER_LEASE};
     use super::*;
-    use crate::clock::{SharedClock, SystemClock};
-    use crate::device::{BrowserInfo, ChannelOptions, DeviceWorker, PairRequest, WorkerOptions};
     use crate::lease::ControlCaller;
-    use crate::store::Store;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::time::Duration;
-
-    /// A worker's executor that counts the commands that reached it.
-    struct Counting(Arc<AtomicUsize>);
-
-    impl ToolExecutor for Counting {
-        fn execute(
-            &self,
-            _tool: &str,
-            _args: &Value,
-            _deadline: Duration,
-            _cancel: &CancelToken,
-        ) -> Result<Value, WorkerFailure> {
-            self.0.fetch_add(1, Ordering::SeqCst);
-            Ok(json!({"text": "ran"}))
-        }
-    }
 
     // R-LEASE-3: the person takes the device back at the one moment that used to be a gap —
     // after the conversation's call acquired the lease, before its command was registered for
@@ -539,41 +500,13 @@ mod tests {
     // counts what reaches it.
     #[test]
     fn r_lease_3_take_back_right_after_the_acquire_stops_the_command_before_it_is_sent() {
-        // The device service as the gateway opens it (the gateway sits above this module).
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(Store::open(dir.path()).unwrap());
-        let clock: SharedClock = Arc::new(SystemClock::new());
-        let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock)).unwrap();
-        let devices =
-            DeviceService::open(Arc::clone(&store), clock, &leases, dir.path().to_path_buf())
-                .unwrap();
-        let channel = devices.serve(ChannelOptions::new("127.0.0.1:0")).unwrap();
-        let pairing = devices
-            .pair(
-                &leases,
-                "alice",
-                &PairRequest {
-                    installation_id: "alice-install".into(),
-                    name: "laptop".into(),
-                    browser: Some(BrowserInfo {
-                        name: "Chromium".into(),
-                        version: "131".into(),
-                    }),
-                },
-            )
-            .unwrap();
-        let device = pairing.device.id.clone();
-        let reached = Arc::new(AtomicUsize::new(0));
-        let worker = DeviceWorker::connect(
-            WorkerOptions::new(channel.url(), pairing.token),
-            Arc::new(Counting(Arc::clone(&reached))),
-        )
-        .unwrap();
+        let paired = Paired::new(json!({"text": "ran"}));
+        let (devices, leases, device) = (&paired.devices, &paired.leases, &paired.device);
         let call = ToolCall::new("alice", "conv-1", "browser_get_text", json!({}));
 
         // Control: without a take-back the command reaches the worker.
-        assert!(devices.call_tool(&leases, &call).is_success());
-        assert_eq!(reached.load(Ordering::SeqCst), 1);
+        assert!(devices.call_tool(leases, &call).is_success());
+        assert_eq!(paired.reached(), 1);
 
         let took = Arc::new(AtomicUsize::new(0));
         {
@@ -591,7 +524,7 @@ mod tests {
                 }))
             });
         }
-        let answer = devices.call_tool(&leases, &call);
+        let answer = devices.call_tool(leases, &call);
         assert_eq!(
             took.load(Ordering::SeqCst),
             1,
@@ -599,23 +532,20 @@ mod tests {
         );
         assert_eq!(answer.error_code(), Some("cancelled"), "{answer:?}");
         assert_eq!(
-            reached.load(Ordering::SeqCst),
+            paired.reached(),
             1,
             "the command taken back never reached the worker"
         );
         // Nobody else slips in during the window, and the dispossessed conversation is told.
         assert_eq!(
-            leases.acquire(&device, "conv-2").unwrap_err().code(),
+            leases.acquire(device, "conv-2").unwrap_err().code(),
             "DEVICE_CONTROL_ELSEWHERE"
         );
         assert_eq!(
-            devices.call_tool(&leases, &call).error_code(),
+            devices.call_tool(leases, &call).error_code(),
             Some("DEVICE_CONTROL_REVOKED")
         );
-        assert_eq!(reached.load(Ordering::SeqCst), 1);
-        worker.close();
-        devices.close();
-        leases.close_all();
-        store.close();
+        assert_eq!(paired.reached(), 1);
+        paired.close();
     }
 }

@@ -1,14 +1,13 @@
-//! The seam between dispatch and whatever runs a browser tool: the [`ToolExecutor`] trait, the
-//! [`CancelToken`] a take-back fires, and the [`WorkerFailure`] a worker reports.
+//! The seam between dispatch and whatever runs a browser tool: the [`ToolExecutor`] trait and
+//! the [`WorkerFailure`] a worker reports (the [`CancelToken`] a take-back fires is the crate's
+//! one token, `src/cancel.rs`).
 //!
 //! Owns only these small types. It must never know how a command travels (channel, local
 //! browser): dispatch enforces every cap and lease rule before and after an executor runs, so an
 //! executor is trusted with nothing but running one tool once.
 
-use parking_lot::Mutex;
+use crate::CancelToken;
 use serde_json::Value;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Worker failure codes passed through to the caller unchanged (R-DEV-FAIL).
@@ -95,100 +94,14 @@ pub fn truncate_chars(s: &str, max: usize) -> (&str, bool) {
     }
 }
 
-type Hook = Box<dyn FnOnce() + Send>;
-
-#[derive(Default)]
-struct CancelState {
-    cancelled: AtomicBool,
-    hooks: Mutex<Vec<(u64, Hook)>>,
-    next: std::sync::atomic::AtomicU64,
-}
-
-/// Fired when a person takes the device back (or the host cancels): every registered hook runs
-/// once, outside the token's lock. Cheap to clone.
-///
-/// ```
-/// use jevgate::device::CancelToken;
-/// let token = CancelToken::new();
-/// let seen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-/// let s = seen.clone();
-/// let _hook = token.on_cancel(move || s.store(true, std::sync::atomic::Ordering::SeqCst));
-/// token.cancel();
-/// assert!(token.is_cancelled() && seen.load(std::sync::atomic::Ordering::SeqCst));
-/// ```
-#[derive(Clone, Default)]
-pub struct CancelToken {
-    state: Arc<CancelState>,
-}
-
-impl std::fmt::Debug for CancelToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CancelToken")
-            .field("cancelled", &self.is_cancelled())
-            .finish()
-    }
-}
-
-/// Unregisters a cancellation hook when dropped.
-pub struct CancelRegistration {
-    token: CancelToken,
-    id: u64,
-}
-
-impl Drop for CancelRegistration {
-    fn drop(&mut self) {
-        self.token
-            .state
-            .hooks
-            .lock()
-            .retain(|(id, _)| *id != self.id);
-    }
-}
-
-impl CancelToken {
-    /// A token not yet cancelled.
-    pub fn new() -> CancelToken {
-        CancelToken::default()
-    }
-
-    /// Whether [`CancelToken::cancel`] has been called.
-    pub fn is_cancelled(&self) -> bool {
-        self.state.cancelled.load(Ordering::Acquire)
-    }
-
-    /// Cancels: runs every registered hook once. Idempotent.
-    pub fn cancel(&self) {
-        if self.state.cancelled.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let hooks = std::mem::take(&mut *self.state.hooks.lock());
-        for (_, hook) in hooks {
-            hook();
-        }
-    }
-
-    /// Runs `hook` on cancellation (at once if already cancelled). Dropping the registration
-    /// unregisters a hook that has not run.
-    pub fn on_cancel(&self, hook: impl FnOnce() + Send + 'static) -> CancelRegistration {
-        let id = self.state.next.fetch_add(1, Ordering::Relaxed);
-        let mut hooks = self.state.hooks.lock();
-        if self.is_cancelled() {
-            drop(hooks);
-            hook();
-        } else {
-            hooks.push((id, Box::new(hook)));
-        }
-        CancelRegistration {
-            token: self.clone(),
-            id,
-        }
-    }
-}
-
 /// Runs one browser tool once. Implemented by a connected channel worker (here) and by the local
 /// Chromium backend. Dispatch has already validated `args`, acquired the control lease and will
 /// apply every cap to the returned value; the executor must return by `deadline` (answering
-/// `timed_out`) and stop as soon as `cancel` fires (answering `cancelled`).
+/// `timed_out`) and stop as soon as `cancel` fires (answering `cancelled`). It is never handed a
+/// command already cancelled: dispatch (gateway side) and the [`DeviceWorker`]'s job loop
+/// (worker side) answer those without calling it, so an executor needs no check of its own.
+///
+/// [`DeviceWorker`]: crate::device::DeviceWorker
 pub trait ToolExecutor: Send + Sync {
     /// Runs `tool` with `args`. `Ok` carries the tool's raw result as the worker produced it.
     fn execute(

@@ -10,10 +10,11 @@
 //! the worker); [`Conn::send`] reports which, so a task can tell "not sent" from "outcome
 //! unknown". This module must never retry a command or log a frame's content.
 
-use super::executor::{CancelToken, ToolExecutor, WorkerFailure, OUTCOME_UNKNOWN};
+use super::executor::{ToolExecutor, WorkerFailure, OUTCOME_UNKNOWN};
 use super::frames;
 use super::socket::Wake;
 use crate::clock::{wait_slice, SharedClock};
+use crate::CancelToken;
 use parking_lot::{Condvar, Mutex};
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};

@@ -83,6 +83,7 @@
 mod artifacts;
 mod caps;
 mod channel;
+mod claim;
 mod connection;
 mod dispatch;
 mod executor;
@@ -102,8 +103,8 @@ pub use caps::DeviceLimits;
 pub use channel::{ChannelOptions, ChannelTls};
 pub use dispatch::{ToolCall, ToolResult};
 pub use executor::{
-    truncate_chars, CancelRegistration, CancelToken, ToolExecutor, WorkerFailure,
-    MAX_WORKER_MESSAGE_CHARS, OUTCOME_UNKNOWN, RESULT_CAP_EXCEEDED, WORKER_CODES,
+    truncate_chars, ToolExecutor, WorkerFailure, MAX_WORKER_MESSAGE_CHARS, OUTCOME_UNKNOWN,
+    RESULT_CAP_EXCEEDED, WORKER_CODES,
 };
 pub(crate) use primitive::PrimitiveSender;
 #[cfg(test)]
@@ -114,6 +115,8 @@ pub use registry::{
 };
 pub use server::ChannelHandle;
 pub use tools::{tool_definitions, Tool, ToolFormat, TOOLS};
+#[cfg(all(test, feature = "capi"))]
+pub(crate) use worker::CancelledInQueue;
 pub use worker::{DeviceWorker, WorkerExit, WorkerOptions};
 
 use crate::clock::SharedClock;
@@ -179,11 +182,6 @@ impl DeviceService {
         limits.validate()?;
         *self.limits.write() = limits;
         Ok(())
-    }
-
-    /// The executor serving `device_id` now: its connected worker.
-    fn executor(&self, device_id: &str) -> Option<Arc<dyn ToolExecutor>> {
-        self.hub.get(device_id).map(|c| c as Arc<dyn ToolExecutor>)
     }
 
     pub fn pair(&self, leases: &Leases, owner: &str, request: &PairRequest) -> Result<Pairing> {

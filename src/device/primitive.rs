@@ -5,7 +5,8 @@
 //! through. One call picks the owner's device, refuses what cannot be attempted
 //! (`DEVICE_NOT_PAIRED`, `DEVICE_CAPABILITY_MISMATCH`, `DEVICE_OFFLINE`, then the lease:
 //! `DEVICE_CONTROL_ELSEWHERE` / `DEVICE_CONTROL_REVOKED`), takes the control lease and the
-//! command's cancellation hook in one step ([`Leases::acquire_command`]), sends the primitive
+//! command's cancellation hook in one step (the claim step shared with dispatch, `claim.rs`;
+//! [`Leases::acquire_command`]), sends the primitive
 //! once with the device's command timeout, and returns the worker's raw JSON result or a typed
 //! [`Error`]. The nine tools' validation and caps do not apply: these are the primitives the
 //! reference worker ([`crate::browser::BrowserTools`]) serves as they are; the channel's
@@ -26,9 +27,10 @@
 //! import the browser or task layers (the browser layer imports `device`).
 
 use super::caps::DeviceLimits;
-use super::executor::{CancelToken, WorkerFailure};
+use super::claim::claim;
+use super::executor::WorkerFailure;
 use super::hub::{Hub, SendFailure};
-use super::registry::{Capability, Registry};
+use super::registry::Registry;
 use super::DeviceService;
 use crate::clock::SharedClock;
 use crate::lease::Leases;
@@ -106,13 +108,6 @@ impl DeviceService {
     }
 }
 
-// Test seam: runs on the sending thread right after the lease step, before anything is sent.
-#[cfg(test)]
-thread_local! {
-    static AFTER_LEASE: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
 impl PrimitiveSender {
     /// The gateway's clock (every deadline of a call is on it, R-CLK).
     pub(crate) fn clock(&self) -> SharedClock {
@@ -163,28 +158,16 @@ impl PrimitiveSender {
             .registry
             .get(owner, device_id)?
             .ok_or(Error::DeviceNotPaired)?;
-        if device.capability != Capability::Browser || device.outdated() {
-            return Err(Error::DeviceCapabilityMismatch);
-        }
-        let conn = self.hub.get(&device.id).ok_or(Error::DeviceOffline)?;
         let timeout = self.limits.read().command_timeout;
-        // One step: the lease and the command's cancellation hook (R-LEASE-3).
-        let cancel = CancelToken::new();
-        let _guard = {
-            let cancel = cancel.clone();
-            leases
-                .acquire_command(&device.id, root_session, move || cancel.cancel())?
-                .1
-        };
-        #[cfg(test)]
-        if let Some(hook) = AFTER_LEASE.with(|h| h.borrow_mut().take()) {
-            hook();
-        }
+        // The device check, its connection, the lease and the cancellation hook (R-LEASE-3).
+        let claim = claim(&self.hub, leases, &device, root_session)?;
         // A take-back that came after the acquire: the command is not sent at all.
-        if cancel.is_cancelled() {
+        if claim.cancel.is_cancelled() {
             return Err(Error::DeviceControlRevoked);
         }
-        conn.send(tool, args, timeout, &cancel)
+        claim
+            .conn
+            .send(tool, args, timeout, &claim.cancel)
             .map_err(|f| failure_error(f, timeout))
     }
 }
@@ -283,13 +266,10 @@ fn browser_error(message: &str, timeout: Duration) -> Option<Error> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::claim::{fixture::Paired, AFTER_LEASE};
     use super::*;
-    use crate::clock::SystemClock;
-    use crate::device::{BrowserInfo, ChannelOptions, DeviceWorker, PairRequest, ToolExecutor};
     use crate::lease::ControlCaller;
-    use crate::store::Store;
     use serde_json::json;
-    use std::sync::atomic::{AtomicUsize, Ordering};
 
     // R-DEV-FAIL, R-BRW-STALE: a reference worker's refusals come back as the local backend's
     // typed errors; worker text never reaches the error.
@@ -397,71 +377,28 @@ mod tests {
         }
     }
 
-    /// A worker's executor that counts the commands that reached it.
-    struct Counting(Arc<AtomicUsize>);
-
-    impl ToolExecutor for Counting {
-        fn execute(
-            &self,
-            _tool: &str,
-            _args: &Value,
-            _deadline: Duration,
-            _cancel: &CancelToken,
-        ) -> Result<Value, WorkerFailure> {
-            self.0.fetch_add(1, Ordering::SeqCst);
-            Ok(json!({"generation": 1, "url": "about:blank"}))
-        }
-    }
-
     // R-LEASE-3: a take-back right after the acquire stops the primitive before it is sent,
     // and it is reported as not sent (DEVICE_CONTROL_REVOKED), never as an unknown outcome.
     #[test]
     fn r_lease_3_take_back_right_after_the_acquire_sends_nothing_and_says_revoked() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(Store::open(dir.path()).unwrap());
-        let clock: SharedClock = Arc::new(SystemClock::new());
-        let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock)).unwrap();
-        let devices =
-            DeviceService::open(Arc::clone(&store), clock, &leases, dir.path().to_path_buf())
-                .unwrap();
-        let channel = devices.serve(ChannelOptions::new("127.0.0.1:0")).unwrap();
-        let pairing = devices
-            .pair(
-                &leases,
-                "alice",
-                &PairRequest {
-                    installation_id: "alice-install".into(),
-                    name: "laptop".into(),
-                    browser: Some(BrowserInfo {
-                        name: "Chromium".into(),
-                        version: "131".into(),
-                    }),
-                },
-            )
-            .unwrap();
-        let device = pairing.device.id.clone();
-        let reached = Arc::new(AtomicUsize::new(0));
-        let worker = DeviceWorker::connect(
-            crate::device::WorkerOptions::new(channel.url(), pairing.token),
-            Arc::new(Counting(Arc::clone(&reached))),
-        )
-        .unwrap();
-        let sender = devices.primitive_sender();
-        let send = |tool: &str| sender.send(&leases, "alice", "conv-1", &device, tool, &json!({}));
+        let paired = Paired::new(json!({"generation": 1, "url": "about:blank"}));
+        let (leases, device) = (&paired.leases, &paired.device);
+        let sender = paired.devices.primitive_sender();
+        let send = |tool: &str| sender.send(leases, "alice", "conv-1", device, tool, &json!({}));
         assert_eq!(send("observe").unwrap()["generation"], 1);
-        assert_eq!(reached.load(Ordering::SeqCst), 1);
+        assert_eq!(paired.reached(), 1);
         // Not a primitive: the nine tools do not go this way.
         assert_eq!(send("browser_get_text").unwrap_err().code(), "UNKNOWN_TOOL");
         assert_eq!(
             sender
-                .send(&leases, "alice", "conv-1", &device, "observe", &json!([]))
+                .send(leases, "alice", "conv-1", device, "observe", &json!([]))
                 .unwrap_err()
                 .code(),
             "INVALID_ARGUMENT"
         );
         assert_eq!(
             sender
-                .send(&leases, "mallory", "conv-1", &device, "observe", &json!({}))
+                .send(leases, "mallory", "conv-1", device, "observe", &json!({}))
                 .unwrap_err()
                 .code(),
             "DEVICE_NOT_PAIRED"
@@ -481,14 +418,7 @@ mod tests {
             send("observe").unwrap_err().code(),
             "DEVICE_CONTROL_REVOKED"
         );
-        assert_eq!(
-            reached.load(Ordering::SeqCst),
-            1,
-            "nothing reached the worker"
-        );
-        worker.close();
-        devices.close();
-        leases.close_all();
-        store.close();
+        assert_eq!(paired.reached(), 1, "nothing reached the worker");
+        paired.close();
     }
 }

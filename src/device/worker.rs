@@ -22,12 +22,13 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 use serde_json::Value;
 
-use super::executor::{CancelToken, ToolExecutor};
+use super::executor::ToolExecutor;
 use super::frames::{self, parse_gateway_frame, GatewayFrame, PROTOCOL_VERSION};
 use super::registry::DeviceToken;
 use super::socket::Wake;
 use super::wire::{self, HandshakeError, Message, WireError};
 use crate::clock::{self, wait_slice, SharedClock};
+use crate::CancelToken;
 use crate::{Error, Result};
 
 /// The read timeout of the connect phase (handshake, `ready`).
@@ -556,6 +557,10 @@ impl Drop for DeviceWorker {
     }
 }
 
+/// The executor thread's loop: runs each command once, in order. It is the one place a command
+/// cancelled before it started (a take-back or the gateway's cancel frame while it waited in
+/// the queue) is answered `cancelled` without being handed to the executor — every executor
+/// (the local browser's tools, a C callback, a Python callable) relies on it.
 fn run_jobs(
     queue: &mpsc::Receiver<Job>,
     results: &mpsc::Sender<String>,
@@ -694,6 +699,98 @@ fn run_io(
     shared.ended.notify_all();
 }
 
+/// A result frame the scripted gateway read: the command id and its outcome.
+#[cfg(test)]
+pub(crate) type ScriptedResult = (String, std::result::Result<Value, (String, String)>);
+
+/// A scripted gateway for tests of the worker's job loop through any executor (Rust, C):
+/// accepts one worker on loopback, sends command `c1` (args `{"n":1}`), command `c2` (args
+/// `{"n":2}`) and a cancel of `c2`, then a WebSocket ping; the pong proves the worker's I/O
+/// thread handled the cancel (it reads frames in order) while `c1` still blocks its executor.
+/// Then `release` unblocks `c1`, and the two result frames are returned as `(id, outcome)`.
+/// No timing: every step waits for the previous one's effect (reads bounded to 10 s).
+#[cfg(test)]
+pub(crate) struct CancelledInQueue {
+    listener: std::net::TcpListener,
+}
+
+#[cfg(test)]
+impl CancelledInQueue {
+    /// Listens on a loopback port.
+    pub(crate) fn bind() -> CancelledInQueue {
+        CancelledInQueue {
+            listener: std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback"),
+        }
+    }
+
+    /// The URL a worker connects to.
+    pub(crate) fn url(&self) -> String {
+        let addr = self.listener.local_addr().expect("local address");
+        format!("ws://{addr}/v1/device-worker/channel")
+    }
+
+    /// Runs the script (see the type); call on another thread than the worker's owner.
+    pub(crate) fn serve(&self, release: impl FnOnce()) -> Vec<ScriptedResult> {
+        use frames::{parse_worker_frame, WorkerFrame};
+        let (stream, _) = self.listener.accept().expect("accept the worker");
+        stream
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .expect("read timeout");
+        let clock = clock::system();
+        let started = clock.now();
+        let mut keep_going = || clock.now() - started < Duration::from_secs(10);
+        let Ok(mut ws) = wire::accept(
+            stream,
+            "/v1/device-worker/channel",
+            1 << 20,
+            &mut keep_going,
+        ) else {
+            panic!("the worker's handshake failed");
+        };
+        let next = |ws: &mut wire::Socket<TcpStream>| loop {
+            assert!(
+                clock.now() - started < Duration::from_secs(10),
+                "the worker went quiet"
+            );
+            match ws.read() {
+                Ok(m) => return m,
+                Err(WireError::WouldBlock) => continue,
+                Err(_) => panic!("the worker's connection failed"),
+            }
+        };
+        assert!(matches!(next(&mut ws), Message::Text(_)), "authenticate");
+        ws.send_text(&frames::ready("dev_queued")).expect("ready");
+        ws.send_text(&frames::command(
+            "c1",
+            "browser_get_text",
+            &serde_json::json!({"n": 1}),
+            60_000,
+        ))
+        .expect("c1");
+        ws.send_text(&frames::command(
+            "c2",
+            "browser_get_text",
+            &serde_json::json!({"n": 2}),
+            60_000,
+        ))
+        .expect("c2");
+        ws.send_text(&frames::cancel("c2")).expect("cancel c2");
+        ws.send_ping().expect("ping");
+        ws.flush().expect("flush");
+        while !matches!(next(&mut ws), Message::Pong) {}
+        release();
+        let mut results = Vec::new();
+        while results.len() < 2 {
+            if let Message::Text(text) = next(&mut ws) {
+                if let Ok(WorkerFrame::Result { id, outcome }) = parse_worker_frame(&text) {
+                    results.push((id, outcome));
+                }
+            }
+        }
+        results
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -729,5 +826,68 @@ mod tests {
         }
         assert!(tls_config(Some(b"not pem")).is_err());
         assert!(tls_config(None).is_ok());
+    }
+
+    /// Blocks the first command until released; records the `n` of every command it runs.
+    struct Gate {
+        ran: Mutex<Vec<u64>>,
+        open: Mutex<bool>,
+        opened: Condvar,
+    }
+
+    impl ToolExecutor for Gate {
+        fn execute(
+            &self,
+            _tool: &str,
+            args: &Value,
+            _deadline: Duration,
+            _cancel: &CancelToken,
+        ) -> std::result::Result<Value, super::super::WorkerFailure> {
+            self.ran.lock().push(args["n"].as_u64().unwrap_or(0));
+            let mut open = self.open.lock();
+            while !*open {
+                self.opened.wait(&mut open);
+            }
+            Ok(serde_json::json!({"text": "ran"}))
+        }
+    }
+
+    // Issue 19 item 1, R-DEV-CHAN: a command the gateway cancels while it waits in the worker's
+    // queue is answered `cancelled` and never reaches the executor — checked once, in the core
+    // job loop, for every executor (the C and Python ones run the same loop: src/ffi/worker.rs,
+    // bindings/python/tests/test_worker.py).
+    #[test]
+    fn a_command_cancelled_in_the_queue_never_reaches_the_executor() {
+        let gateway = CancelledInQueue::bind();
+        let gate = Arc::new(Gate {
+            ran: Mutex::new(Vec::new()),
+            open: Mutex::new(false),
+            opened: Condvar::new(),
+        });
+        let results = std::thread::scope(|scope| {
+            let script = scope.spawn(|| {
+                gateway.serve(|| {
+                    *gate.open.lock() = true;
+                    gate.opened.notify_all();
+                })
+            });
+            let worker = DeviceWorker::connect(
+                WorkerOptions::new(gateway.url(), DeviceToken::new("jgd_x".to_string())),
+                gate.clone(),
+            )
+            .unwrap();
+            let results = script.join().unwrap();
+            assert_eq!(worker.commands_served(), 2);
+            worker.close();
+            results
+        });
+        assert_eq!(*gate.ran.lock(), vec![1], "only c1 ran");
+        assert_eq!(
+            results[0],
+            ("c1".to_string(), Ok(serde_json::json!({"text": "ran"})))
+        );
+        let (id, outcome) = &results[1];
+        assert_eq!(id, "c2");
+        assert_eq!(outcome.as_ref().unwrap_err().0, "cancelled", "{outcome:?}");
     }
 }

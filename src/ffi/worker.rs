@@ -4,9 +4,8 @@
 
 use super::*;
 use crate::browser::BrowserTools;
-use crate::device::{
-    CancelToken, DeviceToken, DeviceWorker, ToolExecutor, WorkerFailure, WorkerOptions,
-};
+use crate::device::{DeviceToken, DeviceWorker, ToolExecutor, WorkerFailure, WorkerOptions};
+use crate::CancelToken;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -134,15 +133,9 @@ impl ToolExecutor for CExecutor {
         tool: &str,
         args: &Value,
         _deadline: Duration,
-        cancel: &CancelToken,
+        _cancel: &CancelToken,
     ) -> Result<Value, WorkerFailure> {
         let fail = |what: &str| WorkerFailure::new("execution_failed", what);
-        if cancel.is_cancelled() {
-            return Err(WorkerFailure::new(
-                "cancelled",
-                "cancelled before it started; nothing was sent to the page",
-            ));
-        }
         let tool = CString::new(tool).map_err(|_| fail("the tool name holds a NUL"))?;
         let args = CString::new(args.to_string()).map_err(|_| fail("the arguments hold a NUL"))?;
         // SAFETY: the host's contract: callable from this thread with its user_data.
@@ -281,4 +274,90 @@ pub unsafe extern "C" fn jevgate_device_worker_close(worker: *mut jevgate_device
             w.worker.close();
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::CancelledInQueue;
+    use parking_lot::{Condvar, Mutex};
+
+    /// The host's state behind `user_data`: the arguments of every command served, and a gate
+    /// that holds the first command until the scripted gateway releases it.
+    struct Host {
+        served: Mutex<Vec<String>>,
+        open: Mutex<bool>,
+        opened: Condvar,
+    }
+
+    unsafe extern "C" fn serve(
+        user_data: *mut std::ffi::c_void,
+        _tool: *const c_char,
+        args_json: *const c_char,
+    ) -> *mut c_char {
+        // SAFETY: the test passes a live `Host` and jevgate a NUL-terminated string.
+        let (host, args) = unsafe { (&*(user_data as *const Host), CStr::from_ptr(args_json)) };
+        host.served.lock().push(args.to_string_lossy().into_owned());
+        let mut open = host.open.lock();
+        while !*open {
+            host.opened.wait(&mut open);
+        }
+        CString::new(r#"{"success":true,"result":{"text":"served by C"}}"#)
+            .map_or(std::ptr::null_mut(), CString::into_raw)
+    }
+
+    unsafe extern "C" fn free_result(_user_data: *mut std::ffi::c_void, result: *mut c_char) {
+        // SAFETY: `serve` made it with `CString::into_raw`.
+        drop(unsafe { CString::from_raw(result) });
+    }
+
+    // Issue 19 item 1, R-DEV-CHAN: through the C executor (which has no check of its own), a
+    // command cancelled while it waits in the worker's queue is answered `cancelled` by the
+    // core job loop and the host's callback never sees it.
+    #[test]
+    fn a_command_cancelled_in_the_queue_never_reaches_the_c_callback() {
+        let gateway = CancelledInQueue::bind();
+        let host = Host {
+            served: Mutex::new(Vec::new()),
+            open: Mutex::new(false),
+            opened: Condvar::new(),
+        };
+        let url = CString::new(gateway.url()).unwrap();
+        let token = CString::new("jgd_x").unwrap();
+        let results = std::thread::scope(|scope| {
+            let script = scope.spawn(|| {
+                gateway.serve(|| {
+                    *host.open.lock() = true;
+                    host.opened.notify_all();
+                })
+            });
+            let mut worker: *mut jevgate_device_worker = std::ptr::null_mut();
+            // SAFETY: valid strings and out-pointer; `host` outlives the worker (closed below).
+            let status = unsafe {
+                jevgate_device_worker_connect_with(
+                    url.as_ptr(),
+                    token.as_ptr(),
+                    Some(serve),
+                    Some(free_result),
+                    &host as *const Host as *mut std::ffi::c_void,
+                    std::ptr::null(),
+                    &mut worker,
+                    std::ptr::null_mut(),
+                )
+            };
+            assert_eq!(status, jevgate_status::JEVGATE_OK);
+            let results = script.join().unwrap();
+            // SAFETY: the live handle from the connect above, closed once.
+            unsafe { jevgate_device_worker_close(worker) };
+            results
+        });
+        assert_eq!(*host.served.lock(), vec![r#"{"n":1}"#.to_string()]);
+        assert_eq!(results[0].0, "c1");
+        assert_eq!(results[1].0, "c2");
+        assert_eq!(
+            results[1].1.as_ref().unwrap_err().0,
+            "cancelled",
+            "{results:?}"
+        );
+    }
 }

@@ -12,8 +12,8 @@ use super::Gateway;
 use crate::browser::managed::{
     DataHandling, ManagedBrowser, ManagedCall, ManagedCaps, ManagedRun, ScreenshotSink,
 };
-use crate::device::CancelToken;
 use crate::lease::{BrowserCall, SessionMode};
+use crate::CancelToken;
 use crate::{Error, Result};
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;

@@ -4,9 +4,9 @@
 
 use super::Gateway;
 use crate::jev::{
-    CancelToken, EvaluateCall, Evaluation, JevCallback, JevContext, Limits, ThinkRequest, Thought,
-    UsagePage,
+    EvaluateCall, Evaluation, JevCallback, JevContext, Limits, ThinkRequest, Thought, UsagePage,
 };
+use crate::CancelToken;
 use crate::{Error, Result};
 
 impl Gateway {

@@ -6,8 +6,9 @@
 
 use super::{Gateway, Inner};
 use crate::browser::{BrowserBackend, LaunchOptions, LeaseAction, LocalBrowser, TabLeaseArgs};
-use crate::jev::{CancelToken, EvaluateCall, Evaluation};
+use crate::jev::{EvaluateCall, Evaluation};
 use crate::task::{OpenTarget, TaskHost, TaskOwner, TaskTarget, Tasks};
+use crate::CancelToken;
 use crate::{Error, Result};
 use parking_lot::RwLock;
 use std::sync::{Arc, Weak};

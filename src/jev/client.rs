@@ -24,7 +24,6 @@
 //! This module must never log or keep state, questions, answers' text, provider bodies or
 //! credentials; errors carry codes and reasons written by jevgate.
 
-use super::cancel::CancelToken;
 use super::content::Content;
 use super::context::JevContext;
 use super::http::{Abort, Auth, Http, Post};
@@ -46,6 +45,7 @@ use crate::config::{
 };
 use crate::error::RetryInfo;
 use crate::store::Store;
+use crate::CancelToken;
 use crate::{Error, Result};
 use parking_lot::{Condvar, Mutex, RwLock};
 use serde::ser::{SerializeMap, SerializeStruct};
@@ -866,6 +866,7 @@ impl JevClient {
                 let abort = Arc::clone(&abort);
                 let remaining = deadline.saturating_duration_since(clock.now());
                 let wall = clock.wall();
+                let clock = Arc::clone(clock);
                 Box::new(move || {
                     http.post_json(&Post {
                         url: &url,
@@ -874,6 +875,7 @@ impl JevClient {
                         extra_headers: &[],
                         body: &body,
                         timeout: remaining,
+                        clock: &clock,
                         wall,
                         timeout_ms,
                         abort: Some(&abort),

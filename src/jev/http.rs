@@ -8,7 +8,8 @@
 //! and [`Http::close`] (the gateway closes) shut the in-flight socket down, so a blocked read or
 //! write returns at once and the I/O thread frees its concurrency slot; a connection that was
 //! shut down is never returned to the pool. Only the TCP connect itself is not interrupted (it
-//! keeps the call's own deadline).
+//! keeps the call's own deadline). Every socket deadline is on the evaluation context's clock
+//! (R-CLK) and also ends in real time on a clock nobody advances (see `Timed`).
 //!
 //! Status mapping (R-JEV-ERRMAP) happens here, keeping only typed metadata (Retry-After, reset
 //! time). It must never surface or log a provider's response body, the request body, a response
@@ -21,6 +22,7 @@
 //! under it are rustls's handshake messages (server name, certificates, cipher suites), which
 //! carry no key, header or body (`tests/log_privacy_provider.rs` measures it at `Trace`).
 
+use crate::clock::{GraceBound, Instant, SharedClock};
 use crate::config::Secret;
 use crate::error::RetryInfo;
 use crate::{Error, Result};
@@ -29,7 +31,7 @@ use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Largest provider response read, in bytes; more is a provider failure.
 pub(crate) const MAX_RESPONSE_BYTES: u64 = 8 * 1024 * 1024;
@@ -68,8 +70,10 @@ pub(crate) struct Post<'a> {
     pub extra_headers: &'a [(&'a str, &'a str)],
     /// The JSON body.
     pub body: &'a [u8],
-    /// Time left before the caller's deadline (nothing is sent when it is zero).
+    /// Time left before the caller's deadline (nothing is sent when it is zero), on `clock`.
     pub timeout: Duration,
+    /// The evaluation context's clock: every socket deadline of the exchange reads it (R-CLK).
+    pub clock: &'a SharedClock,
     /// Wall clock now, to convert HTTP dates.
     pub wall: SystemTime,
     /// The configured deadline, for `JEV_TIMEOUT`.
@@ -164,49 +168,74 @@ impl Stream {
     }
 }
 
-/// A stream that gives each read and write only the time left before its deadline.
+/// A stream whose reads and writes end at the exchange's deadline on the context's clock
+/// (R-CLK). Each blocking call sleeps at most one slice of the bound ([`GraceBound`]: the time
+/// left on a clock that follows real time; a short slice on one that does not, re-read after
+/// each), and a slice that passes without progress is simply retried until the bound ends — so
+/// an advanced manual clock ends the exchange within a slice, and a manual clock nobody advances
+/// still ends it after about the timeout of real waiting instead of never.
 struct Timed {
     stream: Stream,
-    deadline: Instant,
+    clock: SharedClock,
+    bound: GraceBound,
+}
+
+fn timed_out(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+    )
 }
 
 impl Timed {
-    fn left(&self) -> io::Result<Duration> {
-        let left = self.deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(io::ErrorKind::TimedOut.into());
+    /// The next slice to block for, or `TimedOut` once the bound is over.
+    fn slice(&mut self) -> io::Result<Duration> {
+        self.bound
+            .next(&*self.clock, Duration::MAX)
+            .ok_or_else(|| io::ErrorKind::TimedOut.into())
+    }
+
+    /// Runs one blocking call slice by slice: `arm` sets the socket's timeout for a slice,
+    /// `call` blocks at most that long; a slice that times out is retried (nothing was consumed:
+    /// a plain socket read or write that times out moved no byte, and rustls keeps what it
+    /// buffered) until the bound ends.
+    fn sliced<T>(
+        &mut self,
+        arm: fn(&TcpStream, Option<Duration>) -> io::Result<()>,
+        mut call: impl FnMut(&mut Stream) -> io::Result<T>,
+    ) -> io::Result<T> {
+        loop {
+            let slice = self.slice()?;
+            arm(self.stream.tcp(), Some(slice))?;
+            match call(&mut self.stream) {
+                Err(e) if timed_out(&e) => continue,
+                other => return other,
+            }
         }
-        Ok(left)
     }
 }
 
 impl Read for Timed {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let left = self.left()?;
-        self.stream.tcp().set_read_timeout(Some(left))?;
-        match &mut self.stream {
+        self.sliced(TcpStream::set_read_timeout, |stream| match stream {
             Stream::Plain(s) => s.read(buf),
             Stream::Tls(s) => s.read(buf),
-        }
+        })
     }
 }
 
 impl Write for Timed {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let left = self.left()?;
-        self.stream.tcp().set_write_timeout(Some(left))?;
-        match &mut self.stream {
+        self.sliced(TcpStream::set_write_timeout, |stream| match stream {
             Stream::Plain(s) => s.write(buf),
             Stream::Tls(s) => s.write(buf),
-        }
+        })
     }
     fn flush(&mut self) -> io::Result<()> {
-        let left = self.left()?;
-        self.stream.tcp().set_write_timeout(Some(left))?;
-        match &mut self.stream {
+        self.sliced(TcpStream::set_write_timeout, |stream| match stream {
             Stream::Plain(s) => s.flush(),
             Stream::Tls(s) => s.flush(),
-        }
+        })
     }
 }
 
@@ -217,10 +246,10 @@ struct Conn {
 }
 
 impl Conn {
-    /// Whether an idle connection can carry another request: young enough, not closed by the
-    /// server and with nothing unexpected waiting to be read.
-    fn reusable(&self) -> bool {
-        if self.idle_since.elapsed() > MAX_IDLE_AGE || !self.io.buffer().is_empty() {
+    /// Whether an idle connection can carry another request at `now`: young enough, not closed
+    /// by the server and with nothing unexpected waiting to be read.
+    fn reusable(&self, now: Instant) -> bool {
+        if now - self.idle_since > MAX_IDLE_AGE || !self.io.buffer().is_empty() {
             return false;
         }
         let tcp = self.io.get_ref().stream.tcp();
@@ -326,10 +355,9 @@ impl Http {
                 timeout_ms: p.timeout_ms,
             });
         }
-        // a deadline past the end of time is no deadline: a year is as good
-        let deadline = Instant::now()
-            .checked_add(p.timeout)
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 86_400));
+        // On the context's clock, and bounded in real time on one that does not follow it (a
+        // deadline past the end of time saturates: no deadline).
+        let deadline = GraceBound::new(&**p.clock, p.timeout);
         let abort = p.abort.cloned().unwrap_or_default();
         let id = {
             let mut f = self.in_flight.lock();
@@ -369,7 +397,7 @@ impl Http {
     fn exchange(
         &self,
         p: &Post<'_>,
-        deadline: Instant,
+        mut deadline: GraceBound,
         abort: &Abort,
     ) -> std::result::Result<std::result::Result<Vec<u8>, (u16, RetryInfo)>, Fail> {
         let url = crate::config::parse_endpoint(p.url).map_err(|_| Fail::BadUrl)?;
@@ -377,12 +405,15 @@ impl Http {
         let port = url.port.unwrap_or(if tls { 443 } else { 80 });
         let endpoint: Endpoint = (tls, url.host.clone(), port);
         let request = request_bytes(p, &url.host, url.port, &url.path)?;
-        let mut conn = match self.pooled(&endpoint) {
+        let clock = p.clock;
+        let mut conn = match self.pooled(&endpoint, clock.now()) {
             Some(c) => c,
-            None => self.connect(&endpoint, deadline)?,
+            None => self.connect(&endpoint, clock, &mut deadline)?,
         };
         abort.attach(conn.io.get_ref().stream.tcp())?;
-        conn.io.get_mut().deadline = deadline;
+        let timed = conn.io.get_mut();
+        timed.clock = Arc::clone(clock);
+        timed.bound = deadline;
         conn.io.get_mut().write_all(&request)?;
         conn.io.get_mut().flush()?;
         let head = loop {
@@ -402,24 +433,24 @@ impl Http {
             return Err(Fail::Aborted);
         }
         if reusable && head.keep_alive {
-            self.put_back(endpoint, conn);
+            self.put_back(endpoint, conn, clock.now());
         }
         Ok(Ok(body))
     }
 
-    fn pooled(&self, endpoint: &Endpoint) -> Option<Conn> {
+    fn pooled(&self, endpoint: &Endpoint, now: Instant) -> Option<Conn> {
         let mut idle = self.idle.lock();
         let conns = idle.get_mut(endpoint)?;
         while let Some(c) = conns.pop() {
-            if c.reusable() {
+            if c.reusable(now) {
                 return Some(c);
             }
         }
         None
     }
 
-    fn put_back(&self, endpoint: Endpoint, mut conn: Conn) {
-        conn.idle_since = Instant::now();
+    fn put_back(&self, endpoint: Endpoint, mut conn: Conn, now: Instant) {
+        conn.idle_since = now;
         let mut idle = self.idle.lock();
         if !idle.contains_key(&endpoint) && idle.len() >= MAX_ENDPOINTS {
             idle.clear();
@@ -433,7 +464,8 @@ impl Http {
     fn connect(
         &self,
         (tls, host, port): &Endpoint,
-        deadline: Instant,
+        clock: &SharedClock,
+        deadline: &mut GraceBound,
     ) -> std::result::Result<Conn, Fail> {
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         // name resolution keeps the OS resolver's own timeouts
@@ -444,32 +476,27 @@ impl Http {
         if addrs.is_empty() {
             return Err(Fail::HostNotFound);
         }
+        // Each address is tried slice by slice of the bound: an attempt that times out starts
+        // again until the bound ends (on a clock that follows real time, one attempt of the whole
+        // time left, as before); any other failure moves on to the next address.
         let mut tcp = None;
-        let mut timed_out = false;
-        for addr in addrs {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(Fail::Timeout);
-            }
-            match TcpStream::connect_timeout(&addr, left) {
-                Ok(s) => {
-                    tcp = Some(s);
-                    break;
-                }
-                Err(e) => {
-                    timed_out |= matches!(
-                        e.kind(),
-                        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
-                    )
+        'addrs: for addr in addrs {
+            loop {
+                let Some(slice) = deadline.next(&**clock, Duration::MAX) else {
+                    return Err(Fail::Timeout);
+                };
+                match TcpStream::connect_timeout(&addr, slice) {
+                    Ok(s) => {
+                        tcp = Some(s);
+                        break 'addrs;
+                    }
+                    Err(e) if timed_out(&e) => continue,
+                    Err(_) => continue 'addrs,
                 }
             }
         }
         let Some(tcp) = tcp else {
-            return Err(if timed_out {
-                Fail::Timeout
-            } else {
-                Fail::ConnectionFailed
-            });
+            return Err(Fail::ConnectionFailed);
         };
         let _ = tcp.set_nodelay(true);
         let stream = if *tls {
@@ -482,8 +509,12 @@ impl Http {
             Stream::Plain(tcp)
         };
         Ok(Conn {
-            io: BufReader::new(Timed { stream, deadline }),
-            idle_since: Instant::now(),
+            io: BufReader::new(Timed {
+                stream,
+                clock: Arc::clone(clock),
+                bound: *deadline,
+            }),
+            idle_since: clock.now(),
         })
     }
 }
@@ -850,7 +881,7 @@ mod tests {
             ("18446744073709551616000", "5e10"),
             ("7", "30"),
         ] {
-            for wall in [UNIX_EPOCH, far_wall, SystemTime::now()] {
+            for wall in [UNIX_EPOCH, far_wall, crate::clock::system().wall()] {
                 let r = retry_info(headers(ra, reset), wall);
                 assert!(r.retry_after.unwrap() <= MAX_RETRY_AFTER, "{ra}");
             }
@@ -943,6 +974,7 @@ mod tests {
         let key = crate::config::CredentialRef::Env("K".into())
             .resolve(&|_| Some("sk-1".into()))
             .unwrap();
+        let clock = crate::clock::system();
         let post = |extra: &'static [(&'static str, &'static str)]| Post {
             url: "http://127.0.0.1:9/v1",
             auth: Auth::Bearer,
@@ -950,7 +982,8 @@ mod tests {
             extra_headers: extra,
             body: b"{}",
             timeout: Duration::from_secs(1),
-            wall: SystemTime::now(),
+            clock: &clock,
+            wall: UNIX_EPOCH,
             timeout_ms: 1000,
             abort: None,
         };
@@ -1001,5 +1034,94 @@ mod tests {
         for (status, code) in cases {
             assert_eq!(map_status(status, RetryInfo::default()).code(), code);
         }
+    }
+
+    /// A loopback provider that reads the request, reports it, and then never answers (the
+    /// socket stays open until the returned sender is dropped).
+    fn stalling_server() -> (
+        String,
+        std::sync::mpsc::Receiver<()>,
+        std::sync::mpsc::Sender<()>,
+    ) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let (got, got_rx) = std::sync::mpsc::channel();
+        let (stop, stop_rx) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = got.send(());
+            let _ = stop_rx.recv();
+        });
+        (url, got_rx, stop)
+    }
+
+    /// Runs a POST of `timeout` on `clock` against `url` on its own thread.
+    fn post_on(
+        url: String,
+        clock: SharedClock,
+        timeout: Duration,
+    ) -> std::sync::mpsc::Receiver<Result<Vec<u8>>> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let key = crate::config::CredentialRef::Env("K".into())
+                .resolve(&|_| Some("sk-1".into()))
+                .unwrap();
+            let r = Http::new(&[]).post_json(&Post {
+                url: &url,
+                auth: Auth::Bearer,
+                key: &key,
+                extra_headers: &[],
+                body: b"{}",
+                timeout,
+                clock: &clock,
+                wall: UNIX_EPOCH,
+                timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+                abort: None,
+            });
+            let _ = tx.send(r);
+        });
+        rx
+    }
+
+    // R-CLK, issue 19 item 6: the socket deadline is on the context's clock. A provider that
+    // stalls after reading the request, a 60 s timeout on a manual clock advanced past it: the
+    // exchange ends with JEV_TIMEOUT within a slice, not after 60 s of real time (the old
+    // real-time deadline kept it blocked; the 10 s bound of this test's wait would fail).
+    #[test]
+    fn r_clk_a_stalled_exchange_ends_when_the_manual_clock_passes_its_deadline() {
+        let (url, got, _stop) = stalling_server();
+        let clock = crate::clock::ManualClock::new();
+        let answer = post_on(url, Arc::new(clock.clone()), Duration::from_secs(60));
+        got.recv_timeout(Duration::from_secs(10))
+            .expect("the request arrived");
+        clock.advance(Duration::from_secs(61));
+        let r = answer
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the exchange ended when the clock passed its deadline");
+        assert!(
+            matches!(r, Err(Error::Timeout { timeout_ms: 60_000 })),
+            "{r:?}"
+        );
+    }
+
+    // R-CLK, issue 19 item 6: on a manual clock nobody advances, a stalled exchange still ends
+    // — after about its timeout of real waiting (the slices count against it, as a
+    // `clock::Grace` does) — instead of hanging forever.
+    #[test]
+    fn r_clk_a_stalled_exchange_ends_on_a_manual_clock_nobody_advances() {
+        let (url, got, _stop) = stalling_server();
+        let clock = crate::clock::ManualClock::new();
+        let answer = post_on(url, Arc::new(clock), Duration::from_millis(200));
+        got.recv_timeout(Duration::from_secs(10))
+            .expect("the request arrived");
+        let r = answer
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the exchange ended in real time");
+        assert!(
+            matches!(r, Err(Error::Timeout { timeout_ms: 200 })),
+            "{r:?}"
+        );
     }
 }

@@ -6,8 +6,8 @@
 //! The limits are read from each caller's captured configuration, so a reload applies to new
 //! arrivals. No lock is held while a slot is in use, and the lock is never held across I/O.
 
-use super::cancel::CancelToken;
 use crate::clock::{Instant, SharedClock};
+use crate::CancelToken;
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -138,12 +138,15 @@ impl Limiter {
             Admission::Full => return Err(WaitEnd::Full),
             Admission::Queued(t) => t,
         };
+        // The waker takes the state lock (so its notification cannot slip between a check and
+        // the wait), and runs at once if the token is already cancelled: register it unlocked.
+        drop(state);
         let me = Arc::clone(self);
         let _waker = cancel.on_cancel(move || {
-            // Take the lock so the notification cannot slip between a check and the wait.
             drop(me.state.lock());
             me.changed.notify_all();
         });
+        let mut state = self.state.lock();
         loop {
             if cancel.is_cancelled() {
                 state.leave(ticket);

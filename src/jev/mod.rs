@@ -12,7 +12,7 @@
 //! - The client (R-JEV): [`crate::Gateway::evaluate`] with an [`EvaluateCall`] returns an
 //!   [`Evaluation`]; providers `typesafe`, `upstream` (HTTPS: our HTTP/1.1 over rustls), `callback`
 //!   ([`JevCallback`]) and `local` ([`local_evaluate`], a documented heuristic); the
-//!   request ledger (`ledger.rs`), the limiter (`limiter.rs`), [`CancelToken`], usage records
+//!   request ledger (`ledger.rs`), the limiter (`limiter.rs`), [`crate::CancelToken`], usage records
 //!   ([`UsageRecord`]) and the thinking helper ([`crate::Gateway::think`]). The client sees
 //!   only a `JevContext` (clock, live configuration, closed flag) lent by the gateway, never
 //!   the gateway itself.
@@ -43,7 +43,6 @@
 //! - `ValidationError::key` is a question key or `None`; an unexpected answer key (provider text)
 //!   is never repeated.
 
-mod cancel;
 mod client;
 mod content;
 mod context;
@@ -65,7 +64,6 @@ mod usage;
 mod validate;
 
 pub use crate::reasons::{ValidationError, ValidationReason};
-pub use cancel::CancelToken;
 pub(crate) use client::JevClient;
 pub use client::{EvalAnswer, EvaluateCall, Evaluation, JevCallback, TYPESAFE_BASE_URL};
 pub use content::Content;

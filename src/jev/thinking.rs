@@ -140,6 +140,7 @@ pub(crate) fn think(
         extra_headers: headers,
         body: &body,
         timeout: remaining,
+        clock,
         wall: clock.wall(),
         timeout_ms,
         // the thinking helper has no cancel token; Http::close still ends it

@@ -12,10 +12,11 @@
 //! failure → `CODE: message`. Everything read from the page is already inside the library's
 //! untrusted envelope. This file never logs page content, typed text or arguments.
 
-use super::provider::{Cancel, Content, ToolFailure, ToolOutput, ToolProvider};
+use super::provider::{Content, ToolFailure, ToolOutput, ToolProvider};
 use super::Caps;
 use jevgate::browser::managed::{managed_tool_definitions, DataHandling, ManagedCall, ManagedCaps};
 use jevgate::device::ToolFormat;
+use jevgate::CancelToken;
 use jevgate::Gateway;
 use serde_json::Value;
 
@@ -132,7 +133,12 @@ impl ToolProvider for ManagedTools {
         }
     }
 
-    fn call(&self, name: &str, args: &Value, cancel: &Cancel) -> Result<ToolOutput, ToolFailure> {
+    fn call(
+        &self,
+        name: &str,
+        args: &Value,
+        cancel: &CancelToken,
+    ) -> Result<ToolOutput, ToolFailure> {
         if cancel.is_cancelled() {
             return Err(ToolFailure::new(
                 "CANCELLED",
@@ -143,7 +149,7 @@ impl ToolProvider for ManagedTools {
         // by the backend's own timeouts, and once sent are not interrupted.
         let result = self
             .gw
-            .browser_tool_call(&self.call, name, args, Some(&cancel.browser))?;
+            .browser_tool_call(&self.call, name, args, Some(cancel))?;
         Ok(content_of(result))
     }
 

@@ -7,11 +7,12 @@
 //! connect to. It must never start a local browser, never act on a device the principal does
 //! not own (the device service checks every call), and never log page content or arguments.
 
-use super::provider::{Cancel, ToolFailure, ToolOutput, ToolProvider};
+use super::provider::{ToolFailure, ToolOutput, ToolProvider};
 use jevgate::browser::managed::{
     managed_tool_definitions, ManagedBrowser, ManagedCaps, ManagedRun,
 };
 use jevgate::device::ToolFormat;
+use jevgate::CancelToken;
 use jevgate::Gateway;
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -68,7 +69,12 @@ impl ToolProvider for DeviceBrowserTools {
         }
     }
 
-    fn call(&self, name: &str, args: &Value, cancel: &Cancel) -> Result<ToolOutput, ToolFailure> {
+    fn call(
+        &self,
+        name: &str,
+        args: &Value,
+        cancel: &CancelToken,
+    ) -> Result<ToolOutput, ToolFailure> {
         if cancel.is_cancelled() {
             return Err(ToolFailure::new(
                 "CANCELLED",
@@ -80,7 +86,7 @@ impl ToolProvider for DeviceBrowserTools {
             caps: self.caps,
             // No artifact store for a device's screenshots here: the image goes to the client.
             screenshots: None,
-            cancel: Some(&cancel.browser),
+            cancel: Some(cancel),
             // The device's files are on the device: no workspace here, so the file tools
             // answer that a workspace is needed.
             ..ManagedRun::default()

@@ -4,7 +4,8 @@
 //! Thin: access checks, limits, the validator and usage records are the gateway's. This file
 //! only injects the agent id and maps the result; it never logs the state or the answers.
 
-use super::provider::{Cancel, ToolFailure, ToolOutput, ToolProvider};
+use super::provider::{ToolFailure, ToolOutput, ToolProvider};
+use jevgate::CancelToken;
 use jevgate::Gateway;
 use serde_json::{json, Value};
 
@@ -41,7 +42,12 @@ impl ToolProvider for JevTools {
         })]
     }
 
-    fn call(&self, name: &str, args: &Value, cancel: &Cancel) -> Result<ToolOutput, ToolFailure> {
+    fn call(
+        &self,
+        name: &str,
+        args: &Value,
+        cancel: &CancelToken,
+    ) -> Result<ToolOutput, ToolFailure> {
         if name != "jev_evaluate" {
             return Err(ToolFailure::invalid("unknown jev tool"));
         }
@@ -57,7 +63,7 @@ impl ToolProvider for JevTools {
         obj.insert("agentId".into(), Value::String(self.agent_id.clone()));
         let out = self
             .gw
-            .evaluate_json(&Value::Object(obj).to_string(), Some(&cancel.jev))?;
+            .evaluate_json(&Value::Object(obj).to_string(), Some(cancel))?;
         Ok(ToolOutput::text(out))
     }
 }

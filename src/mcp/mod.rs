@@ -30,9 +30,10 @@ mod stdio;
 mod tasks;
 
 use jevgate::task::TaskOwner;
+use jevgate::CancelToken;
 use jevgate::{Config, Gateway, GatewayOptions};
 use parking_lot::{Condvar, Mutex};
-use provider::{Cancel, ToolFailure, ToolOutput, ToolProvider};
+use provider::{ToolFailure, ToolOutput, ToolProvider};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::fs::File;
@@ -144,7 +145,7 @@ struct Shared {
 }
 
 struct InFlight {
-    cancel: Cancel,
+    cancel: CancelToken,
     cancelled: AtomicBool,
 }
 
@@ -440,7 +441,7 @@ impl Server {
         };
         let key = id.to_string();
         let call = Arc::new(InFlight {
-            cancel: Cancel::new(),
+            cancel: CancelToken::new(),
             cancelled: AtomicBool::new(false),
         });
         {

@@ -6,37 +6,8 @@
 //! It must never know the JSON-RPC framing, and never put page text, typed text or arguments
 //! into a failure's message beyond what the tool itself reports to its caller.
 
+use jevgate::CancelToken;
 use serde_json::{json, Value};
-
-/// One call's cancellation, fired when the client cancels the request
-/// (`notifications/cancelled`) or the server shuts down. It carries the token of each library
-/// layer a tool may block in: the Jev evaluator's ([`jevgate::jev::CancelToken`]) and the
-/// browser's ([`jevgate::device::CancelToken`], which stops a `browser_wait_for`).
-#[derive(Debug, Clone, Default)]
-pub struct Cancel {
-    /// For `gw.evaluate_json`.
-    pub jev: jevgate::jev::CancelToken,
-    /// For `gw.browser_tool_call`.
-    pub browser: jevgate::device::CancelToken,
-}
-
-impl Cancel {
-    /// A call not yet cancelled.
-    pub fn new() -> Cancel {
-        Cancel::default()
-    }
-
-    /// Fires both tokens. Idempotent.
-    pub fn cancel(&self) {
-        self.jev.cancel();
-        self.browser.cancel();
-    }
-
-    /// Whether [`Cancel::cancel`] was called.
-    pub fn is_cancelled(&self) -> bool {
-        self.jev.is_cancelled() || self.browser.is_cancelled()
-    }
-}
 
 /// A family of tools the server serves. Called from worker threads, several at once.
 ///
@@ -51,7 +22,12 @@ pub trait ToolProvider: Send + Sync {
     /// Runs tool `name` (one of [`ToolProvider::definitions`]) with `args` (a JSON object).
     /// `cancel` is set when the client cancels the request (`notifications/cancelled`) or the
     /// server shuts down: a long call should notice it and return (what it returns is dropped).
-    fn call(&self, name: &str, args: &Value, cancel: &Cancel) -> Result<ToolOutput, ToolFailure>;
+    fn call(
+        &self,
+        name: &str,
+        args: &Value,
+        cancel: &CancelToken,
+    ) -> Result<ToolOutput, ToolFailure>;
 
     /// Ends whatever the provider started (browsers): called once, at shutdown, after every
     /// in-flight call was cancelled.

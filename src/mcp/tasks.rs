@@ -5,8 +5,9 @@
 //! Thin: every rule (owner checks, budgets, receipts that never replay) lives in `jevgate::task`.
 //! This file only maps arguments and results; it never logs a goal, a command or a result.
 
-use super::provider::{Cancel, ToolFailure, ToolOutput, ToolProvider};
+use super::provider::{ToolFailure, ToolOutput, ToolProvider};
 use jevgate::task::{SpawnRequest, TaskOwner};
+use jevgate::CancelToken;
 use jevgate::Gateway;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
@@ -121,7 +122,12 @@ impl ToolProvider for TaskTools {
         ]
     }
 
-    fn call(&self, name: &str, args: &Value, cancel: &Cancel) -> Result<ToolOutput, ToolFailure> {
+    fn call(
+        &self,
+        name: &str,
+        args: &Value,
+        cancel: &CancelToken,
+    ) -> Result<ToolOutput, ToolFailure> {
         let tasks = self.gw.tasks();
         match name {
             "task_spawn" => {

@@ -4,7 +4,8 @@
 
 use super::{TaskOwner, TaskTarget};
 use crate::browser::BrowserBackend;
-use crate::jev::{CancelToken, EvaluateCall, Evaluation};
+use crate::jev::{EvaluateCall, Evaluation};
+use crate::CancelToken;
 use crate::Result;
 use std::sync::Arc;
 

@@ -23,9 +23,10 @@ use crate::clock::{Clock, Instant};
 use crate::grammar::{
     parse_command, resolve, Adapter, DecisionRequest, Intent, Primitive, Resolution,
 };
-use crate::jev::{CancelToken, EvalAnswer, EvaluateCall, Limits, Question, Questions};
+use crate::jev::{EvalAnswer, EvaluateCall, Limits, Question, Questions};
 use crate::observation::{Control, Observation};
 use crate::reasons::StaleCause;
+use crate::CancelToken;
 use crate::Error;
 use std::time::Duration;
 

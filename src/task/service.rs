@@ -18,8 +18,8 @@ use super::{
 };
 use crate::browser::BrowserBackend;
 use crate::clock::SharedClock;
-use crate::jev::CancelToken;
 use crate::store::Store;
+use crate::CancelToken;
 use crate::{Error, Result};
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{HashMap, VecDeque};

@@ -57,7 +57,7 @@ pub fn answer_schema<'py>(
 /// A cancel handle for an evaluation, usable from another thread.
 #[pyclass(module = "jevgate", name = "CancelToken", frozen)]
 pub struct PyCancelToken {
-    pub token: jevgate::jev::CancelToken,
+    pub token: jevgate::CancelToken,
 }
 
 #[pymethods]
@@ -65,7 +65,7 @@ impl PyCancelToken {
     #[new]
     fn new() -> Self {
         PyCancelToken {
-            token: jevgate::jev::CancelToken::new(),
+            token: jevgate::CancelToken::new(),
         }
     }
 
@@ -89,7 +89,7 @@ pub fn evaluate<'py>(
         })
         .py_err()?;
     // a token always, so that Ctrl-C cancels the evaluation (JEV_CANCELLED in the background)
-    let token = cancel.map_or_else(jevgate::jev::CancelToken::new, |c| c.get().token.clone());
+    let token = cancel.map_or_else(jevgate::CancelToken::new, |c| c.get().token.clone());
     let (gw, t) = (gw.clone(), token.clone());
     let out = crate::interrupt::interruptible(
         py,

@@ -7,8 +7,9 @@ use crate::browser::PyLocalBrowser;
 use crate::errors::IntoPy;
 use jevgate::browser::BrowserTools;
 use jevgate::device::{
-    CancelToken, DeviceToken, DeviceWorker, ToolExecutor, WorkerExit, WorkerFailure, WorkerOptions,
+    DeviceToken, DeviceWorker, ToolExecutor, WorkerExit, WorkerFailure, WorkerOptions,
 };
+use jevgate::CancelToken;
 use parking_lot::Mutex;
 use pyo3::gc::{PyTraverseError, PyVisit};
 use pyo3::prelude::*;
@@ -33,14 +34,8 @@ impl ToolExecutor for PyExecutor {
         tool: &str,
         args: &Value,
         _deadline: Duration,
-        cancel: &CancelToken,
+        _cancel: &CancelToken,
     ) -> Result<Value, WorkerFailure> {
-        if cancel.is_cancelled() {
-            return Err(WorkerFailure::new(
-                "cancelled",
-                "cancelled before it started; nothing was sent to the page",
-            ));
-        }
         Python::attach(|py| {
             let fail = |what: &str| WorkerFailure::new("execution_failed", what);
             let args = crate::json_to_py(py, &args.to_string())

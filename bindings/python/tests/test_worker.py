@@ -162,3 +162,104 @@ def test_caps_hold_whatever_shape_a_python_executor_returns(gw):
             assert len(json.dumps(other, separators=(",", ":"))) < 50_000 + 400
             if len(json.dumps(shape)) > 50_000:
                 assert other["result"]["truncated"] is True
+
+
+WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+def _recv_exact(sock, n):
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        assert chunk, "the worker closed the connection"
+        data += chunk
+    return data
+
+
+def _read_frame(sock):
+    """One WebSocket frame from the worker (a client: masked) as (opcode, payload)."""
+    b0, b1 = _recv_exact(sock, 2)
+    n = b1 & 0x7F
+    if n == 126:
+        n = int.from_bytes(_recv_exact(sock, 2), "big")
+    elif n == 127:
+        n = int.from_bytes(_recv_exact(sock, 8), "big")
+    mask = _recv_exact(sock, 4) if b1 & 0x80 else b"\0\0\0\0"
+    payload = _recv_exact(sock, n)
+    return b0 & 0x0F, bytes(c ^ mask[i % 4] for i, c in enumerate(payload))
+
+
+def _send_frame(sock, opcode, payload=b""):
+    n = len(payload)
+    size = bytes([n]) if n < 126 else bytes([126]) + n.to_bytes(2, "big")
+    sock.sendall(bytes([0x80 | opcode]) + size + payload)
+
+
+def _scripted_gateway(listener, release, out):
+    """A raw gateway (R-DEV-CHAN protocol 2): `ready`, then command c1, command c2, a cancel of
+    c2 and a WebSocket ping. The worker reads frames in order, so its pong proves the cancel
+    was handled while c1 still blocks the executor; only then is c1 released. No timing."""
+    import base64
+    import hashlib
+
+    sock, _ = listener.accept()
+    sock.settimeout(10)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        assert chunk
+        head += chunk
+    key = next(
+        line.split(b":", 1)[1].strip()
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"sec-websocket-key:")
+    )
+    accept = base64.b64encode(hashlib.sha1(key + WS_GUID).digest())
+    sock.sendall(
+        b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+        b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n"
+    )
+    assert _read_frame(sock)[0] == 1  # authenticate
+    text = lambda frame: _send_frame(sock, 1, json.dumps(frame).encode())  # noqa: E731
+    text({"type": "ready", "deviceId": "dev_queued"})
+    for n in (1, 2):
+        text({"type": "command", "id": f"c{n}", "tool": "browser_get_text", "args": {"n": n}, "deadlineMs": 60000})
+    text({"type": "cancel", "id": "c2"})
+    _send_frame(sock, 9)  # ping
+    while _read_frame(sock)[0] != 10:  # until the pong
+        pass
+    release.set()
+    while len(out) < 2:
+        opcode, payload = _read_frame(sock)
+        if opcode == 1:
+            out.append(json.loads(payload))
+    sock.close()
+
+
+def test_a_command_cancelled_in_the_queue_never_reaches_the_python_executor():
+    """Issue 19 item 1, R-DEV-CHAN: the Python executor has no check of its own; the core job
+    loop answers a command cancelled while it waited in the queue, and never calls Python."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    release = threading.Event()
+    results = []
+    served = []
+
+    def serve(tool, args):
+        served.append(args["n"])
+        assert release.wait(10)
+        return {"text": "from python"}
+
+    gateway = threading.Thread(target=_scripted_gateway, args=(listener, release, results), daemon=True)
+    gateway.start()
+    url = f"ws://127.0.0.1:{listener.getsockname()[1]}/v1/device-worker/channel"
+    with jevgate.DeviceWorker(url, "jgd_x", executor=serve) as worker:
+        gateway.join(15)
+        assert not gateway.is_alive()
+        assert worker.commands_served == 2
+    listener.close()
+    assert served == [1]
+    assert [r["id"] for r in results] == ["c1", "c2"]
+    assert results[0]["success"] is True
+    assert results[1]["success"] is False and results[1]["errorCode"] == "cancelled"

@@ -49,10 +49,10 @@ use super::backend::{
     ScreenshotArgs, SetInputFilesArgs, SnapshotArgs, TabsAction, TabsArgs, TypeArgs, MAX_VIEWPORT,
     MIN_VIEWPORT,
 };
-use crate::device::CancelToken;
 use crate::grammar::HistoryDirection;
 use crate::observation::{Control, Observation};
 use crate::untrusted::{unwrap_text, wrap_text};
+use crate::CancelToken;
 use crate::{Error, Result};
 use target::{matching, parse_target, Target};
 

@@ -1,0 +1,175 @@
+//! The claim step every command to a paired browser takes before anything is sent (R-DEV-FAIL,
+//! R-LEASE-1..3): the device check, its live connection, and the control lease acquired
+//! together with the command's cancellation hook, in that order — shared by tool dispatch
+//! (`dispatch.rs`) and the task layer's primitives (`primitive.rs`).
+//!
+//! Owns only that step. Choosing the device (an explicit id, or the owner's only browser) and
+//! what a take-back that came right after the acquire means for the answer stay with each
+//! caller. It must never send anything, never retry, and never release the lease early: the
+//! returned [`Claim`] holds the command's registration until the caller drops it.
+
+use super::hub::{Conn, Hub};
+use super::registry::{Capability, DeviceRecord};
+use crate::lease::{CommandGuard, Leases};
+use crate::{CancelToken, Error};
+use std::sync::Arc;
+
+/// A device claimed for one command: its connection, and the command's cancel token, fired by
+/// a take-back (R-LEASE-3) for as long as the claim lives.
+pub(crate) struct Claim {
+    /// The device's live connection.
+    pub(crate) conn: Arc<Conn>,
+    /// Fired when the person takes the device back while the command runs.
+    pub(crate) cancel: CancelToken,
+    _command: CommandGuard,
+}
+
+// Test seam: runs on the claiming thread right after the lease step, before anything is sent —
+// exactly where a take-back used to find nothing to cancel.
+#[cfg(test)]
+thread_local! {
+    pub(crate) static AFTER_LEASE: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Claims `device` for one command of `root_session`: `DEVICE_CAPABILITY_MISMATCH` (not a
+/// browser, or too old), `DEVICE_OFFLINE` (no worker connected), then the lease's refusals
+/// (`DEVICE_CONTROL_ELSEWHERE`, `DEVICE_CONTROL_REVOKED`). The lease is acquired and the command
+/// registered for cancellation in one step ([`Leases::acquire_command`]).
+pub(crate) fn claim(
+    hub: &Hub,
+    leases: &Leases,
+    device: &DeviceRecord,
+    root_session: &str,
+) -> Result<Claim, Error> {
+    if device.capability != Capability::Browser || device.outdated() {
+        return Err(Error::DeviceCapabilityMismatch);
+    }
+    let conn = hub.get(&device.id).ok_or(Error::DeviceOffline)?;
+    let cancel = CancelToken::new();
+    let (_, command) = {
+        let cancel = cancel.clone();
+        leases.acquire_command(&device.id, root_session, move || cancel.cancel())?
+    };
+    #[cfg(test)]
+    if let Some(hook) = AFTER_LEASE.with(|h| h.borrow_mut().take()) {
+        hook();
+    }
+    Ok(Claim {
+        conn,
+        cancel,
+        _command: command,
+    })
+}
+
+/// The unit tests' fixture of both callers: a device service as the gateway opens it (the
+/// gateway sits above this module), one browser paired for `alice` and a real worker connected
+/// on a loopback channel, whose executor counts the commands that reach it.
+#[cfg(test)]
+pub(crate) mod fixture {
+    use crate::clock::{SharedClock, SystemClock};
+    use crate::device::{
+        BrowserInfo, ChannelHandle, ChannelOptions, DeviceService, DeviceWorker, PairRequest,
+        ToolExecutor, WorkerFailure, WorkerOptions,
+    };
+    use crate::lease::Leases;
+    use crate::store::Store;
+    use crate::CancelToken;
+    use serde_json::Value;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A worker's executor that counts the commands that reached it and answers `answer`.
+    struct Counting {
+        reached: Arc<AtomicUsize>,
+        answer: Value,
+    }
+
+    impl ToolExecutor for Counting {
+        fn execute(
+            &self,
+            _tool: &str,
+            _args: &Value,
+            _deadline: Duration,
+            _cancel: &CancelToken,
+        ) -> Result<Value, WorkerFailure> {
+            self.reached.fetch_add(1, Ordering::SeqCst);
+            Ok(self.answer.clone())
+        }
+    }
+
+    /// One paired, connected browser (see the module's `fixture`).
+    pub(crate) struct Paired {
+        pub(crate) store: Arc<Store>,
+        pub(crate) leases: Leases,
+        pub(crate) devices: DeviceService,
+        /// The paired device's id.
+        pub(crate) device: String,
+        /// How many commands reached the worker's executor.
+        pub(crate) reached: Arc<AtomicUsize>,
+        worker: DeviceWorker,
+        _channel: ChannelHandle,
+        _dir: tempfile::TempDir,
+    }
+
+    impl Paired {
+        /// Pairs `alice`'s laptop and connects a worker that answers every command `answer`.
+        pub(crate) fn new(answer: Value) -> Paired {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Arc::new(Store::open(dir.path()).unwrap());
+            let clock: SharedClock = Arc::new(SystemClock::new());
+            let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock)).unwrap();
+            let devices =
+                DeviceService::open(Arc::clone(&store), clock, &leases, dir.path().to_path_buf())
+                    .unwrap();
+            let channel = devices.serve(ChannelOptions::new("127.0.0.1:0")).unwrap();
+            let pairing = devices
+                .pair(
+                    &leases,
+                    "alice",
+                    &PairRequest {
+                        installation_id: "alice-install".into(),
+                        name: "laptop".into(),
+                        browser: Some(BrowserInfo {
+                            name: "Chromium".into(),
+                            version: "131".into(),
+                        }),
+                    },
+                )
+                .unwrap();
+            let reached = Arc::new(AtomicUsize::new(0));
+            let worker = DeviceWorker::connect(
+                WorkerOptions::new(channel.url(), pairing.token),
+                Arc::new(Counting {
+                    reached: Arc::clone(&reached),
+                    answer,
+                }),
+            )
+            .unwrap();
+            Paired {
+                store,
+                leases,
+                devices,
+                device: pairing.device.id,
+                reached,
+                worker,
+                _channel: channel,
+                _dir: dir,
+            }
+        }
+
+        /// How many commands reached the worker so far.
+        pub(crate) fn reached(&self) -> usize {
+            self.reached.load(Ordering::SeqCst)
+        }
+
+        /// Closes the worker, the device service, the leases and the store, in that order.
+        pub(crate) fn close(self) {
+            self.worker.close();
+            self.devices.close();
+            self.leases.close_all();
+            self.store.close();
+        }
+    }
+}
