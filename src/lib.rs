@@ -129,6 +129,8 @@
 //! ```
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
+// A crate-private type (the store, say) in a public signature is an error, not a warning.
+#![deny(private_interfaces, private_bounds)]
 
 mod args;
 pub mod browser;
@@ -156,4 +158,3 @@ pub mod untrusted;
 pub use config::{Config, ConfigSnapshot};
 pub use error::{Error, ErrorFamily, ErrorKind, ErrorRow, Result, RetryInfo, ERROR_TABLE};
 pub use gateway::{Gateway, GatewayOptions};
-pub use store::Store;

@@ -188,7 +188,7 @@ struct SrcFile {
 struct Ref {
     at: usize,
     base: Vec<String>,
-    leaves: Vec<(Vec<String>, Option<String>)>,
+    leaves: Vec<Leaf>,
     in_use: Option<bool>,
     depth: usize,
 }
@@ -313,9 +313,7 @@ fn use_items(code: &str) -> Vec<(usize, usize, bool)> {
         if prev_is_ident(b, at) || !(after == b' ' || after == b'\n' || after == b':') {
             continue;
         }
-        let start = code[..at]
-            .rfind(|c| c == ';' || c == '{' || c == '}' || c == ']')
-            .map_or(0, |s| s + 1);
+        let start = code[..at].rfind([';', '{', '}', ']']).map_or(0, |s| s + 1);
         let end = code[at..].find(';').map_or(code.len(), |e| at + e);
         let pub_ = code[start..at]
             .split_whitespace()
@@ -325,21 +323,19 @@ fn use_items(code: &str) -> Vec<(usize, usize, bool)> {
     out
 }
 
+/// A path's segments and its `as` alias.
+type Leaf = (Vec<String>, Option<String>);
+
 /// The leaves of the path (or `use` tree) starting at `at`: `a::b::{c, d::e as f, g::*}` →
 /// `[a,b,c]`, `[a,b,d,e]` (alias `f`), `[a,b,g,*]`. Returns them and the end of the path.
-fn path_tree(code: &str, at: usize) -> (Vec<(Vec<String>, Option<String>)>, usize) {
+fn path_tree(code: &str, at: usize) -> (Vec<Leaf>, usize) {
     fn skip_ws(b: &[u8], mut i: usize) -> usize {
         while i < b.len() && b[i].is_ascii_whitespace() {
             i += 1;
         }
         i
     }
-    fn tree(
-        code: &str,
-        mut i: usize,
-        prefix: Vec<String>,
-        out: &mut Vec<(Vec<String>, Option<String>)>,
-    ) -> usize {
+    fn tree(code: &str, mut i: usize, prefix: Vec<String>, out: &mut Vec<Leaf>) -> usize {
         let b = code.as_bytes();
         i = skip_ws(b, i);
         match b.get(i) {
@@ -409,7 +405,7 @@ fn refs_of(file: &SrcFile, children: &BTreeSet<String>) -> Vec<Ref> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < b.len() {
-        let boundary = !prev_is_ident(b, i) && !(i >= 2 && &b[i - 2..i] == b"::");
+        let boundary = !(prev_is_ident(b, i) || (i >= 2 && &b[i - 2..i] == b"::"));
         let c = b[i];
         if !boundary || !(c.is_ascii_alphabetic() || c == b'_') {
             i += 1;
@@ -431,9 +427,8 @@ fn refs_of(file: &SrcFile, children: &BTreeSet<String>) -> Vec<Ref> {
                     k += 1;
                     p += "super::".len();
                 }
-                if k <= depth {
-                    (None, p) // within this file's inline modules
-                } else if k - depth > file.module.len() {
+                // Within this file's inline modules, or above the crate root: not a module.
+                if k <= depth || k - depth > file.module.len() {
                     (None, p)
                 } else {
                     (

@@ -253,9 +253,21 @@ impl Gateway {
         &self.inner.clock
     }
 
-    /// The gateway's store.
-    pub fn store(&self) -> &Store {
+    /// The gateway's store: crate-private, for it holds the gateway secret that keys hashed
+    /// identifiers (R-PROF-1); outside the crate, [`Gateway::data_dir`] names where it lives.
+    pub(crate) fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// The data directory the gateway was opened on (its store is `jevgate.sqlite3` in it).
+    pub fn data_dir(&self) -> &std::path::Path {
+        &self.inner.data_dir
+    }
+
+    /// The schema version of the gateway's store (`PRAGMA user_version`, R-STO).
+    pub fn schema_version(&self) -> Result<i64> {
+        self.check_open()?;
+        self.inner.store.schema_version()
     }
 
     /// The lease manager: device control leases and browser session (profile) leases.
