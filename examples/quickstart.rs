@@ -79,8 +79,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let gw = Gateway::open(GatewayOptions::new(dir.path(), config))?;
     println!(
         "\ngateway open: store {} (schema v{}), config generation {}",
-        gw.store().path().display(),
-        gw.store().schema_version()?,
+        gw.data_dir().join("jevgate.sqlite3").display(),
+        gw.schema_version()?,
         gw.generation()
     );
 

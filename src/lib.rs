@@ -129,6 +129,8 @@
 //! ```
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
+// A crate-private type (the store, say) in a public signature is an error, not a warning.
+#![deny(private_interfaces, private_bounds)]
 
 mod args;
 pub mod browser;
@@ -158,4 +160,3 @@ pub use cancel::{CancelRegistration, CancelToken};
 pub use config::{Config, ConfigSnapshot};
 pub use error::{Error, ErrorFamily, ErrorKind, ErrorRow, Result, RetryInfo, ERROR_TABLE};
 pub use gateway::{Gateway, GatewayOptions};
-pub use store::Store;

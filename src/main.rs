@@ -4,6 +4,7 @@
 //! 2 a usage error (unknown command, missing argument, unreadable file).
 
 mod cli;
+mod common;
 mod mcp;
 
 use cli::Usage;

@@ -8,10 +8,14 @@
 pub mod frames {
     pub use crate::device::frames::*;
 }
+/// The browser's workspace confinement and URL redaction (tested directly, used by the
+/// managed tools and `network_requests`).
+pub use crate::browser::files::{confine, confine_upload, save_into};
+pub use crate::browser::journal::{redact_url, REDACTED};
 pub use crate::jev::ledger::{
     Ledger, LedgerRefusal, LEDGER_CAPACITY, LEDGER_PER_CALLER, LEDGER_TTL,
 };
 pub use crate::jev::limiter::{Admission, LimiterState};
 pub use crate::lease::control::{ControlTable, Refusal};
 pub use crate::lease::profile::profile_key_hash;
-pub use crate::task::ReceiptBench;
+pub use crate::task::bench::{set_checkpoint_hook, ReceiptBench};

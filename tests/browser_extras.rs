@@ -8,6 +8,7 @@ mod support;
 
 use jevgate::browser::*;
 use jevgate::observation::{Control, Observation};
+use jevgate::unstable::confine_upload;
 use jevgate::untrusted::unwrap_text;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

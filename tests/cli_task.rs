@@ -217,8 +217,9 @@ fn child_task_blocked_after_checkpoint() {
         Config::from_json_str(r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#)
             .unwrap();
     let gw = Gateway::open(GatewayOptions::new(dir, config)).unwrap();
-    gw.tasks()
-        .set_checkpoint_hook(Some(std::sync::Arc::new(|at: &'static str| {
+    jevgate::unstable::set_checkpoint_hook(
+        &gw.tasks(),
+        Some(std::sync::Arc::new(|at: &'static str| {
             if at == "after_checkpoint" {
                 use std::io::Write;
                 let mut out = std::io::stdout().lock();
@@ -228,7 +229,8 @@ fn child_task_blocked_after_checkpoint() {
                     std::thread::park();
                 }
             }
-        })));
+        })),
+    );
     let owner = TaskOwner::new("cli", "local", "cli");
     let mut request = SpawnRequest::new("press Alpha");
     request.start_url = Some(url);

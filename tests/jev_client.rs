@@ -687,7 +687,7 @@ fn r_jev_usage_records_never_contain_sentinels() {
     assert_eq!(ok.model.as_deref(), Some("jev-1.13.0"));
     assert_eq!(ok.usage.unwrap().input_tokens, 120);
     assert_eq!(ok.request_id_hash.as_ref().unwrap().len(), 32);
-    let dir = gw.store().path().parent().unwrap().to_path_buf();
+    let dir = gw.data_dir().to_path_buf();
     gw.close();
     for entry in std::fs::read_dir(dir).unwrap() {
         let bytes = std::fs::read(entry.unwrap().path()).unwrap();
@@ -1209,7 +1209,7 @@ fn r_jev_usage_provider_strings_are_bounded_and_clean() {
         clean(r.model.as_deref().unwrap());
         clean(r.billing.as_ref().unwrap().rate_version.as_deref().unwrap());
     }
-    let dir = gw.store().path().parent().unwrap().to_path_buf();
+    let dir = gw.data_dir().to_path_buf();
     gw.close();
     let size = dir_bytes(&dir);
     assert!(size < 1 << 20, "the data directory holds {size} bytes");
@@ -1219,7 +1219,7 @@ fn r_jev_usage_provider_strings_are_bounded_and_clean() {
 /// start after a crash) would: only committed records are visible.
 fn committed_usage(gw: &Gateway) -> Vec<(String, Option<i64>, Option<f64>)> {
     let conn = rusqlite::Connection::open_with_flags(
-        gw.store().path(),
+        gw.data_dir().join("jevgate.sqlite3"),
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
     )
     .unwrap();

@@ -1,91 +1,701 @@
-//! The library's modules form layers without cycles (issue 13 item 1).
+//! The modules of every crate in this repository form layers that point one way (issue 13
+//! item 1, issue 19 item 2).
 //!
-//! Reads every `.rs` file under `src/`, collects the `crate::…` paths in its code (in `use`
-//! lines and in expressions; comments and string literals are skipped), and builds the graph
-//! between the top-level modules of the library (`error`, `clock`, `jev`, `gateway`, …). A name
-//! re-exported at the root (`crate::Error`) counts as its defining module. The test fails on any
-//! cycle, printing it with the file and line of each edge, and checks the intended order:
+//! It reads the sources of four crates from their roots, following `mod` declarations: the
+//! library (`src/lib.rs`), the `jevgate` command (`src/main.rs`: `cli/`, `mcp/`, `common.rs`),
+//! the `jevgate-worker` command (`src/bin/`) and the Python binding (`bindings/python/src`).
+//! Every file is a node, `mod.rs` and the crate roots included; a directory is one node in its
+//! parent's graph and a graph of its own files inside. In each file it reads every path that
+//! names this crate — `crate::…`, `super::…`, `self::…` and `child::…` in `use` items and in
+//! expressions (comments and string literals are skipped) — and follows `use` and `pub use`
+//! to the file that defines the name (`crate::Error` is `error.rs`; `super::Tool` in a device
+//! file is `device/tools.rs`, re-exported by `device/mod.rs`; a name `device/mod.rs` defines
+//! itself is `device/mod.rs`). A `pub use` of a module's own files is the module's façade
+//! naming them, not a use.
 //!
-//! ```text
-//! error, clock, cancel, ids, reasons, observation, args, untrusted, caps (bottom: shared value types)
-//! config, store
-//! grammar, jev, lease, browser, device    (capabilities)
-//! gateway                                 (the façade: every `impl Gateway`)
-//! ffi, cli, mcp, main, unstable           (bindings, the command line, the MCP server, test-only re-exports)
-//! ```
+//! Rules, each a test below:
+//! - The top-level modules of a crate sit in the layers written below as data ([`LIBRARY`],
+//!   [`COMMAND`], [`PYTHON`]), each layer in tiers, lowest first. A module uses only modules of
+//!   earlier tiers: nothing within a layer imports a later one, and two modules of one tier do
+//!   not use each other. A name the crate root itself defines is used by no module (the root
+//!   declares and re-exports; what modules share lives in a module below them).
+//! - Inside every directory, at every depth, the files (`mod.rs` included) use each other
+//!   without a circle: what two files need lives in the lower one.
+//! - Every `.rs` file under the source directories belongs to one of the crates (no file the
+//!   test cannot see), and no path stays unresolved.
+//! - README.md's layer diagram is the one this data draws.
 //!
-//! A module may use modules of its own layer too, as long as no circle forms. Inside a module
-//! directory the same holds between its files (`jev/client.rs` may use `jev/usage.rs`, not both
-//! ways): what two files need lives in the lower one. Must never: read anything outside this
-//! repository's `src/`, or need a build of the library.
+//! Must never: read anything outside this repository, or need a build of any crate.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The layers, bottom first. Every top-level module of `src/` must be listed.
-const LAYERS: &[&[&str]] = &[
-    &[
-        "error",
-        "clock",
-        "cancel",
-        "ids",
-        "reasons",
-        "observation",
-        "args",
-        "untrusted",
-        "caps",
-    ],
-    &["config", "store"],
-    &["grammar", "jev", "lease", "browser", "device", "task"],
-    &["gateway"],
-    &["ffi", "cli", "mcp", "main", "bin", "unstable"],
+// ---- The order, as data -------------------------------------------------------------------
+
+/// A layer: its name and its tiers, lowest first.
+type Layer = (&'static str, &'static [&'static [&'static str]]);
+
+/// The library's layers, bottom first. `cancel` is the one cancel token (issue 19 item 1).
+const LIBRARY: &[Layer] = &[
+    (
+        "bottom",
+        &[
+            &[
+                "reasons",
+                "clock",
+                "cancel",
+                "observation",
+                "untrusted",
+                "caps",
+            ],
+            &["error"],
+            &["ids", "args"],
+        ],
+    ),
+    ("state", &[&["config", "store"]]),
+    (
+        "capabilities",
+        &[
+            &["grammar", "jev", "lease"],
+            &["device"],
+            &["browser"],
+            &["task"],
+        ],
+    ),
+    ("façade", &[&["gateway"]]),
+    ("top", &[&["ffi", "unstable"]]),
 ];
 
-/// Where a dependency was seen: the file and line of the `crate::` path.
+/// The `jevgate` command (`src/main.rs`, the root, sits above them all).
+const COMMAND: &[Layer] = &[
+    ("shared", &[&["common"]]),
+    ("commands", &[&["mcp"], &["cli"]]),
+];
+
+/// The `jevgate-worker` command: one file.
+const WORKER: &[Layer] = &[];
+
+/// The Python binding (`bindings/python/src`; `lib.rs`, the `#[pymodule]`, sits above them all).
+/// `device.rs` also holds `to_py_json`, which the classes above it share.
+const PYTHON: &[Layer] = &[
+    ("shared", &[&["errors", "callable"], &["json", "interrupt"]]),
+    (
+        "classes",
+        &[
+            &["clock", "config", "grammar", "device"],
+            &["browser", "jev", "lease", "task"],
+            &["worker", "gateway"],
+        ],
+    ),
+];
+
+/// The crates: a name, the root file relative to the repository, the layers.
+const CRATES: &[(&str, &str, &[Layer])] = &[
+    ("the library", "src/lib.rs", LIBRARY),
+    ("the jevgate command", "src/main.rs", COMMAND),
+    (
+        "the jevgate-worker command",
+        "src/bin/jevgate-worker.rs",
+        WORKER,
+    ),
+    ("the Python binding", "bindings/python/src/lib.rs", PYTHON),
+];
+
+/// The source directories whose every `.rs` file must belong to a crate above.
+const SOURCE_DIRS: &[&str] = &["src", "bindings/python/src"];
+
+/// Tangles (strongly connected groups of files) tolerated for now, each with its reason; a
+/// tangle not listed, or a file joining one, fails the test, and a listed tangle that is gone
+/// must be removed. They became visible when `mod.rs` files became nodes (issue 19 item 2).
+const KNOWN_TANGLES: &[&[&str]] = &[
+    // `guard` (mod.rs, behind `ffi_boundary!`) writes a `jevgate_error` (error.rs), whose file
+    // reads mod.rs through `use super::*`. Fix: move `guard` and the status into error.rs once
+    // issue 19 item 5's ffi/mod.rs helpers have landed (another branch edits that file).
+    &["ffi/mod.rs", "ffi::error"],
+    // One type, `Gateway`, with its `impl` split by topic: mod.rs builds `browsers::ManagedState`
+    // and `tasks::Host`, whose files extend `Gateway` and call mod.rs's `check_open`/`config`.
+    &["gateway/mod.rs", "gateway::browsers", "gateway::tasks"],
+    // migrations.rs reads `sqlite_error` and `APPLICATION_ID` from mod.rs, which runs the
+    // migrations. Fix: move both below (a file of their own) once issue 20's store work, which
+    // edits mod.rs, has landed.
+    &["store/mod.rs", "store::migrations"],
+];
+
+/// Global tier of a top-level module (0 is the lowest) and its layer's name.
+fn tier_of(layers: &[Layer], module: &str) -> Option<(usize, &'static str)> {
+    let mut tier = 0;
+    for (name, tiers) in layers {
+        for t in *tiers {
+            if t.contains(&module) {
+                return Some((tier, name));
+            }
+            tier += 1;
+        }
+    }
+    None
+}
+
+/// The library's layers drawn top first, one tier a line: README.md shows exactly this.
+fn diagram() -> String {
+    let mut lines = Vec::new();
+    for (name, tiers) in LIBRARY {
+        for (k, tier) in tiers.iter().enumerate() {
+            let label = if k + 1 == tiers.len() { *name } else { "" };
+            lines.push(
+                format!("{label:<14}{}", tier.join(", "))
+                    .trim_end()
+                    .to_string(),
+            );
+        }
+    }
+    lines.reverse();
+    lines.join("\n")
+}
+
+// ---- Reading a crate ----------------------------------------------------------------------
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Where a use was seen: the file (relative to the repository), the line, the path's text.
 #[derive(Debug, Clone)]
 struct Site {
     file: String,
     line: usize,
-    path: String,
+    text: String,
 }
 
-fn src_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+impl std::fmt::Display for Site {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{} `{}`", self.file, self.line, self.text)
+    }
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = fs::read_dir(dir)
-        .expect("read src dir")
-        .map(|e| e.expect("dir entry").path())
+struct SrcFile {
+    /// Path relative to the repository (`src/jev/client.rs`).
+    rel: String,
+    /// Path relative to the crate's source directory (`jev/client.rs`), the file's node label.
+    label: String,
+    module: Vec<String>,
+    code: String,
+    defines: BTreeSet<String>,
+}
+
+/// A path naming this crate: where, the module it starts from, its leaves (segments and `as`
+/// alias), and whether it is inside a `use` item (`Some(true)` for a `pub use`).
+struct Ref {
+    at: usize,
+    base: Vec<String>,
+    leaves: Vec<Leaf>,
+    in_use: Option<bool>,
+    depth: usize,
+}
+
+struct Edge {
+    from: Vec<String>,
+    to: Vec<String>,
+    site: Site,
+}
+
+type Target = (Vec<String>, Vec<String>);
+
+struct Crate {
+    name: &'static str,
+    layers: &'static [Layer],
+    files: Vec<SrcFile>,
+    /// Module path → index into `files`.
+    by_module: BTreeMap<Vec<String>, usize>,
+    /// Module → name → the path its `use` item (or `#[macro_export]`) names.
+    imports: BTreeMap<Vec<String>, BTreeMap<String, Target>>,
+    /// Module → the paths of its glob imports (`use x::*`).
+    globs: BTreeMap<Vec<String>, Vec<Target>>,
+    edges: Vec<Edge>,
+    unknown: Vec<Site>,
+}
+
+/// Names a file defines (`fn x`, `struct X`, `macro_rules! x`, …), a superset.
+fn definitions(code: &str) -> BTreeSet<String> {
+    const KEYWORDS: &[&str] = &[
+        "fn",
+        "struct",
+        "enum",
+        "trait",
+        "const",
+        "static",
+        "type",
+        "union",
+        "macro_rules",
+        "mod",
+    ];
+    let words: Vec<&str> = code
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
         .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
+    words
+        .windows(2)
+        .filter(|w| KEYWORDS.contains(&w[0]))
+        .map(|w| w[1].to_string())
+        .collect()
+}
+
+/// `mod name;` declarations (not inline `mod name { … }`) outside inline modules.
+fn mod_declarations(code: &str) -> Vec<String> {
+    let inline = inline_mods(code);
+    let b = code.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(p) = code[i..].find("mod ") {
+        let at = i + p;
+        i = at + 4;
+        if prev_is_ident(b, at) || depth_at(&inline, at) > 0 {
+            continue;
+        }
+        let rest = code[at + 4..].trim_start();
+        let name = ident_at(rest, 0);
+        if !name.is_empty() && rest[name.len()..].trim_start().starts_with(';') {
+            out.push(name.to_string());
         }
     }
+    out
 }
 
-/// The top-level module a file belongs to: `src/jev/client.rs` → `jev`, `src/error.rs` →
-/// `error`; `lib.rs` is the root (`""`), `main.rs` and `bin/` are outside the library.
-fn module_of(rel: &Path) -> String {
-    let first = rel
-        .components()
-        .next()
-        .expect("non-empty path")
-        .as_os_str()
-        .to_string_lossy()
-        .into_owned();
-    match first.strip_suffix(".rs") {
-        Some("lib") => String::new(),
-        Some(stem) => stem.to_string(),
-        None => first,
+/// The byte ranges of the bodies of inline `mod x { … }` blocks.
+fn inline_mods(code: &str) -> Vec<(usize, usize)> {
+    let b = code.as_bytes();
+    let mut open: Vec<(usize, usize)> = Vec::new(); // (brace depth, start)
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut pending = false;
+    for i in 0..b.len() {
+        if b[i] == b'm' && !prev_is_ident(b, i) && code[i..].starts_with("mod ") {
+            let rest = code[i + 4..].trim_start();
+            let name = ident_at(rest, 0);
+            if !name.is_empty() && rest[name.len()..].trim_start().starts_with('{') {
+                pending = true;
+            }
+        }
+        match b[i] {
+            b'{' => {
+                depth += 1;
+                if pending {
+                    open.push((depth, i));
+                    pending = false;
+                }
+            }
+            b'}' => {
+                if open.last().is_some_and(|&(d, _)| d == depth) {
+                    let (_, start) = open.pop().expect("checked");
+                    out.push((start, i));
+                }
+                depth = depth.saturating_sub(1);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn depth_at(inline: &[(usize, usize)], at: usize) -> usize {
+    inline.iter().filter(|&&(s, e)| s < at && at < e).count()
+}
+
+/// The `use` items of a file: (start, end, is `pub`).
+fn use_items(code: &str) -> Vec<(usize, usize, bool)> {
+    let b = code.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(p) = code[i..].find("use") {
+        let at = i + p;
+        i = at + 3;
+        let after = b.get(at + 3).copied().unwrap_or(b' ');
+        if prev_is_ident(b, at) || !(after == b' ' || after == b'\n' || after == b':') {
+            continue;
+        }
+        let start = code[..at].rfind([';', '{', '}', ']']).map_or(0, |s| s + 1);
+        let end = code[at..].find(';').map_or(code.len(), |e| at + e);
+        let pub_ = code[start..at]
+            .split_whitespace()
+            .any(|w| w.starts_with("pub"));
+        out.push((at, end, pub_));
+    }
+    out
+}
+
+/// A path's segments and its `as` alias.
+type Leaf = (Vec<String>, Option<String>);
+
+/// The leaves of the path (or `use` tree) starting at `at`: `a::b::{c, d::e as f, g::*}` →
+/// `[a,b,c]`, `[a,b,d,e]` (alias `f`), `[a,b,g,*]`. Returns them and the end of the path.
+fn path_tree(code: &str, at: usize) -> (Vec<Leaf>, usize) {
+    fn skip_ws(b: &[u8], mut i: usize) -> usize {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    }
+    fn tree(code: &str, mut i: usize, prefix: Vec<String>, out: &mut Vec<Leaf>) -> usize {
+        let b = code.as_bytes();
+        i = skip_ws(b, i);
+        match b.get(i) {
+            Some(b'{') => {
+                i += 1;
+                loop {
+                    i = skip_ws(b, i);
+                    match b.get(i) {
+                        Some(b'}') => return i + 1,
+                        None => return i,
+                        _ => {}
+                    }
+                    let before = i;
+                    i = tree(code, i, prefix.clone(), out);
+                    i = skip_ws(b, i);
+                    match b.get(i) {
+                        Some(b',') => i += 1,
+                        Some(b'}') => return i + 1,
+                        _ if i == before => return i,
+                        _ => return i,
+                    }
+                }
+            }
+            Some(b'*') => {
+                let mut p = prefix;
+                p.push("*".into());
+                out.push((p, None));
+                i + 1
+            }
+            _ => {
+                let id = ident_at(code, i);
+                if id.is_empty() {
+                    if !prefix.is_empty() {
+                        out.push((prefix, None));
+                    }
+                    return i;
+                }
+                let mut p = prefix;
+                p.push(id.to_string());
+                i += id.len();
+                if code[i..].starts_with("::") {
+                    return tree(code, i + 2, p, out);
+                }
+                let j = skip_ws(b, i);
+                if code[j..].starts_with("as ") {
+                    let k = skip_ws(b, j + 3);
+                    let alias = ident_at(code, k);
+                    out.push((p, Some(alias.to_string())));
+                    return k + alias.len();
+                }
+                out.push((p, None));
+                i
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let end = tree(code, at, Vec::new(), &mut out);
+    (out, end)
+}
+
+/// Every path of `file` that names its own crate.
+fn refs_of(file: &SrcFile, children: &BTreeSet<String>) -> Vec<Ref> {
+    let code = file.code.as_str();
+    let b = code.as_bytes();
+    let inline = inline_mods(code);
+    let uses = use_items(code);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let boundary = !(prev_is_ident(b, i) || (i >= 2 && &b[i - 2..i] == b"::"));
+        let c = b[i];
+        if !boundary || !(c.is_ascii_alphabetic() || c == b'_') {
+            i += 1;
+            continue;
+        }
+        let word = ident_at(code, i);
+        let after = i + word.len();
+        if !code[after..].starts_with("::") {
+            i = after.max(i + 1);
+            continue;
+        }
+        let depth = depth_at(&inline, i);
+        let (base, start) = match word {
+            "crate" => (Some(Vec::new()), after + 2),
+            "super" => {
+                let mut k = 0;
+                let mut p = i;
+                while code[p..].starts_with("super::") {
+                    k += 1;
+                    p += "super::".len();
+                }
+                // Within this file's inline modules, or above the crate root: not a module.
+                if k <= depth || k - depth > file.module.len() {
+                    (None, p)
+                } else {
+                    (
+                        Some(file.module[..file.module.len() - (k - depth)].to_vec()),
+                        p,
+                    )
+                }
+            }
+            "self" if depth == 0 => (Some(file.module.clone()), after + 2),
+            w if depth == 0 && children.contains(w) => (Some(file.module.clone()), i),
+            _ => (None, after + 2),
+        };
+        let Some(base) = base else {
+            i = start;
+            continue;
+        };
+        let (leaves, end) = path_tree(code, start);
+        let in_use = uses
+            .iter()
+            .find(|&&(s, e, _)| s < i && i < e)
+            .map(|&(_, _, p)| p);
+        out.push(Ref {
+            at: i,
+            base,
+            leaves,
+            in_use,
+            depth,
+        });
+        i = end.max(i + 1);
+    }
+    out
+}
+
+fn read_crate(name: &'static str, root: &str, layers: &'static [Layer]) -> Crate {
+    let repo = repo();
+    let root_path = repo.join(root);
+    let src_dir = root_path.parent().expect("root in a dir").to_path_buf();
+    let mut files = Vec::new();
+    // (path, module, dir its `mod x;` declarations resolve in)
+    let mut todo = vec![(root_path.clone(), Vec::<String>::new(), src_dir.clone())];
+    while let Some((path, module, dir)) = todo.pop() {
+        let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let code = code_only(&text);
+        for child in mod_declarations(&code) {
+            let flat = dir.join(format!("{child}.rs"));
+            let nested = dir.join(&child).join("mod.rs");
+            let (file, child_dir) = if flat.is_file() {
+                (flat, dir.join(&child))
+            } else if nested.is_file() {
+                (nested, dir.join(&child))
+            } else {
+                panic!("{}: `mod {child};` has no file", path.display());
+            };
+            let mut m = module.clone();
+            m.push(child);
+            todo.push((file, m, child_dir));
+        }
+        let rel = path
+            .strip_prefix(&repo)
+            .expect("in repo")
+            .to_string_lossy()
+            .replace('\\', "/");
+        let label = path
+            .strip_prefix(&src_dir)
+            .expect("in src dir")
+            .to_string_lossy()
+            .replace('\\', "/");
+        files.push(SrcFile {
+            rel,
+            label,
+            module,
+            defines: definitions(&code),
+            code,
+        });
+    }
+    files.sort_by(|a, b| a.module.cmp(&b.module));
+    let by_module: BTreeMap<Vec<String>, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(k, f)| (f.module.clone(), k))
+        .collect();
+    let mut krate = Crate {
+        name,
+        layers,
+        files,
+        by_module,
+        imports: BTreeMap::new(),
+        globs: BTreeMap::new(),
+        edges: Vec::new(),
+        unknown: Vec::new(),
+    };
+    // Pass 1: what each module's `use` items name; exported macros at the root.
+    let mut all_refs = Vec::new();
+    for (k, file) in krate.files.iter().enumerate() {
+        let children: BTreeSet<String> = krate
+            .by_module
+            .keys()
+            .filter(|m| m.len() == file.module.len() + 1 && m.starts_with(&file.module))
+            .map(|m| m.last().expect("non-empty").clone())
+            .collect();
+        let refs = refs_of(file, &children);
+        for r in &refs {
+            if r.in_use.is_none() || r.depth > 0 {
+                continue;
+            }
+            for (segs, alias) in &r.leaves {
+                let last = segs.last().map(String::as_str);
+                if last == Some("*") {
+                    let path = segs[..segs.len() - 1].to_vec();
+                    krate
+                        .globs
+                        .entry(file.module.clone())
+                        .or_default()
+                        .push((r.base.clone(), path));
+                    continue;
+                }
+                let name = match (alias, last) {
+                    (Some(a), _) => a.clone(),
+                    (None, Some("self")) if segs.len() >= 2 => segs[segs.len() - 2].clone(),
+                    (None, Some("self")) => continue,
+                    (None, Some(l)) => l.to_string(),
+                    (None, None) => continue,
+                };
+                krate
+                    .imports
+                    .entry(file.module.clone())
+                    .or_default()
+                    .insert(name, (r.base.clone(), segs.clone()));
+            }
+        }
+        let mut rest = file.code.as_str();
+        while let Some(p) = rest.find("macro_rules!") {
+            let exported = rest[..p].trim_end().ends_with("#[macro_export]");
+            rest = &rest[p + "macro_rules!".len()..];
+            if exported {
+                let name = ident_at(rest.trim_start(), 0).to_string();
+                krate
+                    .imports
+                    .entry(Vec::new())
+                    .or_default()
+                    .insert(name, (file.module.clone(), Vec::new()));
+            }
+        }
+        all_refs.push((k, refs));
+    }
+    // Pass 2: every path to the module that defines what it names.
+    for (k, refs) in all_refs {
+        let file = &krate.files[k];
+        let newlines: Vec<usize> = file.code.match_indices('\n').map(|(p, _)| p).collect();
+        for r in refs {
+            let line = newlines.partition_point(|&p| p < r.at) + 1;
+            let text: String = file.code[r.at..]
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim()
+                .chars()
+                .take(80)
+                .collect();
+            let site = Site {
+                file: file.rel.clone(),
+                line,
+                text,
+            };
+            for (segs, _) in &r.leaves {
+                match krate.resolve(&r.base, segs, 0) {
+                    None => krate.unknown.push(site.clone()),
+                    Some(to) => {
+                        let naming = r.in_use == Some(true)
+                            && to.len() > file.module.len()
+                            && to.starts_with(&file.module);
+                        if to != file.module && !naming {
+                            krate.edges.push(Edge {
+                                from: file.module.clone(),
+                                to,
+                                site: site.clone(),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    krate
+}
+
+impl Crate {
+    /// The module whose file defines what `segs`, read from module `base`, names.
+    fn resolve(&self, base: &[String], segs: &[String], depth: usize) -> Option<Vec<String>> {
+        if depth > 16 {
+            return None;
+        }
+        let mut cur = base.to_vec();
+        for seg in segs {
+            match seg.as_str() {
+                "self" => continue,
+                "super" => {
+                    cur.pop()?;
+                    continue;
+                }
+                "*" => return Some(cur),
+                _ => {}
+            }
+            let mut child = cur.clone();
+            child.push(seg.clone());
+            if self.by_module.contains_key(&child) {
+                cur = child;
+                continue;
+            }
+            let file = &self.files[*self.by_module.get(&cur)?];
+            if file.defines.contains(seg) {
+                return Some(cur);
+            }
+            if let Some((b, s)) = self.imports.get(&cur).and_then(|m| m.get(seg)) {
+                return self.resolve(b, s, depth + 1);
+            }
+            for (b, s) in self.globs.get(&cur).into_iter().flatten() {
+                if let Some(m) = self.resolve(b, s, depth + 1) {
+                    if self.files[self.by_module[&m]].defines.contains(seg) {
+                        return Some(m);
+                    }
+                }
+            }
+            return None;
+        }
+        Some(cur)
+    }
+
+    fn label(&self, module: &[String]) -> &str {
+        &self.files[self.by_module[module]].label
+    }
+
+    /// The graph of every directory (module with files below it), keyed by its module path:
+    /// nodes are its own file (labelled by its file, `jev/mod.rs`) and its children
+    /// (`jev::client`, `jev::tests` for a whole directory).
+    fn graphs(&self) -> BTreeMap<Vec<String>, Graph> {
+        let mut graphs: BTreeMap<Vec<String>, Graph> = BTreeMap::new();
+        for e in &self.edges {
+            let common = e.from.iter().zip(&e.to).take_while(|(a, b)| a == b).count();
+            let lca = e.from[..common].to_vec();
+            let node = |m: &[String]| -> String {
+                if m.len() == common {
+                    self.label(&lca).to_string()
+                } else {
+                    m[..common + 1].join("::")
+                }
+            };
+            let (from, to) = (node(&e.from), node(&e.to));
+            if from == to {
+                continue;
+            }
+            graphs
+                .entry(lca)
+                .or_default()
+                .entry(from)
+                .or_default()
+                .entry(to)
+                .or_default()
+                .push(e.site.clone());
+        }
+        graphs
     }
 }
 
+type Graph = BTreeMap<String, BTreeMap<String, Vec<Site>>>;
+
+// ---- The reader: comments and literals blanked ---------------------------------------------
 /// The source with comments and the contents of string and char literals blanked (newlines
 /// kept, so line numbers stay right).
 fn code_only(src: &str) -> String {
@@ -209,508 +819,7 @@ fn ident_at(s: &str, at: usize) -> &str {
     &s[at..end]
 }
 
-/// The first segments named by a `crate::` path starting at `at` (just after `crate::`):
-/// `jev::X` → `[jev]`; `{error::E, jev::{A, B}, Result}` → `[error, jev, Result]`.
-fn first_segments(code: &str, at: usize) -> Vec<String> {
-    let rest = &code[at..];
-    let rest_trim = rest.trim_start();
-    if !rest_trim.starts_with('{') {
-        let id = ident_at(rest_trim, 0);
-        return if id.is_empty() {
-            vec![]
-        } else {
-            vec![id.to_string()]
-        };
-    }
-    let mut names = Vec::new();
-    let mut depth = 0usize;
-    let mut expect_name = false;
-    for (k, ch) in rest_trim.char_indices() {
-        match ch {
-            '{' => {
-                depth += 1;
-                expect_name = depth == 1;
-            }
-            '}' => {
-                if depth == 1 {
-                    break;
-                }
-                depth -= 1;
-            }
-            ',' if depth == 1 => expect_name = true,
-            c if expect_name && (c.is_ascii_alphabetic() || c == '_') => {
-                names.push(ident_at(rest_trim, k).to_string());
-                expect_name = false;
-            }
-            _ => {}
-        }
-    }
-    names
-}
-
-struct Crate {
-    /// Top-level modules of the library (declared in lib.rs) plus `main` and `bin`.
-    modules: BTreeSet<String>,
-    /// Root names (`Error`, `Gateway`, exported macros) → their module.
-    root_names: BTreeMap<String, String>,
-    /// module → module it depends on → where.
-    edges: BTreeMap<String, BTreeMap<String, Vec<Site>>>,
-    /// Paths the test could not place (a new root re-export form, say).
-    unknown: Vec<Site>,
-    /// Every file: its path under `src/`, its top-level module, its code (comments and
-    /// literals blanked).
-    files: Vec<(PathBuf, String, String)>,
-}
-
-fn read_crate() -> Crate {
-    let src = src_dir();
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    let lib = code_only(&fs::read_to_string(src.join("lib.rs")).expect("lib.rs"));
-    let mut modules: BTreeSet<String> = BTreeSet::new();
-    let mut root_names = BTreeMap::new();
-    for line in lib.lines() {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        if let Some(k) = words.iter().position(|w| *w == "mod") {
-            if let Some(name) = words.get(k + 1) {
-                modules.insert(name.trim_end_matches(';').to_string());
-            }
-        }
-    }
-    // `pub use module::{A, B};` and `pub use module::A;` at the root.
-    for stmt in lib.split(';') {
-        let stmt = stmt.trim();
-        let Some(path) = stmt
-            .strip_prefix("pub use ")
-            .or_else(|| stmt.strip_prefix("pub(crate) use "))
-        else {
-            continue;
-        };
-        let path = path.trim().trim_start_matches("crate::");
-        let module = ident_at(path, 0).to_string();
-        let after = &path[module.len()..];
-        let after = after.trim_start_matches("::");
-        let names: Vec<String> = if after.trim_start().starts_with('{') {
-            after
-                .trim()
-                .trim_start_matches('{')
-                .trim_end_matches('}')
-                .split(',')
-                .filter_map(|n| {
-                    let n = n.trim();
-                    let n = n.rsplit(" as ").next().unwrap_or(n).trim();
-                    let n = n.rsplit("::").next().unwrap_or(n).trim();
-                    (!n.is_empty()).then(|| n.to_string())
-                })
-                .collect()
-        } else {
-            let n = after.rsplit(" as ").next().unwrap_or(after).trim();
-            vec![n.rsplit("::").next().unwrap_or(n).to_string()]
-        };
-        for n in names {
-            root_names.insert(n, module.clone());
-        }
-    }
-    // `#[macro_export] macro_rules! name` lands at the root as `crate::name!`.
-    let mut codes = Vec::new();
-    for path in &files {
-        let rel = path.strip_prefix(&src).expect("under src").to_path_buf();
-        let code = code_only(&fs::read_to_string(path).expect("read source"));
-        let module = module_of(&rel);
-        let mut rest = code.as_str();
-        while let Some(p) = rest.find("macro_rules!") {
-            rest = &rest[p + "macro_rules!".len()..];
-            let name = ident_at(rest.trim_start(), 0).to_string();
-            root_names.insert(name, module.clone());
-        }
-        codes.push((rel, module, code));
-    }
-    modules.insert("main".into());
-    modules.insert("bin".into());
-
-    let mut edges: BTreeMap<String, BTreeMap<String, Vec<Site>>> = BTreeMap::new();
-    let mut unknown = Vec::new();
-    for (rel, module, code) in &codes {
-        if module == "main" || module == "bin" || module == "cli" || module == "mcp" {
-            // The command line (and its MCP server) is a separate crate using `jevgate::`; its
-            // `crate::` paths name its own modules. It sits on top; nothing in the library can reach it.
-            continue;
-        }
-        let mut search = 0;
-        while let Some(p) = code[search..].find("crate::") {
-            let at = search + p;
-            search = at + "crate::".len();
-            let before = code[..at].chars().next_back();
-            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
-                continue; // `jevgate_crate::` or the like
-            }
-            let line = code[..at].matches('\n').count() + 1;
-            let text = code[at..]
-                .lines()
-                .next()
-                .unwrap_or("")
-                .trim()
-                .chars()
-                .take(80)
-                .collect::<String>();
-            for first in first_segments(code, search) {
-                let site = Site {
-                    file: rel.display().to_string(),
-                    line,
-                    path: text.clone(),
-                };
-                let target = if modules.contains(&first) {
-                    first
-                } else if let Some(m) = root_names.get(&first) {
-                    m.clone()
-                } else if first == "self" || first == "super" {
-                    continue;
-                } else {
-                    unknown.push(site);
-                    continue;
-                };
-                if target == *module || target.is_empty() {
-                    continue;
-                }
-                edges
-                    .entry(module.clone())
-                    .or_default()
-                    .entry(target)
-                    .or_default()
-                    .push(site);
-            }
-        }
-    }
-    Crate {
-        modules,
-        root_names,
-        edges,
-        unknown,
-        files: codes,
-    }
-}
-
-/// Every elementary cycle found by a depth-first search (each reported once, from its
-/// smallest node).
-fn cycles(edges: &BTreeMap<String, BTreeMap<String, Vec<Site>>>) -> Vec<Vec<String>> {
-    fn walk(
-        start: &str,
-        node: &str,
-        edges: &BTreeMap<String, BTreeMap<String, Vec<Site>>>,
-        path: &mut Vec<String>,
-        found: &mut Vec<Vec<String>>,
-    ) {
-        for next in edges.get(node).into_iter().flat_map(|m| m.keys()) {
-            if next == start {
-                found.push(path.clone());
-            } else if next.as_str() > start && !path.contains(next) {
-                path.push(next.clone());
-                walk(start, next, edges, path, found);
-                path.pop();
-            }
-        }
-    }
-    let mut found = Vec::new();
-    for start in edges.keys() {
-        walk(start, start, edges, &mut vec![start.clone()], &mut found);
-    }
-    found
-}
-
-fn describe(cycle: &[String], edges: &BTreeMap<String, BTreeMap<String, Vec<Site>>>) -> String {
-    let mut s = format!("cycle: {} -> {}\n", cycle.join(" -> "), cycle[0]);
-    for (k, from) in cycle.iter().enumerate() {
-        let to = &cycle[(k + 1) % cycle.len()];
-        let sites = &edges[from][to];
-        let site = &sites[0];
-        s.push_str(&format!(
-            "  {from} -> {to}: src/{}:{} `{}`{}\n",
-            site.file,
-            site.line,
-            site.path,
-            if sites.len() > 1 {
-                format!(" (and {} more)", sites.len() - 1)
-            } else {
-                String::new()
-            }
-        ));
-    }
-    s
-}
-
-fn layer_of(module: &str) -> Option<usize> {
-    LAYERS.iter().position(|l| l.contains(&module))
-}
-
-#[test]
-fn no_cycle_between_top_level_modules() {
-    let krate = read_crate();
-    assert!(
-        krate.unknown.is_empty(),
-        "crate:: paths the layer check cannot place (add the root re-export form to the test): {:#?}",
-        krate.unknown
-    );
-    let found = cycles(&krate.edges);
-    let report: String = found.iter().map(|c| describe(c, &krate.edges)).collect();
-    assert!(
-        found.is_empty(),
-        "{} cycle(s) between the top-level modules of src/:\n{report}",
-        found.len()
-    );
-}
-
-#[test]
-fn every_module_has_a_layer_and_uses_only_its_layer_or_below() {
-    let krate = read_crate();
-    for module in &krate.modules {
-        assert!(
-            layer_of(module).is_some(),
-            "top-level module `{module}` is in no layer of tests/layers.rs: place it"
-        );
-    }
-    let mut wrong = Vec::new();
-    for (from, targets) in &krate.edges {
-        let Some(lf) = layer_of(from) else { continue };
-        for (to, sites) in targets {
-            let lt = layer_of(to).expect("every module has a layer");
-            if lt > lf {
-                let s = &sites[0];
-                wrong.push(format!(
-                    "{from} (layer {lf}) uses {to} (layer {lt}): src/{}:{} `{}`",
-                    s.file, s.line, s.path
-                ));
-            }
-        }
-    }
-    assert!(
-        wrong.is_empty(),
-        "modules reaching up a layer:\n{}",
-        wrong.join("\n")
-    );
-}
-
-#[test]
-fn the_top_is_imported_by_nothing_in_the_core() {
-    let krate = read_crate();
-    for (from, targets) in &krate.edges {
-        for top in ["ffi", "cli", "main", "bin"] {
-            assert!(
-                !targets.contains_key(top),
-                "`{from}` uses `{top}`, which sits above the core: {:?}",
-                targets[top][0]
-            );
-        }
-        if from != "ffi" {
-            assert!(
-                !targets.contains_key("gateway"),
-                "`{from}` uses `gateway`; only ffi and the command line sit above it: {:?}",
-                targets["gateway"][0]
-            );
-        }
-    }
-    // The test's own reader sees the root re-exports it relies on.
-    assert_eq!(
-        krate.root_names.get("Gateway").map(String::as_str),
-        Some("gateway")
-    );
-    assert_eq!(
-        krate.root_names.get("Error").map(String::as_str),
-        Some("error")
-    );
-}
-
-#[test]
-fn the_reader_skips_comments_and_strings() {
-    let code = code_only(
-        "let a = \"crate::x\"; // crate::y\n/* crate::z */ let b = r#\"crate::w\"#; let c = '\"'; use crate::v;\n",
-    );
-    assert_eq!(code.matches("crate::").count(), 1, "{code}");
-    assert_eq!(code.lines().count(), 2);
-    assert_eq!(
-        first_segments("{error::E, jev::{A, B}, Result}", 0),
-        vec!["error", "jev", "Result"]
-    );
-    assert_eq!(first_segments("jev::client::X", 0), vec!["jev"]);
-}
-
-// ---- Inside a module: the graph between its files ----------------------------------------
-//
-// Nodes are the files of one top-level module directory (`jev::client`, `jev::usage`, …; a
-// nested directory is one node, `jev::tests`). `mod.rs` is the module's façade and not a node:
-// a name it re-exports (`pub use usage::UsageLog`) counts as the file that defines it, a name it
-// defines itself is skipped. Edges come from `super::…` paths (inline `mod tests { use
-// super::* }` counted as the file itself) and `crate::<module>::…` paths.
-
-/// Tangles (strongly connected groups of files) tolerated for now: none since issue 13 item 1.
-/// Should one ever be accepted for a while, list it here (sorted names); a tangle not listed, or
-/// a file joining one, fails the test, and a listed tangle that is gone must be removed.
-const KNOWN_TANGLES: &[&[&str]] = &[];
-
-/// Within `module`, the file node of `rel` (`jev/client.rs` → `jev::client`, `jev/tests/x.rs`
-/// → `jev::tests`); `None` for `mod.rs` and single-file modules.
-fn file_node(rel: &Path) -> Option<String> {
-    let parts: Vec<String> = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    match parts.as_slice() {
-        [m, f] if f != "mod.rs" => Some(format!("{m}::{}", f.trim_end_matches(".rs"))),
-        [m, d, ..] if parts.len() > 2 => Some(format!("{m}::{d}")),
-        _ => None,
-    }
-}
-
-/// For each byte offset that starts `super::`, how many inline `mod x { … }` blocks enclose it.
-fn inline_mod_depths(code: &str) -> BTreeMap<usize, usize> {
-    let b = code.as_bytes();
-    let mut depth = 0usize;
-    let mut mods: Vec<usize> = Vec::new();
-    let mut pending = false;
-    let mut out = BTreeMap::new();
-    let mut i = 0;
-    while i < b.len() {
-        let boundary = !prev_is_ident(b, i) && (i == 0 || b[i - 1] != b':');
-        if boundary && code[i..].starts_with("mod ") {
-            let rest = code[i + 4..].trim_start();
-            let name = ident_at(rest, 0);
-            if !name.is_empty() && rest[name.len()..].trim_start().starts_with('{') {
-                pending = true;
-            }
-        } else if boundary && code[i..].starts_with("super::") {
-            out.insert(i, mods.len());
-        }
-        match b[i] {
-            b'{' => {
-                depth += 1;
-                if pending {
-                    mods.push(depth);
-                    pending = false;
-                }
-            }
-            b'}' => {
-                if mods.last() == Some(&depth) {
-                    mods.pop();
-                }
-                depth = depth.saturating_sub(1);
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    out
-}
-
-type Graph = BTreeMap<String, BTreeMap<String, Vec<Site>>>;
-
-/// The file graph of every module directory: module → (file → file → sites).
-fn file_graphs(krate: &Crate) -> BTreeMap<String, Graph> {
-    // Files of each module and the names each mod.rs re-exports from its files.
-    let mut nodes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut reexports: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    for (rel, module, code) in &krate.files {
-        if let Some(node) = file_node(rel) {
-            nodes.entry(module.clone()).or_default().insert(node);
-        }
-        if rel.file_name().is_some_and(|f| f == "mod.rs") && rel.components().count() == 2 {
-            let map = reexports.entry(module.clone()).or_default();
-            for stmt in code.split(';') {
-                let stmt = stmt.trim();
-                let Some(at) = stmt.find("use ") else {
-                    continue;
-                };
-                if !stmt[..at].trim().starts_with("pub") {
-                    continue;
-                }
-                let path = stmt[at + 4..].trim().trim_start_matches("self::");
-                let file = ident_at(path, 0).to_string();
-                let after = path[file.len()..].trim_start_matches("::").trim();
-                let names: Vec<&str> = if after.starts_with('{') {
-                    after
-                        .trim_start_matches('{')
-                        .trim_end_matches('}')
-                        .split(',')
-                        .collect()
-                } else {
-                    vec![after]
-                };
-                for n in names {
-                    let n = n.trim();
-                    let n = n.rsplit(" as ").next().unwrap_or(n).trim();
-                    let n = n.rsplit("::").next().unwrap_or(n).trim();
-                    if !n.is_empty() {
-                        map.insert(n.to_string(), format!("{module}::{file}"));
-                    }
-                }
-            }
-        }
-    }
-    let resolve = |module: &str, name: &str| -> Option<String> {
-        let direct = format!("{module}::{name}");
-        if nodes.get(module).is_some_and(|n| n.contains(&direct)) {
-            return Some(direct);
-        }
-        reexports.get(module).and_then(|m| m.get(name)).cloned()
-    };
-    let mut graphs: BTreeMap<String, Graph> = BTreeMap::new();
-    for (rel, module, code) in &krate.files {
-        let Some(from) = file_node(rel) else { continue };
-        let nested = rel.components().count() > 2;
-        let mut add = |to: String, at: usize| {
-            if to == from {
-                return;
-            }
-            let line = code[..at].matches('\n').count() + 1;
-            let text = code[at..].lines().next().unwrap_or("").trim();
-            graphs
-                .entry(module.clone())
-                .or_default()
-                .entry(from.clone())
-                .or_default()
-                .entry(to)
-                .or_default()
-                .push(Site {
-                    file: rel.display().to_string(),
-                    line,
-                    path: text.chars().take(80).collect(),
-                });
-        };
-        // super:: paths
-        for (at, inline) in inline_mod_depths(code) {
-            let mut supers = 0;
-            let mut p = at;
-            while code[p..].starts_with("super::") {
-                supers += 1;
-                p += "super::".len();
-            }
-            let up = supers - inline.min(supers);
-            // A file directly in the module dir reaches the module with one `super`; a file in
-            // a nested dir with two.
-            if up == (if nested { 2 } else { 1 }) {
-                for name in first_segments(code, p) {
-                    if let Some(to) = resolve(module, &name) {
-                        add(to, at);
-                    }
-                }
-            }
-        }
-        // crate::<module>:: paths
-        let prefix = format!("crate::{module}::");
-        let mut search = 0;
-        while let Some(q) = code[search..].find(&prefix) {
-            let at = search + q;
-            search = at + prefix.len();
-            if prev_is_ident(code.as_bytes(), at) {
-                continue;
-            }
-            for name in first_segments(code, search) {
-                if let Some(to) = resolve(module, &name) {
-                    add(to, at);
-                }
-            }
-        }
-    }
-    graphs
-}
+// ---- Circles ------------------------------------------------------------------------------
 
 /// The strongly connected groups of more than one node (Tarjan), each sorted.
 fn tangles(graph: &Graph) -> Vec<Vec<String>> {
@@ -776,16 +885,23 @@ fn tangles(graph: &Graph) -> Vec<Vec<String>> {
     s.out
 }
 
+/// Every crate, read once per test binary.
+fn read_all() -> &'static [Crate] {
+    static CRATES_READ: std::sync::OnceLock<Vec<Crate>> = std::sync::OnceLock::new();
+    CRATES_READ.get_or_init(|| {
+        CRATES
+            .iter()
+            .map(|&(name, root, layers)| read_crate(name, root, layers))
+            .collect()
+    })
+}
+
 fn describe_tangle(group: &[String], graph: &Graph) -> String {
     let mut s = format!("tangle: {}\n", group.join(", "));
     for from in group {
         for (to, sites) in graph.get(from).into_iter().flatten() {
             if group.contains(to) {
-                let site = &sites[0];
-                s.push_str(&format!(
-                    "  {from} -> {to}: src/{}:{} `{}`\n",
-                    site.file, site.line, site.path
-                ));
+                s.push_str(&format!("  {from} -> {to}: {}\n", sites[0]));
             }
         }
     }
@@ -793,9 +909,96 @@ fn describe_tangle(group: &[String], graph: &Graph) -> String {
 }
 
 #[test]
-fn no_new_cycle_between_the_files_of_a_module() {
-    let krate = read_crate();
-    let graphs = file_graphs(&krate);
+fn every_path_is_resolved_and_every_file_is_read() {
+    let crates = read_all();
+    let mut unknown = String::new();
+    for c in crates {
+        for site in &c.unknown {
+            unknown.push_str(&format!("  {}: {site}\n", c.name));
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "paths the layer test cannot place (teach its reader the form):\n{unknown}"
+    );
+    let read: BTreeSet<String> = crates
+        .iter()
+        .flat_map(|c| c.files.iter().map(|f| f.rel.clone()))
+        .collect();
+    let mut on_disk = Vec::new();
+    for dir in SOURCE_DIRS {
+        rust_files(&repo().join(dir), &mut on_disk);
+    }
+    let unseen: Vec<String> = on_disk
+        .iter()
+        .map(|p| {
+            p.strip_prefix(repo())
+                .expect("in repo")
+                .to_string_lossy()
+                .replace('\\', "/")
+        })
+        .filter(|p| !read.contains(p))
+        .collect();
+    assert!(
+        unseen.is_empty(),
+        "files no crate root reaches through `mod` (declare them, or remove them): {unseen:?}"
+    );
+}
+
+#[test]
+fn every_module_has_a_tier_and_uses_only_earlier_tiers() {
+    let mut wrong = Vec::new();
+    for c in read_all() {
+        for m in c.by_module.keys().filter(|m| m.len() == 1) {
+            assert!(
+                tier_of(c.layers, &m[0]).is_some(),
+                "{}: top-level module `{}` is in no layer of tests/layers.rs: place it",
+                c.name,
+                m[0]
+            );
+        }
+        let root = c.label(&[]).to_string();
+        let graphs = c.graphs();
+        for (from, targets) in graphs.get(&Vec::new()).into_iter().flatten() {
+            for (to, sites) in targets {
+                let site = &sites[0];
+                if *to == root {
+                    wrong.push(format!(
+                        "{}: `{from}` uses a name the crate root {root} defines (move it into \
+                         a module below both): {site}",
+                        c.name
+                    ));
+                    continue;
+                }
+                if *from == root {
+                    continue; // the root sits above every module it declares
+                }
+                let (tf, lf) = tier_of(c.layers, from).expect("placed");
+                let (tt, lt) = tier_of(c.layers, to).expect("placed");
+                if tt >= tf {
+                    let how = if tt == tf {
+                        "of its own tier"
+                    } else {
+                        "of a later tier"
+                    };
+                    wrong.push(format!(
+                        "{}: `{from}` ({lf}) uses `{to}` ({lt}), a module {how}: {site}",
+                        c.name
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "modules using a module that is not below them (move what both need down, or change \
+         the order in tests/layers.rs on purpose):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn no_circle_between_the_files_of_any_directory() {
     let known: BTreeSet<Vec<String>> = KNOWN_TANGLES
         .iter()
         .map(|t| {
@@ -806,18 +1009,19 @@ fn no_new_cycle_between_the_files_of_a_module() {
         .collect();
     let mut found = BTreeSet::new();
     let mut report = String::new();
-    for graph in graphs.values() {
-        for group in tangles(graph) {
-            if !known.contains(&group) {
-                report.push_str(&describe_tangle(&group, graph));
+    for c in read_all() {
+        for graph in c.graphs().values() {
+            for group in tangles(graph) {
+                if !known.contains(&group) {
+                    report.push_str(&format!("{}: {}", c.name, describe_tangle(&group, graph)));
+                }
+                found.insert(group);
             }
-            found.insert(group);
         }
     }
     assert!(
         report.is_empty(),
-        "files of a module that use each other in a circle (move what both need into the \
-         lower file):\n{report}"
+        "files that use each other in a circle (move what both need into a lower file):\n{report}"
     );
     let gone: Vec<_> = known.difference(&found).collect();
     assert!(
@@ -827,19 +1031,81 @@ fn no_new_cycle_between_the_files_of_a_module() {
 }
 
 #[test]
-fn the_file_reader_sees_known_edges() {
+fn readme_draws_these_layers() {
+    let readme = fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let expected = diagram();
+    assert!(
+        readme.contains(&expected),
+        "README.md's layer diagram is stale; it should hold these lines (top first):\n{expected}"
+    );
+}
+
+#[test]
+fn the_reader_sees_known_edges() {
     // Anchors the reader: edges that exist today and that a broken parser would miss.
-    let krate = read_crate();
-    let graphs = file_graphs(&krate);
-    let has = |m: &str, from: &str, to: &str| {
-        graphs
-            .get(m)
+    let crates = read_all();
+    let has = |krate: &str, dir: &[&str], from: &str, to: &str| {
+        let c = crates.iter().find(|c| c.name == krate).expect("crate");
+        let dir: Vec<String> = dir.iter().map(|s| s.to_string()).collect();
+        c.graphs()
+            .get(&dir)
             .and_then(|g| g.get(from))
             .is_some_and(|t| t.contains_key(to))
     };
-    assert!(has("jev", "jev::client", "jev::validate"));
-    assert!(has("jev", "jev::validate", "jev::question"));
-    // An inline `mod tests { use super::* }` is the file itself, not the module.
-    let depths = inline_mod_depths("use super::a;\nmod tests {\n use super::*;\n}\n");
-    assert_eq!(depths.values().copied().collect::<Vec<_>>(), vec![0, 1]);
+    let lib = "the library";
+    assert!(has(lib, &[], "jev", "error"), "crate::Error is error.rs");
+    assert!(has(lib, &[], "task", "browser"));
+    assert!(has(lib, &["jev"], "jev::client", "jev::validate"));
+    assert!(
+        has(lib, &["jev"], "jev::tests", "jev::question"),
+        "a directory is a node"
+    );
+    assert!(
+        has(lib, &["gateway"], "gateway::browsers", "gateway/mod.rs"),
+        "mod.rs is a node"
+    );
+    assert!(has("the jevgate command", &[], "main.rs", "cli"));
+    assert!(has("the jevgate command", &[], "cli", "mcp"));
+    assert!(has("the Python binding", &[], "lib.rs", "gateway"));
+    assert!(has("the Python binding", &[], "gateway", "lease"));
+}
+
+#[test]
+fn the_reader_skips_comments_and_strings_and_reads_use_trees() {
+    let code = code_only(
+        "let a = \"crate::x\"; // crate::y\n/* crate::z */ let b = r#\"crate::w\"#; let c = '\"'; use crate::v;\n",
+    );
+    assert_eq!(code.matches("crate::").count(), 1, "{code}");
+    assert_eq!(code.lines().count(), 2);
+    let (leaves, _) = path_tree("{error::E, jev::{A, b::C as D}, *}", 0);
+    let leaves: Vec<String> = leaves
+        .into_iter()
+        .map(|(s, a)| {
+            format!(
+                "{}{}",
+                s.join("::"),
+                a.map(|a| format!(" as {a}")).unwrap_or_default()
+            )
+        })
+        .collect();
+    assert_eq!(leaves, ["error::E", "jev::A", "jev::b::C as D", "*"]);
+    // An inline `mod tests { … }` is the file itself, not a module of its own.
+    let code = "use super::a;\nmod tests {\n use super::*;\n}\nmod b;\n";
+    assert_eq!(inline_mods(code).len(), 1);
+    assert_eq!(mod_declarations(code), ["b"]);
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .expect("read source dir")
+        .map(|e| e.expect("dir entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
 }

@@ -108,8 +108,9 @@ fn crash_child() {
     say("open");
     let seen = AtomicU32::new(0);
     let kill_at = named.clone();
-    gw.tasks()
-        .set_checkpoint_hook(Some(Arc::new(move |at: &'static str| {
+    jevgate::unstable::set_checkpoint_hook(
+        &gw.tasks(),
+        Some(Arc::new(move |at: &'static str| {
             match &kill_at {
                 Some((boundary, n)) => {
                     if at == boundary && seen.fetch_add(1, Ordering::SeqCst) + 1 == *n {
@@ -128,7 +129,8 @@ fn crash_child() {
                     say(at);
                 }
             }
-        })));
+        })),
+    );
     let mut request = SpawnRequest::new(step_list(steps));
     request.start_url = Some(format!("{base}/p/crash"));
     let id = gw.tasks().spawn(&owner(), request).unwrap();

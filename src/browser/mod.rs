@@ -13,8 +13,9 @@
 //!   driven and ended by jevgate.
 //! * [`LocalSessions`] — one local Chromium per browser session of the lease manager (R-PROF),
 //!   started on first use and closed when the session closes.
-//! * [`confine`] / [`confine_upload`] — workspace path confinement for uploads and saved
-//!   downloads; [`redact_url`] — the URL redaction of `network_requests`.
+//! * `files.rs` (workspace path confinement for uploads and saved downloads) and `journal.rs`
+//!   (the URL redaction of `network_requests`) are internal; tests reach them through
+//!   `jevgate::unstable`.
 //! * [`BrowserTools`] — the nine browser tools of R-DEV-TOOLS served from any backend (what
 //!   the reference device worker runs).
 //! * [`managed`] — the seed-001 managed tool family (issue 15): definitions for MCP and
@@ -25,10 +26,10 @@ mod actions;
 mod backend;
 mod cdp;
 mod extras;
-mod files;
+pub(crate) mod files;
 mod frame_walk;
 mod frames;
-mod journal;
+pub(crate) mod journal;
 mod keys;
 mod launch;
 mod local;
@@ -55,8 +56,6 @@ pub use backend::{
     LogArgs, MouseDragArgs, MouseMoveArgs, NetworkLog, NetworkRequest, ResizeArgs,
     SetInputFilesArgs, MAX_VIEWPORT, MIN_VIEWPORT,
 };
-pub use files::{confine, confine_upload, save_into};
-pub use journal::{redact_url, REDACTED};
 pub(crate) use launch::create_private_dir;
 pub use launch::{find_chromium, LaunchOptions};
 pub use local::{LocalBrowser, LocalTab};

@@ -7,7 +7,8 @@
 //! An open dialog is part of the observation, never a hang. Never prints anything but the
 //! page's own content and jevgate's timing line.
 
-use super::{error_line, Usage};
+use super::Usage;
+use crate::common::error_line;
 use jevgate::browser::{BrowserBackend, LaunchOptions, LocalBrowser, SnapshotArgs};
 use jevgate::clock::{Clock, SystemClock};
 use std::process::ExitCode;

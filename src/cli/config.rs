@@ -1,6 +1,7 @@
 //! `jevgate check-config` and `jevgate doctor`.
 
-use super::{error_line, read_input, Usage};
+use super::{read_input, Usage};
+use crate::common::error_line;
 use std::process::ExitCode;
 
 pub fn check_config(args: &[String]) -> Result<ExitCode, Usage> {

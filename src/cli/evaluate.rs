@@ -2,7 +2,8 @@
 //! evaluation through a gateway opened for the call. Prints the evaluation JSON (exit 0) or one
 //! JSON error line (exit 1). Never prints state, questions or credentials of its own accord.
 
-use super::{error_line, read_input, Usage};
+use super::{read_input, Usage};
+use crate::common::error_line;
 use std::process::ExitCode;
 
 pub fn evaluate(args: &[String]) -> Result<ExitCode, Usage> {

@@ -13,7 +13,8 @@
 //! never prints the results or observations a receipt keeps: those are for the owner's
 //! programmatic `receipts()` only. It holds no task logic: everything goes through `gw.tasks()`.
 
-use super::{error_line, read_input, Usage};
+use super::{read_input, Usage};
+use crate::common::error_line;
 use jevgate::task::{Receipt, SpawnRequest, TaskOwner, TaskProgress, TaskState, TaskStatus};
 use jevgate::{Config, Gateway, GatewayOptions};
 use std::io::Write;
@@ -21,10 +22,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The configuration `task run` uses without `--config`: the local evaluator (no network, no
-/// key), as the quickstart's.
-pub const DEFAULT_CONFIG: &str = r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#;
 
 /// The principal and conversation of a task the CLI runs: the person at the terminal.
 const PRINCIPAL: &str = "local";
@@ -84,7 +81,7 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
         return Err(Usage("task run needs COMMANDS that are not blank".into()));
     }
     let config = match config {
-        None => Config::from_json_str(DEFAULT_CONFIG),
+        None => Config::from_json_str(crate::common::DEFAULT_CONFIG),
         Some(source) => Config::from_json_slice(&read_input(&source)?),
     };
     let config = match config {
@@ -99,7 +96,7 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
     // Without --data-dir: a private directory of our own, removed when the task is over.
     let (dir, temporary) = match data_dir {
         Some(d) => (d, false),
-        None => match super::temp_data_dir("jevgate-task") {
+        None => match crate::common::temp_data_dir("jevgate-task") {
             Ok(d) => (d, true),
             Err(e) => {
                 println!("{}", error_line(&e));

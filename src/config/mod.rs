@@ -457,24 +457,9 @@ pub enum ComputerUseBackend {
     Unavailable,
 }
 
+// The constructors and `Config::validate` live in `parse.rs`, above this file: this file holds
+// the types, which `parse.rs` and `rules.rs` read, and uses neither (tests/layers.rs).
 impl Config {
-    /// Parses and validates a configuration document.
-    pub fn from_json_str(text: &str) -> crate::Result<Config> {
-        Config::from_json_slice(text.as_bytes())
-    }
-
-    /// Parses and validates a configuration document given as bytes (must be UTF-8 JSON).
-    pub fn from_json_slice(bytes: &[u8]) -> crate::Result<Config> {
-        let config = parse::parse(bytes)?;
-        config.validate()?;
-        Ok(config)
-    }
-
-    /// Checks every rule of SPEC §2 on an already typed configuration.
-    pub fn validate(&self) -> crate::Result<()> {
-        rules::validate(self)
-    }
-
     fn agent(&self, agent_id: &str) -> Option<&AgentConfig> {
         self.agents.iter().find(|a| a.id == agent_id)
     }

@@ -1,4 +1,6 @@
-//! JSON → typed [`Config`], with the JSON path of the first offending value.
+//! JSON → typed [`Config`], with the JSON path of the first offending value, and the public
+//! constructors ([`Config::from_json_str`], [`Config::from_json_slice`], [`Config::validate`],
+//! which runs `rules.rs`).
 //!
 //! serde's own messages can quote the rejected value (`invalid type: string "…"`); a misplaced
 //! secret must not come back in an error, so messages are rewritten to name only the kind of
@@ -9,6 +11,25 @@
 use super::{Config, MAX_CONFIG_BYTES};
 use crate::Error;
 use serde_path_to_error::Segment;
+
+impl Config {
+    /// Parses and validates a configuration document.
+    pub fn from_json_str(text: &str) -> crate::Result<Config> {
+        Config::from_json_slice(text.as_bytes())
+    }
+
+    /// Parses and validates a configuration document given as bytes (must be UTF-8 JSON).
+    pub fn from_json_slice(bytes: &[u8]) -> crate::Result<Config> {
+        let config = parse(bytes)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks every rule of SPEC §2 on an already typed configuration.
+    pub fn validate(&self) -> crate::Result<()> {
+        super::rules::validate(self)
+    }
+}
 
 pub(super) fn parse(bytes: &[u8]) -> crate::Result<Config> {
     if bytes.len() > MAX_CONFIG_BYTES {

@@ -1,9 +1,11 @@
-//! The [`Gateway`] façade, the top of the core: owns the live configuration generation, the
-//! store, the clock, the lease manager, the device service, the Jev client and the threads that
-//! do long work. Every `impl Gateway` lives in this module: this file (open, configuration,
+//! The [`Gateway`] façade: owns the live configuration generation, the store, the clock, the
+//! lease manager, the device service, the Jev client, the task service and the threads that do
+//! long work. Every `impl Gateway` lives in this module: this file (open, configuration,
 //! doctor, close), `devices.rs` (pairing, channel, tools, artifacts), `jev.rs` (evaluations,
-//! usage, thinking) and `browsers.rs` (local browser sessions). Nothing below it (`jev`,
-//! `device`, `lease`, …) may use it (tests/layers.rs): they get what they need passed in.
+//! usage, thinking), `browsers.rs` (local browser sessions and the managed tool family) and
+//! `tasks.rs` (tasks and the host that runs them on the gateway). It sits above every
+//! capability (`task`, `browser`, `device`, `jev`, `lease`, `grammar`) and below only `ffi` and
+//! `unstable`; nothing below it may use it (tests/layers.rs): they get what they need passed in.
 //!
 //! A configuration replaces the live one only after it validated as a whole; the swap is atomic
 //! and bumps the generation, and work started earlier keeps the snapshot it captured
@@ -251,9 +253,21 @@ impl Gateway {
         &self.inner.clock
     }
 
-    /// The gateway's store.
-    pub fn store(&self) -> &Store {
+    /// The gateway's store: crate-private, for it holds the gateway secret that keys hashed
+    /// identifiers (R-PROF-1); outside the crate, [`Gateway::data_dir`] names where it lives.
+    pub(crate) fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// The data directory the gateway was opened on (its store is `jevgate.sqlite3` in it).
+    pub fn data_dir(&self) -> &std::path::Path {
+        &self.inner.data_dir
+    }
+
+    /// The schema version of the gateway's store (`PRAGMA user_version`, R-STO).
+    pub fn schema_version(&self) -> Result<i64> {
+        self.check_open()?;
+        self.inner.store.schema_version()
     }
 
     /// The lease manager: device control leases and browser session (profile) leases.

@@ -23,11 +23,14 @@
 //! and never logs a message's content, a tool's arguments or its results.
 
 mod browser;
+mod caps;
 mod device;
 mod jev;
 pub mod provider;
 mod stdio;
 mod tasks;
+
+pub use caps::Caps;
 
 use jevgate::task::TaskOwner;
 use jevgate::CancelToken;
@@ -58,35 +61,6 @@ const INVALID_REQUEST: i64 = -32600;
 const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
 const INTERNAL_ERROR: i64 = -32603;
-
-/// Which optional tool families are on (`--caps tabs,files,vision`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Caps {
-    /// Tab tools (list, open, select, close).
-    pub tabs: bool,
-    /// File upload and download (inside the workspace).
-    pub files: bool,
-    /// Screenshots as images for the model.
-    pub vision: bool,
-}
-
-impl Caps {
-    /// Parses `tabs,files,vision` (any subset; empty for none).
-    pub fn parse(list: &str) -> Result<Caps, String> {
-        let mut caps = Caps::default();
-        for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            match item {
-                "tabs" => caps.tabs = true,
-                "files" => caps.files = true,
-                "vision" => caps.vision = true,
-                _ => {
-                    return Err("--caps takes a comma-separated list of tabs, files, vision".into())
-                }
-            }
-        }
-        Ok(caps)
-    }
-}
 
 /// The server's options (see `jevgate help`).
 #[derive(Debug, Clone, Default)]
@@ -514,7 +488,7 @@ pub fn serve(opts: Options) -> u8 {
         }
     };
     let config = match &opts.config {
-        None => Config::from_json_str(crate::cli::task::DEFAULT_CONFIG),
+        None => Config::from_json_str(crate::common::DEFAULT_CONFIG),
         Some(path) => match std::fs::read(path) {
             Ok(bytes) => Config::from_json_slice(&bytes),
             Err(e) => {
@@ -529,7 +503,7 @@ pub fn serve(opts: Options) -> u8 {
     let config = match config {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("jevgate mcp: {}", crate::cli::error_line(&e));
+            eprintln!("jevgate mcp: {}", crate::common::error_line(&e));
             return 1;
         }
     };
@@ -537,10 +511,10 @@ pub fn serve(opts: Options) -> u8 {
     // `profiles/` holds the authenticated profile (the parser refuses it beside --data-dir).
     let (dir, temporary) = match opts.data_dir.as_ref().or(opts.profile_dir.as_ref()) {
         Some(d) => (d.clone(), false),
-        None => match crate::cli::temp_data_dir("jevgate-mcp") {
+        None => match crate::common::temp_data_dir("jevgate-mcp") {
             Ok(d) => (d, true),
             Err(e) => {
-                eprintln!("jevgate mcp: {}", crate::cli::error_line(&e));
+                eprintln!("jevgate mcp: {}", crate::common::error_line(&e));
                 return 1;
             }
         },
@@ -548,7 +522,7 @@ pub fn serve(opts: Options) -> u8 {
     let code = match Gateway::open(GatewayOptions::new(&dir, config)) {
         Ok(gw) => run(&opts, &gw, io),
         Err(e) => {
-            eprintln!("jevgate mcp: {}", crate::cli::error_line(&e));
+            eprintln!("jevgate mcp: {}", crate::common::error_line(&e));
             1
         }
     };
@@ -560,7 +534,7 @@ pub fn serve(opts: Options) -> u8 {
 
 fn run(opts: &Options, gw: &Gateway, io: stdio::Stdio) -> u8 {
     if let Err(e) = browser::enable(gw, opts.caps, opts.headed, opts.workspace.as_deref()) {
-        eprintln!("jevgate mcp: {}", crate::cli::error_line(&e));
+        eprintln!("jevgate mcp: {}", crate::common::error_line(&e));
         return 1;
     }
     let owner = TaskOwner::new(
@@ -580,7 +554,7 @@ fn run(opts: &Options, gw: &Gateway, io: stdio::Stdio) -> u8 {
                     _channel = Some(handle);
                 }
                 Err(e) => {
-                    eprintln!("jevgate mcp: {}", crate::cli::error_line(&e));
+                    eprintln!("jevgate mcp: {}", crate::common::error_line(&e));
                     return 1;
                 }
             }

@@ -31,9 +31,10 @@ pub const LOCK_FILE: &str = "jevgate.lock";
 
 /// An open store. Cheap to share behind an `Arc`; every method is safe from any thread.
 #[derive(Debug)]
-pub struct Store {
+pub(crate) struct Store {
     conn: Mutex<Option<Connection>>,
     lock: Mutex<Option<File>>,
+    #[cfg_attr(not(test), allow(dead_code))] // reason: only the store's tests read it for now
     path: PathBuf,
 }
 
@@ -49,12 +50,6 @@ pub(crate) fn sqlite_error(op: &str, e: rusqlite::Error) -> Error {
 
 impl Store {
     /// Opens (or creates) the store in `data_dir`, creating the directory if needed.
-    ///
-    /// ```
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let store = jevgate::Store::open(dir.path()).unwrap();
-    /// assert!(store.schema_version().unwrap() >= 1);
-    /// ```
     pub fn open(data_dir: &Path) -> Result<Store> {
         std::fs::create_dir_all(data_dir)
             .map_err(|e| Error::store_io("create data directory", e))?;
@@ -90,6 +85,7 @@ impl Store {
     }
 
     /// Path of the database file.
+    #[cfg(test)]
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -138,7 +134,7 @@ impl Store {
 
     /// A per-gateway random secret (32 bytes), created with the store and kept in it. Used to
     /// key hashes of identifiers (profile keys, request ids) so they are not guessable.
-    pub fn gateway_secret(&self) -> Result<Vec<u8>> {
+    pub(crate) fn gateway_secret(&self) -> Result<Vec<u8>> {
         self.read(|c| {
             c.query_row(
                 "SELECT value FROM meta WHERE key = 'gateway_secret'",

@@ -1,19 +1,31 @@
-//! A thin handle for `benches/receipts.rs` (R-TSK-RCPT): a store and the receipt writer on a
-//! directory, with one task and one open request, so a bench can time the real checkpoint path
-//! (the writer's group commit plus [`records::checkpoint`]) and nothing else.
+//! The task service's seams for benches and crash tests, reached only through
+//! `jevgate::unstable` (hidden, not a supported API): [`ReceiptBench`], a thin handle for
+//! `benches/receipts.rs` (R-TSK-RCPT) — a store and the receipt writer on a directory, with one
+//! task and one open request, so a bench can time the real checkpoint path (the writer's group
+//! commit plus [`records::checkpoint`]) and nothing else — and [`set_checkpoint_hook`].
 //!
 //! It must stay thin: no behaviour of its own beyond wiring the real writer to the real record
-//! functions. Reached only through `jevgate::unstable` (hidden, not a supported API).
+//! functions, and never hands out the store.
 
 use super::records;
 use super::writer::Writer;
-use super::{TaskOwner, TaskTarget};
+use super::{TaskOwner, TaskTarget, Tasks};
 use crate::store::Store;
 use crate::Result;
 use std::path::Path;
 use std::sync::Arc;
 
 const TASK_ID: &str = "bench-task";
+
+/// Crash-test seam: `hook` is called with the name of each checkpoint boundary a dispatch of
+/// `tasks` passes (`before_checkpoint`, `after_checkpoint`, `after_dispatch`, `after_settle`);
+/// `None` removes it.
+pub fn set_checkpoint_hook(
+    tasks: &Tasks<'_>,
+    hook: Option<Arc<dyn Fn(&'static str) + Send + Sync>>,
+) {
+    tasks.set_checkpoint_hook(hook)
+}
 
 /// A store plus the receipt writer, with task `bench-task` and its request 1 open.
 #[doc(hidden)]

@@ -13,7 +13,7 @@
 //! task, and never put commands, typed text, page text or results into logs or errors: they
 //! live only in the task's rows, for its owner.
 
-mod bench;
+pub(crate) mod bench;
 mod device_target;
 mod host;
 mod lines;
@@ -23,7 +23,6 @@ mod service;
 pub(crate) mod writer;
 
 #[doc(hidden)]
-pub use bench::ReceiptBench;
 pub use device_target::DeviceTarget;
 pub(crate) use host::{OpenTarget, TaskHost};
 pub(crate) use service::TaskService;

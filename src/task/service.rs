@@ -163,9 +163,11 @@ impl<'a> Tasks<'a> {
 
     /// Crash-test seam: `hook` is called with the name of each checkpoint boundary a dispatch
     /// passes (`before_checkpoint`, `after_checkpoint`, `after_dispatch`, `after_settle`).
-    /// Not part of the supported API.
-    #[doc(hidden)]
-    pub fn set_checkpoint_hook(&self, hook: Option<Arc<dyn Fn(&'static str) + Send + Sync>>) {
+    /// Not part of the supported API: reached through `jevgate::unstable::set_checkpoint_hook`.
+    pub(crate) fn set_checkpoint_hook(
+        &self,
+        hook: Option<Arc<dyn Fn(&'static str) + Send + Sync>>,
+    ) {
         self.service.set_hook(hook)
     }
 }

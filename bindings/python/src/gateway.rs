@@ -1,5 +1,6 @@
 //! `jevgate.Gateway`: a context manager around the Rust gateway; blocking calls release the GIL.
 
+use crate::callable::CallableCell;
 use crate::clock::PyManualClock;
 use crate::config::config_text;
 use crate::errors::IntoPy;
@@ -12,11 +13,6 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 use std::path::PathBuf;
 use std::sync::Arc;
-
-/// The one strong reference to the `callback` provider's Python callable, shared by the
-/// gateway object (which reports it to Python's garbage collector, so a gateway referenced from
-/// its own callback is collected and its data directory unlocked) and the Rust callback.
-pub(crate) type CallableCell = Arc<Mutex<Option<Py<PyAny>>>>;
 
 #[pyclass(module = "jevgate", name = "Gateway", frozen)]
 pub struct PyGateway {

@@ -116,7 +116,7 @@ pub fn usage<'py>(
 /// runs the evaluation; an exception becomes `JEV_PROVIDER_FAILURE` (its text is not kept).
 /// The callable is read from `cell` at each call (None once the gateway was cleared by the
 /// garbage collector or the callback removed).
-pub fn callback(cell: crate::gateway::CallableCell) -> jevgate::jev::JevCallback {
+pub fn callback(cell: crate::callable::CallableCell) -> jevgate::jev::JevCallback {
     std::sync::Arc::new(move |request: &[u8]| {
         Python::attach(|py| {
             let fail = |what: &str| jevgate::Error::ProviderFailure {

@@ -1,9 +1,12 @@
 //! Python binding of jevgate (`jevgate._jevgate`, re-exported by the `jevgate` package).
 //!
 //! Translation only: Python values in, Rust calls with the GIL released, Python values and
-//! exceptions out. No logic lives here. One file per core module.
+//! exceptions out. No logic lives here. One file per core module, over what they share
+//! (`json.rs`, `interrupt.rs`, `errors.rs`, `callable.rs`); this root only declares them and
+//! registers the module (tests/layers.rs: no file uses a name defined here).
 
 mod browser;
+mod callable;
 mod clock;
 mod config;
 mod device;
@@ -12,51 +15,14 @@ mod gateway;
 mod grammar;
 mod interrupt;
 mod jev;
+mod json;
 mod lease;
 mod task;
 mod worker;
 
 use pyo3::prelude::*;
 
-/// A Python object (dict/list/…) → JSON text, through the standard `json` module, refusing
-/// NaN and infinities (`ValueError`) and non-JSON values (`TypeError`). The one place the
-/// binding serializes Python values; an argument the caller gave goes through [`dumps_arg`].
-pub(crate) fn dumps(value: &Bound<'_, PyAny>) -> PyResult<String> {
-    let py = value.py();
-    let kwargs = pyo3::types::PyDict::new(py);
-    kwargs.set_item("allow_nan", false)?;
-    py.import("json")?
-        .call_method("dumps", (value,), Some(&kwargs))?
-        .extract()
-}
-
-/// [`dumps`] for a JSON argument `name` the caller gave: a value JSON cannot carry is the core's
-/// `INVALID_ARGUMENT` naming the argument as C does (`jevgate.ArgumentError`, a `ValueError`,
-/// with `.code`), the `json` module's exception kept as its `__cause__`. Other exceptions
-/// (KeyboardInterrupt, MemoryError) pass unchanged.
-pub(crate) fn dumps_arg(name: &'static str, value: &Bound<'_, PyAny>) -> PyResult<String> {
-    use pyo3::exceptions::{PyRecursionError, PyTypeError, PyValueError};
-    let py = value.py();
-    dumps(value).map_err(|e| {
-        let reason = if e.is_instance_of::<PyTypeError>(py) {
-            "must be JSON (holds a value that is not JSON, such as a set, bytes or an object)"
-        } else if e.is_instance_of::<PyValueError>(py) {
-            "must be JSON (holds a number that is not finite, or a reference cycle)"
-        } else if e.is_instance_of::<PyRecursionError>(py) {
-            "must be JSON (nested too deeply)"
-        } else {
-            return e;
-        };
-        let err = errors::invalid_argument(name, reason);
-        err.set_cause(py, Some(e));
-        err
-    })
-}
-
-/// JSON text → a Python object (dict/list/…), through the standard `json` module.
-pub(crate) fn json_to_py<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'py, PyAny>> {
-    py.import("json")?.call_method1("loads", (json,))
-}
+pub(crate) use json::{dumps, dumps_arg, json_to_py};
 
 #[pymodule]
 fn _jevgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
