@@ -5,11 +5,12 @@
 //! a panic hook counts every panic of this binary), never read the failed socket again, and the
 //! gateway keeps serving other devices.
 
+mod support;
+
 use jevgate::device::{
-    BrowserInfo, CancelToken, ChannelOptions, DeviceToken, DeviceWorker, PairRequest, ToolCall,
-    ToolExecutor, WorkerFailure, WorkerOptions,
+    CancelToken, DeviceToken, DeviceWorker, ToolCall, ToolExecutor, WorkerFailure, WorkerOptions,
 };
-use jevgate::{Gateway, GatewayOptions};
+use jevgate::Gateway;
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -158,27 +159,9 @@ fn read_close(s: &mut TcpStream) -> Option<(u16, String)> {
     None
 }
 
-fn gateway() -> (tempfile::TempDir, Gateway) {
-    let dir = tempfile::tempdir().unwrap();
-    let gw = Gateway::open(GatewayOptions::new(dir.path(), Default::default())).unwrap();
-    (dir, gw)
-}
-
+/// Pairs a browser for alice and returns its token's text.
 fn pair(gw: &Gateway, installation: &str) -> String {
-    let p = gw
-        .pair(
-            "alice",
-            &PairRequest {
-                installation_id: installation.into(),
-                name: installation.into(),
-                browser: Some(BrowserInfo {
-                    name: "Chrome".into(),
-                    version: "131".into(),
-                }),
-            },
-        )
-        .unwrap();
-    p.token.expose().to_string()
+    support::gateway::pair(gw, "alice", installation).token_text()
 }
 
 struct Echo;
@@ -206,12 +189,12 @@ fn authenticate(s: &mut TcpStream, token: &str) {
 #[test]
 fn r_dev_chan_protocol_violations_from_a_raw_worker_close_only_that_connection() {
     count_panics();
-    let (_d, gw) = gateway();
-    let mut options = ChannelOptions::new("127.0.0.1:0");
+    let mut options = support::gateway::channel_options();
     options.auth_timeout = Duration::from_secs(5);
-    let channel = gw.serve_channel(options).unwrap();
+    let t = support::gateway::builder().channel_with(options).build();
+    let (gw, channel) = (&t.gw, t.channel());
     let addr = channel.local_addr();
-    let good_token = pair(&gw, "good");
+    let good_token = pair(gw, "good");
     let good = DeviceWorker::connect(
         WorkerOptions::new(channel.url(), DeviceToken::new(good_token)),
         Arc::new(Echo),
@@ -268,7 +251,7 @@ fn r_dev_chan_protocol_violations_from_a_raw_worker_close_only_that_connection()
         for authenticated in [false, true] {
             let mut s = raw_client(addr);
             if authenticated {
-                authenticate(&mut s, &pair(&gw, &format!("bad{i}")));
+                authenticate(&mut s, &pair(gw, &format!("bad{i}")));
             }
             s.write_all(&bytes).unwrap();
             // Bytes after the violation are never parsed: a valid frame would be a result.
@@ -285,7 +268,7 @@ fn r_dev_chan_protocol_violations_from_a_raw_worker_close_only_that_connection()
 
     // A 20 MB frame (over the 1 MiB default), written while the gateway answers.
     let mut s = raw_client(addr);
-    authenticate(&mut s, &pair(&gw, "huge"));
+    authenticate(&mut s, &pair(gw, "huge"));
     let huge = frame(0x81, &vec![b'z'; 20 << 20], true);
     let mut writer = s.try_clone().unwrap();
     let sender = std::thread::spawn(move || {
