@@ -7,16 +7,15 @@
 
 mod support;
 
-use jevgate::device::{
-    CancelToken, DeviceToken, DeviceWorker, ToolCall, ToolExecutor, WorkerFailure, WorkerOptions,
-};
+use jevgate::device::{DeviceToken, DeviceWorker, ToolCall, WorkerOptions};
 use jevgate::Gateway;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
+use support::gateway::Counting;
 
 const PATH: &str = "/v1/device-worker/channel";
 const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
@@ -164,18 +163,9 @@ fn pair(gw: &Gateway, installation: &str) -> String {
     support::gateway::pair(gw, "alice", installation).token_text()
 }
 
-struct Echo;
-
-impl ToolExecutor for Echo {
-    fn execute(
-        &self,
-        _tool: &str,
-        _args: &Value,
-        _deadline: Duration,
-        _cancel: &CancelToken,
-    ) -> Result<Value, WorkerFailure> {
-        Ok(json!({"text": "fine"}))
-    }
+/// A worker executor that answers every command with some text.
+fn echo() -> Arc<Counting> {
+    Counting::new(json!({"text": "fine"})).0
 }
 
 fn authenticate(s: &mut TcpStream, token: &str) {
@@ -197,7 +187,7 @@ fn r_dev_chan_protocol_violations_from_a_raw_worker_close_only_that_connection()
     let good_token = pair(gw, "good");
     let good = DeviceWorker::connect(
         WorkerOptions::new(channel.url(), DeviceToken::new(good_token)),
-        Arc::new(Echo),
+        echo(),
     )
     .unwrap();
     let call = || {
@@ -371,7 +361,7 @@ fn r_dev_chan_protocol_violations_from_a_raw_gateway_end_the_worker_cleanly() {
             let mut options =
                 WorkerOptions::new(url.clone(), DeviceToken::new("jgd_x".to_string()));
             options.max_message_bytes = 1 << 20;
-            let worker = DeviceWorker::connect(options, Arc::new(Echo)).unwrap();
+            let worker = DeviceWorker::connect(options, echo()).unwrap();
             let exit = worker
                 .wait_timeout(Duration::from_secs(10))
                 .unwrap_or_else(|| panic!("{what}: the worker did not end"));

@@ -509,28 +509,9 @@ impl DeviceService {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::{SharedClock, SystemClock};
-    use crate::device::{BrowserInfo, ChannelOptions, DeviceWorker, PairRequest, WorkerOptions};
+    use crate::device::test_fixture::Fixture;
     use crate::lease::ControlCaller;
-    use crate::store::Store;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::time::Duration;
-
-    /// A worker's executor that counts the commands that reached it.
-    struct Counting(Arc<AtomicUsize>);
-
-    impl ToolExecutor for Counting {
-        fn execute(
-            &self,
-            _tool: &str,
-            _args: &Value,
-            _deadline: Duration,
-            _cancel: &CancelToken,
-        ) -> Result<Value, WorkerFailure> {
-            self.0.fetch_add(1, Ordering::SeqCst);
-            Ok(json!({"text": "ran"}))
-        }
-    }
 
     // R-LEASE-3: the person takes the device back at the one moment that used to be a gap —
     // after the conversation's call acquired the lease, before its command was registered for
@@ -539,41 +520,14 @@ mod tests {
     // counts what reaches it.
     #[test]
     fn r_lease_3_take_back_right_after_the_acquire_stops_the_command_before_it_is_sent() {
-        // The device service as the gateway opens it (the gateway sits above this module).
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(Store::open(dir.path()).unwrap());
-        let clock: SharedClock = Arc::new(SystemClock::new());
-        let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock)).unwrap();
-        let devices =
-            DeviceService::open(Arc::clone(&store), clock, &leases, dir.path().to_path_buf())
-                .unwrap();
-        let channel = devices.serve(ChannelOptions::new("127.0.0.1:0")).unwrap();
-        let pairing = devices
-            .pair(
-                &leases,
-                "alice",
-                &PairRequest {
-                    installation_id: "alice-install".into(),
-                    name: "laptop".into(),
-                    browser: Some(BrowserInfo {
-                        name: "Chromium".into(),
-                        version: "131".into(),
-                    }),
-                },
-            )
-            .unwrap();
-        let device = pairing.device.id.clone();
-        let reached = Arc::new(AtomicUsize::new(0));
-        let worker = DeviceWorker::connect(
-            WorkerOptions::new(channel.url(), pairing.token),
-            Arc::new(Counting(Arc::clone(&reached))),
-        )
-        .unwrap();
+        // The device service as the gateway opens it, with a worker that counts commands.
+        let f = Fixture::open(json!({"text": "ran"}));
+        let (leases, devices, device) = (&f.leases, &f.devices, &f.device);
         let call = ToolCall::new("alice", "conv-1", "browser_get_text", json!({}));
 
         // Control: without a take-back the command reaches the worker.
-        assert!(devices.call_tool(&leases, &call).is_success());
-        assert_eq!(reached.load(Ordering::SeqCst), 1);
+        assert!(devices.call_tool(leases, &call).is_success());
+        assert_eq!(f.reached(), 1);
 
         let took = Arc::new(AtomicUsize::new(0));
         {
@@ -591,7 +545,7 @@ mod tests {
                 }))
             });
         }
-        let answer = devices.call_tool(&leases, &call);
+        let answer = devices.call_tool(leases, &call);
         assert_eq!(
             took.load(Ordering::SeqCst),
             1,
@@ -599,23 +553,20 @@ mod tests {
         );
         assert_eq!(answer.error_code(), Some("cancelled"), "{answer:?}");
         assert_eq!(
-            reached.load(Ordering::SeqCst),
+            f.reached(),
             1,
             "the command taken back never reached the worker"
         );
         // Nobody else slips in during the window, and the dispossessed conversation is told.
         assert_eq!(
-            leases.acquire(&device, "conv-2").unwrap_err().code(),
+            leases.acquire(device, "conv-2").unwrap_err().code(),
             "DEVICE_CONTROL_ELSEWHERE"
         );
         assert_eq!(
-            devices.call_tool(&leases, &call).error_code(),
+            devices.call_tool(leases, &call).error_code(),
             Some("DEVICE_CONTROL_REVOKED")
         );
-        assert_eq!(reached.load(Ordering::SeqCst), 1);
-        worker.close();
-        devices.close();
-        leases.close_all();
-        store.close();
+        assert_eq!(f.reached(), 1);
+        f.close();
     }
 }

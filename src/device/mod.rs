@@ -92,6 +92,8 @@ mod primitive;
 mod registry;
 mod server;
 mod socket;
+#[cfg(test)]
+mod test_fixture;
 mod tools;
 mod wire;
 mod worker;

@@ -284,12 +284,9 @@ fn browser_error(message: &str, timeout: Duration) -> Option<Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::SystemClock;
-    use crate::device::{BrowserInfo, ChannelOptions, DeviceWorker, PairRequest, ToolExecutor};
+    use crate::device::test_fixture::Fixture;
     use crate::lease::ControlCaller;
-    use crate::store::Store;
     use serde_json::json;
-    use std::sync::atomic::{AtomicUsize, Ordering};
 
     // R-DEV-FAIL, R-BRW-STALE: a reference worker's refusals come back as the local backend's
     // typed errors; worker text never reaches the error.
@@ -397,71 +394,28 @@ mod tests {
         }
     }
 
-    /// A worker's executor that counts the commands that reached it.
-    struct Counting(Arc<AtomicUsize>);
-
-    impl ToolExecutor for Counting {
-        fn execute(
-            &self,
-            _tool: &str,
-            _args: &Value,
-            _deadline: Duration,
-            _cancel: &CancelToken,
-        ) -> Result<Value, WorkerFailure> {
-            self.0.fetch_add(1, Ordering::SeqCst);
-            Ok(json!({"generation": 1, "url": "about:blank"}))
-        }
-    }
-
     // R-LEASE-3: a take-back right after the acquire stops the primitive before it is sent,
     // and it is reported as not sent (DEVICE_CONTROL_REVOKED), never as an unknown outcome.
     #[test]
     fn r_lease_3_take_back_right_after_the_acquire_sends_nothing_and_says_revoked() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(Store::open(dir.path()).unwrap());
-        let clock: SharedClock = Arc::new(SystemClock::new());
-        let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock)).unwrap();
-        let devices =
-            DeviceService::open(Arc::clone(&store), clock, &leases, dir.path().to_path_buf())
-                .unwrap();
-        let channel = devices.serve(ChannelOptions::new("127.0.0.1:0")).unwrap();
-        let pairing = devices
-            .pair(
-                &leases,
-                "alice",
-                &PairRequest {
-                    installation_id: "alice-install".into(),
-                    name: "laptop".into(),
-                    browser: Some(BrowserInfo {
-                        name: "Chromium".into(),
-                        version: "131".into(),
-                    }),
-                },
-            )
-            .unwrap();
-        let device = pairing.device.id.clone();
-        let reached = Arc::new(AtomicUsize::new(0));
-        let worker = DeviceWorker::connect(
-            crate::device::WorkerOptions::new(channel.url(), pairing.token),
-            Arc::new(Counting(Arc::clone(&reached))),
-        )
-        .unwrap();
-        let sender = devices.primitive_sender();
-        let send = |tool: &str| sender.send(&leases, "alice", "conv-1", &device, tool, &json!({}));
+        let f = Fixture::open(json!({"generation": 1, "url": "about:blank"}));
+        let (leases, device) = (&f.leases, &f.device);
+        let sender = f.devices.primitive_sender();
+        let send = |tool: &str| sender.send(leases, "alice", "conv-1", device, tool, &json!({}));
         assert_eq!(send("observe").unwrap()["generation"], 1);
-        assert_eq!(reached.load(Ordering::SeqCst), 1);
+        assert_eq!(f.reached(), 1);
         // Not a primitive: the nine tools do not go this way.
         assert_eq!(send("browser_get_text").unwrap_err().code(), "UNKNOWN_TOOL");
         assert_eq!(
             sender
-                .send(&leases, "alice", "conv-1", &device, "observe", &json!([]))
+                .send(leases, "alice", "conv-1", device, "observe", &json!([]))
                 .unwrap_err()
                 .code(),
             "INVALID_ARGUMENT"
         );
         assert_eq!(
             sender
-                .send(&leases, "mallory", "conv-1", &device, "observe", &json!({}))
+                .send(leases, "mallory", "conv-1", device, "observe", &json!({}))
                 .unwrap_err()
                 .code(),
             "DEVICE_NOT_PAIRED"
@@ -481,14 +435,7 @@ mod tests {
             send("observe").unwrap_err().code(),
             "DEVICE_CONTROL_REVOKED"
         );
-        assert_eq!(
-            reached.load(Ordering::SeqCst),
-            1,
-            "nothing reached the worker"
-        );
-        worker.close();
-        devices.close();
-        leases.close_all();
-        store.close();
+        assert_eq!(f.reached(), 1, "nothing reached the worker");
+        f.close();
     }
 }
