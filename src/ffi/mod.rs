@@ -143,7 +143,7 @@ pub(crate) unsafe fn guard(
 /// `ptr` must be NULL or point to a NUL-terminated string valid for the call.
 pub(crate) unsafe fn str_arg<'a>(name: &'static str, ptr: *const c_char) -> Result<&'a str, Error> {
     if ptr.is_null() {
-        return Err(null(name));
+        return Err(null_arg(name));
     }
     // SAFETY: non-NULL and NUL-terminated per the caller's contract.
     let c = unsafe { CStr::from_ptr(ptr) };
@@ -175,7 +175,7 @@ pub(crate) unsafe fn opt_str_arg<'a>(
 /// `ptr` must be NULL or a live handle of this library, valid for the call.
 pub(crate) unsafe fn handle_arg<'a, T>(name: &'static str, ptr: *const T) -> Result<&'a T, Error> {
     // SAFETY: per the contract, non-NULL `ptr` points to a live handle.
-    unsafe { ptr.as_ref() }.ok_or_else(|| null(name))
+    unsafe { ptr.as_ref() }.ok_or_else(|| null_arg(name))
 }
 
 /// Takes back a handle this library gave out (`Box::into_raw`, as [`Out::write_handle`] does),
@@ -189,8 +189,8 @@ pub(crate) unsafe fn take_handle<T>(ptr: *mut T) -> Option<Box<T>> {
     (!ptr.is_null()).then(|| unsafe { Box::from_raw(ptr) })
 }
 
-/// `INVALID_ARGUMENT` for a NULL pointer argument.
-fn null(name: &'static str) -> Error {
+/// `INVALID_ARGUMENT` for a NULL pointer (or function pointer) argument.
+pub(crate) fn null_arg(name: &'static str) -> Error {
     Error::InvalidArgument {
         name,
         reason: "is NULL".into(),
@@ -205,7 +205,7 @@ pub(crate) struct Out<T>(std::ptr::NonNull<T>);
 pub(crate) fn out_arg<T>(name: &'static str, ptr: *mut T) -> Result<Out<T>, Error> {
     std::ptr::NonNull::new(ptr)
         .map(Out)
-        .ok_or_else(|| null(name))
+        .ok_or_else(|| null_arg(name))
 }
 
 /// An optional out-pointer: NULL means the caller does not want that output.

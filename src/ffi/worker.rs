@@ -175,10 +175,7 @@ pub unsafe extern "C" fn jevgate_device_worker_connect_with(
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let options = unsafe { worker_options(url, token, options_json) }?;
-        let serve = serve.ok_or(Error::InvalidArgument {
-            name: "serve",
-            reason: "is NULL".into(),
-        })?;
+        let serve = serve.ok_or_else(|| null_arg("serve"))?;
         let executor = Arc::new(CExecutor {
             serve,
             free: free_result,
