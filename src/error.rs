@@ -792,11 +792,19 @@ impl Error {
     /// assert_eq!(jevgate::Error::json_problem(&e), "not JSON");
     /// let e = serde_json::from_str::<Vec<u8>>("{}").unwrap_err();
     /// assert_eq!(jevgate::Error::json_problem(&e), "wrong or unknown members");
+    /// let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    /// let e = serde_json::from_str::<serde_json::Value>(&deep).unwrap_err();
+    /// assert_eq!(jevgate::Error::json_problem(&e), "nested too deeply");
     /// ```
     pub fn json_problem(e: &serde_json::Error) -> &'static str {
         use serde_json::error::Category;
         match e.classify() {
             Category::Io => "unreadable",
+            // serde_json files its nesting limit (128) under syntax; the document may be valid
+            // JSON, so it is named for what it is. serde's own text is read, never echoed.
+            Category::Syntax if e.to_string().starts_with("recursion limit exceeded") => {
+                "nested too deeply"
+            }
             Category::Syntax => "not JSON",
             Category::Eof => "truncated JSON",
             Category::Data => "wrong or unknown members",

@@ -5,12 +5,12 @@
 mod support;
 
 use jevgate::clock::ManualClock;
-use jevgate::device::{BrowserInfo, ChannelOptions, DeviceLimits, PairRequest, ToolCall};
-use jevgate::{Gateway, GatewayOptions};
+use jevgate::device::{DeviceLimits, ToolCall};
+use jevgate::Gateway;
 use serde_json::json;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
+use support::gateway::TestGateway;
 use support::worker::{wait_until, Cmd, Out, Worker};
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\nabcd";
@@ -26,32 +26,12 @@ struct Setup {
 
 impl Setup {
     fn new() -> Setup {
-        let dir = tempfile::tempdir().unwrap();
         let clock = ManualClock::new();
-        let gw = Gateway::open(
-            GatewayOptions::new(dir.path(), Default::default()).with_clock(Arc::new(clock.clone())),
-        )
-        .unwrap();
-        let channel = gw
-            .serve_channel(ChannelOptions::new("127.0.0.1:0"))
-            .unwrap();
-        let pairing = gw
-            .pair(
-                "alice",
-                &PairRequest {
-                    installation_id: "i1".into(),
-                    name: "Chrome".into(),
-                    browser: Some(BrowserInfo {
-                        name: "Chrome".into(),
-                        version: "131.0".into(),
-                    }),
-                },
-            )
-            .unwrap();
+        let t = support::gateway::builder().clock(&clock).channel().build();
         let image = data_encoding::BASE64.encode(PNG);
-        let worker = Worker::start(
-            channel.local_addr(),
-            pairing.token.expose(),
+        let (_, worker) = t.scripted_worker(
+            "alice",
+            "i1",
             Box::new(move |cmd: &Cmd| {
                 vec![Out::Ok(
                     cmd.id.clone(),
@@ -59,6 +39,7 @@ impl Setup {
                 )]
             }),
         );
+        let TestGateway { gw, dir, .. } = t;
         Setup {
             dir,
             gw,
@@ -107,8 +88,8 @@ fn r_dev_shot_default_limits_and_zero_retention_limits_are_refused() {
     let limits = DeviceLimits::default();
     assert_eq!(limits.artifact_retention, 24 * HOUR);
     assert_eq!(limits.artifact_max_per_session, 200);
-    let dir = tempfile::tempdir().unwrap();
-    let gw = Gateway::open(GatewayOptions::new(dir.path(), Default::default())).unwrap();
+    let t = support::gateway::builder().build();
+    let gw = &t.gw;
     for bad in [
         DeviceLimits {
             artifact_retention: Duration::ZERO,

@@ -4,11 +4,10 @@
 
 mod support;
 
-use jevgate::device::{BrowserInfo, ChannelOptions, DeviceLimits, PairRequest, ToolCall};
-use jevgate::{Gateway, GatewayOptions};
+use jevgate::device::{DeviceLimits, ToolCall};
 use serde_json::{json, Value};
 use std::time::Duration;
-use support::worker::{Cmd, Out, Worker};
+use support::worker::{Cmd, Out};
 
 // R-DEV-CAPS: the product limits of SPEC §5 / seed 000 "Limits", as they ship.
 #[test]
@@ -26,10 +25,9 @@ fn r_dev_caps_default_limits_are_the_documented_ones() {
     assert_eq!(d.artifact_retention, Duration::from_secs(24 * 60 * 60));
     assert_eq!(d.artifact_max_per_session, 200);
     // A new gateway runs with exactly these.
-    let dir = tempfile::tempdir().unwrap();
-    let gw = Gateway::open(GatewayOptions::new(dir.path(), Default::default())).unwrap();
-    assert_eq!(gw.device_limits(), d);
-    gw.close();
+    let t = support::gateway::builder().build();
+    assert_eq!(t.gw.device_limits(), d);
+    t.gw.close();
 }
 
 /// Hostile shapes of about 200,000 characters (under the channel's 1 MiB message limit).
@@ -70,29 +68,15 @@ fn size(v: &Value) -> usize {
 // image. The envelope and the gateway's own fields add a few hundred characters at most.
 #[test]
 fn r_dev_caps_hostile_result_shapes_never_pass_the_cap() {
-    let dir = tempfile::tempdir().unwrap();
-    let gw = Gateway::open(GatewayOptions::new(dir.path(), Default::default())).unwrap();
-    let mut options = ChannelOptions::new("127.0.0.1:0");
+    let mut options = support::gateway::channel_options();
     options.auth_timeout = Duration::from_secs(5);
-    let channel = gw.serve_channel(options).unwrap();
-    let p = gw
-        .pair(
-            "alice",
-            &PairRequest {
-                installation_id: "i1".into(),
-                name: "laptop".into(),
-                browser: Some(BrowserInfo {
-                    name: "Chrome".into(),
-                    version: "131".into(),
-                }),
-            },
-        )
-        .unwrap();
+    let t = support::gateway::builder().channel_with(options).build();
+    let gw = &t.gw;
     let shape = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let current = shape.clone();
-    let _w = Worker::start(
-        channel.local_addr(),
-        p.token.expose(),
+    let (_, _w) = t.scripted_worker(
+        "alice",
+        "i1",
         Box::new(move |cmd: &Cmd| {
             let i = current.load(std::sync::atomic::Ordering::SeqCst);
             vec![Out::Ok(cmd.id.clone(), hostile(i))]

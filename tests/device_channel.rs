@@ -4,38 +4,26 @@
 mod support;
 
 use jevgate::device::{
-    BrowserInfo, ChannelHandle, ChannelOptions, ChannelTls, DeviceLimits, PairRequest, ToolCall,
-    ToolResult,
+    ChannelHandle, ChannelOptions, ChannelTls, DeviceLimits, PairRequest, ToolCall, ToolResult,
 };
 use jevgate::lease::ControlCaller;
 use jevgate::untrusted::UNTRUSTED_NOTICE;
-use jevgate::{Gateway, GatewayOptions};
+use jevgate::Gateway;
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::gateway::pair_request;
 use support::worker::{self, echo, silent, wait_until, Cmd, Out, Worker};
 
 fn gateway() -> (tempfile::TempDir, Gateway) {
-    let dir = tempfile::tempdir().unwrap();
-    let gw = Gateway::open(GatewayOptions::new(dir.path(), Default::default())).unwrap();
-    (dir, gw)
-}
-
-fn browser(installation: &str) -> PairRequest {
-    PairRequest {
-        installation_id: installation.into(),
-        name: format!("Chrome on {installation}"),
-        browser: Some(BrowserInfo {
-            name: "Chrome".into(),
-            version: "131.0".into(),
-        }),
-    }
+    let t = support::gateway::builder().build();
+    (t.dir, t.gw)
 }
 
 fn options() -> ChannelOptions {
-    let mut o = ChannelOptions::new("127.0.0.1:0");
+    let mut o = support::gateway::channel_options();
     o.auth_timeout = Duration::from_secs(2);
     o
 }
@@ -46,8 +34,8 @@ fn serve(gw: &Gateway) -> ChannelHandle {
 
 /// Pairs a browser for `owner` and returns (device id, token).
 fn pair(gw: &Gateway, owner: &str, installation: &str) -> (String, String) {
-    let p = gw.pair(owner, &browser(installation)).unwrap();
-    (p.device.id.clone(), p.token.expose().to_string())
+    let p = support::gateway::pair(gw, owner, installation);
+    (p.device.clone(), p.token_text())
 }
 
 fn call(gw: &Gateway, owner: &str, session: &str, tool: &str, args: Value) -> ToolResult {
@@ -265,7 +253,7 @@ fn r_dev_pair_repairing_replaces_the_token_and_the_old_one_stops_working() {
     let (id2, new) = pair(&gw, "alice", "i1");
     assert_eq!(id, id2);
     assert_ne!(old, new);
-    assert!(!format!("{:?}", gw.pair("alice", &browser("i9")).unwrap()).contains("jgd_"));
+    assert!(!format!("{:?}", gw.pair("alice", &pair_request("i9")).unwrap()).contains("jgd_"));
     wait_until("old connection closed", || w.ended());
     let mut ws = worker::open(channel.local_addr(), worker::PATH, None).unwrap();
     let closed = worker::authenticate(&mut ws, &old, Some(2)).unwrap_err();
@@ -1225,30 +1213,16 @@ fn r_dev_tools_cli_prints_definitions_in_mcp_and_openai_form() {
 
 // ----- privacy (R-LOG, R-ERR-2) -----
 
-/// Captures jevgate's own records at every level, and every crate's records above `trace`
-/// (this test's scripted worker is a tungstenite client, which traces raw frames; the library's
-/// own channel logs none at any level: tests/log_privacy_channel.rs).
-struct Capture(std::sync::Mutex<Vec<String>>);
-
-impl log::Log for Capture {
-    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
-        true
-    }
-    fn log(&self, record: &log::Record<'_>) {
-        if record.target().starts_with("jevgate") || record.level() < log::Level::Trace {
-            self.0.lock().unwrap().push(record.args().to_string());
-        }
-    }
-    fn flush(&self) {}
+/// Keeps jevgate's own records at every level, and every crate's records above `trace` (this
+/// test's scripted worker is a tungstenite client, which traces raw frames; the library's own
+/// channel logs none at any level: tests/log_privacy_channel.rs).
+fn ours_and_above_trace(m: &log::Metadata<'_>) -> bool {
+    m.target().starts_with("jevgate") || m.level() < log::Level::Trace
 }
-
-static CAPTURE: Capture = Capture(std::sync::Mutex::new(Vec::new()));
 
 #[test]
 fn r_log_tokens_page_text_and_field_values_never_reach_logs_or_errors() {
-    if log::set_logger(&CAPTURE).is_ok() {
-        log::set_max_level(log::LevelFilter::Trace);
-    }
+    support::log_capture::install(ours_and_above_trace);
     let (_d, gw) = gateway();
     let channel = serve(&gw);
     let (_, token) = pair(&gw, "alice", "i1");
@@ -1280,7 +1254,10 @@ fn r_log_tokens_page_text_and_field_values_never_reach_logs_or_errors() {
     );
     assert!(!r.to_json().to_string().contains("FIELD-VALUE-9c2e"));
     gw.close();
-    let lines = CAPTURE.0.lock().unwrap().clone();
+    let lines: Vec<String> = support::log_capture::records()
+        .into_iter()
+        .map(|r| r.message)
+        .collect();
     assert!(lines.iter().any(|l| l.contains("device channel listening")));
     for line in &lines {
         for secret in [token.as_str(), "PAGE-TEXT-7f3a", "FIELD-VALUE-9c2e"] {

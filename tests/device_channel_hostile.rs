@@ -5,18 +5,17 @@
 //! a panic hook counts every panic of this binary), never read the failed socket again, and the
 //! gateway keeps serving other devices.
 
-use jevgate::device::{
-    BrowserInfo, ChannelOptions, DeviceToken, DeviceWorker, PairRequest, ToolCall, ToolExecutor,
-    WorkerFailure, WorkerOptions,
-};
-use jevgate::CancelToken;
-use jevgate::{Gateway, GatewayOptions};
-use serde_json::{json, Value};
+mod support;
+
+use jevgate::device::{DeviceToken, DeviceWorker, ToolCall, WorkerOptions};
+use jevgate::Gateway;
+use serde_json::json;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
+use support::gateway::Counting;
 
 const PATH: &str = "/v1/device-worker/channel";
 const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
@@ -159,41 +158,14 @@ fn read_close(s: &mut TcpStream) -> Option<(u16, String)> {
     None
 }
 
-fn gateway() -> (tempfile::TempDir, Gateway) {
-    let dir = tempfile::tempdir().unwrap();
-    let gw = Gateway::open(GatewayOptions::new(dir.path(), Default::default())).unwrap();
-    (dir, gw)
-}
-
+/// Pairs a browser for alice and returns its token's text.
 fn pair(gw: &Gateway, installation: &str) -> String {
-    let p = gw
-        .pair(
-            "alice",
-            &PairRequest {
-                installation_id: installation.into(),
-                name: installation.into(),
-                browser: Some(BrowserInfo {
-                    name: "Chrome".into(),
-                    version: "131".into(),
-                }),
-            },
-        )
-        .unwrap();
-    p.token.expose().to_string()
+    support::gateway::pair(gw, "alice", installation).token_text()
 }
 
-struct Echo;
-
-impl ToolExecutor for Echo {
-    fn execute(
-        &self,
-        _tool: &str,
-        _args: &Value,
-        _deadline: Duration,
-        _cancel: &CancelToken,
-    ) -> Result<Value, WorkerFailure> {
-        Ok(json!({"text": "fine"}))
-    }
+/// A worker executor that answers every command with some text.
+fn echo() -> Arc<Counting> {
+    Counting::new(json!({"text": "fine"})).0
 }
 
 fn authenticate(s: &mut TcpStream, token: &str) {
@@ -207,15 +179,15 @@ fn authenticate(s: &mut TcpStream, token: &str) {
 #[test]
 fn r_dev_chan_protocol_violations_from_a_raw_worker_close_only_that_connection() {
     count_panics();
-    let (_d, gw) = gateway();
-    let mut options = ChannelOptions::new("127.0.0.1:0");
+    let mut options = support::gateway::channel_options();
     options.auth_timeout = Duration::from_secs(5);
-    let channel = gw.serve_channel(options).unwrap();
+    let t = support::gateway::builder().channel_with(options).build();
+    let (gw, channel) = (&t.gw, t.channel());
     let addr = channel.local_addr();
-    let good_token = pair(&gw, "good");
+    let good_token = pair(gw, "good");
     let good = DeviceWorker::connect(
         WorkerOptions::new(channel.url(), DeviceToken::new(good_token)),
-        Arc::new(Echo),
+        echo(),
     )
     .unwrap();
     let call = || {
@@ -269,7 +241,7 @@ fn r_dev_chan_protocol_violations_from_a_raw_worker_close_only_that_connection()
         for authenticated in [false, true] {
             let mut s = raw_client(addr);
             if authenticated {
-                authenticate(&mut s, &pair(&gw, &format!("bad{i}")));
+                authenticate(&mut s, &pair(gw, &format!("bad{i}")));
             }
             s.write_all(&bytes).unwrap();
             // Bytes after the violation are never parsed: a valid frame would be a result.
@@ -286,7 +258,7 @@ fn r_dev_chan_protocol_violations_from_a_raw_worker_close_only_that_connection()
 
     // A 20 MB frame (over the 1 MiB default), written while the gateway answers.
     let mut s = raw_client(addr);
-    authenticate(&mut s, &pair(&gw, "huge"));
+    authenticate(&mut s, &pair(gw, "huge"));
     let huge = frame(0x81, &vec![b'z'; 20 << 20], true);
     let mut writer = s.try_clone().unwrap();
     let sender = std::thread::spawn(move || {
@@ -389,7 +361,7 @@ fn r_dev_chan_protocol_violations_from_a_raw_gateway_end_the_worker_cleanly() {
             let mut options =
                 WorkerOptions::new(url.clone(), DeviceToken::new("jgd_x".to_string()));
             options.max_message_bytes = 1 << 20;
-            let worker = DeviceWorker::connect(options, Arc::new(Echo)).unwrap();
+            let worker = DeviceWorker::connect(options, echo()).unwrap();
             let exit = worker
                 .wait_timeout(Duration::from_secs(10))
                 .unwrap_or_else(|| panic!("{what}: the worker did not end"));

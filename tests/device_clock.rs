@@ -8,8 +8,8 @@
 mod support;
 
 use jevgate::clock::{Clock, ManualClock, SystemClock};
-use jevgate::device::{BrowserInfo, ChannelOptions, DeviceLimits, PairRequest, ToolCall};
-use jevgate::{Gateway, GatewayOptions};
+use jevgate::device::{DeviceLimits, ToolCall};
+use jevgate::Gateway;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,37 +24,16 @@ struct Setup {
 }
 
 fn setup(limits: DeviceLimits, handler: impl FnOnce(ManualClock) -> Handler) -> Setup {
-    let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new();
-    let gw = Gateway::open(
-        GatewayOptions::new(dir.path(), Default::default()).with_clock(Arc::new(clock.clone())),
-    )
-    .unwrap();
-    gw.set_device_limits(limits).unwrap();
-    let channel = gw
-        .serve_channel(ChannelOptions::new("127.0.0.1:0"))
-        .unwrap();
-    let pairing = gw
-        .pair(
-            "alice",
-            &PairRequest {
-                installation_id: "i1".into(),
-                name: "Chrome".into(),
-                browser: Some(BrowserInfo {
-                    name: "Chrome".into(),
-                    version: "131.0".into(),
-                }),
-            },
-        )
-        .unwrap();
-    let worker = Worker::start(
-        channel.local_addr(),
-        pairing.token.expose(),
-        handler(clock.clone()),
-    );
+    let t = support::gateway::builder()
+        .clock(&clock)
+        .limits(limits)
+        .channel()
+        .build();
+    let (_, worker) = t.scripted_worker("alice", "i1", handler(clock.clone()));
     Setup {
-        _dir: dir,
-        gw: Arc::new(gw),
+        _dir: t.dir,
+        gw: Arc::new(t.gw),
         clock,
         worker,
     }

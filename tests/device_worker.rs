@@ -8,13 +8,13 @@ mod support;
 
 use jevgate::browser::BrowserTools;
 use jevgate::device::{
-    BrowserInfo, ChannelHandle, ChannelOptions, ChannelTls, DeviceToken, DeviceWorker, PairRequest,
-    ToolCall, ToolExecutor, ToolResult, WorkerFailure, WorkerOptions,
+    ChannelHandle, ChannelOptions, ChannelTls, DeviceToken, DeviceWorker, ToolCall, ToolExecutor,
+    ToolResult, WorkerFailure, WorkerOptions,
 };
 use jevgate::lease::ControlCaller;
 use jevgate::untrusted::UNTRUSTED_NOTICE;
 use jevgate::CancelToken;
-use jevgate::{Gateway, GatewayOptions};
+use jevgate::Gateway;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -25,29 +25,13 @@ use support::pages::{SECRET_CARD, SECRET_PASSWORD};
 use support::{shared_browser, Closing, Server};
 
 fn gateway() -> (tempfile::TempDir, Gateway, ChannelHandle) {
-    let dir = tempfile::tempdir().unwrap();
-    let gw = Gateway::open(GatewayOptions::new(dir.path(), Default::default())).unwrap();
-    let channel = gw
-        .serve_channel(ChannelOptions::new("127.0.0.1:0"))
-        .unwrap();
-    (dir, gw, channel)
+    let t = support::gateway::builder().channel().build();
+    (t.dir, t.gw, t.channel.unwrap())
 }
 
 fn pair(gw: &Gateway, owner: &str) -> (String, DeviceToken) {
-    let p = gw
-        .pair(
-            owner,
-            &PairRequest {
-                installation_id: format!("{owner}-install"),
-                name: "Reference worker".into(),
-                browser: Some(BrowserInfo {
-                    name: "Chromium".into(),
-                    version: "131".into(),
-                }),
-            },
-        )
-        .unwrap();
-    (p.device.id, p.token)
+    let p = support::gateway::pair(gw, owner, &format!("{owner}-install"));
+    (p.device, p.token)
 }
 
 fn call(gw: &Gateway, tool: &str, args: Value) -> ToolResult {

@@ -1,6 +1,8 @@
 //! The lease manager through the gateway façade, with a manual clock (SPEC §4: R-LEASE-1..7,
 //! R-PROF-1..4, and the clock policy of `jevgate::lease`).
 
+mod support;
+
 use jevgate::clock::{Clock, ManualClock};
 use jevgate::lease::{
     BrowserCall, CloseReason, ControlCaller, Credential, Effect, SessionHooks, SessionMode,
@@ -311,27 +313,14 @@ fn r_lease_7_a_device_without_an_owner_is_refused_to_everyone() {
 // account can take it back.
 #[test]
 fn r_lease_7_paired_device_owner_survives_a_restart() {
-    use jevgate::device::{BrowserInfo, PairRequest};
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new();
     let device = {
         let gw = gateway(dir.path(), &clock);
-        let p = gw
-            .pair(
-                "alice",
-                &PairRequest {
-                    installation_id: "alice-laptop".into(),
-                    name: "laptop".into(),
-                    browser: Some(BrowserInfo {
-                        name: "Chromium".into(),
-                        version: "131".into(),
-                    }),
-                },
-            )
-            .unwrap();
-        gw.leases().acquire(&p.device.id, "conversation-1").unwrap();
+        let p = support::gateway::pair(&gw, "alice", "alice-laptop");
+        gw.leases().acquire(&p.device, "conversation-1").unwrap();
         gw.close();
-        p.device.id
+        p.device
     };
     let gw = gateway(dir.path(), &clock);
     assert_eq!(

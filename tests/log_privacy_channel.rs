@@ -1,39 +1,24 @@
 //! R-LOG: nothing the channel carries reaches a log record, at any level, from any crate.
 //!
-//! Its own test binary, so that the capturing logger below is the process's logger: every
-//! record of every target at `trace` (as a host debugging with `RUST_LOG=trace` would see them).
+//! Its own test binary, so that the capturing logger (`support::log_capture`) is the process's
+//! logger: every record of every target at `trace` (as a host debugging with `RUST_LOG=trace` would see them).
 //! A device is paired and served by the library's own worker ([`DeviceWorker`]) over `ws://`
 //! and `wss://`, tool calls carry sentinel typed text and form values, the worker answers with
 //! sentinel page text, a wrong token is tried, and a malformed frame is refused; no record may
 //! contain the device token or a sentinel.
 
+mod support;
+
 use jevgate::device::{
-    BrowserInfo, ChannelOptions, ChannelTls, DeviceToken, DeviceWorker, PairRequest, ToolCall,
-    ToolExecutor, WorkerFailure, WorkerOptions,
+    ChannelOptions, ChannelTls, DeviceToken, DeviceWorker, ToolCall, ToolExecutor, WorkerFailure,
+    WorkerOptions,
 };
 use jevgate::CancelToken;
 use jevgate::{Gateway, GatewayOptions};
 use serde_json::{json, Value};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-
-/// Every record, with its target.
-struct Capture(Mutex<Vec<(String, String)>>);
-
-impl log::Log for Capture {
-    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
-        true
-    }
-    fn log(&self, record: &log::Record<'_>) {
-        self.0
-            .lock()
-            .unwrap()
-            .push((record.target().to_string(), record.args().to_string()));
-    }
-    fn flush(&self) {}
-}
-
-static CAPTURE: Capture = Capture(Mutex::new(Vec::new()));
+use support::log_capture;
 
 const PAGE_TEXT: &str = "PAGE-TEXT-SENTINEL-5b1e";
 const TYPED_TEXT: &str = "TYPED-TEXT-SENTINEL-77c0";
@@ -91,29 +76,17 @@ fn run_calls(gw: &Gateway, device_id: &str) {
     assert!(call("browser_batch", batch).is_success());
 }
 
+/// Pairs a browser for alice: (device id, token text).
 fn pair(gw: &Gateway, installation: &str) -> (String, String) {
-    let p = gw
-        .pair(
-            "alice",
-            &PairRequest {
-                installation_id: installation.into(),
-                name: installation.into(),
-                browser: Some(BrowserInfo {
-                    name: "Chrome".into(),
-                    version: "131".into(),
-                }),
-            },
-        )
-        .unwrap();
-    (p.device.id.clone(), p.token.expose().to_string())
+    let p = support::gateway::pair(gw, "alice", installation);
+    (p.device.clone(), p.token_text())
 }
 
 // R-LOG, R-DEV-CHAN: tokens, typed text, form values, scripts and page text never reach a log
 // record of any crate at trace level, over ws:// and wss://.
 #[test]
 fn r_log_the_channel_logs_no_token_and_no_content_at_trace() {
-    log::set_logger(&CAPTURE).unwrap();
-    log::set_max_level(log::LevelFilter::Trace);
+    log_capture::install(log_capture::everything);
     // The logger sees every target at trace.
     log::trace!(target: "tungstenite::protocol", "probe-record");
 
@@ -169,7 +142,10 @@ fn r_log_the_channel_logs_no_token_and_no_content_at_trace() {
     drop(worker);
     gw.close();
 
-    let records = CAPTURE.0.lock().unwrap().clone();
+    let records: Vec<(String, String)> = log_capture::records()
+        .into_iter()
+        .map(|r| (r.target, r.message))
+        .collect();
     assert!(records
         .iter()
         .any(|(t, m)| t == "tungstenite::protocol" && m == "probe-record"));

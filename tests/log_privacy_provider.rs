@@ -10,10 +10,9 @@ mod support;
 
 use jevgate::jev::{EvaluateCall, Limits, Question, Questions, ThinkRequest};
 use jevgate::{Config, Gateway, GatewayOptions};
-use parking_lot::Mutex;
 use serde_json::json;
-use std::sync::Once;
 use support::jev_server::{Behaviour, TestServer};
+use support::log_capture;
 
 const KEY: &str = "SKEYa41f09c3";
 const STATE: &str = "SSTATEb72d";
@@ -21,43 +20,6 @@ const QUESTION: &str = "SQUESTc83e";
 const RESPONSE: &str = "SRESPd94f";
 const LOCATION: &str = "SLOCe05a";
 const ALL: [&str; 5] = [KEY, STATE, QUESTION, RESPONSE, LOCATION];
-
-/// One captured record: the thread that logged it, its level, target and formatted message.
-struct Captured {
-    thread: String,
-    level: log::Level,
-    target: String,
-    message: String,
-}
-
-static RECORDS: Mutex<Vec<Captured>> = Mutex::new(Vec::new());
-
-struct Capture;
-
-impl log::Log for Capture {
-    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
-        true
-    }
-    fn log(&self, record: &log::Record<'_>) {
-        let thread = format!("{:?}", std::thread::current().id());
-        RECORDS.lock().push(Captured {
-            thread,
-            level: record.level(),
-            target: record.target().to_string(),
-            message: record.args().to_string(),
-        });
-    }
-    fn flush(&self) {}
-}
-
-fn install() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        static LOGGER: Capture = Capture;
-        log::set_logger(&LOGGER).unwrap();
-        log::set_max_level(log::LevelFilter::Trace);
-    });
-}
 
 /// Bytes of a hex-dump row (`7b22 6d6f ... {"mo...`): the leading groups of hex pairs, `--`
 /// padding ignored. `None` when the message does not start like a dump row.
@@ -87,7 +49,7 @@ fn hex_row(message: &str) -> Option<Vec<u8>> {
 
 /// Every sentinel found in the captured records, with where.
 fn leaks() -> Vec<String> {
-    let records = RECORDS.lock();
+    let records = log_capture::records();
     let mut found = Vec::new();
     let mut per_thread: std::collections::HashMap<&str, (String, Vec<u8>)> = Default::default();
     for r in records.iter() {
@@ -239,7 +201,7 @@ fn exercise(server: &TestServer, provider: &str, roots: Vec<Vec<u8>>) {
 // reaches the log facade through the typesafe and upstream providers, plain or TLS.
 #[test]
 fn r_log_provider_path_logs_no_secret_at_trace() {
-    install();
+    log_capture::install(log_capture::everything);
     let plain = TestServer::start();
     exercise(&plain, "upstream", vec![]);
     exercise(&plain, "typesafe", vec![]);
@@ -248,7 +210,7 @@ fn r_log_provider_path_logs_no_secret_at_trace() {
     exercise(&tls, "upstream", vec![ca.clone()]);
     exercise(&tls, "typesafe", vec![ca]);
     let (records, targets) = {
-        let r = RECORDS.lock();
+        let r = log_capture::records();
         let mut t: Vec<String> = r
             .iter()
             .map(|c| format!("{} {}", c.level, c.target))

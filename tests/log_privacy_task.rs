@@ -3,7 +3,8 @@
 //! from any crate, nor an error message; not on success, not when a command fails, not when a
 //! request is interrupted and recovered.
 //!
-//! Its own test binary, so that the capturing logger below is the process's logger. The page is
+//! Its own test binary, so that the capturing logger (`support::log_capture`) is the process's
+//! logger. The page is
 //! a real headless Chromium on a loopback fixture whose text and button names are sentinels; the
 //! decisions go to a callback "model" (it must see the control names: that is its job).
 
@@ -13,25 +14,9 @@ use jevgate::task::{SpawnRequest, TaskOwner, TaskState};
 use jevgate::{Config, Gateway, GatewayOptions};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-
-struct Capture(Mutex<Vec<(String, String)>>);
-
-impl log::Log for Capture {
-    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
-        true
-    }
-    fn log(&self, record: &log::Record<'_>) {
-        self.0
-            .lock()
-            .unwrap()
-            .push((record.target().to_string(), record.args().to_string()));
-    }
-    fn flush(&self) {}
-}
-
-static CAPTURE: Capture = Capture(Mutex::new(Vec::new()));
+use support::log_capture;
 
 const PAGE_TEXT: &str = "PAGETEXT-SENTINEL-91ab";
 const BUTTON: &str = "ButtonSentinel4c2e";
@@ -68,8 +53,7 @@ fn serve() -> String {
 
 #[test]
 fn r_log_a_task_logs_no_command_typed_text_or_page_content() {
-    log::set_logger(&CAPTURE).unwrap();
-    log::set_max_level(log::LevelFilter::Trace);
+    log_capture::install(log_capture::everything);
     let base = serve();
     let dir = tempfile::tempdir().unwrap();
     let config = json!({"gateway": {"jev": {"enabled": true, "provider": "callback"}}});
@@ -129,9 +113,14 @@ fn r_log_a_task_logs_no_command_typed_text_or_page_content() {
     let gw = Gateway::open(GatewayOptions::new(dir.path(), Config::default())).unwrap();
     gw.close();
 
-    let records = CAPTURE.0.lock().unwrap().clone();
+    let records = log_capture::records();
     assert!(!records.is_empty(), "the capture sees records");
-    for (target, text) in &records {
+    for log_capture::Captured {
+        target,
+        message: text,
+        ..
+    } in &records
+    {
         for secret in [PAGE_TEXT, BUTTON, TYPED, COMMAND_WORD] {
             assert!(
                 !text.contains(secret),

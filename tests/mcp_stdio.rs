@@ -687,28 +687,16 @@ fn profile_dir_keeps_the_login_profile_and_excludes_data_dir() {
 #[test]
 fn a_paired_device_serves_the_managed_family_over_the_channel() {
     use jevgate::browser::{BrowserTools, LocalBrowser};
-    use jevgate::device::{BrowserInfo, DeviceWorker, PairRequest, WorkerOptions};
+    use jevgate::device::{DeviceWorker, WorkerOptions};
     use jevgate::{Config, Gateway, GatewayOptions};
     use std::sync::Arc;
     let server = Server::start();
     let data = tempfile::tempdir().unwrap();
     let (device, token) = {
         let gw = Gateway::open(GatewayOptions::new(data.path(), Config::default())).unwrap();
-        let p = gw
-            .pair(
-                "alice",
-                &PairRequest {
-                    installation_id: "alice-laptop".into(),
-                    name: "Laptop".into(),
-                    browser: Some(BrowserInfo {
-                        name: "Chromium".into(),
-                        version: "headless".into(),
-                    }),
-                },
-            )
-            .unwrap();
+        let p = support::gateway::pair(&gw, "alice", "alice-laptop");
         gw.close();
-        (p.device.id, p.token)
+        (p.device, p.token)
     };
     let dir = data.path().to_str().unwrap().to_string();
     let mut mcp = Mcp::start(&[

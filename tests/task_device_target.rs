@@ -12,81 +12,42 @@
 mod support;
 
 use jevgate::browser::*;
-use jevgate::device::{
-    BrowserInfo, ChannelHandle, ChannelOptions, DeviceWorker, PairRequest, ToolExecutor,
-    WorkerFailure, WorkerOptions,
-};
+use jevgate::device::{DeviceWorker, ToolExecutor, WorkerFailure};
 use jevgate::task::DeviceTarget;
 use jevgate::CancelToken;
-use jevgate::{Config, Gateway, GatewayOptions};
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use support::gateway::{Counting, Paired, TestGateway};
 use support::{shared_browser, Closing, Server};
 
+/// A gateway with a channel on loopback and one paired browser device of `alice`.
 struct Setup {
-    _dir: tempfile::TempDir,
-    gw: Gateway,
-    channel: ChannelHandle,
-    device: String,
-    token: jevgate::device::DeviceToken,
+    t: TestGateway,
+    alice: Paired,
 }
 
-/// A gateway with a channel on loopback and one paired browser device of `alice`.
 fn setup() -> Setup {
-    let dir = tempfile::tempdir().unwrap();
-    let gw = Gateway::open(GatewayOptions::new(dir.path(), Config::default())).unwrap();
-    let pairing = gw
-        .pair(
-            "alice",
-            &PairRequest {
-                installation_id: "alice-laptop".into(),
-                name: "Laptop".into(),
-                browser: Some(BrowserInfo {
-                    name: "Chromium".into(),
-                    version: "headless".into(),
-                }),
-            },
-        )
-        .unwrap();
-    let channel = gw
-        .serve_channel(ChannelOptions::new("127.0.0.1:0"))
-        .unwrap();
-    Setup {
-        _dir: dir,
-        gw,
-        channel,
-        device: pairing.device.id,
-        token: pairing.token,
-    }
+    let t = support::gateway::builder().channel().build();
+    let alice = t.pair("alice", "alice-laptop");
+    Setup { t, alice }
 }
 
 impl Setup {
     fn connect(&self, executor: Arc<dyn ToolExecutor>) -> DeviceWorker {
-        let worker = DeviceWorker::connect(
-            WorkerOptions::new(self.channel.url(), self.token.clone()),
-            executor,
-        )
-        .unwrap();
-        self.wait_online(true);
-        worker
+        self.t.device_worker(&self.alice, executor)
     }
 
     fn target(&self, root_session: &str) -> DeviceTarget {
-        self.gw
-            .device_target("alice", root_session, &self.device)
+        self.t
+            .gw
+            .device_target("alice", root_session, &self.alice.device)
             .unwrap()
     }
 
-    /// Bounded poll of the device's online state (the gateway sees a connection come or go on
-    /// its own thread).
     fn wait_online(&self, online: bool) {
-        let end = Instant::now() + Duration::from_secs(10);
-        while self.gw.devices("alice").unwrap()[0].online != online {
-            assert!(Instant::now() < end, "device never became online={online}");
-            std::thread::yield_now();
-        }
+        self.t.wait_online(&self.alice, online);
     }
 }
 
@@ -118,16 +79,20 @@ fn r_tsk_r_brw_stale_a_device_target_acts_like_the_local_backend_and_holds_the_l
     let s = setup();
     let worker = s.connect(Arc::new(BrowserTools::new(Arc::new(tab.clone()))));
     let target = s.target("conv-1");
-    assert_eq!(target.device_id(), s.device);
+    assert_eq!(target.device_id(), s.alice.device);
 
     let first = target.observe().unwrap();
     assert_eq!(first.title, "Buttons");
     // The conversation holds the device's control lease; another one is refused, whether it
     // asks the lease manager or sends through its own target (nothing is sent then).
-    assert_eq!(s.gw.leases().holder(&s.device).as_deref(), Some("conv-1"));
     assert_eq!(
-        s.gw.leases()
-            .acquire(&s.device, "conv-2")
+        s.t.gw.leases().holder(&s.alice.device).as_deref(),
+        Some("conv-1")
+    );
+    assert_eq!(
+        s.t.gw
+            .leases()
+            .acquire(&s.alice.device, "conv-2")
             .unwrap_err()
             .code(),
         "DEVICE_CONTROL_ELSEWHERE"
@@ -184,24 +149,8 @@ fn r_tsk_r_brw_stale_a_device_target_acts_like_the_local_backend_and_holds_the_l
         "a real click, not a script's"
     );
     worker.close();
-    s.gw.close();
+    s.t.gw.close();
     tab.close().unwrap();
-}
-
-/// A worker executor that counts the commands reaching it and answers an observation.
-struct Counting(Arc<AtomicUsize>);
-
-impl ToolExecutor for Counting {
-    fn execute(
-        &self,
-        _tool: &str,
-        _args: &Value,
-        _deadline: Duration,
-        _cancel: &CancelToken,
-    ) -> Result<Value, WorkerFailure> {
-        self.0.fetch_add(1, Ordering::SeqCst);
-        Ok(json!({"generation": 7, "url": "about:blank"}))
-    }
 }
 
 // R-DEV-FAIL, R-TSK-RCPT: the worker closes mid-run; the next command is DEVICE_OFFLINE and
@@ -209,8 +158,9 @@ impl ToolExecutor for Counting {
 #[test]
 fn r_dev_fail_a_worker_gone_mid_run_makes_the_next_command_device_offline_not_sent() {
     let s = setup();
-    let reached = Arc::new(AtomicUsize::new(0));
-    let worker = s.connect(Arc::new(Counting(Arc::clone(&reached))));
+    // A worker that counts the commands reaching it and answers an observation.
+    let (counting, reached) = Counting::new(json!({"generation": 7, "url": "about:blank"}));
+    let worker = s.connect(counting);
     let target = s.target("conv-1");
     assert_eq!(target.observe().unwrap().generation, 7);
     assert_eq!(reached.load(Ordering::SeqCst), 1);
@@ -226,9 +176,12 @@ fn r_dev_fail_a_worker_gone_mid_run_makes_the_next_command_device_offline_not_se
         "nothing reached a worker"
     );
     // A target on a device that is not this owner's is refused before anything is sent.
-    let stranger = s.gw.device_target("mallory", "conv-9", &s.device).unwrap();
+    let stranger =
+        s.t.gw
+            .device_target("mallory", "conv-9", &s.alice.device)
+            .unwrap();
     assert_eq!(stranger.observe().unwrap_err().code(), "DEVICE_NOT_PAIRED");
-    s.gw.close();
+    s.t.gw.close();
     assert_eq!(target.observe().unwrap_err().code(), "GATEWAY_CLOSED");
 }
 
@@ -264,9 +217,9 @@ impl ToolExecutor for Never {
 #[test]
 fn r_tsk_rcpt_a_sent_command_without_an_answer_is_outcome_unknown_not_not_sent() {
     let s = setup();
-    let mut limits = s.gw.device_limits();
+    let mut limits = s.t.gw.device_limits();
     limits.command_timeout = Duration::from_millis(300);
-    s.gw.set_device_limits(limits).unwrap();
+    s.t.gw.set_device_limits(limits).unwrap();
     let (started_tx, started) = mpsc::channel();
     let (cancelled_tx, cancelled) = mpsc::channel();
     let worker = s.connect(Arc::new(Never {
@@ -283,10 +236,14 @@ fn r_tsk_rcpt_a_sent_command_without_an_answer_is_outcome_unknown_not_not_sent()
         started.recv_timeout(Duration::from_secs(10)).unwrap(),
         "page_click"
     );
-    assert_eq!(s.gw.leases().holder(&s.device).as_deref(), Some("conv-1"));
     assert_eq!(
-        s.gw.leases()
-            .acquire(&s.device, "conv-2")
+        s.t.gw.leases().holder(&s.alice.device).as_deref(),
+        Some("conv-1")
+    );
+    assert_eq!(
+        s.t.gw
+            .leases()
+            .acquire(&s.alice.device, "conv-2")
             .unwrap_err()
             .code(),
         "DEVICE_CONTROL_ELSEWHERE"
@@ -305,7 +262,7 @@ fn r_tsk_rcpt_a_sent_command_without_an_answer_is_outcome_unknown_not_not_sent()
     assert_eq!(offline.code(), "DEVICE_OFFLINE");
     assert_ne!(offline.kind(), unknown.kind());
     assert!(started.try_recv().is_err(), "nothing reached a worker");
-    s.gw.close();
+    s.t.gw.close();
 }
 
 // R-TSK targets, R-TSK-RCPT: a whole task runs on a paired device through the same run loop as
@@ -323,16 +280,17 @@ fn r_tsk_a_task_runs_on_a_paired_device_with_receipts() {
     let mut request = SpawnRequest::new("1. scroll down\n2. ค้นหา cats");
     request.start_url = Some(server.url("/p/taskhome"));
     request.target = TaskTarget::Device {
-        device_id: s.device.clone(),
+        device_id: s.alice.device.clone(),
     };
-    let id = s.gw.tasks().spawn(&owner, request).unwrap();
+    let id = s.t.gw.tasks().spawn(&owner, request).unwrap();
     let status =
-        s.gw.tasks()
+        s.t.gw
+            .tasks()
             .wait(&owner, &id, Duration::from_secs(60))
             .unwrap();
     assert_eq!(status.state, TaskState::Completed, "{status:#?}");
     assert_eq!(server.wait_count("search", 1), 1);
-    let receipts = s.gw.tasks().receipts(&owner, &id).unwrap();
+    let receipts = s.t.gw.tasks().receipts(&owner, &id).unwrap();
     let tools: Vec<&str> = receipts[0]
         .operations
         .iter()
@@ -343,18 +301,22 @@ fn r_tsk_a_task_runs_on_a_paired_device_with_receipts() {
     let mallory = TaskOwner::new("assistant", "mallory", "conv-m");
     let mut request = SpawnRequest::new("scroll down");
     request.target = TaskTarget::Device {
-        device_id: s.device.clone(),
+        device_id: s.alice.device.clone(),
     };
-    let id = s.gw.tasks().spawn(&mallory, request).unwrap();
+    let id = s.t.gw.tasks().spawn(&mallory, request).unwrap();
     let status =
-        s.gw.tasks()
+        s.t.gw
+            .tasks()
             .wait(&mallory, &id, Duration::from_secs(60))
             .unwrap();
     assert_eq!(status.state, TaskState::Failed, "{status:#?}");
     assert_eq!(status.reason.as_deref(), Some("DEVICE_NOT_PAIRED"));
-    assert_ne!(s.gw.leases().holder(&s.device).as_deref(), Some("conv-m"));
+    assert_ne!(
+        s.t.gw.leases().holder(&s.alice.device).as_deref(),
+        Some("conv-m")
+    );
     worker.close();
-    s.gw.close();
+    s.t.gw.close();
 }
 
 // Issue 14 bad input: a device that goes offline in the middle of a session stops the task
@@ -372,24 +334,26 @@ fn r_tsk_a_device_that_goes_offline_mid_session_stops_the_task() {
     request.keep_open = true;
     request.start_url = Some(server.url("/p/taskhome"));
     request.target = TaskTarget::Device {
-        device_id: s.device.clone(),
+        device_id: s.alice.device.clone(),
     };
-    let id = s.gw.tasks().spawn(&owner, request).unwrap();
+    let id = s.t.gw.tasks().spawn(&owner, request).unwrap();
     let status =
-        s.gw.tasks()
+        s.t.gw
+            .tasks()
             .wait(&owner, &id, Duration::from_secs(60))
             .unwrap();
     assert_eq!(status.state, TaskState::WaitingInput, "{status:#?}");
     worker.close();
     s.wait_online(false);
-    s.gw.tasks().command(&owner, &id, "scroll down").unwrap();
+    s.t.gw.tasks().command(&owner, &id, "scroll down").unwrap();
     let status =
-        s.gw.tasks()
+        s.t.gw
+            .tasks()
             .wait(&owner, &id, Duration::from_secs(60))
             .unwrap();
     assert_eq!(status.state, TaskState::Failed, "{status:#?}");
     assert_eq!(status.reason.as_deref(), Some("DEVICE_OFFLINE"));
-    let receipts = s.gw.tasks().receipts(&owner, &id).unwrap();
+    let receipts = s.t.gw.tasks().receipts(&owner, &id).unwrap();
     assert!(
         receipts
             .iter()
@@ -397,5 +361,5 @@ fn r_tsk_a_device_that_goes_offline_mid_session_stops_the_task() {
             .all(|o| o.status == "done"),
         "the offline command dispatched nothing: {receipts:#?}"
     );
-    s.gw.close();
+    s.t.gw.close();
 }

@@ -6,19 +6,11 @@
  * same INVALID_ARGUMENT. Exits non-zero on the first broken expectation.
  */
 #include "jevgate.h"
+#include "expect.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures = 0;
-#define EXPECT(c)                                                                  \
-  do {                                                                             \
-    if (!(c)) {                                                                    \
-      fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, #c); \
-      failures++;                                                                  \
-    }                                                                              \
-  } while (0)
 
 /* The call returned `status` JEVGATE_INVALID_ARGUMENT, code INVALID_ARGUMENT, and a message
  * naming `arg` (e.g. "invalid argument `mode`: ..."); frees the error. */
@@ -96,6 +88,5 @@ int main(int argc, char **argv) {
 
   jevgate_gateway_close(gw);
   jevgate_gateway_free(gw);
-  if (failures) fprintf(stderr, "%d expectation(s) failed\n", failures);
-  return failures ? 1 : 0;
+  return expect_report("argument");
 }

@@ -5,19 +5,11 @@
  * installed by scripts/test).
  */
 #include "jevgate.h"
+#include "expect.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures = 0;
-#define EXPECT(c)                                                                  \
-  do {                                                                             \
-    if (!(c)) {                                                                    \
-      fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, #c); \
-      failures++;                                                                  \
-    }                                                                              \
-  } while (0)
 
 static char *run(jevgate_local_browser *b, const char *command) {
   char *out = NULL;
@@ -85,10 +77,5 @@ int main(void) {
 
   jevgate_local_browser_close(b);
   jevgate_local_browser_close(NULL);
-  if (failures) {
-    fprintf(stderr, "%d expectation(s) failed\n", failures);
-    return 1;
-  }
-  printf("all C browser expectations held\n");
-  return 0;
+  return expect_report("browser");
 }

@@ -11,6 +11,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "jevgate.h"
+#include "expect.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -18,15 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static atomic_int failures = 0;
-#define EXPECT(c)                                                                  \
-  do {                                                                             \
-    if (!(c)) {                                                                    \
-      fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, #c); \
-      atomic_fetch_add(&failures, 1);                                              \
-    }                                                                              \
-  } while (0)
 
 /* Spins before giving up on a state that should come (bounded, so a bug fails, never hangs). */
 #define PATIENCE 100000000L
@@ -176,10 +168,5 @@ int main(int argc, char **argv) {
   /* No thread uses the handle any more: free it. */
   jevgate_gateway_free(gw);
   gw = NULL;
-  if (atomic_load(&failures)) {
-    fprintf(stderr, "%d expectation(s) failed\n", atomic_load(&failures));
-    return 1;
-  }
-  printf("all C close-race expectations held\n");
-  return 0;
+  return expect_report("close-race");
 }

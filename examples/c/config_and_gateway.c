@@ -10,21 +10,11 @@
  * expectation that does not hold.
  */
 #include "jevgate.h"
+#include "expect.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures = 0;
-
-#define EXPECT(cond)                                                        \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, \
-              #cond);                                                       \
-      failures++;                                                           \
-    }                                                                       \
-  } while (0)
 
 static int str_eq(const char *a, const char *b) {
   return a != NULL && b != NULL && strcmp(a, b) == 0;
@@ -169,10 +159,5 @@ int main(int argc, char **argv) {
   EXPECT(str_eq(jevgate_version(), JEVGATE_VERSION));
   validate_configs();
   gateway_lifecycle(argv[1]);
-  if (failures != 0) {
-    fprintf(stderr, "%d expectation(s) failed\n", failures);
-    return 1;
-  }
-  printf("all C expectations held\n");
-  return 0;
+  return expect_report("gateway");
 }

@@ -4,19 +4,11 @@
  * Exits non-zero on the first broken expectation (the test suite runs it).
  */
 #include "jevgate.h"
+#include "expect.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures = 0;
-#define EXPECT(c)                                                                  \
-  do {                                                                             \
-    if (!(c)) {                                                                    \
-      fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, #c); \
-      failures++;                                                                  \
-    }                                                                              \
-  } while (0)
 
 struct model {
   int calls;
@@ -88,10 +80,5 @@ int main(int argc, char **argv) {
 
   jevgate_gateway_close(gw);
   jevgate_gateway_free(gw);
-  if (failures) {
-    fprintf(stderr, "%d expectation(s) failed\n", failures);
-    return 1;
-  }
-  printf("all C evaluation expectations held\n");
-  return 0;
+  return expect_report("evaluation");
 }

@@ -3,11 +3,10 @@
  * Exits non-zero on the first broken expectation (the test suite runs it).
  */
 #include "jevgate.h"
+#include "expect.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static int failures = 0;
 
 typedef jevgate_status (*text_fn)(const char *, char **, jevgate_error **);
 
@@ -61,16 +60,11 @@ int main(int argc, char **argv) {
   jevgate_error_free(err);
   err = NULL;
   /* Bad arguments are errors, never crashes. */
-  if (jevgate_parse_command(NULL, &out, &err) != JEVGATE_INVALID_ARGUMENT) failures++;
+  EXPECT(jevgate_parse_command(NULL, &out, &err) == JEVGATE_INVALID_ARGUMENT);
   jevgate_error_free(err);
   err = NULL;
-  if (jevgate_parse_command("\xff\xfe", &out, &err) != JEVGATE_INVALID_ARGUMENT) failures++;
+  EXPECT(jevgate_parse_command("\xff\xfe", &out, &err) == JEVGATE_INVALID_ARGUMENT);
   jevgate_error_free(err);
-  if (jevgate_split_steps("x", NULL, NULL) != JEVGATE_INVALID_ARGUMENT) failures++;
-  if (failures != 0) {
-    fprintf(stderr, "%d expectation(s) failed\n", failures);
-    return 1;
-  }
-  printf("all C grammar expectations held\n");
-  return 0;
+  EXPECT(jevgate_split_steps("x", NULL, NULL) == JEVGATE_INVALID_ARGUMENT);
+  return expect_report("grammar");
 }

@@ -8,21 +8,12 @@
  * expectation (the test suite runs it).
  */
 #include "jevgate.h"
+#include "expect.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures = 0;
-
-#define EXPECT(cond)                                                             \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
-      fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                                \
-    }                                                                            \
-  } while (0)
 
 /* Runs a call that must fail with `code`; frees the error. */
 static void expect_code(jevgate_status status, jevgate_error *err, const char *code) {
@@ -201,10 +192,5 @@ int main(int argc, char **argv) {
   jevgate_gateway_free(gw);
   jevgate_manual_clock_free(clock);
   jevgate_manual_clock_free(NULL);
-  if (failures != 0) {
-    fprintf(stderr, "%d expectation(s) failed\n", failures);
-    return 1;
-  }
-  printf("all C lease expectations held\n");
-  return 0;
+  return expect_report("lease");
 }

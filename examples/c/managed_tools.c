@@ -8,18 +8,10 @@
  * Exits non-zero on the first broken expectation.
  */
 #include "jevgate.h"
+#include "expect.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static int failures = 0;
-#define EXPECT(c)                                                                  \
-  do {                                                                             \
-    if (!(c)) {                                                                    \
-      fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, #c); \
-      failures++;                                                                  \
-    }                                                                              \
-  } while (0)
 
 static jevgate_gateway *gw = NULL;
 
@@ -126,7 +118,5 @@ int main(int argc, char **argv) {
 
   jevgate_gateway_close(gw);
   jevgate_gateway_free(gw);
-  if (failures) return 1;
-  printf("managed_tools: ok\n");
-  return 0;
+  return expect_report("managed tool");
 }

@@ -5,18 +5,10 @@
  * next call starts a fresh one. Exits non-zero on the first broken expectation.
  */
 #include "jevgate.h"
+#include "expect.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static int failures = 0;
-#define EXPECT(c)                                                                  \
-  do {                                                                             \
-    if (!(c)) {                                                                    \
-      fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, #c); \
-      failures++;                                                                  \
-    }                                                                              \
-  } while (0)
 
 static const char *CALL = "{\"threadId\":\"thread-1\",\"organization\":\"acme\"}";
 
@@ -78,10 +70,5 @@ int main(int argc, char **argv) {
   jevgate_gateway_close(gw); /* closes every session's Chromium */
   jevgate_gateway_free(gw);
   jevgate_manual_clock_free(clock);
-  if (failures) {
-    fprintf(stderr, "%d expectation(s) failed\n", failures);
-    return 1;
-  }
-  printf("all C session expectations held\n");
-  return 0;
+  return expect_report("session");
 }

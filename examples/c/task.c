@@ -7,20 +7,12 @@
  * Exits non-zero on the first broken expectation (the test suite runs it).
  */
 #include "jevgate.h"
+#include "expect.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures = 0;
-#define EXPECT(c)                                                                  \
-  do {                                                                             \
-    if (!(c)) {                                                                    \
-      fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, #c); \
-      failures++;                                                                  \
-    }                                                                              \
-  } while (0)
 
 /* What the progress callback saw. It runs on the task's thread: atomics only. */
 struct seen {
@@ -161,10 +153,5 @@ int main(int argc, char **argv) {
   jevgate_string_free(id);
   jevgate_gateway_close(gw);
   jevgate_gateway_free(gw);
-  if (failures) {
-    fprintf(stderr, "%d expectation(s) failed\n", failures);
-    return 1;
-  }
-  printf("all C task expectations held\n");
-  return 0;
+  return expect_report("task");
 }

@@ -21,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include "jevgate.h"
+#include "expect.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -333,7 +334,6 @@ static int on_task(void *user, const char *task) {
   return 0;
 }
 
-static int failures = 0;
 #define CHECK(c, ...)                                     \
   do {                                                    \
     if (!(c)) {                                           \

@@ -3,11 +3,10 @@
  * Exits non-zero on the first broken expectation (the test suite runs it).
  */
 #include "jevgate.h"
+#include "expect.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static int failures = 0;
 
 static const char *QUESTIONS =
     "{\"needs_decision\":{\"type\":\"noul\",\"instructions\":\"Does the user still need to decide?\"},"
@@ -49,7 +48,7 @@ int main(void) {
     return 1;
   }
   printf("answers: %s\n", answers);
-  if (strstr(answers, "\"explain\":0.71") == NULL) failures++; /* numbers come back unchanged */
+  EXPECT(strstr(answers, "\"explain\":0.71") != NULL); /* numbers come back unchanged */
   jevgate_string_free(answers);
 
   expect_reason(
@@ -78,13 +77,8 @@ int main(void) {
     failures++;
   jevgate_error_free(err);
   err = NULL;
-  if (jevgate_validate_response(QUESTIONS, NULL, &answers, &err) != JEVGATE_INVALID_ARGUMENT) failures++;
+  EXPECT(jevgate_validate_response(QUESTIONS, NULL, &answers, &err) == JEVGATE_INVALID_ARGUMENT);
   jevgate_error_free(err);
 
-  if (failures != 0) {
-    fprintf(stderr, "%d expectation(s) failed\n", failures);
-    return 1;
-  }
-  printf("all C validator expectations held\n");
-  return 0;
+  return expect_report("validator");
 }

@@ -6,19 +6,11 @@
  * Exits non-zero on the first broken expectation (the test suite runs it with a data dir).
  */
 #include "jevgate.h"
+#include "expect.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures = 0;
-#define EXPECT(c)                                                                  \
-  do {                                                                             \
-    if (!(c)) {                                                                    \
-      fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, #c); \
-      failures++;                                                                  \
-    }                                                                              \
-  } while (0)
 
 /* Runs one tool call for person/conv and returns the result JSON (to free). */
 static char *call(jevgate_gateway *gw, const char *tool, const char *args) {
@@ -179,10 +171,5 @@ int main(int argc, char **argv) {
   jevgate_channel_free(channel);
   jevgate_gateway_close(gw);
   jevgate_gateway_free(gw);
-  if (failures) {
-    fprintf(stderr, "%d expectation(s) failed\n", failures);
-    return 1;
-  }
-  printf("all C worker expectations held\n");
-  return 0;
+  return expect_report("worker");
 }

@@ -16,11 +16,11 @@ pub struct jevgate_local_browser {
 /// # Safety
 /// `options_json` NULL or NUL-terminated.
 unsafe fn launch_options(options_json: *const c_char) -> Result<LaunchOptions, Error> {
-    if options_json.is_null() {
-        return Ok(LaunchOptions::default());
-    }
     // SAFETY: forwarded contract.
-    LaunchOptions::from_json(unsafe { str_arg("options_json", options_json) }?)
+    match unsafe { opt_str_arg("options_json", options_json) }? {
+        None => Ok(LaunchOptions::default()),
+        Some(json) => LaunchOptions::from_json(json),
+    }
 }
 
 /// Starts a headless Chromium. `options_json` (may be NULL) is
@@ -38,11 +38,10 @@ pub unsafe extern "C" fn jevgate_local_browser_launch(
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let launch = unsafe { launch_options(options_json) }?;
-        out_arg("browser_out", browser_out)?;
+        let browser_out = out_arg("browser_out", browser_out)?;
         let browser = LocalBrowser::launch(launch)?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *browser_out = Box::into_raw(Box::new(jevgate_local_browser { browser })) };
-        Ok(())
+        // SAFETY: writable per the contract.
+        unsafe { browser_out.write_handle(jevgate_local_browser { browser }) }
     })
 }
 
@@ -59,18 +58,14 @@ pub unsafe extern "C" fn jevgate_local_browser_execute(
     err_out: *mut *mut jevgate_error,
 ) -> jevgate_status {
     ffi_boundary!(err_out, {
-        // SAFETY: per the contract.
-        let b = unsafe { browser.as_ref() }.ok_or(Error::InvalidArgument {
-            name: "browser",
-            reason: "is NULL".into(),
-        })?;
+        // SAFETY: forwarded contract.
+        let b = unsafe { handle_arg("browser", browser) }?;
         // SAFETY: forwarded contract.
         let json = unsafe { str_arg("command_json", command_json) }?;
-        out_arg("result_json_out", result_json_out)?;
-        let s = c_string(crate::browser::execute_json(&b.browser, json)?)?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *result_json_out = s };
-        Ok(())
+        let result_json_out = out_arg("result_json_out", result_json_out)?;
+        let result = crate::browser::execute_json(&b.browser, json)?;
+        // SAFETY: writable per the contract.
+        unsafe { result_json_out.write_string(result) }
     })
 }
 
@@ -82,9 +77,8 @@ pub unsafe extern "C" fn jevgate_local_browser_execute(
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_local_browser_close(browser: *mut jevgate_local_browser) {
     ffi_boundary!(on_panic(()), {
-        if !browser.is_null() {
-            // SAFETY: from `Box::into_raw` in `jevgate_local_browser_launch`.
-            let b = unsafe { Box::from_raw(browser) };
+        // SAFETY: per the contract; made by `jevgate_local_browser_launch`.
+        if let Some(b) = unsafe { take_handle(browser) } {
             b.browser.close();
         }
     })
@@ -141,11 +135,10 @@ pub unsafe extern "C" fn jevgate_browser_call_execute(
             })?;
         // SAFETY: forwarded contract.
         let json = unsafe { str_arg("command_json", command_json) }?;
-        out_arg("result_json_out", result_json_out)?;
+        let result_json_out = out_arg("result_json_out", result_json_out)?;
         let browser = gw.session_browser(session)?;
-        let s = c_string(crate::browser::execute_json(&browser, json)?)?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *result_json_out = s };
-        Ok(())
+        let result = crate::browser::execute_json(&browser, json)?;
+        // SAFETY: writable per the contract.
+        unsafe { result_json_out.write_string(result) }
     })
 }

@@ -22,11 +22,10 @@ pub unsafe extern "C" fn jevgate_evaluate(
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
         let json = unsafe { str_arg("call_json", call_json) }?;
-        out_arg("result_json_out", result_json_out)?;
-        let s = c_string(gw.evaluate_json(json, None)?)?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *result_json_out = s };
-        Ok(())
+        let result_json_out = out_arg("result_json_out", result_json_out)?;
+        let result = gw.evaluate_json(json, None)?;
+        // SAFETY: writable per the contract.
+        unsafe { result_json_out.write_string(result) }
     })
 }
 
@@ -49,12 +48,10 @@ pub unsafe extern "C" fn jevgate_usage(
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
         let agent = unsafe { str_arg("agent_id", agent_id) }?;
-        out_arg("usage_json_out", usage_json_out)?;
+        let usage_json_out = out_arg("usage_json_out", usage_json_out)?;
         let page = gw.usage(agent, limit, offset)?;
-        let s = json_c_string(&page)?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *usage_json_out = s };
-        Ok(())
+        // SAFETY: writable per the contract.
+        unsafe { usage_json_out.write_json(&page) }
     })
 }
 
@@ -145,11 +142,9 @@ pub unsafe extern "C" fn jevgate_think(
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
         let json = unsafe { str_arg("request_json", request_json) }?;
-        out_arg("thought_json_out", thought_json_out)?;
+        let thought_json_out = out_arg("thought_json_out", thought_json_out)?;
         let thought = gw.think(&crate::jev::ThinkRequest::from_json(json)?)?;
-        let s = json_c_string(&thought)?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *thought_json_out = s };
-        Ok(())
+        // SAFETY: writable per the contract.
+        unsafe { thought_json_out.write_json(&thought) }
     })
 }

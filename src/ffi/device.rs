@@ -4,28 +4,6 @@
 use super::*;
 use crate::device::{ChannelHandle, ChannelOptions, PairRequest, ToolCall, ToolFormat};
 
-/// Writes a JSON string result through an out-pointer after checking it.
-///
-/// # Safety
-/// `out` must be writable when non-NULL.
-unsafe fn write_out(
-    name: &'static str,
-    out: *mut *mut c_char,
-    value: *mut c_char,
-) -> Result<(), Error> {
-    if out.is_null() {
-        // SAFETY: `value` came from `c_string` and is freed here instead of leaking.
-        unsafe { jevgate_string_free(value) };
-        return Err(Error::InvalidArgument {
-            name,
-            reason: "is NULL".into(),
-        });
-    }
-    // SAFETY: non-NULL and writable per the contract.
-    unsafe { *out = value };
-    Ok(())
-}
-
 /// Pairs a device for `owner`. `request_json` is
 /// `{"installationId","name","browser"?:{"name","version"}}`; writes
 /// `{"device":{…},"token":"…"}` — the token is shown this once; only its hash is stored.
@@ -50,11 +28,10 @@ pub unsafe extern "C" fn jevgate_pair(
                 str_arg("request_json", request_json)?,
             )
         };
-        out_arg("pairing_json_out", pairing_json_out)?;
+        let pairing_json_out = out_arg("pairing_json_out", pairing_json_out)?;
         let pairing = gw.pair(owner, &PairRequest::from_json(req)?)?;
-        let s = json_c_string(&pairing)?;
-        // SAFETY: forwarded contract.
-        unsafe { write_out("pairing_json_out", pairing_json_out, s) }
+        // SAFETY: writable per the contract.
+        unsafe { pairing_json_out.write_json(&pairing) }
     })
 }
 
@@ -95,10 +72,10 @@ pub unsafe extern "C" fn jevgate_devices(
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
         let owner = unsafe { str_arg("owner", owner) }?;
-        out_arg("devices_json_out", devices_json_out)?;
-        let s = json_c_string(&gw.devices(owner)?)?;
-        // SAFETY: forwarded contract.
-        unsafe { write_out("devices_json_out", devices_json_out, s) }
+        let devices_json_out = out_arg("devices_json_out", devices_json_out)?;
+        let devices = gw.devices(owner)?;
+        // SAFETY: writable per the contract.
+        unsafe { devices_json_out.write_json(&devices) }
     })
 }
 
@@ -124,11 +101,10 @@ pub unsafe extern "C" fn jevgate_serve_channel(
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
         let addr = unsafe { str_arg("addr", addr) }?;
-        out_arg("channel_out", channel_out)?;
+        let channel_out = out_arg("channel_out", channel_out)?;
         let handle = gw.serve_channel(ChannelOptions::new(addr))?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *channel_out = Box::into_raw(Box::new(jevgate_channel { handle })) };
-        Ok(())
+        // SAFETY: writable per the contract.
+        unsafe { channel_out.write_handle(jevgate_channel { handle }) }
     })
 }
 
@@ -152,9 +128,8 @@ pub unsafe extern "C" fn jevgate_channel_port(channel: *const jevgate_channel) -
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_channel_free(channel: *mut jevgate_channel) {
     ffi_boundary!(on_panic(()), {
-        if !channel.is_null() {
-            // SAFETY: from `Box::into_raw` in `jevgate_serve_channel`.
-            let c = unsafe { Box::from_raw(channel) };
+        // SAFETY: per the contract; made by `jevgate_serve_channel`.
+        if let Some(c) = unsafe { take_handle(channel) } {
             c.handle.stop();
         }
     })
@@ -179,11 +154,11 @@ pub unsafe extern "C" fn jevgate_call_tool(
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
         let json = unsafe { str_arg("call_json", call_json) }?;
-        out_arg("result_json_out", result_json_out)?;
+        let result_json_out = out_arg("result_json_out", result_json_out)?;
         let call = ToolCall::from_json(json)?;
-        let s = c_string(gw.call_tool(&call).to_json().to_string())?;
-        // SAFETY: forwarded contract.
-        unsafe { write_out("result_json_out", result_json_out, s) }
+        let result = gw.call_tool(&call).to_json();
+        // SAFETY: writable per the contract.
+        unsafe { result_json_out.write_json(&result) }
     })
 }
 
@@ -200,10 +175,9 @@ pub unsafe extern "C" fn jevgate_tool_definitions(
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let f: ToolFormat = unsafe { str_arg("format", format) }?.parse()?;
-        out_arg("tools_json_out", tools_json_out)?;
-        let s = c_string(crate::device::tool_definitions(f).to_string())?;
-        // SAFETY: forwarded contract.
-        unsafe { write_out("tools_json_out", tools_json_out, s) }
+        let tools_json_out = out_arg("tools_json_out", tools_json_out)?;
+        // SAFETY: writable per the contract.
+        unsafe { tools_json_out.write_json(&crate::device::tool_definitions(f)) }
     })
 }
 
@@ -227,11 +201,10 @@ pub unsafe extern "C" fn jevgate_gateway_delete_artifacts(
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
         let root_session = unsafe { str_arg("root_session", root_session) }?;
-        out_arg("count_out", count_out)?;
+        let count_out = out_arg("count_out", count_out)?;
         let n = gw.delete_artifacts(root_session)?;
-        // SAFETY: checked non-NULL above; writable per the contract.
-        unsafe { *count_out = n as u64 };
-        Ok(())
+        // SAFETY: writable per the contract.
+        unsafe { count_out.write(n as u64) }
     })
 }
 
@@ -250,10 +223,9 @@ pub unsafe extern "C" fn jevgate_gateway_purge_artifacts(
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
-        out_arg("count_out", count_out)?;
+        let count_out = out_arg("count_out", count_out)?;
         let n = gw.purge_artifacts()?;
-        // SAFETY: checked non-NULL above; writable per the contract.
-        unsafe { *count_out = n as u64 };
-        Ok(())
+        // SAFETY: writable per the contract.
+        unsafe { count_out.write(n as u64) }
     })
 }

@@ -183,9 +183,7 @@ pub unsafe extern "C" fn jevgate_error_worker_code(err: *const jevgate_error) ->
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_error_free(err: *mut jevgate_error) {
     ffi_boundary!(on_panic(()), {
-        if !err.is_null() {
-            // SAFETY: per the contract, `err` came from `Box::into_raw` in `jevgate_error::boxed`.
-            drop(unsafe { Box::from_raw(err) });
-        }
+        // SAFETY: per the contract, `err` came from `Box::into_raw` in `jevgate_error::boxed`.
+        drop(unsafe { take_handle(err) });
     })
 }

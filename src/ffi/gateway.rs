@@ -15,13 +15,8 @@ pub struct jevgate_gateway {
 /// # Safety
 /// `gw` must be NULL or a live handle from `jevgate_gateway_open`.
 pub(crate) unsafe fn gateway_ref<'a>(gw: *const jevgate_gateway) -> Result<&'a Gateway, Error> {
-    // SAFETY: per the contract, non-NULL `gw` points to a live handle.
-    unsafe { gw.as_ref() }
-        .map(|g| &g.inner)
-        .ok_or(Error::InvalidArgument {
-            name: "gateway",
-            reason: "is NULL".into(),
-        })
+    // SAFETY: forwarded contract.
+    unsafe { handle_arg("gateway", gw) }.map(|g| &g.inner)
 }
 
 /// Opens (or creates) the store in `data_dir` and starts a gateway with `config_json`.
@@ -76,16 +71,14 @@ unsafe fn open(
     let dir = unsafe { str_arg("data_dir", data_dir) }?;
     // SAFETY: forwarded contract.
     let json = unsafe { str_arg("config_json", config_json) }?;
-    out_arg("gateway_out", gateway_out)?;
+    let gateway_out = out_arg("gateway_out", gateway_out)?;
     let config = Config::from_json_str(json)?;
     let mut options = GatewayOptions::new(dir, config);
     // SAFETY: forwarded contract: `clock` is NULL or a live manual clock.
     options.clock = unsafe { super::lease::manual_clock(clock) };
     let gw = Gateway::open(options)?;
-    let handle = Box::into_raw(Box::new(jevgate_gateway { inner: gw }));
-    // SAFETY: checked non-NULL above; writable per the contract.
-    unsafe { *gateway_out = handle };
-    Ok(())
+    // SAFETY: writable per the contract.
+    unsafe { gateway_out.write_handle(jevgate_gateway { inner: gw }) }
 }
 
 /// Closes the gateway: joins its threads, closes the store and releases the data directory (a
@@ -117,10 +110,8 @@ pub unsafe extern "C" fn jevgate_gateway_close(gateway: *const jevgate_gateway) 
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_gateway_free(gateway: *mut jevgate_gateway) {
     ffi_boundary!(on_panic(()), {
-        if !gateway.is_null() {
-            // SAFETY: per the contract, `gateway` came from `Box::into_raw` in `open` and no
-            // other call uses it.
-            let handle = unsafe { Box::from_raw(gateway) };
+        // SAFETY: per the contract, `gateway` was made by `open` and no other call uses it.
+        if let Some(handle) = unsafe { take_handle(gateway) } {
             handle.inner.close();
         }
     })
@@ -144,11 +135,11 @@ pub unsafe extern "C" fn jevgate_gateway_reload(
         // SAFETY: forwarded contract.
         let json = unsafe { str_arg("config_json", config_json) }?;
         let generation = gw.reload_json(json)?;
-        if !generation_out.is_null() {
-            // SAFETY: non-NULL and writable per the contract.
-            unsafe { *generation_out = generation };
+        match opt_out(generation_out) {
+            // SAFETY: writable per the contract.
+            Some(out) => unsafe { out.write(generation) },
+            None => Ok(()),
         }
-        Ok(())
     })
 }
 
@@ -179,11 +170,10 @@ pub unsafe extern "C" fn jevgate_gateway_doctor(
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
-        out_arg("report_json_out", report_json_out)?;
-        let s = c_string(gw.doctor()?.to_json())?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *report_json_out = s };
-        Ok(())
+        let report_json_out = out_arg("report_json_out", report_json_out)?;
+        let report = gw.doctor()?.to_json();
+        // SAFETY: writable per the contract.
+        unsafe { report_json_out.write_string(report) }
     })
 }
 
@@ -202,10 +192,8 @@ pub unsafe extern "C" fn jevgate_gateway_secret_env_names(
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
-        out_arg("names_json_out", names_json_out)?;
-        let s = json_c_string(&gw.secret_env_names())?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *names_json_out = s };
-        Ok(())
+        let names_json_out = out_arg("names_json_out", names_json_out)?;
+        // SAFETY: writable per the contract.
+        unsafe { names_json_out.write_json(&gw.secret_env_names()) }
     })
 }

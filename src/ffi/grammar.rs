@@ -25,11 +25,10 @@ unsafe fn text_to_json(
 ) -> Result<(), Error> {
     // SAFETY: forwarded contract.
     let text = unsafe { text_arg(text) }?;
-    out_arg(name, json_out)?;
-    let s = c_string(f(text)?)?;
-    // SAFETY: checked non-NULL; writable per the contract.
-    unsafe { *json_out = s };
-    Ok(())
+    let json_out = out_arg(name, json_out)?;
+    let json = f(text)?;
+    // SAFETY: writable per the contract.
+    unsafe { json_out.write_string(json) }
 }
 
 /// Parses a user command (Thai or English) into its intent and writes the intent JSON, e.g.

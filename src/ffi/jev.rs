@@ -22,11 +22,10 @@ pub unsafe extern "C" fn jevgate_validate_response(
         let q = unsafe { str_arg("questions_json", questions_json) }?;
         // SAFETY: forwarded contract.
         let r = unsafe { str_arg("response_json", response_json) }?;
-        out_arg("answers_json_out", answers_json_out)?;
-        let s = c_string(crate::jev::validate_to_json(q.as_bytes(), r.as_bytes())?)?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *answers_json_out = s };
-        Ok(())
+        let answers_json_out = out_arg("answers_json_out", answers_json_out)?;
+        let answers = crate::jev::validate_to_json(q.as_bytes(), r.as_bytes())?;
+        // SAFETY: writable per the contract.
+        unsafe { answers_json_out.write_string(answers) }
     })
 }
 
@@ -44,10 +43,9 @@ pub unsafe extern "C" fn jevgate_answer_schema(
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let q = unsafe { str_arg("questions_json", questions_json) }?;
-        out_arg("schema_json_out", schema_json_out)?;
-        let s = c_string(crate::jev::answer_schema_json(q.as_bytes())?)?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *schema_json_out = s };
-        Ok(())
+        let schema_json_out = out_arg("schema_json_out", schema_json_out)?;
+        let schema = crate::jev::answer_schema_json(q.as_bytes())?;
+        // SAFETY: writable per the contract.
+        unsafe { schema_json_out.write_string(schema) }
     })
 }

@@ -81,10 +81,8 @@ pub unsafe extern "C" fn jevgate_manual_clock_wall_ms(clock: *const jevgate_manu
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_manual_clock_free(clock: *mut jevgate_manual_clock) {
     ffi_boundary!(on_panic(()), {
-        if !clock.is_null() {
-            // SAFETY: per the contract, from `Box::into_raw` in `jevgate_manual_clock_new`.
-            drop(unsafe { Box::from_raw(clock) });
-        }
+        // SAFETY: per the contract, made by `jevgate_manual_clock_new`.
+        drop(unsafe { take_handle(clock) });
     })
 }
 
@@ -132,11 +130,10 @@ unsafe fn grant_call(
             str_arg("root_session", root_session)?,
         )
     };
-    out_arg("grant_json_out", grant_json_out)?;
-    let s = json_c_string(&call(gw.leases(), device, session)?)?;
-    // SAFETY: checked non-NULL; writable per the contract.
-    unsafe { *grant_json_out = s };
-    Ok(())
+    let grant_json_out = out_arg("grant_json_out", grant_json_out)?;
+    let grant = call(gw.leases(), device, session)?;
+    // SAFETY: writable per the contract.
+    unsafe { grant_json_out.write_json(&grant) }
 }
 
 /// A browser call by `root_session` on `device_id` (R-LEASE-1..4): acquires or renews the
@@ -225,11 +222,11 @@ pub unsafe extern "C" fn jevgate_lease_take_back(
         let took = gw
             .leases()
             .take_back(device, &caller(principal, delegated, None))?;
-        if !took_back_out.is_null() {
-            // SAFETY: non-NULL and writable per the contract.
-            unsafe { *took_back_out = took };
+        match opt_out(took_back_out) {
+            // SAFETY: writable per the contract.
+            Some(out) => unsafe { out.write(took) },
+            None => Ok(()),
         }
-        Ok(())
     })
 }
 
@@ -261,20 +258,14 @@ pub unsafe extern "C" fn jevgate_lease_status(
                 str_arg("principal", principal)?,
             )
         };
-        let session = if root_session.is_null() {
-            None
-        } else {
-            // SAFETY: non-NULL, NUL-terminated per the contract.
-            Some(unsafe { str_arg("root_session", root_session) }?)
-        };
-        out_arg("status_json_out", status_json_out)?;
-        let s = json_c_string(
-            &gw.leases()
-                .status(device, &caller(principal, delegated, session))?,
-        )?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *status_json_out = s };
-        Ok(())
+        // SAFETY: forwarded contract.
+        let session = unsafe { opt_str_arg("root_session", root_session) }?;
+        let status_json_out = out_arg("status_json_out", status_json_out)?;
+        let status = gw
+            .leases()
+            .status(device, &caller(principal, delegated, session))?;
+        // SAFETY: writable per the contract.
+        unsafe { status_json_out.write_json(&status) }
     })
 }
 
@@ -296,11 +287,11 @@ pub unsafe extern "C" fn jevgate_lease_release_session(
         // SAFETY: forwarded contract.
         let session = unsafe { str_arg("root_session", root_session) }?;
         let n = gw.leases().release_session(session)?;
-        if !released_out.is_null() {
-            // SAFETY: non-NULL and writable per the contract.
-            unsafe { *released_out = n };
+        match opt_out(released_out) {
+            // SAFETY: writable per the contract.
+            Some(out) => unsafe { out.write(n) },
+            None => Ok(()),
         }
-        Ok(())
     })
 }
 
@@ -353,19 +344,19 @@ pub unsafe extern "C" fn jevgate_browser_call_begin(
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
         let json = unsafe { str_arg("call_json", call_json) }?;
-        out_arg("call_out", call_out)?;
+        let call_out = out_arg("call_out", call_out)?;
         let call = crate::lease::BrowserCall::from_json(json)?;
         let g = gw.leases().begin_browser_call(&call)?;
         let info = CString::new(json_string(&g.info())?).map_err(|_| Error::Internal {
             reason: "session info with NUL".into(),
         })?;
-        let handle = Box::into_raw(Box::new(jevgate_browser_call {
-            guard: Some(g),
-            info,
-        }));
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *call_out = handle };
-        Ok(())
+        // SAFETY: writable per the contract.
+        unsafe {
+            call_out.write_handle(jevgate_browser_call {
+                guard: Some(g),
+                info,
+            })
+        }
     })
 }
 
@@ -391,9 +382,8 @@ pub unsafe extern "C" fn jevgate_browser_call_info(
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_browser_call_end(call: *mut jevgate_browser_call) {
     ffi_boundary!(on_panic(()), {
-        if !call.is_null() {
-            // SAFETY: from `Box::into_raw` in `jevgate_browser_call_begin`.
-            let mut c = unsafe { Box::from_raw(call) };
+        // SAFETY: per the contract; made by `jevgate_browser_call_begin`.
+        if let Some(mut c) = unsafe { take_handle(call) } {
             drop(c.guard.take());
         }
     })
@@ -414,10 +404,10 @@ pub unsafe extern "C" fn jevgate_lease_reap(
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         let n = gw.leases().reap();
-        if !reaped_out.is_null() {
-            // SAFETY: non-NULL, writable per the contract.
-            unsafe { *reaped_out = n };
+        match opt_out(reaped_out) {
+            // SAFETY: writable per the contract.
+            Some(out) => unsafe { out.write(n) },
+            None => Ok(()),
         }
-        Ok(())
     })
 }

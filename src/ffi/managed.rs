@@ -12,11 +12,10 @@ use crate::device::ToolFormat;
 /// # Safety
 /// `args_json` NULL or NUL-terminated.
 unsafe fn tool_args(args_json: *const c_char) -> Result<serde_json::Value, Error> {
-    if args_json.is_null() {
-        return Ok(serde_json::json!({}));
-    }
     // SAFETY: forwarded contract.
-    let text = unsafe { str_arg("args_json", args_json) }?;
+    let Some(text) = unsafe { opt_str_arg("args_json", args_json) }? else {
+        return Ok(serde_json::json!({}));
+    };
     serde_json::from_str(text).map_err(|_| Error::InvalidArgument {
         name: "args_json",
         reason: "is not valid JSON".into(),
@@ -41,16 +40,14 @@ pub unsafe extern "C" fn jevgate_managed_tool_definitions(
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let f: ToolFormat = unsafe { str_arg("format", format) }?.parse()?;
-        out_arg("tools_json_out", tools_json_out)?;
+        let tools_json_out = out_arg("tools_json_out", tools_json_out)?;
         let caps = ManagedCaps {
             tabs,
             files,
             vision,
         };
-        let s = c_string(managed_tool_definitions(f, caps).to_string())?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *tools_json_out = s };
-        Ok(())
+        // SAFETY: writable per the contract.
+        unsafe { tools_json_out.write_json(&managed_tool_definitions(f, caps)) }
     })
 }
 
@@ -94,15 +91,9 @@ pub unsafe extern "C" fn jevgate_gateway_set_managed_workspace(
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
-        let path = if workspace.is_null() {
-            None
-        } else {
-            // SAFETY: forwarded contract (non-NULL here).
-            Some(std::path::PathBuf::from(unsafe {
-                str_arg("workspace", workspace)
-            }?))
-        };
-        gw.set_managed_workspace(path)
+        // SAFETY: forwarded contract.
+        let path = unsafe { opt_str_arg("workspace", workspace) }?;
+        gw.set_managed_workspace(path.map(std::path::PathBuf::from))
     })
 }
 
@@ -158,12 +149,10 @@ pub unsafe extern "C" fn jevgate_browser_tool(
         let name = unsafe { str_arg("name", name) }?;
         // SAFETY: forwarded contract.
         let args = unsafe { tool_args(args_json) }?;
-        out_arg("result_json_out", result_json_out)?;
+        let result_json_out = out_arg("result_json_out", result_json_out)?;
         let out = gw.browser_tool(thread_id, organization, name, &args)?;
-        let s = c_string(out.to_string())?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *result_json_out = s };
-        Ok(())
+        // SAFETY: writable per the contract.
+        unsafe { result_json_out.write_json(&out) }
     })
 }
 
@@ -192,11 +181,9 @@ pub unsafe extern "C" fn jevgate_browser_tool_call(
         let name = unsafe { str_arg("name", name) }?;
         // SAFETY: forwarded contract.
         let args = unsafe { tool_args(args_json) }?;
-        out_arg("result_json_out", result_json_out)?;
+        let result_json_out = out_arg("result_json_out", result_json_out)?;
         let out = gw.browser_tool_call(&call, name, &args, None)?;
-        let s = c_string(out.to_string())?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *result_json_out = s };
-        Ok(())
+        // SAFETY: writable per the contract.
+        unsafe { result_json_out.write_json(&out) }
     })
 }

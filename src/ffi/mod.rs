@@ -130,9 +130,9 @@ pub(crate) unsafe fn guard(
             },
         ),
     };
-    if !err_out.is_null() {
-        // SAFETY: `err_out` is non-NULL and, per the contract, writable storage for one pointer.
-        unsafe { *err_out = jevgate_error::boxed(&err) };
+    if let Some(err_out) = opt_out(err_out) {
+        // SAFETY: per the contract, writable storage for one pointer. (A write cannot fail.)
+        let _ = unsafe { err_out.write(jevgate_error::boxed(&err)) };
     }
     status
 }
@@ -143,10 +143,7 @@ pub(crate) unsafe fn guard(
 /// `ptr` must be NULL or point to a NUL-terminated string valid for the call.
 pub(crate) unsafe fn str_arg<'a>(name: &'static str, ptr: *const c_char) -> Result<&'a str, Error> {
     if ptr.is_null() {
-        return Err(Error::InvalidArgument {
-            name,
-            reason: "is NULL".into(),
-        });
+        return Err(null_arg(name));
     }
     // SAFETY: non-NULL and NUL-terminated per the caller's contract.
     let c = unsafe { CStr::from_ptr(ptr) };
@@ -156,15 +153,108 @@ pub(crate) unsafe fn str_arg<'a>(name: &'static str, ptr: *const c_char) -> Resu
     })
 }
 
-/// Checks that an out-pointer is non-NULL.
-pub(crate) fn out_arg<T>(name: &'static str, ptr: *mut T) -> Result<(), Error> {
+/// Borrows an optional NUL-terminated UTF-8 argument: NULL is `None` (the documented default),
+/// anything else is read as [`str_arg`] reads it.
+///
+/// # Safety
+/// `ptr` must be NULL or point to a NUL-terminated string valid for the call.
+pub(crate) unsafe fn opt_str_arg<'a>(
+    name: &'static str,
+    ptr: *const c_char,
+) -> Result<Option<&'a str>, Error> {
     if ptr.is_null() {
-        Err(Error::InvalidArgument {
-            name,
-            reason: "is NULL".into(),
-        })
-    } else {
+        return Ok(None);
+    }
+    // SAFETY: non-NULL here; NUL-terminated per the caller's contract.
+    unsafe { str_arg(name, ptr) }.map(Some)
+}
+
+/// Borrows the object behind a handle argument; NULL is `INVALID_ARGUMENT` naming it.
+///
+/// # Safety
+/// `ptr` must be NULL or a live handle of this library, valid for the call.
+pub(crate) unsafe fn handle_arg<'a, T>(name: &'static str, ptr: *const T) -> Result<&'a T, Error> {
+    // SAFETY: per the contract, non-NULL `ptr` points to a live handle.
+    unsafe { ptr.as_ref() }.ok_or_else(|| null_arg(name))
+}
+
+/// Takes back a handle this library gave out (`Box::into_raw`, as [`Out::write_handle`] does),
+/// for `_free`/`_close`: NULL (accepted and ignored by every release function) is `None`.
+///
+/// # Safety
+/// `ptr` must be NULL or a handle from `Box::into_raw` in this library, not yet released and
+/// not used again.
+pub(crate) unsafe fn take_handle<T>(ptr: *mut T) -> Option<Box<T>> {
+    // SAFETY: per the contract, non-NULL `ptr` came from `Box::into_raw` and is released once.
+    (!ptr.is_null()).then(|| unsafe { Box::from_raw(ptr) })
+}
+
+/// `INVALID_ARGUMENT` for a NULL pointer (or function pointer) argument.
+pub(crate) fn null_arg(name: &'static str) -> Error {
+    Error::InvalidArgument {
+        name,
+        reason: "is NULL".into(),
+    }
+}
+
+/// An out-pointer checked non-NULL ([`out_arg`]) before the call does anything, so that a NULL
+/// one is refused without effect; written once, on success only.
+pub(crate) struct Out<T>(std::ptr::NonNull<T>);
+
+/// Checks that a required out-pointer is non-NULL (`INVALID_ARGUMENT` naming it otherwise).
+pub(crate) fn out_arg<T>(name: &'static str, ptr: *mut T) -> Result<Out<T>, Error> {
+    std::ptr::NonNull::new(ptr)
+        .map(Out)
+        .ok_or_else(|| null_arg(name))
+}
+
+/// An optional out-pointer: NULL means the caller does not want that output.
+pub(crate) fn opt_out<T>(ptr: *mut T) -> Option<Out<T>> {
+    std::ptr::NonNull::new(ptr).map(Out)
+}
+
+impl<T> Out<T> {
+    /// Writes the output (the call succeeded).
+    ///
+    /// # Safety
+    /// The pointer must be writable storage for one `T` (the export's contract).
+    pub(crate) unsafe fn write(self, value: T) -> Result<(), Error> {
+        // SAFETY: non-NULL (checked when made) and writable per the contract; the old content
+        // is the caller's and is not read or dropped.
+        unsafe { self.0.as_ptr().write(value) };
         Ok(())
+    }
+}
+
+impl<H> Out<*mut H> {
+    /// Writes a new handle owning `value`; [`take_handle`] releases it.
+    ///
+    /// # Safety
+    /// As [`Out::write`].
+    pub(crate) unsafe fn write_handle(self, value: H) -> Result<(), Error> {
+        // SAFETY: forwarded contract.
+        unsafe { self.write(Box::into_raw(Box::new(value))) }
+    }
+}
+
+impl Out<*mut c_char> {
+    /// Writes `s` as a string the caller frees with `jevgate_string_free`.
+    ///
+    /// # Safety
+    /// As [`Out::write`].
+    pub(crate) unsafe fn write_string(self, s: String) -> Result<(), Error> {
+        let s = c_string(s)?;
+        // SAFETY: forwarded contract.
+        unsafe { self.write(s) }
+    }
+
+    /// Writes `value` as JSON text (the one encoder of the C surface, [`json_string`]).
+    ///
+    /// # Safety
+    /// As [`Out::write`].
+    pub(crate) unsafe fn write_json<T: serde::Serialize>(self, value: &T) -> Result<(), Error> {
+        // SAFETY: forwarded contract.
+        unsafe { self.write_string(json_string(value)?) }
     }
 }
 
@@ -175,13 +265,8 @@ pub(crate) fn json_string<T: serde::Serialize>(value: &T) -> Result<String, Erro
     })
 }
 
-/// A result as a JSON C string for an out-pointer.
-pub(crate) fn json_c_string<T: serde::Serialize>(value: &T) -> Result<*mut c_char, Error> {
-    c_string(json_string(value)?)
-}
-
 /// Hands a Rust string to C (interior NULs cannot occur in JSON output; they are refused).
-pub(crate) fn c_string(s: String) -> Result<*mut c_char, Error> {
+fn c_string(s: String) -> Result<*mut c_char, Error> {
     CString::new(s)
         .map(CString::into_raw)
         .map_err(|_| Error::Internal {

@@ -49,17 +49,6 @@ unsafe fn task_args<'a>(
     Ok((gw, owner, id))
 }
 
-/// Writes a JSON result to an out-pointer checked non-NULL.
-///
-/// # Safety
-/// `out` writable.
-unsafe fn write_json<T: serde::Serialize>(out: *mut *mut c_char, value: &T) -> Result<(), Error> {
-    let s = json_c_string(value)?;
-    // SAFETY: checked non-NULL by the caller; writable per the contract.
-    unsafe { *out = s };
-    Ok(())
-}
-
 /// Starts a task for the owner `owner_json` (`{"agentId","principalId","conversationId"}`)
 /// from `request_json` (`{"goal", "target"?: {"kind":"local","profile"?} |
 /// {"kind":"device","deviceId"}, "startUrl"?: http(s) URL, "budget"?: {"maxSteps",
@@ -93,7 +82,7 @@ pub unsafe extern "C" fn jevgate_task_spawn(
         // SAFETY: forwarded contract.
         let mut request =
             SpawnRequest::from_json(unsafe { str_arg("request_json", request_json) }?)?;
-        out_arg("task_id_out", task_id_out)?;
+        let task_id_out = out_arg("task_id_out", task_id_out)?;
         if let Some(progress) = progress {
             let data = UserData(user_data);
             let f: ProgressFn = std::sync::Arc::new(move |p: &TaskProgress| {
@@ -107,10 +96,9 @@ pub unsafe extern "C" fn jevgate_task_spawn(
             });
             request.progress = Some(f);
         }
-        let id = c_string(gw.tasks().spawn(&owner, request)?)?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *task_id_out = id };
-        Ok(())
+        let id = gw.tasks().spawn(&owner, request)?;
+        // SAFETY: writable per the contract.
+        unsafe { task_id_out.write_string(id) }
     })
 }
 
@@ -134,10 +122,10 @@ pub unsafe extern "C" fn jevgate_task_status(
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
-        out_arg("status_json_out", status_json_out)?;
+        let status_json_out = out_arg("status_json_out", status_json_out)?;
         let status = gw.tasks().status(&owner, id)?;
-        // SAFETY: checked non-NULL above.
-        unsafe { write_json(status_json_out, &status) }
+        // SAFETY: writable per the contract.
+        unsafe { status_json_out.write_json(&status) }
     })
 }
 
@@ -160,12 +148,12 @@ pub unsafe extern "C" fn jevgate_task_wait(
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
-        out_arg("status_json_out", status_json_out)?;
+        let status_json_out = out_arg("status_json_out", status_json_out)?;
         let status = gw
             .tasks()
             .wait(&owner, id, Duration::from_millis(timeout_ms))?;
-        // SAFETY: checked non-NULL above.
-        unsafe { write_json(status_json_out, &status) }
+        // SAFETY: writable per the contract.
+        unsafe { status_json_out.write_json(&status) }
     })
 }
 
@@ -213,11 +201,11 @@ pub unsafe extern "C" fn jevgate_task_cancel(
         // SAFETY: forwarded contract.
         let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
         let status = gw.tasks().cancel(&owner, id)?;
-        if status_json_out.is_null() {
-            return Ok(());
+        match opt_out(status_json_out) {
+            // SAFETY: writable per the contract.
+            Some(out) => unsafe { out.write_json(&status) },
+            None => Ok(()),
         }
-        // SAFETY: non-NULL, writable per the contract.
-        unsafe { write_json(status_json_out, &status) }
     })
 }
 
@@ -239,10 +227,10 @@ pub unsafe extern "C" fn jevgate_task_list(
         let gw = unsafe { gateway_ref(gateway) }?;
         // SAFETY: forwarded contract.
         let owner = unsafe { owner_arg(owner_json) }?;
-        out_arg("tasks_json_out", tasks_json_out)?;
+        let tasks_json_out = out_arg("tasks_json_out", tasks_json_out)?;
         let tasks = gw.tasks().list(&owner)?;
-        // SAFETY: checked non-NULL above.
-        unsafe { write_json(tasks_json_out, &tasks) }
+        // SAFETY: writable per the contract.
+        unsafe { tasks_json_out.write_json(&tasks) }
     })
 }
 
@@ -265,10 +253,10 @@ pub unsafe extern "C" fn jevgate_task_receipts(
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
-        out_arg("receipts_json_out", receipts_json_out)?;
+        let receipts_json_out = out_arg("receipts_json_out", receipts_json_out)?;
         let receipts = gw.tasks().receipts(&owner, id)?;
-        // SAFETY: checked non-NULL above.
-        unsafe { write_json(receipts_json_out, &receipts) }
+        // SAFETY: writable per the contract.
+        unsafe { receipts_json_out.write_json(&receipts) }
     })
 }
 

@@ -20,13 +20,8 @@ pub struct jevgate_device_worker {
 /// # Safety
 /// `worker` must be NULL or a live handle from a `jevgate_device_worker_connect*` call.
 unsafe fn worker_ref<'a>(worker: *const jevgate_device_worker) -> Result<&'a DeviceWorker, Error> {
-    // SAFETY: NULL or a live handle per the caller's contract.
-    unsafe { worker.as_ref() }
-        .map(|w| &w.worker)
-        .ok_or(Error::InvalidArgument {
-            name: "worker",
-            reason: "is NULL".into(),
-        })
+    // SAFETY: forwarded contract.
+    unsafe { handle_arg("worker", worker) }.map(|w| &w.worker)
 }
 
 /// Builds the options of a connect call.
@@ -41,13 +36,11 @@ unsafe fn worker_options(
     // SAFETY: forwarded contract.
     let (url, token) = unsafe { (str_arg("url", url)?, str_arg("token", token)?) };
     let token = DeviceToken::new(token);
-    if options_json.is_null() {
-        return Ok(WorkerOptions::new(url, token));
-    }
     // SAFETY: forwarded contract.
-    WorkerOptions::from_json(url, token, unsafe {
-        str_arg("options_json", options_json)
-    }?)
+    match unsafe { opt_str_arg("options_json", options_json) }? {
+        None => Ok(WorkerOptions::new(url, token)),
+        Some(json) => WorkerOptions::from_json(url, token, json),
+    }
 }
 
 /// Connects and writes the handle.
@@ -59,11 +52,10 @@ unsafe fn connect_into(
     executor: Arc<dyn ToolExecutor>,
     worker_out: *mut *mut jevgate_device_worker,
 ) -> Result<(), Error> {
-    out_arg("worker_out", worker_out)?;
+    let worker_out = out_arg("worker_out", worker_out)?;
     let worker = DeviceWorker::connect(options, executor)?;
-    // SAFETY: checked non-NULL; writable per the contract.
-    unsafe { *worker_out = Box::into_raw(Box::new(jevgate_device_worker { worker })) };
-    Ok(())
+    // SAFETY: writable per the contract.
+    unsafe { worker_out.write_handle(jevgate_device_worker { worker }) }
 }
 
 /// Connects `browser` to the channel at `url` (`ws://…/v1/device-worker/channel` or `wss://…`)
@@ -88,11 +80,8 @@ pub unsafe extern "C" fn jevgate_device_worker_connect(
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let options = unsafe { worker_options(url, token, options_json) }?;
-        // SAFETY: per the contract.
-        let browser = unsafe { browser.as_ref() }.ok_or(Error::InvalidArgument {
-            name: "browser",
-            reason: "is NULL".into(),
-        })?;
+        // SAFETY: forwarded contract.
+        let browser = unsafe { handle_arg("browser", browser) }?;
         let tools = Arc::new(BrowserTools::new(Arc::new(browser.browser.clone())));
         // SAFETY: forwarded contract.
         unsafe { connect_into(options, tools, worker_out) }
@@ -179,10 +168,7 @@ pub unsafe extern "C" fn jevgate_device_worker_connect_with(
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let options = unsafe { worker_options(url, token, options_json) }?;
-        let serve = serve.ok_or(Error::InvalidArgument {
-            name: "serve",
-            reason: "is NULL".into(),
-        })?;
+        let serve = serve.ok_or_else(|| null_arg("serve"))?;
         let executor = Arc::new(CExecutor {
             serve,
             free: free_result,
@@ -206,11 +192,9 @@ pub unsafe extern "C" fn jevgate_device_worker_device_id(
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let w = unsafe { worker_ref(worker) }?;
-        out_arg("device_id_out", device_id_out)?;
-        let s = c_string(w.device_id().to_string())?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *device_id_out = s };
-        Ok(())
+        let device_id_out = out_arg("device_id_out", device_id_out)?;
+        // SAFETY: writable per the contract.
+        unsafe { device_id_out.write_string(w.device_id().to_string()) }
     })
 }
 
@@ -244,19 +228,19 @@ pub unsafe extern "C" fn jevgate_device_worker_wait(
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
         let w = unsafe { worker_ref(worker) }?;
-        out_arg("exit_json_out", exit_json_out)?;
+        let exit_json_out = out_arg("exit_json_out", exit_json_out)?;
         let exit = if timeout_ms == 0 {
             Some(w.wait())
         } else {
             w.wait_timeout(Duration::from_millis(timeout_ms))
         };
-        let s = match exit {
-            Some(e) => json_c_string(&e)?,
-            None => std::ptr::null_mut(),
-        };
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { *exit_json_out = s };
-        Ok(())
+        // SAFETY: writable per the contract.
+        unsafe {
+            match exit {
+                Some(e) => exit_json_out.write_json(&e),
+                None => exit_json_out.write(std::ptr::null_mut()),
+            }
+        }
     })
 }
 
@@ -268,9 +252,8 @@ pub unsafe extern "C" fn jevgate_device_worker_wait(
 #[no_mangle]
 pub unsafe extern "C" fn jevgate_device_worker_close(worker: *mut jevgate_device_worker) {
     ffi_boundary!(on_panic(()), {
-        if !worker.is_null() {
-            // SAFETY: from `Box::into_raw` in `jevgate_device_worker_connect`.
-            let w = unsafe { Box::from_raw(worker) };
+        // SAFETY: per the contract; made by `connect_into`.
+        if let Some(w) = unsafe { take_handle(worker) } {
             w.worker.close();
         }
     })

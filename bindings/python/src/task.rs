@@ -7,10 +7,10 @@
 
 use crate::device::to_py_json;
 use crate::errors::IntoPy;
-use jevgate::task::{ProgressFn, SpawnRequest, TaskOwner, TaskProgress};
+use jevgate::task::{Budget, ProgressFn, SpawnRequest, TaskOwner, TaskProgress, TaskTarget};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use serde_json::{Map, Value};
+use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,13 +26,18 @@ fn owner_arg(owner: &Bound<'_, PyAny>) -> PyResult<TaskOwner> {
     TaskOwner::from_json(&text).py_err()
 }
 
-/// An optional JSON argument as a value.
-fn value_arg(name: &'static str, value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Value>> {
+/// An optional JSON argument (a dict) read straight into its request type `T`, whose JSON shape
+/// is `shape`; `ArgumentError` naming the argument otherwise.
+fn json_arg<T: DeserializeOwned>(
+    name: &'static str,
+    shape: &str,
+    value: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<T>> {
     let Some(v) = value else { return Ok(None) };
     let text = crate::dumps_arg(name, v)?;
     serde_json::from_str(&text)
         .map(Some)
-        .map_err(|e| crate::errors::invalid_json(name, "JSON", &e))
+        .map_err(|e| crate::errors::invalid_json(name, shape, &e))
 }
 
 /// A wait's bound in seconds: finite and not negative, or infinity (until the task settles).
@@ -63,7 +68,8 @@ fn progress_fn(callable: Py<PyAny>) -> ProgressFn {
 
 #[pymethods]
 impl PyTasks {
-    /// Starts a task for `owner` and returns its id (a UUID).
+    /// Starts a task for `owner` and returns its status right after the start (a dict, as
+    /// `status` returns it; its id, a UUID, is `["id"]`).
     #[pyo3(signature = (owner, goal = String::new(), *, target = None, start_url = None, budget = None, keep_open = false, on_outcome = None))]
     #[allow(clippy::too_many_arguments)] // reason: mirrors the Python keyword signature
     fn spawn<'py>(
@@ -86,20 +92,21 @@ impl PyTasks {
                 ));
             }
         }
-        let mut wire = Map::new();
-        wire.insert("goal".into(), Value::String(goal));
-        if let Some(t) = value_arg("target", target)? {
-            wire.insert("target".into(), t);
-        }
-        if let Some(u) = start_url {
-            wire.insert("startUrl".into(), Value::String(u));
-        }
-        if let Some(b) = value_arg("budget", budget)? {
-            wire.insert("budget".into(), b);
-        }
-        wire.insert("keepOpen".into(), Value::Bool(keep_open));
-        let mut request = SpawnRequest::from_json(&Value::Object(wire).to_string()).py_err()?;
-        request.progress = on_outcome.map(progress_fn);
+        // The request is built once, from the keywords; only the dicts go through JSON.
+        let request = SpawnRequest {
+            goal,
+            target: json_arg::<TaskTarget>(
+                "target",
+                "{kind: \"local\", profile?} or {kind: \"device\", deviceId}",
+                target,
+            )?
+            .unwrap_or_default(),
+            start_url,
+            budget: json_arg::<Budget>("budget", "{maxSteps, maxEvaluations, timeoutMs}", budget)?
+                .unwrap_or_default(),
+            keep_open,
+            progress: on_outcome.map(progress_fn),
+        };
         let gw = &self.gateway;
         let status = py
             .detach(|| {

@@ -239,6 +239,23 @@ def _choice(request, key):
 
 @pytest.mark.chromium
 @pytest.mark.timeout(60)
+def test_spawn_names_the_dict_argument_that_is_not_its_shape(tmp_path):
+    # Issue 19 item 5: spawn builds its request once from the keywords; a bad `target` or
+    # `budget` is an ArgumentError naming that argument (before, the rebuilt request was
+    # parsed as a whole and the error named `request`, which is no argument of spawn).
+    with jevgate.Gateway(tmp_path, LOCAL) as gw:
+        for kwargs, name in [
+            ({"target": {"kind": "moon"}}, "target"),
+            ({"target": "local"}, "target"),
+            ({"budget": {"maxSteps": 1}}, "budget"),
+            ({"budget": {"maxSteps": -1, "maxEvaluations": 1, "timeoutMs": 1}}, "budget"),
+        ]:
+            with pytest.raises(jevgate.ArgumentError) as info:
+                gw.tasks.spawn(OWNER, "scroll down", **kwargs)
+            assert f"`{name}`" in str(info.value), (kwargs, str(info.value))
+        assert gw.tasks.list(OWNER) == [], "nothing was started"
+
+
 def test_ctrl_c_interrupts_a_wait_and_the_task_goes_on(tmp_path, site):
     """The task waits inside a decision (the callback model blocks), so `wait` blocks; SIGINT
     raises KeyboardInterrupt at once, and the task still settles afterwards."""

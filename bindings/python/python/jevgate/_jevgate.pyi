@@ -224,9 +224,11 @@ class Tasks:
         keep_open: bool = False,
         on_outcome: Optional[Callable[[Dict[str, Any]], object]] = None,
     ) -> Dict[str, Any]:
-        """Start a task; returns its status (a dict; its id is `["id"]`). `target` {"kind": "local", "profile"?} or
-        {"kind": "device", "deviceId"}; `budget` {"maxSteps", "maxEvaluations", "timeoutMs"};
-        an empty goal opens the session and waits for commands. `on_outcome` receives
+        """Start a task and return its status right after the start: a dict as `status` returns
+        it (its state usually still queued or running); the task's id, a UUID, is `["id"]`.
+        `target` {"kind": "local", "profile"?} or {"kind": "device", "deviceId"}; `budget`
+        {"maxSteps", "maxEvaluations", "timeoutMs"} (ArgumentError naming the argument when
+        either is not that shape); an empty goal opens the session and waits for commands. `on_outcome` receives
         {"taskId", "line", "reason"} for each settled outcome line, on the task's thread with
         the GIL taken; what it raises is dropped (the task goes on)."""
     def status(self, owner: Mapping[str, Any], id: str) -> Dict[str, Any]: ...
