@@ -27,7 +27,7 @@ fn refused(reason: &str) -> Error {
 ///
 /// ```
 /// let ws = std::env::temp_dir();
-/// let err = jevgate::browser::confine(&ws, "../../etc/passwd").unwrap_err();
+/// let err = jevgate::unstable::confine(&ws, "../../etc/passwd").unwrap_err();
 /// assert_eq!(err.code(), "INVALID_ARGUMENT");
 /// assert!(!err.to_string().contains("passwd"));
 /// ```
@@ -86,7 +86,7 @@ pub fn confine(workspace: &Path, requested: &str) -> Result<PathBuf> {
 /// [`confine`] for a file to upload: it must also exist and be a regular file (after links).
 ///
 /// ```no_run
-/// let path = jevgate::browser::confine_upload(std::path::Path::new("/srv/ws"), "report.pdf")?;
+/// let path = jevgate::unstable::confine_upload(std::path::Path::new("/srv/ws"), "report.pdf")?;
 /// # Ok::<(), jevgate::Error>(())
 /// ```
 pub fn confine_upload(workspace: &Path, requested: &str) -> Result<PathBuf> {

@@ -100,7 +100,7 @@ fn redact_pairs(pairs: &str) -> String {
 /// to 2,048 characters. Linear in the input; never fails.
 ///
 /// ```
-/// use jevgate::browser::redact_url;
+/// use jevgate::unstable::redact_url;
 /// assert_eq!(
 ///     redact_url("https://u:pw@h.example/api?Access_Token=abc&q=x#id_token=t"),
 ///     "https://h.example/api?Access_Token=REDACTED&q=x#id_token=REDACTED"
