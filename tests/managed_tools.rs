@@ -1118,3 +1118,59 @@ fn issue15_gateway_file_tools_confined_to_the_workspace() {
     assert_eq!(orphan.code(), "INVALID_TOOL_ARGUMENTS");
     gw.close();
 }
+
+/// A backend whose page never finishes loading: every command answers `NAVIGATION_PENDING`;
+/// its clock is a manual one nobody advances (R-CLK).
+struct NeverSettles {
+    clock: ManualClock,
+}
+
+impl BrowserBackend for NeverSettles {
+    fn execute(&self, _: &Command) -> jevgate::Result<Response> {
+        Err(jevgate::Error::StaleObservation {
+            cause: jevgate::browser::StaleCause::NavigationPending,
+        })
+    }
+    fn clock(&self) -> SharedClock {
+        Arc::new(self.clock.clone())
+    }
+}
+
+// Issue 19 item 3, R-CLK: a read that waits for a navigation to settle is a grace, not a
+// deadline on the clock — on a clock nobody advances it still ends (after about its 10 s of
+// real waiting) with the pending navigation, in both the managed family and the nine device
+// tools (the old loops re-read the still clock and waited forever).
+#[test]
+fn r_clk_settling_reads_end_on_a_manual_clock_nobody_advances() {
+    let clock = ManualClock::new();
+    let backend: Arc<dyn BrowserBackend> = Arc::new(NeverSettles {
+        clock: clock.clone(),
+    });
+    let managed = {
+        let backend = backend.clone();
+        std::thread::spawn(move || {
+            ManagedBrowser::new(backend).run("browser_snapshot", &json!({}), &ManagedRun::default())
+        })
+    };
+    let device = {
+        let backend = backend.clone();
+        std::thread::spawn(move || {
+            jevgate::browser::BrowserTools::new(backend).run("browser_get_text", &json!({}))
+        })
+    };
+    let started = std::time::Instant::now();
+    let e = managed.join().unwrap().unwrap_err();
+    assert_eq!(e.code(), "STALE_OBSERVATION", "{e}");
+    let f = device.join().unwrap().unwrap_err();
+    assert!(f.message.contains("STALE_OBSERVATION"), "{}", f.message);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        jevgate::clock::Clock::now(&clock).since_origin(),
+        Duration::ZERO,
+        "nobody moved the clock"
+    );
+}

@@ -34,6 +34,7 @@ mod launch;
 mod local;
 pub mod managed;
 mod sessions;
+mod settle;
 mod snapshot;
 mod tab;
 mod tools;

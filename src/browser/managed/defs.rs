@@ -2,9 +2,11 @@
 //! description and input JSON Schema, exported in MCP or function-calling form for the
 //! capabilities a host turned on.
 //!
-//! This file owns the list of tool names and what each accepts. It never runs anything; the
-//! executor (`mod.rs`) validates arguments against the same rules and answers
-//! `INVALID_TOOL_ARGUMENTS` naming the field.
+//! This file owns the list of tool names ([`ManagedTool`], the one enum the executor dispatches
+//! on) and what each accepts. It never runs anything; the executor (`mod.rs` and one file per
+//! tool group) validates arguments against the same rules and answers `INVALID_TOOL_ARGUMENTS`
+//! naming the field. The definitions and the enum cannot drift: a test checks that every
+//! definition parses to a variant and every variant has a definition.
 
 use serde_json::{json, Value};
 
@@ -32,6 +34,92 @@ pub struct ManagedCaps {
     pub files: bool,
     /// Reserved (see the type's documentation).
     pub vision: bool,
+}
+
+/// Declares [`ManagedTool`] from one list: the enum, every variant in listing order and each
+/// variant's wire name.
+macro_rules! managed_tools {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)+) => {
+        /// A tool of the managed family, parsed from its name; the executor dispatches on it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub(crate) enum ManagedTool {
+            $($(#[$doc])* $variant,)+
+        }
+
+        impl ManagedTool {
+            /// Every tool, in listing order.
+            #[cfg(test)]
+            pub(crate) const ALL: &'static [ManagedTool] = &[$(ManagedTool::$variant,)+];
+
+            /// The tool's name (`browser_click`, …).
+            pub(crate) fn name(self) -> &'static str {
+                match self {
+                    $(ManagedTool::$variant => $name,)+
+                }
+            }
+
+            /// The tool named `name`, if it is one of the family.
+            pub(crate) fn from_name(name: &str) -> Option<ManagedTool> {
+                match name {
+                    $($name => Some(ManagedTool::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+managed_tools! {
+    /// The accessibility tree (or one region of it).
+    Snapshot => "browser_snapshot",
+    /// Go to a URL (and choose the session mode).
+    Navigate => "browser_navigate",
+    /// Back one page.
+    NavigateBack => "browser_navigate_back",
+    /// A real click on an element.
+    Click => "browser_click",
+    /// Type into an editable element.
+    Type => "browser_type",
+    /// Several fields in one call.
+    FillForm => "browser_fill_form",
+    /// An option of a select.
+    SelectOption => "browser_select_option",
+    /// Check a checkbox or radio.
+    Check => "browser_check",
+    /// Uncheck a checkbox.
+    Uncheck => "browser_uncheck",
+    /// A key or chord.
+    PressKey => "browser_press_key",
+    /// Wait for text or time.
+    WaitFor => "browser_wait_for",
+    /// Accept or dismiss a dialog (now, or armed for the next action).
+    HandleDialog => "browser_handle_dialog",
+    /// A JavaScript function in the page.
+    Evaluate => "browser_evaluate",
+    /// The current view as an image.
+    TakeScreenshot => "browser_take_screenshot",
+    /// List, open, select or close tabs.
+    Tabs => "browser_tabs",
+    /// Hover an element.
+    Hover => "browser_hover",
+    /// Drag an element onto another.
+    Drag => "browser_drag",
+    /// Resize the viewport.
+    Resize => "browser_resize",
+    /// Console messages since this turn started.
+    ConsoleMessages => "browser_console_messages",
+    /// Network requests since this turn started.
+    NetworkRequests => "browser_network_requests",
+    /// Files from the workspace into a file input.
+    FileUpload => "browser_file_upload",
+    /// The tab's downloads (and one saved into the workspace).
+    DownloadFiles => "browser_download_files",
+    /// A click at viewport coordinates.
+    MouseClickXy => "browser_mouse_click_xy",
+    /// A mouse move to viewport coordinates.
+    MouseMoveXy => "browser_mouse_move_xy",
+    /// A drag between viewport coordinates.
+    MouseDragXy => "browser_mouse_drag_xy",
 }
 
 /// Which cap a tool needs.
@@ -302,9 +390,9 @@ pub fn managed_tool_definitions(format: ToolFormat, caps: ManagedCaps) -> Value 
     )
 }
 
-/// The definition of `name`, when it is one of the family.
-pub(crate) fn def(name: &str) -> Option<&'static Def> {
-    DEFS.iter().find(|d| d.name == name)
+/// The definition of `tool`.
+pub(crate) fn def(tool: ManagedTool) -> Option<&'static Def> {
+    DEFS.iter().find(|d| d.name == tool.name())
 }
 
 /// The argument names a tool accepts (its schema's properties).
@@ -313,4 +401,34 @@ pub(crate) fn accepted(d: &Def) -> Vec<String> {
         .as_object()
         .map(|p| p.keys().cloned().collect())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Issue 19 item 3: the definitions and the enum the executor dispatches on cannot drift —
+    // every definition parses to a variant (of that name), every variant has exactly one
+    // definition, in the same order.
+    #[test]
+    fn every_definition_parses_to_a_variant_and_every_variant_has_a_definition() {
+        for d in DEFS {
+            let tool = ManagedTool::from_name(d.name)
+                .unwrap_or_else(|| panic!("{} has no ManagedTool variant", d.name));
+            assert_eq!(tool.name(), d.name);
+        }
+        for tool in ManagedTool::ALL {
+            assert_eq!(
+                DEFS.iter().filter(|d| d.name == tool.name()).count(),
+                1,
+                "{tool:?} needs exactly one definition"
+            );
+            assert!(def(*tool).is_some());
+        }
+        let listed: Vec<&str> = DEFS.iter().map(|d| d.name).collect();
+        let variants: Vec<&str> = ManagedTool::ALL.iter().map(|t| t.name()).collect();
+        assert_eq!(listed, variants);
+        assert_eq!(ManagedTool::from_name("browser_nope"), None);
+        assert_eq!(ManagedTool::from_name("BROWSER_CLICK"), None);
+    }
 }
