@@ -10,6 +10,7 @@
 
 use serde_json::{json, Value};
 
+use super::DataHandling;
 use crate::device::ToolFormat;
 
 /// Which optional parts of the family a host turned on (seed 001 `browser: {tabs, files}`).
@@ -122,12 +123,15 @@ managed_tools! {
     MouseDragXy => "browser_mouse_drag_xy",
 }
 
-/// Which cap a tool needs.
+/// Which cap (or data handling) a tool needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Needs {
     Nothing,
     Tabs,
+    /// The `files` cap, and standard data handling.
     Files,
+    /// Standard data handling: the session keeps a console and network journal.
+    Journal,
 }
 
 /// One tool of the family.
@@ -292,13 +296,13 @@ pub(crate) const DEFS: &[Def] = &[
     },
     Def {
         name: "browser_console_messages",
-        needs: Needs::Nothing,
+        needs: Needs::Journal,
         description: "Read console messages and uncaught page errors the current tab logged since this turn started (since this tool last returned in this session, or since the host began a new turn). Returns untrusted page output.",
         schema: || obj(json!({}), &[]),
     },
     Def {
         name: "browser_network_requests",
-        needs: Needs::Nothing,
+        needs: Needs::Journal,
         description: "List the network requests the current tab made since this turn started (method, URL with token-bearing values redacted, status). Returns untrusted page output.",
         schema: || obj(json!({}), &[]),
     },
@@ -352,13 +356,33 @@ pub(crate) const DEFS: &[Def] = &[
 ];
 
 impl ManagedCaps {
+    /// Whether the caps turn on a tool that `needs` (data handling aside).
     pub(crate) fn allows(self, needs: Needs) -> bool {
         match needs {
-            Needs::Nothing => true,
+            Needs::Nothing | Needs::Journal => true,
             Needs::Tabs => self.tabs,
             Needs::Files => self.files,
         }
     }
+}
+
+/// Whether a tool that `needs` is exposed in `data` handling: seed 001 "Strict data handling"
+/// — the file tools (uploads and downloads have their own storage controls) and the session
+/// journal tools (no session logging) are not exposed in strict.
+pub(crate) fn exposed_in(needs: Needs, data: DataHandling) -> bool {
+    data == DataHandling::Standard || !matches!(needs, Needs::Files | Needs::Journal)
+}
+
+/// `browser_navigate` as strict data handling lists it: sessions are always isolated there
+/// (authenticated mode is not exposed), so `sessionMode` accepts only `isolated`.
+fn navigate_in_strict() -> (&'static str, Value) {
+    (
+        "Go to a URL (http, https or about:blank; a bare domain gets https://). Returns a fresh snapshot. Strict data handling: the session is isolated (clean, no saved logins, nothing kept on disk); sessionMode accepts only isolated.",
+        obj(json!({
+            "url": {"type": "string", "description": "The address."},
+            "sessionMode": {"type": "string", "enum": ["isolated"], "description": "Only isolated in strict data handling."}
+        }), &["url"]),
+    )
 }
 
 /// The managed tool family's definitions for `caps`, as a JSON array in `format`: MCP
@@ -376,14 +400,41 @@ impl ManagedCaps {
 /// assert_eq!(openai[0]["function"]["name"], "browser_snapshot");
 /// ```
 pub fn managed_tool_definitions(format: ToolFormat, caps: ManagedCaps) -> Value {
+    managed_tool_definitions_for(format, caps, DataHandling::Standard)
+}
+
+/// [`managed_tool_definitions`] for a session of `data` handling. Strict (seed 001 "Strict
+/// data handling") lists neither the file tools (whatever the caps) nor
+/// `browser_console_messages` / `browser_network_requests`, and `browser_navigate` offers
+/// only the isolated session mode.
+///
+/// ```
+/// use jevgate::browser::managed::{managed_tool_definitions_for, DataHandling, ManagedCaps};
+/// use jevgate::device::ToolFormat;
+/// let all = ManagedCaps { tabs: true, files: true, vision: true };
+/// let strict = managed_tool_definitions_for(ToolFormat::Mcp, all, DataHandling::Strict);
+/// let names: Vec<&str> = strict.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+/// assert!(names.contains(&"browser_tabs") && !names.contains(&"browser_file_upload"));
+/// assert!(!names.contains(&"browser_console_messages"));
+/// ```
+pub fn managed_tool_definitions_for(
+    format: ToolFormat,
+    caps: ManagedCaps,
+    data: DataHandling,
+) -> Value {
     Value::Array(
         DEFS.iter()
-            .filter(|d| caps.allows(d.needs))
+            .filter(|d| caps.allows(d.needs) && exposed_in(d.needs, data))
             .map(|d| {
-                let schema = (d.schema)();
+                let (description, schema) = match ManagedTool::from_name(d.name) {
+                    Some(ManagedTool::Navigate) if data == DataHandling::Strict => {
+                        navigate_in_strict()
+                    }
+                    _ => (d.description, (d.schema)()),
+                };
                 match format {
-                    ToolFormat::Mcp => json!({"name": d.name, "description": d.description, "inputSchema": schema}),
-                    ToolFormat::OpenAi => json!({"type": "function", "function": {"name": d.name, "description": d.description, "parameters": schema}}),
+                    ToolFormat::Mcp => json!({"name": d.name, "description": description, "inputSchema": schema}),
+                    ToolFormat::OpenAi => json!({"type": "function", "function": {"name": d.name, "description": description, "parameters": schema}}),
                 }
             })
             .collect(),

@@ -57,7 +57,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 
-pub use defs::{managed_tool_definitions, ManagedCaps};
+pub use defs::{managed_tool_definitions, managed_tool_definitions_for, ManagedCaps};
 
 use super::backend::{
     ActionResult, BrowserBackend, HandleDialogArgs, LogArgs, ObserveArgs, ResolveCssArgs,
@@ -106,10 +106,13 @@ impl DownloadSaver for crate::browser::LocalBrowser {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DataHandling {
-    /// Screenshots are also stored as private artifacts.
+    /// Screenshots are also stored as private artifacts; the session keeps a console and
+    /// network journal; authenticated mode and the file tools as the host allows.
     #[default]
     Standard,
-    /// Nothing is written to disk for the session's screenshots (no artifact).
+    /// Strict: a session of its own (a strict call replaces the thread's standard session,
+    /// never reuses it), always isolated (authenticated mode is not exposed), no file tools,
+    /// no console or network journal, no screenshot artifact, no download written.
     Strict,
 }
 
@@ -207,6 +210,9 @@ pub struct ManagedRun<'a> {
     pub screenshots: Option<&'a dyn ScreenshotSink>,
     /// Fires to stop a `browser_wait_for` early (`JEV_CANCELLED`).
     pub cancel: Option<&'a CancelToken>,
+    /// The call's data handling: strict refuses the file and journal tools (`ACCESS_DENIED`)
+    /// and authenticated mode, and stores no screenshot even with a sink.
+    pub data_handling: DataHandling,
 }
 
 impl std::fmt::Debug for ManagedRun<'_> {
@@ -215,8 +221,35 @@ impl std::fmt::Debug for ManagedRun<'_> {
             .field("caps", &self.caps)
             .field("workspace", &self.workspace.is_some())
             .field("screenshots", &self.screenshots.is_some())
+            .field("data_handling", &self.data_handling)
             .finish()
     }
+}
+
+/// The tool `name` as `caps` and `data` handling serve it, with its definition:
+/// `UNKNOWN_TOOL` outside the family or the caps, `ACCESS_DENIED` for a tool strict data
+/// handling does not expose (seed 001: the file tools and the session journal tools).
+pub(crate) fn served(
+    name: &str,
+    caps: ManagedCaps,
+    data: DataHandling,
+) -> Result<(ManagedTool, &'static defs::Def)> {
+    let unknown = || Error::UnknownTool {
+        tool: shown_name(name),
+    };
+    let tool = ManagedTool::from_name(name).ok_or_else(unknown)?;
+    let def = defs::def(tool).ok_or_else(|| Error::Internal {
+        reason: "a managed tool has no definition".into(),
+    })?;
+    if !caps.allows(def.needs) {
+        return Err(unknown());
+    }
+    if !defs::exposed_in(def.needs, data) {
+        return Err(Error::AccessDenied {
+            reason: format!("{} is not available in strict data handling", def.name),
+        });
+    }
+    Ok((tool, def))
 }
 
 /// The managed tool family served from one browser (one thread's session). Keeps, between
@@ -439,16 +472,7 @@ impl ManagedBrowser {
     /// naming the field for bad arguments (nothing sent); the backend's errors as they are.
     /// Never panics on any `args`.
     pub fn run(&self, name: &str, args: &Value, run: &ManagedRun<'_>) -> Result<Value> {
-        let unknown = || Error::UnknownTool {
-            tool: shown_name(name),
-        };
-        let tool = ManagedTool::from_name(name).ok_or_else(unknown)?;
-        let def = defs::def(tool).ok_or_else(|| Error::Internal {
-            reason: "a managed tool has no definition".into(),
-        })?;
-        if !run.caps.allows(def.needs) {
-            return Err(unknown());
-        }
+        let (tool, def) = served(name, run.caps, run.data_handling)?;
         let name = def.name;
         let empty = Map::new();
         let obj = match args {
@@ -469,7 +493,7 @@ impl ManagedBrowser {
             ManagedTool::TakeScreenshot => self.take_screenshot(&a, run),
             ManagedTool::ConsoleMessages => self.journal(true),
             ManagedTool::NetworkRequests => self.journal(false),
-            ManagedTool::Navigate => self.navigate(&a),
+            ManagedTool::Navigate => self.navigate(&a, run.data_handling),
             ManagedTool::NavigateBack => self.navigate_back(),
             ManagedTool::Click => self.click(&a),
             ManagedTool::Type => self.type_text(&a),

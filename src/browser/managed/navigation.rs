@@ -8,19 +8,23 @@
 use serde_json::{Map, Value};
 
 use super::args::{bad, Args};
-use super::ManagedBrowser;
+use super::{DataHandling, ManagedBrowser};
 use crate::browser::backend::{HistoryArgs, NavigateArgs};
 use crate::grammar::HistoryDirection;
-use crate::Result;
+use crate::{Error, Result};
 
 impl ManagedBrowser {
-    /// `browser_navigate`.
-    pub(super) fn navigate(&self, a: &Args<'_>) -> Result<Value> {
+    /// `browser_navigate`; in strict data handling `sessionMode: authenticated` is
+    /// `BROWSER_AUTHENTICATED_UNAVAILABLE` (never a silent downgrade).
+    pub(super) fn navigate(&self, a: &Args<'_>, data: DataHandling) -> Result<Value> {
         let url = a.str("url")?;
         if url.trim().is_empty() {
             return Err(bad(a.tool, "`url` must not be empty"));
         }
         match a.opt_str("sessionMode")? {
+            Some("authenticated") if data == DataHandling::Strict => {
+                return Err(Error::BrowserAuthenticatedUnavailable)
+            }
             None | Some("authenticated") | Some("isolated") => {}
             Some(_) => {
                 return Err(bad(

@@ -9,7 +9,7 @@
 use serde_json::{json, Value};
 
 use super::args::{bad, Args};
-use super::{LogMarks, ManagedBrowser, ManagedRun};
+use super::{DataHandling, LogMarks, ManagedBrowser, ManagedRun};
 use crate::browser::backend::{JavascriptArgs, LogArgs, ScreenshotArgs};
 use crate::browser::StaleCause;
 use crate::untrusted::wrap_text;
@@ -66,7 +66,10 @@ impl ManagedBrowser {
             "height": shot.height,
             "generation": shot.generation,
         });
-        if let Some(sink) = run.screenshots {
+        let sink = run
+            .screenshots
+            .filter(|_| run.data_handling == DataHandling::Standard);
+        if let Some(sink) = sink {
             let bytes = data_encoding::BASE64
                 .decode(shot.data.as_bytes())
                 .map_err(|_| Error::ExecutionFailed {
