@@ -934,7 +934,9 @@ jevgate_status jevgate_browser_tool(const jevgate_gateway *gateway,
 /**
  * As `jevgate_browser_tool`, with the caller described by `call_json`:
  * `{"threadId","organization","profileKey"?,"authenticatedAllowed"? (default true),
- * "dataHandling"?: "standard"|"strict"}` (strict stores no screenshot artifact).
+ * "dataHandling"?: "standard"|"strict"}`. Strict (seed 001) runs in a strict session of the
+ * thread (a standard one is replaced, never reused), always isolated, with no journal, no
+ * download, no screenshot artifact; the file and journal tools are `ACCESS_DENIED`.
  *
  * # Safety
  * `gateway` a live handle; `call_json`, `name` NUL-terminated; `args_json` NULL or

@@ -52,7 +52,9 @@ commands:
                                       headless Chromium started on first use, task_* tools,
                                       jev_evaluate. Browser sessions are authenticated (one
                                       profile kept in the data directory's profiles/) unless
-                                      --isolated; --strict writes no screenshot to disk.
+                                      --isolated; --strict is strict data handling: isolated
+                                      sessions only, no file, console or network tools, no
+                                      screenshot or download written to disk.
                                       Without --data-dir (or --profile-dir DIR, the same as
                                       --data-dir DIR) its data lives in a temporary directory
                                       removed at exit. --headed shows the window (needs a

@@ -1119,3 +1119,321 @@ fn issue15_gateway_file_tools_confined_to_the_workspace() {
     assert_eq!(orphan.code(), "INVALID_TOOL_ARGUMENTS");
     gw.close();
 }
+
+/// A backend whose page never finishes loading: every command answers `NAVIGATION_PENDING`;
+/// its clock is a manual one nobody advances (R-CLK).
+struct NeverSettles {
+    clock: ManualClock,
+}
+
+impl BrowserBackend for NeverSettles {
+    fn execute(&self, _: &Command) -> jevgate::Result<Response> {
+        Err(jevgate::Error::StaleObservation {
+            cause: jevgate::browser::StaleCause::NavigationPending,
+        })
+    }
+    fn clock(&self) -> SharedClock {
+        Arc::new(self.clock.clone())
+    }
+}
+
+// Issue 19 item 3, R-CLK: a read that waits for a navigation to settle is a grace, not a
+// deadline on the clock — on a clock nobody advances it still ends (after about its 10 s of
+// real waiting) with the pending navigation, in both the managed family and the nine device
+// tools (the old loops re-read the still clock and waited forever).
+#[test]
+fn r_clk_settling_reads_end_on_a_manual_clock_nobody_advances() {
+    let clock = ManualClock::new();
+    let backend: Arc<dyn BrowserBackend> = Arc::new(NeverSettles {
+        clock: clock.clone(),
+    });
+    let managed = {
+        let backend = backend.clone();
+        std::thread::spawn(move || {
+            ManagedBrowser::new(backend).run("browser_snapshot", &json!({}), &ManagedRun::default())
+        })
+    };
+    let device = {
+        let backend = backend.clone();
+        std::thread::spawn(move || {
+            jevgate::browser::BrowserTools::new(backend).run("browser_get_text", &json!({}))
+        })
+    };
+    let started = std::time::Instant::now();
+    let e = managed.join().unwrap().unwrap_err();
+    assert_eq!(e.code(), "STALE_OBSERVATION", "{e}");
+    let f = device.join().unwrap().unwrap_err();
+    assert!(f.message.contains("STALE_OBSERVATION"), "{}", f.message);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        jevgate::clock::Clock::now(&clock).since_origin(),
+        Duration::ZERO,
+        "nobody moved the clock"
+    );
+}
+
+/// `call` with strict data handling.
+fn strict(mut call: ManagedCall) -> ManagedCall {
+    call.data_handling = DataHandling::Strict;
+    call
+}
+
+/// The entries of `dir` (none when it does not exist).
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+// Issue 20 item 2, seed 001 "Strict data handling": a strict call never reuses the thread's
+// standard session — it replaces it (closing it) — so it cannot read the standard session's
+// cookie or sessionStorage; a strict session is isolated even with a profile configured and
+// allowed (no profile on disk), authenticated mode is refused in strict, and the next standard
+// call replaces the strict session in turn. (The old code reused the standard session: the
+// strict call read both values, and a strict call with a profile ran authenticated.)
+#[test]
+fn issue20_a_strict_call_replaces_the_standard_session_and_never_sees_its_state() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path());
+    let mut standard = ManagedCall::new("t", "acme");
+    standard.profile_key = Some("user:1".into());
+    let call = |c: &ManagedCall, name: &str, args: Value| {
+        gw.browser_tool_call(c, name, &args, None)
+            .unwrap_or_else(|e| panic!("{name}: {} {e}", e.code()))
+    };
+    let nav = call(
+        &standard,
+        "browser_navigate",
+        json!({"url": server.url("/p/buttons")}),
+    );
+    assert_eq!(nav["sessionMode"], "authenticated");
+    call(
+        &standard,
+        "browser_evaluate",
+        json!({"function": "() => { document.cookie = 'sid=standard-cookie; path=/; max-age=3600'; sessionStorage.setItem('k', 'standard-storage'); return 1; }"}),
+    );
+    let read = json!({"function": "() => document.cookie + '|' + sessionStorage.getItem('k')"});
+    let seen = page(&call(&standard, "browser_evaluate", read.clone()));
+    assert!(
+        seen.contains("standard-cookie") && seen.contains("standard-storage"),
+        "{seen}"
+    );
+    assert!(!entries(&dir.path().join("profiles")).is_empty());
+
+    let strict_call = strict(standard.clone());
+    let nav = call(
+        &strict_call,
+        "browser_navigate",
+        json!({"url": server.url("/p/buttons")}),
+    );
+    assert_eq!(
+        nav["sessionMode"], "isolated",
+        "strict is never authenticated"
+    );
+    let seen = page(&call(&strict_call, "browser_evaluate", read.clone()));
+    assert!(
+        !seen.contains("standard-cookie") && !seen.contains("standard-storage"),
+        "strict read the standard session: {seen}"
+    );
+    assert_eq!(
+        gw.leases().session_count(),
+        1,
+        "the standard session closed"
+    );
+    // The strict session carries its own page state between strict calls.
+    call(
+        &strict_call,
+        "browser_evaluate",
+        json!({"function": "() => { sessionStorage.setItem('k', 'strict-storage'); return 1; }"}),
+    );
+    assert!(page(&call(&strict_call, "browser_evaluate", read.clone())).contains("strict-storage"));
+    // Authenticated mode is not exposed in strict: refused, never downgraded, session kept.
+    let e = gw
+        .browser_tool_call(
+            &strict_call,
+            "browser_navigate",
+            &json!({"url": server.url("/p/buttons"), "sessionMode": "authenticated"}),
+            None,
+        )
+        .unwrap_err();
+    assert_eq!(e.code(), "BROWSER_AUTHENTICATED_UNAVAILABLE");
+    assert!(page(&call(&strict_call, "browser_evaluate", read.clone())).contains("strict-storage"));
+
+    // A standard call replaces the strict session in turn: the strict page state is gone, the
+    // profile's cookie (persisted when the standard session closed) is back.
+    call(
+        &standard,
+        "browser_navigate",
+        json!({"url": server.url("/p/buttons")}),
+    );
+    let seen = page(&call(&standard, "browser_evaluate", read));
+    assert!(!seen.contains("strict-storage"), "{seen}");
+    assert!(seen.contains("standard-cookie"), "{seen}");
+    gw.close();
+}
+
+// Issue 20 item 2: in strict data handling the file tools and the session journal tools
+// (console, network) are not listed — whatever the caps — and are refused if called
+// (ACCESS_DENIED) before any session is touched; browser_navigate offers only the isolated
+// mode; a strict session's browser keeps no console or network journal and writes no download.
+// (The old code listed and served them all in strict.)
+#[test]
+fn issue20_strict_exposes_no_file_or_journal_tools_and_keeps_no_journal() {
+    let all = ManagedCaps {
+        tabs: true,
+        files: true,
+        vision: true,
+    };
+    let names = |data| -> Vec<String> {
+        jevgate::browser::managed::managed_tool_definitions_for(ToolFormat::Mcp, all, data)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let gone = [
+        "browser_file_upload",
+        "browser_download_files",
+        "browser_console_messages",
+        "browser_network_requests",
+    ];
+    let standard_names = names(DataHandling::Standard);
+    let strict_names = names(DataHandling::Strict);
+    for name in gone {
+        assert!(standard_names.contains(&name.to_string()), "{name}");
+        assert!(!strict_names.contains(&name.to_string()), "{name}");
+    }
+    assert_eq!(standard_names.len(), strict_names.len() + gone.len());
+    assert_eq!(
+        managed_tool_definitions(ToolFormat::Mcp, all).to_string(),
+        jevgate::browser::managed::managed_tool_definitions_for(
+            ToolFormat::Mcp,
+            all,
+            DataHandling::Standard
+        )
+        .to_string()
+    );
+    let strict_defs = jevgate::browser::managed::managed_tool_definitions_for(
+        ToolFormat::OpenAi,
+        all,
+        DataHandling::Strict,
+    );
+    let navigate = strict_defs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "browser_navigate")
+        .unwrap();
+    assert_eq!(
+        navigate["function"]["parameters"]["properties"]["sessionMode"]["enum"],
+        json!(["isolated"])
+    );
+
+    // Refused through the gateway, before the lease: the standard session is kept.
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("hello.txt"), "hello").unwrap();
+    let gw = gateway(dir.path());
+    gw.set_managed_caps(all).unwrap();
+    gw.set_managed_workspace(Some(ws.path().to_path_buf()))
+        .unwrap();
+    tool(
+        &gw,
+        "browser_navigate",
+        json!({"url": server.url("/p/buttons")}),
+    );
+    let strict_call = strict(ManagedCall::new("t", "acme"));
+    for (name, args) in [
+        ("browser_console_messages", json!({})),
+        ("browser_network_requests", json!({})),
+        ("browser_download_files", json!({})),
+        (
+            "browser_file_upload",
+            json!({"target": "css=#f", "paths": ["hello.txt"]}),
+        ),
+    ] {
+        let e = gw
+            .browser_tool_call(&strict_call, name, &args, None)
+            .unwrap_err();
+        assert_eq!(e.code(), "ACCESS_DENIED", "{name}");
+        assert!(e.to_string().contains("strict"), "{e}");
+    }
+    assert!(
+        page(&tool(&gw, "browser_snapshot", json!({}))).contains("Press me"),
+        "a refused strict call must not replace the standard session"
+    );
+    // The executor refuses them too, whoever drives it.
+    let browser = Closing(shared_browser());
+    let tab = browser.0.open_tab().unwrap();
+    let strict_run = ManagedRun {
+        caps: all,
+        workspace: Some(ws.path()),
+        data_handling: DataHandling::Strict,
+        ..Default::default()
+    };
+    let e = tools_on(&tab)
+        .run("browser_console_messages", &json!({}), &strict_run)
+        .unwrap_err();
+    assert_eq!(e.code(), "ACCESS_DENIED");
+    tab.close().unwrap();
+    gw.close();
+
+    // A strict browser keeps no journal and refuses downloads: the page logs, fetches and
+    // downloads; nothing is recorded (a standard browser records all three, see
+    // issue15_gateway_console_and_network_since_this_turn_started).
+    let strict_browser = jevgate::browser::LocalBrowser::launch(LaunchOptions {
+        strict: true,
+        ..LaunchOptions::default()
+    })
+    .unwrap();
+    let t = ManagedBrowser::new(Arc::new(strict_browser.clone()));
+    run(
+        &t,
+        "browser_navigate",
+        json!({"url": server.url("/p/console")}),
+    );
+    run(
+        &t,
+        "browser_evaluate",
+        json!({"function": "() => new Promise(r => setTimeout(() => r(1), 50))"}),
+    );
+    run(
+        &t,
+        "browser_navigate",
+        json!({"url": server.url("/p/network")}),
+    );
+    assert_eq!(server.wait_count("fetched", 1), 1);
+    run(
+        &t,
+        "browser_navigate",
+        json!({"url": server.url("/p/download")}),
+    );
+    run(
+        &t,
+        "browser_click",
+        json!({"target": "text=Download report"}),
+    );
+    let console = run(&t, "browser_console_messages", json!({}));
+    assert_eq!(console["count"], 0, "{}", page(&console));
+    let network = run(&t, "browser_network_requests", json!({}));
+    assert_eq!(network["count"], 0, "{}", page(&network));
+    for _ in 0..10 {
+        let downloads = strict_browser
+            .downloads(jevgate::browser::DownloadsArgs {})
+            .unwrap();
+        assert!(downloads.downloads.is_empty(), "{downloads:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    strict_browser.close();
+}

@@ -772,3 +772,85 @@ fn a_paired_device_serves_the_managed_family_over_the_channel() {
     );
     stranger.close_stdin();
 }
+
+// Issue 20 item 2, seed 001 "Strict data handling": `jevgate mcp --strict` without
+// `--isolated` is strict — its sessions are isolated (the server's profile is never used, so
+// no profile lands in the data directory), tools/list has no file or journal tools whatever
+// --caps says and browser_navigate offers only the isolated mode, calling them is refused, and
+// authenticated mode is refused. (The old server ran authenticated on DIR/profiles and listed
+// and served every tool.)
+#[test]
+fn strict_without_isolated_is_isolated_and_lists_no_file_or_journal_tools() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut mcp = Mcp::start(&[
+        "--strict",
+        "--caps",
+        "tabs,files,vision",
+        "--workspace",
+        ws.path().to_str().unwrap(),
+        "--data-dir",
+        data.to_str().unwrap(),
+    ]);
+    let r = mcp.ask(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    let tools = r["result"]["tools"].as_array().unwrap().clone();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"browser_tabs"), "{names:?}");
+    for gone in [
+        "browser_file_upload",
+        "browser_download_files",
+        "browser_console_messages",
+        "browser_network_requests",
+    ] {
+        assert!(!names.contains(&gone), "{gone} listed in strict");
+    }
+    let navigate = tools
+        .iter()
+        .find(|t| t["name"] == "browser_navigate")
+        .unwrap();
+    assert_eq!(
+        navigate["inputSchema"]["properties"]["sessionMode"]["enum"],
+        json!(["isolated"])
+    );
+    let nav = ok_json(&call(
+        &mut mcp,
+        2,
+        "browser_navigate",
+        json!({"url": server.url("/p/buttons")}),
+    ));
+    assert_eq!(nav["sessionMode"], "isolated", "{nav}");
+    // Not listed, so not routed: the same answer as a tool outside --caps.
+    for (id, name) in [
+        (3, "browser_console_messages"),
+        (4, "browser_download_files"),
+    ] {
+        let refused = mcp.ask(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": {}}}));
+        assert_eq!(code(&refused), -32602, "{refused}");
+        assert!(refused.get("result").is_none(), "{refused}");
+    }
+    let auth = call(
+        &mut mcp,
+        5,
+        "browser_navigate",
+        json!({"url": server.url("/p/buttons"), "sessionMode": "authenticated"}),
+    );
+    assert!(
+        auth["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("BROWSER_AUTHENTICATED_UNAVAILABLE: "),
+        "{auth}"
+    );
+    mcp.close_stdin();
+    assert!(mcp.child.wait().unwrap().success());
+    let profiles: Vec<_> = std::fs::read_dir(data.join("profiles"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        profiles.is_empty(),
+        "a strict session left a profile: {profiles:?}"
+    );
+}

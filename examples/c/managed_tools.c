@@ -3,7 +3,8 @@
  * caps, then one thread's tools on a local headless Chromium: build a page with
  * browser_evaluate, type and click by selector (css=, role=), a Control+A chord that makes the
  * next typing replace the text, a screenshot stored as the thread's artifact (none when
- * strict), console messages since the turn began, and refusals: bad arguments name the field,
+ * strict; a strict call runs in a session of its own, without the journal tools), console
+ * messages since the turn began, and refusals: bad arguments name the field,
  * a tool outside the caps is unknown, the file tools need a workspace and stay inside it.
  * Exits non-zero on the first broken expectation.
  */
@@ -90,6 +91,20 @@ int main(int argc, char **argv) {
                                    "browser_take_screenshot", "{}", &out, &err) == JEVGATE_OK);
   EXPECT(out && strstr(out, "\"image\"") && !strstr(out, "artifactId"));
   jevgate_string_free(out);
+  /* Strict data handling is a session of its own (issue 20 item 2): the standard session's page
+     is not there, and the journal tools are refused. */
+  const char *strict = "{\"threadId\":\"thread-1\",\"organization\":\"acme\",\"dataHandling\":\"strict\"}";
+  out = NULL;
+  EXPECT(jevgate_browser_tool_call(gw, strict, "browser_evaluate",
+                                   "{\"function\":\"() => document.getElementById('q') ? 'standard-page' : 'own-page'\"}",
+                                   &out, &err) == JEVGATE_OK);
+  EXPECT(out && strstr(out, "own-page") && strstr(out, "\"sessionMode\":\"isolated\""));
+  jevgate_string_free(out);
+  out = NULL;
+  EXPECT(jevgate_browser_tool_call(gw, strict, "browser_console_messages", NULL, &out, &err) == JEVGATE_ERROR);
+  EXPECT(out == NULL && err && strcmp(jevgate_error_code(err), "ACCESS_DENIED") == 0);
+  jevgate_error_free(err);
+  err = NULL;
 
   /* Refusals. */
   EXPECT(fails_with("browser_click", "{\"target\":\"#q\"}", "INVALID_TOOL_ARGUMENTS"));

@@ -53,6 +53,10 @@ pub struct LaunchOptions {
     /// navigation settling, waits, close); the system clock unless a test or simulation gives
     /// its own (R-CLK).
     pub clock: SharedClock,
+    /// Strict data handling (seed 001 "Strict data handling"): the browser keeps no console or
+    /// network journal (the DevTools domains that feed it are never enabled) and refuses
+    /// downloads (nothing is written to disk). Default `false`.
+    pub strict: bool,
 }
 
 impl Default for LaunchOptions {
@@ -67,6 +71,7 @@ impl Default for LaunchOptions {
             extra_args: Vec::new(),
             headed: false,
             clock: clock::system(),
+            strict: false,
         }
     }
 }

@@ -211,23 +211,35 @@ impl LocalBrowser {
         };
         let downloads = process.profile().join("jevgate-downloads");
         *router.process.lock() = Some(process);
-        let downloads = super::launch::create_private_dir(&downloads, true)
-            .and_then(|()| {
-                cdp.call(
-                    "Browser.setDownloadBehavior",
-                    json!({
-                        "behavior": "allowAndName",
-                        "downloadPath": downloads.to_string_lossy(),
-                        "eventsEnabled": true,
-                    }),
-                    None,
-                    opts.call_timeout,
-                )
-                .map_err(|e| e.into_error("Browser.setDownloadBehavior"))
-            })
-            .map(|_| downloads)
-            .map_err(|e| log::warn!("downloads are not kept: {}", e.code()))
-            .ok();
+        let downloads = if opts.strict {
+            // Strict data handling: a download is refused, never written.
+            let deny = json!({ "behavior": "deny" });
+            if let Err(e) = cdp.call("Browser.setDownloadBehavior", deny, None, opts.call_timeout) {
+                log::warn!(
+                    "downloads not refused: {}",
+                    e.into_error("Browser.setDownloadBehavior").code()
+                );
+            }
+            None
+        } else {
+            super::launch::create_private_dir(&downloads, true)
+                .and_then(|()| {
+                    cdp.call(
+                        "Browser.setDownloadBehavior",
+                        json!({
+                            "behavior": "allowAndName",
+                            "downloadPath": downloads.to_string_lossy(),
+                            "eventsEnabled": true,
+                        }),
+                        None,
+                        opts.call_timeout,
+                    )
+                    .map_err(|e| e.into_error("Browser.setDownloadBehavior"))
+                })
+                .map(|_| downloads)
+                .map_err(|e| log::warn!("downloads are not kept: {}", e.code()))
+                .ok()
+        };
         let inner = Arc::new(Inner {
             cdp,
             opts,
@@ -382,8 +394,14 @@ impl Inner {
             .insert(session.clone(), tab.clone());
         self.call("Page.enable", json!({}), Some(&session))?;
         // The tab's journal (console, page errors, requests) starts with the tab; without
-        // these domains the tab still works and its journal stays empty.
-        for domain in ["Runtime.enable", "Log.enable", "Network.enable"] {
+        // these domains the tab still works and its journal stays empty — as in strict data
+        // handling, which never enables them.
+        let journal: &[&str] = if self.opts.strict {
+            &[]
+        } else {
+            &["Runtime.enable", "Log.enable", "Network.enable"]
+        };
+        for domain in journal {
             if let Err(e) = self.call(domain, json!({}), Some(&session)) {
                 log::warn!("{domain} failed: {}", e.code());
             }

@@ -35,6 +35,7 @@ mod launch;
 mod local;
 pub mod managed;
 mod sessions;
+mod settle;
 mod snapshot;
 mod tab;
 mod tools;

@@ -2,7 +2,10 @@
 //! browser session of the lease manager, started on the session's first use, with a fresh
 //! temporary profile (isolated mode) or the profile's own directory (authenticated mode), and
 //! ended when the lease manager closes the session — idle for 15 minutes, the 1-hour ceiling, a
-//! mode switch, a profile handed over to another thread, the thread ending, the gateway closing.
+//! mode switch, a switch between standard and strict data handling, a profile handed over to
+//! another thread, the thread ending, the gateway closing. A strict session (seed 001 "Strict
+//! data handling") always gets a fresh temporary profile, no journal and no downloads
+//! ([`LaunchOptions::strict`]).
 //!
 //! This module owns the map from session id to browser. It is the lease manager's
 //! [`SessionHooks`]: the manager decides *when* a session closes (a pure state machine), this
@@ -113,8 +116,9 @@ impl LocalSessions {
             old.close();
         }
         let mut options = self.options.clone();
+        options.strict = call.strict;
         options.profile_dir = match (call.mode, &call.profile) {
-            (SessionMode::Authenticated, Some(hash)) => {
+            (SessionMode::Authenticated, Some(hash)) if !call.strict => {
                 let dir = self.profiles_dir.join(hash);
                 super::launch::create_private_dir(&dir, true)?;
                 Some(dir)

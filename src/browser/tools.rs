@@ -12,7 +12,8 @@
 //!
 //! Reads (`browser_read_page`, `browser_get_text`, `browser_find`, the snapshot after an action)
 //! wait, bounded, for a navigation in progress to finish loading instead of answering
-//! `NAVIGATION_PENDING` to a model that cannot wait well by itself.
+//! `NAVIGATION_PENDING` to a model that cannot wait well by itself (`settle.rs`: a grace on the
+//! backend's clock, shared with the managed family).
 //!
 //! Refs: every result that shows refs (`browser_read_page`, `browser_find`, and the fresh
 //! snapshot each mutating tool returns, R-BRW-SNAP) hands out one generation; a ref given back
@@ -36,9 +37,6 @@ use crate::device::{ToolExecutor, WorkerFailure};
 use crate::grammar::{HistoryDirection, Key, ScrollDirection};
 use crate::CancelToken;
 use crate::Error;
-
-/// How long a read waits for a navigation in progress to finish loading.
-const SETTLE_WITHIN: Duration = Duration::from_secs(10);
 
 /// The most screens one `scroll` action moves.
 const MAX_SCROLL_SCREENS: u64 = 5;
@@ -165,22 +163,9 @@ impl BrowserTools {
         }
     }
 
-    /// Runs a read, re-reading with a short backoff while a navigation is still loading
-    /// (`NAVIGATION_PENDING` means exactly that), for at most [`SETTLE_WITHIN`].
-    fn settled<T>(&self, read: impl Fn() -> crate::Result<T>) -> Result<T, WorkerFailure> {
-        let start = self.clock.now();
-        let mut pause = Duration::from_millis(25);
-        loop {
-            match read() {
-                Err(Error::StaleObservation {
-                    cause: super::StaleCause::NavigationPending,
-                }) if (self.clock.now() - start).saturating_add(pause) < SETTLE_WITHIN => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(400));
-                }
-                other => return other.map_err(|e| failure(&e)),
-            }
-        }
+    /// Runs a read, re-reading while a navigation is still loading ([`super::settle`]).
+    fn settled<T>(&self, read: impl FnMut() -> crate::Result<T>) -> Result<T, WorkerFailure> {
+        super::settle::settled(&*self.clock, read).map_err(|e| failure(&e))
     }
 
     fn op(&self) -> String {

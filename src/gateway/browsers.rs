@@ -5,7 +5,10 @@
 //! on that session's [`crate::browser::managed::ManagedBrowser`] (one per session, kept while
 //! its Chromium lives) and stores screenshots as the thread's artifacts unless the call is
 //! strict. The file tools run only with the `files` cap and the workspace directory the host
-//! named ([`Gateway::set_managed_workspace`]), and never in strict data handling (seed 001).
+//! named ([`Gateway::set_managed_workspace`]). Strict data handling (seed 001) gets a session
+//! of its own — never the thread's standard one, which it replaces — always isolated, with no
+//! file or journal tools, no console or network journal and no screenshot artifact; a tool
+//! strict does not expose is refused before any session is touched.
 //! Thin: each checks that the gateway is open and forwards.
 
 use super::Gateway;
@@ -204,6 +207,14 @@ impl Gateway {
     /// `sessionMode`. A screenshot is stored as an artifact of `call.thread_id` (read it with
     /// [`Gateway::artifact`]) unless `call.data_handling` is strict. `cancel` stops a
     /// `browser_wait_for` early.
+    ///
+    /// Strict data handling (seed 001): the call runs in a strict session of the thread — a
+    /// standard session of the thread is closed and replaced, never reused (and a later
+    /// standard call replaces the strict one) — that is always isolated (no profile on disk;
+    /// `sessionMode: authenticated` is `BROWSER_AUTHENTICATED_UNAVAILABLE`), keeps no console
+    /// or network journal, refuses downloads and stores no screenshot; the file tools and
+    /// `browser_console_messages` / `browser_network_requests` are `ACCESS_DENIED` (listed by
+    /// [`crate::browser::managed::managed_tool_definitions_for`] only in standard).
     pub fn browser_tool_call(
         &self,
         call: &ManagedCall,
@@ -229,21 +240,21 @@ impl Gateway {
             }
             _ => None,
         };
-        if call.data_handling == DataHandling::Strict
-            && matches!(name, "browser_file_upload" | "browser_download_files")
-        {
-            // Seed 001: uploads and downloads have storage controls outside strict handling.
-            return Err(Error::AccessDenied {
-                reason: "the file tools are not available in strict data handling".into(),
-            });
-        }
-        let guard = self.leases().begin_browser_call(&BrowserCall {
-            thread_id: call.thread_id.clone(),
-            organization: call.organization.clone(),
-            mode,
-            profile_key: call.profile_key.clone(),
-            authenticated_allowed: call.authenticated_allowed,
-        })?;
+        // Refused before the lease: a strict call of a tool strict does not expose must not
+        // replace the thread's standard session.
+        let caps = self.managed_caps();
+        crate::browser::managed::served(name, caps, call.data_handling)?;
+        let strict = call.data_handling == DataHandling::Strict;
+        let guard = self.leases().begin_browser_call_as(
+            &BrowserCall {
+                thread_id: call.thread_id.clone(),
+                organization: call.organization.clone(),
+                mode,
+                profile_key: call.profile_key.clone(),
+                authenticated_allowed: call.authenticated_allowed,
+            },
+            strict,
+        )?;
         let browser = self.session_browser(&guard)?;
         let managed = {
             let mut sessions = self.inner.managed.sessions.lock();
@@ -267,7 +278,7 @@ impl Gateway {
         };
         let workspace = self.managed_workspace();
         let run = ManagedRun {
-            caps: self.managed_caps(),
+            caps,
             workspace: workspace.as_deref(),
             downloads: Some(&browser),
             screenshots: match call.data_handling {
@@ -275,6 +286,7 @@ impl Gateway {
                 DataHandling::Strict => None,
             },
             cancel,
+            data_handling: call.data_handling,
         };
         let mut out = managed.run(name, args, &run)?;
         if let Value::Object(o) = &mut out {

@@ -304,6 +304,9 @@ pub struct BrowserCallGuard {
     /// The keyed hash of the profile an authenticated session holds (`None` when isolated):
     /// safe to use as a directory name, never the profile key itself.
     pub profile: Option<String>,
+    /// Strict data handling (seed 001): the session's browser keeps no journal, writes no
+    /// download, holds no profile.
+    pub strict: bool,
 }
 
 impl BrowserCallGuard {
@@ -757,8 +760,21 @@ impl Leases {
 
     /// Starts a browser tool call's session (R-PROF-2..4): lazily creates or reuses the
     /// thread's session, closes what must close first (through the hooks), and returns a guard
-    /// that ends the call when dropped.
+    /// that ends the call when dropped. Standard data handling: a strict session of the thread
+    /// is replaced, never reused.
     pub fn begin_browser_call(&self, call: &BrowserCall) -> Result<BrowserCallGuard> {
+        self.begin_browser_call_as(call, false)
+    }
+
+    /// [`Leases::begin_browser_call`] in standard or `strict` data handling (seed 001): a
+    /// strict call gets a strict session — never the thread's standard one, which it replaces —
+    /// always isolated (`BROWSER_AUTHENTICATED_UNAVAILABLE` when it asks for authenticated
+    /// mode; a configured profile is not used).
+    pub(crate) fn begin_browser_call_as(
+        &self,
+        call: &BrowserCall,
+        strict: bool,
+    ) -> Result<BrowserCallGuard> {
         self.check_open()?;
         id_arg("thread_id", &call.thread_id)?;
         id_arg("organization", &call.organization)?;
@@ -771,6 +787,7 @@ impl Leases {
                 .as_deref()
                 .map(|k| profile_key_hash(&self.inner.secret, &call.organization, k)),
             authenticated_allowed: call.authenticated_allowed,
+            strict,
         };
         let now = self.inner.clock.now();
         // Drawn before the lock (used only when the call creates a session); a failed random
@@ -789,6 +806,7 @@ impl Leases {
                 mode: grant.mode,
                 created: grant.created,
                 profile: grant.profile,
+                strict: grant.strict,
             }),
             // Isolated sessions never read or write a profile, so they are always available.
             Err(SessionRefusal::ContextBusy) => Err(Error::BrowserContextBusy {

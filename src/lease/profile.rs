@@ -4,7 +4,10 @@
 //! persistent profile: one live session per (organization, profileKey), an idle holder closed
 //! (and its profile persisted) before a new thread inherits it, `BROWSER_CONTEXT_BUSY` when the
 //! holder is active, explicit modes never silently downgraded, lazy creation, and reaping after
-//! 15 minutes idle or at a 1-hour hard ceiling.
+//! 15 minutes idle or at a 1-hour hard ceiling. Strict data handling (seed 001 "Strict data
+//! handling") is a property of a session: a strict call never reuses a standard session (it
+//! replaces it, and a standard call replaces a strict one), and a strict session is always
+//! isolated — it never holds a profile, and authenticated mode is refused in strict.
 //!
 //! It does no I/O and never sees a raw profile key: callers pass the keyed hash
 //! ([`profile_key_hash`]). Closing a real browser is an [`Effect`] the façade performs.
@@ -104,6 +107,8 @@ pub struct SessionRequest {
     pub profile: Option<String>,
     /// Whether the caller may use authenticated mode.
     pub authenticated_allowed: bool,
+    /// Strict data handling: only a strict session serves the call; always isolated.
+    pub strict: bool,
 }
 
 /// Why a session could not be provided.
@@ -128,6 +133,9 @@ pub enum CloseReason {
     Ceiling,
     /// The thread ended.
     ThreadEnded,
+    /// A call of the thread switched between standard and strict data handling (seed 001: a
+    /// strict run replaces an existing standard session rather than reusing it).
+    DataHandlingSwitch,
 }
 
 /// Something the façade must do after a transition (outside any lock).
@@ -165,6 +173,8 @@ pub struct BrowserSession {
     pub last_used: Instant,
     /// Calls in flight.
     pub in_flight: u32,
+    /// Strict data handling.
+    pub strict: bool,
 }
 
 /// The result of [`SessionTable::begin_call`].
@@ -178,6 +188,8 @@ pub struct SessionGrant {
     pub created: bool,
     /// The keyed hash of the profile an authenticated session holds (`None` when isolated).
     pub profile: Option<String>,
+    /// Strict data handling.
+    pub strict: bool,
     /// Sessions to close before using it (a switched-away session, an idle profile holder,
     /// reaped sessions), in order.
     pub effects: Vec<Effect>,
@@ -209,19 +221,27 @@ impl SessionTable {
         now: Instant,
     ) -> (Result<SessionGrant, SessionRefusal>, Vec<Effect>) {
         let mut effects = self.reap(now);
-        let live_mode = self.by_thread.get(&req.thread_id).map(|s| s.mode);
-        let mode = req.mode.or(live_mode).unwrap_or(if req.profile.is_some() {
-            SessionMode::Authenticated
-        } else {
-            SessionMode::Isolated
-        });
+        // A session of the other data handling is never continued (its mode neither).
+        let live_mode = self
+            .by_thread
+            .get(&req.thread_id)
+            .filter(|s| s.strict == req.strict)
+            .map(|s| s.mode);
+        let mode = req
+            .mode
+            .or(live_mode)
+            .unwrap_or(if req.profile.is_some() && !req.strict {
+                SessionMode::Authenticated
+            } else {
+                SessionMode::Isolated
+            });
         if mode == SessionMode::Authenticated
-            && (!req.authenticated_allowed || req.profile.is_none())
+            && (!req.authenticated_allowed || req.profile.is_none() || req.strict)
         {
             return (Err(SessionRefusal::AuthenticatedUnavailable), effects);
         }
         if let Some(s) = self.by_thread.get_mut(&req.thread_id) {
-            if s.mode == mode {
+            if s.mode == mode && s.strict == req.strict {
                 s.in_flight += 1;
                 return (
                     Ok(SessionGrant {
@@ -229,6 +249,7 @@ impl SessionTable {
                         mode,
                         created: false,
                         profile: s.profile.clone(),
+                        strict: s.strict,
                         effects: Vec::new(),
                     }),
                     effects,
@@ -260,7 +281,12 @@ impl SessionTable {
         }
         let mut grant_effects = Vec::new();
         if let Some(old) = self.by_thread.remove(&req.thread_id) {
-            grant_effects.push(close(old, CloseReason::ModeSwitch));
+            let why = if old.strict != req.strict {
+                CloseReason::DataHandlingSwitch
+            } else {
+                CloseReason::ModeSwitch
+            };
+            grant_effects.push(close(old, why));
         }
         if let Some((thread, false)) = holder {
             if let Some(idle) = self.by_thread.remove(&thread) {
@@ -282,6 +308,7 @@ impl SessionTable {
                 created_at: now,
                 last_used: now,
                 in_flight: 1,
+                strict: req.strict,
             },
         );
         effects.extend(grant_effects.iter().cloned());
@@ -291,6 +318,7 @@ impl SessionTable {
                 mode,
                 created: true,
                 profile,
+                strict: req.strict,
                 effects: grant_effects,
             }),
             effects,
@@ -370,6 +398,7 @@ mod tests {
             mode,
             profile: profile.then(|| "hash".to_string()),
             authenticated_allowed: true,
+            strict: false,
         }
     }
 
@@ -539,6 +568,66 @@ mod tests {
                 reason: CloseReason::Ceiling,
                 ..
             }]
+        ));
+    }
+
+    // Issue 20 item 2, seed 001 "Strict data handling": a strict call never reuses the
+    // thread's standard session — it replaces it (closing it) — and a standard call never
+    // reuses a strict one; a strict session is isolated and never holds the profile, and
+    // authenticated mode is refused in strict (no silent downgrade).
+    #[test]
+    fn strict_calls_replace_standard_sessions_and_are_always_isolated() {
+        let mut table = SessionTable::default();
+        let mut id = ids();
+        let standard = table
+            .begin_call(&req("t", None, true), &mut id, t(0))
+            .0
+            .unwrap();
+        assert_eq!(standard.mode, SessionMode::Authenticated);
+        table.end_call(&standard.session_id, t(1));
+        let mut strict = req("t", None, true);
+        strict.strict = true;
+        let (g, effects) = table.begin_call(&strict, &mut id, t(2));
+        let g = g.unwrap();
+        assert!(g.created && g.strict);
+        assert_ne!(g.session_id, standard.session_id);
+        assert_eq!(
+            (g.mode, g.profile.as_deref()),
+            (SessionMode::Isolated, None)
+        );
+        assert_eq!(
+            effects,
+            vec![Effect::Close {
+                session_id: standard.session_id.clone(),
+                thread_id: "t".into(),
+                persist_profile: true,
+                reason: CloseReason::DataHandlingSwitch,
+            }]
+        );
+        table.end_call(&g.session_id, t(3));
+        // The next strict call continues the strict session.
+        let again = table.begin_call(&strict, &mut id, t(4)).0.unwrap();
+        assert_eq!(
+            (again.session_id.as_str(), again.created),
+            (g.session_id.as_str(), false)
+        );
+        table.end_call(&again.session_id, t(5));
+        // Authenticated in strict: refused, the strict session kept.
+        let mut auth = strict.clone();
+        auth.mode = Some(SessionMode::Authenticated);
+        let (refused, effects) = table.begin_call(&auth, &mut id, t(6));
+        assert_eq!(refused, Err(SessionRefusal::AuthenticatedUnavailable));
+        assert!(effects.is_empty());
+        assert_eq!(table.session_of("t").unwrap().id, g.session_id);
+        // A standard call replaces the strict session in turn.
+        let (back, effects) = table.begin_call(&req("t", None, true), &mut id, t(7));
+        let back = back.unwrap();
+        assert!(back.created && !back.strict);
+        assert_eq!(back.mode, SessionMode::Authenticated);
+        assert!(matches!(
+            effects.as_slice(),
+            [Effect::Close { session_id, persist_profile: false, reason: CloseReason::DataHandlingSwitch, .. }]
+                if *session_id == g.session_id
         ));
     }
 }

@@ -7,14 +7,17 @@
 //!
 //! It owns only the mapping between MCP and the family: the server's options → the
 //! [`ManagedCall`] (`--isolated`: isolated sessions only; otherwise authenticated with the
-//! server's persistent profile key; `--strict`: strict data handling), a screenshot → MCP image
+//! server's persistent profile key; `--strict`: strict data handling — isolated sessions whatever
+//! `--isolated` says, no file or journal tools listed, no screenshot artifact), a screenshot → MCP image
 //! content plus a text part with the rest, any other result → one compact JSON text part, a
 //! failure → `CODE: message`. Everything read from the page is already inside the library's
 //! untrusted envelope. This file never logs page content, typed text or arguments.
 
 use super::provider::{Content, ToolFailure, ToolOutput, ToolProvider};
 use super::Caps;
-use jevgate::browser::managed::{managed_tool_definitions, DataHandling, ManagedCall, ManagedCaps};
+use jevgate::browser::managed::{
+    managed_tool_definitions_for, DataHandling, ManagedCall, ManagedCaps,
+};
 use jevgate::device::ToolFormat;
 use jevgate::CancelToken;
 use jevgate::Gateway;
@@ -35,7 +38,9 @@ impl ManagedTools {
     /// The family on `gw` (local browsers enabled, caps set) for `thread_id` of
     /// `organization`: `isolated` keeps every session isolated (no profile, authenticated mode
     /// refused); otherwise sessions are authenticated with [`PROFILE_KEY`] unless the model
-    /// asks `sessionMode: isolated`. `strict` stores no screenshot artifacts.
+    /// asks `sessionMode: isolated`. `strict` is strict data handling (seed 001): sessions are
+    /// isolated even without `isolated` (the profile is never used), and the file and journal
+    /// tools are neither listed nor served.
     pub fn new(
         gw: Gateway,
         caps: Caps,
@@ -127,7 +132,7 @@ pub fn content_of(result: Value) -> ToolOutput {
 
 impl ToolProvider for ManagedTools {
     fn definitions(&self) -> Vec<Value> {
-        match managed_tool_definitions(ToolFormat::Mcp, self.caps) {
+        match managed_tool_definitions_for(ToolFormat::Mcp, self.caps, self.call.data_handling) {
             Value::Array(tools) => tools,
             _ => Vec::new(),
         }

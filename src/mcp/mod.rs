@@ -74,7 +74,8 @@ pub struct Options {
     /// Isolated browser sessions only: a throw-away profile, nothing kept, authenticated mode
     /// refused.
     pub isolated: bool,
-    /// Strict data handling (seed 001): no screenshot is written to disk.
+    /// Strict data handling (seed 001): isolated sessions only (no profile on disk), no file
+    /// or journal tools, no console or network journal, no screenshot written to disk.
     pub strict: bool,
     /// Optional tool families.
     pub caps: Caps,

@@ -23,16 +23,18 @@ pub fn tool_definitions<'py>(py: Python<'py>, format: &str) -> PyResult<Bound<'p
     json_to_py(py, &jevgate::device::tool_definitions(f).to_string())
 }
 
-/// `jevgate.managed_tool_definitions(format="mcp", tabs=False, files=False, vision=False)`:
-/// the managed browser tool family (issue 15) for those caps as JSON Schema.
+/// `jevgate.managed_tool_definitions(format="mcp", tabs=False, files=False, vision=False, *,
+/// data_handling="standard")`: the managed browser tool family (issue 15) for those caps as
+/// JSON Schema; `data_handling="strict"` lists what strict data handling exposes (seed 001).
 #[pyfunction]
-#[pyo3(signature = (format = "mcp", tabs = false, files = false, vision = false))]
+#[pyo3(signature = (format = "mcp", tabs = false, files = false, vision = false, *, data_handling = "standard"))]
 pub fn managed_tool_definitions<'py>(
     py: Python<'py>,
     format: &str,
     tabs: bool,
     files: bool,
     vision: bool,
+    data_handling: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
     let f: ToolFormat = format.parse().py_err()?;
     let caps = jevgate::browser::managed::ManagedCaps {
@@ -40,10 +42,25 @@ pub fn managed_tool_definitions<'py>(
         files,
         vision,
     };
+    let data = parse_data_handling(data_handling)?;
     json_to_py(
         py,
-        &jevgate::browser::managed::managed_tool_definitions(f, caps).to_string(),
+        &jevgate::browser::managed::managed_tool_definitions_for(f, caps, data).to_string(),
     )
+}
+
+/// `"standard"` or `"strict"`; `INVALID_ARGUMENT` `data_handling` otherwise.
+fn parse_data_handling(text: &str) -> PyResult<jevgate::browser::managed::DataHandling> {
+    use jevgate::browser::managed::DataHandling;
+    match text {
+        "standard" => Ok(DataHandling::Standard),
+        "strict" => Ok(DataHandling::Strict),
+        _ => Err(jevgate::Error::InvalidArgument {
+            name: "data_handling",
+            reason: "must be \"standard\" or \"strict\"".into(),
+        })
+        .py_err(),
+    }
 }
 
 /// `gw.browser_tool(...)`: one managed tool on the thread's local browser session; the GIL is
@@ -60,22 +77,12 @@ pub fn browser_tool<'py>(
     authenticated_allowed: bool,
     data_handling: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
-    use jevgate::browser::managed::{DataHandling, ManagedCall};
+    use jevgate::browser::managed::ManagedCall;
     let args = match args {
         Some(a) => py_to_json("args_json", a)?,
         None => serde_json::json!({}),
     };
-    let data_handling = match data_handling {
-        "standard" => DataHandling::Standard,
-        "strict" => DataHandling::Strict,
-        _ => {
-            return Err(jevgate::Error::InvalidArgument {
-                name: "data_handling",
-                reason: "must be \"standard\" or \"strict\"".into(),
-            })
-            .py_err()
-        }
-    };
+    let data_handling = parse_data_handling(data_handling)?;
     let call = ManagedCall {
         thread_id,
         organization,

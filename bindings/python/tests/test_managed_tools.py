@@ -5,6 +5,8 @@ fill_form read back, a screenshot artifact (none when strict), and refusals nami
 console messages since the turn began, and uploads confined to the host's workspace."""
 
 import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -147,3 +149,79 @@ def test_console_messages_and_upload_confinement(tmp_path):
         with pytest.raises(jevgate.Error) as info:
             tool("browser_file_upload", upload)
         assert info.value.code == "ACCESS_DENIED"
+
+
+def test_strict_definitions_list_no_file_or_journal_tools():
+    # Issue 20 item 2, seed 001 "Strict data handling".
+    everything = dict(tabs=True, files=True, vision=True)
+    standard = names(**everything)
+    strict = [t["name"] for t in jevgate.managed_tool_definitions("mcp", **everything, data_handling="strict")]
+    for gone in ["browser_file_upload", "browser_download_files",
+                 "browser_console_messages", "browser_network_requests"]:
+        assert gone in standard and gone not in strict
+    assert "browser_tabs" in strict and "browser_click" in strict
+    navigate = next(t for t in jevgate.managed_tool_definitions("mcp", data_handling="strict")
+                    if t["name"] == "browser_navigate")
+    assert navigate["inputSchema"]["properties"]["sessionMode"]["enum"] == ["isolated"]
+    with pytest.raises(jevgate.ArgumentError):
+        jevgate.managed_tool_definitions("mcp", data_handling="loose")
+
+
+class Blank(BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 (http.server API)
+        body = b"<title>Origin</title><p>an http origin for cookies and storage</p>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def origin():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Blank)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.chromium
+def test_a_strict_call_never_sees_the_standard_session(tmp_path, origin):
+    # Issue 20 item 2: a strict call replaces the thread's standard session instead of reusing
+    # it (no cookie, no sessionStorage of it), is isolated even with a profile, and has no file
+    # or journal tools.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with jevgate.Gateway(tmp_path / "data") as gw:
+        gw.enable_local_browsers()
+        gw.set_managed_caps(tabs=True, files=True)
+        gw.set_managed_workspace(ws)
+
+        def tool(name, args=None, **kw):
+            return gw.browser_tool("thread-1", "acme", name, args or {}, profile_key="user:1", **kw)
+
+        assert tool("browser_navigate", {"url": origin})["sessionMode"] == "authenticated"
+        tool("browser_evaluate", {"function": "() => { document.cookie = 'sid=standard-cookie; path=/';"
+                                              " sessionStorage.setItem('k', 'standard-storage'); return 1; }"})
+        read = {"function": "() => document.cookie + '|' + sessionStorage.getItem('k')"}
+        seen = tool("browser_evaluate", read)["page"]
+        assert "standard-cookie" in seen and "standard-storage" in seen
+
+        nav = tool("browser_navigate", {"url": origin}, data_handling="strict")
+        assert nav["sessionMode"] == "isolated"
+        seen = tool("browser_evaluate", read, data_handling="strict")["page"]
+        assert "standard-cookie" not in seen and "standard-storage" not in seen
+        for name in ["browser_console_messages", "browser_network_requests", "browser_download_files"]:
+            with pytest.raises(jevgate.Error) as info:
+                tool(name, data_handling="strict")
+            assert info.value.code == "ACCESS_DENIED" and "strict" in str(info.value)
+        with pytest.raises(jevgate.Error) as info:
+            tool("browser_navigate", {"url": "about:blank", "sessionMode": "authenticated"},
+                 data_handling="strict")
+        assert info.value.code == "BROWSER_AUTHENTICATED_UNAVAILABLE"
+        shot = tool("browser_take_screenshot", data_handling="strict")
+        assert "artifactId" not in shot and shot["image"]

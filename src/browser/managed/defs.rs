@@ -2,12 +2,15 @@
 //! description and input JSON Schema, exported in MCP or function-calling form for the
 //! capabilities a host turned on.
 //!
-//! This file owns the list of tool names and what each accepts. It never runs anything; the
-//! executor (`mod.rs`) validates arguments against the same rules and answers
-//! `INVALID_TOOL_ARGUMENTS` naming the field.
+//! This file owns the list of tool names ([`ManagedTool`], the one enum the executor dispatches
+//! on) and what each accepts. It never runs anything; the executor (`mod.rs` and one file per
+//! tool group) validates arguments against the same rules and answers `INVALID_TOOL_ARGUMENTS`
+//! naming the field. The definitions and the enum cannot drift: a test checks that every
+//! definition parses to a variant and every variant has a definition.
 
 use serde_json::{json, Value};
 
+use super::DataHandling;
 use crate::device::ToolFormat;
 
 /// Which optional parts of the family a host turned on (seed 001 `browser: {tabs, files}`).
@@ -34,12 +37,101 @@ pub struct ManagedCaps {
     pub vision: bool,
 }
 
-/// Which cap a tool needs.
+/// Declares [`ManagedTool`] from one list: the enum, every variant in listing order and each
+/// variant's wire name.
+macro_rules! managed_tools {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)+) => {
+        /// A tool of the managed family, parsed from its name; the executor dispatches on it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub(crate) enum ManagedTool {
+            $($(#[$doc])* $variant,)+
+        }
+
+        impl ManagedTool {
+            /// Every tool, in listing order.
+            #[cfg(test)]
+            pub(crate) const ALL: &'static [ManagedTool] = &[$(ManagedTool::$variant,)+];
+
+            /// The tool's name (`browser_click`, …).
+            pub(crate) fn name(self) -> &'static str {
+                match self {
+                    $(ManagedTool::$variant => $name,)+
+                }
+            }
+
+            /// The tool named `name`, if it is one of the family.
+            pub(crate) fn from_name(name: &str) -> Option<ManagedTool> {
+                match name {
+                    $($name => Some(ManagedTool::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+managed_tools! {
+    /// The accessibility tree (or one region of it).
+    Snapshot => "browser_snapshot",
+    /// Go to a URL (and choose the session mode).
+    Navigate => "browser_navigate",
+    /// Back one page.
+    NavigateBack => "browser_navigate_back",
+    /// A real click on an element.
+    Click => "browser_click",
+    /// Type into an editable element.
+    Type => "browser_type",
+    /// Several fields in one call.
+    FillForm => "browser_fill_form",
+    /// An option of a select.
+    SelectOption => "browser_select_option",
+    /// Check a checkbox or radio.
+    Check => "browser_check",
+    /// Uncheck a checkbox.
+    Uncheck => "browser_uncheck",
+    /// A key or chord.
+    PressKey => "browser_press_key",
+    /// Wait for text or time.
+    WaitFor => "browser_wait_for",
+    /// Accept or dismiss a dialog (now, or armed for the next action).
+    HandleDialog => "browser_handle_dialog",
+    /// A JavaScript function in the page.
+    Evaluate => "browser_evaluate",
+    /// The current view as an image.
+    TakeScreenshot => "browser_take_screenshot",
+    /// List, open, select or close tabs.
+    Tabs => "browser_tabs",
+    /// Hover an element.
+    Hover => "browser_hover",
+    /// Drag an element onto another.
+    Drag => "browser_drag",
+    /// Resize the viewport.
+    Resize => "browser_resize",
+    /// Console messages since this turn started.
+    ConsoleMessages => "browser_console_messages",
+    /// Network requests since this turn started.
+    NetworkRequests => "browser_network_requests",
+    /// Files from the workspace into a file input.
+    FileUpload => "browser_file_upload",
+    /// The tab's downloads (and one saved into the workspace).
+    DownloadFiles => "browser_download_files",
+    /// A click at viewport coordinates.
+    MouseClickXy => "browser_mouse_click_xy",
+    /// A mouse move to viewport coordinates.
+    MouseMoveXy => "browser_mouse_move_xy",
+    /// A drag between viewport coordinates.
+    MouseDragXy => "browser_mouse_drag_xy",
+}
+
+/// Which cap (or data handling) a tool needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Needs {
     Nothing,
     Tabs,
+    /// The `files` cap, and standard data handling.
     Files,
+    /// Standard data handling: the session keeps a console and network journal.
+    Journal,
 }
 
 /// One tool of the family.
@@ -204,13 +296,13 @@ pub(crate) const DEFS: &[Def] = &[
     },
     Def {
         name: "browser_console_messages",
-        needs: Needs::Nothing,
+        needs: Needs::Journal,
         description: "Read console messages and uncaught page errors the current tab logged since this turn started (since this tool last returned in this session, or since the host began a new turn). Returns untrusted page output.",
         schema: || obj(json!({}), &[]),
     },
     Def {
         name: "browser_network_requests",
-        needs: Needs::Nothing,
+        needs: Needs::Journal,
         description: "List the network requests the current tab made since this turn started (method, URL with token-bearing values redacted, status). Returns untrusted page output.",
         schema: || obj(json!({}), &[]),
     },
@@ -264,13 +356,33 @@ pub(crate) const DEFS: &[Def] = &[
 ];
 
 impl ManagedCaps {
+    /// Whether the caps turn on a tool that `needs` (data handling aside).
     pub(crate) fn allows(self, needs: Needs) -> bool {
         match needs {
-            Needs::Nothing => true,
+            Needs::Nothing | Needs::Journal => true,
             Needs::Tabs => self.tabs,
             Needs::Files => self.files,
         }
     }
+}
+
+/// Whether a tool that `needs` is exposed in `data` handling: seed 001 "Strict data handling"
+/// — the file tools (uploads and downloads have their own storage controls) and the session
+/// journal tools (no session logging) are not exposed in strict.
+pub(crate) fn exposed_in(needs: Needs, data: DataHandling) -> bool {
+    data == DataHandling::Standard || !matches!(needs, Needs::Files | Needs::Journal)
+}
+
+/// `browser_navigate` as strict data handling lists it: sessions are always isolated there
+/// (authenticated mode is not exposed), so `sessionMode` accepts only `isolated`.
+fn navigate_in_strict() -> (&'static str, Value) {
+    (
+        "Go to a URL (http, https or about:blank; a bare domain gets https://). Returns a fresh snapshot. Strict data handling: the session is isolated (clean, no saved logins, nothing kept on disk); sessionMode accepts only isolated.",
+        obj(json!({
+            "url": {"type": "string", "description": "The address."},
+            "sessionMode": {"type": "string", "enum": ["isolated"], "description": "Only isolated in strict data handling."}
+        }), &["url"]),
+    )
 }
 
 /// The managed tool family's definitions for `caps`, as a JSON array in `format`: MCP
@@ -288,23 +400,50 @@ impl ManagedCaps {
 /// assert_eq!(openai[0]["function"]["name"], "browser_snapshot");
 /// ```
 pub fn managed_tool_definitions(format: ToolFormat, caps: ManagedCaps) -> Value {
+    managed_tool_definitions_for(format, caps, DataHandling::Standard)
+}
+
+/// [`managed_tool_definitions`] for a session of `data` handling. Strict (seed 001 "Strict
+/// data handling") lists neither the file tools (whatever the caps) nor
+/// `browser_console_messages` / `browser_network_requests`, and `browser_navigate` offers
+/// only the isolated session mode.
+///
+/// ```
+/// use jevgate::browser::managed::{managed_tool_definitions_for, DataHandling, ManagedCaps};
+/// use jevgate::device::ToolFormat;
+/// let all = ManagedCaps { tabs: true, files: true, vision: true };
+/// let strict = managed_tool_definitions_for(ToolFormat::Mcp, all, DataHandling::Strict);
+/// let names: Vec<&str> = strict.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+/// assert!(names.contains(&"browser_tabs") && !names.contains(&"browser_file_upload"));
+/// assert!(!names.contains(&"browser_console_messages"));
+/// ```
+pub fn managed_tool_definitions_for(
+    format: ToolFormat,
+    caps: ManagedCaps,
+    data: DataHandling,
+) -> Value {
     Value::Array(
         DEFS.iter()
-            .filter(|d| caps.allows(d.needs))
+            .filter(|d| caps.allows(d.needs) && exposed_in(d.needs, data))
             .map(|d| {
-                let schema = (d.schema)();
+                let (description, schema) = match ManagedTool::from_name(d.name) {
+                    Some(ManagedTool::Navigate) if data == DataHandling::Strict => {
+                        navigate_in_strict()
+                    }
+                    _ => (d.description, (d.schema)()),
+                };
                 match format {
-                    ToolFormat::Mcp => json!({"name": d.name, "description": d.description, "inputSchema": schema}),
-                    ToolFormat::OpenAi => json!({"type": "function", "function": {"name": d.name, "description": d.description, "parameters": schema}}),
+                    ToolFormat::Mcp => json!({"name": d.name, "description": description, "inputSchema": schema}),
+                    ToolFormat::OpenAi => json!({"type": "function", "function": {"name": d.name, "description": description, "parameters": schema}}),
                 }
             })
             .collect(),
     )
 }
 
-/// The definition of `name`, when it is one of the family.
-pub(crate) fn def(name: &str) -> Option<&'static Def> {
-    DEFS.iter().find(|d| d.name == name)
+/// The definition of `tool`.
+pub(crate) fn def(tool: ManagedTool) -> Option<&'static Def> {
+    DEFS.iter().find(|d| d.name == tool.name())
 }
 
 /// The argument names a tool accepts (its schema's properties).
@@ -313,4 +452,34 @@ pub(crate) fn accepted(d: &Def) -> Vec<String> {
         .as_object()
         .map(|p| p.keys().cloned().collect())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Issue 19 item 3: the definitions and the enum the executor dispatches on cannot drift —
+    // every definition parses to a variant (of that name), every variant has exactly one
+    // definition, in the same order.
+    #[test]
+    fn every_definition_parses_to_a_variant_and_every_variant_has_a_definition() {
+        for d in DEFS {
+            let tool = ManagedTool::from_name(d.name)
+                .unwrap_or_else(|| panic!("{} has no ManagedTool variant", d.name));
+            assert_eq!(tool.name(), d.name);
+        }
+        for tool in ManagedTool::ALL {
+            assert_eq!(
+                DEFS.iter().filter(|d| d.name == tool.name()).count(),
+                1,
+                "{tool:?} needs exactly one definition"
+            );
+            assert!(def(*tool).is_some());
+        }
+        let listed: Vec<&str> = DEFS.iter().map(|d| d.name).collect();
+        let variants: Vec<&str> = ManagedTool::ALL.iter().map(|t| t.name()).collect();
+        assert_eq!(listed, variants);
+        assert_eq!(ManagedTool::from_name("browser_nope"), None);
+        assert_eq!(ManagedTool::from_name("BROWSER_CLICK"), None);
+    }
 }

@@ -48,9 +48,14 @@ def tool_definitions(format: str = "mcp") -> List[Dict[str, Any]]:
     """The nine browser tools as JSON Schema, in MCP ("mcp") or function-calling ("openai") form."""
 
 def managed_tool_definitions(
-    format: str = "mcp", tabs: bool = False, files: bool = False, vision: bool = False
+    format: str = "mcp",
+    tabs: bool = False,
+    files: bool = False,
+    vision: bool = False,
+    *,
+    data_handling: str = "standard",
 ) -> List[Dict[str, Any]]:
-    """The managed browser tool family (browser_snapshot, browser_click, …) for those caps as JSON Schema."""
+    """The managed browser tool family (browser_snapshot, browser_click, …) for those caps as JSON Schema; data_handling="strict" lists only what strict data handling exposes."""
 
 def error_table() -> List[Dict[str, Any]]:
     """jevgate's error table, one dict per code in table order: {"code", "http_status",
