@@ -9,9 +9,10 @@
 use super::worker::{Handler, Worker};
 use jevgate::clock::ManualClock;
 use jevgate::device::{
-    BrowserInfo, CancelToken, ChannelHandle, ChannelOptions, DeviceLimits, DeviceToken,
-    DeviceWorker, PairRequest, ToolExecutor, WorkerFailure, WorkerOptions,
+    BrowserInfo, ChannelHandle, ChannelOptions, DeviceLimits, DeviceToken, DeviceWorker,
+    PairRequest, ToolExecutor, WorkerFailure, WorkerOptions,
 };
+use jevgate::CancelToken;
 use jevgate::{Config, Gateway, GatewayOptions};
 use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};

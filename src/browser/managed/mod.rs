@@ -63,9 +63,9 @@ use super::backend::{
     ActionResult, BrowserBackend, HandleDialogArgs, LogArgs, ObserveArgs, ResolveCssArgs,
     SnapshotArgs, TabsAction, TabsArgs,
 };
-use crate::CancelToken;
 use crate::observation::{Control, Observation};
 use crate::untrusted::wrap_text;
+use crate::CancelToken;
 use crate::{Error, Result};
 use args::{bad, count_error, shown_name, text_of, Args};
 use defs::ManagedTool;
