@@ -4,12 +4,9 @@
 //! It never echoes an argument's value (a name shown back is a short identifier or `?`) and
 //! never reads anything but the call's JSON.
 
-use std::path::Path;
-
 use serde_json::{Map, Value};
 
 use super::target::{parse_target, Target};
-use super::ManagedRun;
 use crate::browser::{MAX_VIEWPORT, MIN_VIEWPORT};
 use crate::untrusted::unwrap_text;
 use crate::{Error, Result};
@@ -114,15 +111,6 @@ impl<'a> Args<'a> {
             )
         })
     }
-}
-
-/// The workspace of a file tool, or `ACCESS_DENIED` saying the host has not named one.
-pub(super) fn workspace_of<'r>(tool: &'static str, run: &ManagedRun<'r>) -> Result<&'r Path> {
-    run.workspace.ok_or_else(|| Error::AccessDenied {
-        reason: format!(
-            "{tool} needs a workspace directory, and the host has not set one (set_managed_workspace)"
-        ),
-    })
 }
 
 /// A path refused by the workspace confinement as `INVALID_TOOL_ARGUMENTS` naming `field`

@@ -10,8 +10,21 @@
 
 use serde_json::{json, Value};
 
-use super::DataHandling;
 use crate::device::ToolFormat;
+
+/// How a session treats page data (seed 001 "Strict data handling").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DataHandling {
+    /// Screenshots are also stored as private artifacts; the session keeps a console and
+    /// network journal; authenticated mode and the file tools as the host allows.
+    #[default]
+    Standard,
+    /// Strict: a session of its own (a strict call replaces the thread's standard session,
+    /// never reuses it), always isolated (authenticated mode is not exposed), no file tools,
+    /// no console or network journal, no screenshot artifact, no download written.
+    Strict,
+}
 
 /// Which optional parts of the family a host turned on (seed 001 `browser: {tabs, files}`).
 ///

@@ -6,9 +6,11 @@
 //! `..`, no symlink out, never overwriting), never echoes a path in an error (the refusal names
 //! the field), and never returns a file's contents. No workspace refuses both (`ACCESS_DENIED`).
 
+use std::path::Path;
+
 use serde_json::{json, Map, Value};
 
-use super::args::{bad, confined_error, workspace_of, Args};
+use super::args::{bad, confined_error, Args};
 use super::{ManagedBrowser, ManagedRun};
 use crate::browser::backend::{DownloadsArgs, SetInputFilesArgs};
 use crate::untrusted::wrap_text;
@@ -98,4 +100,13 @@ impl ManagedBrowser {
         out["page"] = json!(wrap_text(&lines.join("\n")));
         Ok(out)
     }
+}
+
+/// The workspace of a file tool, or `ACCESS_DENIED` saying the host has not named one.
+fn workspace_of<'r>(tool: &'static str, run: &ManagedRun<'r>) -> Result<&'r Path> {
+    run.workspace.ok_or_else(|| Error::AccessDenied {
+        reason: format!(
+            "{tool} needs a workspace directory, and the host has not set one (set_managed_workspace)"
+        ),
+    })
 }

@@ -57,7 +57,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 
-pub use defs::{managed_tool_definitions, managed_tool_definitions_for, ManagedCaps};
+pub use defs::{managed_tool_definitions, managed_tool_definitions_for, DataHandling, ManagedCaps};
 
 use super::backend::{
     ActionResult, BrowserBackend, HandleDialogArgs, LogArgs, ObserveArgs, ResolveCssArgs,
@@ -100,20 +100,6 @@ impl DownloadSaver for crate::browser::LocalBrowser {
         self.current_tab()?
             .save_download(name, workspace, requested)
     }
-}
-
-/// How a session treats page data (seed 001 "Strict data handling").
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DataHandling {
-    /// Screenshots are also stored as private artifacts; the session keeps a console and
-    /// network journal; authenticated mode and the file tools as the host allows.
-    #[default]
-    Standard,
-    /// Strict: a session of its own (a strict call replaces the thread's standard session,
-    /// never reuses it), always isolated (authenticated mode is not exposed), no file tools,
-    /// no console or network journal, no screenshot artifact, no download written.
-    Strict,
 }
 
 /// Who makes a managed tool call (the thread-scoped session of R-PROF-4) and with what:
