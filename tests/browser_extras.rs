@@ -366,6 +366,29 @@ fn issue15_network_requests_are_listed_with_secrets_redacted() {
     assert_eq!(api.len(), 1, "{:?}", later.requests);
     assert_eq!(api[0].url, server.url("/api?api_key=REDACTED&x=1"));
     assert!(later.requests.iter().all(|r| r.seq >= mark));
+    // Issue 20 item 6: `;` parameters, in the path and in the query, are redacted too.
+    let mark = later.next;
+    js(
+        &tab,
+        &format!(
+            "fetch('/api;jsessionid={SECRET_TOKEN}?q=1;token={SECRET_TOKEN}').then(r => r.status)"
+        ),
+    );
+    let semi = tab
+        .network_requests(LogArgs {
+            since: Some(mark),
+            max: None,
+        })
+        .unwrap();
+    let all = serde_json::to_string(&semi).unwrap();
+    assert!(!all.contains(SECRET_TOKEN), "a secret leaked: {all}");
+    assert!(
+        semi.requests
+            .iter()
+            .any(|r| r.url == server.url("/api;jsessionid=REDACTED?q=1;token=REDACTED")),
+        "{:?}",
+        semi.requests
+    );
     tab.close().unwrap();
 }
 
