@@ -742,6 +742,11 @@ pub struct ActionResult {
     /// A dialog the action opened (the action's result reports it; handle it next).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dialog: Option<Dialog>,
+    /// What the browser did on its own since the last action result, said once each (jevgate's
+    /// words, never page content): a page's further dialogs suppressed after it opened more
+    /// than 20 within 5 s; a crashed tab replaced by a fresh one (issue 20 item 3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The snapshot view: a compact YAML-like tree with `[ref=eN]` per interactive element,

@@ -58,7 +58,7 @@ pub use backend::{
 pub use files::{confine, confine_upload, save_into};
 pub use journal::{redact_url, REDACTED};
 pub(crate) use launch::create_private_dir;
-pub use launch::{find_chromium, LaunchOptions};
+pub use launch::{find_chromium, LaunchOptions, DEFAULT_MAX_TABS, DEFAULT_MAX_UPLOAD_BYTES};
 pub use local::{LocalBrowser, LocalTab};
 pub use sessions::LocalSessions;
 pub use tools::BrowserTools;
