@@ -464,7 +464,11 @@ pub struct NetworkLog {
 
 /// `set_input_files(ref, paths)`: puts files into an `<input type=file>`. Each path is an
 /// absolute path of a regular file on the machine that runs the browser, already confined by
-/// the caller to its workspace ([`crate::browser::confine_upload`]); at most 16.
+/// the caller to its workspace ([`crate::browser::confine_upload`]); at most 16. The local
+/// backend opens each without following any link on the way (a path through a link is
+/// `INVALID_ARGUMENT`) and gives the page a private copy of what it opened, staged in the
+/// session's owner-only directory and removed when the browser ends; a file over
+/// [`crate::browser::LaunchOptions::max_upload_bytes`] (default 100 MiB) is `INVALID_ARGUMENT`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SetInputFilesArgs {

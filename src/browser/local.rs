@@ -224,6 +224,9 @@ pub(crate) struct Inner {
     /// Where the browser saves downloads (`<profile>/jevgate-downloads`, one file per download
     /// named by its guid); `None` when it could not be set up.
     pub(crate) downloads: Option<std::path::PathBuf>,
+    /// Where uploads are staged (`<profile>/jevgate-uploads`, owner only): the private copies
+    /// Chromium reads instead of workspace files; removed when the browser ends.
+    pub(crate) uploads: std::path::PathBuf,
 }
 
 /// A local headless Chromium started and owned by jevgate. Cheap to clone (an `Arc` inside);
@@ -287,6 +290,9 @@ impl LocalBrowser {
             other => other.map_err(Started::into_error)?,
         };
         let downloads = process.profile().join("jevgate-downloads");
+        let uploads = process.profile().join("jevgate-uploads");
+        // Copies a host killed outright left in a persistent profile.
+        let _ = std::fs::remove_dir_all(&uploads);
         *router.process.lock() = Some(process);
         let downloads = super::launch::create_private_dir(&downloads, true)
             .and_then(|()| {
@@ -327,6 +333,7 @@ impl LocalBrowser {
             ops: Mutex::new(Operations::default()),
             closed: AtomicBool::new(false),
             downloads,
+            uploads,
         });
         let browser = LocalBrowser { inner };
         let first = browser.first_page_target();
@@ -614,6 +621,8 @@ impl Inner {
             process.wait_exit(&*self.opts.clock, Duration::from_secs(2));
             process.kill();
         }
+        // The staged uploads go with the session (a temporary profile goes as a whole).
+        let _ = std::fs::remove_dir_all(&self.uploads);
         for tab in self.tabs.lock().iter() {
             tab.mark_gone();
         }
