@@ -89,6 +89,7 @@ impl FakePage {
             navigation_started: false,
             settled: true,
             dialog: None,
+            notes: Vec::new(),
         })
     }
 

@@ -70,6 +70,7 @@
 #define JEVGATE_CODE_JAVASCRIPT_ERROR "JAVASCRIPT_ERROR"
 #define JEVGATE_CODE_EXECUTION_FAILED "EXECUTION_FAILED"
 #define JEVGATE_CODE_TAB_LEASE_HELD "TAB_LEASE_HELD"
+#define JEVGATE_CODE_TAB_LIMIT "TAB_LIMIT"
 #define JEVGATE_CODE_OUTCOME_UNKNOWN "OUTCOME_UNKNOWN"
 #define JEVGATE_CODE_TASK_NOT_FOUND "TASK_NOT_FOUND"
 #define JEVGATE_CODE_AUTOMATION_SESSION_CLOSED "AUTOMATION_SESSION_CLOSED"
@@ -193,8 +194,10 @@ void jevgate_string_free(char *s);
 
 /**
  * Starts a headless Chromium. `options_json` (may be NULL) is
- * `{"executable"?: path, "profileDir"?: path}`; without an executable, `JEVGATE_CHROMIUM`,
- * `/usr/bin/chromium`, `chromium-browser`, `google-chrome` are tried (`BROWSER_UNAVAILABLE`).
+ * `{"executable"?: path, "profileDir"?: path, "maxTabs"?: n, "maxUploadBytes"?: n}` (tab cap,
+ * default 10, `TAB_LIMIT` past it; largest upload, default 100 MiB); without an executable,
+ * `JEVGATE_CHROMIUM`, `/usr/bin/chromium`, `chromium-browser`, `google-chrome` are tried
+ * (`BROWSER_UNAVAILABLE`).
  *
  * # Safety
  * `options_json` NULL or NUL-terminated; `browser_out` writable; `err_out` NULL or writable.

@@ -425,6 +425,15 @@ pub enum Error {
     #[error("the tab is leased by another holder")]
     TabLeaseHeld,
 
+    /// A new tab would pass the session's tab cap ([`crate::browser::LaunchOptions::max_tabs`],
+    /// default 10; the page's own popups count). Nothing was opened; close a tab first. HTTP 409,
+    /// not 429: the cap is a state of the session that waiting never lifts, only closing a tab.
+    #[error("the session already has its maximum of {limit} tabs (popups count); close one first")]
+    TabLimit {
+        /// The cap.
+        limit: usize,
+    },
+
     /// A command reached the browser and no result came back: its worker disconnected, the
     /// command's deadline passed, or a person took control back while it ran (R-TSK-RCPT,
     /// R-DEV-FAIL). The action may or may not have taken effect; it is never sent again —
@@ -588,6 +597,7 @@ error_table! {
     JavascriptError => "JAVASCRIPT_ERROR", 500, Browser, false, Some("javascript_error");
     ExecutionFailed => "EXECUTION_FAILED", 500, Browser, false, Some("execution_failed");
     TabLeaseHeld => "TAB_LEASE_HELD", 409, Browser, true, None;
+    TabLimit => "TAB_LIMIT", 409, Browser, false, None;
     OutcomeUnknown => "OUTCOME_UNKNOWN", 502, Browser, false, None;
     TaskNotFound => "TASK_NOT_FOUND", 404, Task, false, None;
     AutomationSessionClosed => "AUTOMATION_SESSION_CLOSED", 410, Task, false, None;
@@ -672,6 +682,7 @@ impl Error {
             Error::JavascriptError { .. } => ErrorKind::JavascriptError,
             Error::ExecutionFailed { .. } => ErrorKind::ExecutionFailed,
             Error::TabLeaseHeld => ErrorKind::TabLeaseHeld,
+            Error::TabLimit { .. } => ErrorKind::TabLimit,
             Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
             Error::TaskNotFound => ErrorKind::TaskNotFound,
             Error::AutomationSessionClosed => ErrorKind::AutomationSessionClosed,
@@ -1089,6 +1100,7 @@ mod tests {
                 500,
             ),
             (Error::TabLeaseHeld, "TAB_LEASE_HELD", 409),
+            (Error::TabLimit { limit: 10 }, "TAB_LIMIT", 409),
             (
                 Error::OutcomeUnknown { reason: "x".into() },
                 "OUTCOME_UNKNOWN",

@@ -10,6 +10,7 @@ use jevgate::browser::*;
 use jevgate::observation::{Control, Observation};
 use jevgate::unstable::confine_upload;
 use jevgate::untrusted::unwrap_text;
+use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::pages::{DOWNLOAD_BODY, SECRET_TOKEN};
@@ -367,6 +368,29 @@ fn issue15_network_requests_are_listed_with_secrets_redacted() {
     assert_eq!(api.len(), 1, "{:?}", later.requests);
     assert_eq!(api[0].url, server.url("/api?api_key=REDACTED&x=1"));
     assert!(later.requests.iter().all(|r| r.seq >= mark));
+    // Issue 20 item 6: `;` parameters, in the path and in the query, are redacted too.
+    let mark = later.next;
+    js(
+        &tab,
+        &format!(
+            "fetch('/api;jsessionid={SECRET_TOKEN}?q=1;token={SECRET_TOKEN}').then(r => r.status)"
+        ),
+    );
+    let semi = tab
+        .network_requests(LogArgs {
+            since: Some(mark),
+            max: None,
+        })
+        .unwrap();
+    let all = serde_json::to_string(&semi).unwrap();
+    assert!(!all.contains(SECRET_TOKEN), "a secret leaked: {all}");
+    assert!(
+        semi.requests
+            .iter()
+            .any(|r| r.url == server.url("/api;jsessionid=REDACTED?q=1;token=REDACTED")),
+        "{:?}",
+        semi.requests
+    );
     tab.close().unwrap();
 }
 
@@ -437,6 +461,137 @@ fn issue15_set_input_files_uploads_a_confined_file_and_refuses_escapes() {
     assert_eq!(js(&tab, "document.getElementById('f').files[0].size"), "5");
     std::fs::remove_dir_all(&ws).unwrap();
     tab.close().unwrap();
+}
+
+/// Replaces `path` by a symlink to `target`.
+fn swap_for_link(path: &std::path::Path, target: &std::path::Path) {
+    std::fs::remove_file(path).unwrap();
+    std::os::unix::fs::symlink(target, path).unwrap();
+}
+
+// Issue 20 item 5: `confine_upload` checked a path once and Chromium read it later, so a bait
+// file swapped for a link to a file outside the workspace (same size and mtime) reached the
+// page. Now the primitive opens what it uploads without following any link and hands Chromium
+// a private copy: a swap before the upload is refused, a swap after it is never read, and a
+// linked component anywhere in the path is refused.
+#[test]
+fn issue20_an_upload_swapped_for_a_link_never_reaches_the_page() {
+    let (_server, _b, tab, obs) = setup("/p/upload");
+    let ws = workspace("swap");
+    let outside = workspace("outside").join("secret.txt");
+    let bait = ws.join("bait.txt");
+    std::fs::write(&bait, b"bait-bytes-0001").unwrap();
+    std::fs::write(&outside, b"SECRET-bytes-01").unwrap();
+    let mtime = std::fs::metadata(&bait).unwrap().modified().unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&outside)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let input = named(&obs, "Upload file").reference.clone();
+    let upload = |paths: Vec<String>| {
+        tab.set_input_files(SetInputFilesArgs {
+            operation_id: op("swap"),
+            generation: obs.generation,
+            reference: input.clone(),
+            paths,
+        })
+    };
+    let path = confine_upload(&ws, "bait.txt").unwrap();
+    let path = path.to_string_lossy().into_owned();
+
+    // Swapped between the check and the upload: refused, nothing reaches the page.
+    swap_for_link(&bait, &outside);
+    assert_eq!(
+        upload(vec![path.clone()]).unwrap_err().code(),
+        "INVALID_ARGUMENT"
+    );
+    assert_eq!(js(&tab, "document.getElementById('f').files.length"), "0");
+
+    // Swapped after the upload: the page reads the copy of what was uploaded.
+    std::fs::remove_file(&bait).unwrap();
+    std::fs::write(&bait, b"bait-bytes-0001").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&bait)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    upload(vec![path.clone()]).unwrap();
+    swap_for_link(&bait, &outside);
+    let read = js(&tab, "document.getElementById('f').files[0].text()");
+    assert_eq!(read, "\"bait-bytes-0001\"");
+    assert_eq!(
+        js(&tab, "document.getElementById('f').files[0].name"),
+        "\"bait.txt\""
+    );
+
+    // A linked component anywhere in the path is refused, inside the workspace or not.
+    std::fs::create_dir(ws.join("real")).unwrap();
+    std::fs::write(ws.join("real/a.txt"), b"a").unwrap();
+    std::os::unix::fs::symlink(ws.join("real"), ws.join("alias")).unwrap();
+    assert_eq!(
+        confine_upload(&ws, "alias/a.txt").unwrap_err().code(),
+        "INVALID_ARGUMENT"
+    );
+    let through_link = ws.canonicalize().unwrap().join("alias/a.txt");
+    assert_eq!(
+        upload(vec![through_link.to_string_lossy().into_owned()])
+            .unwrap_err()
+            .code(),
+        "INVALID_ARGUMENT"
+    );
+    std::fs::remove_dir_all(&ws).unwrap();
+    std::fs::remove_dir_all(outside.parent().unwrap()).unwrap();
+    tab.close().unwrap();
+}
+
+// Issue 20 item 5: the staged copies are the session's: capped by `max_upload_bytes` (a larger
+// file is refused with the limit named) and gone when the browser ends — also from a
+// persistent profile.
+#[test]
+fn issue20_staged_uploads_are_capped_and_removed_when_the_session_ends() {
+    let server = Server::start();
+    let profile = workspace("profile");
+    let browser = LocalBrowser::launch(LaunchOptions {
+        profile_dir: Some(profile.clone()),
+        max_upload_bytes: 8,
+        ..LaunchOptions::default()
+    })
+    .unwrap();
+    support::track_pid(browser.pid().unwrap());
+    let tab = browser.current_tab().unwrap();
+    tab.navigate(&server.url("/p/upload")).unwrap();
+    let obs = tab.observe().unwrap();
+    let ws = workspace("cap");
+    std::fs::write(ws.join("small.txt"), b"12345678").unwrap();
+    std::fs::write(ws.join("big.txt"), b"123456789").unwrap();
+    let upload = |name: &str| {
+        tab.set_input_files(SetInputFilesArgs {
+            operation_id: op("cap"),
+            generation: obs.generation,
+            reference: named(&obs, "Upload file").reference.clone(),
+            paths: vec![confine_upload(&ws, name)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()],
+        })
+    };
+    let err = upload("big.txt").unwrap_err();
+    assert_eq!(err.code(), "INVALID_ARGUMENT");
+    assert!(err.to_string().contains("limit of 8 bytes"), "{err}");
+    upload("small.txt").unwrap();
+    assert_eq!(server.wait_count("upload:small.txt:8", 1), 1);
+    let staged = profile.join("jevgate-uploads");
+    assert_eq!(
+        std::fs::metadata(&staged).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    browser.close();
+    assert!(!staged.exists(), "the staged copies outlived the session");
+    std::fs::remove_dir_all(&ws).unwrap();
+    let _ = std::fs::remove_dir_all(&profile);
 }
 
 #[test]

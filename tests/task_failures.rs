@@ -98,6 +98,7 @@ impl FakePage {
             navigation_started: false,
             settled: false,
             dialog: None,
+            notes: Vec::new(),
         })
     }
 }

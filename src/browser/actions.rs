@@ -7,6 +7,7 @@
 //! never sends input after a failed check, never reads a sensitive field's value (the page
 //! library refuses to) and never puts page text, URLs or typed text into an error.
 
+use std::cell::Cell;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -15,6 +16,7 @@ use super::backend::*;
 use super::keys::{char_events, chord_events, key_events, parse_chord};
 use super::local::{openable, LocalTab, Sent};
 use super::snapshot::{format_tree, truncation_note, Surface, MAX_SNAPSHOT};
+use super::tab::TabState;
 use super::world::{library_answer, PAGE_JS, WORLD};
 use crate::caps::{
     JAVASCRIPT_MAX_CHARS, SCREENSHOT_MAX_BASE64, TEXT_DEFAULT_CHARS, TEXT_MAX_CHARS,
@@ -38,6 +40,83 @@ struct NavMarks {
     doc: u64,
     same_doc: u64,
     started: u64,
+}
+
+/// The page a navigation leaves: its document, the last of its dialogs an answer was posted
+/// for and the last one known answered, and whether Chromium could not answer one.
+struct Leaving {
+    doc: u64,
+    posted: Cell<u64>,
+    answered: Cell<u64>,
+    trapped: Cell<bool>,
+}
+
+impl Leaving {
+    fn new(doc: u64) -> Leaving {
+        Leaving {
+            doc,
+            posted: Cell::new(0),
+            answered: Cell::new(0),
+            trapped: Cell::new(false),
+        }
+    }
+
+    /// The open dialog of the page being left not known answered yet: its number, and the
+    /// answer it gets (dismissed; a `beforeunload` accepted: leaving is the point).
+    /// A suppressed page's dialog (never shown, answered by the event handler) counts too:
+    /// its answer may be one Chromium can no longer take.
+    fn open(&self, st: &TabState) -> Option<(u64, bool)> {
+        let accept = match (&st.dialog, st.unseen) {
+            (Some(d), _) => d.kind == "beforeunload",
+            (None, Some(accept)) => accept,
+            (None, None) => return None,
+        };
+        (st.doc_seq == self.doc && st.dialog_seq != self.answered.get())
+            .then_some((st.dialog_seq, accept))
+    }
+
+    /// A dialog of the page being left is open: one to wait for, unless answered already
+    /// (its close is on the way).
+    fn waits_on(&self, st: &TabState) -> bool {
+        self.open(st).is_some()
+    }
+
+    /// Posts the answer to the open dialog of the page being left, once, without waiting.
+    fn post(&self, tab: &LocalTab) {
+        let Some((seq, accept)) = self.open(&tab.tab.lock()) else {
+            return;
+        };
+        if self.posted.replace(seq) != seq {
+            tab.inner.poster.post(
+                "Page.handleJavaScriptDialog",
+                json!({ "accept": accept }),
+                Some(tab.session()),
+            );
+        }
+    }
+
+    /// Answers the open dialog of the page being left and waits for the answer; `true` when
+    /// there was one. One Chromium cannot answer any more (it opened after the navigation
+    /// left the page's frame, and holds the navigation) marks the navigation trapped.
+    fn answer(&self, tab: &LocalTab) -> bool {
+        let Some((seq, accept)) = self.open(&tab.tab.lock()) else {
+            return false;
+        };
+        if tab
+            .call_plain("Page.handleJavaScriptDialog", json!({ "accept": accept }))
+            .is_err()
+        {
+            // Events come before the answer that follows them: a dialog an earlier posted
+            // answer closed is closed in the state by now.
+            let st = tab.tab.lock();
+            if (st.dialog.is_some() || st.unseen.is_some()) && st.dialog_seq == seq {
+                self.trapped.set(true);
+                return false;
+            }
+        }
+        self.answered.set(seq);
+        true
+    }
 }
 
 fn cut(s: &str, max: usize) -> (String, bool) {
@@ -423,7 +502,7 @@ impl LocalTab {
         generation: u64,
         started_before: u64,
     ) -> ActionResult {
-        let st = self.tab.lock();
+        let mut st = self.tab.lock();
         ActionResult {
             operation_id: id.to_string(),
             tool: tool.to_string(),
@@ -431,6 +510,7 @@ impl LocalTab {
             navigation_started: st.started_seq > started_before || st.pending_nav,
             settled: false,
             dialog: st.dialog.clone(),
+            notes: std::mem::take(&mut st.notes),
         }
     }
 
@@ -782,11 +862,14 @@ impl LocalTab {
 
     /// Waits (bounded) until the navigation started after `marks` settled — a new document
     /// committed and loaded, a same-document navigation, or a load that started and stopped
-    /// without a commit (204, download) — or a dialog opened; `true` when it settled.
-    fn wait_settled(&self, marks: &NavMarks) -> bool {
+    /// without a commit (204, download) — or a dialog opened; `true` when it settled. With
+    /// `leaving`, a dialog of the page being left (no new document yet) is answered and the
+    /// wait goes on; a dialog of the new page ends it, and so does one Chromium can no longer
+    /// answer (`leaving` is then trapped).
+    fn wait_settled(&self, marks: &NavMarks, leaving: Option<&Leaving>) -> bool {
         let clock = &*self.inner.opts.clock;
         let deadline = clock.now() + self.inner.opts.navigation_timeout;
-        let done = |st: &super::tab::TabState| {
+        let done = |st: &TabState| {
             !st.pending_nav
                 && ((st.doc_seq > marks.doc && st.loaded_since_commit)
                     || st.same_doc_seq > marks.same_doc
@@ -794,22 +877,94 @@ impl LocalTab {
                         && st.stop_seq > st.stop_at_start
                         && st.doc_seq == marks.doc))
         };
-        self.tab.wait_for(clock, deadline, |st| {
-            st.gone || st.dialog.is_some() || done(st)
-        });
+        loop {
+            self.tab.wait_for(clock, deadline, |st| {
+                let shown = match leaving {
+                    // The new page's dialog ends the wait; the old page's wants an answer.
+                    Some(l) => (st.dialog.is_some() && st.doc_seq != l.doc) || l.waits_on(st),
+                    None => st.dialog.is_some(),
+                };
+                st.gone || shown || done(st)
+            });
+            match leaving {
+                Some(l) if clock.now() < deadline && l.answer(self) => continue,
+                _ => break,
+            }
+        }
         let st = self.tab.lock();
         !st.gone && st.dialog.is_none() && done(&st)
     }
 
+    /// Navigating away always works (issue 20 item 3): a dialog the page being left has open,
+    /// or opens while the navigation starts, is answered (dismissed; a `beforeunload`
+    /// accepted) instead of refusing with `DIALOG_OPEN`. A page that opens one the moment the
+    /// last is answered (`while (true) alert()`) gets one open after the navigation left its
+    /// frame, which Chromium can no longer answer and waits for: the tab is then replaced by
+    /// a fresh tab of the same browser, where the navigation runs (said once in a note).
     fn navigate_now(&self, a: &NavigateArgs, sent: &Sent) -> Result<ActionResult> {
         let url = openable(&a.url)?;
-        if let Some(d) = self.tab.lock().dialog.clone() {
-            return Err(Error::DialogOpen { kind: d.kind });
+        match self.navigate_leaving(url, a, sent)? {
+            Some(result) => Ok(result),
+            None => {
+                log::warn!("a page held a navigation away with dialogs; replacing its tab");
+                let fresh = LocalTab {
+                    inner: self.inner.clone(),
+                    tab: self
+                        .inner
+                        .replace_tab(&self.tab, super::tab::TRAPPED_REPLACED_NOTE)?,
+                };
+                let _busy = fresh
+                    .tab
+                    .enter(&*self.inner.opts.clock, self.inner.opts.call_timeout)?;
+                fresh
+                    .navigate_leaving(url, a, sent)?
+                    .ok_or(Error::TabUnavailable)
+            }
         }
+    }
+
+    /// The navigation itself; `None` when the page being left trapped it (see
+    /// [`LocalTab::navigate_now`]).
+    fn navigate_leaving(
+        &self,
+        url: &str,
+        a: &NavigateArgs,
+        sent: &Sent,
+    ) -> Result<Option<ActionResult>> {
         let generation = self.tab.lock().generation;
         let marks = self.nav_marks();
+        let leaving = Leaving::new(marks.doc);
         sent.mark();
-        let res = self.call("Page.navigate", json!({ "url": url }))?;
+        // Bounded: past DIALOG_BURST dialogs the page's dialogs are answered unseen.
+        for _ in 0..=super::tab::DIALOG_BURST {
+            if !leaving.answer(self) {
+                break;
+            }
+        }
+        let res = match self.inner.cdp.call_interruptible(
+            "Page.navigate",
+            json!({ "url": url }),
+            Some(self.session()),
+            self.inner.opts.call_timeout,
+            &|| {
+                leaving.post(self);
+                let st = self.tab.lock();
+                if st.gone {
+                    return Some(Error::TabUnavailable);
+                }
+                st.dialog
+                    .as_ref()
+                    .filter(|_| st.doc_seq != leaving.doc)
+                    .map(|d| Error::DialogOpen {
+                        kind: d.kind.clone(),
+                    })
+            },
+        ) {
+            Ok(v) => v,
+            // The new page opened a dialog before the answer came: the result reports it.
+            Err(super::cdp::CdpError::Failed(Error::DialogOpen { .. })) => Value::Null,
+            Err(e) => return Err(e.into_error("Page.navigate")),
+        };
         if let Some(err) = res["errorText"].as_str().filter(|e| !e.is_empty()) {
             let class: String = err
                 .chars()
@@ -818,11 +973,14 @@ impl LocalTab {
                 .collect();
             return Err(Error::NavigationFailed { reason: class });
         }
-        let settled = self.wait_settled(&marks);
+        let settled = self.wait_settled(&marks, Some(&leaving));
+        if leaving.trapped.get() {
+            return Ok(None);
+        }
         let mut r = self.result(&a.operation_id, "tab_navigate", generation, marks.started);
         r.navigation_started = true;
         r.settled = settled;
-        Ok(r)
+        Ok(Some(r))
     }
 
     fn history(&self, a: &HistoryArgs, sent: &Sent) -> Result<ActionResult> {
@@ -844,7 +1002,7 @@ impl LocalTab {
             "Page.navigateToHistoryEntry",
             json!({ "entryId": entry_id }),
         )?;
-        let settled = self.wait_settled(&marks);
+        let settled = self.wait_settled(&marks, None);
         let mut r = self.result(&a.operation_id, "tab_history", a.generation, marks.started);
         r.navigation_started = true;
         r.settled = settled;

@@ -464,7 +464,11 @@ pub struct NetworkLog {
 
 /// `set_input_files(ref, paths)`: puts files into an `<input type=file>`. Each path is an
 /// absolute path of a regular file on the machine that runs the browser, already confined by
-/// the caller to its workspace ([`crate::browser::confine_upload`]); at most 16.
+/// the caller to its workspace ([`crate::browser::confine_upload`]); at most 16. The local
+/// backend opens each without following any link on the way (a path through a link is
+/// `INVALID_ARGUMENT`) and gives the page a private copy of what it opened, staged in the
+/// session's owner-only directory and removed when the browser ends; a file over
+/// [`crate::browser::LaunchOptions::max_upload_bytes`] (default 100 MiB) is `INVALID_ARGUMENT`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SetInputFilesArgs {
@@ -742,6 +746,11 @@ pub struct ActionResult {
     /// A dialog the action opened (the action's result reports it; handle it next).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dialog: Option<Dialog>,
+    /// What the browser did on its own since the last action result, said once each (jevgate's
+    /// words, never page content): a page's further dialogs suppressed after it opened more
+    /// than 20 within 5 s; a crashed tab replaced by a fresh one (issue 20 item 3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The snapshot view: a compact YAML-like tree with `[ref=eN]` per interactive element,

@@ -33,9 +33,33 @@ pub(crate) struct Event {
     pub session_id: Option<String>,
 }
 
-/// Receives every event on the reader thread; must return quickly and never call back into
-/// the connection.
+/// Receives every event on the reader thread; must return quickly and never wait on the
+/// connection (it may [`Poster::post`], which never waits).
 pub(crate) type EventHandler = Arc<dyn Fn(Event) + Send + Sync>;
+
+/// Sends calls whose answers nobody waits for (the answer is dropped when it comes): what the
+/// event handler uses to react at once — dismiss a dialog of a page whose dialogs are
+/// suppressed, close a popup past the tab cap. Never blocks; a no-op once the connection is
+/// closed (it shares the connection's queue handle, so it never keeps the writer alive).
+#[derive(Clone)]
+pub(crate) struct Poster {
+    out: Arc<Mutex<Option<Sender<Outgoing>>>>,
+    next_id: Arc<AtomicU64>,
+}
+
+impl Poster {
+    /// Queues `method` without waiting for its answer.
+    pub(crate) fn post(&self, method: &str, params: Value, session: Option<&str>) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut frame = json!({"id": id, "method": method, "params": params});
+        if let Some(s) = session {
+            frame["sessionId"] = Value::String(s.to_string());
+        }
+        if let Some(out) = self.out.lock().as_ref() {
+            let _ = out.send(Outgoing::Text(frame.to_string()));
+        }
+    }
+}
 
 /// Why a call failed.
 #[derive(Debug)]
@@ -92,8 +116,8 @@ const MAX_MESSAGE: usize = 64 << 20;
 /// A connection to one browser's DevTools pipe.
 pub(crate) struct Cdp {
     shared: Arc<Shared>,
-    next_id: AtomicU64,
-    out: Mutex<Option<Sender<Outgoing>>>,
+    next_id: Arc<AtomicU64>,
+    out: Arc<Mutex<Option<Sender<Outgoing>>>>,
     stream: UnixStream,
     threads: Mutex<Vec<JoinHandle<()>>>,
     clock: SharedClock,
@@ -157,12 +181,20 @@ impl Cdp {
 
         Ok(Cdp {
             shared,
-            next_id: AtomicU64::new(1),
-            out: Mutex::new(Some(tx)),
+            next_id: Arc::new(AtomicU64::new(1)),
+            out: Arc::new(Mutex::new(Some(tx))),
             stream,
             threads: Mutex::new(vec![writer_thread, reader_thread]),
             clock,
         })
+    }
+
+    /// A handle that sends calls without waiting for their answers.
+    pub(crate) fn poster(&self) -> Poster {
+        Poster {
+            out: Arc::clone(&self.out),
+            next_id: Arc::clone(&self.next_id),
+        }
     }
 
     /// The connection is gone (closed by us, or the browser went away).

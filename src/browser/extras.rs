@@ -212,9 +212,10 @@ impl LocalTab {
                 reason: format!("at most {MAX_FILES} files"),
             });
         }
+        // Opened now, link-free; copied below, after the page checks (issue 20 item 5).
         let mut files = Vec::with_capacity(a.paths.len());
         for p in &a.paths {
-            files.push(regular_file(p)?);
+            files.push(upload_source(p)?);
         }
         let obs = self.tab.check_generation(a.generation)?;
         let scope = self.scope_of(&obs, &a.reference)?;
@@ -262,12 +263,19 @@ impl LocalTab {
                 });
             }
         };
+        let mut copies = Vec::with_capacity(files.len());
+        for (file, name) in files {
+            let copy = super::files::stage_copy(
+                file,
+                &name,
+                &self.inner.uploads,
+                self.inner.opts.max_upload_bytes,
+            )?;
+            copies.push(copy.to_string_lossy().into_owned());
+        }
+        let files = copies;
         let before = self.started_seq();
         sent.mark();
-        let files: Vec<String> = files
-            .iter()
-            .map(|f| f.to_string_lossy().into_owned())
-            .collect();
         let set = self.inner.cdp.call(
             "DOM.setFileInputFiles",
             json!({ "files": files, "objectId": object }),
@@ -313,26 +321,23 @@ impl LocalTab {
     }
 }
 
-/// An absolute path of an existing regular file (after links), for `set_input_files`.
-fn regular_file(path: &str) -> Result<PathBuf> {
-    let refused = |reason: &str| Error::InvalidArgument {
-        name: "paths",
-        reason: reason.into(),
-    };
+/// The regular file an absolute `path` names, opened without following any link on the way
+/// (a path the caller confined: no link there is expected), and the name the page sees.
+fn upload_source(path: &str) -> Result<(std::fs::File, std::ffi::OsString)> {
     let p = Path::new(path);
     if !p.is_absolute() || path.contains('\0') {
-        return Err(refused(
-            "each must be an absolute path (confined by the caller)",
-        ));
+        return Err(Error::InvalidArgument {
+            name: "paths",
+            reason: "each must be an absolute path (confined by the caller)".into(),
+        });
     }
-    if p.components()
-        .any(|c| matches!(c, std::path::Component::ParentDir))
-    {
-        return Err(refused("a `..` component is not allowed"));
-    }
-    let real = p.canonicalize().map_err(|_| refused("no such file"))?;
-    match std::fs::metadata(&real) {
-        Ok(m) if m.is_file() => Ok(real),
-        _ => Err(refused("not a regular file")),
-    }
+    let name = p.file_name().map(ToOwned::to_owned).unwrap_or_default();
+    let (file, _) = super::files::open_beneath(Path::new("/"), path).map_err(|e| match e {
+        Error::InvalidArgument { reason, .. } => Error::InvalidArgument {
+            name: "paths",
+            reason,
+        },
+        other => other,
+    })?;
+    Ok((file, name))
 }

@@ -82,20 +82,47 @@ fn secret_key(key: &str) -> bool {
     SECRET_KEYS.iter().any(|s| k.contains(s))
 }
 
-/// `a=1&token=x` with every token-bearing value replaced by [`REDACTED`].
+/// `a=1&token=x;sid=y` with every token-bearing value replaced by [`REDACTED`]: pairs are
+/// separated by `&` or `;` (both are in use, issue 20 item 6), separators kept as they were.
 fn redact_pairs(pairs: &str) -> String {
-    pairs
-        .split('&')
-        .map(|kv| match kv.split_once('=') {
-            Some((k, _)) if secret_key(k) => format!("{k}={REDACTED}"),
-            _ => kv.to_string(),
+    let mut out = String::with_capacity(pairs.len());
+    let mut rest = pairs;
+    loop {
+        let end = rest.find(['&', ';']).unwrap_or(rest.len());
+        let kv = &rest[..end];
+        match kv.split_once('=') {
+            Some((k, _)) if secret_key(k) => {
+                out.push_str(k);
+                out.push('=');
+                out.push_str(REDACTED);
+            }
+            _ => out.push_str(kv),
+        }
+        match rest[end..].chars().next() {
+            Some(sep) => {
+                out.push(sep);
+                rest = &rest[end + 1..];
+            }
+            None => return out,
+        }
+    }
+}
+
+/// A path with the token-bearing values of its `;` parameters (`/api;jsessionid=…/x;v=1`)
+/// redacted; segments without parameters are kept as they are.
+fn redact_path_params(path: &str) -> String {
+    path.split('/')
+        .map(|segment| match segment.split_once(';') {
+            Some((name, params)) => format!("{name};{}", redact_pairs(params)),
+            None => segment.to_string(),
         })
         .collect::<Vec<_>>()
-        .join("&")
+        .join("/")
 }
 
 /// A URL fit to show: userinfo (`user:pass@`) removed, and the value of every query (and
-/// fragment) parameter whose key looks token-bearing (`token`, `key`, `secret`, `password`,
+/// fragment) parameter — `&` or `;` separated — and of every path parameter (`/api;jsessionid=…`)
+/// whose key looks token-bearing (`token`, `key`, `secret`, `password`,
 /// `auth`, `session`, `sig`, `code`, `access_token`, … any case) replaced by `REDACTED`; cut
 /// to 2,048 characters. Linear in the input; never fails.
 ///
@@ -125,17 +152,18 @@ pub fn redact_url(url: &str) -> String {
         Some((a, q)) => (a, Some(q)),
         None => (before_frag, None),
     };
-    // userinfo: between "://" and the first '@' before the path.
+    // userinfo: between "://" and the first '@' before the path; path parameters after it.
     let base = match base.find("://") {
         Some(i) => {
             let rest = &base[i + 3..];
             let authority_end = rest.find('/').unwrap_or(rest.len());
+            let path = redact_path_params(&rest[authority_end..]);
             match rest[..authority_end].rfind('@') {
-                Some(at) => format!("{}{}", &base[..i + 3], &rest[at + 1..]),
-                None => base.to_string(),
+                Some(at) => format!("{}{}{path}", &base[..i + 3], &rest[at + 1..authority_end]),
+                None => format!("{}{path}", &base[..i + 3 + authority_end]),
             }
         }
-        None => base.to_string(),
+        None => redact_path_params(base),
     };
     let mut out = base;
     if let Some(q) = query {
@@ -500,6 +528,13 @@ mod tests {
             ("data:text/plain;base64,SECRET", "data:…"),
             ("", ""),
             ("?token=s", "?token=REDACTED"),
+            // Issue 20 item 6: `;` parameters, in the path and in the query.
+            ("https://a.b/api;jsessionid=S1?q=1", "https://a.b/api;jsessionid=REDACTED?q=1"),
+            ("https://a.b/api?q=1;token=S2", "https://a.b/api?q=1;token=REDACTED"),
+            ("https://a.b/a;v=1;sid=S3/b;x=2/c?k=1&q=2;auth=S4;z", "https://a.b/a;v=1;sid=REDACTED/b;x=2/c?k=1&q=2;auth=REDACTED;z"),
+            ("https://u:p@a.b;sid=host/p;Session=S5", "https://a.b;sid=host/p;Session=REDACTED"),
+            ("https://a.b/x#a=1;id_token=S6", "https://a.b/x#a=1;id_token=REDACTED"),
+            ("/rel;jsessionid=S7", "/rel;jsessionid=REDACTED"),
         ];
         for (input, want) in cases {
             let got = redact_url(input);

@@ -57,7 +57,20 @@ pub struct LaunchOptions {
     /// network journal (the DevTools domains that feed it are never enabled) and refuses
     /// downloads (nothing is written to disk). Default `false`.
     pub strict: bool,
+    /// At most this many tabs at once (default 10; 0 reads as 1), the page's own popups
+    /// included: `tabs new` past it is `TAB_LIMIT` and a popup past it is closed at once
+    /// (issue 20 item 7).
+    pub max_tabs: usize,
+    /// The largest file `set_input_files` hands the page, in bytes (default 100 MiB): each file
+    /// is copied into the session's private staging directory first, and a larger one is refused
+    /// with `INVALID_ARGUMENT` (issue 20 item 5).
+    pub max_upload_bytes: u64,
 }
+
+/// The default of [`LaunchOptions::max_tabs`].
+pub const DEFAULT_MAX_TABS: usize = 10;
+/// The default of [`LaunchOptions::max_upload_bytes`] (100 MiB).
+pub const DEFAULT_MAX_UPLOAD_BYTES: u64 = 100 << 20;
 
 impl Default for LaunchOptions {
     fn default() -> LaunchOptions {
@@ -72,6 +85,8 @@ impl Default for LaunchOptions {
             headed: false,
             clock: clock::system(),
             strict: false,
+            max_tabs: DEFAULT_MAX_TABS,
+            max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
         }
     }
 }
@@ -84,18 +99,34 @@ struct LaunchJson {
     executable: Option<String>,
     #[serde(default)]
     profile_dir: Option<String>,
+    #[serde(default)]
+    max_tabs: Option<usize>,
+    #[serde(default)]
+    max_upload_bytes: Option<u64>,
 }
 
 impl LaunchOptions {
-    /// The defaults with `{"executable"?: path, "profileDir"?: path}` applied, or
-    /// `INVALID_ARGUMENT` (`options_json`).
+    /// The defaults with `{"executable"?: path, "profileDir"?: path, "maxTabs"?: n,
+    /// "maxUploadBytes"?: n}` applied, or `INVALID_ARGUMENT` (`options_json`).
+    ///
+    /// ```
+    /// let o = jevgate::browser::LaunchOptions::from_json(r#"{"maxTabs": 3}"#)?;
+    /// assert_eq!((o.max_tabs, o.max_upload_bytes), (3, 100 << 20));
+    /// # Ok::<(), jevgate::Error>(())
+    /// ```
     pub fn from_json(json: &str) -> Result<LaunchOptions> {
-        let o: LaunchJson =
-            crate::args::from_json("options_json", json, "{executable?, profileDir?}")?;
+        let o: LaunchJson = crate::args::from_json(
+            "options_json",
+            json,
+            "{executable?, profileDir?, maxTabs?, maxUploadBytes?}",
+        )?;
+        let d = LaunchOptions::default();
         Ok(LaunchOptions {
             executable: o.executable.map(Into::into),
             profile_dir: o.profile_dir.map(Into::into),
-            ..LaunchOptions::default()
+            max_tabs: o.max_tabs.unwrap_or(d.max_tabs),
+            max_upload_bytes: o.max_upload_bytes.unwrap_or(d.max_upload_bytes),
+            ..d
         })
     }
 }

@@ -5,14 +5,17 @@
 //! events to tabs, the record of operations it ran (`operation_status`, with `Sent` marking that
 //! an operation's first input went out, and `openable`, the one address check) and the dispatch
 //! of [`Command`]s to the tab that runs them, and where downloads are saved (routing the
-//! browser's download events to the tab that started them). `LocalTab`'s observation and actions
+//! browser's download events to the tab that started them), the session's tab cap (issue 20
+//! item 7: `tabs new` past it is refused, a popup past it closed as it appears) and the
+//! replacement of a tab whose page crashed by a fresh tab on the next navigation (issue 20
+//! item 3). `LocalTab`'s observation and actions
 //! (`actions.rs`) and its frame walk (`frame_walk.rs`) sit above this file: they use it, never
 //! the reverse. It never replays an operation id, never holds a
 //! lock across a DevTools call, and never logs page content, URLs or typed text.
 
 use std::cell::Cell;
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,7 +26,7 @@ use super::backend::{
     ActionResult, BrowserBackend, Command, OperationRecord, OperationState, Response, TabInfo,
     TabLeaseState, TabList, TabsAction, TabsArgs,
 };
-use super::cdp::{Cdp, Event};
+use super::cdp::{Cdp, Event, Poster};
 use super::launch::{find_chromium, ChromiumProcess, LaunchOptions, Started};
 use super::tab::TabShared;
 use crate::{Error, Result};
@@ -40,9 +43,50 @@ struct Router {
     /// The Chromium process, here so that a browser gone from under us (crash, kill) is reaped
     /// and its temporary profile removed as soon as its pipe closes, not only at close/drop.
     process: Mutex<Option<ChromiumProcess>>,
+    /// Answers sent from the reader thread without waiting (a suppressed page's dialogs, a
+    /// popup past the cap); set once the connection exists.
+    poster: Mutex<Option<Poster>>,
+    /// The page targets that exist (target discovery), ours and the pages' own popups.
+    pages: Mutex<HashSet<String>>,
+    /// The tab cap ([`LaunchOptions::max_tabs`], at least 1).
+    max_tabs: AtomicUsize,
+    /// Popups within the cap not attached yet (`tabs` attaches and lists them).
+    popups: Mutex<Vec<String>>,
 }
 
 impl Router {
+    fn post(&self, method: &str, params: Value, session: Option<&str>) {
+        if let Some(poster) = self.poster.lock().as_ref() {
+            poster.post(method, params, session);
+        }
+    }
+
+    /// A page target appeared: counted; a popup (it has an opener) past the cap is closed at
+    /// once and never counted (issue 20 item 7).
+    fn page_created(&self, info: &Value) {
+        if info["type"] != "page" {
+            return;
+        }
+        let Some(target) = info["targetId"].as_str() else {
+            return;
+        };
+        let popup = info["openerId"].as_str().is_some_and(|o| !o.is_empty());
+        let mut pages = self.pages.lock();
+        if pages.contains(target) {
+            return;
+        }
+        if popup && pages.len() >= self.max_tabs.load(Ordering::Relaxed) {
+            drop(pages);
+            log::warn!("a page opened a popup past the session's tab cap; closed it");
+            self.post("Target.closeTarget", json!({ "targetId": target }), None);
+            return;
+        }
+        pages.insert(target.to_string());
+        if popup {
+            self.popups.lock().push(target.to_string());
+        }
+    }
+
     fn handle(&self, event: Event) {
         if let Some(session) = &event.session_id {
             let tab = self.by_session.lock().get(session).cloned();
@@ -72,7 +116,16 @@ impl Router {
                         }
                     }
                 }
-                _ if *session == tab.session_id => tab.apply(&event.method, &event.params),
+                _ if *session == tab.session_id => {
+                    if let Some(accept) = tab.apply(&event.method, &event.params) {
+                        // A dialog of a page whose dialogs are suppressed (issue 20 item 3).
+                        self.post(
+                            "Page.handleJavaScriptDialog",
+                            json!({ "accept": accept }),
+                            Some(session),
+                        );
+                    }
+                }
                 _ => {}
             }
             return;
@@ -113,12 +166,22 @@ impl Router {
                     tab.mark_gone();
                 }
             }
+            "Target.targetCreated" => self.page_created(&event.params["targetInfo"]),
             "Target.targetDestroyed" | "Target.targetCrashed" => {
                 let target = event.params.get("targetId").and_then(Value::as_str);
+                let destroyed = event.method == "Target.targetDestroyed";
+                if let (true, Some(target)) = (destroyed, target) {
+                    self.pages.lock().remove(target);
+                    self.popups.lock().retain(|p| p != target);
+                }
                 let tabs: Vec<Arc<TabShared>> = self.by_session.lock().values().cloned().collect();
                 for tab in tabs {
                     if Some(tab.target_id.as_str()) == target {
-                        tab.mark_gone();
+                        if destroyed {
+                            tab.mark_gone();
+                        } else {
+                            tab.mark_crashed();
+                        }
                     }
                 }
             }
@@ -149,6 +212,9 @@ struct Operations {
 
 pub(crate) struct Inner {
     pub(crate) cdp: Cdp,
+    /// Calls sent without waiting for their answers (a dialog answered while a navigation
+    /// waits).
+    pub(crate) poster: Poster,
     pub(crate) opts: LaunchOptions,
     router: Arc<Router>,
     tabs: Mutex<Vec<Arc<TabShared>>>,
@@ -158,6 +224,9 @@ pub(crate) struct Inner {
     /// Where the browser saves downloads (`<profile>/jevgate-downloads`, one file per download
     /// named by its guid); `None` when it could not be set up.
     pub(crate) downloads: Option<std::path::PathBuf>,
+    /// Where uploads are staged (`<profile>/jevgate-uploads`, owner only): the private copies
+    /// Chromium reads instead of workspace files; removed when the browser ends.
+    pub(crate) uploads: std::path::PathBuf,
 }
 
 /// A local headless Chromium started and owned by jevgate. Cheap to clone (an `Arc` inside);
@@ -196,12 +265,23 @@ impl std::fmt::Debug for LocalBrowser {
     }
 }
 
+impl std::fmt::Debug for LocalTab {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalTab")
+            .field("id", &self.tab.target_id)
+            .finish()
+    }
+}
+
 impl LocalBrowser {
     /// Starts Chromium and attaches to its first tab. `BROWSER_UNAVAILABLE` when no Chromium
     /// is installed or it cannot start.
     pub fn launch(opts: LaunchOptions) -> Result<LocalBrowser> {
         let exe = find_chromium(opts.executable.as_deref())?;
         let router = Arc::new(Router::default());
+        router
+            .max_tabs
+            .store(opts.max_tabs.max(1), Ordering::Relaxed);
         let (process, cdp) = match start_connected(&opts, &exe, &router) {
             Err(Started::ExitedEarly) => {
                 log::warn!("Chromium exited during start-up; starting it once more");
@@ -210,6 +290,9 @@ impl LocalBrowser {
             other => other.map_err(Started::into_error)?,
         };
         let downloads = process.profile().join("jevgate-downloads");
+        let uploads = process.profile().join("jevgate-uploads");
+        // Copies a host killed outright left in a persistent profile.
+        let _ = std::fs::remove_dir_all(&uploads);
         *router.process.lock() = Some(process);
         let downloads = if opts.strict {
             // Strict data handling: a download is refused, never written.
@@ -240,7 +323,20 @@ impl LocalBrowser {
                 .map_err(|e| log::warn!("downloads are not kept: {}", e.code()))
                 .ok()
         };
+        // Every page target is seen as it appears: the tab cap counts the pages' own popups.
+        if let Err(e) = cdp.call(
+            "Target.setDiscoverTargets",
+            json!({ "discover": true }),
+            None,
+            opts.call_timeout,
+        ) {
+            log::warn!(
+                "target discovery failed; popups are not counted: {}",
+                e.into_error("Target.setDiscoverTargets").code()
+            );
+        }
         let inner = Arc::new(Inner {
+            poster: cdp.poster(),
             cdp,
             opts,
             router,
@@ -249,6 +345,7 @@ impl LocalBrowser {
             ops: Mutex::new(Operations::default()),
             closed: AtomicBool::new(false),
             downloads,
+            uploads,
         });
         let browser = LocalBrowser { inner };
         let first = browser.first_page_target();
@@ -277,10 +374,10 @@ impl LocalBrowser {
     }
 
     /// Opens a new tab (about:blank) and returns a handle bound to it; the current tab of the
-    /// browser does not change.
+    /// browser does not change. `TAB_LIMIT` when the browser already has
+    /// [`LaunchOptions::max_tabs`] tabs (its pages' popups included).
     pub fn open_tab(&self) -> Result<LocalTab> {
-        let target = self.inner.create_target("about:blank")?;
-        let tab = self.inner.attach(&target)?;
+        let tab = self.inner.new_tab()?;
         Ok(LocalTab {
             inner: self.inner.clone(),
             tab,
@@ -294,7 +391,8 @@ impl LocalBrowser {
             .current
             .lock()
             .clone()
-            .ok_or(Error::TabUnavailable)?;
+            .ok_or(Error::TabUnavailable)?
+            .current();
         Ok(LocalTab {
             inner: self.inner.clone(),
             tab,
@@ -330,7 +428,9 @@ impl LocalBrowser {
 }
 
 impl LocalTab {
-    /// The tab's id (its DevTools target id).
+    /// The tab's id (its DevTools target id) when the handle was made. A tab whose page
+    /// crashed, or held a navigation away with dialogs, is replaced by a fresh tab with a new
+    /// id; the handle then acts on the fresh tab (`tabs` lists its id).
     pub fn id(&self) -> &str {
         &self.tab.target_id
     }
@@ -344,9 +444,9 @@ impl LocalTab {
         })
     }
 
-    /// Closes this tab.
+    /// Closes this tab (its replacement, when it was replaced).
     pub fn close(&self) -> Result<()> {
-        self.inner.close_tab(&self.tab.target_id)
+        self.inner.close_tab(&self.tab.current().target_id)
     }
 }
 
@@ -375,6 +475,86 @@ impl Inner {
             })
     }
 
+    /// How many tabs the session has: its page targets (ours and the pages' popups), or the
+    /// tabs attached when discovery gave none.
+    fn tab_count(&self) -> usize {
+        self.router.pages.lock().len().max(self.tabs.lock().len())
+    }
+
+    fn max_tabs(&self) -> usize {
+        self.router.max_tabs.load(Ordering::Relaxed)
+    }
+
+    /// A new attached tab (about:blank) within the cap: `TAB_LIMIT` before anything is opened
+    /// when the cap is reached, and the tab closed again when a popup took the last place
+    /// while it opened.
+    fn new_tab(&self) -> Result<Arc<TabShared>> {
+        let limit = self.max_tabs();
+        if self.tab_count() >= limit {
+            return Err(Error::TabLimit { limit });
+        }
+        let target = self.create_target("about:blank")?;
+        let tab = self.attach(&target)?;
+        if self.tab_count() > limit {
+            let _ = self.close_tab(&target);
+            return Err(Error::TabLimit { limit });
+        }
+        Ok(tab)
+    }
+
+    /// Replaces the tab `old`, whose page crashed, by a fresh tab ([`Inner::replace_tab`]).
+    /// Concurrent callers agree on one replacement (the busy flag of `old` orders them).
+    fn replace_crashed(&self, old: &Arc<TabShared>) -> Result<Arc<TabShared>> {
+        let _busy = old.enter(&*self.opts.clock, self.opts.call_timeout)?;
+        let now = old.current();
+        if !Arc::ptr_eq(&now, old) {
+            return Ok(now);
+        }
+        log::warn!("a tab's page crashed; replacing it by a fresh tab");
+        self.replace_tab(old, super::tab::CRASH_REPLACED_NOTE)
+    }
+
+    /// Replaces the tab `old` (its page crashed, or trapped a navigation away) by a fresh tab
+    /// (about:blank) in the same browser: same place in the list, current when `old` was,
+    /// `note` said once in its next action result; `old`'s handles follow it. `old` is closed
+    /// (best effort). The caller holds `old`'s busy flag.
+    pub(crate) fn replace_tab(&self, old: &Arc<TabShared>, note: &str) -> Result<Arc<TabShared>> {
+        let target = self.create_target("about:blank")?;
+        let fresh = self.attach(&target)?;
+        {
+            let mut tabs = self.tabs.lock();
+            tabs.retain(|t| !Arc::ptr_eq(t, &fresh));
+            match tabs.iter().position(|t| Arc::ptr_eq(t, old)) {
+                Some(i) => tabs[i] = fresh.clone(),
+                None => tabs.push(fresh.clone()),
+            }
+        }
+        self.router
+            .by_session
+            .lock()
+            .retain(|_, t| !Arc::ptr_eq(t, old));
+        {
+            let mut current = self.current.lock();
+            if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, old)) {
+                *current = Some(fresh.clone());
+            }
+        }
+        fresh.lock().note(note);
+        old.replace_with(fresh.clone());
+        old.mark_gone();
+        if self
+            .call(
+                "Target.closeTarget",
+                json!({ "targetId": old.target_id }),
+                None,
+            )
+            .is_ok()
+        {
+            self.router.pages.lock().remove(&old.target_id);
+        }
+        Ok(fresh)
+    }
+
     fn attach(&self, target_id: &str) -> Result<Arc<TabShared>> {
         let attached = self.call(
             "Target.attachToTarget",
@@ -387,7 +567,11 @@ impl Inner {
                 reason: "Target.attachToTarget answered without a session".into(),
             })?
             .to_string();
-        let tab = Arc::new(TabShared::new(target_id.to_string(), session.clone()));
+        let tab = Arc::new(TabShared::new(
+            target_id.to_string(),
+            session.clone(),
+            Arc::clone(&self.opts.clock),
+        ));
         self.router
             .by_session
             .lock()
@@ -425,6 +609,8 @@ impl Inner {
             .cloned()
             .ok_or(Error::TabUnavailable)?;
         self.call("Target.closeTarget", json!({ "targetId": target_id }), None)?;
+        // No longer counted against the cap, whenever its destruction event comes.
+        self.router.pages.lock().remove(target_id);
         tab.mark_gone();
         self.tabs.lock().retain(|t| t.target_id != target_id);
         self.router
@@ -453,17 +639,33 @@ impl Inner {
             process.wait_exit(&*self.opts.clock, Duration::from_secs(2));
             process.kill();
         }
+        // The staged uploads go with the session (a temporary profile goes as a whole).
+        let _ = std::fs::remove_dir_all(&self.uploads);
         for tab in self.tabs.lock().iter() {
             tab.mark_gone();
         }
     }
 
+    /// Attaches the popups the pages opened (within the cap) so that `tabs` lists them and
+    /// can select them; one closed meanwhile is skipped.
+    fn adopt_popups(&self) {
+        let popups: Vec<String> = std::mem::take(&mut *self.router.popups.lock());
+        for target in popups {
+            let known = self.tabs.lock().iter().any(|t| t.target_id == target);
+            if !known && self.router.pages.lock().contains(&target) {
+                if let Err(e) = self.attach(&target) {
+                    log::warn!("a popup could not be attached: {}", e.code());
+                }
+            }
+        }
+    }
+
     fn tabs_command(&self, args: &TabsArgs) -> Result<TabList> {
+        self.adopt_popups();
         match args.action {
             TabsAction::List => {}
             TabsAction::New => {
-                let target = self.create_target("about:blank")?;
-                let tab = self.attach(&target)?;
+                let tab = self.new_tab()?;
                 *self.current.lock() = Some(tab);
             }
             TabsAction::Select => {
@@ -700,7 +902,10 @@ fn start_connected(
         }
     };
     match cdp.call("Browser.getVersion", json!({}), None, opts.launch_timeout) {
-        Ok(_) => Ok((process, cdp)),
+        Ok(_) => {
+            *router.poster.lock() = Some(cdp.poster());
+            Ok((process, cdp))
+        }
         Err(e) => {
             let exited = cdp.is_closed();
             cdp.close();
@@ -726,6 +931,27 @@ impl Drop for Inner {
 
 impl BrowserBackend for LocalTab {
     fn execute(&self, command: &Command) -> Result<Response> {
+        // A handle on a crashed tab that was replaced acts on its replacement.
+        let now = self.tab.current();
+        if !Arc::ptr_eq(&now, &self.tab) {
+            return LocalTab {
+                inner: self.inner.clone(),
+                tab: now,
+            }
+            .execute(command);
+        }
+        // A navigation gets out of a crashed page: a fresh tab takes the crashed one's place
+        // and navigates (issue 20 item 3); everything else answers TAB_UNAVAILABLE meanwhile.
+        if let Command::TabNavigate(a) = command {
+            if self.tab.lock().crashed {
+                openable(&a.url)?;
+                return LocalTab {
+                    inner: self.inner.clone(),
+                    tab: self.inner.replace_crashed(&self.tab)?,
+                }
+                .execute(command);
+            }
+        }
         if self.inner.closed.load(Ordering::SeqCst) || self.inner.cdp.is_closed() {
             return Err(Error::BrowserUnavailable {
                 reason: if self.inner.closed.load(Ordering::SeqCst) {

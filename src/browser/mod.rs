@@ -58,7 +58,7 @@ pub use backend::{
     SetInputFilesArgs, MAX_VIEWPORT, MIN_VIEWPORT,
 };
 pub(crate) use launch::create_private_dir;
-pub use launch::{find_chromium, LaunchOptions};
+pub use launch::{find_chromium, LaunchOptions, DEFAULT_MAX_TABS, DEFAULT_MAX_UPLOAD_BYTES};
 pub use local::{LocalBrowser, LocalTab};
 pub use sessions::LocalSessions;
 pub use tools::BrowserTools;

@@ -4,10 +4,16 @@
 //! committed document, loads finished, an open dialog, the tab gone or crashed — plus the
 //! generation bookkeeping of the last observation and the tab's busy flag, lease and isolated
 //! world, an intercepted HTML5 drag and the viewport size set; console, network and download
-//! events go to the tab's journal (`journal.rs`). It never calls the browser: the event handler only updates state and wakes waiters,
-//! and no lock here is held across I/O.
+//! events go to the tab's journal (`journal.rs`). It also owns the page's dialog budget (issue
+//! 20 item 3: past [`DIALOG_BURST`] dialogs within [`DIALOG_WINDOW`] on one page, its further
+//! dialogs are dismissed unseen), the notes a tab owes its next action result, and the link
+//! from a crashed tab to the fresh tab that replaced it. It never calls the browser: the event
+//! handler only updates state, wakes waiters and says which dialog answer to post, and no lock
+//! here is held across I/O.
 
-use crate::clock::{wait_slice, Clock, Instant};
+use crate::clock::{wait_slice, Clock, Instant, SharedClock};
+use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -19,6 +25,28 @@ use crate::{Error, Result};
 use super::backend::StaleCause;
 use super::frames::{FrameSet, Observed, ObservedFrame};
 use super::journal::Journal;
+
+/// A page may open this many dialogs within [`DIALOG_WINDOW`]; the next one, and every one
+/// after it until the tab leaves the page, is dismissed unseen (issue 20 item 3).
+pub(crate) const DIALOG_BURST: usize = 20;
+/// The window [`DIALOG_BURST`] is counted in, on the browser's clock.
+pub(crate) const DIALOG_WINDOW: Duration = Duration::from_secs(5);
+
+/// The note of a page whose dialogs are suppressed.
+pub(crate) const DIALOGS_SUPPRESSED_NOTE: &str =
+    "this page opened more than 20 dialogs within 5 s; \
+its further dialogs are dismissed unseen until the tab leaves the page";
+/// The note of a crashed tab replaced by a fresh one.
+pub(crate) const CRASH_REPLACED_NOTE: &str = "the tab's page crashed; it was replaced by a fresh \
+tab in the same session (the crashed page's history and state are gone)";
+
+/// The note of a tab replaced because the page being left held a navigation with a dialog.
+pub(crate) const TRAPPED_REPLACED_NOTE: &str = "the page being left kept opening dialogs and \
+held the navigation; the tab was replaced by a fresh tab in the same session (the old page's \
+history and state are gone)";
+
+/// At most this many notes wait for the next action result.
+const KEPT_NOTES: usize = 8;
 
 /// One tab: its DevTools ids and its event-fed state.
 pub(crate) struct TabShared {
@@ -32,6 +60,10 @@ pub(crate) struct TabShared {
     /// together with `state`).
     pub journal: Mutex<Journal>,
     pub changed: Condvar,
+    /// The browser's clock (the dialog budget's window is on it).
+    clock: SharedClock,
+    /// The fresh tab that replaced this one after its page crashed.
+    replaced_by: Mutex<Option<Arc<TabShared>>>,
 }
 
 /// What the events and the last observation say about a tab.
@@ -53,6 +85,11 @@ pub(crate) struct TabState {
     pub stop_at_start: u64,
     /// The open JavaScript dialog.
     pub dialog: Option<Dialog>,
+    /// Dialogs opened so far, shown or not; tells one open dialog from the next.
+    pub dialog_seq: u64,
+    /// A dialog of a page whose dialogs are suppressed is open (never shown; its answer is on
+    /// the way): the answer it gets.
+    pub unseen: Option<bool>,
     /// The tab was closed, detached or crashed.
     pub gone: bool,
     /// An operation runs on the tab.
@@ -76,10 +113,27 @@ pub(crate) struct TabState {
     pub drag_data: Option<Value>,
     /// The viewport `page_resize` set (CSS pixels); the launch window size before.
     pub viewport: Option<(u32, u32)>,
+    /// The renderer of the tab's page crashed (the tab is also `gone`).
+    pub crashed: bool,
+    /// When the page's dialogs within the last [`DIALOG_WINDOW`] opened.
+    pub dialog_times: VecDeque<Instant>,
+    /// The page spent its dialog budget: its dialogs are dismissed as they open.
+    pub dialogs_suppressed: bool,
+    /// What the tab's next action result says once (suppressed dialogs, a crash replaced).
+    pub notes: Vec<String>,
+}
+
+impl TabState {
+    /// Adds a note for the next action result (once; bounded).
+    pub(crate) fn note(&mut self, note: &str) {
+        if self.notes.len() < KEPT_NOTES && !self.notes.iter().any(|n| n == note) {
+            self.notes.push(note.to_string());
+        }
+    }
 }
 
 impl TabShared {
-    pub(crate) fn new(target_id: String, session_id: String) -> TabShared {
+    pub(crate) fn new(target_id: String, session_id: String, clock: SharedClock) -> TabShared {
         TabShared {
             main_frame: Mutex::new(target_id.clone()),
             target_id,
@@ -88,11 +142,43 @@ impl TabShared {
             frames: Mutex::new(FrameSet::default()),
             journal: Mutex::new(Journal::default()),
             changed: Condvar::new(),
+            clock,
+            replaced_by: Mutex::new(None),
         }
     }
 
-    /// Applies one event of this tab's session.
-    pub(crate) fn apply(&self, method: &str, params: &Value) {
+    /// The tab that stands for this one now: itself, or the last fresh tab that replaced it
+    /// after a crash.
+    pub(crate) fn current(self: &Arc<Self>) -> Arc<TabShared> {
+        let mut tab = Arc::clone(self);
+        loop {
+            let next = tab.replaced_by.lock().clone();
+            match next {
+                Some(next) => tab = next,
+                None => return tab,
+            }
+        }
+    }
+
+    /// Records that `fresh` replaced this crashed tab.
+    pub(crate) fn replace_with(&self, fresh: Arc<TabShared>) {
+        *self.replaced_by.lock() = Some(fresh);
+        self.changed.notify_all();
+    }
+
+    /// Marks the tab's page crashed (and the tab gone) and wakes every waiter.
+    pub(crate) fn mark_crashed(&self) {
+        let mut st = self.state.lock();
+        st.gone = true;
+        st.crashed = true;
+        drop(st);
+        self.changed.notify_all();
+    }
+
+    /// Applies one event of this tab's session. `Some(accept)` when the event is a dialog of
+    /// a page whose dialogs are suppressed: the caller answers it at once with `accept`
+    /// (a `beforeunload` is accepted — leaving is what it asks — every other kind dismissed).
+    pub(crate) fn apply(&self, method: &str, params: &Value) -> Option<bool> {
         let frame_of = |p: &Value| p.get("frameId").and_then(Value::as_str).map(str::to_string);
         let is_main = |id: Option<String>| id.is_some_and(|id| *self.main_frame.lock() == id);
         if std::env::var_os("JEVGATE_CDP_TRACE").is_some() {
@@ -107,8 +193,9 @@ impl TabShared {
             || method.starts_with("Network.")
         {
             self.journal.lock().apply(method, params);
-            return;
+            return None;
         }
+        let mut answer = None;
         {
             let mut st = self.state.lock();
             match method {
@@ -132,6 +219,9 @@ impl TabShared {
                         st.doc_seq += 1;
                         st.world = None;
                         st.loaded_since_commit = false;
+                        // A new page has its own dialog budget.
+                        st.dialog_times.clear();
+                        st.dialogs_suppressed = false;
                     }
                 }
                 "Page.domContentEventFired" => st.pending_nav = false,
@@ -152,18 +242,48 @@ impl TabShared {
                         .get("type")
                         .and_then(Value::as_str)
                         .unwrap_or("alert");
-                    let message = params.get("message").and_then(Value::as_str).unwrap_or("");
-                    st.dialog = Some(Dialog {
-                        kind: kind.to_string(),
-                        message: message.chars().take(500).collect(),
-                    });
+                    let now = self.clock.now();
+                    while st
+                        .dialog_times
+                        .front()
+                        .is_some_and(|t| now.saturating_duration_since(*t) >= DIALOG_WINDOW)
+                    {
+                        st.dialog_times.pop_front();
+                    }
+                    if !st.dialogs_suppressed {
+                        st.dialog_times.push_back(now);
+                        if st.dialog_times.len() > DIALOG_BURST {
+                            st.dialogs_suppressed = true;
+                            st.dialog_times.clear();
+                            st.note(DIALOGS_SUPPRESSED_NOTE);
+                        }
+                    }
+                    st.dialog_seq += 1;
+                    if st.dialogs_suppressed {
+                        answer = Some(kind == "beforeunload");
+                        st.unseen = answer;
+                    } else {
+                        let message = params.get("message").and_then(Value::as_str).unwrap_or("");
+                        st.dialog = Some(Dialog {
+                            kind: kind.to_string(),
+                            message: message.chars().take(500).collect(),
+                        });
+                    }
                 }
-                "Page.javascriptDialogClosed" => st.dialog = None,
-                "Inspector.targetCrashed" | "Inspector.detached" => st.gone = true,
-                _ => return,
+                "Page.javascriptDialogClosed" => {
+                    st.dialog = None;
+                    st.unseen = None;
+                }
+                "Inspector.targetCrashed" => {
+                    st.gone = true;
+                    st.crashed = true;
+                }
+                "Inspector.detached" => st.gone = true,
+                _ => return None,
             }
         }
         self.changed.notify_all();
+        answer
     }
 
     /// Marks the tab gone (detached, destroyed, connection lost) and wakes every waiter.
@@ -293,7 +413,11 @@ mod tests {
     // `std::time::Instant` and took their full length of real time).
     #[test]
     fn r_clk_tab_waits_end_when_the_manual_clock_passes_their_deadline() {
-        let tab = Arc::new(TabShared::new("t".into(), "s".into()));
+        let tab = Arc::new(TabShared::new(
+            "t".into(),
+            "s".into(),
+            Arc::new(ManualClock::new()),
+        ));
         let clock = ManualClock::new();
         let busy = tab.enter(&clock, Duration::from_secs(30)).unwrap();
         let waiter = {
@@ -321,5 +445,58 @@ mod tests {
         let (settled, real) = drive(&clock, waiter);
         assert!(!settled);
         assert!(real < Duration::from_secs(20), "{real:?}");
+    }
+
+    fn dialog(tab: &TabShared, kind: &str) -> Option<bool> {
+        tab.apply(
+            "Page.javascriptDialogOpening",
+            &serde_json::json!({"type": kind, "message": "m"}),
+        )
+    }
+
+    // Issue 20 item 3: a page gets 20 dialogs within 5 s on the browser's clock; the 21st and
+    // every later one on that page are answered at once (dismissed, a beforeunload accepted)
+    // and never shown, said once in a note; a new page has a fresh budget, and dialogs spread
+    // out in time never run out of it.
+    #[test]
+    fn issue20_a_page_past_its_dialog_budget_is_suppressed_once_per_page() {
+        let clock = ManualClock::new();
+        let tab = TabShared::new("t".into(), "s".into(), Arc::new(clock.clone()));
+        let closed = || tab.apply("Page.javascriptDialogClosed", &serde_json::json!({}));
+        for i in 0..DIALOG_BURST {
+            assert_eq!(dialog(&tab, "alert"), None, "dialog {i} is shown");
+            assert!(tab.lock().dialog.is_some());
+            closed();
+            clock.advance(Duration::from_millis(100));
+        }
+        assert_eq!(dialog(&tab, "alert"), Some(false), "the 21st is dismissed");
+        assert!(tab.lock().dialog.is_none() && tab.lock().dialogs_suppressed);
+        assert_eq!(dialog(&tab, "confirm"), Some(false));
+        assert_eq!(dialog(&tab, "beforeunload"), Some(true));
+        clock.advance(Duration::from_secs(60));
+        assert_eq!(
+            dialog(&tab, "alert"),
+            Some(false),
+            "suppressed for the page"
+        );
+        assert_eq!(
+            std::mem::take(&mut tab.lock().notes),
+            vec![DIALOGS_SUPPRESSED_NOTE.to_string()],
+            "said once"
+        );
+        // A new document: a fresh budget.
+        tab.apply(
+            "Page.frameNavigated",
+            &serde_json::json!({"frame": {"id": "t"}}),
+        );
+        assert_eq!(dialog(&tab, "alert"), None);
+        closed();
+        // One dialog every 300 ms: never more than 17 within 5 s.
+        for _ in 0..100 {
+            clock.advance(Duration::from_millis(300));
+            assert_eq!(dialog(&tab, "alert"), None);
+            closed();
+        }
+        assert!(tab.lock().notes.is_empty());
     }
 }

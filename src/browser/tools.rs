@@ -240,6 +240,9 @@ impl BrowserTools {
             "navigationStarted": action.navigation_started,
             "settled": action.settled,
         });
+        if !action.notes.is_empty() {
+            out["notes"] = json!(action.notes);
+        }
         if let Some(dialog) = action.dialog {
             // A dialog blocks the page: no snapshot until it is handled.
             out["dialog"] = json!(dialog);

@@ -239,6 +239,12 @@ fn browser_error(message: &str, timeout: Duration) -> Option<Error> {
         ErrorKind::FocusRequired => Error::FocusRequired,
         ErrorKind::NoDialog => Error::NoDialog,
         ErrorKind::TabLeaseHeld => Error::TabLeaseHeld,
+        ErrorKind::TabLimit => Error::TabLimit {
+            limit: rest
+                .split_once("maximum of ")
+                .and_then(|(_, n)| n.split(' ').next()?.parse().ok())
+                .unwrap_or(0),
+        },
         ErrorKind::TabUnavailable => Error::TabUnavailable,
         ErrorKind::DialogOpen => Error::DialogOpen {
             kind: ["alert", "confirm", "prompt", "beforeunload"]
@@ -294,6 +300,7 @@ mod tests {
             Error::FocusRequired,
             Error::NoDialog,
             Error::TabLeaseHeld,
+            Error::TabLimit { limit: 10 },
             Error::DialogOpen {
                 kind: "confirm".into(),
             },
@@ -329,6 +336,10 @@ mod tests {
         // Worker codes travel as the error table's worker-code column.
         assert_eq!(from("timed_out", "x").code(), "BROWSER_TIMEOUT");
         assert_eq!(from("tab_unavailable", "x").code(), "TAB_UNAVAILABLE");
+        // Issue 20 item 7: the cap a worker's TAB_LIMIT names comes back as a number.
+        let local = Error::TabLimit { limit: 12 };
+        let back = from("execution_failed", &format!("{}: {local}", local.code()));
+        assert!(matches!(back, Error::TabLimit { limit: 12 }), "{back:?}");
         assert_eq!(from("javascript_error", "x").code(), "JAVASCRIPT_ERROR");
         assert_eq!(
             from("debugger_unavailable", "x").code(),

@@ -11,7 +11,7 @@ pub struct jevgate_local_browser {
     pub(crate) browser: LocalBrowser,
 }
 
-/// Parses `{"executable"?, "profileDir"?}` (NULL = defaults).
+/// Parses `{"executable"?, "profileDir"?, "maxTabs"?, "maxUploadBytes"?}` (NULL = defaults).
 ///
 /// # Safety
 /// `options_json` NULL or NUL-terminated.
@@ -24,8 +24,10 @@ unsafe fn launch_options(options_json: *const c_char) -> Result<LaunchOptions, E
 }
 
 /// Starts a headless Chromium. `options_json` (may be NULL) is
-/// `{"executable"?: path, "profileDir"?: path}`; without an executable, `JEVGATE_CHROMIUM`,
-/// `/usr/bin/chromium`, `chromium-browser`, `google-chrome` are tried (`BROWSER_UNAVAILABLE`).
+/// `{"executable"?: path, "profileDir"?: path, "maxTabs"?: n, "maxUploadBytes"?: n}` (tab cap,
+/// default 10, `TAB_LIMIT` past it; largest upload, default 100 MiB); without an executable,
+/// `JEVGATE_CHROMIUM`, `/usr/bin/chromium`, `chromium-browser`, `google-chrome` are tried
+/// (`BROWSER_UNAVAILABLE`).
 ///
 /// # Safety
 /// `options_json` NULL or NUL-terminated; `browser_out` writable; `err_out` NULL or writable.

@@ -866,6 +866,7 @@ fn classify(e: &Error) -> Class {
         | "NO_DIALOG"
         | "TARGET_NOT_FOUND"
         | "TAB_LEASE_HELD"
+        | "TAB_LIMIT"
         | "DEVICE_OFFLINE"
         | "DEVICE_NOT_PAIRED"
         | "DEVICE_CAPABILITY_MISMATCH"

@@ -433,6 +433,9 @@ impl ManagedBrowser {
         let mut out = self.page_view(None, before)?;
         out["operationId"] = json!(action.operation_id);
         out["navigationStarted"] = json!(action.navigation_started);
+        if !action.notes.is_empty() {
+            out["notes"] = json!(action.notes);
+        }
         if !dialog_out.is_null() {
             out["dialog"] = dialog_out;
         }

@@ -129,7 +129,8 @@ class DeviceError(Error):
 class BrowserError(Error):
     """The browser refused or failed an action: ``BROWSER_UNAVAILABLE``, ``STALE_OBSERVATION``
     (cause ``NAVIGATION_PENDING``, ``GENERATION_CHANGED`` or ``TARGET_OBSCURED``),
-    ``HISTORY_UNAVAILABLE``, ``SCROLL_LIMIT``, ``FOCUS_REQUIRED``, ``DIALOG_OPEN``, …, and
+    ``HISTORY_UNAVAILABLE``, ``SCROLL_LIMIT``, ``FOCUS_REQUIRED``, ``DIALOG_OPEN``, ``TAB_LIMIT``
+    (409; the session's tab cap, popups included: close a tab first), …, and
     ``OUTCOME_UNKNOWN`` (the command was sent and no result came back: it may have run and is
     never sent again)."""
 
