@@ -33,27 +33,11 @@ pub fn read_input(source: &str) -> Result<Vec<u8>, Usage> {
     Ok(buf)
 }
 
-/// A fresh private (0700) directory `<temp>/<prefix>-<random>` for a command's data, removed by
-/// the command when it ends.
+/// A fresh private (0700) directory `<temp>/<prefix>-p<pid>-t<start>-<random>` for a command's
+/// data, removed by the command when it ends; the ones left by killed processes are swept first
+/// (issue 20 item 4).
 pub fn temp_data_dir(prefix: &str) -> jevgate::Result<std::path::PathBuf> {
-    let mut bytes = [0u8; 12];
-    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes).map_err(|_| {
-        jevgate::Error::Internal {
-            reason: "the system random source failed".into(),
-        }
-    })?;
-    let name: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    let dir = std::env::temp_dir().join(format!("{prefix}-{name}"));
-    let mut builder = std::fs::DirBuilder::new();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(&dir).map_err(|e| jevgate::Error::Internal {
-        reason: format!("cannot create a temporary data directory: {}", e.kind()),
-    })?;
-    Ok(dir)
+    jevgate::unstable::private_temp_dir(prefix)
 }
 
 pub fn error_line(err: &jevgate::Error) -> String {
