@@ -1,5 +1,6 @@
-//! Internals that tests, fuzz targets and benches reach into (`jevgate::unstable`, hidden from
-//! the documentation). Not part of the supported API: any of it may change or go in any release.
+//! Internals that tests, fuzz targets, benches and the `jevgate` binary reach into
+//! (`jevgate::unstable`, hidden from the documentation). Not part of the supported API: any of
+//! it may change or go in any release.
 //!
 //! This module only re-exports; it must never define behaviour of its own, and nothing in the
 //! library itself may use it (it sits in the top layer, beside the bindings).
@@ -18,4 +19,5 @@ pub use crate::jev::ledger::{
 pub use crate::jev::limiter::{Admission, LimiterState};
 pub use crate::lease::control::{ControlTable, Refusal};
 pub use crate::lease::profile::profile_key_hash;
+pub use crate::store::temp_dirs::private_temp_dir;
 pub use crate::task::bench::{set_checkpoint_hook, ReceiptBench};

@@ -176,10 +176,13 @@ fn doctor_prints_a_json_report_and_exits_by_verdict() {
     );
     assert_eq!(with_store.status.code(), Some(0));
     let report: Value = serde_json::from_slice(&with_store.stdout).unwrap();
-    assert_eq!(
-        report["checks"].as_array().unwrap().last().unwrap()["name"],
-        "store"
-    );
+    let names: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names[names.len() - 2..], ["store", "store.permissions"]);
 }
 
 // R-JEV (CLI): `jevgate evaluate` runs one evaluation (local provider: no network, no key) and

@@ -138,3 +138,62 @@ fn usage_errors() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
 }
+
+/// Runs `jevgate ARGS` with `stdin` and returns (exit code, stdout, stderr).
+fn with_stdin(args: &[&str], stdin: Vec<u8>) -> (Option<i32>, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jevgate"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    // The command may stop reading at its limit: a broken pipe here is expected.
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&stdin);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Issue 20 item 8: more than 1 MiB on stdin, cut by the limit in the middle of a UTF-8
+/// character, is refused for its size (the old code said "invalid data"); text after a line
+/// break past the limit is never silently dropped; input that is not UTF-8 says so.
+#[test]
+fn issue20_oversized_stdin_names_the_size_limit_even_cut_mid_character() {
+    const MAX: usize = 1 << 20;
+    // 3-byte characters: no multiple of 3 is near 2^20 + 1..3, so every cut is mid-character.
+    let thai = "ก".repeat(MAX / 3 + 2).into_bytes();
+    for cmd in ["parse", "steps"] {
+        let (code, out, err) = with_stdin(&[cmd], thai.clone());
+        assert_eq!(code, Some(2), "{cmd}: {err}");
+        assert!(out.is_empty(), "{cmd}: nothing is answered");
+        assert!(
+            err.contains(&format!("longer than {MAX} bytes")),
+            "{cmd}: {err}"
+        );
+        assert!(!err.contains("invalid data"), "{cmd}: {err}");
+    }
+    // Exactly the limit, with its line ending: accepted.
+    let mut exact = vec![b'a'; MAX];
+    exact.extend_from_slice(b"\r\n");
+    let (code, out, err) = with_stdin(&["parse"], exact);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("{\"intent\""), "{out:.100}");
+    // The limit, a line break, then more: too long, not the first line alone.
+    let mut more = vec![b'a'; MAX];
+    more.extend_from_slice(b"\nback");
+    let (code, _, err) = with_stdin(&["parse"], more);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(&format!("longer than {MAX} bytes")), "{err}");
+    // Short and not UTF-8: named as such.
+    let (code, _, err) = with_stdin(&["parse"], b"go \xff back".to_vec());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("not valid UTF-8"), "{err}");
+}

@@ -110,7 +110,10 @@ fn doctor_reports_config_credentials_and_store() {
     let report = gw.doctor().unwrap();
     assert!(report.ok, "{report:?}");
     let names: Vec<&str> = report.checks.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, ["config", "jev.credentials", "store"]);
+    assert_eq!(
+        names,
+        ["config", "jev.credentials", "store", "store.permissions"]
+    );
     let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
     assert_eq!(json["checks"][2]["status"], "ok");
 }

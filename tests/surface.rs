@@ -162,6 +162,7 @@ const UNSTABLE: &[&str] = &[
     "confine",
     "confine_upload",
     "frames",
+    "private_temp_dir",
     "profile_key_hash",
     "redact_url",
     "save_into",

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::clock::{self, Clock, Grace, SharedClock};
+use crate::store::temp_dirs;
 use crate::{Error, Result};
 
 /// How a local Chromium is started.
@@ -227,9 +228,9 @@ pub(crate) struct ChromiumProcess {
 static PROFILE_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// The name prefix of the temporary profiles jevgate creates in the temporary directory:
-/// `jevgate-chromium-p<pid>-t<start time>-<counter>-<nanos>`, so the next start can tell a
-/// profile whose process is gone (swept) from a live one (kept).
-const TEMP_PREFIX: &str = "jevgate-chromium-p";
+/// `jevgate-chromium-p<pid>-t<start time>-<counter>-<nanos>` (`store::temp_dirs`), so the next
+/// start can tell a profile whose process is gone (swept) from a live one (kept).
+const PROFILE_PREFIX: &str = "jevgate-chromium";
 
 /// Why one start attempt failed.
 pub(crate) enum Started {
@@ -291,10 +292,12 @@ impl ChromiumProcess {
         // The socket reaches Chromium as the shell's stdin; the shell moves it to fds 3 and 4
         // and execs Chromium in its place (same pid, same process group), so no unsafe
         // pre-exec code is needed. Our end is a socket: a write after Chromium died is an
-        // EPIPE error (MSG_NOSIGNAL), never a SIGPIPE in the host.
+        // EPIPE error (MSG_NOSIGNAL), never a SIGPIPE in the host. `umask 077`: whatever the
+        // host's umask, every file Chromium writes (profile, cookies, downloads) is
+        // owner-only (issue 20 item 1).
         let mut cmd = Command::new("/bin/sh");
         cmd.arg("-c")
-            .arg(r#"exec "$0" "$@" 3<&0 4>&0 0</dev/null"#)
+            .arg(r#"umask 077; exec "$0" "$@" 3<&0 4>&0 0</dev/null"#)
             .arg(exe)
             .args((!opts.headed).then_some("--headless"))
             .arg("--remote-debugging-pipe")
@@ -442,8 +445,6 @@ pub(crate) fn create_private_dir(dir: &Path, recursive: bool) -> Result<()> {
 /// A fresh temporary profile directory named after this process (pid and start time), created
 /// mode 0700; never an existing path (a name taken by anything else is skipped).
 fn new_temp_profile(tmp: &Path, clock: &dyn Clock) -> Result<PathBuf> {
-    let me = std::process::id();
-    let started = start_time(me).unwrap_or(0);
     let mut last = None;
     for _ in 0..16 {
         let nanos = clock
@@ -451,9 +452,10 @@ fn new_temp_profile(tmp: &Path, clock: &dyn Clock) -> Result<PathBuf> {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
-        let dir = tmp.join(format!(
-            "{TEMP_PREFIX}{me}-t{started}-{}-{nanos}",
-            PROFILE_COUNTER.fetch_add(1, Ordering::Relaxed)
+        let counter = PROFILE_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let dir = tmp.join(temp_dirs::owned_name(
+            PROFILE_PREFIX,
+            &format!("{counter}-{nanos}"),
         ));
         match create_private_dir(&dir, false) {
             Ok(()) => return Ok(dir),
@@ -463,68 +465,17 @@ fn new_temp_profile(tmp: &Path, clock: &dyn Clock) -> Result<PathBuf> {
     Err(last.unwrap_or_else(|| unavailable("cannot create the profile directory")))
 }
 
-/// The start time of process `pid` (clock ticks after boot, field 22 of `/proc/<pid>/stat`),
-/// `None` when the process does not exist (or is a zombie: it has exited).
-fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let mut rest = stat.rsplit(')').next()?.split_whitespace();
-    let state = rest.next()?;
-    if state == "Z" || state == "X" {
-        return None;
-    }
-    // After the state (field 3), the start time is field 22: 19 fields further.
-    rest.nth(18)?.parse().ok()
-}
-
 /// Removes the temporary profiles left in `tmp` by jevgate processes that are gone (a host
 /// killed with SIGKILL never ran its cleanup): only directories named with our prefix, owned
 /// by this user, whose recorded process (pid and start time) no longer runs. A live process's
-/// profile, a name that does not parse, a symlink or anything of another user is never touched.
-/// Returns how many were removed.
+/// profile, a name that does not parse, a symlink or anything of another user is never touched
+/// (`store::temp_dirs::sweep`). Returns how many were removed.
 pub(crate) fn sweep_stale_profiles(tmp: &Path) -> usize {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(entries) = std::fs::read_dir(tmp) else {
-        return 0;
-    };
-    let uid = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some((pid, started)) = name.to_str().and_then(parse_temp_name) else {
-            continue;
-        };
-        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
-            continue;
-        };
-        if !meta.is_dir() || Some(meta.uid()) != uid {
-            continue;
-        }
-        // Alive when the pid runs with the recorded start time; a pid reused by another
-        // process (another start time) means the recorded one is gone. An unknown start time
-        // (0) is treated as alive while the pid exists.
-        let gone = match start_time(pid) {
-            None => true,
-            Some(now) => started != 0 && now != started,
-        };
-        if gone && std::fs::remove_dir_all(entry.path()).is_ok() {
-            removed += 1;
-        }
-    }
+    let removed = temp_dirs::sweep(tmp, PROFILE_PREFIX);
     if removed > 0 {
         log::info!("removed {removed} stale temporary Chromium profile(s)");
     }
     removed
-}
-
-/// `(pid, start time)` out of `jevgate-chromium-p<pid>-t<start>-<counter>-<nanos>`.
-fn parse_temp_name(name: &str) -> Option<(u32, u64)> {
-    let rest = name.strip_prefix(TEMP_PREFIX)?;
-    let mut parts = rest.split('-');
-    let pid = parts.next()?.parse().ok()?;
-    let started = parts.next()?.strip_prefix('t')?.parse().ok()?;
-    parts.next()?.parse::<u64>().ok()?;
-    parts.next()?.parse::<u64>().ok()?;
-    parts.next().is_none().then_some((pid, started))
 }
 
 /// The process exists and is not a zombie.
@@ -551,7 +502,10 @@ impl Drop for ChromiumProcess {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::temp_dirs::{owner_of, start_time};
     use std::os::unix::fs::PermissionsExt;
+
+    const TEMP_PREFIX: &str = "jevgate-chromium-p";
 
     #[test]
     fn extra_args_cannot_reopen_a_devtools_endpoint_or_move_the_profile() {
@@ -640,7 +594,7 @@ mod tests {
             assert_eq!(mode, 0o700);
             let name = d.file_name().unwrap().to_str().unwrap();
             assert_eq!(
-                parse_temp_name(name),
+                owner_of(name, PROFILE_PREFIX),
                 Some((std::process::id(), start_time(std::process::id()).unwrap()))
             );
         }

@@ -57,16 +57,15 @@ pub fn evaluate(args: &[String]) -> Result<ExitCode, Usage> {
     call["agentId"] = serde_json::Value::String(agent);
     let (dir, temporary) = match data_dir {
         Some(d) => (std::path::PathBuf::from(d), false),
-        None => {
-            use jevgate::clock::Clock;
-            let nanos = jevgate::clock::SystemClock::new()
-                .wall()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos());
-            let d = std::env::temp_dir()
-                .join(format!("jevgate-evaluate-{}-{nanos}", std::process::id()));
-            (d, true)
-        }
+        // Created exclusively and 0700: a predictable name in the shared temporary directory
+        // could be made first by another user (issue 20 item 1).
+        None => match super::temp_data_dir("jevgate-evaluate") {
+            Ok(d) => (d, true),
+            Err(e) => {
+                println!("{}", error_line(&e));
+                return Ok(ExitCode::from(1));
+            }
+        },
     };
     let result =
         jevgate::Gateway::open(jevgate::GatewayOptions::new(&dir, parsed)).and_then(|gw| {

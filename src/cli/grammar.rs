@@ -50,6 +50,33 @@ fn flags(args: &[String], allow_parts: bool) -> Result<Flags, Usage> {
     Ok(f)
 }
 
+/// The text of a whole input: at most [`MAX_TEXT_BYTES`] plus one line ending (`\n` or `\r\n`).
+/// The size is judged before the encoding (issue 20 item 8), so an input cut by the limit in
+/// the middle of a character is "too long", not "invalid data"; text after the line ending is
+/// never dropped silently.
+fn read_text(input: impl Read) -> Result<String, Usage> {
+    let too_long = || Usage(format!("text is longer than {MAX_TEXT_BYTES} bytes"));
+    // Two bytes for a line ending and one more to see that anything follows it.
+    let cap = MAX_TEXT_BYTES + 3;
+    let mut buf = Vec::new();
+    input
+        .take(cap as u64)
+        .read_to_end(&mut buf)
+        .map_err(|e| Usage(format!("cannot read stdin: {}", e.kind())))?;
+    if buf.len() == cap {
+        return Err(too_long());
+    }
+    let end = buf
+        .iter()
+        .rposition(|&b| b != b'\n' && b != b'\r')
+        .map_or(0, |i| i + 1);
+    if end > MAX_TEXT_BYTES {
+        return Err(too_long());
+    }
+    buf.truncate(end);
+    String::from_utf8(buf).map_err(|_| Usage("stdin is not valid UTF-8".into()))
+}
+
 /// The intent JSON as the library writes it (`"intent"` first).
 fn parse_one(text: &str) -> String {
     parse_command(text).to_json()
@@ -74,14 +101,7 @@ fn run(
     if !f.jsonl {
         let text = match f.text {
             Some(t) => t,
-            None => {
-                let mut buf = String::new();
-                std::io::stdin()
-                    .take(MAX_TEXT_BYTES as u64 + 1)
-                    .read_to_string(&mut buf)
-                    .map_err(|e| Usage(format!("cannot read stdin: {}", e.kind())))?;
-                buf.trim_end_matches(['\n', '\r']).to_string()
-            }
+            None => read_text(std::io::stdin().lock())?,
         };
         if text.len() > MAX_TEXT_BYTES {
             return Err(Usage(format!("text is longer than {MAX_TEXT_BYTES} bytes")));

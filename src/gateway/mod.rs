@@ -217,8 +217,9 @@ impl Gateway {
     }
 
     /// Local readiness checks: the configuration's credential references (file readability and
-    /// size, variables set — no key is read into the report, no network call) and the store's
-    /// integrity. Fails only when the gateway is closed; a failing check is reported in the
+    /// size, variables set — no key is read into the report, no network call), the store's
+    /// integrity, and whether group or others can reach the data directory or the store's files
+    /// (`store.permissions`, a warning: the modes are never changed). Fails only when the gateway is closed; a failing check is reported in the
     /// report (`ok == false`), not as an error.
     pub fn doctor(&self) -> Result<DoctorReport> {
         self.check_open()?;
@@ -237,6 +238,22 @@ impl Gateway {
                 status: CheckStatus::Error,
                 code: Some(e.code()),
                 detail: e.to_string(),
+            },
+        });
+        // Issue 20 item 1: who else can read the data directory is reported, never changed.
+        let exposure = self.inner.store.exposure();
+        checks.push(DoctorCheck {
+            name: "store.permissions".into(),
+            status: if exposure.is_empty() {
+                CheckStatus::Ok
+            } else {
+                CheckStatus::Warn
+            },
+            code: None,
+            detail: if exposure.is_empty() {
+                "the data directory and the store's files are private to the gateway's user".into()
+            } else {
+                exposure.join("; ")
             },
         });
         Ok(DoctorReport::new(checks))

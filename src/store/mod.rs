@@ -7,9 +7,11 @@
 //!
 //! It never panics on a damaged or foreign file (`STORE_CORRUPT`, `STORE_VERSION_UNSUPPORTED`),
 //! never opens a data directory that another live gateway holds (`STORE_LOCKED`), and never
-//! stores credentials or page content.
+//! stores credentials or page content. What it creates is owner-only (`files.rs`).
 
+mod files;
 mod migrations;
+pub(crate) mod temp_dirs;
 #[cfg(test)]
 mod tests;
 
@@ -49,15 +51,14 @@ pub(crate) fn sqlite_error(op: &str, e: rusqlite::Error) -> Error {
 }
 
 impl Store {
-    /// Opens (or creates) the store in `data_dir`, creating the directory if needed.
+    /// Opens (or creates) the store in `data_dir`, creating the directory if needed. What it
+    /// creates is private to the gateway's user whatever the umask: the directory (and missing
+    /// parents) 0700, the database, its WAL and shared memory and the lock file 0600. An
+    /// existing directory or file that group or others can reach is logged (`warn`) and left
+    /// as the host made it.
     pub fn open(data_dir: &Path) -> Result<Store> {
-        std::fs::create_dir_all(data_dir)
-            .map_err(|e| Error::store_io("create data directory", e))?;
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(data_dir.join(LOCK_FILE))
+        files::create_data_dir(data_dir)?;
+        let lock = files::open_private(&data_dir.join(LOCK_FILE))
             .map_err(|e| Error::store_io("open lock file", e))?;
         match lock.try_lock() {
             Ok(()) => {}
@@ -68,6 +69,7 @@ impl Store {
         }
         let path = data_dir.join(DB_FILE);
         check_header(&path)?;
+        files::precreate_database(&path)?;
         let conn = Connection::open_with_flags(
             &path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -77,11 +79,20 @@ impl Store {
         .map_err(|e| sqlite_error("open database", e))?;
         configure(&conn)?;
         migrations::migrate(&conn)?;
+        for warning in files::exposure(data_dir) {
+            log::warn!("store: {warning}");
+        }
         Ok(Store {
             conn: Mutex::new(Some(conn)),
             lock: Mutex::new(Some(lock)),
             path,
         })
+    }
+
+    /// What of the data directory a local user other than its owner can reach (the directory,
+    /// the store's files), one sentence each without a path; empty when all is private.
+    pub(crate) fn exposure(&self) -> Vec<String> {
+        self.path.parent().map(files::exposure).unwrap_or_default()
     }
 
     /// Path of the database file.

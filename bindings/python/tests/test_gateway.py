@@ -63,7 +63,7 @@ def test_doctor_returns_a_dict_and_never_a_key(tmp_path, monkeypatch):
     with jevgate.Gateway(tmp_path / "data", config) as gw:
         report = gw.doctor()
         assert report["ok"] is True
-        assert [c["name"] for c in report["checks"]] == ["config", "jev.credentials", "store"]
+        assert [c["name"] for c in report["checks"]] == ["config", "jev.credentials", "store", "store.permissions"]
         assert "sk-very-secret" not in repr(report)
         key.write_text("")
         report = gw.doctor()
