@@ -59,7 +59,7 @@ pub fn evaluate(args: &[String]) -> Result<ExitCode, Usage> {
         Some(d) => (std::path::PathBuf::from(d), false),
         // Created exclusively and 0700: a predictable name in the shared temporary directory
         // could be made first by another user (issue 20 item 1).
-        None => match super::temp_data_dir("jevgate-evaluate") {
+        None => match crate::common::temp_data_dir("jevgate-evaluate") {
             Ok(d) => (d, true),
             Err(e) => {
                 println!("{}", error_line(&e));

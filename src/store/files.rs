@@ -12,7 +12,7 @@
 //! reported, not silently "fixed"), never follow or report the contents of a file, and never
 //! put a path in a message (only the store's own file names).
 
-use super::{DB_FILE, LOCK_FILE};
+use super::names::{DB_FILE, LOCK_FILE};
 use crate::{Error, Result};
 use std::fs::File;
 use std::path::Path;

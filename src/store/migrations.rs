@@ -4,7 +4,7 @@
 //! the file at the previous version, never half-migrated. Never edit a released migration; add
 //! the next one.
 
-use super::{sqlite_error, APPLICATION_ID};
+use super::names::{sqlite_error, APPLICATION_ID};
 use crate::{Error, Result};
 use rusqlite::{Connection, TransactionBehavior};
 

@@ -11,6 +11,7 @@
 
 mod files;
 mod migrations;
+mod names;
 pub(crate) mod temp_dirs;
 #[cfg(test)]
 mod tests;
@@ -22,14 +23,8 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 pub use migrations::SCHEMA_VERSION;
-
-/// `PRAGMA application_id` of jevgate databases ("JEVG").
-pub const APPLICATION_ID: i32 = 0x4A45_5647;
-
-/// The database file name inside the data directory.
-pub const DB_FILE: &str = "jevgate.sqlite3";
-/// The lock file name inside the data directory (held while a gateway has it open).
-pub const LOCK_FILE: &str = "jevgate.lock";
+pub(crate) use names::sqlite_error;
+pub use names::{DB_FILE, LOCK_FILE};
 
 /// An open store. Cheap to share behind an `Arc`; every method is safe from any thread.
 #[derive(Debug)]
@@ -38,16 +33,6 @@ pub(crate) struct Store {
     lock: Mutex<Option<File>>,
     #[cfg_attr(not(test), allow(dead_code))] // reason: only the store's tests read it for now
     path: PathBuf,
-}
-
-/// Maps a SQLite failure to a store error; corruption is told apart from I/O.
-pub(crate) fn sqlite_error(op: &str, e: rusqlite::Error) -> Error {
-    match e.sqlite_error_code() {
-        Some(ErrorCode::NotADatabase) | Some(ErrorCode::DatabaseCorrupt) => Error::StoreCorrupt {
-            reason: format!("{op}: {e}"),
-        },
-        _ => Error::store_io(op, e),
-    }
 }
 
 impl Store {
