@@ -24,7 +24,7 @@ fn creates_the_file_in_wal_mode_with_full_sync_and_current_schema() {
         .unwrap();
     assert_eq!(mode, "wal");
     assert_eq!(sync, 2, "FULL");
-    assert_eq!(app, APPLICATION_ID);
+    assert_eq!(app, super::names::APPLICATION_ID);
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     assert_eq!(store.gateway_secret().unwrap().len(), 32);
     store.quick_check().unwrap();
