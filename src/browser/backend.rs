@@ -464,7 +464,7 @@ pub struct NetworkLog {
 
 /// `set_input_files(ref, paths)`: puts files into an `<input type=file>`. Each path is an
 /// absolute path of a regular file on the machine that runs the browser, already confined by
-/// the caller to its workspace ([`crate::browser::confine_upload`]); at most 16. The local
+/// the caller to its workspace (`confine_upload`); at most 16. The local
 /// backend opens each without following any link on the way (a path through a link is
 /// `INVALID_ARGUMENT`) and gives the page a private copy of what it opened, staged in the
 /// session's owner-only directory and removed when the browser ends; a file over

@@ -293,7 +293,7 @@ impl LocalTab {
     }
 
     /// Copies this tab's completed download named `name` (as `downloads` lists it) to
-    /// `requested` confined to `workspace` ([`crate::browser::confine`]); the path written.
+    /// `requested` confined to `workspace` (`confine`); the path written.
     /// `TARGET_NOT_FOUND` when the tab has no completed download of that name.
     ///
     /// ```no_run

@@ -84,7 +84,7 @@ pub trait ScreenshotSink: Send + Sync {
 /// without one leaves it `None` and saving is refused.
 pub trait DownloadSaver: Send + Sync {
     /// Copies the current tab's completed download `name` to `requested`, confined to
-    /// `workspace` ([`crate::browser::confine`]: no `..`, no symlink out, never overwriting);
+    /// `workspace` (`confine`: no `..`, no symlink out, never overwriting);
     /// the path written.
     fn save(&self, name: &str, workspace: &Path, requested: &str) -> Result<PathBuf>;
 }
