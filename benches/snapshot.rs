@@ -2,9 +2,16 @@
 //! elements (issue 8 benchmark, R-PERF), beside Playwright's `ariaSnapshot` of the same page in
 //! the same Chromium when Node.js and npm `playwright-core` are available.
 //!
-//! Final line: `snapshot: ms=<ours> chars=<ours> peer_ms=<playwright> peer_chars=<playwright>`
-//! (medians; peer fields `na` when the peer is unavailable). Set `JEVGATE_BENCH_NO_PEER=1` to
-//! skip the peer.
+//! Issue 19 item 7: the default snapshot command (`{"tool": "snapshot", "args": {}}`, the 20,000-character
+//! budget) timed in Rust through `execute_json` — the very call the Python binding makes — and
+//! from Python through `LocalBrowser.execute` (benches/snapshot_py.py, run with the checkout's
+//! `.venv/bin/python` or `JEVGATE_BENCH_PYTHON`; skipped with a note when no built module
+//! imports), in the same run on the same page.
+//!
+//! Final line: `snapshot: ms=<ours> chars=<ours> peer_ms=<playwright> peer_chars=<playwright>
+//! rust_cmd_ms=<execute_json> py_ms=<LocalBrowser.execute> py_ratio=<py_ms/rust_cmd_ms>`
+//! (medians; peer and py fields `na` when unavailable). Set `JEVGATE_BENCH_NO_PEER=1` to skip
+//! the Playwright peer.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -62,6 +69,23 @@ fn main() {
     );
     browser.close();
 
+    let rust_cmd_ms = rust_command(&url);
+    println!("snapshot command (rust, execute_json): ms={rust_cmd_ms:.1}");
+
+    let (py_ms, py_ratio) = match python_side(&url) {
+        Some(py) => {
+            println!(
+                "snapshot command (python, LocalBrowser.execute): ms={:.1} snapshot()_ms={:.1} chars={}",
+                py.ms, py.snapshot_ms, py.chars
+            );
+            (
+                format!("{:.1}", py.ms),
+                format!("{:.2}", py.ms / rust_cmd_ms),
+            )
+        }
+        None => ("na".to_string(), "na".to_string()),
+    };
+
     let peer = if std::env::var_os("JEVGATE_BENCH_NO_PEER").is_some() {
         None
     } else {
@@ -72,8 +96,88 @@ fn main() {
         None => ("na".to_string(), "na".to_string()),
     };
     println!(
-        "snapshot: ms={ours_ms:.1} chars={ours_chars} peer_ms={peer_ms} peer_chars={peer_chars}"
+        "snapshot: ms={ours_ms:.1} chars={ours_chars} peer_ms={peer_ms} peer_chars={peer_chars} rust_cmd_ms={rust_cmd_ms:.1} py_ms={py_ms} py_ratio={py_ratio}"
     );
+}
+
+/// The warm-up calls before each side's timed runs (the page library's code is then compiled
+/// alike in both browsers).
+const WARM: usize = 5;
+
+/// The Python binding's call without Python — command JSON in, result JSON out — in the same
+/// sequence as benches/snapshot_py.py: a fresh browser, the page, `WARM` calls, `RUNS` timed.
+fn rust_command(url: &str) -> f64 {
+    const COMMAND: &str = r#"{"tool":"snapshot","args":{}}"#;
+    let browser = LocalBrowser::launch(LaunchOptions::default()).expect("launch Chromium");
+    browser.navigate(url).expect("load the fixture page");
+    for _ in 0..WARM {
+        jevgate::browser::execute_json(&browser, COMMAND).unwrap();
+    }
+    let mut times = Vec::new();
+    for _ in 0..RUNS {
+        let t = Instant::now();
+        jevgate::browser::execute_json(&browser, COMMAND).unwrap();
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    browser.close();
+    median(times)
+}
+
+struct PySide {
+    ms: f64,
+    snapshot_ms: f64,
+    chars: u64,
+}
+
+/// Runs benches/snapshot_py.py on `url` with the checkout's virtualenv Python (or
+/// `JEVGATE_BENCH_PYTHON`). `None`, after a note on stderr, when there is no such Python or it
+/// cannot import a built jevgate module (build one with `maturin develop --release` in
+/// bindings/python to compare like with like: this bench is a release build).
+fn python_side(url: &str) -> Option<PySide> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = std::env::var_os("JEVGATE_BENCH_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join(".venv/bin/python"));
+    if !python.exists() {
+        eprintln!(
+            "python: {} not found; skipping the Python half",
+            python.display()
+        );
+        return None;
+    }
+    let mut child = Command::new(&python)
+        .arg(root.join("benches/snapshot_py.py"))
+        .arg(url)
+        .arg(RUNS.to_string())
+        .arg(WARM.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                eprintln!("python: timed out; skipping the Python half");
+                return None;
+            }
+        }
+    }
+    let out = child.wait_with_output().ok()?;
+    if !out.status.success() {
+        eprintln!("python: no built jevgate module answered; skipping the Python half");
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    Some(PySide {
+        ms: v["ms"].as_f64()?,
+        snapshot_ms: v["snapshot_ms"].as_f64()?,
+        chars: v["chars"].as_u64()?,
+    })
 }
 
 /// Installs `playwright-core` (once, under the target directory) and measures

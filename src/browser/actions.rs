@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use super::backend::*;
 use super::keys::{char_events, chord_events, key_events, parse_chord};
 use super::local::{openable, LocalTab, Sent};
-use super::snapshot::{format_tree, truncation_note, Surface, MAX_SNAPSHOT};
+use super::snapshot::{cut_lines, format_tree, truncation_note, Surface, MAX_SNAPSHOT};
 use super::tab::TabState;
 use super::world::{library_answer, PAGE_JS, WORLD};
 use crate::caps::{
@@ -294,13 +294,13 @@ impl LocalTab {
             Err(Error::DialogOpen { .. }) => return Ok((self.dialog_observation()?, None)),
             Err(e) => return Err(e),
         };
-        let walked = composed.walk;
+        let mut walked = composed.walk;
         let navigation = match self.navigation() {
             Ok(n) => Some(n),
             Err(Error::DialogOpen { .. }) => return Ok((self.dialog_observation()?, None)),
             Err(e) => return Err(e),
         };
-        let controls = serde_json::from_value(walked["controls"].clone()).map_err(|_| {
+        let controls = serde_json::from_value(walked["controls"].take()).map_err(|_| {
             Error::ExecutionFailed {
                 reason: "the page library answered controls of an unexpected shape".into(),
             }
@@ -342,7 +342,7 @@ impl LocalTab {
             text: walked["text"].as_str().unwrap_or_default().to_string(),
             dialog: None,
         };
-        let tree = walked.get("tree").cloned();
+        let tree = walked.get_mut("tree").map(Value::take);
         Ok((obs, tree))
     }
 
@@ -362,9 +362,13 @@ impl LocalTab {
     }
 
     fn snapshot_now(&self, args: &SnapshotArgs) -> Result<Snapshot> {
+        // The tree holds every control; the observation's own list and text are not used here,
+        // so the page sends one of each (issue 19 item 7: the list doubled what the page
+        // serialised and this process parsed). Refs and the generation do not depend on the
+        // budget: the page assigns and fingerprints every control whatever it reports.
         let (obs, tree) = self.observe_raw(
             &ObserveArgs {
-                max_controls: None,
+                max_controls: Some(1),
                 max_text_chars: Some(1),
             },
             Some(args),
@@ -386,14 +390,14 @@ impl LocalTab {
             (None, Some(tree)) if !tree.is_null() => match format_tree(&tree, max) {
                 // Cut: cut again leaving room for the note (either surface's, the tools
                 // rewrite it), so the text stays in the budget.
-                (_, true, total) => {
+                (text, true, total) => {
                     let room = [Surface::Backend, Surface::Tool]
                         .map(|s| truncation_note(max, total, s).chars().count())
                         .into_iter()
                         .max()
                         .unwrap_or(0)
                         + 1;
-                    format_tree(&tree, max.saturating_sub(room))
+                    (cut_lines(text, max.saturating_sub(room)), true, total)
                 }
                 whole => whole,
             },

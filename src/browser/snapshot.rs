@@ -89,6 +89,30 @@ pub(crate) fn format_tree(tree: &Value, max_chars: usize) -> (String, bool, usiz
     (out.text, out.truncated, out.total.saturating_sub(1))
 }
 
+/// The longest run of whole leading lines of `text` (a [`format_tree`] result) that fits
+/// `max_chars` — what `format_tree` would give with that smaller budget, without walking the
+/// tree again.
+pub(crate) fn cut_lines(text: String, max_chars: usize) -> String {
+    let mut used = 0usize;
+    let mut end = 0usize;
+    for line in text.split_inclusive('\n') {
+        let body = line.strip_suffix('\n').unwrap_or(line);
+        // A line costs its characters plus the break before it (none for the first).
+        let need = body.chars().count() + usize::from(end > 0);
+        if used + need > max_chars {
+            break;
+        }
+        used += need;
+        end += line.len();
+    }
+    let mut text = text;
+    text.truncate(end);
+    if text.ends_with('\n') {
+        text.pop();
+    }
+    text
+}
+
 struct Out {
     text: String,
     /// Characters in `text`.
@@ -300,6 +324,27 @@ mod tests {
         let (text, cut, total) = format_tree(&wide, 39);
         assert!(!cut, "{text}");
         assert_eq!(total, 38);
+    }
+
+    #[test]
+    fn issue19_cutting_a_cut_text_again_equals_formatting_with_the_smaller_budget() {
+        let kids: Vec<Value> = (1..=300)
+            .map(|i| {
+                json!({"r":"button","n":format!("ปุ่ม {i}"),"ref":format!("e{i}"),"c":[
+                    {"r":"link","n":"x".repeat(i % 7),"ref":format!("f{i}"),"c":[]}]})
+            })
+            .collect();
+        let tree = json!({"r":"root","n":"","c":kids});
+        let (first, cut, _) = format_tree(&tree, 5_000);
+        assert!(cut);
+        for smaller in (0..5_000).step_by(37).chain([4_999, 1, 2, 3]) {
+            assert_eq!(
+                cut_lines(first.clone(), smaller),
+                format_tree(&tree, smaller).0,
+                "budget {smaller}"
+            );
+        }
+        assert_eq!(cut_lines(first.clone(), 5_000), first);
     }
 
     #[test]
