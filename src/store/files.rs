@@ -67,13 +67,18 @@ pub(crate) fn exposure(data_dir: &Path) -> Vec<String> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
+        // The directory through a link the host may have made (a link's own mode is 0777);
+        // the store's files as they are.
+        let dir_mode = std::fs::metadata(data_dir)
+            .ok()
+            .map(|m| m.permissions().mode() & 0o777);
         let mode = |p: &Path| {
             std::fs::symlink_metadata(p)
                 .ok()
                 .map(|m| m.permissions().mode() & 0o777)
         };
         let mut found = Vec::new();
-        if let Some(m) = mode(data_dir).filter(|m| m & 0o077 != 0) {
+        if let Some(m) = dir_mode.filter(|m| m & 0o077 != 0) {
             found.push(format!(
                 "the data directory is open to group or others (mode {m:03o}); restrict it to the gateway's user (chmod 700)"
             ));
@@ -115,6 +120,10 @@ mod tests {
         drop(open_private(&dir.join(LOCK_FILE)).unwrap());
         precreate_database(&dir.join(DB_FILE)).unwrap();
         assert!(exposure(&dir).is_empty(), "{:?}", exposure(&dir));
+        // A link to a private directory is private.
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        assert!(exposure(&link).is_empty(), "{:?}", exposure(&link));
 
         chmod(&dir, 0o711);
         chmod(&dir.join(DB_FILE), 0o640);
