@@ -458,6 +458,21 @@ pub enum Error {
     #[error("the task's command queue is full")]
     CommandQueueFull,
 
+    /// A spawn past the open-session bounds ([`crate::task::TaskLimits`]): the principal (or
+    /// the gateway) already holds as many open sessions as allowed (R-TSK-CTL). Carries the
+    /// state and reason code of the principal's oldest open session, never its text.
+    #[error("an automation session is already open{}{}", state.as_deref().map(|s| format!(" (oldest: {s}")).unwrap_or_default(), match (state, reason) { (Some(_), Some(r)) => format!(", {r})"), (Some(_), None) => ")".to_string(), _ => String::new() })]
+    AutomationSessionExists {
+        /// The oldest open session's state, when it is the same principal's.
+        state: Option<String>,
+        /// Its last reason code.
+        reason: Option<String>,
+    },
+
+    /// As many spawns as allowed already wait for a task slot (R-TSK-CTL).
+    #[error("too many tasks wait for a slot")]
+    TaskQueueFull,
+
     /// A bug in jevgate: a panic caught at an FFI boundary or a broken internal invariant.
     #[error("internal error: {reason}")]
     Internal {
@@ -602,6 +617,8 @@ error_table! {
     TaskNotFound => "TASK_NOT_FOUND", 404, Task, false, None;
     AutomationSessionClosed => "AUTOMATION_SESSION_CLOSED", 410, Task, false, None;
     CommandQueueFull => "COMMAND_QUEUE_FULL", 429, Task, true, None;
+    AutomationSessionExists => "AUTOMATION_SESSION_EXISTS", 409, Task, false, None;
+    TaskQueueFull => "TASK_QUEUE_FULL", 429, Task, true, None;
     Internal => "INTERNAL", 500, Internal, false, None;
 }
 
@@ -687,6 +704,8 @@ impl Error {
             Error::TaskNotFound => ErrorKind::TaskNotFound,
             Error::AutomationSessionClosed => ErrorKind::AutomationSessionClosed,
             Error::CommandQueueFull => ErrorKind::CommandQueueFull,
+            Error::AutomationSessionExists { .. } => ErrorKind::AutomationSessionExists,
+            Error::TaskQueueFull => ErrorKind::TaskQueueFull,
             Error::Internal { .. } => ErrorKind::Internal,
         }
     }

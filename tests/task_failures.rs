@@ -292,9 +292,10 @@ fn r_run_a_hanging_or_invalid_provider_fails_only_its_command_and_quota_stops_th
     gw.close();
 }
 
-// R-TSK: slots bound how many tasks run at once; the rest wait queued and start when a slot
-// frees. Close cancels what is left, joins every task thread, and a reopened gateway shows no
-// task running.
+// R-TSK, R-TSK-CTL: a slot is for work in flight — a session waiting for its next command
+// holds its browser but no slot, so with one slot a second task runs while the first session
+// waits. Close cancels what is left, joins every task thread, and a reopened gateway shows no
+// task running. (Queued-behind-a-running-task is in tests/task_control.rs.)
 #[test]
 fn r_tsk_slots_bound_running_tasks_and_close_leaves_none_running() {
     let dir = tempfile::tempdir().unwrap();
@@ -311,20 +312,16 @@ fn r_tsk_slots_bound_running_tasks_and_close_leaves_none_running() {
         .tasks()
         .spawn_with_backend(&owner(), request, second_page.clone())
         .unwrap();
-    let s = gw
-        .tasks()
-        .wait(&owner(), &second, Duration::from_millis(50))
-        .unwrap();
+    let s = gw.tasks().wait(&owner(), &second, WAIT).unwrap();
     assert_eq!(
         s.state,
-        TaskState::Queued,
-        "one slot, held by the first session"
+        TaskState::WaitingInput,
+        "the waiting first session holds no slot: {s:#?}"
     );
-    assert_eq!(second_page.executed.load(Ordering::SeqCst), 0);
-    gw.tasks().cancel(&owner(), &first).unwrap();
-    let s = gw.tasks().wait(&owner(), &second, WAIT).unwrap();
-    assert_eq!(s.state, TaskState::WaitingInput, "{s:#?}");
     assert_eq!(second_page.executed.load(Ordering::SeqCst), 1);
+    gw.tasks().cancel(&owner(), &first).unwrap();
+    let s = gw.tasks().wait(&owner(), &first, WAIT).unwrap();
+    assert_eq!(s.state, TaskState::Cancelled, "{s:#?}");
     // A third waits queued behind the open second session; close ends both.
     let third = gw
         .tasks()

@@ -177,7 +177,7 @@ pub unsafe extern "C" fn jevgate_task_command(
         let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
         // SAFETY: forwarded contract.
         let text = unsafe { str_arg("text", text) }?;
-        gw.tasks().command(&owner, id, text)
+        gw.tasks().command(&owner, id, text).map(|_| ())
     })
 }
 

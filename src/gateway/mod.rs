@@ -42,9 +42,9 @@ pub struct GatewayOptions {
     /// Extra trusted root certificates (DER) for provider connections. When non-empty, only
     /// these are trusted (a private CA, tests); otherwise the Mozilla roots are used.
     pub jev_root_certificates: Vec<Vec<u8>>,
-    /// Tasks that run at once (R-TSK); more wait `queued`. Default
-    /// [`crate::task::DEFAULT_TASK_SLOTS`].
-    pub task_slots: usize,
+    /// Task slots, session bounds and idle expiry (R-TSK, R-TSK-CTL); default
+    /// [`crate::task::TaskLimits::default`].
+    pub task_limits: crate::task::TaskLimits,
     /// How tasks start their local Chromium (executable, timeouts, window); the gateway's clock
     /// and the task's profile replace `clock` and `profile_dir`.
     pub task_browser: crate::browser::LaunchOptions,
@@ -58,14 +58,20 @@ impl GatewayOptions {
             config,
             clock: None,
             jev_root_certificates: Vec::new(),
-            task_slots: crate::task::DEFAULT_TASK_SLOTS,
+            task_limits: crate::task::TaskLimits::default(),
             task_browser: crate::browser::LaunchOptions::default(),
         }
     }
 
     /// Runs at most `slots` tasks at once (at least one).
     pub fn with_task_slots(mut self, slots: usize) -> GatewayOptions {
-        self.task_slots = slots.max(1);
+        self.task_limits.slots = slots.max(1);
+        self
+    }
+
+    /// Task slots, session bounds and idle expiry ([`crate::task::TaskLimits`]).
+    pub fn with_task_limits(mut self, limits: crate::task::TaskLimits) -> GatewayOptions {
+        self.task_limits = limits;
         self
     }
 
@@ -149,7 +155,7 @@ impl Gateway {
             options.data_dir.clone(),
             Arc::clone(&clock),
             host.clone(),
-            options.task_slots,
+            options.task_limits,
         )?;
         log::info!("gateway opened (schema {})", crate::store::SCHEMA_VERSION);
         let gateway = Gateway {

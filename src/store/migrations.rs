@@ -21,6 +21,7 @@ const MIGRATIONS: &[Migration] = &[
     v4_jev_usage,
     v5_device_owners,
     v6_tasks,
+    v7_task_commands,
 ];
 
 /// v1: store identity and the per-gateway secret.
@@ -170,6 +171,35 @@ fn v6_tasks(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
                 ON DELETE CASCADE
         ) STRICT;
         CREATE INDEX task_operations_by_request ON task_operations (task_id, request_seq);",
+    )
+}
+
+/// The task control plane (R-TSK-CTL): every command a task accepts is a row with its own
+/// control receipt (accepted, running, done, not_done, dropped, unknown, needs_agent,
+/// awaiting_confirmation), so an accepted command either runs or is listed dropped — across a
+/// restart too. `text` is the command's own words: the one column they live in (they go with
+/// the task's retention). `spawn` keeps what a spawn asked for besides its goal (budget,
+/// start URL, keepOpen) so a task can be continued after its slot thread or its process ended.
+fn v7_task_commands(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "ALTER TABLE tasks ADD COLUMN spawn TEXT;
+        CREATE TABLE task_commands (
+            task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+            id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            origin TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            text TEXT,
+            expected_revision INTEGER,
+            revision INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            reason TEXT,
+            request_seq INTEGER,
+            created_ms INTEGER NOT NULL,
+            updated_ms INTEGER NOT NULL,
+            PRIMARY KEY (task_id, id)
+        ) STRICT;
+        CREATE UNIQUE INDEX task_commands_by_seq ON task_commands (task_id, seq);",
     )
 }
 

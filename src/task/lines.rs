@@ -23,6 +23,11 @@ pub(crate) fn closed_by_stop_line() -> &'static str {
     "Not done: the gateway stopped; the session closed with nothing in flight and nothing is repeated (BROWSER_EXECUTION_INTERRUPTED)."
 }
 
+/// The line of a session that waited too long for its next command.
+pub(crate) fn expired_line() -> String {
+    "Not done: the session waited too long for a command and closed (SESSION_EXPIRED).".into()
+}
+
 /// `s` cut to [`SHOWN`] characters (with `…`), control characters replaced.
 pub(crate) fn short(s: &str) -> String {
     let mut out: String = s
@@ -91,6 +96,31 @@ pub(crate) fn log_command(command: &str, typed: Option<&str>) -> String {
         _ => command.to_string(),
     };
     short(&shown)
+}
+
+/// A command as status shows it: shortened, the text it types as `[text]`.
+pub(crate) fn summary(command: &str) -> String {
+    match crate::grammar::split_steps(command.trim()) {
+        Some(steps) => short(
+            &steps
+                .iter()
+                .map(|s| summary_one(s))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        None => summary_one(command),
+    }
+}
+
+fn summary_one(command: &str) -> String {
+    let typed = match crate::grammar::parse_command(command) {
+        crate::grammar::Intent::Type { text } | crate::grammar::Intent::Search { text } => {
+            Some(text)
+        }
+        crate::grammar::Intent::Decide { text_offer } => text_offer,
+        _ => None,
+    };
+    log_command(command, typed.as_deref())
 }
 
 /// Appends a round, keeping the last [`ACTION_LOG_ROUNDS`].

@@ -14,7 +14,9 @@
 //! live only in the task's rows, for its owner.
 
 pub(crate) mod bench;
+mod control;
 mod device_target;
+mod fence;
 mod host;
 mod lines;
 mod records;
@@ -40,6 +42,76 @@ pub const MAX_QUEUED_COMMANDS: usize = 20;
 pub const ACTION_LOG_ROUNDS: usize = 12;
 /// Task slots when the host does not choose ([`crate::GatewayOptions::with_task_slots`]).
 pub const DEFAULT_TASK_SLOTS: usize = 4;
+/// The control receipts [`TaskStatus::commands`] shows (the most recent).
+pub const STATUS_COMMANDS: usize = 40;
+
+/// Bounds of the task service (R-TSK-CTL "Sessions and bounds"):
+/// [`crate::GatewayOptions::with_task_limits`].
+///
+/// A slot is a thread for work in flight; an open session waiting for its next command holds
+/// its browser but no slot. Past the session bounds a spawn gets `AUTOMATION_SESSION_EXISTS`,
+/// past the queued bound `TASK_QUEUE_FULL`. A waiting session expires after `idle` (or
+/// `idle_after_failure` when its last round was not done): its browser closes and the task
+/// ends with `SESSION_EXPIRED`, on the gateway's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskLimits {
+    /// Tasks running at once (at least one).
+    pub slots: usize,
+    /// Open sessions (queued included) of one principal.
+    pub sessions_per_principal: usize,
+    /// Started, open sessions of the gateway.
+    pub sessions_per_gateway: usize,
+    /// Spawns waiting for their first slot.
+    pub queued_spawns: usize,
+    /// Idle time after which a waiting session expires.
+    pub idle: Duration,
+    /// Idle time after which a waiting session whose last round was not done expires.
+    pub idle_after_failure: Duration,
+}
+
+impl Default for TaskLimits {
+    fn default() -> TaskLimits {
+        TaskLimits {
+            slots: DEFAULT_TASK_SLOTS,
+            sessions_per_principal: 8,
+            sessions_per_gateway: 64,
+            queued_spawns: 64,
+            idle: Duration::from_secs(60 * 60),
+            idle_after_failure: Duration::from_secs(15 * 60),
+        }
+    }
+}
+
+/// One accepted command's control receipt (R-TSK-CTL): every command a task accepts either
+/// runs (`running`, then `done`, `not_done` or `unknown`) or is `dropped` with the reason
+/// (a field question, a not-done, an unknown outcome, a stop, a pause, a cancellation, the
+/// session closing). `needs_agent` and `awaiting_confirmation` are reserved for hand-off and
+/// confirmation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ControlReceipt {
+    /// The command's id (a UUID).
+    pub command_id: String,
+    /// `command`, `pause`, `revise`, `resume`, `agent`, `user`, `update` or `answer`.
+    pub kind: String,
+    /// `user` (the host's own call) or `agent`.
+    pub origin: String,
+    /// The command, shortened, typed text shown as `[text]`.
+    pub summary: String,
+    /// The task revision it made (or saw).
+    pub revision: u32,
+    /// `accepted`, `running`, `done`, `not_done`, `dropped`, `unknown`, `needs_agent`,
+    /// `awaiting_confirmation`.
+    pub state: String,
+    /// Why (the request's reason code, or why it was dropped).
+    pub reason: Option<String>,
+    /// The request that carried it out, if one did.
+    pub request: Option<u32>,
+    /// Accepted (ms since the Unix epoch).
+    pub accepted_at: i64,
+    /// Last changed (ms since the Unix epoch).
+    pub updated_at: i64,
+}
 
 /// Who a task belongs to (R-TSK): every read and write checks all three.
 ///
@@ -412,6 +484,9 @@ pub struct TaskStatus {
     pub last_dispatched_mutation: Option<DispatchedMutation>,
     /// Commands waiting behind the running one.
     pub queued_commands: usize,
+    /// The most recent control receipts ([`STATUS_COMMANDS`]), oldest first: what ran, what
+    /// waits and what was dropped, and why.
+    pub commands: Vec<ControlReceipt>,
     /// Created (ms since the Unix epoch).
     pub created_at: i64,
     /// Last changed (ms since the Unix epoch).

@@ -7,8 +7,8 @@
 //! anything about a run, never checks owners (the service does, on every call) and never logs.
 
 use super::{
-    ActionLogEntry, DispatchedMutation, OperationReceipt, Receipt, StepRun, TaskOwner, TaskState,
-    TaskStatus, TaskTarget,
+    ActionLogEntry, ControlReceipt, DispatchedMutation, OperationReceipt, Receipt, StepRun,
+    TaskOwner, TaskState, TaskStatus, TaskTarget, STATUS_COMMANDS,
 };
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
@@ -203,6 +203,25 @@ pub(crate) fn recover(tx: &Connection, now: i64) -> rusqlite::Result<usize> {
          WHERE status = 'dispatched'",
         [],
     )?;
+    // Commands (R-TSK-CTL): one that was running ends with its request — `unknown` when an
+    // operation of that request is in doubt; one still waiting never runs after a stop, and is
+    // listed dropped (never replayed).
+    tx.execute(
+        "UPDATE task_commands SET
+            state = CASE WHEN EXISTS (SELECT 1 FROM task_operations o
+                                      WHERE o.task_id = task_commands.task_id
+                                        AND o.request_seq = task_commands.request_seq
+                                        AND o.status IN ('interrupted', 'unknown'))
+                         THEN 'unknown' ELSE 'not_done' END,
+            reason = ?1, updated_ms = ?2
+         WHERE state = 'running'",
+        params![INTERRUPTED, now],
+    )?;
+    tx.execute(
+        "UPDATE task_commands SET state = 'dropped', reason = ?1, updated_ms = ?2
+         WHERE state = 'accepted'",
+        params![INTERRUPTED, now],
+    )?;
     // A task with an interrupted request: its last action may have run.
     tx.execute(
         "UPDATE tasks SET
@@ -258,6 +277,7 @@ fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskStatus> {
         step_run: step_run.and_then(|s| serde_json::from_str(&s).ok()),
         last_dispatched_mutation: None,
         queued_commands: 0,
+        commands: Vec::new(),
         created_at: r.get(15)?,
         updated_at: r.get(16)?,
     })
@@ -280,6 +300,187 @@ fn last_mutation(c: &Connection, id: &str) -> rusqlite::Result<Option<Dispatched
     .optional()
 }
 
+/// Whether task `id` has an operation whose outcome is unknown (dispatched without a stored
+/// result, or settled unknown or interrupted): such a task can only end
+/// `needs_reconciliation`.
+pub(crate) fn in_doubt(c: &Connection, id: &str) -> rusqlite::Result<bool> {
+    c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM task_operations WHERE task_id = ?1
+            AND status IN ('dispatched', 'unknown', 'interrupted'))",
+        [id],
+        |r| r.get(0),
+    )
+}
+
+/// Settles request `seq` if it is still running: `unknown` when one of its operations is in
+/// doubt, else `state`. The path of a run that could not settle its own receipt (a panic).
+pub(crate) fn abandon_request(
+    tx: &Connection,
+    id: &str,
+    seq: u32,
+    state: &str,
+    reason: &str,
+    outcome: &str,
+    now: i64,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE task_requests SET
+            state = CASE WHEN EXISTS (SELECT 1 FROM task_operations o
+                                      WHERE o.task_id = ?1 AND o.request_seq = ?2
+                                        AND o.status IN ('dispatched', 'unknown', 'interrupted'))
+                         THEN 'unknown' ELSE ?3 END,
+            reason = ?4, outcome = ?5, ended_ms = ?6
+         WHERE task_id = ?1 AND seq = ?2 AND state = 'running'",
+        params![id, seq, state, reason, outcome, now],
+    )
+    .map(|_| ())
+}
+
+/// Records the spawn settings kept with a task (budget, start URL, keepOpen: JSON).
+pub(crate) fn set_spawn(tx: &Connection, id: &str, spawn: &str) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE tasks SET spawn = ?2 WHERE id = ?1",
+        params![id, spawn],
+    )
+    .map(|_| ())
+}
+
+/// A command the task accepted (R-TSK-CTL), with its control receipt `accepted`.
+pub(crate) struct NewCommand<'a> {
+    pub task_id: &'a str,
+    pub id: &'a str,
+    pub origin: &'a str,
+    pub kind: &'a str,
+    pub text: Option<&'a str>,
+    pub expected_revision: Option<u32>,
+}
+
+/// Accepts a command: bumps the task's revision (every accepted user command does) and inserts
+/// the command at the end of the task's order. Returns its receipt.
+pub(crate) fn accept_command(
+    tx: &Connection,
+    cmd: &NewCommand<'_>,
+    summary: String,
+    now: i64,
+) -> rusqlite::Result<ControlReceipt> {
+    tx.execute(
+        "UPDATE tasks SET revision = revision + 1, updated_ms = ?2 WHERE id = ?1",
+        params![cmd.task_id, now],
+    )?;
+    let revision: u32 = tx.query_row(
+        "SELECT revision FROM tasks WHERE id = ?1",
+        [cmd.task_id],
+        |r| r.get(0),
+    )?;
+    let seq: i64 = tx.query_row(
+        "SELECT COALESCE(MAX(seq), 0) + 1 FROM task_commands WHERE task_id = ?1",
+        [cmd.task_id],
+        |r| r.get(0),
+    )?;
+    tx.execute(
+        "INSERT INTO task_commands (task_id, id, seq, origin, kind, text, expected_revision,
+            revision, state, reason, request_seq, created_ms, updated_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'accepted', NULL, NULL, ?9, ?9)",
+        params![
+            cmd.task_id,
+            cmd.id,
+            seq,
+            cmd.origin,
+            cmd.kind,
+            cmd.text,
+            cmd.expected_revision,
+            revision,
+            now
+        ],
+    )?;
+    Ok(ControlReceipt {
+        command_id: cmd.id.to_string(),
+        kind: cmd.kind.to_string(),
+        origin: cmd.origin.to_string(),
+        summary,
+        revision,
+        state: "accepted".into(),
+        reason: None,
+        request: None,
+        accepted_at: now,
+        updated_at: now,
+    })
+}
+
+/// Moves commands `ids` of task `id` to `state` (with `reason`, and the request that carried
+/// them out), unless they already reached a final state.
+pub(crate) fn set_commands(
+    tx: &Connection,
+    id: &str,
+    ids: &[String],
+    state: &str,
+    reason: Option<&str>,
+    request: Option<u32>,
+    now: i64,
+) -> rusqlite::Result<()> {
+    let mut st = tx.prepare_cached(
+        "UPDATE task_commands SET state = ?3, reason = ?4,
+            request_seq = COALESCE(?5, request_seq), updated_ms = ?6
+         WHERE task_id = ?1 AND id = ?2 AND state IN ('accepted', 'running')",
+    )?;
+    for c in ids {
+        st.execute(params![id, c, state, reason, request, now])?;
+    }
+    Ok(())
+}
+
+fn receipt_from_row(r: &Row<'_>) -> rusqlite::Result<ControlReceipt> {
+    let text: Option<String> = r.get(3)?;
+    let kind: String = r.get(1)?;
+    Ok(ControlReceipt {
+        command_id: r.get(0)?,
+        summary: match &text {
+            Some(t) if kind == "command" => super::lines::summary(t),
+            Some(_) => "[text]".into(),
+            None => kind.clone(),
+        },
+        kind,
+        origin: r.get(2)?,
+        revision: r.get(4)?,
+        state: r.get(5)?,
+        reason: r.get(6)?,
+        request: r.get(7)?,
+        accepted_at: r.get(8)?,
+        updated_at: r.get(9)?,
+    })
+}
+
+const COMMAND_COLUMNS: &str =
+    "id, kind, origin, text, revision, state, reason, request_seq, created_ms, updated_ms";
+
+/// The most recent `limit` control receipts of task `id`, oldest first.
+pub(crate) fn commands(
+    c: &Connection,
+    id: &str,
+    limit: usize,
+) -> rusqlite::Result<Vec<ControlReceipt>> {
+    let sql = format!(
+        "SELECT {COMMAND_COLUMNS} FROM task_commands WHERE task_id = ?1 ORDER BY seq DESC LIMIT ?2"
+    );
+    let mut st = c.prepare_cached(&sql)?;
+    let mut out = st
+        .query_map(params![id, limit as i64], receipt_from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    out.reverse();
+    Ok(out)
+}
+
+/// One control receipt of task `id`.
+pub(crate) fn command(
+    c: &Connection,
+    id: &str,
+    command_id: &str,
+) -> rusqlite::Result<Option<ControlReceipt>> {
+    let sql = format!("SELECT {COMMAND_COLUMNS} FROM task_commands WHERE task_id = ?1 AND id = ?2");
+    c.query_row(&sql, params![id, command_id], receipt_from_row)
+        .optional()
+}
+
 /// Task `id`, whoever owns it.
 pub(crate) fn get_task(c: &Connection, id: &str) -> rusqlite::Result<Option<TaskStatus>> {
     let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1");
@@ -287,6 +488,7 @@ pub(crate) fn get_task(c: &Connection, id: &str) -> rusqlite::Result<Option<Task
     match task {
         Some(mut t) => {
             t.last_dispatched_mutation = last_mutation(c, id)?;
+            t.commands = commands(c, id, STATUS_COMMANDS)?;
             Ok(Some(t))
         }
         None => Ok(None),
@@ -318,6 +520,7 @@ pub(crate) fn list_tasks(
         .collect::<rusqlite::Result<Vec<_>>>()?;
     for t in &mut tasks {
         t.last_dispatched_mutation = last_mutation(c, &t.id)?;
+        t.commands = commands(c, &t.id, STATUS_COMMANDS)?;
     }
     Ok(tasks)
 }

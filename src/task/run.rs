@@ -10,6 +10,7 @@
 //! configuration, access or quota failure. It never logs commands, typed text, page text or
 //! results (only codes), and never sleeps past the request's deadline.
 
+use super::fence::Fence;
 use super::host::{Hook, TaskHost};
 use super::lines;
 use super::records;
@@ -89,6 +90,8 @@ pub(crate) struct Run<'a> {
     pub writer: &'a Writer,
     pub clock: &'a dyn Clock,
     pub cancel: &'a CancelToken,
+    /// Closed by `cancel()`: checked under the lock the checkpoint takes.
+    pub fence: &'a Fence,
     pub budget: Budget,
     pub counters: &'a mut Counters,
     pub hook: Option<&'a Hook>,
@@ -140,6 +143,8 @@ enum Sent {
     /// Ran and failed in a known way (a navigation that failed).
     Failed(Error),
     Unknown(String),
+    /// The task was cancelled before the checkpoint: nothing was committed or sent.
+    Cancelled,
 }
 
 impl Run<'_> {
@@ -211,12 +216,22 @@ impl Run<'_> {
         self.hook("before_checkpoint");
         let (task, seq, now) = (self.task_id.to_string(), self.seq, self.clock.wall_millis());
         let op = operation_id.clone();
-        if let Err(e) = self.writer.write(Box::new(move |tx| {
-            records::checkpoint(tx, &task, seq, &op, tool, now)
-        })) {
-            // A failed checkpoint prevents dispatch.
-            log::warn!("checkpoint not committed: {}", e.code());
-            return Sent::NotExecuted(e);
+        let writer = self.writer;
+        // Under the fence (R-TSK-CTL): a `cancel()` that returned before this point stops it
+        // here; one that comes later finds the checkpoint committed and the operation sent.
+        let checkpointed = self.fence.pass(|| {
+            writer.write(Box::new(move |tx| {
+                records::checkpoint(tx, &task, seq, &op, tool, now)
+            }))
+        });
+        match checkpointed {
+            None => return Sent::Cancelled,
+            Some(Err(e)) => {
+                // A failed checkpoint prevents dispatch.
+                log::warn!("checkpoint not committed: {}", e.code());
+                return Sent::NotExecuted(e);
+            }
+            Some(Ok(())) => {}
         }
         self.hook("after_checkpoint");
         self.counters.actions = self.counters.actions.saturating_add(1);
@@ -302,6 +317,11 @@ impl Run<'_> {
                 Ending::Unknown,
                 "OUTCOME_UNKNOWN".to_string(),
                 lines::unknown(&tool, "OUTCOME_UNKNOWN"),
+            ),
+            Sent::Cancelled => (
+                Ending::Cancelled,
+                "CANCELLED".to_string(),
+                lines::not_done(lines::not_done_words("CANCELLED"), "CANCELLED"),
             ),
             Sent::NotExecuted(e) | Sent::Failed(e) => (
                 if is_target_gone(&e) {
@@ -581,6 +601,12 @@ impl Run<'_> {
                     stale_retries += 1;
                     actions -= 1;
                     continue;
+                }
+                Sent::Cancelled => {
+                    return Part::Stop {
+                        code: "CANCELLED".into(),
+                        line: lines::not_done(lines::not_done_words("CANCELLED"), "CANCELLED"),
+                    }
                 }
                 Sent::NotExecuted(e) if e.code() == "GATEWAY_CLOSED" => {
                     return Part::Stop {

@@ -7,16 +7,19 @@
 //! touch a task whose owner triple differs from theirs, never run more tasks at once than it
 //! has slots, and never leave a thread behind after [`TaskService::close`].
 
+use super::control;
+use super::fence::Fence;
 use super::host::{Hook, OpenTarget, TaskHost};
 use super::lines;
 use super::records::{self, TaskUpdate};
 use super::run::{Counters, Ending, Report, Run};
 use super::writer::Writer;
 use super::{
-    Receipt, SpawnRequest, TaskOwner, TaskProgress, TaskState, TaskStatus, TaskTarget,
-    MAX_COMMAND_CHARS, MAX_QUEUED_COMMANDS,
+    ControlReceipt, Receipt, SpawnRequest, TaskLimits, TaskOwner, TaskProgress, TaskState,
+    TaskStatus, TaskTarget, MAX_COMMAND_CHARS, MAX_QUEUED_COMMANDS,
 };
 use crate::browser::BrowserBackend;
+use crate::clock::Instant;
 use crate::clock::SharedClock;
 use crate::store::Store;
 use crate::CancelToken;
@@ -27,21 +30,69 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// A task the service is running (or about to).
+/// A command waiting in a session's queue.
+struct Queued {
+    id: String,
+    text: String,
+}
+
+/// How a session's last request ended (what its final state is made from).
+struct Last {
+    ending: Ending,
+    reason: String,
+    line: String,
+}
+
+/// A task the service holds: queued, running on a slot, or an open session waiting for its
+/// next command (holding its target but no slot).
 struct Live {
     owner: TaskOwner,
     request: SpawnRequest,
     /// A backend the host brought ([`Tasks::spawn_with_backend`]); else the target is opened.
-    backend: Option<Arc<dyn BrowserBackend>>,
-    commands: VecDeque<String>,
+    brought: Option<Arc<dyn BrowserBackend>>,
+    /// The opened target while the session is open.
+    target: Option<OpenTarget>,
+    /// Accepted commands waiting, in order (FIFO).
+    queue: VecDeque<Queued>,
+    /// Accepts in flight (their rows being written): counted against the queue bound.
+    reserved: usize,
+    /// The command a slot is carrying out now.
+    running_command: Option<String>,
     cancel: CancelToken,
+    fence: Arc<Fence>,
+    /// The state callers see (ahead of the row by at most one write).
     state: TaskState,
+    /// In `Pool::ready` or on a slot.
+    scheduled: bool,
+    /// The target was opened (or the open was tried).
+    started: bool,
+    /// Set when the session is being closed: no more commands are accepted.
+    closing: bool,
+    /// An expiry asked for while the session waited: the state and reason it ends with.
+    expire: Option<(TaskState, &'static str)>,
+    counters: Counters,
+    /// The number of the last request.
+    seq: u32,
+    idle_since: Instant,
+    last: Option<Last>,
+}
+
+impl Live {
+    fn session_open(&self) -> bool {
+        self.request.keep_open || self.request.goal.trim().is_empty()
+    }
+
+    /// Not closed: counted against the session bounds.
+    fn open(&self) -> bool {
+        !self.closing
+    }
 }
 
 #[derive(Default)]
 struct Pool {
     live: HashMap<String, Live>,
-    waiting: VecDeque<String>,
+    /// Tasks that want a slot: queued spawns, sessions with a command, sessions to close.
+    ready: VecDeque<String>,
     running: usize,
     threads: Vec<JoinHandle<()>>,
     closed: bool,
@@ -55,7 +106,8 @@ struct Shared {
     pool: Mutex<Pool>,
     changed: Condvar,
     hook: RwLock<Option<Hook>>,
-    slots: usize,
+    limits: TaskLimits,
+    reaper: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// The gateway's task service.
@@ -67,7 +119,7 @@ pub(crate) struct TaskService {
 impl std::fmt::Debug for TaskService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TaskService")
-            .field("slots", &self.shared.slots)
+            .field("limits", &self.shared.limits)
             .finish_non_exhaustive()
     }
 }
@@ -130,10 +182,25 @@ impl<'a> Tasks<'a> {
     }
 
     /// Queues a person's next direct command or step list on an open session (FIFO, at most
-    /// [`MAX_QUEUED_COMMANDS`] waiting: `COMMAND_QUEUE_FULL`). `AUTOMATION_SESSION_CLOSED`
-    /// when the task's session is over.
-    pub fn command(&self, owner: &TaskOwner, id: &str, text: &str) -> Result<()> {
+    /// [`MAX_QUEUED_COMMANDS`] waiting: `COMMAND_QUEUE_FULL`) and returns its control receipt
+    /// (`accepted`). It then runs, or — when the round before it ends in a field question, a
+    /// not-done, an unknown outcome or a stop, or the task is cancelled — it is listed
+    /// `dropped` with the reason in [`TaskStatus::commands`]; never lost, never run twice.
+    /// `AUTOMATION_SESSION_CLOSED` when the task's session is over.
+    pub fn command(&self, owner: &TaskOwner, id: &str, text: &str) -> Result<ControlReceipt> {
         self.service.command(owner, id, text)
+    }
+
+    /// The control receipt of command `command_id` of the task (R-TSK-CTL): what became of
+    /// it. `ACCESS_DENIED` for a task the caller does not own; `None` for an id it never
+    /// accepted.
+    pub fn command_receipt(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        command_id: &str,
+    ) -> Result<Option<ControlReceipt>> {
+        self.service.command_receipt(owner, id, command_id)
     }
 
     /// Cancels the task: a queued task never starts; a running one stops before its next
@@ -238,13 +305,14 @@ fn check_request(r: &SpawnRequest) -> Result<()> {
 }
 
 impl TaskService {
-    /// Recovers the receipts a dead process left running (R-TSK-RCPT) and starts the writer.
+    /// Recovers the receipts a dead process left running (R-TSK-RCPT) and starts the writer
+    /// and the session reaper.
     pub(crate) fn open(
         store: Arc<Store>,
         data_dir: std::path::PathBuf,
         clock: SharedClock,
         host: Arc<dyn TaskHost>,
-        slots: usize,
+        limits: TaskLimits,
     ) -> Result<TaskService> {
         let now = clock.wall_millis();
         let interrupted = store.write(|tx| records::recover(tx, now))?;
@@ -252,7 +320,7 @@ impl TaskService {
             log::warn!("{interrupted} task request(s) were interrupted by a stop; none is re-sent");
         }
         let writer = Writer::start(Arc::clone(&store), data_dir)?;
-        Ok(TaskService {
+        let service = TaskService {
             shared: Arc::new(Shared {
                 store,
                 writer,
@@ -261,9 +329,24 @@ impl TaskService {
                 pool: Mutex::new(Pool::default()),
                 changed: Condvar::new(),
                 hook: RwLock::new(None),
-                slots: slots.max(1),
+                limits: TaskLimits {
+                    slots: limits.slots.max(1),
+                    ..limits
+                },
+                reaper: Mutex::new(None),
             }),
-        })
+        };
+        // Expires idle sessions in real time; every API call also sweeps (deterministic on a
+        // manual clock). Holds a weak reference: a dropped service stops it.
+        let weak = Arc::downgrade(&service.shared);
+        let reaper = std::thread::Builder::new()
+            .name("jevgate-task-reaper".into())
+            .spawn(move || reap(weak))
+            .map_err(|e| Error::Internal {
+                reason: format!("cannot start the task reaper: {}", e.kind()),
+            })?;
+        *service.shared.reaper.lock() = Some(reaper);
+        Ok(service)
     }
 
     /// Installs the crash-test seam (tests only, through `jevgate::unstable`).
@@ -271,11 +354,13 @@ impl TaskService {
         *self.shared.hook.write() = hook;
     }
 
+    /// The task, if `owner` owns it. An unknown id and another owner's id answer alike.
     fn owned(&self, owner: &TaskOwner, id: &str) -> Result<TaskStatus> {
         owner.check()?;
         if id.is_empty() || id.len() > 64 {
             return Err(Error::TaskNotFound);
         }
+        self.sweep();
         let task = self
             .shared
             .store
@@ -291,11 +376,73 @@ impl TaskService {
 
     fn with_live(&self, mut t: TaskStatus) -> TaskStatus {
         if let Some(live) = self.shared.pool.lock().live.get(&t.id) {
-            t.queued_commands = live.commands.len();
+            t.queued_commands = live.queue.len();
             // The live state is ahead of the row by at most one write.
             t.state = live.state;
         }
         t
+    }
+
+    /// Starts slot threads while tasks want one and slots are free.
+    fn kick(&self, pool: &mut Pool) {
+        while pool.running < self.shared.limits.slots && pool.running < pool.ready.len() {
+            let me = self.clone();
+            let thread = std::thread::Builder::new()
+                .name("jevgate-task".into())
+                .spawn(move || me.slot());
+            match thread {
+                Ok(t) => {
+                    pool.running += 1;
+                    pool.threads.retain(|t| !t.is_finished());
+                    pool.threads.push(t);
+                }
+                Err(e) => {
+                    // The ready tasks wait for a running slot (or the next kick).
+                    log::error!("cannot start a task thread: {}", e.kind());
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Expires the sessions that waited too long (R-TSK-CTL "Sessions and bounds"): each is
+    /// handed to a slot, which closes its target and ends it with `SESSION_EXPIRED`.
+    fn sweep(&self) {
+        let now = self.shared.clock.now();
+        let limits = self.shared.limits;
+        let mut pool = self.shared.pool.lock();
+        if pool.closed {
+            return;
+        }
+        let mut due = Vec::new();
+        for (id, l) in pool.live.iter_mut() {
+            if l.scheduled || l.closing || !l.started || l.state != TaskState::WaitingInput {
+                continue;
+            }
+            let failed = l.last.as_ref().is_some_and(|r| r.ending != Ending::Done);
+            let limit = control::idle_limit(&limits, failed);
+            if control::expired(now.since_origin(), l.idle_since.since_origin(), limit) {
+                let state = if failed {
+                    TaskState::Failed
+                } else {
+                    TaskState::Completed
+                };
+                l.expire = Some((state, "SESSION_EXPIRED"));
+                l.closing = true;
+                l.scheduled = true;
+                l.state = TaskState::Running;
+                due.push(id.clone());
+            }
+        }
+        if due.is_empty() {
+            return;
+        }
+        for id in due {
+            pool.ready.push_front(id);
+        }
+        self.kick(&mut pool);
+        drop(pool);
+        self.shared.changed.notify_all();
     }
 
     pub(crate) fn spawn(
@@ -306,9 +453,8 @@ impl TaskService {
     ) -> Result<String> {
         owner.check()?;
         check_request(&request)?;
-        if self.shared.pool.lock().closed {
-            return Err(Error::GatewayClosed);
-        }
+        self.sweep();
+        self.admit(owner)?;
         let id = crate::ids::random_uuid()?;
         let now = self.shared.clock.wall_millis();
         {
@@ -318,8 +464,15 @@ impl TaskService {
                 request.target.clone(),
                 request.goal.clone(),
             );
+            let spawn = serde_json::json!({
+                "budget": request.budget,
+                "startUrl": request.start_url,
+                "keepOpen": request.keep_open,
+            })
+            .to_string();
             self.shared.writer.write(Box::new(move |tx| {
-                records::insert_task(tx, &id, &owner, &target, &goal, now)
+                records::insert_task(tx, &id, &owner, &target, &goal, now)?;
+                records::set_spawn(tx, &id, &spawn)
             }))?;
         }
         let mut pool = self.shared.pool.lock();
@@ -333,58 +486,86 @@ impl TaskService {
             Live {
                 owner: owner.clone(),
                 request,
-                backend,
-                commands: VecDeque::new(),
+                brought: backend,
+                target: None,
+                queue: VecDeque::new(),
+                reserved: 0,
+                running_command: None,
                 cancel: CancelToken::new(),
+                fence: Arc::new(Fence::default()),
                 state: TaskState::Queued,
+                scheduled: true,
+                started: false,
+                closing: false,
+                expire: None,
+                counters: Counters::default(),
+                seq: 0,
+                idle_since: self.shared.clock.now(),
+                last: None,
             },
         );
-        if pool.running < self.shared.slots {
-            pool.running += 1;
-            let me = self.clone();
-            let first = id.clone();
-            let thread = std::thread::Builder::new()
-                .name("jevgate-task".into())
-                .spawn(move || me.slot(first))
-                .map_err(|e| Error::Internal {
-                    reason: format!("cannot start a task thread: {}", e.kind()),
-                });
-            match thread {
-                Ok(t) => {
-                    pool.threads.retain(|t| !t.is_finished());
-                    pool.threads.push(t);
-                }
-                Err(e) => {
-                    pool.running -= 1;
-                    pool.live.remove(&id);
-                    drop(pool);
-                    self.finish_unstarted(&id, TaskState::Failed, "INTERNAL");
-                    return Err(e);
-                }
-            }
-        } else {
-            pool.waiting.push_back(id.clone());
-        }
+        pool.ready.push_back(id.clone());
+        self.kick(&mut pool);
         Ok(id)
     }
 
-    /// One slot's thread: runs its first task, then whatever waits for a slot.
-    fn slot(self, first: String) {
-        let mut next = Some(first);
-        while let Some(id) = next {
-            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.drive(&id)));
-            if ran.is_err() {
-                log::error!("a task thread panicked; the task is failed");
-                self.settle(&id, TaskState::Failed, "INTERNAL", None);
+    /// The bounds on open sessions and queued spawns (R-TSK-CTL): checked before a spawn
+    /// writes anything.
+    fn admit(&self, owner: &TaskOwner) -> Result<()> {
+        let pool = self.shared.pool.lock();
+        if pool.closed {
+            return Err(Error::GatewayClosed);
+        }
+        let mut counts = control::Counts::default();
+        let mut oldest: Option<(&Live, Instant)> = None;
+        for l in pool.live.values().filter(|l| l.open()) {
+            if l.owner.principal_id == owner.principal_id {
+                counts.principal_open += 1;
+                let since = l.idle_since;
+                if oldest.is_none_or(|(_, s)| since < s) {
+                    oldest = Some((l, since));
+                }
             }
-            let mut pool = self.shared.pool.lock();
-            next = if pool.closed {
-                None
+            if l.started {
+                counts.gateway_open += 1;
             } else {
-                pool.waiting.pop_front()
+                counts.gateway_queued += 1;
+            }
+        }
+        match control::admit(&self.shared.limits, counts) {
+            control::Admission::Admit => Ok(()),
+            control::Admission::QueueFull => Err(Error::TaskQueueFull),
+            control::Admission::SessionExists => Err(Error::AutomationSessionExists {
+                // The principal's own oldest session's state and reason code (never its text,
+                // never another principal's).
+                state: oldest.map(|(l, _)| l.state.as_str().to_string()),
+                reason: oldest.and_then(|(l, _)| l.last.as_ref().map(|r| r.reason.clone())),
+            }),
+        }
+    }
+
+    /// One slot's thread: runs turns of whatever task wants a slot, then ends.
+    fn slot(self) {
+        loop {
+            let next = {
+                let mut pool = self.shared.pool.lock();
+                let next = if pool.closed {
+                    None
+                } else {
+                    pool.ready.pop_front()
+                };
+                if next.is_none() {
+                    pool.running -= 1;
+                }
+                next
             };
-            if next.is_none() {
-                pool.running -= 1;
+            let Some(id) = next else {
+                break;
+            };
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.turn(&id)));
+            if ran.is_err() {
+                log::error!("a task thread panicked; the task ends (an operation in doubt keeps it needing reconciliation)");
+                self.finish(&id, TaskState::Failed, "INTERNAL", None);
             }
         }
         self.shared.changed.notify_all();
@@ -410,25 +591,51 @@ impl TaskService {
         self.shared.changed.notify_all();
     }
 
-    /// Sets the live state and wakes waiters.
-    fn set_state(&self, id: &str, state: TaskState) {
-        if let Some(l) = self.shared.pool.lock().live.get_mut(id) {
-            l.state = state;
+    /// Ends the session of task `id` — on every path (its last request, a cancellation, an
+    /// expiry, a panic, the gateway closing): no more commands are accepted, the target is
+    /// closed, the waiting commands are listed dropped, a request left running is settled, and
+    /// the task takes its last state — `needs_reconciliation` whenever an operation of it is in
+    /// doubt, whatever `state` says.
+    fn finish(&self, id: &str, state: TaskState, reason: &str, outcome: Option<String>) {
+        let (target, dropped, running, seq) = {
+            let mut pool = self.shared.pool.lock();
+            let Some(l) = pool.live.get_mut(id) else {
+                return;
+            };
+            l.closing = true;
+            l.cancel.cancel();
+            l.state = TaskState::Running;
+            let dropped: Vec<String> = l.queue.drain(..).map(|q| q.id).collect();
+            (l.target.take(), dropped, l.running_command.take(), l.seq)
+        };
+        if let Some(t) = target {
+            // A close that panics loses nothing of the task's record.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(t.close));
         }
-        self.shared.changed.notify_all();
-    }
-
-    /// The task's last state: stored, then the live entry goes.
-    fn settle(&self, id: &str, state: TaskState, reason: &str, outcome: Option<String>) {
         let (id2, reason2) = (id.to_string(), reason.to_string());
         let now = self.shared.clock.wall_millis();
         let stored = self.shared.writer.write(Box::new(move |tx| {
+            let line = outcome.clone().unwrap_or_default();
+            if seq > 0 {
+                records::abandon_request(tx, &id2, seq, "failed", &reason2, &line, now)?;
+            }
+            let in_doubt = records::in_doubt(tx, &id2)?;
+            if let Some(c) = running {
+                let st = if in_doubt { "unknown" } else { "not_done" };
+                records::set_commands(tx, &id2, &[c], st, Some(&reason2), None, now)?;
+            }
+            records::set_commands(tx, &id2, &dropped, "dropped", Some(&reason2), None, now)?;
+            let state = if in_doubt {
+                TaskState::NeedsReconciliation
+            } else {
+                state
+            };
             records::update_task(
                 tx,
                 &id2,
                 &TaskUpdate {
                     state: Some(state),
-                    reason: Some(Some(reason2)),
+                    reason: Some(Some(reason2.clone())),
                     outcome,
                     ..TaskUpdate::default()
                 },
@@ -442,39 +649,168 @@ impl TaskService {
         self.shared.changed.notify_all();
     }
 
-    /// Runs task `id` on this thread until its session closes.
-    fn drive(&self, id: &str) {
-        // Queued → running in one step under the pool lock, where `cancel` also decides
-        // whether a task is still queued: a task is either cancelled before it starts (and
-        // never opens a target) or it is running and stops before its next action.
-        let (owner, request, cancel, brought) = {
-            let mut pool = self.shared.pool.lock();
-            let closed = pool.closed;
-            let Some(l) = pool.live.get_mut(id) else {
-                return;
-            };
-            if l.state != TaskState::Queued {
-                return;
-            }
-            if l.cancel.is_cancelled() || closed {
-                drop(pool);
-                let reason = if closed {
-                    "GATEWAY_CLOSED"
-                } else {
-                    "CANCELLED"
+    /// Runs task `id` on this slot until it has nothing left to do now: its first request,
+    /// then its queued commands; an open session then waits without a slot.
+    fn turn(&self, id: &str) {
+        enum Step {
+            Start,
+            Command(Queued),
+            Close(TaskState, String, Option<String>),
+            Idle,
+        }
+        loop {
+            let step = {
+                let mut pool = self.shared.pool.lock();
+                let closed = pool.closed;
+                let Some(l) = pool.live.get_mut(id) else {
+                    return;
                 };
-                self.settle(id, TaskState::Cancelled, reason, None);
-                return;
+                if closed || l.cancel.is_cancelled() {
+                    let reason = if closed {
+                        "GATEWAY_CLOSED"
+                    } else {
+                        "CANCELLED"
+                    };
+                    Step::Close(TaskState::Cancelled, reason.into(), None)
+                } else if let Some((state, reason)) = l.expire.take() {
+                    Step::Close(state, reason.into(), Some(lines::expired_line()))
+                } else if !l.started {
+                    l.started = true;
+                    l.state = TaskState::Running;
+                    Step::Start
+                } else if let Some(q) = l.queue.pop_front() {
+                    l.running_command = Some(q.id.clone());
+                    l.state = TaskState::Running;
+                    Step::Command(q)
+                } else if l.session_open() {
+                    l.scheduled = false;
+                    l.state = TaskState::WaitingInput;
+                    l.idle_since = self.shared.clock.now();
+                    Step::Idle
+                } else {
+                    let (state, reason, line) = match &l.last {
+                        Some(r) if r.ending == Ending::Done => (
+                            TaskState::Completed,
+                            "COMPLETION_CANDIDATE".to_string(),
+                            Some(r.line.clone()),
+                        ),
+                        Some(r) => (TaskState::Failed, r.reason.clone(), Some(r.line.clone())),
+                        None => (TaskState::Failed, "INTERNAL".to_string(), None),
+                    };
+                    Step::Close(state, reason, line)
+                }
+            };
+            self.shared.changed.notify_all();
+            match step {
+                // The row says `waiting_input` since the request settled; a command that comes
+                // now schedules the task again.
+                Step::Idle => return,
+                Step::Close(state, reason, line) => {
+                    self.finish(id, state, &reason, line);
+                    return;
+                }
+                Step::Start => {
+                    if !self.start(id) {
+                        return;
+                    }
+                }
+                Step::Command(q) => {
+                    let now = self.shared.clock.wall_millis();
+                    let (id2, cid) = (id.to_string(), q.id.clone());
+                    let _ = self.shared.writer.write(Box::new(move |tx| {
+                        records::set_commands(tx, &id2, &[cid], "running", None, None, now)
+                    }));
+                    self.run_request(id, &q.text, None, Some(q.id));
+                }
             }
-            l.state = TaskState::Running;
+        }
+    }
+
+    /// Opens the task's target and runs its goal (its first request). `false` when the task
+    /// ended.
+    fn start(&self, id: &str) -> bool {
+        let (owner, target, brought, goal, opening) = {
+            let pool = self.shared.pool.lock();
+            let Some(l) = pool.live.get(id) else {
+                return false;
+            };
             (
                 l.owner.clone(),
-                l.request.clone(),
-                l.cancel.clone(),
-                l.backend.clone(),
+                l.request.target.clone(),
+                l.brought.clone(),
+                l.request.goal.clone(),
+                l.request.start_url.clone(),
             )
         };
-        self.shared.changed.notify_all();
+        let opened = match brought {
+            Some(backend) => Ok(OpenTarget {
+                backend,
+                close: Box::new(|| {}),
+            }),
+            None => self.shared.host.open_target(&owner, &target),
+        };
+        let target = match opened {
+            Ok(t) => t,
+            Err(e) => {
+                let line = lines::not_done("the browser could not be opened", e.code());
+                self.progress(id, &line, e.code());
+                self.finish(id, TaskState::Failed, e.code(), Some(line));
+                return false;
+            }
+        };
+        {
+            let mut pool = self.shared.pool.lock();
+            match pool.live.get_mut(id) {
+                Some(l) => l.target = Some(target),
+                None => {
+                    drop(pool);
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(target.close));
+                    return false;
+                }
+            }
+        }
+        self.run_request(id, &goal, opening, None);
+        true
+    }
+
+    fn progress(&self, id: &str, line: &str, reason: &str) {
+        let f = {
+            let pool = self.shared.pool.lock();
+            pool.live.get(id).and_then(|l| l.request.progress.clone())
+        };
+        if let Some(f) = f {
+            let p = TaskProgress {
+                task_id: id.to_string(),
+                line: line.to_string(),
+                reason: reason.to_string(),
+            };
+            // A host callback that panics loses its line, never the task.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&p)));
+        }
+    }
+
+    /// Runs one request of task `id` on its open target and applies what it came to: the
+    /// command's control receipt, the queue (runs on or is dropped), the session's last round.
+    fn run_request(&self, id: &str, text: &str, opening: Option<String>, command: Option<String>) {
+        let taken = {
+            let mut pool = self.shared.pool.lock();
+            pool.live.get_mut(id).and_then(|l| {
+                let backend = l.target.as_ref().map(|t| Arc::clone(&t.backend))?;
+                l.seq += 1;
+                Some((
+                    l.owner.clone(),
+                    l.request.clone(),
+                    l.cancel.clone(),
+                    Arc::clone(&l.fence),
+                    backend,
+                    std::mem::take(&mut l.counters),
+                    l.seq,
+                ))
+            })
+        };
+        let Some((owner, request, cancel, fence, backend, mut counters, seq)) = taken else {
+            return;
+        };
         let progress_fn = request.progress.clone();
         let progress = move |p: TaskProgress| {
             if let Some(f) = &progress_fn {
@@ -482,131 +818,67 @@ impl TaskService {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&p)));
             }
         };
-        let opened = match brought {
-            Some(backend) => Ok(OpenTarget {
-                backend,
-                close: Box::new(|| {}),
-            }),
-            None => self.shared.host.open_target(&owner, &request.target),
-        };
-        let target = match opened {
-            Ok(t) => t,
-            Err(e) => {
-                let line = lines::not_done("the browser could not be opened", e.code());
-                progress(TaskProgress {
-                    task_id: id.to_string(),
-                    line: line.clone(),
-                    reason: e.code().to_string(),
-                });
-                self.settle(id, TaskState::Failed, e.code(), Some(line));
-                return;
-            }
-        };
-        let (state, reason, line) =
-            self.session(id, &owner, &request, &cancel, &*target.backend, &progress);
-        (target.close)();
-        self.settle(id, state, &reason, line);
-    }
-
-    /// The session loop: the goal, then queued commands while the session stays open.
-    fn session(
-        &self,
-        id: &str,
-        owner: &TaskOwner,
-        request: &SpawnRequest,
-        cancel: &CancelToken,
-        backend: &dyn BrowserBackend,
-        progress: &dyn Fn(TaskProgress),
-    ) -> (TaskState, String, Option<String>) {
-        let mut counters = Counters::default();
-        let mut seq = 0u32;
-        let mut next: Option<String> = Some(request.goal.clone());
-        let mut opening = request.start_url.clone();
-        let mut last: Option<Report> = None;
-        while let Some(text) = next.take() {
-            seq += 1;
-            self.set_state(id, TaskState::Running);
-            let report = self.request(
-                id,
-                owner,
-                seq,
-                &text,
-                opening.take(),
-                request,
-                cancel,
-                backend,
-                progress,
-                &mut counters,
-            );
-            match report.ending {
-                Ending::Unknown => {
-                    return (
-                        TaskState::NeedsReconciliation,
-                        report.reason,
-                        Some(report.line),
-                    )
-                }
-                Ending::Stop => return (TaskState::Failed, report.reason, Some(report.line)),
-                Ending::Cancelled => {
-                    let reason = if self.shared.pool.lock().closed {
-                        "GATEWAY_CLOSED"
-                    } else {
-                        "CANCELLED"
-                    };
-                    return (TaskState::Cancelled, reason.into(), Some(report.line));
-                }
-                Ending::Done | Ending::NotDone => {}
-            }
-            let session_open = request.keep_open || request.goal.trim().is_empty();
-            last = Some(report);
-            if session_open {
-                let (id2, now) = (id.to_string(), self.shared.clock.wall_millis());
-                let _ = self.shared.writer.write(Box::new(move |tx| {
-                    records::update_task(
-                        tx,
-                        &id2,
-                        &TaskUpdate {
-                            state: Some(TaskState::WaitingInput),
-                            ..TaskUpdate::default()
-                        },
-                        now,
-                    )
-                }));
-            }
-            // The next command: one already queued, or (an open session) wait for one.
+        let report = self.request(
+            id,
+            &owner,
+            seq,
+            text,
+            opening,
+            &request,
+            &cancel,
+            &fence,
+            &*backend,
+            &progress,
+            &mut counters,
+        );
+        let runs_on = control::queue_runs_on(&report.ending, &report.reason);
+        let (dropped, closing) = {
             let mut pool = self.shared.pool.lock();
-            loop {
-                if pool.closed || cancel.is_cancelled() {
-                    let reason = if pool.closed {
+            let gateway_closed = pool.closed;
+            let Some(l) = pool.live.get_mut(id) else {
+                return;
+            };
+            l.counters = counters;
+            l.running_command = None;
+            let dropped: Vec<String> = if runs_on {
+                Vec::new()
+            } else {
+                l.queue.drain(..).map(|q| q.id).collect()
+            };
+            let closing = match report.ending {
+                Ending::Unknown => Some((TaskState::NeedsReconciliation, report.reason.clone())),
+                Ending::Stop => Some((TaskState::Failed, report.reason.clone())),
+                Ending::Cancelled => {
+                    let reason = if gateway_closed {
                         "GATEWAY_CLOSED"
                     } else {
                         "CANCELLED"
                     };
-                    return (TaskState::Cancelled, reason.into(), None);
+                    Some((TaskState::Cancelled, reason.to_string()))
                 }
-                let Some(live) = pool.live.get_mut(id) else {
-                    return (TaskState::Cancelled, "CANCELLED".into(), None);
-                };
-                if let Some(c) = live.commands.pop_front() {
-                    next = Some(c);
-                    break;
-                }
-                if !session_open {
-                    break;
-                }
-                live.state = TaskState::WaitingInput;
-                self.shared.changed.notify_all();
-                self.shared.changed.wait(&mut pool);
+                Ending::Done | Ending::NotDone => None,
+            };
+            l.last = Some(Last {
+                ending: report.ending.clone(),
+                reason: report.reason.clone(),
+                line: report.line.clone(),
+            });
+            (dropped, closing)
+        };
+        let now = self.shared.clock.wall_millis();
+        let (id2, reason) = (id.to_string(), report.reason.clone());
+        let state = control::receipt_state(&report.ending);
+        let stored = self.shared.writer.write(Box::new(move |tx| {
+            if let Some(c) = command {
+                records::set_commands(tx, &id2, &[c], state, Some(&reason), Some(seq), now)?;
             }
+            records::set_commands(tx, &id2, &dropped, "dropped", Some(&reason), None, now)
+        }));
+        if let Err(e) = stored {
+            log::warn!("control receipts not stored: {}", e.code());
         }
-        match last {
-            Some(r) if r.ending == Ending::Done => (
-                TaskState::Completed,
-                "COMPLETION_CANDIDATE".into(),
-                Some(r.line),
-            ),
-            Some(r) => (TaskState::Failed, r.reason, Some(r.line)),
-            None => (TaskState::Failed, "INTERNAL".into(), None),
+        if let Some((state, reason)) = closing {
+            self.finish(id, state, &reason, Some(report.line));
         }
     }
 
@@ -621,6 +893,7 @@ impl TaskService {
         opening: Option<String>,
         request: &SpawnRequest,
         cancel: &CancelToken,
+        fence: &Fence,
         backend: &dyn BrowserBackend,
         progress: &dyn Fn(TaskProgress),
         counters: &mut Counters,
@@ -659,6 +932,7 @@ impl TaskService {
             writer: &self.shared.writer,
             clock: &*self.shared.clock,
             cancel,
+            fence,
             budget: request.budget,
             counters,
             hook: hook.as_ref(),
@@ -680,6 +954,7 @@ impl TaskService {
             report.reason.clone(),
             report.line.clone(),
         );
+        let session_waits = report.ending == Ending::Done || report.ending == Ending::NotDone;
         let update = TaskUpdate {
             reason: Some(Some(report.reason.clone())),
             outcome: Some(report.line.clone()),
@@ -687,7 +962,8 @@ impl TaskService {
             evaluations: Some(counters.evaluations),
             action_log: Some(counters.log.clone()),
             step_run: report.step_run.clone().map(Some),
-            ..TaskUpdate::default()
+            state: (session_waits && (request.keep_open || request.goal.trim().is_empty()))
+                .then_some(TaskState::WaitingInput),
         };
         let id2 = id.to_string();
         let now = self.shared.clock.wall_millis();
@@ -729,56 +1005,164 @@ impl TaskService {
         self.status(owner, id)
     }
 
-    pub(crate) fn command(&self, owner: &TaskOwner, id: &str, text: &str) -> Result<()> {
+    /// Accepts a person's command (R-TSK-CTL): its row (with its control receipt) is written
+    /// before it joins the queue, so every accepted command either runs or is listed dropped.
+    pub(crate) fn command(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        text: &str,
+    ) -> Result<ControlReceipt> {
         check_text("text", text, false)?;
         let task = self.owned(owner, id)?;
+        // Reserve a place under the lock: the queue bound holds with accepts in flight.
+        {
+            let mut pool = self.shared.pool.lock();
+            if pool.closed {
+                return Err(Error::GatewayClosed);
+            }
+            let Some(live) = pool.live.get_mut(id) else {
+                return Err(Error::AutomationSessionClosed);
+            };
+            if task.state.is_closed()
+                || live.closing
+                || live.cancel.is_cancelled()
+                || !live.session_open()
+            {
+                return Err(Error::AutomationSessionClosed);
+            }
+            if live.queue.len() + live.reserved >= MAX_QUEUED_COMMANDS {
+                return Err(Error::CommandQueueFull);
+            }
+            live.reserved += 1;
+        }
+        let command_id = crate::ids::random_uuid();
+        let accepted = command_id.and_then(|cid| {
+            let (id2, text2) = (id.to_string(), text.to_string());
+            let summary = lines::summary(text);
+            let now = self.shared.clock.wall_millis();
+            self.shared.writer.apply(move |tx| {
+                records::accept_command(
+                    tx,
+                    &records::NewCommand {
+                        task_id: &id2,
+                        id: &cid,
+                        origin: "user",
+                        kind: "command",
+                        text: Some(&text2),
+                        expected_revision: None,
+                    },
+                    summary,
+                    now,
+                )
+                .map_err(|e| crate::store::sqlite_error("accept command", e))
+            })
+        });
         let mut pool = self.shared.pool.lock();
-        if pool.closed {
-            return Err(Error::GatewayClosed);
+        if let Some(l) = pool.live.get_mut(id) {
+            l.reserved = l.reserved.saturating_sub(1);
         }
-        let Some(live) = pool.live.get_mut(id) else {
-            return Err(Error::AutomationSessionClosed);
+        let receipt = accepted?;
+        let queued = match pool.live.get_mut(id) {
+            Some(l) if !l.closing && !l.cancel.is_cancelled() => {
+                l.queue.push_back(Queued {
+                    id: receipt.command_id.clone(),
+                    text: text.to_string(),
+                });
+                if !l.scheduled {
+                    l.scheduled = true;
+                    l.state = TaskState::Running;
+                    pool.ready.push_back(id.to_string());
+                    self.kick(&mut pool);
+                }
+                true
+            }
+            _ => false,
         };
-        if task.state.is_closed() || live.cancel.is_cancelled() {
-            return Err(Error::AutomationSessionClosed);
-        }
-        if !(live.request.keep_open || live.request.goal.trim().is_empty()) {
-            return Err(Error::AutomationSessionClosed);
-        }
-        if live.commands.len() >= MAX_QUEUED_COMMANDS {
-            return Err(Error::CommandQueueFull);
-        }
-        live.commands.push_back(text.to_string());
-        if live.state == TaskState::WaitingInput {
-            live.state = TaskState::Running;
-        }
         drop(pool);
         self.shared.changed.notify_all();
-        Ok(())
+        if !queued {
+            // The session closed while the row was written: the command is listed dropped,
+            // never lost and never run.
+            let (id2, cid, now) = (
+                id.to_string(),
+                receipt.command_id.clone(),
+                self.shared.clock.wall_millis(),
+            );
+            let _ = self.shared.writer.write(Box::new(move |tx| {
+                records::set_commands(
+                    tx,
+                    &id2,
+                    &[cid],
+                    "dropped",
+                    Some("AUTOMATION_SESSION_CLOSED"),
+                    None,
+                    now,
+                )
+            }));
+            return Err(Error::AutomationSessionClosed);
+        }
+        Ok(receipt)
+    }
+
+    pub(crate) fn command_receipt(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        command_id: &str,
+    ) -> Result<Option<ControlReceipt>> {
+        self.owned(owner, id)?;
+        if command_id.len() > 64 {
+            return Ok(None);
+        }
+        self.shared
+            .store
+            .read(|c| records::command(c, id, command_id))
     }
 
     pub(crate) fn cancel(&self, owner: &TaskOwner, id: &str) -> Result<TaskStatus> {
         self.owned(owner, id)?;
-        let unstarted = {
+        let (unstarted, fence) = {
             let mut pool = self.shared.pool.lock();
-            let queued = match pool.live.get_mut(id) {
+            let found = match pool.live.get_mut(id) {
                 Some(l) => {
                     l.cancel.cancel();
-                    if l.state == TaskState::WaitingInput {
-                        // Closing: `wait` waits until the thread settled it.
+                    let queued = l.state == TaskState::Queued && !l.started;
+                    if !l.scheduled {
+                        // An idle session: a slot closes its target.
+                        l.scheduled = true;
                         l.state = TaskState::Running;
+                        Some((queued, Arc::clone(&l.fence), true))
+                    } else {
+                        if l.state == TaskState::WaitingInput {
+                            l.state = TaskState::Running;
+                        }
+                        Some((queued, Arc::clone(&l.fence), false))
                     }
-                    l.state == TaskState::Queued
                 }
-                None => false,
+                None => None,
             };
-            if queued {
-                pool.waiting.retain(|w| w != id);
+            match found {
+                Some((queued, fence, idle)) => {
+                    if queued {
+                        pool.ready.retain(|w| w != id);
+                        if let Some(l) = pool.live.get_mut(id) {
+                            l.closing = true;
+                        }
+                    } else if idle {
+                        pool.ready.push_front(id.to_string());
+                        self.kick(&mut pool);
+                    }
+                    (queued, Some(fence))
+                }
+                None => (false, None),
             }
-            queued
         };
+        // The fence (R-TSK-CTL): once this returns, no checkpoint of the task commits again.
+        if let Some(f) = fence {
+            f.close();
+        }
         if unstarted {
-            // Its thread (if one already picked it) sees the cancellation and stops too.
             self.finish_unstarted(id, TaskState::Cancelled, "CANCELLED");
         }
         self.shared.changed.notify_all();
@@ -787,6 +1171,7 @@ impl TaskService {
 
     pub(crate) fn list(&self, owner: &TaskOwner) -> Result<Vec<TaskStatus>> {
         owner.check()?;
+        self.sweep();
         let tasks = self
             .shared
             .store
@@ -812,20 +1197,23 @@ impl TaskService {
         self.shared.store.read(|c| records::receipts(c, id))
     }
 
-    /// Cancels every task, joins every task thread, then stops the writer. Idempotent.
+    /// Cancels every task, joins every task thread, closes every open session's target, then
+    /// stops the writer. Idempotent.
     pub(crate) fn close(&self) {
-        let (threads, waiting) = {
+        let (threads, fences) = {
             let mut pool = self.shared.pool.lock();
             pool.closed = true;
+            let mut fences = Vec::new();
             for l in pool.live.values() {
                 l.cancel.cancel();
+                fences.push(Arc::clone(&l.fence));
             }
-            let waiting: Vec<String> = pool.waiting.drain(..).collect();
-            (std::mem::take(&mut pool.threads), waiting)
+            pool.ready.clear();
+            (std::mem::take(&mut pool.threads), fences)
         };
         self.shared.changed.notify_all();
-        for id in waiting {
-            self.finish_unstarted(&id, TaskState::Cancelled, "GATEWAY_CLOSED");
+        for f in fences {
+            f.close();
         }
         let me = std::thread::current().id();
         for t in threads {
@@ -835,6 +1223,47 @@ impl TaskService {
                 let _ = t.join();
             }
         }
+        // What no slot holds now: queued spawns and sessions waiting for a command.
+        let rest: Vec<(String, bool)> = {
+            let pool = self.shared.pool.lock();
+            pool.live
+                .iter()
+                .map(|(id, l)| (id.clone(), l.started))
+                .collect()
+        };
+        for (id, started) in rest {
+            if started {
+                self.finish(&id, TaskState::Cancelled, "GATEWAY_CLOSED", None);
+            } else {
+                self.finish_unstarted(&id, TaskState::Cancelled, "GATEWAY_CLOSED");
+            }
+        }
+        if let Some(r) = self.shared.reaper.lock().take() {
+            if r.thread().id() != me {
+                let _ = r.join();
+            }
+        }
         self.shared.writer.close();
+    }
+}
+
+/// The reaper: sweeps expired sessions about once a second of real time until the service is
+/// closed or dropped.
+fn reap(shared: std::sync::Weak<Shared>) {
+    loop {
+        let Some(s) = shared.upgrade() else {
+            return;
+        };
+        {
+            let mut pool = s.pool.lock();
+            if pool.closed {
+                return;
+            }
+            s.changed.wait_for(&mut pool, Duration::from_secs(1));
+            if pool.closed {
+                return;
+            }
+        }
+        TaskService { shared: s }.sweep();
     }
 }

@@ -126,6 +126,39 @@ impl Writer {
         self.enqueue(write, true).map(|_| ())
     }
 
+    /// A compare-and-set write (R-TSK-CTL): `f` reads and writes inside the group's
+    /// transaction and returns a value or a typed error. On `Err` its savepoint is rolled back
+    /// (nothing of it commits) and that error is returned, so a check (a revision, a command
+    /// id, a queue bound) is atomic with the write it guards. A store failure wins over `f`'s
+    /// value: a value is returned only once its write is durable.
+    pub(crate) fn apply<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let out: Arc<Mutex<Option<Result<T>>>> = Arc::new(Mutex::new(None));
+        let cell = Arc::clone(&out);
+        let written = self.write(Box::new(move |tx| {
+            let r = f(tx);
+            let failed = r.is_err();
+            *cell.lock() = Some(r);
+            if failed {
+                // Rolls the savepoint back; the typed error is what the caller sees.
+                Err(rusqlite::Error::InvalidQuery)
+            } else {
+                Ok(())
+            }
+        }));
+        let value = out.lock().take();
+        match (written, value) {
+            (_, Some(Err(e))) => Err(e),
+            (Ok(()), Some(Ok(v))) => Ok(v),
+            (Err(e), _) => Err(e),
+            (Ok(()), None) => Err(Error::Internal {
+                reason: "a compare-and-set write did not run".into(),
+            }),
+        }
+    }
+
     fn enqueue(&self, write: WriteFn, detached: bool) -> Result<Arc<Slot>> {
         let done = Arc::new(Slot {
             detached,

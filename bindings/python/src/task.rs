@@ -158,18 +158,21 @@ impl PyTasks {
         to_py_json(py, serde_json::to_string(&s))
     }
 
-    /// Queues a person's next direct command or step list on the task's open session.
-    fn command(
+    /// Queues a person's next direct command or step list on the task's open session and
+    /// returns its control receipt (a dict: `commandId`, `state` `accepted`, …).
+    fn command<'py>(
         &self,
-        py: Python<'_>,
-        owner: &Bound<'_, PyAny>,
+        py: Python<'py>,
+        owner: &Bound<'py, PyAny>,
         id: String,
         text: String,
-    ) -> PyResult<()> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let owner = owner_arg(owner)?;
         let gw = &self.gateway;
-        py.detach(|| gw.tasks().command(&owner, &id, &text))
-            .py_err()
+        let r = py
+            .detach(|| gw.tasks().command(&owner, &id, &text))
+            .py_err()?;
+        to_py_json(py, serde_json::to_string(&r))
     }
 
     /// Cancels the task (idempotent); returns its status after the call.

@@ -139,7 +139,9 @@ class TaskError(Error):
     """A browser task refused the call: ``TASK_NOT_FOUND`` (404; no task of that id — another
     owner's task is ``AccessDeniedError`` instead), ``AUTOMATION_SESSION_CLOSED`` (410; the
     task's session is over: no more commands), ``COMMAND_QUEUE_FULL`` (429, retryable; 20
-    commands already wait behind the running one)."""
+    commands already wait behind the running one), ``AUTOMATION_SESSION_EXISTS`` (409; the
+    principal or the gateway holds as many open sessions as allowed), ``TASK_QUEUE_FULL``
+    (429, retryable; as many spawns as allowed wait for a slot)."""
 
 
 class ToolError(Exception):

@@ -240,9 +240,12 @@ class Tasks:
     def wait(self, owner: Mapping[str, Any], id: str, timeout: float) -> Dict[str, Any]:
         """Wait (GIL released, Ctrl-C interrupts) until the task is neither queued nor running,
         or `timeout` seconds passed (math.inf: no bound); returns its status then."""
-    def command(self, owner: Mapping[str, Any], id: str, text: str) -> None:
-        """Queue the next direct command or step list on the open session (TaskError
-        AUTOMATION_SESSION_CLOSED, COMMAND_QUEUE_FULL; ArgumentError for empty or > 4000 chars)."""
+    def command(self, owner: Mapping[str, Any], id: str, text: str) -> Dict[str, Any]:
+        """Queue the next direct command or step list on the open session; returns its
+        control receipt (``commandId``, ``state`` ``accepted``; later ``running``, ``done``,
+        ``not_done``, ``unknown`` or ``dropped`` with ``reason`` in ``status()["commands"]``)
+        (TaskError AUTOMATION_SESSION_CLOSED, COMMAND_QUEUE_FULL; ArgumentError for empty or >
+        4000 chars)."""
     def cancel(self, owner: Mapping[str, Any], id: str) -> Dict[str, Any]:
         """Cancel (idempotent); returns the status after the call."""
     def list(self, owner: Mapping[str, Any]) -> List[Dict[str, Any]]:

@@ -1,0 +1,524 @@
+//! The task control plane (issue 21, R-TSK-CTL, R-TSK-RCPT): the defects of part 1 and the
+//! command model. Every accepted command runs or is listed dropped with its reason; the queue is
+//! dropped after a command that needs an answer; a `cancel()` that returned lets no later
+//! checkpoint through; a panic after a dispatch leaves the task needing reconciliation; open
+//! sessions hold no slot, are bounded and expire on the gateway's clock.
+//!
+//! An in-memory page (`Desk`) through `spawn_with_backend`, a callback "model", a manual clock:
+//! exact, and nothing sleeps. A blocking click (the page holds it until the test lets go) makes
+//! "a command queued while another runs" deterministic.
+
+use jevgate::browser::{ActionResult, BrowserBackend, Command, Response};
+use jevgate::clock::ManualClock;
+use jevgate::observation::{Control, Observation};
+use jevgate::task::{SpawnRequest, TaskLimits, TaskOwner, TaskState, TaskStatus};
+use jevgate::{Config, Error, Gateway, GatewayOptions};
+use parking_lot::{Condvar, Mutex};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn owner() -> TaskOwner {
+    TaskOwner::new("assistant", "alice", "conv-1")
+}
+
+fn config() -> Config {
+    Config::from_json_str(
+        &json!({"gateway": {"jev": {"enabled": true, "provider": "callback",
+            "features": {"browserTasks": {"enabled": true}, "browserSteps": {"enabled": true}}}}})
+        .to_string(),
+    )
+    .unwrap()
+}
+
+fn open_with(
+    dir: &std::path::Path,
+    limits: TaskLimits,
+    clock: Option<Arc<ManualClock>>,
+) -> Gateway {
+    let mut options = GatewayOptions::new(dir, config()).with_task_limits(limits);
+    if let Some(c) = clock {
+        options = options.with_clock(c);
+    }
+    let gw = Gateway::open(options).unwrap();
+    gw.set_jev_callback(Some(picks()));
+    gw
+}
+
+fn open(dir: &std::path::Path) -> Gateway {
+    open_with(dir, TaskLimits::default(), None)
+}
+
+/// An in-memory page: buttons Alpha, Bravo, Submit and a text field Address. Counts every
+/// click by name; a click can be held until the test lets it go.
+#[derive(Default)]
+struct Desk {
+    generation: AtomicU64,
+    clicks: Mutex<Vec<String>>,
+    typed: Mutex<usize>,
+    /// While set, a click waits (the test queues commands behind it meanwhile).
+    held: Mutex<bool>,
+    released: Condvar,
+    /// Counts clicks that reached the page while held (a click is "in flight").
+    arrived: Condvar,
+}
+
+impl Desk {
+    fn new() -> Arc<Desk> {
+        Arc::new(Desk {
+            generation: AtomicU64::new(1),
+            ..Desk::default()
+        })
+    }
+
+    fn hold(&self) {
+        *self.held.lock() = true;
+    }
+
+    fn release(&self) {
+        *self.held.lock() = false;
+        self.released.notify_all();
+    }
+
+    /// Waits (bounded) until a held click reached the page.
+    fn await_click(&self) {
+        let mut held = self.held.lock();
+        // `arrived` is signalled by a held click (under the same lock).
+        let r = self.arrived.wait_for(&mut held, Duration::from_secs(30));
+        assert!(!r.timed_out(), "no click reached the page");
+    }
+
+    fn clicked(&self, name: &str) -> usize {
+        self.clicks.lock().iter().filter(|c| *c == name).count()
+    }
+
+    fn observation(&self) -> Observation {
+        let mut o = Observation {
+            generation: self.generation.load(Ordering::SeqCst),
+            url: "https://desk.example/".into(),
+            title: "Desk".into(),
+            ..Observation::default()
+        };
+        for (i, name) in ["Alpha", "Bravo", "Submit"].iter().enumerate() {
+            o.controls
+                .push(Control::new(&format!("e{i}"), "button", name));
+        }
+        o.controls
+            .push(Control::field("e9", "textbox", "Address", None));
+        o
+    }
+
+    fn action(&self, op: &str, tool: &str) -> Response {
+        Response::Action(ActionResult {
+            operation_id: op.into(),
+            tool: tool.into(),
+            generation_before: self.generation.fetch_add(1, Ordering::SeqCst),
+            navigation_started: false,
+            settled: false,
+            dialog: None,
+            notes: Vec::new(),
+        })
+    }
+}
+
+impl BrowserBackend for Desk {
+    fn execute(&self, command: &Command) -> jevgate::Result<Response> {
+        match command {
+            Command::Observe(_) => Ok(Response::Observation(self.observation())),
+            Command::PageClick(a) => {
+                {
+                    let mut held = self.held.lock();
+                    if *held {
+                        self.arrived.notify_all();
+                        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+                        while *held && std::time::Instant::now() < deadline {
+                            self.released.wait_until(&mut held, deadline);
+                        }
+                    }
+                }
+                let name = match a.reference.as_str() {
+                    "e0" => "Alpha",
+                    "e1" => "Bravo",
+                    "e2" => "Submit",
+                    _ => "?",
+                };
+                self.clicks.lock().push(name.into());
+                Ok(self.action(&a.operation_id, "page_click"))
+            }
+            Command::PageType(a) => {
+                *self.typed.lock() += 1;
+                Ok(self.action(&a.operation_id, "page_type"))
+            }
+            other => Err(Error::ExecutionFailed {
+                reason: format!("the desk has no {}", other.tool()),
+            }),
+        }
+    }
+}
+
+/// A callback "model": picks the option whose description names the word the command ends
+/// with ("press Alpha" → Alpha; "fill in the Address" → the Address field).
+fn picks() -> jevgate::jev::JevCallback {
+    Arc::new(move |req: &[u8]| {
+        let v: Value = serde_json::from_slice(req).unwrap();
+        let state = v["state"].as_str().unwrap_or("").to_string();
+        let word = state.split_whitespace().last().unwrap_or("").to_string();
+        let opts = v["questions"]["control"]["criteria"].as_object().unwrap();
+        let key = opts
+            .iter()
+            .find(|(_, d)| d.as_str().unwrap_or("").contains(&word))
+            .map(|(k, _)| k.clone())
+            .unwrap_or_else(|| "none".into());
+        let probs: serde_json::Map<String, Value> = opts
+            .keys()
+            .map(|k| (k.clone(), json!(if *k == key { 1.0 } else { 0.0 })))
+            .collect();
+        Ok(
+            json!({"model": "host", "usage": {"input_tokens": 1, "output_tokens": 1},
+            "answers": {"control": {"type": "choice", "choice": key,
+                "probabilities": probs, "confidence": 0.9}}})
+            .to_string()
+            .into_bytes(),
+        )
+    })
+}
+
+fn session(gw: &Gateway, desk: &Arc<Desk>) -> String {
+    let mut request = SpawnRequest::new("");
+    request.keep_open = true;
+    let id = gw
+        .tasks()
+        .spawn_with_backend(&owner(), request, desk.clone())
+        .unwrap();
+    let s = gw.tasks().wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(s.state, TaskState::WaitingInput, "{s:#?}");
+    id
+}
+
+fn settled(gw: &Gateway, id: &str) -> TaskStatus {
+    let s = gw.tasks().wait(&owner(), id, WAIT).unwrap();
+    assert!(!s.state.is_busy(), "{s:#?}");
+    s
+}
+
+fn receipt<'a>(s: &'a TaskStatus, command_id: &str) -> &'a jevgate::task::ControlReceipt {
+    s.commands
+        .iter()
+        .find(|c| c.command_id == command_id)
+        .unwrap_or_else(|| panic!("command {command_id} not listed: {s:#?}"))
+}
+
+// Defect 3 (R-TSK-CTL "Queue"): a command that needs an answer drops the queue behind it —
+// "press Submit" queued behind a field question is never clicked, and is listed dropped with
+// the question's reason.
+#[test]
+fn r_tsk_ctl_a_field_question_drops_the_queue_and_lists_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(dir.path());
+    let desk = Desk::new();
+    let id = session(&gw, &desk);
+    // Hold the first command on a click so the next two queue behind it deterministically.
+    desk.hold();
+    let first = gw.tasks().command(&owner(), &id, "press Alpha").unwrap();
+    desk.await_click();
+    let ask = gw
+        .tasks()
+        .command(&owner(), &id, "fill in the Address")
+        .unwrap();
+    let submit = gw.tasks().command(&owner(), &id, "press Submit").unwrap();
+    assert_eq!(submit.state, "accepted");
+    assert_eq!(gw.tasks().status(&owner(), &id).unwrap().queued_commands, 2);
+    desk.release();
+    let s = settled(&gw, &id);
+    assert_eq!(s.state, TaskState::WaitingInput, "{s:#?}");
+    assert_eq!(desk.clicked("Alpha"), 1);
+    assert_eq!(desk.clicked("Submit"), 0, "Submit clicked on an empty form");
+    assert_eq!(*desk.typed.lock(), 0);
+    assert_eq!(receipt(&s, &first.command_id).state, "done");
+    let a = receipt(&s, &ask.command_id);
+    assert_eq!(
+        (a.state.as_str(), a.reason.as_deref()),
+        ("not_done", Some("FIELD_TEXT_REQUIRED"))
+    );
+    let d = receipt(&s, &submit.command_id);
+    assert_eq!(
+        (d.state.as_str(), d.reason.as_deref()),
+        ("dropped", Some("FIELD_TEXT_REQUIRED"))
+    );
+    assert_eq!(d.summary, "press Submit");
+    // The typed text of a command never shows in its summary.
+    let typed = gw
+        .tasks()
+        .command(&owner(), &id, "type SECRET-WORDS into Address")
+        .unwrap();
+    assert!(!typed.summary.contains("SECRET-WORDS"), "{typed:?}");
+    settled(&gw, &id);
+    assert_eq!(
+        gw.tasks()
+            .command_receipt(&owner(), &id, &typed.command_id)
+            .unwrap()
+            .unwrap()
+            .state,
+        "done"
+    );
+    gw.close();
+}
+
+// Defect 2 (R-TSK-CTL): commands accepted while the round before them ends the task are never
+// lost — each is listed dropped with the reason; after the end, `command()` is refused.
+#[test]
+fn r_tsk_ctl_commands_accepted_before_the_session_ends_are_listed_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(dir.path());
+    let desk = Desk::new();
+    let id = session(&gw, &desk);
+    desk.hold();
+    gw.tasks().command(&owner(), &id, "press Alpha").unwrap();
+    desk.await_click();
+    let a = gw.tasks().command(&owner(), &id, "press Bravo").unwrap();
+    let b = gw.tasks().command(&owner(), &id, "press Submit").unwrap();
+    // Jev access goes away: the next decision stops the task (a stop drops the queue).
+    gw.reload(Config::from_json_str(r#"{"gateway":{"jev":{"enabled":false}}}"#).unwrap())
+        .unwrap();
+    desk.release();
+    let s = settled(&gw, &id);
+    assert!(s.state.is_closed(), "{s:#?}");
+    for c in [&a, &b] {
+        let r = receipt(&s, &c.command_id);
+        assert!(
+            r.state == "dropped" || r.state == "not_done",
+            "every accepted command is accounted for: {r:?}"
+        );
+        assert!(r.reason.is_some(), "{r:?}");
+    }
+    assert_eq!(desk.clicked("Bravo") + desk.clicked("Submit"), 0);
+    assert_eq!(
+        gw.tasks()
+            .command(&owner(), &id, "press Alpha")
+            .unwrap_err()
+            .code(),
+        "AUTOMATION_SESSION_CLOSED"
+    );
+    gw.close();
+}
+
+// Defect 4 (R-TSK-CTL, R-TSK-RCPT): a `cancel()` that returned lets no later checkpoint of the
+// task commit — the hook sees the cancellation land between the decision and the checkpoint,
+// and the click never reaches the page.
+#[test]
+fn r_tsk_ctl_cancel_is_checked_under_the_checkpoint_fence() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(dir.path());
+    let desk = Desk::new();
+    let id = session(&gw, &desk);
+    let gw2 = gw.clone();
+    let id2 = id.clone();
+    // Right before the checkpoint (after the observation and the decision), the owner cancels
+    // and `cancel()` returns: nothing may be dispatched after that.
+    jevgate::unstable::set_checkpoint_hook(
+        &gw.tasks(),
+        Some(Arc::new(move |at: &'static str| {
+            if at == "before_checkpoint" {
+                gw2.tasks().cancel(&owner(), &id2).unwrap();
+            }
+        })),
+    );
+    gw.tasks().command(&owner(), &id, "press Alpha").unwrap();
+    let s = settled(&gw, &id);
+    assert_eq!(s.state, TaskState::Cancelled, "{s:#?}");
+    assert_eq!(
+        desk.clicked("Alpha"),
+        0,
+        "a click was sent after cancel() returned"
+    );
+    let receipts = gw.tasks().receipts(&owner(), &id).unwrap();
+    assert!(
+        receipts.iter().all(|r| r.operations.is_empty()),
+        "no checkpoint after the cancellation: {receipts:#?}"
+    );
+    gw.close();
+}
+
+// Defect 1 (R-TSK-RCPT): a panic after a dispatch leaves the task `needs_reconciliation` (the
+// operation's outcome is unknown), its request `unknown`, and the target let go.
+#[test]
+fn r_tsk_rcpt_a_panic_after_a_dispatch_needs_reconciliation_and_releases_the_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(dir.path());
+    let desk = Desk::new();
+    let id = session(&gw, &desk);
+    let queued_behind = {
+        jevgate::unstable::set_checkpoint_hook(
+            &gw.tasks(),
+            Some(Arc::new(|at: &'static str| {
+                if at == "after_dispatch" {
+                    panic!("injected panic after a dispatch");
+                }
+            })),
+        );
+        desk.hold();
+        gw.tasks().command(&owner(), &id, "press Alpha").unwrap();
+        desk.await_click();
+        let b = gw.tasks().command(&owner(), &id, "press Bravo").unwrap();
+        desk.release();
+        b
+    };
+    let s = settled(&gw, &id);
+    assert_eq!(s.state, TaskState::NeedsReconciliation, "{s:#?}");
+    assert_eq!(desk.clicked("Alpha"), 1);
+    assert_eq!(desk.clicked("Bravo"), 0);
+    let r = receipt(&s, &queued_behind.command_id);
+    assert_eq!(r.state, "dropped", "{r:?}");
+    let receipts = gw.tasks().receipts(&owner(), &id).unwrap();
+    let last = receipts.last().unwrap();
+    assert_eq!(last.state, "unknown", "{receipts:#?}");
+    assert_eq!(last.operations.last().unwrap().status, "dispatched");
+    // The session's hold on the page is gone: only the test holds the desk now.
+    assert_eq!(Arc::strong_count(&desk), 1, "the target was not let go");
+    gw.close();
+}
+
+// R-TSK-CTL "Sessions and bounds": a waiting session holds no slot; a spawn past the
+// principal's bound is refused with the oldest session's state; an idle session expires on
+// the gateway's clock, closing its target.
+#[test]
+fn r_tsk_ctl_open_sessions_are_bounded_and_expire_on_the_gateway_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new());
+    let limits = TaskLimits {
+        slots: 1,
+        sessions_per_principal: 2,
+        ..TaskLimits::default()
+    };
+    let gw = open_with(dir.path(), limits, Some(clock.clone()));
+    let (d1, d2) = (Desk::new(), Desk::new());
+    let first = session(&gw, &d1);
+    // One slot, and the first session waits: the second still runs.
+    let second = session(&gw, &d2);
+    let err = gw
+        .tasks()
+        .spawn_with_backend(&owner(), SpawnRequest::new(""), Desk::new())
+        .unwrap_err();
+    assert_eq!(err.code(), "AUTOMATION_SESSION_EXISTS");
+    assert!(err.to_string().contains("waiting_input"), "{err}");
+    // Another principal is not affected by alice's bound.
+    let bob = TaskOwner::new("assistant", "bob", "conv-9");
+    let mut r = SpawnRequest::new("");
+    r.keep_open = true;
+    let bobs = gw.tasks().spawn_with_backend(&bob, r, Desk::new()).unwrap();
+    // A round that was done: the session waits 60 minutes; one that failed: 15.
+    gw.tasks().command(&owner(), &first, "press Alpha").unwrap();
+    settled(&gw, &first);
+    gw.tasks()
+        .command(&owner(), &second, "press Nothing-Here")
+        .unwrap();
+    let s = settled(&gw, &second);
+    assert_eq!(s.state, TaskState::WaitingInput, "{s:#?}");
+    clock.advance(Duration::from_secs(15 * 60));
+    let s2 = settled(&gw, &second);
+    assert_eq!(
+        (s2.state, s2.reason.as_deref()),
+        (TaskState::Failed, Some("SESSION_EXPIRED")),
+        "{s2:#?}"
+    );
+    assert_eq!(
+        Arc::strong_count(&d2),
+        1,
+        "the expired session let its target go"
+    );
+    let s1 = settled(&gw, &first);
+    assert_eq!(s1.state, TaskState::WaitingInput, "{s1:#?}");
+    clock.advance(Duration::from_secs(45 * 60));
+    let s1 = settled(&gw, &first);
+    assert_eq!(
+        (s1.state, s1.reason.as_deref()),
+        (TaskState::Completed, Some("SESSION_EXPIRED")),
+        "{s1:#?}"
+    );
+    assert_eq!(
+        gw.tasks()
+            .command(&owner(), &first, "press Alpha")
+            .unwrap_err()
+            .code(),
+        "AUTOMATION_SESSION_CLOSED"
+    );
+    let s = gw.tasks().wait(&bob, &bobs, WAIT).unwrap();
+    assert_eq!(s.reason.as_deref(), Some("SESSION_EXPIRED"));
+    // With the two sessions gone, alice may open a new one.
+    session(&gw, &Desk::new());
+    gw.close();
+}
+
+// R-TSK-CTL: spawns past the queued bound wait no more — `TASK_QUEUE_FULL` — while a task
+// holds the only slot; the queue at 20 takes no 21st command.
+#[test]
+fn r_tsk_ctl_queued_spawns_and_commands_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = TaskLimits {
+        slots: 1,
+        queued_spawns: 3,
+        sessions_per_principal: 100,
+        ..TaskLimits::default()
+    };
+    let gw = open_with(dir.path(), limits, None);
+    let desk = Desk::new();
+    let mut request = SpawnRequest::new("");
+    request.keep_open = true;
+    request.budget.max_steps = 100;
+    request.budget.max_evaluations = 100;
+    let id = gw
+        .tasks()
+        .spawn_with_backend(&owner(), request, desk.clone())
+        .unwrap();
+    settled(&gw, &id);
+    desk.hold();
+    gw.tasks().command(&owner(), &id, "press Alpha").unwrap();
+    desk.await_click();
+    let mut ids = Vec::new();
+    for _ in 0..19 {
+        ids.push(gw.tasks().command(&owner(), &id, "press Bravo").unwrap());
+    }
+    assert_eq!(
+        gw.tasks().status(&owner(), &id).unwrap().queued_commands,
+        19
+    );
+    ids.push(gw.tasks().command(&owner(), &id, "press Bravo").unwrap());
+    assert_eq!(
+        gw.tasks()
+            .command(&owner(), &id, "press Bravo")
+            .unwrap_err()
+            .code(),
+        "COMMAND_QUEUE_FULL"
+    );
+    // The only slot runs the held command: spawns wait queued, up to the bound.
+    let mut queued = Vec::new();
+    for _ in 0..3 {
+        queued.push(
+            gw.tasks()
+                .spawn_with_backend(&owner(), SpawnRequest::new("press Alpha"), Desk::new())
+                .unwrap(),
+        );
+    }
+    let s = gw.tasks().status(&owner(), &queued[0]).unwrap();
+    assert_eq!(s.state, TaskState::Queued);
+    assert_eq!(
+        gw.tasks()
+            .spawn_with_backend(&owner(), SpawnRequest::new("press Alpha"), Desk::new())
+            .unwrap_err()
+            .code(),
+        "TASK_QUEUE_FULL"
+    );
+    desk.release();
+    let s = settled(&gw, &id);
+    assert_eq!(desk.clicked("Bravo"), 20, "{s:#?}");
+    assert!(ids
+        .iter()
+        .all(|c| receipt(&s, &c.command_id).state == "done"));
+    for q in &queued {
+        assert_eq!(settled(&gw, q).state, TaskState::Completed);
+    }
+    gw.close();
+}
