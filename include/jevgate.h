@@ -77,6 +77,11 @@
 #define JEVGATE_CODE_COMMAND_QUEUE_FULL "COMMAND_QUEUE_FULL"
 #define JEVGATE_CODE_AUTOMATION_SESSION_EXISTS "AUTOMATION_SESSION_EXISTS"
 #define JEVGATE_CODE_TASK_QUEUE_FULL "TASK_QUEUE_FULL"
+#define JEVGATE_CODE_INVALID_INPUT "INVALID_INPUT"
+#define JEVGATE_CODE_REVISION_CONFLICT "REVISION_CONFLICT"
+#define JEVGATE_CODE_STATE_CONFLICT "STATE_CONFLICT"
+#define JEVGATE_CODE_IDEMPOTENCY_CONFLICT "IDEMPOTENCY_CONFLICT"
+#define JEVGATE_CODE_NOTHING_TO_RESUME "NOTHING_TO_RESUME"
 #define JEVGATE_CODE_INTERNAL "INTERNAL"
 
 /**
@@ -1042,6 +1047,42 @@ jevgate_status jevgate_task_cancel(const jevgate_gateway *gateway,
                                    const char *task_id,
                                    char **status_json_out,
                                    jevgate_error **err_out);
+
+/**
+ * Steers the task (R-TSK-CTL): `control_json` is `{"id": "<uuid>", "action":
+ * "pause"|"revise"|"resume"|"agent"|"user", "expectedRevision": N, "text"?: "…"}` (only
+ * `revise` takes text, 1 to 4000 characters). Writes the status after the command to
+ * `*status_json_out` when it is not NULL. `INVALID_INPUT`, `ACCESS_DENIED`,
+ * `REVISION_CONFLICT`, `STATE_CONFLICT`, `IDEMPOTENCY_CONFLICT` (the same id with other
+ * contents; the same contents answer the same result), `NOTHING_TO_RESUME`,
+ * `AUTOMATION_SESSION_CLOSED`.
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `status_json_out` NULL or writable;
+ * `err_out` NULL or writable.
+ */
+jevgate_status jevgate_task_control(const jevgate_gateway *gateway,
+                                    const char *owner_json,
+                                    const char *task_id,
+                                    const char *control_json,
+                                    char **status_json_out,
+                                    jevgate_error **err_out);
+
+/**
+ * Writes the control receipt of command `command_id` of the task (R-TSK-CTL: `{"commandId",
+ * "kind","origin","summary","revision","state","reason","request","acceptedAt","updatedAt"}`,
+ * or `null` for an id the task never accepted) to `*receipt_json_out`.
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `receipt_json_out` writable; `err_out`
+ * NULL or writable.
+ */
+jevgate_status jevgate_task_command_receipt(const jevgate_gateway *gateway,
+                                            const char *owner_json,
+                                            const char *task_id,
+                                            const char *command_id,
+                                            char **receipt_json_out,
+                                            jevgate_error **err_out);
 
 /**
  * Writes the owner's tasks (a JSON array of statuses, newest first, at most 100) to

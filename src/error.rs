@@ -473,6 +473,45 @@ pub enum Error {
     #[error("too many tasks wait for a slot")]
     TaskQueueFull,
 
+    /// A control input is malformed (R-TSK-CTL, seed 003's control route): a task or command id
+    /// that is not a UUID, a missing or extra field, text on an action that takes none. The
+    /// control route's counterpart of `INVALID_ARGUMENT`; never echoes the input.
+    #[error("invalid input `{name}`: {reason}")]
+    InvalidInput {
+        /// Which input.
+        name: &'static str,
+        /// Why, never quoting it.
+        reason: String,
+    },
+
+    /// The control command's `expectedRevision` is not the task's latest revision (pending
+    /// included): someone changed the task since the caller looked (R-TSK-CTL).
+    #[error("revision conflict: expected {expected}, the task is at {current}")]
+    RevisionConflict {
+        /// What the caller expected.
+        expected: u32,
+        /// The task's latest revision.
+        current: u32,
+    },
+
+    /// The control action is not allowed in the task's state (R-TSK-CTL's action × state
+    /// table); `reason` says which rule (`ALREADY_PAUSED`, `NOT_STARTED`, …).
+    #[error("state conflict: {reason}")]
+    StateConflict {
+        /// The rule, as a code.
+        reason: &'static str,
+    },
+
+    /// A command id was reused with different contents (R-TSK-CTL). The same id with the same
+    /// contents answers the same result instead.
+    #[error("the command id was already used with different contents")]
+    IdempotencyConflict,
+
+    /// `resume` with nothing the owner paused (R-TSK-CTL): a finished command is never
+    /// replayed.
+    #[error("nothing to resume: only work the owner paused continues")]
+    NothingToResume,
+
     /// A bug in jevgate: a panic caught at an FFI boundary or a broken internal invariant.
     #[error("internal error: {reason}")]
     Internal {
@@ -619,6 +658,11 @@ error_table! {
     CommandQueueFull => "COMMAND_QUEUE_FULL", 429, Task, true, None;
     AutomationSessionExists => "AUTOMATION_SESSION_EXISTS", 409, Task, false, None;
     TaskQueueFull => "TASK_QUEUE_FULL", 429, Task, true, None;
+    InvalidInput => "INVALID_INPUT", 400, Argument, false, None;
+    RevisionConflict => "REVISION_CONFLICT", 409, Task, false, None;
+    StateConflict => "STATE_CONFLICT", 409, Task, false, None;
+    IdempotencyConflict => "IDEMPOTENCY_CONFLICT", 409, Task, false, None;
+    NothingToResume => "NOTHING_TO_RESUME", 409, Task, false, None;
     Internal => "INTERNAL", 500, Internal, false, None;
 }
 
@@ -706,6 +750,11 @@ impl Error {
             Error::CommandQueueFull => ErrorKind::CommandQueueFull,
             Error::AutomationSessionExists { .. } => ErrorKind::AutomationSessionExists,
             Error::TaskQueueFull => ErrorKind::TaskQueueFull,
+            Error::InvalidInput { .. } => ErrorKind::InvalidInput,
+            Error::RevisionConflict { .. } => ErrorKind::RevisionConflict,
+            Error::StateConflict { .. } => ErrorKind::StateConflict,
+            Error::IdempotencyConflict => ErrorKind::IdempotencyConflict,
+            Error::NothingToResume => ErrorKind::NothingToResume,
             Error::Internal { .. } => ErrorKind::Internal,
         }
     }

@@ -63,3 +63,31 @@ mod tests {
         assert_ne!(u, random_uuid().unwrap());
     }
 }
+
+/// Whether `s` is a UUID in its canonical text form (8-4-4-4-12 hex digits, either case).
+pub(crate) fn is_uuid(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+#[cfg(test)]
+mod uuid_tests {
+    #[test]
+    fn r_tsk_ctl_uuid_shape() {
+        assert!(super::is_uuid("1b4e28ba-2fa1-11d2-883f-0016d3cca427"));
+        assert!(super::is_uuid(&super::random_uuid().unwrap()));
+        for bad in [
+            "",
+            "1b4e28ba2fa111d2883f0016d3cca427",
+            "1b4e28ba-2fa1-11d2-883f-0016d3cca42g",
+            "1b4e28ba-2fa1-11d2-883f-0016d3cca4270",
+            "ü1b4e28ba-2fa1-11d2-883f-0016d3cca42",
+        ] {
+            assert!(!super::is_uuid(bad), "{bad}");
+        }
+    }
+}

@@ -100,6 +100,8 @@ impl Desk {
             generation: self.generation.load(Ordering::SeqCst),
             url: "https://desk.example/".into(),
             title: "Desk".into(),
+            // Each click shows on the page (a step's action must change something).
+            text: format!("{} clicks", self.clicks.lock().len()),
             ..Observation::default()
         };
         for (i, name) in ["Alpha", "Bravo", "Submit"].iter().enumerate() {
@@ -520,5 +522,234 @@ fn r_tsk_ctl_queued_spawns_and_commands_are_bounded() {
     for q in &queued {
         assert_eq!(settled(&gw, q).state, TaskState::Completed);
     }
+    gw.close();
+}
+
+fn ctl(action: &str, revision: u32, text: Option<&str>) -> jevgate::task::ControlRequest {
+    let mut v = json!({"id": uuid(), "action": action, "expectedRevision": revision});
+    if let Some(t) = text {
+        v["text"] = json!(t);
+    }
+    jevgate::task::ControlRequest::from_json(&v.to_string()).unwrap()
+}
+
+fn uuid() -> String {
+    use std::sync::atomic::AtomicUsize;
+    static N: AtomicUsize = AtomicUsize::new(1);
+    format!(
+        "00000000-0000-4000-8000-{:012x}",
+        N.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+// R-TSK-CTL: every error code of the control route, and idempotent replays.
+#[test]
+fn r_tsk_ctl_control_codes_and_idempotency() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(dir.path());
+    let desk = Desk::new();
+    let id = session(&gw, &desk);
+    let t = gw.tasks();
+    let rev = t.status(&owner(), &id).unwrap().revision;
+    let code = |r: jevgate::Result<TaskStatus>| r.unwrap_err().code();
+    // INVALID_INPUT: ids that are not UUIDs, text where none is taken, revise text bounds.
+    assert_eq!(
+        code(t.control(&owner(), "not-a-uuid", &ctl("pause", rev, None))),
+        "INVALID_INPUT"
+    );
+    let mut bad = ctl("pause", rev, None);
+    bad.id = "42".into();
+    assert_eq!(code(t.control(&owner(), &id, &bad)), "INVALID_INPUT");
+    assert_eq!(
+        code(t.control(&owner(), &id, &ctl("pause", rev, Some("x")))),
+        "INVALID_INPUT"
+    );
+    assert_eq!(
+        code(t.control(&owner(), &id, &ctl("revise", rev, None))),
+        "INVALID_INPUT"
+    );
+    let long = "a".repeat(4001);
+    let e = t
+        .control(&owner(), &id, &ctl("revise", rev, Some(&long)))
+        .unwrap_err();
+    assert_eq!(e.code(), "INVALID_INPUT");
+    assert!(!e.to_string().contains("aaaa"), "never echoed: {e}");
+    for json in [
+        "[]",
+        "{}",
+        r#"{"id":"00000000-0000-4000-8000-000000000000","action":"jump","expectedRevision":1}"#,
+        r#"{"id":"00000000-0000-4000-8000-000000000000","action":"pause","expectedRevision":-1}"#,
+        r#"{"id":"00000000-0000-4000-8000-000000000000","action":"pause","expectedRevision":1,"x":1}"#,
+    ] {
+        let e = jevgate::task::ControlRequest::from_json(json).unwrap_err();
+        assert_eq!(e.code(), "INVALID_INPUT", "{json}");
+    }
+    // ACCESS_DENIED for another owner, alike for an unknown task.
+    let stranger = TaskOwner::new("assistant", "mallory", "conv-1");
+    let a = t
+        .control(&stranger, &id, &ctl("pause", rev, None))
+        .unwrap_err();
+    let b = t
+        .control(
+            &owner(),
+            "00000000-0000-4000-8000-00000000ffff",
+            &ctl("pause", rev, None),
+        )
+        .unwrap_err();
+    assert_eq!(a.code(), "ACCESS_DENIED");
+    assert_eq!(b.code(), a.code());
+    // REVISION_CONFLICT: a revision from the future (or the past).
+    let e = t
+        .control(&owner(), &id, &ctl("pause", rev + 5, None))
+        .unwrap_err();
+    assert_eq!(e.code(), "REVISION_CONFLICT");
+    // STATE_CONFLICT: the user already has control; NOTHING_TO_RESUME.
+    assert_eq!(
+        code(t.control(&owner(), &id, &ctl("user", rev, None))),
+        "STATE_CONFLICT"
+    );
+    assert_eq!(
+        code(t.control(&owner(), &id, &ctl("resume", rev, None))),
+        "NOTHING_TO_RESUME"
+    );
+    // Accepted: agent; the same id and contents answer the same; other contents conflict.
+    let agent = ctl("agent", rev, None);
+    let s = t.control(&owner(), &id, &agent).unwrap();
+    assert_eq!(s.controller, "agent");
+    let again = t.control(&owner(), &id, &agent).unwrap();
+    assert_eq!(again.controller, "agent");
+    assert_eq!(
+        again
+            .commands
+            .iter()
+            .filter(|c| c.command_id == agent.id)
+            .count(),
+        1
+    );
+    let mut other = agent.clone();
+    other.action = jevgate::task::ControlAction::User;
+    assert_eq!(
+        code(t.control(&owner(), &id, &other)),
+        "IDEMPOTENCY_CONFLICT"
+    );
+    let s = t.control(&owner(), &id, &ctl("user", rev, None)).unwrap();
+    assert_eq!(s.controller, "user");
+    // A revise moves the revision; the old expectation then conflicts.
+    let s = t
+        .control(&owner(), &id, &ctl("revise", rev, Some("press Alpha")))
+        .unwrap();
+    let s2 = settled(&gw, &id);
+    assert_eq!(s.revision, rev + 1);
+    assert_eq!(desk.clicked("Alpha"), 1, "{s2:#?}");
+    assert_eq!(
+        code(t.control(&owner(), &id, &ctl("pause", rev, None))),
+        "REVISION_CONFLICT"
+    );
+    // AUTOMATION_SESSION_CLOSED after cancel.
+    t.cancel(&owner(), &id).unwrap();
+    settled(&gw, &id);
+    let rev = t.status(&owner(), &id).unwrap().revision;
+    assert_eq!(
+        code(t.control(&owner(), &id, &ctl("pause", rev, None))),
+        "AUTOMATION_SESSION_CLOSED"
+    );
+    gw.close();
+}
+
+// R-TSK-CTL: pause stops a step run before its next action and drops the queue (listed);
+// resume runs the remaining steps verbatim — nothing done is repeated, nothing dropped returns.
+#[test]
+fn r_tsk_ctl_pause_drops_the_queue_and_resume_continues_the_remaining_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(dir.path());
+    let desk = Desk::new();
+    let id = session(&gw, &desk);
+    let t = gw.tasks();
+    desk.hold();
+    t.command(
+        &owner(),
+        &id,
+        "1. press Alpha\n2. press Bravo\n3. press Submit",
+    )
+    .unwrap();
+    desk.await_click();
+    let queued = t.command(&owner(), &id, "press Alpha").unwrap();
+    let rev = t.status(&owner(), &id).unwrap().revision;
+    let paused = t.control(&owner(), &id, &ctl("pause", rev, None)).unwrap();
+    assert_eq!(paused.queued_commands, 0);
+    assert_eq!(receipt(&paused, &queued.command_id).state, "dropped");
+    assert_eq!(
+        receipt(&paused, &queued.command_id).reason.as_deref(),
+        Some("PAUSED")
+    );
+    desk.release();
+    let s = settled(&gw, &id);
+    assert_eq!(s.state, TaskState::WaitingInput, "{s:#?}");
+    assert_eq!((desk.clicked("Alpha"), desk.clicked("Bravo")), (1, 0));
+    assert_eq!(s.step_run.as_ref().unwrap().stop_reason, "PAUSED");
+    // A second pause while paused conflicts; resume continues Bravo and Submit.
+    assert_eq!(
+        t.control(&owner(), &id, &ctl("pause", rev, None))
+            .unwrap_err()
+            .code(),
+        "STATE_CONFLICT"
+    );
+    t.control(&owner(), &id, &ctl("resume", rev, None)).unwrap();
+    let s = settled(&gw, &id);
+    assert_eq!(
+        (
+            desk.clicked("Alpha"),
+            desk.clicked("Bravo"),
+            desk.clicked("Submit")
+        ),
+        (1, 1, 1),
+        "{s:#?}"
+    );
+    assert_eq!(
+        t.control(&owner(), &id, &ctl("resume", rev, None))
+            .unwrap_err()
+            .code(),
+        "NOTHING_TO_RESUME",
+        "a finished command is never replayed"
+    );
+    // Handing control to the agent drops the queue, listed.
+    desk.hold();
+    t.command(&owner(), &id, "press Alpha").unwrap();
+    desk.await_click();
+    let q = t.command(&owner(), &id, "press Bravo").unwrap();
+    let rev = t.status(&owner(), &id).unwrap().revision;
+    let s = t.control(&owner(), &id, &ctl("agent", rev, None)).unwrap();
+    assert_eq!(
+        receipt(&s, &q.command_id).reason.as_deref(),
+        Some("AGENT_CONTROL")
+    );
+    desk.release();
+    settled(&gw, &id);
+    assert_eq!(desk.clicked("Bravo"), 1);
+    gw.close();
+}
+
+// Bad input: 1,000 control calls in a loop get clear answers and leave nothing behind.
+#[test]
+fn r_tsk_ctl_a_thousand_control_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(dir.path());
+    let id = session(&gw, &Desk::new());
+    let t = gw.tasks();
+    let rev = t.status(&owner(), &id).unwrap().revision;
+    let mut accepted = 0;
+    for i in 0..1000 {
+        let action = ["agent", "user", "pause", "resume"][i % 4];
+        match t.control(&owner(), &id, &ctl(action, rev, None)) {
+            Ok(_) => accepted += 1,
+            Err(e) => assert!(
+                ["STATE_CONFLICT", "NOTHING_TO_RESUME"].contains(&e.code()),
+                "{e}"
+            ),
+        }
+    }
+    assert!(accepted >= 500, "{accepted}");
+    let s = t.status(&owner(), &id).unwrap();
+    assert_eq!(s.commands.len(), jevgate::task::STATUS_COMMANDS);
     gw.close();
 }

@@ -209,6 +209,69 @@ pub unsafe extern "C" fn jevgate_task_cancel(
     })
 }
 
+/// Steers the task (R-TSK-CTL): `control_json` is `{"id": "<uuid>", "action":
+/// "pause"|"revise"|"resume"|"agent"|"user", "expectedRevision": N, "text"?: "…"}` (only
+/// `revise` takes text, 1 to 4000 characters). Writes the status after the command to
+/// `*status_json_out` when it is not NULL. `INVALID_INPUT`, `ACCESS_DENIED`,
+/// `REVISION_CONFLICT`, `STATE_CONFLICT`, `IDEMPOTENCY_CONFLICT` (the same id with other
+/// contents; the same contents answer the same result), `NOTHING_TO_RESUME`,
+/// `AUTOMATION_SESSION_CLOSED`.
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; `status_json_out` NULL or writable;
+/// `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_task_control(
+    gateway: *const jevgate_gateway,
+    owner_json: *const c_char,
+    task_id: *const c_char,
+    control_json: *const c_char,
+    status_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
+        // SAFETY: forwarded contract.
+        let control = unsafe { str_arg("control_json", control_json) }?;
+        let control = crate::task::ControlRequest::from_json(control)?;
+        let status = gw.tasks().control(&owner, id, &control)?;
+        match opt_out(status_json_out) {
+            // SAFETY: writable per the contract.
+            Some(out) => unsafe { out.write_json(&status) },
+            None => Ok(()),
+        }
+    })
+}
+
+/// Writes the control receipt of command `command_id` of the task (R-TSK-CTL: `{"commandId",
+/// "kind","origin","summary","revision","state","reason","request","acceptedAt","updatedAt"}`,
+/// or `null` for an id the task never accepted) to `*receipt_json_out`.
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; `receipt_json_out` writable; `err_out`
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_task_command_receipt(
+    gateway: *const jevgate_gateway,
+    owner_json: *const c_char,
+    task_id: *const c_char,
+    command_id: *const c_char,
+    receipt_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
+        // SAFETY: forwarded contract.
+        let command_id = unsafe { str_arg("command_id", command_id) }?;
+        let out = out_arg("receipt_json_out", receipt_json_out)?;
+        let receipt = gw.tasks().command_receipt(&owner, id, command_id)?;
+        // SAFETY: writable per the contract.
+        unsafe { out.write_json(&receipt) }
+    })
+}
+
 /// Writes the owner's tasks (a JSON array of statuses, newest first, at most 100) to
 /// `*tasks_json_out`.
 ///

@@ -179,10 +179,13 @@ fn v6_tasks(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
 /// awaiting_confirmation), so an accepted command either runs or is listed dropped — across a
 /// restart too. `text` is the command's own words: the one column they live in (they go with
 /// the task's retention). `spawn` keeps what a spawn asked for besides its goal (budget,
-/// start URL, keepOpen) so a task can be continued after its slot thread or its process ended.
+/// start URL, keepOpen) so a task can be continued after its slot thread or its process ended;
+/// `control` the session's private control state (a paused step run's remaining steps,
+/// verbatim — status shows them masked).
 fn v7_task_commands(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(
         "ALTER TABLE tasks ADD COLUMN spawn TEXT;
+        ALTER TABLE tasks ADD COLUMN control TEXT;
         CREATE TABLE task_commands (
             task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
             id TEXT NOT NULL,

@@ -8,7 +8,7 @@
 //! command's text or at page content.
 
 use super::run::Ending;
-use super::TaskLimits;
+use super::{ControlAction, TaskLimits};
 use std::time::Duration;
 
 /// Outcomes that are their own answer: the queue runs on after them (seed 003 "Outcome
@@ -42,6 +42,9 @@ pub(crate) fn queue_runs_on(ending: &Ending, reason: &str) -> bool {
         Ending::Done => true,
         Ending::NotDone => OWN_ANSWER.contains(&reason) || JEV_DECISION_FAILURES.contains(&reason),
         Ending::Unknown | Ending::Stop | Ending::Cancelled => false,
+        // The pause or revision dropped what was queued when it was accepted; what came after
+        // it runs.
+        Ending::Interrupted => true,
     }
 }
 
@@ -50,7 +53,52 @@ pub(crate) fn receipt_state(ending: &Ending) -> &'static str {
     match ending {
         Ending::Done => "done",
         Ending::Unknown => "unknown",
-        Ending::NotDone | Ending::Stop | Ending::Cancelled => "not_done",
+        Ending::NotDone | Ending::Stop | Ending::Cancelled | Ending::Interrupted => "not_done",
+    }
+}
+
+/// What the service knows of a session when a control action arrives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Situation {
+    /// The session is over (or closing): it takes no more control.
+    pub closed: bool,
+    /// The task has started (it is not waiting for its first slot).
+    pub started: bool,
+    /// A paused step run has steps left to resume.
+    pub paused_steps: bool,
+    /// A pause is in effect that no round has yet answered (the round still runs).
+    pub pausing: bool,
+    /// The agent has control.
+    pub agent: bool,
+}
+
+/// Why a control action is refused in a situation (R-TSK-CTL's action × state table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// `AUTOMATION_SESSION_CLOSED`.
+    Closed,
+    /// `STATE_CONFLICT` with this reason.
+    State(&'static str),
+    /// `NOTHING_TO_RESUME`.
+    NothingToResume,
+}
+
+/// The action × state table (README "Control"): which control action is allowed when.
+pub(crate) fn check(action: ControlAction, s: Situation) -> Result<(), Refusal> {
+    if s.closed {
+        return Err(Refusal::Closed);
+    }
+    match action {
+        ControlAction::Agent if s.agent => Err(Refusal::State("AGENT_HAS_CONTROL")),
+        ControlAction::User if !s.agent => Err(Refusal::State("USER_HAS_CONTROL")),
+        ControlAction::Agent | ControlAction::User => Ok(()),
+        _ if !s.started => Err(Refusal::State("NOT_STARTED")),
+        ControlAction::Pause if s.pausing || s.paused_steps => {
+            Err(Refusal::State("ALREADY_PAUSED"))
+        }
+        ControlAction::Pause | ControlAction::Revise => Ok(()),
+        ControlAction::Resume if s.paused_steps => Ok(()),
+        ControlAction::Resume => Err(Refusal::NothingToResume),
     }
 }
 
@@ -139,6 +187,92 @@ mod tests {
         ];
         for (e, r) in drops {
             assert!(!queue_runs_on(&e, r), "{e:?} {r}");
+        }
+    }
+
+    // R-TSK-CTL: the action × state table the README shows.
+    #[test]
+    fn r_tsk_ctl_the_action_by_state_table() {
+        use ControlAction::*;
+        let open = Situation {
+            started: true,
+            ..Situation::default()
+        };
+        let cases: &[(ControlAction, Situation, Result<(), Refusal>)] = &[
+            (Pause, open, Ok(())),
+            (Revise, open, Ok(())),
+            (Resume, open, Err(Refusal::NothingToResume)),
+            (Agent, open, Ok(())),
+            (User, open, Err(Refusal::State("USER_HAS_CONTROL"))),
+            (
+                Pause,
+                Situation {
+                    pausing: true,
+                    ..open
+                },
+                Err(Refusal::State("ALREADY_PAUSED")),
+            ),
+            (
+                Pause,
+                Situation {
+                    paused_steps: true,
+                    ..open
+                },
+                Err(Refusal::State("ALREADY_PAUSED")),
+            ),
+            (
+                Resume,
+                Situation {
+                    paused_steps: true,
+                    ..open
+                },
+                Ok(()),
+            ),
+            (
+                Revise,
+                Situation {
+                    paused_steps: true,
+                    ..open
+                },
+                Ok(()),
+            ),
+            (
+                User,
+                Situation {
+                    agent: true,
+                    ..open
+                },
+                Ok(()),
+            ),
+            (
+                Agent,
+                Situation {
+                    agent: true,
+                    ..open
+                },
+                Err(Refusal::State("AGENT_HAS_CONTROL")),
+            ),
+            (
+                Pause,
+                Situation::default(),
+                Err(Refusal::State("NOT_STARTED")),
+            ),
+            (
+                Revise,
+                Situation::default(),
+                Err(Refusal::State("NOT_STARTED")),
+            ),
+            (Agent, Situation::default(), Ok(())),
+        ];
+        for (a, s, want) in cases {
+            assert_eq!(check(*a, *s), *want, "{a:?} {s:?}");
+        }
+        for a in [Pause, Revise, Resume, Agent, User] {
+            let closed = Situation {
+                closed: true,
+                ..open
+            };
+            assert_eq!(check(a, closed), Err(Refusal::Closed));
         }
     }
 

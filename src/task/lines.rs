@@ -98,6 +98,20 @@ pub(crate) fn log_command(command: &str, typed: Option<&str>) -> String {
     short(&shown)
 }
 
+/// Steps as one step list the grammar splits back into the same steps (`1. …` per line); one
+/// step stays a direct command.
+pub(crate) fn join_steps(steps: &[String]) -> String {
+    if steps.len() == 1 {
+        return steps[0].clone();
+    }
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| format!("{}. {}", i + 1, s.trim()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A command as status shows it: shortened, the text it types as `[text]`.
 pub(crate) fn summary(command: &str) -> String {
     match crate::grammar::split_steps(command.trim()) {

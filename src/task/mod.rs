@@ -82,6 +82,93 @@ impl Default for TaskLimits {
     }
 }
 
+/// A control action (R-TSK-CTL): what [`Tasks::control`] asks of a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ControlAction {
+    /// Stop the current round before its next action and drop the queue (listed); the session
+    /// waits, and `resume` continues the step run's remaining steps.
+    Pause,
+    /// Stop the current round before its next action, drop the queue and run `text` next (a
+    /// new revision).
+    Revise,
+    /// Continue the paused step run's remaining steps, verbatim (never dropped commands).
+    Resume,
+    /// Hand control to the agent (drops the queue, listed).
+    Agent,
+    /// Take control back from the agent.
+    User,
+}
+
+impl ControlAction {
+    /// The stored name (`pause`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ControlAction::Pause => "pause",
+            ControlAction::Revise => "revise",
+            ControlAction::Resume => "resume",
+            ControlAction::Agent => "agent",
+            ControlAction::User => "user",
+        }
+    }
+}
+
+/// A control command (R-TSK-CTL, seed 003 "Direct task control over HTTP"):
+/// `{id, action, expectedRevision, text?}`.
+///
+/// ```
+/// let c = jevgate::task::ControlRequest::from_json(
+///     r#"{"id":"1b4e28ba-2fa1-11d2-883f-0016d3cca427","action":"revise","expectedRevision":1,"text":"search Osaka"}"#,
+/// ).unwrap();
+/// assert_eq!(c.action, jevgate::task::ControlAction::Revise);
+/// ```
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ControlRequest {
+    /// The command's id (a UUID you choose): the same id with the same contents answers the
+    /// same result; with other contents `IDEMPOTENCY_CONFLICT`.
+    pub id: String,
+    /// What to do.
+    pub action: ControlAction,
+    /// The task's latest revision (pending included): otherwise `REVISION_CONFLICT`.
+    pub expected_revision: u32,
+    /// `revise` only: the new instructions (1 to 4000 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+impl std::fmt::Debug for ControlRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The text is the person's: never in debug output.
+        f.debug_struct("ControlRequest")
+            .field("id", &self.id)
+            .field("action", &self.action)
+            .field("expected_revision", &self.expected_revision)
+            .field("text_chars", &self.text.as_ref().map(|t| t.chars().count()))
+            .finish()
+    }
+}
+
+impl ControlRequest {
+    /// Parses `{id, action, expectedRevision, text?}`; `INVALID_INPUT` otherwise (never
+    /// echoing the text).
+    pub fn from_json(json: &str) -> crate::Result<ControlRequest> {
+        const SHAPE: &str = "{id, action: pause|revise|resume|agent|user, expectedRevision, text?}";
+        if !json.trim_start().starts_with('{') {
+            return Err(crate::Error::InvalidInput {
+                name: "control",
+                reason: format!("must be {SHAPE} (not a JSON object)"),
+            });
+        }
+        crate::args::from_json("control", json, SHAPE).map_err(|e| match e {
+            crate::Error::InvalidArgument { name, reason } => {
+                crate::Error::InvalidInput { name, reason }
+            }
+            other => other,
+        })
+    }
+}
+
 /// One accepted command's control receipt (R-TSK-CTL): every command a task accepts either
 /// runs (`running`, then `done`, `not_done` or `unknown`) or is `dropped` with the reason
 /// (a field question, a not-done, an unknown outcome, a stop, a pause, a cancellation, the

@@ -363,9 +363,19 @@ pub(crate) fn accept_command(
     summary: String,
     now: i64,
 ) -> rusqlite::Result<ControlReceipt> {
+    insert_command(tx, cmd, summary, true, now)
+}
+
+fn insert_command(
+    tx: &Connection,
+    cmd: &NewCommand<'_>,
+    summary: String,
+    bumps: bool,
+    now: i64,
+) -> rusqlite::Result<ControlReceipt> {
     tx.execute(
-        "UPDATE tasks SET revision = revision + 1, updated_ms = ?2 WHERE id = ?1",
-        params![cmd.task_id, now],
+        "UPDATE tasks SET revision = revision + ?3, updated_ms = ?2 WHERE id = ?1",
+        params![cmd.task_id, now, i64::from(bumps)],
     )?;
     let revision: u32 = tx.query_row(
         "SELECT revision FROM tasks WHERE id = ?1",
@@ -427,6 +437,77 @@ pub(crate) fn set_commands(
         st.execute(params![id, c, state, reason, request, now])?;
     }
     Ok(())
+}
+
+/// What a stored command was, for an idempotent replay's comparison.
+pub(crate) struct Contents {
+    pub kind: String,
+    pub text: Option<String>,
+    pub expected_revision: Option<u32>,
+}
+
+/// The contents of command `command_id` of task `id`, if it was accepted before.
+pub(crate) fn command_contents(
+    c: &Connection,
+    id: &str,
+    command_id: &str,
+) -> rusqlite::Result<Option<Contents>> {
+    c.query_row(
+        "SELECT kind, text, expected_revision FROM task_commands WHERE task_id = ?1 AND id = ?2",
+        params![id, command_id],
+        |r| {
+            Ok(Contents {
+                kind: r.get(0)?,
+                text: r.get(1)?,
+                expected_revision: r.get(2)?,
+            })
+        },
+    )
+    .optional()
+}
+
+/// Task `id`'s latest revision.
+pub(crate) fn revision(c: &Connection, id: &str) -> rusqlite::Result<u32> {
+    c.query_row("SELECT revision FROM tasks WHERE id = ?1", [id], |r| {
+        r.get(0)
+    })
+}
+
+/// Accepts a control command: like [`accept_command`], but the revision moves only when
+/// `bumps` (a `revise`).
+pub(crate) fn accept_control(
+    tx: &Connection,
+    cmd: &NewCommand<'_>,
+    bumps: bool,
+    now: i64,
+) -> rusqlite::Result<ControlReceipt> {
+    let summary = match cmd.text {
+        Some(_) => "[text]".to_string(),
+        None => cmd.kind.to_string(),
+    };
+    insert_command(tx, cmd, summary, bumps, now)
+}
+
+/// Records who has control (`user` or `agent`).
+pub(crate) fn set_controller(tx: &Connection, id: &str, controller: &str) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE tasks SET controller = ?2 WHERE id = ?1",
+        params![id, controller],
+    )
+    .map(|_| ())
+}
+
+/// Records the session's private control state (a paused run's remaining steps), or clears it.
+pub(crate) fn set_control(
+    tx: &Connection,
+    id: &str,
+    control: Option<&str>,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE tasks SET control = ?2 WHERE id = ?1",
+        params![id, control],
+    )
+    .map(|_| ())
 }
 
 fn receipt_from_row(r: &Row<'_>) -> rusqlite::Result<ControlReceipt> {

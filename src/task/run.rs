@@ -60,6 +60,9 @@ pub(crate) enum Ending {
     Stop,
     /// Cancelled before the next action.
     Cancelled,
+    /// Paused or revised by its owner before the next action (R-TSK-CTL): the session stays
+    /// open; the reason is `PAUSED` or `REVISED`.
+    Interrupted,
 }
 
 /// The report of one request.
@@ -69,6 +72,8 @@ pub(crate) struct Report {
     pub reason: String,
     pub line: String,
     pub step_run: Option<StepRun>,
+    /// An interrupted request's steps not yet done, verbatim (private: a resume runs them).
+    pub remaining: Vec<String>,
 }
 
 /// Counters that outlive a request.
@@ -143,8 +148,9 @@ enum Sent {
     /// Ran and failed in a known way (a navigation that failed).
     Failed(Error),
     Unknown(String),
-    /// The task was cancelled before the checkpoint: nothing was committed or sent.
-    Cancelled,
+    /// The fence was closed before the checkpoint (`CANCELLED`, `PAUSED`, `REVISED`): nothing
+    /// was committed or sent.
+    Stopped(&'static str),
 }
 
 impl Run<'_> {
@@ -225,13 +231,13 @@ impl Run<'_> {
             }))
         });
         match checkpointed {
-            None => return Sent::Cancelled,
-            Some(Err(e)) => {
+            Err(reason) => return Sent::Stopped(reason),
+            Ok(Err(e)) => {
                 // A failed checkpoint prevents dispatch.
                 log::warn!("checkpoint not committed: {}", e.code());
                 return Sent::NotExecuted(e);
             }
-            Some(Ok(())) => {}
+            Ok(Ok(())) => {}
         }
         self.hook("after_checkpoint");
         self.counters.actions = self.counters.actions.saturating_add(1);
@@ -295,10 +301,11 @@ impl Run<'_> {
         if let Some(Part::Stop { code, line }) = self.gate() {
             self.emit(&line, &code);
             return Some(Report {
-                ending: Ending::Cancelled,
+                ending: stop_ending(&code),
                 reason: code,
                 line,
                 step_run: None,
+                remaining: Vec::new(),
             });
         }
         let operation_id = self.next_operation_id();
@@ -318,10 +325,10 @@ impl Run<'_> {
                 "OUTCOME_UNKNOWN".to_string(),
                 lines::unknown(&tool, "OUTCOME_UNKNOWN"),
             ),
-            Sent::Cancelled => (
-                Ending::Cancelled,
-                "CANCELLED".to_string(),
-                lines::not_done(lines::not_done_words("CANCELLED"), "CANCELLED"),
+            Sent::Stopped(code) => (
+                stop_ending(code),
+                code.to_string(),
+                lines::not_done(lines::not_done_words(code), code),
             ),
             Sent::NotExecuted(e) | Sent::Failed(e) => (
                 if is_target_gone(&e) {
@@ -339,6 +346,7 @@ impl Run<'_> {
             reason,
             line,
             step_run: None,
+            remaining: Vec::new(),
         })
     }
 
@@ -352,6 +360,7 @@ impl Run<'_> {
                 reason: "SESSION_READY".into(),
                 line: lines::READY.into(),
                 step_run: None,
+                remaining: Vec::new(),
             };
         }
         match crate::grammar::split_steps(trimmed) {
@@ -373,14 +382,7 @@ impl Run<'_> {
             ),
             Part::NotDone { code, line } => (Ending::NotDone, code, line),
             Part::Unknown { line } => (Ending::Unknown, "OUTCOME_UNKNOWN".into(), line),
-            Part::Stop { code, line } => {
-                let ending = if code == "CANCELLED" {
-                    Ending::Cancelled
-                } else {
-                    Ending::Stop
-                };
-                (ending, code, line)
-            }
+            Part::Stop { code, line } => (stop_ending(&code), code, line),
         };
         lines::push_log(
             &mut self.counters.log,
@@ -388,11 +390,18 @@ impl Run<'_> {
             line.clone(),
         );
         self.emit(&line, &reason);
+        // Interrupted before its action: the command itself is what a resume runs.
+        let remaining = if ending == Ending::Interrupted {
+            vec![command.to_string()]
+        } else {
+            Vec::new()
+        };
         Report {
             ending,
             reason,
             line,
             step_run: None,
+            remaining,
         }
     }
 
@@ -403,6 +412,7 @@ impl Run<'_> {
             ..StepRun::default()
         };
         let mut ending = Ending::Done;
+        let mut remaining: Vec<String> = Vec::new();
         let mut stop: Option<String> = None;
         let mut last_line = String::new();
         'steps: for (i, step) in steps.iter().enumerate() {
@@ -463,11 +473,13 @@ impl Run<'_> {
                         break 'steps;
                     }
                     Part::Stop { code, .. } => {
-                        ending = if code == "CANCELLED" {
-                            Ending::Cancelled
-                        } else {
-                            Ending::Stop
-                        };
+                        ending = stop_ending(&code);
+                        if ending == Ending::Interrupted {
+                            // What a resume runs, verbatim: this step's parts not yet done (each
+                            // its own step, so nothing done is repeated), then the later steps.
+                            remaining = parts[j..].to_vec();
+                            remaining.extend(steps[i + 1..].iter().cloned());
+                        }
                         stop = Some(code);
                         run.remaining = rest(steps, i);
                         break 'steps;
@@ -482,6 +494,7 @@ impl Run<'_> {
             reason,
             line: last_line,
             step_run: Some(run),
+            remaining,
         }
     }
 
@@ -497,6 +510,12 @@ impl Run<'_> {
             return Some(Part::Stop {
                 code: "CANCELLED".into(),
                 line: lines::not_done(lines::not_done_words("CANCELLED"), "CANCELLED"),
+            });
+        }
+        if let Some(code) = self.fence.stopped() {
+            return Some(Part::Stop {
+                code: code.into(),
+                line: lines::not_done(lines::not_done_words(code), code),
             });
         }
         if self.expired() {
@@ -602,10 +621,10 @@ impl Run<'_> {
                     actions -= 1;
                     continue;
                 }
-                Sent::Cancelled => {
+                Sent::Stopped(code) => {
                     return Part::Stop {
-                        code: "CANCELLED".into(),
-                        line: lines::not_done(lines::not_done_words("CANCELLED"), "CANCELLED"),
+                        code: code.into(),
+                        line: lines::not_done(lines::not_done_words(code), code),
                     }
                 }
                 Sent::NotExecuted(e) if e.code() == "GATEWAY_CLOSED" => {
@@ -996,6 +1015,16 @@ fn typed_text(command: &str) -> Option<String> {
         Intent::Type { text } | Intent::Search { text } => Some(text),
         Intent::Decide { text_offer } => text_offer,
         _ => None,
+    }
+}
+
+/// How a request that stopped with `code` ends: a cancellation, an owner's interruption
+/// (`PAUSED`, `REVISED`: the session stays open) or a stop.
+fn stop_ending(code: &str) -> Ending {
+    match code {
+        "CANCELLED" => Ending::Cancelled,
+        "PAUSED" | "REVISED" => Ending::Interrupted,
+        _ => Ending::Stop,
     }
 }
 

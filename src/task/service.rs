@@ -15,8 +15,8 @@ use super::records::{self, TaskUpdate};
 use super::run::{Counters, Ending, Report, Run};
 use super::writer::Writer;
 use super::{
-    ControlReceipt, Receipt, SpawnRequest, TaskLimits, TaskOwner, TaskProgress, TaskState,
-    TaskStatus, TaskTarget, MAX_COMMAND_CHARS, MAX_QUEUED_COMMANDS,
+    ControlAction, ControlReceipt, ControlRequest, Receipt, SpawnRequest, TaskLimits, TaskOwner,
+    TaskProgress, TaskState, TaskStatus, TaskTarget, MAX_COMMAND_CHARS, MAX_QUEUED_COMMANDS,
 };
 use crate::browser::BrowserBackend;
 use crate::clock::Instant;
@@ -75,11 +75,19 @@ struct Live {
     seq: u32,
     idle_since: Instant,
     last: Option<Last>,
+    /// A paused step run's remaining steps, verbatim (what `resume` runs).
+    paused_steps: Option<Vec<String>>,
+    /// A pause no round has answered yet.
+    pausing: bool,
+    /// Control actions keep the session open after its goal.
+    hold_open: bool,
+    /// The agent has control (R-TSK-CTL `agent`/`user`).
+    agent: bool,
 }
 
 impl Live {
     fn session_open(&self) -> bool {
-        self.request.keep_open || self.request.goal.trim().is_empty()
+        self.request.keep_open || self.request.goal.trim().is_empty() || self.hold_open
     }
 
     /// Not closed: counted against the session bounds.
@@ -108,6 +116,8 @@ struct Shared {
     hook: RwLock<Option<Hook>>,
     limits: TaskLimits,
     reaper: Mutex<Option<JoinHandle<()>>>,
+    /// Serializes control verbs (see [`TaskService::control`]).
+    control: Mutex<()>,
 }
 
 /// The gateway's task service.
@@ -189,6 +199,23 @@ impl<'a> Tasks<'a> {
     /// `AUTOMATION_SESSION_CLOSED` when the task's session is over.
     pub fn command(&self, owner: &TaskOwner, id: &str, text: &str) -> Result<ControlReceipt> {
         self.service.command(owner, id, text)
+    }
+
+    /// Steers the task (R-TSK-CTL, seed 003 "Direct task control over HTTP"): `pause`,
+    /// `revise` (with text), `resume`, `agent`, `user` — see [`ControlAction`] and the
+    /// README's action × state table. Returns the task's status after the command was
+    /// accepted. `INVALID_INPUT` (a task or command id that is not a UUID, text on an action
+    /// other than `revise`, revise text outside 1..=4000 characters), `ACCESS_DENIED`,
+    /// `REVISION_CONFLICT`, `STATE_CONFLICT`, `IDEMPOTENCY_CONFLICT` (the same id with other
+    /// contents; the same contents answer the same result), `NOTHING_TO_RESUME`,
+    /// `AUTOMATION_SESSION_CLOSED`.
+    pub fn control(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        command: &ControlRequest,
+    ) -> Result<TaskStatus> {
+        self.service.control(owner, id, command)
     }
 
     /// The control receipt of command `command_id` of the task (R-TSK-CTL): what became of
@@ -334,6 +361,7 @@ impl TaskService {
                     ..limits
                 },
                 reaper: Mutex::new(None),
+                control: Mutex::new(()),
             }),
         };
         // Expires idle sessions in real time; every API call also sweeps (deterministic on a
@@ -354,24 +382,21 @@ impl TaskService {
         *self.shared.hook.write() = hook;
     }
 
-    /// The task, if `owner` owns it. An unknown id and another owner's id answer alike.
+    /// The task, if `owner` owns it. An unknown id and another owner's id answer alike
+    /// (`ACCESS_DENIED`, one message): the answer says nothing about whether the id exists.
     fn owned(&self, owner: &TaskOwner, id: &str) -> Result<TaskStatus> {
         owner.check()?;
+        let denied = || Error::AccessDenied {
+            reason: "no task of that id belongs to this agent, principal and conversation".into(),
+        };
         if id.is_empty() || id.len() > 64 {
-            return Err(Error::TaskNotFound);
+            return Err(denied());
         }
         self.sweep();
-        let task = self
-            .shared
-            .store
-            .read(|c| records::get_task(c, id))?
-            .ok_or(Error::TaskNotFound)?;
-        if task.owner != *owner {
-            return Err(Error::AccessDenied {
-                reason: "the task belongs to another agent, principal or conversation".into(),
-            });
+        match self.shared.store.read(|c| records::get_task(c, id))? {
+            Some(task) if task.owner == *owner => Ok(task),
+            _ => Err(denied()),
         }
-        Ok(task)
     }
 
     fn with_live(&self, mut t: TaskStatus) -> TaskStatus {
@@ -502,6 +527,10 @@ impl TaskService {
                 seq: 0,
                 idle_since: self.shared.clock.now(),
                 last: None,
+                paused_steps: None,
+                pausing: false,
+                hold_open: false,
+                agent: false,
             },
         );
         pool.ready.push_back(id.clone());
@@ -681,6 +710,9 @@ impl TaskService {
                 } else if let Some(q) = l.queue.pop_front() {
                     l.running_command = Some(q.id.clone());
                     l.state = TaskState::Running;
+                    // A new round: a pause or revision accepted before this point stopped the
+                    // round it was meant for; this one may act.
+                    l.fence.reopen();
                     Step::Command(q)
                 } else if l.session_open() {
                     l.scheduled = false;
@@ -856,8 +888,16 @@ impl TaskService {
                     };
                     Some((TaskState::Cancelled, reason.to_string()))
                 }
-                Ending::Done | Ending::NotDone => None,
+                Ending::Done | Ending::NotDone | Ending::Interrupted => None,
             };
+            // Whatever ended the round answered any pause meant for it.
+            l.pausing = false;
+            if report.ending == Ending::Interrupted
+                && report.reason == "PAUSED"
+                && !report.remaining.is_empty()
+            {
+                l.paused_steps = Some(report.remaining.clone());
+            }
             l.last = Some(Last {
                 ending: report.ending.clone(),
                 reason: report.reason.clone(),
@@ -868,9 +908,14 @@ impl TaskService {
         let now = self.shared.clock.wall_millis();
         let (id2, reason) = (id.to_string(), report.reason.clone());
         let state = control::receipt_state(&report.ending);
+        let paused = (report.ending == Ending::Interrupted && report.reason == "PAUSED")
+            .then(|| serde_json::json!({ "pausedSteps": report.remaining }).to_string());
         let stored = self.shared.writer.write(Box::new(move |tx| {
             if let Some(c) = command {
                 records::set_commands(tx, &id2, &[c], state, Some(&reason), Some(seq), now)?;
+            }
+            if let Some(p) = &paused {
+                records::set_control(tx, &id2, Some(p))?;
             }
             records::set_commands(tx, &id2, &dropped, "dropped", Some(&reason), None, now)
         }));
@@ -919,6 +964,7 @@ impl TaskService {
                 reason: e.code().into(),
                 line,
                 step_run: None,
+                remaining: Vec::new(),
             };
         }
         let hook = self.shared.hook.read().clone();
@@ -950,11 +996,15 @@ impl TaskService {
                 Ending::Unknown => "unknown",
                 Ending::Stop => "failed",
                 Ending::Cancelled => "cancelled",
+                Ending::Interrupted => "not_done",
             },
             report.reason.clone(),
             report.line.clone(),
         );
-        let session_waits = report.ending == Ending::Done || report.ending == Ending::NotDone;
+        let session_waits = matches!(
+            report.ending,
+            Ending::Done | Ending::NotDone | Ending::Interrupted
+        );
         let update = TaskUpdate {
             reason: Some(Some(report.reason.clone())),
             outcome: Some(report.line.clone()),
@@ -962,7 +1012,10 @@ impl TaskService {
             evaluations: Some(counters.evaluations),
             action_log: Some(counters.log.clone()),
             step_run: report.step_run.clone().map(Some),
-            state: (session_waits && (request.keep_open || request.goal.trim().is_empty()))
+            state: (session_waits
+                && (request.keep_open
+                    || request.goal.trim().is_empty()
+                    || report.ending == Ending::Interrupted))
                 .then_some(TaskState::WaitingInput),
         };
         let id2 = id.to_string();
@@ -1103,6 +1156,256 @@ impl TaskService {
             return Err(Error::AutomationSessionClosed);
         }
         Ok(receipt)
+    }
+
+    pub(crate) fn control(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        command: &ControlRequest,
+    ) -> Result<TaskStatus> {
+        if !crate::ids::is_uuid(id) {
+            return Err(Error::InvalidInput {
+                name: "taskId",
+                reason: "must be a UUID".into(),
+            });
+        }
+        if !crate::ids::is_uuid(&command.id) {
+            return Err(Error::InvalidInput {
+                name: "id",
+                reason: "must be a UUID".into(),
+            });
+        }
+        match (command.action, &command.text) {
+            (ControlAction::Revise, Some(t)) => {
+                let n = t.chars().count();
+                if t.trim().is_empty() || n > MAX_COMMAND_CHARS {
+                    return Err(Error::InvalidInput {
+                        name: "text",
+                        reason: format!("must be 1 to {MAX_COMMAND_CHARS} characters ({n} given)"),
+                    });
+                }
+            }
+            (ControlAction::Revise, None) => {
+                return Err(Error::InvalidInput {
+                    name: "text",
+                    reason: "`revise` takes text (1 to 4000 characters)".into(),
+                })
+            }
+            (_, Some(_)) => {
+                return Err(Error::InvalidInput {
+                    name: "text",
+                    reason: "only `revise` takes text".into(),
+                })
+            }
+            (_, None) => {}
+        }
+        self.owned(owner, id)?;
+        // Control verbs are rare: one at a time, so the situation read here still holds when
+        // the compare-and-set write below commits (commands may still move the revision: the
+        // write checks it).
+        let _one = self.shared.control.lock();
+        let situation = {
+            let pool = self.shared.pool.lock();
+            match pool.live.get(id) {
+                Some(l) => control::Situation {
+                    closed: pool.closed || l.closing || l.cancel.is_cancelled(),
+                    started: l.started,
+                    paused_steps: l.paused_steps.is_some(),
+                    pausing: l.pausing,
+                    agent: l.agent,
+                },
+                None => control::Situation {
+                    closed: true,
+                    ..control::Situation::default()
+                },
+            }
+        };
+        let refusal = control::check(command.action, situation).err();
+        // The write: an id seen before answers as before (or conflicts); then the revision;
+        // then the table's verdict; then the row.
+        let (id2, cmd, now) = (
+            id.to_string(),
+            command.clone(),
+            self.shared.clock.wall_millis(),
+        );
+        let resume_text = match command.action {
+            ControlAction::Resume => {
+                let pool = self.shared.pool.lock();
+                pool.live
+                    .get(id)
+                    .and_then(|l| l.paused_steps.as_ref())
+                    .map(|steps| lines::join_steps(steps))
+            }
+            _ => None,
+        };
+        let stored_text = command.text.clone().or(resume_text.clone());
+        let outcome = self.shared.writer.apply(move |tx| {
+            let sql = |e| crate::store::sqlite_error("control", e);
+            if let Some(seen) = records::command_contents(tx, &id2, &cmd.id).map_err(sql)? {
+                let same = seen.kind == cmd.action.as_str()
+                    && seen.expected_revision == Some(cmd.expected_revision)
+                    && (cmd.action == ControlAction::Resume || seen.text == cmd.text);
+                return if same {
+                    Ok(None)
+                } else {
+                    Err(Error::IdempotencyConflict)
+                };
+            }
+            let current = records::revision(tx, &id2).map_err(sql)?;
+            if current != cmd.expected_revision {
+                return Err(Error::RevisionConflict {
+                    expected: cmd.expected_revision,
+                    current,
+                });
+            }
+            match refusal {
+                Some(control::Refusal::Closed) => return Err(Error::AutomationSessionClosed),
+                Some(control::Refusal::State(reason)) => {
+                    return Err(Error::StateConflict { reason })
+                }
+                Some(control::Refusal::NothingToResume) => return Err(Error::NothingToResume),
+                None => {}
+            }
+            let receipt = records::accept_control(
+                tx,
+                &records::NewCommand {
+                    task_id: &id2,
+                    id: &cmd.id,
+                    origin: "user",
+                    kind: cmd.action.as_str(),
+                    text: stored_text.as_deref(),
+                    expected_revision: Some(cmd.expected_revision),
+                },
+                cmd.action == ControlAction::Revise,
+                now,
+            )
+            .map_err(sql)?;
+            match cmd.action {
+                ControlAction::Agent | ControlAction::User => {
+                    records::set_controller(tx, &id2, cmd.action.as_str()).map_err(sql)?;
+                }
+                ControlAction::Resume | ControlAction::Revise => {
+                    records::set_control(tx, &id2, None).map_err(sql)?;
+                }
+                ControlAction::Pause => {}
+            }
+            Ok(Some(receipt))
+        })?;
+        if let Some(receipt) = outcome {
+            self.apply_control(
+                id,
+                command.action,
+                &receipt,
+                command.text.clone(),
+                resume_text,
+            );
+        }
+        self.status(owner, id)
+    }
+
+    /// Applies an accepted control command to the live session.
+    fn apply_control(
+        &self,
+        id: &str,
+        action: ControlAction,
+        receipt: &ControlReceipt,
+        text: Option<String>,
+        resume_text: Option<String>,
+    ) {
+        let mut dropped = Vec::new();
+        let mut done = true;
+        let mut gone = false;
+        {
+            let mut pool = self.shared.pool.lock();
+            match pool.live.get_mut(id) {
+                None => gone = true,
+                Some(l) => {
+                    let drop_reason = match action {
+                        ControlAction::Pause => Some("PAUSED"),
+                        ControlAction::Revise => Some("REVISED"),
+                        ControlAction::Agent => Some("AGENT_CONTROL"),
+                        ControlAction::Resume | ControlAction::User => None,
+                    };
+                    if let Some(r) = drop_reason {
+                        dropped = l.queue.drain(..).map(|q| (q.id, r)).collect();
+                    }
+                    match action {
+                        ControlAction::Pause | ControlAction::Revise => {
+                            l.hold_open = true;
+                            let running = l.scheduled && l.running_command.is_some()
+                                || l.state == TaskState::Running;
+                            if action == ControlAction::Pause {
+                                l.pausing = running;
+                                l.fence.interrupt("PAUSED");
+                            } else {
+                                l.fence.interrupt("REVISED");
+                                l.paused_steps = None;
+                                l.pausing = false;
+                            }
+                        }
+                        ControlAction::Resume => {
+                            l.paused_steps = None;
+                        }
+                        ControlAction::Agent => l.agent = true,
+                        ControlAction::User => l.agent = false,
+                    }
+                    let next = match action {
+                        ControlAction::Revise => text,
+                        ControlAction::Resume => resume_text,
+                        _ => None,
+                    };
+                    if let Some(t) = next {
+                        done = false;
+                        // Runs next: before anything queued after it.
+                        l.queue.push_front(Queued {
+                            id: receipt.command_id.clone(),
+                            text: t,
+                        });
+                        if !l.scheduled {
+                            l.scheduled = true;
+                            l.state = TaskState::Running;
+                            pool.ready.push_back(id.to_string());
+                            self.kick(&mut pool);
+                        }
+                    }
+                }
+            }
+        }
+        self.shared.changed.notify_all();
+        let (id2, cid, now) = (
+            id.to_string(),
+            receipt.command_id.clone(),
+            self.shared.clock.wall_millis(),
+        );
+        let _ = self.shared.writer.write(Box::new(move |tx| {
+            for (c, r) in &dropped {
+                records::set_commands(
+                    tx,
+                    &id2,
+                    std::slice::from_ref(c),
+                    "dropped",
+                    Some(r),
+                    None,
+                    now,
+                )?;
+            }
+            if gone {
+                records::set_commands(
+                    tx,
+                    &id2,
+                    &[cid],
+                    "dropped",
+                    Some("AUTOMATION_SESSION_CLOSED"),
+                    None,
+                    now,
+                )
+            } else if done {
+                records::set_commands(tx, &id2, &[cid], "done", None, None, now)
+            } else {
+                Ok(())
+            }
+        }));
     }
 
     pub(crate) fn command_receipt(

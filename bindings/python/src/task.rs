@@ -175,6 +175,51 @@ impl PyTasks {
         to_py_json(py, serde_json::to_string(&r))
     }
 
+    /// Steers the task (R-TSK-CTL): `action` is `pause`, `revise` (with `text`), `resume`,
+    /// `agent` or `user`; `id` a UUID you choose (a replay with the same contents answers the
+    /// same). Returns the status after the command.
+    #[pyo3(signature = (owner, task_id, *, id, action, expected_revision, text=None))]
+    #[allow(clippy::too_many_arguments)] // reason: the control route's fields, as keywords
+    fn control<'py>(
+        &self,
+        py: Python<'py>,
+        owner: &Bound<'py, PyAny>,
+        task_id: String,
+        id: String,
+        action: String,
+        expected_revision: u32,
+        text: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let owner = owner_arg(owner)?;
+        let mut v =
+            serde_json::json!({"id": id, "action": action, "expectedRevision": expected_revision});
+        if let Some(t) = text {
+            v["text"] = serde_json::Value::String(t);
+        }
+        let request = jevgate::task::ControlRequest::from_json(&v.to_string()).py_err()?;
+        let gw = &self.gateway;
+        let s = py
+            .detach(|| gw.tasks().control(&owner, &task_id, &request))
+            .py_err()?;
+        to_py_json(py, serde_json::to_string(&s))
+    }
+
+    /// The control receipt of one command of the task, or None for an id it never accepted.
+    fn command_receipt<'py>(
+        &self,
+        py: Python<'py>,
+        owner: &Bound<'py, PyAny>,
+        task_id: String,
+        command_id: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let owner = owner_arg(owner)?;
+        let gw = &self.gateway;
+        let r = py
+            .detach(|| gw.tasks().command_receipt(&owner, &task_id, &command_id))
+            .py_err()?;
+        to_py_json(py, serde_json::to_string(&r))
+    }
+
     /// Cancels the task (idempotent); returns its status after the call.
     fn cancel<'py>(
         &self,

@@ -246,6 +246,25 @@ class Tasks:
         ``not_done``, ``unknown`` or ``dropped`` with ``reason`` in ``status()["commands"]``)
         (TaskError AUTOMATION_SESSION_CLOSED, COMMAND_QUEUE_FULL; ArgumentError for empty or >
         4000 chars)."""
+    def control(
+        self,
+        owner: Mapping[str, Any],
+        task_id: str,
+        *,
+        id: str,
+        action: str,
+        expected_revision: int,
+        text: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """Steer the task: ``action`` pause | revise (with ``text``) | resume | agent | user;
+        ``id`` a UUID you choose (the same id and contents answer the same). Returns the
+        status after the command (ArgumentError INVALID_INPUT; TaskError REVISION_CONFLICT,
+        STATE_CONFLICT, IDEMPOTENCY_CONFLICT, NOTHING_TO_RESUME, AUTOMATION_SESSION_CLOSED;
+        AccessDeniedError)."""
+    def command_receipt(
+        self, owner: Mapping[str, Any], task_id: str, command_id: str
+    ) -> Optional[Dict[str, Any]]:
+        """One command's control receipt, or None for an id the task never accepted."""
     def cancel(self, owner: Mapping[str, Any], id: str) -> Dict[str, Any]:
         """Cancel (idempotent); returns the status after the call."""
     def list(self, owner: Mapping[str, Any]) -> List[Dict[str, Any]]:

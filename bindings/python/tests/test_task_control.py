@@ -1,0 +1,88 @@
+"""gw.tasks.control and control receipts (issue 21, R-TSK-CTL) on a real headless Chromium
+session: agent/user hand-over, idempotent replays, pause/resume/revise, every code of the
+control route, and a command's control receipt."""
+
+import uuid
+
+import pytest
+
+import jevgate
+
+OWNER = {"agentId": "assistant", "principalId": "alice", "conversationId": "conv-1"}
+STRANGER = {"agentId": "assistant", "principalId": "mallory", "conversationId": "conv-1"}
+CONFIG = {
+    "gateway": {
+        "jev": {
+            "enabled": True,
+            "provider": "local",
+            "features": {"browserTasks": {"enabled": True}, "browserSteps": {"enabled": True}},
+        }
+    }
+}
+WAIT = 90.0
+
+
+def test_r_tsk_ctl_control_verbs_codes_and_receipts(tmp_path):
+    with jevgate.Gateway(tmp_path, CONFIG) as gw:
+        tasks = gw.tasks
+        task_id = tasks.spawn(OWNER, keep_open=True)["id"]
+        s = tasks.wait(OWNER, task_id, WAIT)
+        assert s["state"] == "waiting_input"
+        rev = s["revision"]
+
+        agent = str(uuid.uuid4())
+        s = tasks.control(OWNER, task_id, id=agent, action="agent", expected_revision=rev)
+        assert s["controller"] == "agent"
+        # The same id and contents answer the same; other contents conflict.
+        assert tasks.control(OWNER, task_id, id=agent, action="agent", expected_revision=rev)["controller"] == "agent"
+        with pytest.raises(jevgate.TaskError) as info:
+            tasks.control(OWNER, task_id, id=agent, action="user", expected_revision=rev)
+        assert info.value.code == jevgate.codes.IDEMPOTENCY_CONFLICT and info.value.http_status == 409
+        tasks.control(OWNER, task_id, id=str(uuid.uuid4()), action="user", expected_revision=rev)
+
+        for action, want in (("resume", "NOTHING_TO_RESUME"), ("user", "STATE_CONFLICT")):
+            with pytest.raises(jevgate.TaskError) as info:
+                tasks.control(OWNER, task_id, id=str(uuid.uuid4()), action=action, expected_revision=rev)
+            assert info.value.code == want
+        with pytest.raises(jevgate.TaskError) as info:
+            tasks.control(OWNER, task_id, id=str(uuid.uuid4()), action="pause", expected_revision=rev + 7)
+        assert info.value.code == "REVISION_CONFLICT"
+
+        revise = str(uuid.uuid4())
+        s = tasks.control(
+            OWNER, task_id, id=revise, action="revise", expected_revision=rev, text="scroll down"
+        )
+        assert s["revision"] == rev + 1
+        s = tasks.wait(OWNER, task_id, WAIT)
+        assert s["state"] == "waiting_input"
+        receipt = tasks.command_receipt(OWNER, task_id, revise)
+        assert receipt["kind"] == "revise" and receipt["state"] in ("done", "not_done")
+        assert tasks.command_receipt(OWNER, task_id, str(uuid.uuid4())) is None
+
+        queued = tasks.command(OWNER, task_id, "scroll up")
+        assert queued["state"] == "accepted" and queued["summary"] == "scroll up"
+        tasks.wait(OWNER, task_id, WAIT)
+        assert tasks.command_receipt(OWNER, task_id, queued["commandId"])["state"] in ("done", "not_done")
+
+        # Bad input: INVALID_INPUT (an ArgumentError), never echoing the text.
+        for kwargs in (
+            {"id": "42", "action": "pause"},
+            {"id": str(uuid.uuid4()), "action": "pause", "text": "x"},
+            {"id": str(uuid.uuid4()), "action": "revise"},
+            {"id": str(uuid.uuid4()), "action": "revise", "text": "SECRET" * 700},
+            {"id": str(uuid.uuid4()), "action": "jump"},
+        ):
+            with pytest.raises(jevgate.ArgumentError) as info:
+                tasks.control(OWNER, task_id, expected_revision=rev + 1, **kwargs)
+            assert info.value.code == "INVALID_INPUT" and "SECRET" not in str(info.value)
+        with pytest.raises(jevgate.ArgumentError):
+            tasks.control(OWNER, "not-a-uuid", id=str(uuid.uuid4()), action="pause", expected_revision=1)
+        with pytest.raises(jevgate.AccessDeniedError):
+            tasks.control(STRANGER, task_id, id=str(uuid.uuid4()), action="pause", expected_revision=rev + 1)
+
+        tasks.cancel(OWNER, task_id)
+        s = tasks.wait(OWNER, task_id, WAIT)
+        assert s["state"] == "cancelled"
+        with pytest.raises(jevgate.TaskError) as info:
+            tasks.control(OWNER, task_id, id=str(uuid.uuid4()), action="pause", expected_revision=s["revision"])
+        assert info.value.code == "AUTOMATION_SESSION_CLOSED" and info.value.http_status == 410
