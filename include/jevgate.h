@@ -1069,6 +1069,25 @@ jevgate_status jevgate_task_control(const jevgate_gateway *gateway,
                                     jevgate_error **err_out);
 
 /**
+ * Continues the task with a revised goal (seed 003 "Continuing a browser task"):
+ * `update_json` is `{"expectedRevision": N, "mode"?: "when_ready", "goal": "…"}`. The goal
+ * runs after the active request settles; a completed or failed task is reopened. Writes the
+ * status after the call to `*status_json_out` when it is not NULL. `INVALID_INPUT`,
+ * `ACCESS_DENIED`, `REVISION_CONFLICT`, `STATE_CONFLICT` (`UNRESOLVED_MUTATION`,
+ * `REPLAN_LIMIT`, `REPLAN_DUPLICATE`, `TARGET_GONE`), `AUTOMATION_SESSION_CLOSED` (cancelled).
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `status_json_out` NULL or writable;
+ * `err_out` NULL or writable.
+ */
+jevgate_status jevgate_task_update(const jevgate_gateway *gateway,
+                                   const char *owner_json,
+                                   const char *task_id,
+                                   const char *update_json,
+                                   char **status_json_out,
+                                   jevgate_error **err_out);
+
+/**
  * Writes the control receipt of command `command_id` of the task (R-TSK-CTL: `{"commandId",
  * "kind","origin","summary","revision","state","reason","request","acceptedAt","updatedAt"}`,
  * or `null` for an id the task never accepted) to `*receipt_json_out`.

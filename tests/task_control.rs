@@ -753,3 +753,92 @@ fn r_tsk_ctl_a_thousand_control_calls() {
     assert_eq!(s.commands.len(), jevgate::task::STATUS_COMMANDS);
     gw.close();
 }
+
+fn update(gw: &Gateway, id: &str, goal: &str) -> jevgate::Result<TaskStatus> {
+    let rev = gw.tasks().status(&owner(), id)?.revision;
+    gw.tasks().update(
+        &owner(),
+        id,
+        &jevgate::task::UpdateRequest::from_json(
+            &json!({"expectedRevision": rev, "mode": "when_ready", "goal": goal}).to_string(),
+        )?,
+    )
+}
+
+// R-TSK-CTL "Continuing a task": an update runs after the active request settles (pending
+// until then, applied after); replans are bounded per chain; a cancelled task stays closed and
+// a host's own backend cannot be reopened.
+#[test]
+fn r_tsk_ctl_update_pending_then_applied_and_replans_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(dir.path());
+    let desk = Desk::new();
+    let id = session(&gw, &desk);
+    desk.hold();
+    gw.tasks().command(&owner(), &id, "press Alpha").unwrap();
+    desk.await_click();
+    let s = update(&gw, &id, "press Bravo").unwrap();
+    assert_eq!(s.pending_revisions, vec![s.revision], "{s:#?}");
+    assert!(s.applied_revision < s.revision);
+    desk.release();
+    let s = settled(&gw, &id);
+    assert!(s.pending_revisions.is_empty(), "{s:#?}");
+    assert_eq!(s.applied_revision, s.revision);
+    assert_eq!((desk.clicked("Alpha"), desk.clicked("Bravo")), (1, 1));
+    // A round that changed nothing: three distinct replans, then REPLAN_LIMIT; the same
+    // guidance twice is REPLAN_DUPLICATE; the person's command starts a new chain.
+    gw.tasks()
+        .command(&owner(), &id, "press Nowhere-0")
+        .unwrap();
+    settled(&gw, &id);
+    for i in 1..=3 {
+        update(&gw, &id, &format!("press Nowhere-{i}")).unwrap();
+        settled(&gw, &id);
+    }
+    let e = update(&gw, &id, "press Nowhere-4").unwrap_err();
+    assert_eq!(e.to_string(), "state conflict: REPLAN_LIMIT");
+    gw.tasks()
+        .command(&owner(), &id, "press Nowhere-5")
+        .unwrap();
+    settled(&gw, &id);
+    update(&gw, &id, "press Nowhere-6").unwrap();
+    settled(&gw, &id);
+    let e = update(&gw, &id, "press   NOWHERE-6").unwrap_err();
+    assert_eq!(e.to_string(), "state conflict: REPLAN_DUPLICATE");
+    // Bad input and stale revisions.
+    let stale = gw.tasks().update(
+        &owner(),
+        &id,
+        &jevgate::task::UpdateRequest::from_json(r#"{"expectedRevision":1,"goal":"press Alpha"}"#)
+            .unwrap(),
+    );
+    assert_eq!(stale.unwrap_err().code(), "REVISION_CONFLICT");
+    assert_eq!(update(&gw, &id, "").unwrap_err().code(), "INVALID_INPUT");
+    assert_eq!(
+        jevgate::task::UpdateRequest::from_json(
+            r#"{"expectedRevision":1,"mode":"later","goal":"x"}"#
+        )
+        .unwrap_err()
+        .code(),
+        "INVALID_INPUT"
+    );
+    // The host's own backend went with its session: nothing to reopen.
+    let mut r = SpawnRequest::new("press Alpha");
+    r.keep_open = false;
+    let done = gw
+        .tasks()
+        .spawn_with_backend(&owner(), r, Desk::new())
+        .unwrap();
+    assert_eq!(settled(&gw, &done).state, TaskState::Completed);
+    assert_eq!(
+        update(&gw, &done, "press Bravo").unwrap_err().to_string(),
+        "state conflict: TARGET_GONE"
+    );
+    gw.tasks().cancel(&owner(), &id).unwrap();
+    settled(&gw, &id);
+    assert_eq!(
+        update(&gw, &id, "press Alpha").unwrap_err().code(),
+        "AUTOMATION_SESSION_CLOSED"
+    );
+    gw.close();
+}

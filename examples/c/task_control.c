@@ -118,6 +118,27 @@ int main(int argc, char **argv) {
   EXPECT(receipt && strcmp(receipt, "null") == 0);
   jevgate_string_free(receipt);
 
+  /* Update: the revised goal runs after the active request; a stale revision conflicts. */
+  EXPECT(jevgate_task_status(gw, OWNER, id, &status, &err) == JEVGATE_OK);
+  unsigned now_rev = revision_of(status);
+  jevgate_string_free(status);
+  char update[256];
+  snprintf(update, sizeof update, "{\"expectedRevision\":%u,\"mode\":\"when_ready\",\"goal\":\"scroll up\"}",
+           now_rev);
+  EXPECT(jevgate_task_update(gw, OWNER, id, update, &status, &err) == JEVGATE_OK);
+  EXPECT(revision_of(status) == now_rev + 1);
+  jevgate_string_free(status);
+  EXPECT(jevgate_task_wait(gw, OWNER, id, WAIT_MS, &status, &err) == JEVGATE_OK);
+  EXPECT(has(status, "\"pendingRevisions\":[]"));
+  jevgate_string_free(status);
+  EXPECT(jevgate_task_update(gw, OWNER, id, update, NULL, &err) == JEVGATE_ERROR);
+  EXPECT(strcmp(code_of(err), JEVGATE_CODE_REVISION_CONFLICT) == 0);
+  err = NULL;
+  EXPECT(jevgate_task_update(gw, OWNER, id, "{\"goal\":1}", NULL, &err) == JEVGATE_ERROR);
+  EXPECT(strcmp(code_of(err), JEVGATE_CODE_INVALID_INPUT) == 0);
+  err = NULL;
+  rev = now_rev + 1;
+
   /* Error paths: non-UUID ids, text on pause, malformed JSON, another owner, NULL. */
   EXPECT(control(gw, OWNER, "not-a-uuid", "8f14e45f-ceea-467f-a0e6-3d5a1e4b2c07", "pause", rev, NULL, NULL,
                  &err) == JEVGATE_ERROR);

@@ -244,6 +244,40 @@ pub unsafe extern "C" fn jevgate_task_control(
     })
 }
 
+/// Continues the task with a revised goal (seed 003 "Continuing a browser task"):
+/// `update_json` is `{"expectedRevision": N, "mode"?: "when_ready", "goal": "…"}`. The goal
+/// runs after the active request settles; a completed or failed task is reopened. Writes the
+/// status after the call to `*status_json_out` when it is not NULL. `INVALID_INPUT`,
+/// `ACCESS_DENIED`, `REVISION_CONFLICT`, `STATE_CONFLICT` (`UNRESOLVED_MUTATION`,
+/// `REPLAN_LIMIT`, `REPLAN_DUPLICATE`, `TARGET_GONE`), `AUTOMATION_SESSION_CLOSED` (cancelled).
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; `status_json_out` NULL or writable;
+/// `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_task_update(
+    gateway: *const jevgate_gateway,
+    owner_json: *const c_char,
+    task_id: *const c_char,
+    update_json: *const c_char,
+    status_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
+        // SAFETY: forwarded contract.
+        let update = unsafe { str_arg("update_json", update_json) }?;
+        let update = crate::task::UpdateRequest::from_json(update)?;
+        let status = gw.tasks().update(&owner, id, &update)?;
+        match opt_out(status_json_out) {
+            // SAFETY: writable per the contract.
+            Some(out) => unsafe { out.write_json(&status) },
+            None => Ok(()),
+        }
+    })
+}
+
 /// Writes the control receipt of command `command_id` of the task (R-TSK-CTL: `{"commandId",
 /// "kind","origin","summary","revision","state","reason","request","acceptedAt","updatedAt"}`,
 /// or `null` for an id the task never accepted) to `*receipt_json_out`.

@@ -112,6 +112,21 @@ pub(crate) fn join_steps(steps: &[String]) -> String {
         .join("\n")
 }
 
+/// A short digest of a guidance text (the replan chain compares them; the text itself is not
+/// kept there).
+pub(crate) fn digest(text: &str) -> String {
+    let norm: String = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase();
+    let d = ring::digest::digest(&ring::digest::SHA256, norm.as_bytes());
+    d.as_ref()[..12]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// A command as status shows it: shortened, the text it types as `[text]`.
 pub(crate) fn summary(command: &str) -> String {
     match crate::grammar::split_steps(command.trim()) {

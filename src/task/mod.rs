@@ -82,6 +82,58 @@ impl Default for TaskLimits {
     }
 }
 
+/// How [`Tasks::update`] applies a revised goal (seed 003 "Continuing a browser task").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum UpdateMode {
+    /// After the active request settles, on a fresh observation of the current page.
+    #[default]
+    WhenReady,
+}
+
+/// A revised goal for a task ([`Tasks::update`]): `{expectedRevision, mode: "when_ready",
+/// goal}`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateRequest {
+    /// The task's latest revision (pending included): otherwise `REVISION_CONFLICT`.
+    pub expected_revision: u32,
+    /// `when_ready`.
+    #[serde(default)]
+    pub mode: UpdateMode,
+    /// The complete revised goal (1 to 4000 characters).
+    pub goal: String,
+}
+
+impl std::fmt::Debug for UpdateRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpdateRequest")
+            .field("expected_revision", &self.expected_revision)
+            .field("mode", &self.mode)
+            .field("goal_chars", &self.goal.chars().count())
+            .finish()
+    }
+}
+
+impl UpdateRequest {
+    /// Parses `{expectedRevision, mode?, goal}`; `INVALID_INPUT` otherwise.
+    pub fn from_json(json: &str) -> crate::Result<UpdateRequest> {
+        const SHAPE: &str = "{expectedRevision, mode?: when_ready, goal}";
+        if !json.trim_start().starts_with('{') {
+            return Err(crate::Error::InvalidInput {
+                name: "update",
+                reason: format!("must be {SHAPE} (not a JSON object)"),
+            });
+        }
+        crate::args::from_json("update", json, SHAPE).map_err(|e| match e {
+            crate::Error::InvalidArgument { name, reason } => {
+                crate::Error::InvalidInput { name, reason }
+            }
+            other => other,
+        })
+    }
+}
+
 /// A control action (R-TSK-CTL): what [`Tasks::control`] asks of a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -548,8 +600,15 @@ pub struct TaskStatus {
     pub target: TaskTarget,
     /// The goal as given.
     pub goal: String,
-    /// Applied revision.
+    /// The latest revision, pending included: what a control command's `expectedRevision`
+    /// and an update's `expected_revision` must equal. Every accepted command, `revise` and
+    /// `update` moves it.
     pub revision: u32,
+    /// The latest revision that has started (or settled): [`TaskStatus::revision`] without the
+    /// pending updates.
+    pub applied_revision: u32,
+    /// Updates accepted and waiting for the active request to settle (their revisions).
+    pub pending_revisions: Vec<u32>,
     /// `user` or `agent`.
     pub controller: String,
     /// The state.

@@ -278,6 +278,8 @@ fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskStatus> {
         last_dispatched_mutation: None,
         queued_commands: 0,
         commands: Vec::new(),
+        applied_revision: r.get(6)?,
+        pending_revisions: Vec::new(),
         created_at: r.get(15)?,
         updated_at: r.get(16)?,
     })
@@ -497,16 +499,27 @@ pub(crate) fn set_controller(tx: &Connection, id: &str, controller: &str) -> rus
     .map(|_| ())
 }
 
-/// Records the session's private control state (a paused run's remaining steps), or clears it.
+/// Sets (a JSON value) or removes one key of the session's private control state
+/// (`pausedSteps`: a paused run's remaining steps, verbatim; `replans`: the replan chain's
+/// digests).
 pub(crate) fn set_control(
     tx: &Connection,
     id: &str,
-    control: Option<&str>,
+    key: &str,
+    value: Option<&str>,
 ) -> rusqlite::Result<()> {
-    tx.execute(
-        "UPDATE tasks SET control = ?2 WHERE id = ?1",
-        params![id, control],
-    )
+    let path = format!("$.{key}");
+    match value {
+        Some(v) => tx.execute(
+            "UPDATE tasks SET control = json_set(COALESCE(control, '{}'), ?2, json(?3))
+             WHERE id = ?1",
+            params![id, path, v],
+        ),
+        None => tx.execute(
+            "UPDATE tasks SET control = json_remove(COALESCE(control, '{}'), ?2) WHERE id = ?1",
+            params![id, path],
+        ),
+    }
     .map(|_| ())
 }
 
@@ -562,14 +575,73 @@ pub(crate) fn command(
         .optional()
 }
 
+/// The parts of a status that live beside the task row: the last mutation, the recent
+/// control receipts, pending and applied revisions.
+fn fill(c: &Connection, t: &mut TaskStatus) -> rusqlite::Result<()> {
+    t.last_dispatched_mutation = last_mutation(c, &t.id)?;
+    t.commands = commands(c, &t.id, STATUS_COMMANDS)?;
+    let mut st = c.prepare_cached(
+        "SELECT revision FROM task_commands
+         WHERE task_id = ?1 AND kind = 'update' AND state = 'accepted' ORDER BY seq",
+    )?;
+    t.pending_revisions = st
+        .query_map([&t.id], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<u32>>>()?;
+    t.applied_revision = if t.pending_revisions.is_empty() {
+        t.revision
+    } else {
+        c.query_row(
+            "SELECT COALESCE(MAX(revision), 1) FROM task_commands
+             WHERE task_id = ?1 AND NOT (kind = 'update' AND state = 'accepted')",
+            [&t.id],
+            |r| r.get(0),
+        )?
+    };
+    Ok(())
+}
+
+/// What a closed task needs to be reopened (seed 003 "Continuing a browser task").
+pub(crate) struct Reopen {
+    pub spawn: Option<String>,
+    pub control: Option<String>,
+    pub last_seq: u32,
+}
+
+/// Reads what reopening task `id` needs.
+pub(crate) fn reopen_info(c: &Connection, id: &str) -> rusqlite::Result<Reopen> {
+    let (spawn, control): (Option<String>, Option<String>) = c.query_row(
+        "SELECT spawn, control FROM tasks WHERE id = ?1",
+        [id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let last_seq = c.query_row(
+        "SELECT COALESCE(MAX(seq), 0) FROM task_requests WHERE task_id = ?1",
+        [id],
+        |r| r.get(0),
+    )?;
+    Ok(Reopen {
+        spawn,
+        control,
+        last_seq,
+    })
+}
+
+/// Replaces task `id`'s goal (an update accepted before the task started).
+pub(crate) fn set_goal(tx: &Connection, id: &str, goal: &str) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE tasks SET goal = ?2 WHERE id = ?1",
+        params![id, goal],
+    )
+    .map(|_| ())
+}
+
 /// Task `id`, whoever owns it.
 pub(crate) fn get_task(c: &Connection, id: &str) -> rusqlite::Result<Option<TaskStatus>> {
     let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1");
     let task = c.query_row(&sql, [id], task_from_row).optional()?;
     match task {
         Some(mut t) => {
-            t.last_dispatched_mutation = last_mutation(c, id)?;
-            t.commands = commands(c, id, STATUS_COMMANDS)?;
+            fill(c, &mut t)?;
             Ok(Some(t))
         }
         None => Ok(None),
@@ -600,8 +672,7 @@ pub(crate) fn list_tasks(
         )?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     for t in &mut tasks {
-        t.last_dispatched_mutation = last_mutation(c, &t.id)?;
-        t.commands = commands(c, &t.id, STATUS_COMMANDS)?;
+        fill(c, t)?;
     }
     Ok(tasks)
 }

@@ -16,7 +16,8 @@ use super::run::{Counters, Ending, Report, Run};
 use super::writer::Writer;
 use super::{
     ControlAction, ControlReceipt, ControlRequest, Receipt, SpawnRequest, TaskLimits, TaskOwner,
-    TaskProgress, TaskState, TaskStatus, TaskTarget, MAX_COMMAND_CHARS, MAX_QUEUED_COMMANDS,
+    TaskProgress, TaskState, TaskStatus, TaskTarget, UpdateRequest, MAX_COMMAND_CHARS,
+    MAX_QUEUED_COMMANDS,
 };
 use crate::browser::BrowserBackend;
 use crate::clock::Instant;
@@ -83,6 +84,12 @@ struct Live {
     hold_open: bool,
     /// The agent has control (R-TSK-CTL `agent`/`user`).
     agent: bool,
+    /// The last request dispatched no action (a later agent update is a replan).
+    changed_nothing: bool,
+    /// The current replan chain's digests (at most 3; a person's command or revise resets).
+    replans: Vec<String>,
+    /// A reopened task: its start URL is not opened again.
+    reopened: bool,
 }
 
 impl Live {
@@ -216,6 +223,25 @@ impl<'a> Tasks<'a> {
         command: &ControlRequest,
     ) -> Result<TaskStatus> {
         self.service.control(owner, id, command)
+    }
+
+    /// Continues the task with a revised goal (seed 003 "Continuing a browser task",
+    /// R-TSK-CTL): the complete revised goal runs after the active request settles
+    /// (`when_ready`), on a fresh observation of the current page; a task not started yet
+    /// takes it as its goal (its start URL still opens first). A `completed` or `failed` task
+    /// is reopened by its owner; a `cancelled` one stays closed (`AUTOMATION_SESSION_CLOSED`)
+    /// and one with an unresolved mutation stays fenced (`STATE_CONFLICT`,
+    /// `UNRESOLVED_MUTATION`). An update after a request that dispatched nothing is a replan:
+    /// three distinct ones per chain (`STATE_CONFLICT` `REPLAN_LIMIT`, or `REPLAN_DUPLICATE` for
+    /// the same guidance twice); a person's command or `revise` starts a new chain. The
+    /// revision moves; status shows it pending until it starts.
+    pub fn update(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        update: &UpdateRequest,
+    ) -> Result<TaskStatus> {
+        self.service.update(owner, id, update)
     }
 
     /// The control receipt of command `command_id` of the task (R-TSK-CTL): what became of
@@ -493,6 +519,7 @@ impl TaskService {
                 "budget": request.budget,
                 "startUrl": request.start_url,
                 "keepOpen": request.keep_open,
+                "brought": backend.is_some(),
             })
             .to_string();
             self.shared.writer.write(Box::new(move |tx| {
@@ -531,6 +558,9 @@ impl TaskService {
                 pausing: false,
                 hold_open: false,
                 agent: false,
+                changed_nothing: false,
+                replans: Vec::new(),
+                reopened: false,
             },
         );
         pool.ready.push_back(id.clone());
@@ -761,7 +791,7 @@ impl TaskService {
     /// Opens the task's target and runs its goal (its first request). `false` when the task
     /// ended.
     fn start(&self, id: &str) -> bool {
-        let (owner, target, brought, goal, opening) = {
+        let (owner, target, brought, goal, opening, command) = {
             let pool = self.shared.pool.lock();
             let Some(l) = pool.live.get(id) else {
                 return false;
@@ -771,7 +801,9 @@ impl TaskService {
                 l.request.target.clone(),
                 l.brought.clone(),
                 l.request.goal.clone(),
-                l.request.start_url.clone(),
+                // A continuation starts from a fresh observation: the start URL is not replayed.
+                l.request.start_url.clone().filter(|_| !l.reopened),
+                l.running_command.clone(),
             )
         };
         let opened = match brought {
@@ -801,7 +833,14 @@ impl TaskService {
                 }
             }
         }
-        self.run_request(id, &goal, opening, None);
+        if let Some(c) = &command {
+            // A reopened task's first request carries the update that reopened it.
+            let (id2, cid, now) = (id.to_string(), c.clone(), self.shared.clock.wall_millis());
+            let _ = self.shared.writer.write(Box::new(move |tx| {
+                records::set_commands(tx, &id2, &[cid], "running", None, None, now)
+            }));
+        }
+        self.run_request(id, &goal, opening, command);
         true
     }
 
@@ -843,6 +882,7 @@ impl TaskService {
         let Some((owner, request, cancel, fence, backend, mut counters, seq)) = taken else {
             return;
         };
+        let actions_before = counters.actions;
         let progress_fn = request.progress.clone();
         let progress = move |p: TaskProgress| {
             if let Some(f) = &progress_fn {
@@ -870,6 +910,7 @@ impl TaskService {
             let Some(l) = pool.live.get_mut(id) else {
                 return;
             };
+            l.changed_nothing = counters.actions == actions_before;
             l.counters = counters;
             l.running_command = None;
             let dropped: Vec<String> = if runs_on {
@@ -909,13 +950,13 @@ impl TaskService {
         let (id2, reason) = (id.to_string(), report.reason.clone());
         let state = control::receipt_state(&report.ending);
         let paused = (report.ending == Ending::Interrupted && report.reason == "PAUSED")
-            .then(|| serde_json::json!({ "pausedSteps": report.remaining }).to_string());
+            .then(|| serde_json::json!(report.remaining).to_string());
         let stored = self.shared.writer.write(Box::new(move |tx| {
             if let Some(c) = command {
                 records::set_commands(tx, &id2, &[c], state, Some(&reason), Some(seq), now)?;
             }
             if let Some(p) = &paused {
-                records::set_control(tx, &id2, Some(p))?;
+                records::set_control(tx, &id2, "pausedSteps", Some(p.as_str()))?;
             }
             records::set_commands(tx, &id2, &dropped, "dropped", Some(&reason), None, now)
         }));
@@ -1118,6 +1159,8 @@ impl TaskService {
         let receipt = accepted?;
         let queued = match pool.live.get_mut(id) {
             Some(l) if !l.closing && !l.cancel.is_cancelled() => {
+                // A person's command starts a new replan chain.
+                l.replans.clear();
                 l.queue.push_back(Queued {
                     id: receipt.command_id.clone(),
                     text: text.to_string(),
@@ -1286,7 +1329,7 @@ impl TaskService {
                     records::set_controller(tx, &id2, cmd.action.as_str()).map_err(sql)?;
                 }
                 ControlAction::Resume | ControlAction::Revise => {
-                    records::set_control(tx, &id2, None).map_err(sql)?;
+                    records::set_control(tx, &id2, "pausedSteps", None).map_err(sql)?;
                 }
                 ControlAction::Pause => {}
             }
@@ -1342,6 +1385,7 @@ impl TaskService {
                                 l.fence.interrupt("REVISED");
                                 l.paused_steps = None;
                                 l.pausing = false;
+                                l.replans.clear();
                             }
                         }
                         ControlAction::Resume => {
@@ -1406,6 +1450,264 @@ impl TaskService {
                 Ok(())
             }
         }));
+    }
+
+    pub(crate) fn update(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        update: &UpdateRequest,
+    ) -> Result<TaskStatus> {
+        let n = update.goal.chars().count();
+        if update.goal.trim().is_empty() || n > MAX_COMMAND_CHARS {
+            return Err(Error::InvalidInput {
+                name: "goal",
+                reason: format!("must be 1 to {MAX_COMMAND_CHARS} characters ({n} given)"),
+            });
+        }
+        let task = self.owned(owner, id)?;
+        let _one = self.shared.control.lock();
+        let digest = lines::digest(&update.goal);
+        // The live session, or (a closed task) whether it may be reopened.
+        let live = {
+            let pool = self.shared.pool.lock();
+            if pool.closed {
+                return Err(Error::GatewayClosed);
+            }
+            pool.live.get(id).map(|l| {
+                (
+                    l.closing || l.cancel.is_cancelled(),
+                    l.started,
+                    l.changed_nothing,
+                    l.replans.clone(),
+                )
+            })
+        };
+        let (replans, is_replan) = match &live {
+            Some((true, ..)) => return Err(Error::AutomationSessionClosed),
+            Some((false, started, changed_nothing, replans)) => {
+                (replans.clone(), *started && *changed_nothing)
+            }
+            None => match task.state {
+                TaskState::Cancelled => return Err(Error::AutomationSessionClosed),
+                TaskState::NeedsReconciliation => {
+                    return Err(Error::StateConflict {
+                        reason: "UNRESOLVED_MUTATION",
+                    })
+                }
+                _ => {
+                    let info = self.shared.store.read(|c| records::reopen_info(c, id))?;
+                    let replans = info
+                        .control
+                        .as_deref()
+                        .and_then(|c| serde_json::from_str::<serde_json::Value>(c).ok())
+                        .and_then(|v| serde_json::from_value(v["replans"].clone()).ok())
+                        .unwrap_or_default();
+                    let changed_nothing = task.action_log.last().is_some_and(|e| {
+                        !e.outcome.starts_with("Done") && !e.outcome.starts_with("Unknown")
+                    });
+                    (replans, changed_nothing)
+                }
+            },
+        };
+        // Checked after the revision, inside the write: a stale caller learns that first.
+        let replan_refusal = match () {
+            _ if !is_replan => None,
+            _ if replans.contains(&digest) => Some("REPLAN_DUPLICATE"),
+            _ if replans.len() >= 3 => Some("REPLAN_LIMIT"),
+            _ => None,
+        };
+        let not_started = matches!(live, Some((false, false, ..)));
+        let mut chain = replans;
+        if is_replan {
+            chain.push(digest);
+        }
+        let chain_json = serde_json::to_string(&chain).unwrap_or_else(|_| "[]".into());
+        let (id2, goal, expected, now) = (
+            id.to_string(),
+            update.goal.clone(),
+            update.expected_revision,
+            self.shared.clock.wall_millis(),
+        );
+        let command_id = crate::ids::random_uuid()?;
+        let receipt = self.shared.writer.apply(move |tx| {
+            let sql = |e| crate::store::sqlite_error("update", e);
+            let current = records::revision(tx, &id2).map_err(sql)?;
+            if current != expected {
+                return Err(Error::RevisionConflict { expected, current });
+            }
+            if let Some(reason) = replan_refusal {
+                return Err(Error::StateConflict { reason });
+            }
+            let receipt = records::accept_command(
+                tx,
+                &records::NewCommand {
+                    task_id: &id2,
+                    id: &command_id,
+                    origin: "agent",
+                    kind: "update",
+                    text: Some(&goal),
+                    expected_revision: Some(expected),
+                },
+                "[text]".into(),
+                now,
+            )
+            .map_err(sql)?;
+            records::set_control(tx, &id2, "replans", Some(&chain_json)).map_err(sql)?;
+            if not_started {
+                // Accepted before the first dispatch: it is the goal (the start URL still
+                // opens first).
+                records::set_goal(tx, &id2, &goal).map_err(sql)?;
+                records::set_commands(
+                    tx,
+                    &id2,
+                    &[command_id.clone()],
+                    "done",
+                    Some("GOAL_REPLACED"),
+                    None,
+                    now,
+                )
+                .map_err(sql)?;
+            }
+            Ok(receipt)
+        })?;
+        if let Err(e) = self.admit_update(id, owner, &task, update, &receipt, chain, not_started) {
+            // The session went away or could not be reopened: the update is listed dropped.
+            let (id2, cid, now) = (
+                id.to_string(),
+                receipt.command_id.clone(),
+                self.shared.clock.wall_millis(),
+            );
+            let reason = e.code();
+            let _ = self.shared.writer.write(Box::new(move |tx| {
+                records::set_commands(tx, &id2, &[cid], "dropped", Some(reason), None, now)
+            }));
+            return Err(e);
+        }
+        self.status(owner, id)
+    }
+
+    /// Puts an accepted update where it runs: the goal of a task not started, the front of a
+    /// live session's queue, or the first request of a reopened task.
+    #[allow(clippy::too_many_arguments)]
+    fn admit_update(
+        &self,
+        id: &str,
+        owner: &TaskOwner,
+        task: &TaskStatus,
+        update: &UpdateRequest,
+        receipt: &ControlReceipt,
+        chain: Vec<String>,
+        not_started: bool,
+    ) -> Result<()> {
+        let mut pool = self.shared.pool.lock();
+        if let Some(l) = pool.live.get_mut(id) {
+            if l.closing || l.cancel.is_cancelled() {
+                return Err(Error::AutomationSessionClosed);
+            }
+            l.replans = chain;
+            if not_started && !l.started {
+                l.request.goal = update.goal.clone();
+                return Ok(());
+            }
+            l.queue.push_front(Queued {
+                id: receipt.command_id.clone(),
+                text: update.goal.clone(),
+            });
+            if !l.scheduled {
+                l.scheduled = true;
+                l.state = TaskState::Running;
+                pool.ready.push_back(id.to_string());
+                self.kick(&mut pool);
+            }
+            drop(pool);
+            self.shared.changed.notify_all();
+            return Ok(());
+        }
+        drop(pool);
+        // Reopen a completed or failed task: a new session on its target, its first request
+        // the update (no start URL), its counters and request numbers carried on.
+        let info = self.shared.store.read(|c| records::reopen_info(c, id))?;
+        let spawn: serde_json::Value = info
+            .spawn
+            .as_deref()
+            .and_then(|s| serde_json::from_str(s).ok())
+            .unwrap_or_default();
+        if spawn["brought"].as_bool() != Some(false) {
+            // The host's own backend went with the session (or the task predates this
+            // record): nothing to reopen on.
+            return Err(Error::StateConflict {
+                reason: "TARGET_GONE",
+            });
+        }
+        self.admit(owner)?;
+        let budget = serde_json::from_value(spawn["budget"].clone()).unwrap_or_default();
+        let mut request = SpawnRequest::new(update.goal.clone());
+        request.target = task.target.clone();
+        request.budget = budget;
+        request.keep_open = spawn["keepOpen"].as_bool().unwrap_or(false);
+        let counters = Counters {
+            actions: task.actions,
+            evaluations: task.evaluations,
+            log: task.action_log.clone(),
+            ops: 0,
+        };
+        let mut pool = self.shared.pool.lock();
+        if pool.closed {
+            return Err(Error::GatewayClosed);
+        }
+        if pool.live.contains_key(id) {
+            return Err(Error::StateConflict {
+                reason: "CONCURRENT_UPDATE",
+            });
+        }
+        let mut live = Live {
+            owner: owner.clone(),
+            request,
+            brought: None,
+            target: None,
+            queue: VecDeque::new(),
+            reserved: 0,
+            running_command: Some(receipt.command_id.clone()),
+            cancel: CancelToken::new(),
+            fence: Arc::new(Fence::default()),
+            state: TaskState::Queued,
+            scheduled: true,
+            started: false,
+            closing: false,
+            expire: None,
+            counters,
+            seq: info.last_seq,
+            idle_since: self.shared.clock.now(),
+            last: None,
+            paused_steps: None,
+            pausing: false,
+            hold_open: false,
+            agent: task.controller == "agent",
+            changed_nothing: false,
+            replans: chain,
+            reopened: true,
+        };
+        live.request.start_url = None;
+        pool.live.insert(id.to_string(), live);
+        pool.ready.push_back(id.to_string());
+        self.kick(&mut pool);
+        drop(pool);
+        let (id2, now) = (id.to_string(), self.shared.clock.wall_millis());
+        let _ = self.shared.writer.write(Box::new(move |tx| {
+            records::update_task(
+                tx,
+                &id2,
+                &TaskUpdate {
+                    state: Some(TaskState::Queued),
+                    reason: Some(None),
+                    ..TaskUpdate::default()
+                },
+                now,
+            )
+        }));
+        self.shared.changed.notify_all();
+        Ok(())
     }
 
     pub(crate) fn command_receipt(

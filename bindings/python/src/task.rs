@@ -204,6 +204,29 @@ impl PyTasks {
         to_py_json(py, serde_json::to_string(&s))
     }
 
+    /// Continues the task with a revised goal (after the active request settles; a completed
+    /// or failed task is reopened). Returns the status after the call.
+    #[pyo3(signature = (owner, task_id, *, expected_revision, goal, mode="when_ready"))]
+    fn update<'py>(
+        &self,
+        py: Python<'py>,
+        owner: &Bound<'py, PyAny>,
+        task_id: String,
+        expected_revision: u32,
+        goal: String,
+        mode: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let owner = owner_arg(owner)?;
+        let v =
+            serde_json::json!({"expectedRevision": expected_revision, "mode": mode, "goal": goal});
+        let request = jevgate::task::UpdateRequest::from_json(&v.to_string()).py_err()?;
+        let gw = &self.gateway;
+        let s = py
+            .detach(|| gw.tasks().update(&owner, &task_id, &request))
+            .py_err()?;
+        to_py_json(py, serde_json::to_string(&s))
+    }
+
     /// The control receipt of one command of the task, or None for an id it never accepted.
     fn command_receipt<'py>(
         &self,

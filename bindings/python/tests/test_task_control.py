@@ -86,3 +86,25 @@ def test_r_tsk_ctl_control_verbs_codes_and_receipts(tmp_path):
         with pytest.raises(jevgate.TaskError) as info:
             tasks.control(OWNER, task_id, id=str(uuid.uuid4()), action="pause", expected_revision=s["revision"])
         assert info.value.code == "AUTOMATION_SESSION_CLOSED" and info.value.http_status == 410
+
+
+def test_r_tsk_ctl_update_reopens_a_finished_task_on_a_fresh_page(tmp_path):
+    with jevgate.Gateway(tmp_path, CONFIG) as gw:
+        tasks = gw.tasks
+        task_id = tasks.spawn(OWNER, "scroll down")["id"]
+        s = tasks.wait(OWNER, task_id, WAIT)
+        assert s["state"] in ("completed", "failed"), s
+        first_requests = len(tasks.receipts(OWNER, task_id))
+        s = tasks.update(OWNER, task_id, expected_revision=s["revision"], goal="scroll up")
+        s = tasks.wait(OWNER, task_id, WAIT)
+        assert s["state"] in ("completed", "failed"), s
+        receipts = tasks.receipts(OWNER, task_id)
+        assert len(receipts) == first_requests + 1
+        assert receipts[-1]["request"] == first_requests + 1
+        kinds = [c["kind"] for c in s["commands"]]
+        assert "update" in kinds and s["pendingRevisions"] == []
+        with pytest.raises(jevgate.TaskError) as info:
+            tasks.update(OWNER, task_id, expected_revision=1, goal="scroll up")
+        assert info.value.code == "REVISION_CONFLICT"
+        with pytest.raises(jevgate.ArgumentError):
+            tasks.update(OWNER, task_id, expected_revision=s["revision"], goal="")

@@ -261,6 +261,19 @@ class Tasks:
         status after the command (ArgumentError INVALID_INPUT; TaskError REVISION_CONFLICT,
         STATE_CONFLICT, IDEMPOTENCY_CONFLICT, NOTHING_TO_RESUME, AUTOMATION_SESSION_CLOSED;
         AccessDeniedError)."""
+    def update(
+        self,
+        owner: Mapping[str, Any],
+        task_id: str,
+        *,
+        expected_revision: int,
+        goal: str,
+        mode: str = "when_ready",
+    ) -> Dict[str, Any]:
+        """Continue the task with a revised goal (after the active request settles; a
+        completed or failed task is reopened on a fresh observation). Returns the status;
+        ``pendingRevisions`` lists it until it starts (ArgumentError INVALID_INPUT; TaskError
+        REVISION_CONFLICT, STATE_CONFLICT, AUTOMATION_SESSION_CLOSED; AccessDeniedError)."""
     def command_receipt(
         self, owner: Mapping[str, Any], task_id: str, command_id: str
     ) -> Optional[Dict[str, Any]]:
