@@ -1561,7 +1561,7 @@ impl TaskService {
                 records::set_commands(
                     tx,
                     &id2,
-                    &[command_id.clone()],
+                    std::slice::from_ref(&command_id),
                     "done",
                     Some("GOAL_REPLACED"),
                     None,
