@@ -21,6 +21,7 @@ const MIGRATIONS: &[Migration] = &[
     v4_jev_usage,
     v5_device_owners,
     v6_tasks,
+    v7_private_receipts,
 ];
 
 /// v1: store identity and the per-gateway secret.
@@ -170,6 +171,18 @@ fn v6_tasks(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
                 ON DELETE CASCADE
         ) STRICT;
         CREATE INDEX task_operations_by_request ON task_operations (task_id, request_seq);",
+    )
+}
+
+/// v7 (issue 21 defects 7 and 11): receipts keep no field values — the observations older
+/// builds kept with each operation could hold typed text and prefilled values, so they are
+/// dropped (the operation rows stay) — and the index the retention sweep walks: closed tasks by
+/// their last change.
+fn v7_private_receipts(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "UPDATE task_operations SET observation = NULL WHERE observation IS NOT NULL;
+        CREATE INDEX tasks_closed_by_age ON tasks (updated_ms, id)
+            WHERE state IN ('completed', 'failed', 'cancelled');",
     )
 }
 

@@ -258,6 +258,13 @@ impl TaskService {
         })
     }
 
+    /// Sets the retention window of closed tasks (issue 21 defect 11), swept by the writer on
+    /// the gateway's clock; the gateway calls it on open and on every reload.
+    pub(crate) fn set_retention(&self, window: Duration) {
+        let clock = Arc::clone(&self.shared.clock);
+        self.shared.writer.retain(clock, window);
+    }
+
     /// Installs the crash-test seam (tests only, through `jevgate::unstable`).
     pub(crate) fn set_hook(&self, hook: Option<Hook>) {
         *self.shared.hook.write() = hook;
