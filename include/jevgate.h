@@ -1018,8 +1018,8 @@ jevgate_status jevgate_task_wait(const jevgate_gateway *gateway,
                                  jevgate_error **err_out);
 
 /**
- * Queues a person's next direct command or step list (`text`, 1 to 4000 characters, at most
- * 12 steps) on the task's open session. `INVALID_ARGUMENT` for bad text (never echoed),
+ * Queues a person's next direct command or step list (`text`, 1 to 4000 characters; more
+ * than 12 steps is one command) on the task's open session. `INVALID_ARGUMENT` for bad text (never echoed),
  * `COMMAND_QUEUE_FULL` when 20 wait already, `AUTOMATION_SESSION_CLOSED` when the session
  * is over.
  *

@@ -166,9 +166,6 @@ fn task_usage_errors_exit_2_without_echoing_the_argument() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().to_str().unwrap();
     let secret = "hunter2-SECRET";
-    let thirteen: String = (1..=13)
-        .map(|i| format!("{i}. scroll {secret}\n"))
-        .collect();
     let long = format!("type {secret} ").repeat(400);
     let bad_url = format!("javascript:{secret}");
     let missing = format!("/nonexistent/{secret}");
@@ -180,7 +177,6 @@ fn task_usage_errors_exit_2_without_echoing_the_argument() {
         vec!["task", "run", "  "],
         vec!["task", "run", &flag, "scroll down"],
         vec!["task", "run", "scroll down", secret],
-        vec!["task", "run", "--data-dir", data, &thirteen],
         vec!["task", "run", "--data-dir", data, &long],
         vec!["task", "run", "--data-dir", data, "--url", &bad_url, "x"],
         vec!["task", "run", "--url"],

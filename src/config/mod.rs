@@ -72,6 +72,41 @@ pub struct GatewayConfig {
     /// Computer Use with the agent's own model when Jev does not serve it.
     #[serde(default)]
     pub computer_use: ComputerUseConfig,
+    /// Browser tasks: how long their rows are kept.
+    #[serde(default)]
+    pub tasks: TasksConfig,
+}
+
+/// `gateway.tasks`.
+///
+/// ```
+/// let c = jevgate::Config::from_json_str(r#"{"gateway":{"tasks":{"retentionDays":7}}}"#).unwrap();
+/// assert_eq!(c.gateway.tasks.retention(), std::time::Duration::from_secs(7 * 86_400));
+/// assert_eq!(jevgate::Config::default().gateway.tasks.retention_days, 30);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TasksConfig {
+    /// Days a closed task (completed, failed, cancelled) is kept after its last change, with its
+    /// requests and receipts, 1..=3650 (default 30). Open tasks and tasks with an operation in
+    /// doubt are never deleted.
+    #[serde(default = "d::retention_days")]
+    pub retention_days: u64,
+}
+
+impl Default for TasksConfig {
+    fn default() -> Self {
+        TasksConfig {
+            retention_days: d::retention_days(),
+        }
+    }
+}
+
+impl TasksConfig {
+    /// The retention window as a duration.
+    pub fn retention(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.retention_days.saturating_mul(86_400))
+    }
 }
 
 /// Which provider answers Jev evaluations.
@@ -604,5 +639,8 @@ mod d {
     }
     pub fn cu_vision_model() -> String {
         "claude-sonnet-5".into()
+    }
+    pub fn retention_days() -> u64 {
+        30
     }
 }

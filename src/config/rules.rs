@@ -106,6 +106,12 @@ fn key_refs(base: &str, file: &Option<String>, env: &Option<String>) -> R {
 pub(super) fn validate(config: &Config) -> R {
     jev(&config.gateway.jev)?;
     computer_use(&config.gateway.computer_use)?;
+    range(
+        "gateway.tasks.retentionDays",
+        config.gateway.tasks.retention_days,
+        1,
+        3650,
+    )?;
     agents(&config.agents)
 }
 

@@ -157,6 +157,7 @@ impl Gateway {
             host.clone(),
             options.task_limits,
         )?;
+        task_service.set_retention(options.config.gateway.tasks.retention());
         log::info!("gateway opened (schema {})", crate::store::SCHEMA_VERSION);
         let gateway = Gateway {
             inner: Arc::new(Inner {
@@ -208,6 +209,9 @@ impl Gateway {
         config.validate()?;
         let _serial = self.inner.reload.lock();
         let names = config.secret_env_names();
+        self.inner
+            .tasks
+            .set_retention(config.gateway.tasks.retention());
         let mut live = self.inner.live.write();
         let generation = live.generation + 1;
         *live = Arc::new(ConfigSnapshot { generation, config });

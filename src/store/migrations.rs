@@ -21,7 +21,8 @@ const MIGRATIONS: &[Migration] = &[
     v4_jev_usage,
     v5_device_owners,
     v6_tasks,
-    v7_task_commands,
+    v7_private_receipts,
+    v8_task_commands,
 ];
 
 /// v1: store identity and the per-gateway secret.
@@ -174,7 +175,19 @@ fn v6_tasks(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     )
 }
 
-/// The task control plane (R-TSK-CTL): every command a task accepts is a row with its own
+/// v7 (issue 21 defects 7 and 11): receipts keep no field values — the observations older
+/// builds kept with each operation could hold typed text and prefilled values, so they are
+/// dropped (the operation rows stay) — and the index the retention sweep walks: closed tasks by
+/// their last change.
+fn v7_private_receipts(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "UPDATE task_operations SET observation = NULL WHERE observation IS NOT NULL;
+        CREATE INDEX tasks_closed_by_age ON tasks (updated_ms, id)
+            WHERE state IN ('completed', 'failed', 'cancelled');",
+    )
+}
+
+/// v8: the task control plane (R-TSK-CTL): every command a task accepts is a row with its own
 /// control receipt (accepted, running, done, not_done, dropped, unknown, needs_agent,
 /// awaiting_confirmation), so an accepted command either runs or is listed dropped — across a
 /// restart too. `text` is the command's own words: the one column they live in (they go with
@@ -182,7 +195,7 @@ fn v6_tasks(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
 /// start URL, keepOpen) so a task can be continued after its slot thread or its process ended;
 /// `control` the session's private control state (a paused step run's remaining steps,
 /// verbatim — status shows them masked).
-fn v7_task_commands(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+fn v8_task_commands(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(
         "ALTER TABLE tasks ADD COLUMN spawn TEXT;
         ALTER TABLE tasks ADD COLUMN control TEXT;

@@ -263,3 +263,55 @@ fn v5_migration_copies_paired_devices_owners() {
         ]
     );
 }
+
+// Issue 21 defects 7 and 11 / R-TSK-RCPT: upgrading a v6 store drops the observations older
+// builds kept (they could hold typed text and prefilled field values), keeps the operation
+// rows, and adds the index the retention sweep walks.
+#[test]
+fn v7_migration_drops_kept_observations_and_indexes_closed_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = open(dir.path()).unwrap();
+        s.write(|tx| {
+            tx.execute_batch(
+                "DROP INDEX tasks_closed_by_age;
+                 INSERT INTO tasks (id, agent_id, principal_id, conversation_id, target, goal,
+                    revision, controller, state, actions, evaluations, action_log, created_ms,
+                    updated_ms)
+                    VALUES ('t', 'a', 'p', 'c', '{}', 'g', 1, 'user', 'completed', 1, 0, '[]',
+                    1, 1);
+                 INSERT INTO task_requests (task_id, seq, state, started_ms)
+                    VALUES ('t', 1, 'done', 1);
+                 INSERT INTO task_operations (operation_id, task_id, request_seq, tool,
+                    dispatched_ms, status, result, observation)
+                    VALUES ('t:1:1', 't', 1, 'page_type', 1, 'done', '{}',
+                    '{\"controls\":[{\"ref\":\"e1\",\"value\":\"typed-SECRET\"}]}');
+                 PRAGMA user_version = 6;",
+            )
+        })
+        .unwrap();
+        s.close();
+    }
+    let s = open(dir.path()).unwrap();
+    assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+    let (n, kept): (i64, Option<String>) = s
+        .read(|c| {
+            c.query_row(
+                "SELECT count(*), max(observation) FROM task_operations",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })
+        .unwrap();
+    assert_eq!((n, kept), (1, None));
+    let index: i64 = s
+        .read(|c| {
+            c.query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'tasks_closed_by_age'",
+                [],
+                |r| r.get(0),
+            )
+        })
+        .unwrap();
+    assert_eq!(index, 1);
+}

@@ -161,24 +161,6 @@ pub(crate) fn push_log(log: &mut Vec<ActionLogEntry>, command: String, outcome: 
     }
 }
 
-/// A step list longer than the grammar takes (`split_steps` answers `None` for more than 12
-/// steps, which would otherwise run as one command): counts list items and lines.
-pub(crate) fn too_many_steps(text: &str) -> bool {
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    let items = lines
-        .iter()
-        .filter(|l| {
-            let digits = l.chars().take_while(char::is_ascii_digit).count();
-            (digits > 0 && l[digits..].starts_with(['.', ')'])) || l.starts_with(['-', '*', '•'])
-        })
-        .count();
-    items > crate::grammar::MAX_STEPS || lines.len() > crate::grammar::MAX_STEPS
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,14 +188,5 @@ mod tests {
         }
         assert_eq!(log.len(), ACTION_LOG_ROUNDS);
         assert_eq!(log[0].command, "c8");
-    }
-
-    #[test]
-    fn r_grm_steps_thirteen_items_are_too_many() {
-        let list: String = (1..=13).map(|i| format!("{i}. scroll down\n")).collect();
-        assert!(too_many_steps(&list));
-        let ok: String = (1..=12).map(|i| format!("{i}. scroll down\n")).collect();
-        assert!(!too_many_steps(&ok));
-        assert!(!too_many_steps("search cats, then open the first result"));
     }
 }

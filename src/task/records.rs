@@ -249,6 +249,86 @@ pub(crate) fn recover(tx: &Connection, now: i64) -> rusqlite::Result<usize> {
     Ok(requests)
 }
 
+/// Where a retention pass stopped: the last closed task it looked at (its last change, its id).
+pub(crate) type SweepCursor = (i64, String);
+
+/// What one retention pass did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SweepPass {
+    /// Tasks deleted (with their requests and operations).
+    pub deleted: u32,
+    /// Closed tasks looked at.
+    pub scanned: u32,
+    /// Where the next pass goes on; `None` when this one reached the newest candidate (the next
+    /// starts from the oldest again).
+    pub cursor: Option<SweepCursor>,
+}
+
+/// One retention pass (issue 21 defect 11): walks closed tasks (`completed`, `failed`,
+/// `cancelled`) whose last change is before `cutoff_ms`, oldest first from `cursor`, looking at
+/// most at `scan` of them, and deletes — with their requests and operations — those with no
+/// operation in doubt (`dispatched`, `unknown`, `interrupted`), at most `batch`. An open task or
+/// one in `needs_reconciliation` is never a candidate. Each step is an index lookup
+/// (`tasks_closed_by_age`, migration v7, and the operations' `(task_id, request_seq)` index), so
+/// a pass costs O((scan + deleted rows) · log n) whatever the table holds.
+pub(crate) fn sweep_closed(
+    tx: &Connection,
+    cutoff_ms: i64,
+    cursor: Option<SweepCursor>,
+    scan: u32,
+    batch: u32,
+) -> rusqlite::Result<SweepPass> {
+    let (from_ms, from_id) = cursor.unwrap_or((i64::MIN, String::new()));
+    let candidates: Vec<SweepCursor> = {
+        let mut st = tx.prepare_cached(
+            "SELECT updated_ms, id FROM tasks INDEXED BY tasks_closed_by_age
+             WHERE state IN ('completed', 'failed', 'cancelled')
+               AND updated_ms < ?1 AND (updated_ms, id) > (?2, ?3)
+             ORDER BY updated_ms, id LIMIT ?4",
+        )?;
+        let rows = st.query_map(params![cutoff_ms, from_ms, from_id, scan], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let mut pass = SweepPass {
+        deleted: 0,
+        scanned: 0,
+        cursor: None,
+    };
+    let reached_end = candidates.len() < scan as usize;
+    for (updated, id) in candidates {
+        pass.scanned += 1;
+        pass.cursor = Some((updated, id.clone()));
+        let in_doubt: bool = tx
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM task_operations WHERE task_id = ?1
+                    AND status IN ('dispatched', 'unknown', 'interrupted'))",
+            )?
+            .query_row([&id], |r| r.get(0))?;
+        if in_doubt {
+            continue;
+        }
+        tx.prepare_cached("DELETE FROM task_operations WHERE task_id = ?1")?
+            .execute([&id])?;
+        tx.prepare_cached("DELETE FROM task_requests WHERE task_id = ?1")?
+            .execute([&id])?;
+        // The commands' own words go with the task (R-TSK-CTL: texts follow retention).
+        tx.prepare_cached("DELETE FROM task_commands WHERE task_id = ?1")?
+            .execute([&id])?;
+        tx.prepare_cached("DELETE FROM tasks WHERE id = ?1")?
+            .execute([&id])?;
+        pass.deleted += 1;
+        if pass.deleted >= batch {
+            return Ok(pass);
+        }
+    }
+    if reached_end {
+        pass.cursor = None;
+    }
+    Ok(pass)
+}
+
 const TASK_COLUMNS: &str = "id, agent_id, principal_id, conversation_id, target, goal, revision,
     controller, state, reason, outcome, actions, evaluations, action_log, step_run, created_ms,
     updated_ms";
@@ -829,5 +909,134 @@ mod tests {
         assert_eq!(r[0].state, "interrupted");
         // Idempotent: a second recovery finds nothing running.
         assert_eq!(store.write(|tx| recover(tx, 10)).unwrap(), 0);
+    }
+
+    // Issue 21 defect 11: a retention pass is bounded (at most `scan` looked at, `batch`
+    // deleted), walks the index (no full scan, no sort) and goes on where the last one stopped,
+    // so tasks it must keep (open, in doubt) never starve the ones behind them.
+    #[test]
+    fn r_tsk_retention_passes_are_bounded_and_walk_past_what_they_keep() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let owner = TaskOwner::new("a", "p", "c");
+        let target = TaskTarget::default();
+        let closed = |state| TaskUpdate {
+            state: Some(state),
+            ..Default::default()
+        };
+        store
+            .write(|tx| {
+                // The oldest 300: closed but with an operation in doubt (kept forever).
+                for i in 0..300 {
+                    let id = format!("doubt-{i:04}");
+                    insert_task(tx, &id, &owner, &target, "g", i)?;
+                    begin_request(tx, &id, 1, i)?;
+                    checkpoint(tx, &id, 1, &format!("{id}:1:1"), "page_click", i)?;
+                    settle_operation(tx, &format!("{id}:1:1"), "unknown", None, None)?;
+                    update_task(tx, &id, &closed(TaskState::Failed), i)?;
+                }
+                // Then 200 deletable ones (with receipts), 10 open ones, 10 needing
+                // reconciliation, and 5 closed but too young.
+                for i in 0..200 {
+                    let id = format!("old-{i:04}");
+                    insert_task(tx, &id, &owner, &target, "g", 1000 + i)?;
+                    begin_request(tx, &id, 1, 1000 + i)?;
+                    checkpoint(tx, &id, 1, &format!("{id}:1:1"), "page_scroll", 1000 + i)?;
+                    settle_operation(tx, &format!("{id}:1:1"), "done", None, Some("{}"))?;
+                    end_request(tx, &id, 1, "done", "DONE", "Done: x", 1000 + i)?;
+                    let state = [
+                        TaskState::Completed,
+                        TaskState::Failed,
+                        TaskState::Cancelled,
+                    ][i as usize % 3];
+                    update_task(tx, &id, &closed(state), 1000 + i)?;
+                }
+                for (i, state) in [
+                    (0, TaskState::WaitingInput),
+                    (1, TaskState::NeedsReconciliation),
+                ] {
+                    for j in 0..10 {
+                        let id = format!("keep-{i}-{j}");
+                        insert_task(tx, &id, &owner, &target, "g", 500)?;
+                        update_task(tx, &id, &closed(state), 500)?;
+                    }
+                }
+                for i in 0..5 {
+                    let id = format!("young-{i}");
+                    insert_task(tx, &id, &owner, &target, "g", 9000)?;
+                    update_task(tx, &id, &closed(TaskState::Completed), 9000)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let plan: Vec<String> = store
+            .read(|c| {
+                c.prepare(
+                    "EXPLAIN QUERY PLAN SELECT updated_ms, id FROM tasks
+                     INDEXED BY tasks_closed_by_age
+                     WHERE state IN ('completed', 'failed', 'cancelled')
+                       AND updated_ms < ?1 AND (updated_ms, id) > (?2, ?3)
+                     ORDER BY updated_ms, id LIMIT ?4",
+                )?
+                .query_map(params![5000, i64::MIN, "", 10], |r| r.get::<_, String>(3))?
+                .collect()
+            })
+            .unwrap();
+        let plan = plan.join("; ");
+        assert!(
+            plan.contains("SEARCH tasks USING INDEX tasks_closed_by_age"),
+            "{plan}"
+        );
+        assert!(!plan.contains("TEMP B-TREE"), "no sort: {plan}");
+        let count =
+            |sql: &str| -> i64 { store.read(|c| c.query_row(sql, [], |r| r.get(0))).unwrap() };
+        let mut cursor = None;
+        let mut passes = 0;
+        let mut deleted = 0;
+        loop {
+            let pass = store
+                .write(|tx| sweep_closed(tx, 5000, cursor.clone(), 128, 32))
+                .unwrap();
+            assert!(pass.scanned <= 128 && pass.deleted <= 32, "{pass:?}");
+            passes += 1;
+            deleted += pass.deleted;
+            cursor = pass.cursor;
+            if cursor.is_none() {
+                break;
+            }
+            assert!(passes < 50, "the sweep goes on");
+        }
+        assert_eq!(deleted, 200);
+        assert!(passes <= 300 / 128 + 200 / 32 + 2, "{passes} passes");
+        assert_eq!(count("SELECT count(*) FROM tasks WHERE id LIKE 'old-%'"), 0);
+        assert_eq!(
+            count("SELECT count(*) FROM task_requests WHERE task_id LIKE 'old-%'"),
+            0
+        );
+        assert_eq!(
+            count("SELECT count(*) FROM task_operations WHERE task_id LIKE 'old-%'"),
+            0
+        );
+        assert_eq!(
+            count("SELECT count(*) FROM tasks WHERE id LIKE 'doubt-%'"),
+            300
+        );
+        assert_eq!(
+            count("SELECT count(*) FROM task_operations WHERE task_id LIKE 'doubt-%'"),
+            300
+        );
+        assert_eq!(
+            count("SELECT count(*) FROM tasks WHERE id LIKE 'keep-%'"),
+            20
+        );
+        assert_eq!(
+            count("SELECT count(*) FROM tasks WHERE id LIKE 'young-%'"),
+            5
+        );
+        // Nothing left to delete: a pass from the start looks, deletes nothing and ends.
+        let pass = store
+            .write(|tx| sweep_closed(tx, 5000, None, 1000, 32))
+            .unwrap();
+        assert_eq!((pass.deleted, pass.scanned, pass.cursor), (0, 300, None));
     }
 }

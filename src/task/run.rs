@@ -7,14 +7,17 @@
 //! mutation); an operation whose outcome is unknown stops the request and is never sent again;
 //! a refused operation (nothing sent) may be decided afresh on a fresh observation; typed text
 //! comes only from the command; a Jev failure fails only its command unless it is a
-//! configuration, access or quota failure. It never logs commands, typed text, page text or
-//! results (only codes), and never sleeps past the request's deadline.
+//! configuration, access or quota failure; a request is done only when the results of its
+//! operations committed (else it is unknown). The observation a receipt keeps names the
+//! controls but holds no field value and none of the text the task typed. It never logs
+//! commands, typed text, page text or results (only codes), and never sleeps past the request's
+//! deadline.
 
 use super::fence::Fence;
 use super::host::{Hook, TaskHost};
 use super::lines;
 use super::records;
-use super::writer::Writer;
+use super::writer::{Pending, Writer};
 use super::{ActionLogEntry, Budget, StepRun, TaskOwner, TaskProgress};
 use crate::browser::{
     BrowserBackend, ClickArgs, Command, HistoryArgs, KeypressArgs, NavigateArgs, ObserveArgs,
@@ -31,10 +34,16 @@ use crate::CancelToken;
 use crate::Error;
 use std::time::Duration;
 
-/// Fresh reads after a navigation before giving up (R-RUN stale rule).
-const STALE_READS: u32 = 6;
-/// The first wait between stale reads; doubles each time.
+/// Reads while a navigation is pending (`NAVIGATION_PENDING`) before giving up (R-RUN stale
+/// rule: its own budget of six reads, with a backoff).
+const NAVIGATION_READS: u32 = 6;
+/// The first wait between those reads; doubles each time.
 const STALE_BACKOFF: Duration = Duration::from_millis(50);
+/// A screen that is still changing (a stale refusal, a stale read) is decided afresh at most
+/// this many times (seed 003 "The next command always runs")…
+const CHANGING_RETRIES: u32 = 2;
+/// …each on a read about this long after the one before.
+const CHANGING_WAIT: Duration = Duration::from_secs(1);
 /// Most actions of one part, most decisions of one part (R-RUN step mode).
 const PART_ACTIONS: u32 = 3;
 const PART_DECISIONS: u32 = 6;
@@ -45,6 +54,10 @@ const MAX_OPTIONS: usize = 254;
 /// Bounds of the observation a receipt keeps.
 const KEPT_TEXT_CHARS: usize = 4000;
 const KEPT_CONTROLS: usize = 200;
+/// The typed texts a task remembers to cut out of the observations it keeps (the newest), and
+/// the shortest one cut (shorter ones would cut ordinary words out of the page).
+const KEPT_TYPED: usize = 32;
+const MIN_SCRUBBED_CHARS: usize = 3;
 
 /// How a request ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +96,10 @@ pub(crate) struct Counters {
     pub evaluations: u32,
     pub log: Vec<ActionLogEntry>,
     pub ops: u64,
+    /// Results queued for the receipt and not yet known to be committed, with their tools.
+    results: Vec<(Pending, &'static str)>,
+    /// Text this task typed (the newest [`KEPT_TYPED`]): never kept in an observation.
+    typed: Vec<String>,
 }
 
 /// One request's run.
@@ -172,6 +189,11 @@ impl Run<'_> {
         self.clock.now() >= self.deadline
     }
 
+    /// Sleeps until `at` on the request's clock (see [`Run::pause`]).
+    fn pause_until(&self, at: Instant) {
+        self.pause(at - self.clock.now());
+    }
+
     /// Sleeps `d` on the request's clock, never past its deadline or a cancellation.
     fn pause(&self, d: Duration) {
         // A `Grace`: on a clock nobody advances (a manual clock) the pause still ends after
@@ -187,27 +209,68 @@ impl Run<'_> {
     }
 
     /// An observation, re-read with a short backoff while a navigation is pending (at most
-    /// [`STALE_READS`] reads).
+    /// [`NAVIGATION_READS`] reads, each `STALE_BACKOFF` · 2ⁿ after the one before). Any other
+    /// refusal is the caller's to judge.
     fn observe(&self) -> crate::Result<Observation> {
         let mut wait = STALE_BACKOFF;
-        let mut last = None;
-        for _ in 0..STALE_READS {
+        for read in 1..=NAVIGATION_READS {
+            let read_at = self.clock.now();
             match self.backend.observe_with(ObserveArgs::default()) {
-                Ok(o) => return Ok(o),
-                Err(Error::StaleObservation { cause }) if cause != StaleCause::TargetObscured => {
-                    last = Some(Error::StaleObservation { cause });
-                    if self.expired() || self.cancel.is_cancelled() {
-                        break;
-                    }
-                    self.pause(wait);
+                Err(Error::StaleObservation {
+                    cause: StaleCause::NavigationPending,
+                }) if read < NAVIGATION_READS && !self.expired() && !self.cancel.is_cancelled() => {
+                    self.pause_until(read_at + wait);
                     wait = wait.saturating_mul(2);
                 }
-                Err(e) => return Err(e),
+                answer => return answer,
             }
         }
-        Err(last.unwrap_or(Error::StaleObservation {
+        Err(Error::StaleObservation {
             cause: StaleCause::NavigationPending,
-        }))
+        })
+    }
+
+    /// The tool of a result that could not be committed (`wait`: after waiting for every
+    /// queued one; else only among those already decided). Committed ones are forgotten.
+    fn unstored_result(&mut self, wait: bool) -> Option<&'static str> {
+        let mut failed = None;
+        self.counters.results.retain(|(pending, tool)| {
+            let verdict = if wait {
+                Some(pending.wait())
+            } else {
+                pending.committed()
+            };
+            match verdict {
+                Some(true) => false,
+                Some(false) => {
+                    failed.get_or_insert(*tool);
+                    true
+                }
+                None => true,
+            }
+        });
+        failed
+    }
+
+    /// The request's report once every result it queued is decided (R-TSK-RCPT, issue 21
+    /// defect 8): a request is done only when its operations' results committed; when one did
+    /// not, the operation stays `dispatched` in the receipt and the request is unknown.
+    fn finish(&mut self, mut report: Report) -> Report {
+        let unstored = self.unstored_result(true);
+        self.counters.results.clear();
+        if let Some(tool) = unstored {
+            if report.ending != Ending::Unknown {
+                log::warn!("an operation's result was not stored: its request is unknown");
+                report.ending = Ending::Unknown;
+                report.reason = "OUTCOME_UNKNOWN".into();
+                report.line = lines::unknown(tool, "OUTCOME_UNKNOWN");
+                if let Some(run) = &mut report.step_run {
+                    run.stop_reason = "OUTCOME_UNKNOWN".into();
+                }
+                self.emit(&report.line, &report.reason);
+            }
+        }
+        report
     }
 
     fn next_operation_id(&mut self) -> String {
@@ -219,6 +282,11 @@ impl Run<'_> {
     fn dispatch(&mut self, command: Command) -> Sent {
         let operation_id = command.operation_id().unwrap_or_default().to_string();
         let tool = command.tool();
+        // An earlier result of this request that did not commit leaves its operation in doubt
+        // in the receipt: nothing more is sent on top of it.
+        if let Some(unstored) = self.unstored_result(false) {
+            return Sent::Unknown(unstored.to_string());
+        }
         self.hook("before_checkpoint");
         let (task, seq, now) = (self.task_id.to_string(), self.seq, self.clock.wall_millis());
         let op = operation_id.clone();
@@ -245,7 +313,7 @@ impl Run<'_> {
         self.hook("after_dispatch");
         let (status, code, result) = match &answer {
             Ok(Response::Action(a)) if a.operation_id == operation_id && a.tool == tool => {
-                ("done", None, serde_json::to_string(a).ok())
+                ("done", None, kept_result(a, &self.counters.typed))
             }
             // A result that omits or contradicts the operation is kept as unknown.
             Ok(_) => ("unknown", Some("OUTCOME_UNKNOWN"), None),
@@ -256,16 +324,20 @@ impl Run<'_> {
             },
         };
         // The result need not be durable before going on (only the checkpoint must precede a
-        // dispatch): it commits with the next checkpoint or the request's end, in order. Lost
-        // in a crash, the operation counts as interrupted — in doubt, never as done.
+        // dispatch): it commits with the next group, in order, and the request is done only
+        // once it did ([`Run::finish`]). Lost in a crash, the operation counts as interrupted —
+        // in doubt, never as done.
         let op = operation_id.clone();
         let stored = self.writer.submit(Box::new(move |tx| {
             records::settle_operation(tx, &op, status, code, result.as_deref())
         }));
         self.hook("after_settle");
-        if let Err(e) = stored {
-            log::warn!("operation result not stored: {}", e.code());
-            return Sent::Unknown(tool.to_string());
+        match stored {
+            Ok(pending) => self.counters.results.push((pending, tool)),
+            Err(e) => {
+                log::warn!("operation result not stored: {}", e.code());
+                return Sent::Unknown(tool.to_string());
+            }
         }
         match (status, answer) {
             ("done", Ok(Response::Action(a))) => {
@@ -276,7 +348,7 @@ impl Run<'_> {
                 };
                 match after {
                     Ok(o) => {
-                        let kept = serde_json::to_string(&bounded(&o)).unwrap_or_default();
+                        let kept = kept_observation(&o, &self.counters.typed);
                         let op = operation_id;
                         // The kept observation is for the owner's investigation; losing it
                         // changes nothing about the outcome.
@@ -298,6 +370,11 @@ impl Run<'_> {
     /// Opens the task's start URL (its first navigation, with its own receipt). `None` when it
     /// opened; otherwise the request's report.
     pub(crate) fn open(&mut self, url: &str) -> Option<Report> {
+        let report = self.open_start(url)?;
+        Some(self.finish(report))
+    }
+
+    fn open_start(&mut self, url: &str) -> Option<Report> {
         if let Some(Part::Stop { code, line }) = self.gate() {
             self.emit(&line, &code);
             return Some(Report {
@@ -352,6 +429,11 @@ impl Run<'_> {
 
     /// Runs the request `text`.
     pub(crate) fn request(&mut self, text: &str) -> Report {
+        let report = self.run_request(text);
+        self.finish(report)
+    }
+
+    fn run_request(&mut self, text: &str) -> Report {
         let trimmed = text.trim();
         if trimmed.is_empty() {
             self.emit(lines::READY, "SESSION_READY");
@@ -534,13 +616,22 @@ impl Run<'_> {
         let mut actions = 0u32;
         let mut decisions = 0u32;
         let mut nothing_retries = 0u32;
-        let mut stale_retries = 0u32;
+        let mut changing = 0u32;
         loop {
             if let Some(p) = self.gate() {
                 return p;
             }
+            let read_at = self.clock.now();
             let obs = match self.observe() {
                 Ok(o) => o,
+                // The page changed while it was read: a changing screen.
+                Err(Error::StaleObservation {
+                    cause: StaleCause::GenerationChanged,
+                }) if changing < CHANGING_RETRIES => {
+                    changing += 1;
+                    self.pause_until(read_at + CHANGING_WAIT);
+                    continue;
+                }
                 Err(e) => return target_failure(&e),
             };
             let resolution = resolve(&intent, &obs, Adapter::Browser);
@@ -613,12 +704,13 @@ impl Run<'_> {
                     return not_done("TARGET_OBSCURED");
                 }
                 Sent::NotExecuted(Error::StaleObservation { .. })
-                    if stale_retries < STALE_READS =>
+                    if changing < CHANGING_RETRIES =>
                 {
-                    // Nothing was sent: the page changed under the decision. Read it again
-                    // and decide afresh (this is not a replay).
-                    stale_retries += 1;
+                    // Nothing was sent: the screen changed under the decision. Read it again
+                    // about a second after the last read and decide afresh (not a replay).
+                    changing += 1;
                     actions -= 1;
+                    self.pause_until(read_at + CHANGING_WAIT);
                     continue;
                 }
                 Sent::Stopped(code) => {
@@ -650,6 +742,9 @@ impl Run<'_> {
 
     /// The backend command for `p` on generation `g`.
     fn command_for(&mut self, p: &Primitive, g: u64) -> Option<(Command, Kind)> {
+        if let Primitive::Type { text, .. } = p {
+            remember_typed(&mut self.counters.typed, text);
+        }
         let operation_id = self.next_operation_id();
         Some(match p {
             Primitive::Scroll { direction } => (
@@ -990,9 +1085,48 @@ fn fingerprint(o: &Observation) -> u64 {
     h.finish()
 }
 
-/// The observation a receipt keeps: bounded text and controls, no sensitive values.
-fn bounded(o: &Observation) -> Observation {
+/// Remembers `text` as typed by the task (the newest [`KEPT_TYPED`], each at most
+/// `MAX_COMMAND_CHARS` characters since it came from a command).
+fn remember_typed(typed: &mut Vec<String>, text: &str) {
+    if text.trim().chars().count() < MIN_SCRUBBED_CHARS || typed.iter().any(|t| t == text) {
+        return;
+    }
+    if typed.len() >= KEPT_TYPED {
+        typed.remove(0);
+    }
+    typed.push(text.to_string());
+}
+
+/// `s` with every text the task typed cut out (`[text]`).
+fn scrub(s: &str, typed: &[String]) -> String {
+    let mut out = s.to_string();
+    for t in typed {
+        for piece in [t.as_str(), t.trim()] {
+            if piece.chars().count() >= MIN_SCRUBBED_CHARS && out.contains(piece) {
+                out = out.replace(piece, "[text]");
+            }
+        }
+    }
+    out
+}
+
+/// A URL as a receipt keeps it: without its query and fragment (a submitted form's values
+/// travel there) and without typed text.
+fn kept_url(url: &str, typed: &[String]) -> String {
+    let end = url.find(['?', '#']).unwrap_or(url.len());
+    scrub(&url[..end], typed)
+}
+
+/// The observation a receipt keeps (R-TSK-RCPT, issue 21 defect 7), as JSON: the controls'
+/// refs, roles, names and states, and for a field the length of its value (`valueChars`) —
+/// never the value itself, typed or prefilled; bounded page text and controls; the URL without
+/// its query; and nothing of the text the task typed (a page that echoes it shows `[text]`).
+fn kept_observation(o: &Observation, typed: &[String]) -> String {
     let mut kept = o.clone();
+    kept.url = kept_url(&kept.url, typed);
+    kept.title = scrub(&kept.title, typed);
+    // Cut typed text out before bounding, so a bound never leaves a piece of it behind.
+    kept.text = scrub(&kept.text, typed);
     if kept.text.chars().count() > KEPT_TEXT_CHARS {
         kept.text = kept.text.chars().take(KEPT_TEXT_CHARS).collect();
         kept.truncated.text = true;
@@ -1001,12 +1135,35 @@ fn bounded(o: &Observation) -> Observation {
         kept.controls.truncate(KEPT_CONTROLS);
         kept.truncated.controls = true;
     }
-    for c in &mut kept.controls {
-        if c.sensitive {
-            c.value = None;
+    if let Some(d) = &mut kept.dialog {
+        d.message = scrub(&d.message, typed);
+    }
+    let lengths: Vec<Option<usize>> = kept
+        .controls
+        .iter_mut()
+        .map(|c| {
+            c.name = scrub(&c.name, typed);
+            c.value.take().map(|v| v.chars().count())
+        })
+        .collect();
+    let mut json = serde_json::to_value(&kept).unwrap_or_default();
+    if let Some(controls) = json.get_mut("controls").and_then(|c| c.as_array_mut()) {
+        for (c, n) in controls.iter_mut().zip(lengths) {
+            if let (Some(n), Some(c)) = (n, c.as_object_mut()) {
+                c.insert("valueChars".into(), n.into());
+            }
         }
     }
-    kept
+    json.to_string()
+}
+
+/// The result a receipt keeps: the primitive's result, a dialog's message without typed text.
+fn kept_result(a: &crate::browser::ActionResult, typed: &[String]) -> Option<String> {
+    let mut a = a.clone();
+    if let Some(d) = &mut a.dialog {
+        d.message = scrub(&d.message, typed);
+    }
+    serde_json::to_string(&a).ok()
 }
 
 /// Text a command itself would type (for the action log's `[text]`).

@@ -170,7 +170,7 @@ impl<'a> Tasks<'a> {
 
     /// Starts a task for `owner` and returns its id (a UUID). It waits `queued` for a free slot
     /// when all are busy. `INVALID_ARGUMENT` for a bad owner, a goal over
-    /// [`MAX_COMMAND_CHARS`] characters or a list over 12 steps, a bad start URL or budget.
+    /// [`MAX_COMMAND_CHARS`] characters, a bad start URL or budget.
     pub fn spawn(&self, owner: &TaskOwner, request: SpawnRequest) -> Result<String> {
         self.service.spawn(owner, request, None)
     }
@@ -300,15 +300,7 @@ fn check_text(name: &'static str, text: &str, allow_empty: bool) -> Result<()> {
             reason: format!("must be 1 to {MAX_COMMAND_CHARS} characters ({n} given)"),
         });
     }
-    if lines::too_many_steps(text) {
-        return Err(Error::InvalidArgument {
-            name,
-            reason: format!(
-                "a step list has at most {} steps",
-                crate::grammar::MAX_STEPS
-            ),
-        });
-    }
+    // More than 12 steps is not an error: such text takes the one-command path (seed 003).
     Ok(())
 }
 
@@ -401,6 +393,13 @@ impl TaskService {
             })?;
         *service.shared.reaper.lock() = Some(reaper);
         Ok(service)
+    }
+
+    /// Sets the retention window of closed tasks (issue 21 defect 11), swept by the writer on
+    /// the gateway's clock; the gateway calls it on open and on every reload.
+    pub(crate) fn set_retention(&self, window: Duration) {
+        let clock = Arc::clone(&self.shared.clock);
+        self.shared.writer.retain(clock, window);
     }
 
     /// Installs the crash-test seam (tests only, through `jevgate::unstable`).
@@ -1646,12 +1645,10 @@ impl TaskService {
         request.target = task.target.clone();
         request.budget = budget;
         request.keep_open = spawn["keepOpen"].as_bool().unwrap_or(false);
-        let counters = Counters {
-            actions: task.actions,
-            evaluations: task.evaluations,
-            log: task.action_log.clone(),
-            ops: 0,
-        };
+        let mut counters = Counters::default();
+        counters.actions = task.actions;
+        counters.evaluations = task.evaluations;
+        counters.log = task.action_log.clone();
         let mut pool = self.shared.pool.lock();
         if pool.closed {
             return Err(Error::GatewayClosed);

@@ -9,10 +9,19 @@
 //! write fails alone. The data directory is fsynced after the first commit, so the WAL file's
 //! directory entry is durable too.
 //!
+//! It also sweeps (issue 21 defect 11): once [`Writer::retain`] set a window, a retention pass
+//! rides along with a group at most every [`SWEEP_EVERY`] of the gateway's clock (sooner while
+//! a pass still finds a full batch), deleting closed tasks older than the window with their
+//! receipts — a bounded number per pass, walking the tasks oldest first from where the last
+//! pass stopped ([`records::sweep_closed`]). It never deletes an open task or one with an
+//! operation in doubt.
+//!
 //! It must never drop a write silently (a write that could not be committed returns its
 //! error), never hold a caller's lock while it waits, and never see arguments, field values or
 //! page content in anything it logs (it logs error codes only).
 
+use super::records::{self, SweepCursor};
+use crate::clock::{Instant, SharedClock};
 use crate::store::Store;
 use crate::{Error, Result};
 use parking_lot::{Condvar, Mutex};
@@ -20,6 +29,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 /// One write: runs inside the group's transaction.
 pub(crate) type WriteFn =
@@ -27,6 +37,14 @@ pub(crate) type WriteFn =
 
 /// The most writes one transaction carries.
 const MAX_GROUP: usize = 512;
+/// How often a retention pass runs when the last one found nothing more to delete.
+pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(600);
+/// How soon the next pass runs after one that deleted a full batch (the backlog drains in
+/// bounded steps between groups of receipts).
+const SWEEP_AGAIN: Duration = Duration::from_secs(1);
+/// The most closed tasks one pass looks at, and the most it deletes.
+const SWEEP_SCAN: u32 = 256;
+const SWEEP_BATCH: u32 = 64;
 
 struct Job {
     write: WriteFn,
@@ -65,10 +83,47 @@ impl Slot {
     }
 }
 
+/// A write queued by [`Writer::submit`]: whether it committed, once the writer decided.
+#[derive(Clone)]
+pub(crate) struct Pending(Arc<Slot>);
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Pending").field(&self.committed()).finish()
+    }
+}
+
+impl Pending {
+    /// `Some(true)` committed, `Some(false)` not committed, `None` not decided yet.
+    pub(crate) fn committed(&self) -> Option<bool> {
+        self.0.verdict.lock().as_ref().map(Result::is_ok)
+    }
+
+    /// Waits for the verdict (the writer answers every queued write, also when it stops);
+    /// `true` when the write committed.
+    pub(crate) fn wait(&self) -> bool {
+        let mut v = self.0.verdict.lock();
+        loop {
+            if let Some(r) = v.as_ref() {
+                return r.is_ok();
+            }
+            self.0.ready.wait(&mut v);
+        }
+    }
+}
+
+/// The retention window and the clock it is measured on.
+#[derive(Clone)]
+struct Retention {
+    clock: SharedClock,
+    window: Duration,
+}
+
 #[derive(Default)]
 struct Queue {
     jobs: VecDeque<Job>,
     closed: bool,
+    retention: Option<Retention>,
 }
 
 struct Shared {
@@ -122,8 +177,15 @@ impl Writer {
     /// whose loss in a crash is safe (an operation's result: without it the operation counts as
     /// interrupted, never as done). `GATEWAY_CLOSED` after close; a later SQLite failure is
     /// logged by code.
-    pub(crate) fn submit(&self, write: WriteFn) -> Result<()> {
-        self.enqueue(write, true).map(|_| ())
+    pub(crate) fn submit(&self, write: WriteFn) -> Result<Pending> {
+        self.enqueue(write, true).map(Pending)
+    }
+
+    /// Starts (or changes) retention: closed tasks whose last change is older than `window` on
+    /// `clock`'s wall time are swept with the writer's groups, the first pass right away.
+    pub(crate) fn retain(&self, clock: SharedClock, window: Duration) {
+        self.shared.queue.lock().retention = Some(Retention { clock, window });
+        self.shared.wake.notify_all();
     }
 
     /// A compare-and-set write (R-TSK-CTL): `f` reads and writes inside the group's
@@ -195,20 +257,100 @@ impl Drop for Writer {
     }
 }
 
+/// Where the retention sweep stands: when its next pass is due and where it goes on.
+#[derive(Default)]
+struct Sweep {
+    due: Option<Instant>,
+    cursor: Option<SweepCursor>,
+}
+
+impl Sweep {
+    /// The pass to run with the next group, when one is due.
+    fn job(
+        &mut self,
+        retention: &Retention,
+    ) -> Option<(Job, Arc<Mutex<Option<records::SweepPass>>>)> {
+        let now = retention.clock.now();
+        if now < *self.due.get_or_insert(now) {
+            return None;
+        }
+        let window_ms = i64::try_from(retention.window.as_millis()).unwrap_or(i64::MAX);
+        let cutoff = retention.clock.wall_millis().saturating_sub(window_ms);
+        let cursor = self.cursor.clone();
+        let out = Arc::new(Mutex::new(None));
+        let put = Arc::clone(&out);
+        let write: WriteFn = Box::new(move |tx| {
+            let pass = records::sweep_closed(tx, cutoff, cursor, SWEEP_SCAN, SWEEP_BATCH)?;
+            *put.lock() = Some(pass);
+            Ok(())
+        });
+        let done = Arc::new(Slot {
+            detached: true,
+            ..Slot::default()
+        });
+        // Not due again until this pass said how it went.
+        self.due = Some(now + SWEEP_EVERY);
+        Some((Job { write, done }, out))
+    }
+
+    /// Takes in how the pass went (`None`: it did not commit; tried again later from the same
+    /// place).
+    fn settle(&mut self, retention: &Retention, pass: Option<records::SweepPass>) {
+        let now = retention.clock.now();
+        match pass {
+            Some(p) => {
+                let more = p.deleted >= SWEEP_BATCH || p.cursor.is_some();
+                if p.deleted > 0 {
+                    log::debug!("retention: {} closed task(s) deleted", p.deleted);
+                }
+                self.cursor = p.cursor;
+                self.due = Some(now + if more { SWEEP_AGAIN } else { SWEEP_EVERY });
+            }
+            None => self.due = Some(now + SWEEP_EVERY),
+        }
+    }
+}
+
 fn run(shared: &Shared, store: &Store, data_dir: &std::path::Path) {
     let mut dir_synced = false;
+    let mut sweep = Sweep::default();
     loop {
-        let group: Vec<Job> = {
+        let (mut group, retention) = {
             let mut q = shared.queue.lock();
-            while q.jobs.is_empty() && !q.closed {
-                shared.wake.wait(&mut q);
+            loop {
+                if !q.jobs.is_empty() || q.closed {
+                    break;
+                }
+                let Some(r) = q.retention.clone() else {
+                    shared.wake.wait(&mut q);
+                    continue;
+                };
+                let due = *sweep.due.get_or_insert(r.clock.now());
+                match crate::clock::wait_slice(&*r.clock, due) {
+                    // A pass is due: it goes alone.
+                    None => break,
+                    Some(slice) => {
+                        shared.wake.wait_for(&mut q, slice);
+                    }
+                }
             }
-            if q.jobs.is_empty() {
+            if q.jobs.is_empty() && q.closed {
                 return;
             }
             let n = q.jobs.len().min(MAX_GROUP);
-            q.jobs.drain(..n).collect()
+            let group: Vec<Job> = q.jobs.drain(..n).collect();
+            (group, q.retention.clone())
         };
+        // A due retention pass rides along with the group (after its writes, in its own
+        // savepoint: it never fails a receipt).
+        let pass = retention
+            .as_ref()
+            .and_then(|r| sweep.job(r))
+            .map(|(job, out)| {
+                let slot = Arc::clone(&job.done);
+                group.push(job);
+                (slot, out)
+            });
         let slots: Vec<Arc<Slot>> = group.iter().map(|j| Arc::clone(&j.done)).collect();
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             commit_group(store, group, data_dir, &mut dir_synced)
@@ -224,6 +366,11 @@ fn run(shared: &Shared, store: &Store, data_dir: &std::path::Path) {
                 }
                 slot.ready.notify_all();
             }
+        }
+        if let (Some(r), Some((slot, out))) = (&retention, pass) {
+            let committed = slot.verdict.lock().as_ref().is_some_and(Result::is_ok);
+            let result = out.lock().take().filter(|_| committed);
+            sweep.settle(r, result);
         }
     }
 }

@@ -15,6 +15,8 @@ pub const SECRET_PASSWORD: &str = "hunter2-SECRET-pw";
 pub const SECRET_CARD: &str = "4111111111111111";
 pub const SECRET_OTP: &str = "918273";
 pub const SECRET_TYPED: &str = "typed-SECRET-xyz";
+/// The prefilled value of the `profile` page's Nickname field (never kept in a receipt).
+pub const PREFILLED: &str = "PREFILLED-SENTINEL-5e1d0c";
 /// The token the `network` page puts in its request URLs (must never be shown).
 pub const SECRET_TOKEN: &str = "tok-SECRET-4242";
 /// What `/download` serves.
@@ -74,6 +76,13 @@ closed.attachShadow({mode:'closed'}).innerHTML = '<button>Closed shadow button</
 <label>One-time code <input name="otp" autocomplete="one-time-code" value="{SECRET_OTP}"></label>
 <textarea name="notes">Visible notes</textarea>
 <button>Pay</button></form>"#
+        ),
+        // A profile form with a prefilled value (issue 21 defect 7: a receipt keeps no field value).
+        "profile" => format!(
+            r#"<title>Profile</title><h1>Profile form</h1><form onsubmit="event.preventDefault()">
+<label>Nickname <input name="nick" value="{PREFILLED}"></label>
+<label>Comment <input id="comment" name="comment"></label>
+<button type="button" onclick="b('save')">Save</button></form>"#
         ),
         "form" => r#"<title>Form</title><h1>Search form</h1>
 <form role="search" onsubmit="event.preventDefault(); b('submit:' + document.getElementById('q').value)">
