@@ -92,7 +92,13 @@ impl BrowserBackend for Page {
 fn open(dir: &Path, clock: &ManualClock, config: serde_json::Value) -> Gateway {
     let gw = Gateway::open(
         GatewayOptions::new(dir, Config::from_json_str(&config.to_string()).unwrap())
-            .with_clock(Arc::new(clock.clone())),
+            .with_clock(Arc::new(clock.clone()))
+            // An open session must outlive the window here (idle expiry would close it).
+            .with_task_limits(jevgate::task::TaskLimits {
+                idle: Duration::from_secs(400 * 86_400),
+                idle_after_failure: Duration::from_secs(400 * 86_400),
+                ..Default::default()
+            }),
     )
     .unwrap();
     // Any choice is the one button.
