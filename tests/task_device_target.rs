@@ -124,17 +124,11 @@ fn r_tsk_r_brw_stale_a_device_target_acts_like_the_local_backend_and_holds_the_l
     assert_eq!(server.count("go"), 0, "a stale click sends nothing");
     // The browser recorded the refused click as not executed; the device target reads it back.
     let status = target
-        .operation_status(OperationStatusArgs {
-            operation_id: format!("stale-device-{}", std::process::id()),
-        })
+        .operation_status(&format!("stale-device-{}", std::process::id()))
         .unwrap();
     assert_eq!(status.status, OperationState::NotExecuted);
-    let added = target
-        .operation_status(OperationStatusArgs {
-            operation_id: add.operation_id.clone(),
-        })
-        .unwrap();
-    assert_eq!(added.status, OperationState::Completed);
+    let added = target.operation_status(&add.operation_id).unwrap();
+    assert_eq!(added.status, OperationState::Executed);
 
     // Re-observe and the same click goes through, once.
     let second = target.observe().unwrap();

@@ -595,6 +595,14 @@ impl BrowserTools {
             "browser_batch" => Err(refused(
                 "browser_batch is run by the gateway one action at a time",
             )),
+            "operation_status" => {
+                // The backend's record, read the one way every surface reads it (issue 21
+                // item 6): a malformed id is INVALID_ARGUMENT, never a question.
+                let id = str_arg(args, "operationId").unwrap_or("");
+                let record = b.operation_status(id).map_err(|e| failure(&e))?;
+                serde_json::to_value(&record)
+                    .map_err(|_| refused("the result could not be serialized"))
+            }
             primitive => {
                 let command: Command =
                     serde_json::from_value(json!({"tool": primitive, "args": args})).map_err(
