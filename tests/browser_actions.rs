@@ -39,10 +39,7 @@ fn click(tab: &LocalTab, id: &str, generation: u64, r: &str) -> jevgate::Result<
 }
 
 fn status(tab: &LocalTab, id: &str) -> OperationRecord {
-    tab.operation_status(OperationStatusArgs {
-        operation_id: id.into(),
-    })
-    .unwrap()
+    tab.operation_status(id).unwrap()
 }
 
 #[test]
@@ -87,8 +84,9 @@ fn r_brw_act_page_click_sends_one_real_click_and_is_recorded() {
     assert_eq!(res.tool, "page_click");
     assert_eq!(server.wait_count("go", 1), 1);
     let rec = status(&tab, &id);
-    assert_eq!(rec.status, OperationState::Completed);
-    assert_eq!(rec.result.as_ref(), Some(&res));
+    assert_eq!(rec.status, OperationState::Executed);
+    assert_eq!(rec.outcome, OperationOutcome::Completed);
+    assert_eq!(rec.tool.as_deref(), Some(res.tool.as_str()));
     // The same operation id is never run twice.
     let again = click(
         &tab,
@@ -98,7 +96,7 @@ fn r_brw_act_page_click_sends_one_real_click_and_is_recorded() {
     );
     assert_eq!(again.unwrap_err().code(), "INVALID_ARGUMENT");
     assert_eq!(server.wait_count("go", 1), 1);
-    assert_eq!(status(&tab, "never-seen").status, OperationState::NotFound);
+    assert_eq!(status(&tab, "never-seen").status, OperationState::Unknown);
     tab.close().unwrap();
 }
 
@@ -404,7 +402,8 @@ fn r_brw_act_tab_navigate_refuses_other_schemes_and_reports_network_errors() {
         .unwrap_err();
     assert_eq!(err.code(), "NAVIGATION_FAILED");
     assert!(!err.to_string().contains("secret-token"), "{err}");
-    assert_eq!(status(&tab, &id).status, OperationState::Failed);
+    assert_eq!(status(&tab, &id).status, OperationState::Executed);
+    assert_eq!(status(&tab, &id).outcome, OperationOutcome::Failed);
     tab.close().unwrap();
 }
 
@@ -671,4 +670,151 @@ fn r_brw_act_a_link_that_does_not_navigate_returns_on_a_manual_clock() {
     );
     assert_eq!(server.wait_count("stay", 1), 1);
     browser.close();
+}
+
+/// `operation_status` through the JSON surface C and Python call (`execute_json`).
+fn asked(backend: &dyn BrowserBackend, id: &str) -> jevgate::Result<serde_json::Value> {
+    let command = serde_json::json!({"tool": "operation_status", "args": {"operationId": id}});
+    execute_json(backend, &command.to_string()).map(|out| serde_json::from_str(&out).unwrap())
+}
+
+// Issue 21 item 6 (R-TSK-RCPT): the browser keeps a record of the operations it ran and
+// answers `operation_status` from it — a click sent through `execute` is executed (once: the
+// fixture counts real clicks), an id never seen is unknown, a refused click is not executed;
+// the answer holds the tool and when, never arguments or page content; a malformed id is a
+// clear INVALID_ARGUMENT and is asked about nothing. The tools family (what the reference
+// worker serves) reads the same record.
+#[test]
+fn issue21_operation_status_reads_the_browsers_record_of_what_it_ran() {
+    let (server, browser, tab, obs) = setup("/p/buttons");
+    let id = op("opstat-click");
+    let press = named(&obs, "Press me").reference.clone();
+    let click = serde_json::json!({"tool": "page_click", "args": {
+        "operationId": id, "generation": obs.generation, "ref": press}});
+    execute_json(&tab, &click.to_string()).unwrap();
+    assert_eq!(server.wait_count("go", 1), 1);
+
+    let done = asked(&tab, &id).unwrap();
+    assert_eq!(done["operationId"], id.as_str());
+    assert_eq!(done["status"], "executed");
+    assert_eq!(done["outcome"], "completed");
+    assert_eq!(done["tool"], "page_click");
+    assert!(done["atMs"].as_i64().unwrap() > 1_600_000_000_000, "{done}");
+    let keys: Vec<&str> = done
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    for key in &keys {
+        assert!(
+            ["operationId", "status", "outcome", "tool", "atMs"].contains(key),
+            "{key} in {done}"
+        );
+    }
+    // The browser's record, not the tab's: the browser handle reads the same entry.
+    assert_eq!(
+        browser.0.operation_status(&id).unwrap().status,
+        OperationState::Executed
+    );
+
+    let never = asked(&tab, &op("opstat-never")).unwrap();
+    assert_eq!(
+        (never["status"].as_str(), never["outcome"].as_str()),
+        (Some("unknown"), Some("not_recorded"))
+    );
+    assert!(never.get("tool").is_none() && never.get("atMs").is_none());
+
+    // A click on a generation that no longer holds is refused before any input: not executed.
+    let stale = op("opstat-stale");
+    let refused = serde_json::json!({"tool": "page_click", "args": {
+        "operationId": stale, "generation": obs.generation + 100, "ref": press}});
+    let err = execute_json(&tab, &refused.to_string()).unwrap_err();
+    assert_eq!(err.code(), "STALE_OBSERVATION");
+    let r = tab.operation_status(&stale).unwrap();
+    assert_eq!(
+        (r.status, r.outcome),
+        (OperationState::NotExecuted, OperationOutcome::Refused)
+    );
+    assert_eq!(r.error_code.as_deref(), Some("STALE_OBSERVATION"));
+    assert_eq!(
+        server.wait_count("go", 1),
+        1,
+        "the refused click sent nothing"
+    );
+
+    // Hostile ids: too long, empty, a control character — refused, for asking and for running.
+    for bad in ["x".repeat(201), String::new(), "op\n1".to_string()] {
+        assert_eq!(asked(&tab, &bad).unwrap_err().code(), "INVALID_ARGUMENT");
+        assert_eq!(
+            tab.operation_status(&bad).unwrap_err().code(),
+            "INVALID_ARGUMENT"
+        );
+        let run = serde_json::json!({"tool": "page_click", "args": {
+            "operationId": bad, "generation": obs.generation, "ref": press}});
+        assert_eq!(
+            execute_json(&tab, &run.to_string()).unwrap_err().code(),
+            "INVALID_ARGUMENT"
+        );
+    }
+    assert_eq!(server.wait_count("go", 1), 1);
+
+    // The tools family (the reference worker) answers from the same record.
+    let tools = BrowserTools::new(std::sync::Arc::new(tab.clone()));
+    let via_tools = tools
+        .run("operation_status", &serde_json::json!({"operationId": id}))
+        .unwrap();
+    assert_eq!(via_tools, done);
+    let bad = tools
+        .run("operation_status", &serde_json::json!({"operationId": 7}))
+        .unwrap_err();
+    assert_eq!(bad.code, "execution_failed");
+    assert!(
+        bad.message
+            .starts_with("INVALID_ARGUMENT: invalid argument `operationId`"),
+        "{}",
+        bad.message
+    );
+    tab.close().unwrap();
+}
+
+/// A host's own backend that keeps no record: it refuses `operation_status` like any command
+/// it does not know, or answers it with something else.
+struct NoRecord {
+    answer: Option<Response>,
+}
+
+impl BrowserBackend for NoRecord {
+    fn execute(&self, _command: &Command) -> jevgate::Result<Response> {
+        self.answer.clone().ok_or(jevgate::Error::ExecutionFailed {
+            reason: "not supported".into(),
+        })
+    }
+}
+
+// Issue 21 item 6: a backend that keeps no record compiles unchanged and answers unknown; one
+// that answers about another operation is read as unknown too.
+#[test]
+fn issue21_a_backend_without_a_record_answers_unknown() {
+    let none = NoRecord { answer: None };
+    let r = none.operation_status("op-1").unwrap();
+    assert_eq!(
+        (r.status, r.outcome),
+        (OperationState::Unknown, OperationOutcome::NotRecorded)
+    );
+    assert_eq!(asked(&none, "op-1").unwrap()["status"], "unknown");
+    let mut other = OperationRecord::unknown("op-2");
+    other.status = OperationState::Executed;
+    other.outcome = OperationOutcome::Completed;
+    let liar = NoRecord {
+        answer: Some(Response::Operation(other)),
+    };
+    assert_eq!(
+        liar.operation_status("op-1").unwrap(),
+        OperationRecord::unknown("op-1")
+    );
+    assert_eq!(
+        none.operation_status(&"x".repeat(201)).unwrap_err().code(),
+        "INVALID_ARGUMENT"
+    );
 }

@@ -140,10 +140,8 @@ fn r_brw_act_click_in_a_cross_origin_frame_is_one_real_click() {
     )
     .unwrap();
     assert_eq!(server.wait_count("xinner", 1), 1);
-    let rec = tab
-        .operation_status(OperationStatusArgs { operation_id: id })
-        .unwrap();
-    assert_eq!(rec.status, OperationState::Completed);
+    let rec = tab.operation_status(&id).unwrap();
+    assert_eq!(rec.status, OperationState::Executed);
     // The main frame's refs still work in the same generation.
     click(&tab, &op("top"), obs.generation, "e1").unwrap();
     assert_eq!(server.wait_count("top", 1), 1);

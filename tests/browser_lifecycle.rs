@@ -62,6 +62,14 @@ fn r_brw_chromium_killed_under_the_backend_is_a_clear_error_not_a_hang() {
     track_pid(pid);
     browser.navigate(&server.url("/p/buttons")).unwrap();
     let obs = browser.observe().unwrap();
+    let before = format!("before-kill-{pid}");
+    browser
+        .page_click(ClickArgs {
+            operation_id: before.clone(),
+            generation: obs.generation,
+            reference: "e1".into(),
+        })
+        .unwrap();
     let status = std::process::Command::new("kill")
         .args(["-KILL", &pid.to_string()])
         .status()
@@ -70,13 +78,14 @@ fn r_brw_chromium_killed_under_the_backend_is_a_clear_error_not_a_hang() {
     let started = Instant::now();
     // Every call fails fast with BROWSER_UNAVAILABLE (bounded polling of real state: the
     // connection drop is noticed by the reader thread).
-    let err = loop {
+    let (err, refused) = loop {
+        let id = format!("after-kill-{}", started.elapsed().as_nanos());
         match browser.page_click(ClickArgs {
-            operation_id: format!("after-kill-{}", started.elapsed().as_nanos()),
+            operation_id: id.clone(),
             generation: obs.generation,
             reference: "e1".into(),
         }) {
-            Err(e) if e.code() == "BROWSER_UNAVAILABLE" => break e,
+            Err(e) if e.code() == "BROWSER_UNAVAILABLE" => break (e, id),
             _ => {}
         }
         assert!(
@@ -88,7 +97,22 @@ fn r_brw_chromium_killed_under_the_backend_is_a_clear_error_not_a_hang() {
     assert!(err.to_string().contains("connection was lost"), "{err}");
     assert_eq!(browser.observe().unwrap_err().code(), "BROWSER_UNAVAILABLE");
     assert!(started.elapsed() < Duration::from_secs(10));
+    // Issue 21 item 6: the record belongs to the process that owns the browser, not to
+    // Chromium — it still answers after Chromium died, and after close: the click before the
+    // kill executed, the refused one after it did not.
+    let r = browser.operation_status(&before).unwrap();
+    assert_eq!(
+        (r.status, r.tool.as_deref()),
+        (OperationState::Executed, Some("page_click"))
+    );
+    let r = browser.operation_status(&refused).unwrap();
+    assert_eq!(r.status, OperationState::NotExecuted);
+    assert_eq!(r.error_code.as_deref(), Some("BROWSER_UNAVAILABLE"));
     browser.close();
+    assert_eq!(
+        browser.operation_status(&before).unwrap().status,
+        OperationState::Executed
+    );
     assert_eq!(
         wait_group_gone(pid, Duration::from_secs(5)),
         Vec::<u32>::new()

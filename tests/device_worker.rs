@@ -527,3 +527,106 @@ fn the_jevgate_worker_binary_refuses_bad_usage() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("JEVGATE_DEVICE_TOKEN"));
 }
+
+/// Reads the worker's stderr until its next `ready` line (bounded by the worker's own connect
+/// attempts; the pipe ends if it exits).
+fn wait_ready(stderr: &mut BufReader<std::process::ChildStderr>) {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "the worker ended");
+        if line.starts_with("jevgate-worker: ready") {
+            return;
+        }
+    }
+}
+
+// Issue 21 item 6 and its decision "operation records": the gateway asks a paired worker what
+// became of an operation and the worker answers from its record — after the gateway host is
+// restarted (the worker lives) the click is still `executed`; after the worker process is
+// killed and started again its record died with it and the answer is `unknown`. Never a
+// replay: the fixture counts one click throughout.
+#[test]
+fn issue21_a_paired_worker_answers_operation_status_from_its_record_until_it_dies() {
+    use jevgate::browser::{
+        BrowserBackend, ClickArgs, NavigateArgs, OperationOutcome, OperationState,
+    };
+    let server = Server::start();
+    let t = support::gateway::builder().channel().build();
+    let (dir, gw, channel) = (t.dir, t.gw, t.channel.unwrap());
+    let addr = channel.local_addr();
+    let (device, token) = pair(&gw, "alice");
+    let (mut child, mut stderr, chromium) = spawn_worker(&channel.url(), &token, "--reconnect");
+
+    let target = gw.device_target("alice", "conv-1", &device).unwrap();
+    let pid = std::process::id();
+    target
+        .tab_navigate(NavigateArgs {
+            operation_id: format!("nav-{pid}"),
+            url: server.url("/p/buttons"),
+        })
+        .unwrap();
+    let obs = target.observe().unwrap();
+    let press = obs.controls.iter().find(|c| c.name == "Press me").unwrap();
+    let id = format!("press-{pid}");
+    target
+        .page_click(ClickArgs {
+            operation_id: id.clone(),
+            generation: obs.generation,
+            reference: press.reference.clone(),
+        })
+        .unwrap();
+    assert_eq!(server.wait_count("go", 1), 1);
+    let r = target.operation_status(&id).unwrap();
+    assert_eq!(
+        (r.status, r.outcome),
+        (OperationState::Executed, OperationOutcome::Completed)
+    );
+    assert_eq!(r.tool.as_deref(), Some("page_click"));
+    assert!(r.at_ms.is_some());
+    assert_eq!(
+        target.operation_status("never-sent").unwrap().status,
+        OperationState::Unknown
+    );
+
+    // The gateway host goes away and comes back on the same data and address; the worker
+    // lives and reconnects, and its record still says executed.
+    drop(target);
+    channel.stop();
+    gw.close();
+    drop(gw);
+    let gw = Gateway::open(jevgate::GatewayOptions::new(dir.path(), Default::default())).unwrap();
+    let channel = gw
+        .serve_channel(ChannelOptions::new(addr.to_string()))
+        .unwrap();
+    wait_ready(&mut stderr);
+    let target = gw.device_target("alice", "conv-1", &device).unwrap();
+    let r = target.operation_status(&id).unwrap();
+    assert_eq!(r.status, OperationState::Executed, "{r:?}");
+
+    // The worker process is killed (no chance to close anything) and started again: a new
+    // process, a new browser, an empty record.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for pid in chromium {
+        let left = support::wait_group_gone(pid, Duration::from_secs(10));
+        assert!(left.is_empty(), "Chromium left behind: {left:?}");
+    }
+    let (mut child, _stderr, chromium) =
+        spawn_worker(&channel.url(), &token, "--exit-on-stdin-eof");
+    let r = target.operation_status(&id).unwrap();
+    assert_eq!(
+        (r.status, r.outcome),
+        (OperationState::Unknown, OperationOutcome::NotRecorded)
+    );
+    assert_eq!(server.wait_count("go", 1), 1, "nothing was replayed");
+
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+    for pid in chromium {
+        let left = support::wait_group_gone(pid, Duration::from_secs(5));
+        assert!(left.is_empty(), "Chromium left behind: {left:?}");
+    }
+    drop(channel);
+    gw.close();
+}

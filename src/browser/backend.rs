@@ -15,6 +15,8 @@ use crate::grammar::{HistoryDirection, Key, ScrollDirection};
 use crate::observation::{Control, Dialog, Observation};
 use crate::{Error, Result};
 
+pub use super::oplog::{OperationOutcome, OperationRecord, OperationState};
+
 pub use crate::reasons::StaleCause;
 
 /// The `STALE_OBSERVATION` error with its cause.
@@ -795,44 +797,6 @@ pub struct Screenshot {
     pub generation: u64,
 }
 
-/// The state of an operation this backend was asked to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OperationState {
-    /// Still running.
-    Running,
-    /// Done; the input was delivered.
-    Completed,
-    /// Refused before anything was sent to the page (stale, limit, no history, …).
-    NotExecuted,
-    /// Sent, and the browser reported it failed (a navigation error, a script that threw).
-    Failed,
-    /// Something was sent but the outcome is not known (lost connection, timeout). Never
-    /// replayed.
-    Unknown,
-    /// This backend never saw the id (or forgot it: it keeps the last 256).
-    NotFound,
-}
-
-/// `operation_status` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OperationRecord {
-    /// The operation's id.
-    pub operation_id: String,
-    /// Its state.
-    pub status: OperationState,
-    /// The primitive it ran, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool: Option<String>,
-    /// The error code it ended with, when it failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_code: Option<String>,
-    /// Its result, when completed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<ActionResult>,
-}
-
 /// `tab_lease` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -1020,9 +984,29 @@ pub trait BrowserBackend: Send + Sync {
     typed_call!(
         /// `page_screenshot`.
         page_screenshot(ScreenshotArgs) -> Screenshot(Screenshot) via PageScreenshot);
-    typed_call!(
-        /// `operation_status`.
-        operation_status(OperationStatusArgs) -> Operation(OperationRecord) via OperationStatus);
+    /// What this backend's record says about operation `operation_id` (issue 21 item 6):
+    /// `executed`, `not_executed` or `unknown`, with the primitive, the error code it ended with
+    /// and when ([`OperationRecord`]; never arguments or page content). Never runs or replays
+    /// anything, and needs no lease: it reads a record.
+    ///
+    /// `INVALID_ARGUMENT` for a malformed id ([`crate::browser::check_operation_id`]). The
+    /// default asks [`BrowserBackend::execute`] with [`Command::OperationStatus`] and reads the
+    /// answer with [`OperationRecord::from_answer`]: a backend that keeps no record (refuses the
+    /// command) or answers something unreadable or about another operation reads `unknown`;
+    /// `Err` only when the question could not be asked (a device offline, a browser gone).
+    /// The local Chromium answers from its own record (the last 1,000 operations, for its own
+    /// lifetime), even after its browser exited.
+    fn operation_status(&self, operation_id: &str) -> Result<OperationRecord> {
+        let id = super::oplog::check_operation_id(operation_id)?;
+        let asked = self.execute(&Command::OperationStatus(OperationStatusArgs {
+            operation_id: id.to_string(),
+        }));
+        match asked {
+            Ok(Response::Operation(record)) => Ok(record.checked(id)),
+            Ok(_) => Ok(OperationRecord::unknown(id)),
+            Err(e) => OperationRecord::from_answer(id, Err(e)),
+        }
+    }
     typed_call!(
         /// `tab_lease`.
         tab_lease(TabLeaseArgs) -> Lease(TabLeaseState) via TabLease);

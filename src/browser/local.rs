@@ -14,7 +14,7 @@
 //! lock across a DevTools call, and never logs page content, URLs or typed text.
 
 use std::cell::Cell;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,16 +23,14 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use super::backend::{
-    ActionResult, BrowserBackend, Command, OperationRecord, OperationState, Response, TabInfo,
-    TabLeaseState, TabList, TabsAction, TabsArgs,
+    ActionResult, BrowserBackend, Command, OperationRecord, Response, TabInfo, TabLeaseState,
+    TabList, TabsAction, TabsArgs,
 };
 use super::cdp::{Cdp, Event, Poster};
 use super::launch::{find_chromium, ChromiumProcess, LaunchOptions, Started};
+use super::oplog::{check_operation_id, outcome_of, OperationLog};
 use super::tab::TabShared;
 use crate::{Error, Result};
-
-/// How many operation records a browser keeps for `operation_status`.
-const KEPT_OPERATIONS: usize = 256;
 
 /// Routes events to tabs by session: a tab's own session and the sessions of its
 /// out-of-process frames (which only attach and detach here; their other events are not the
@@ -204,12 +202,6 @@ impl Router {
     }
 }
 
-#[derive(Default)]
-struct Operations {
-    records: HashMap<String, OperationRecord>,
-    order: VecDeque<String>,
-}
-
 pub(crate) struct Inner {
     pub(crate) cdp: Cdp,
     /// Calls sent without waiting for their answers (a dialog answered while a navigation
@@ -219,7 +211,8 @@ pub(crate) struct Inner {
     router: Arc<Router>,
     tabs: Mutex<Vec<Arc<TabShared>>>,
     current: Mutex<Option<Arc<TabShared>>>,
-    ops: Mutex<Operations>,
+    /// The record `operation_status` reads (the last 1,000 operations, this browser's life).
+    ops: Mutex<OperationLog>,
     closed: AtomicBool,
     /// Where the browser saves downloads (`<profile>/jevgate-downloads`, one file per download
     /// named by its guid); `None` when it could not be set up.
@@ -342,7 +335,7 @@ impl LocalBrowser {
             router,
             tabs: Mutex::new(Vec::new()),
             current: Mutex::new(None),
-            ops: Mutex::new(Operations::default()),
+            ops: Mutex::new(OperationLog::default()),
             closed: AtomicBool::new(false),
             downloads,
             uploads,
@@ -721,89 +714,64 @@ impl Inner {
         })
     }
 
-    /// Runs a mutating command under its operation id: refuses a reused id (never replays),
-    /// records running/completed/not executed/unknown for `operation_status`.
+    /// Runs a mutating command under its operation id: refuses a malformed or reused id with
+    /// nothing sent (never replays), records it running, then writes its outcome the moment it
+    /// is known (`oplog.rs` says what each outcome means): completed, failed after running,
+    /// refused before any input went out, or lost — input went out and no answer came.
     pub(crate) fn run_operation(
         &self,
         command: &Command,
         run: impl FnOnce(&Sent) -> Result<Response>,
     ) -> Result<Response> {
-        let Some(id) = command.operation_id().map(str::to_string) else {
+        let Some(id) = command.operation_id() else {
             return run(&Sent::default());
         };
-        if id.is_empty() || id.len() > 200 {
+        check_operation_id(id)?;
+        let clock = &*self.opts.clock;
+        if !self
+            .ops
+            .lock()
+            .begin(id, command.tool(), clock.wall_millis())
+        {
             return Err(Error::InvalidArgument {
                 name: "operationId",
-                reason: "must be 1 to 200 characters".into(),
+                reason:
+                    "already used on this browser; read operation_status instead (nothing was sent)"
+                        .into(),
             });
-        }
-        {
-            let mut ops = self.ops.lock();
-            if ops.records.contains_key(&id) {
-                return Err(Error::InvalidArgument {
-                    name: "operationId",
-                    reason: "already used on this browser; read operation_status instead (nothing was sent)".into(),
-                });
-            }
-            ops.records.insert(
-                id.clone(),
-                OperationRecord {
-                    operation_id: id.clone(),
-                    status: OperationState::Running,
-                    tool: Some(command.tool().to_string()),
-                    error_code: None,
-                    result: None,
-                },
-            );
-            ops.order.push_back(id.clone());
-            while ops.order.len() > KEPT_OPERATIONS {
-                if let Some(old) = ops.order.pop_front() {
-                    ops.records.remove(&old);
-                }
-            }
         }
         let sent = Sent::default();
         let outcome = run(&sent);
-        let mut ops = self.ops.lock();
-        if let Some(record) = ops.records.get_mut(&id) {
-            match &outcome {
-                Ok(response) => {
-                    record.status = OperationState::Completed;
-                    if let Response::Action(a) = response {
-                        record.result = Some(a.clone());
-                    }
-                }
-                Err(e) => {
-                    record.error_code = Some(e.code().to_string());
-                    record.status = if !sent.get() {
-                        OperationState::NotExecuted
-                    } else if matches!(
-                        e,
-                        Error::JavascriptError { .. } | Error::NavigationFailed { .. }
-                    ) {
-                        OperationState::Failed
-                    } else {
-                        OperationState::Unknown
-                    };
-                }
-            }
-        }
+        let (result, code) = match &outcome {
+            Ok(_) => (Ok(()), None),
+            Err(e) => (Err(e), Some(e.code())),
+        };
+        self.ops.lock().finish(
+            id,
+            outcome_of(result, sent.get()),
+            code,
+            clock.wall_millis(),
+        );
         outcome
     }
 
+    /// `BROWSER_UNAVAILABLE` once the browser was closed or its connection was lost.
+    fn usable(&self) -> Result<()> {
+        if self.closed.load(Ordering::SeqCst) || self.cdp.is_closed() {
+            return Err(Error::BrowserUnavailable {
+                reason: if self.closed.load(Ordering::SeqCst) {
+                    "the browser was closed".into()
+                } else {
+                    "the browser connection was lost (the browser exited or closed it)".into()
+                },
+            });
+        }
+        Ok(())
+    }
+
+    /// What the record says about `id` (the caller checked the id).
     fn operation_status(&self, id: &str) -> OperationRecord {
-        self.ops
-            .lock()
-            .records
-            .get(id)
-            .cloned()
-            .unwrap_or_else(|| OperationRecord {
-                operation_id: id.to_string(),
-                status: OperationState::NotFound,
-                tool: None,
-                error_code: None,
-                result: None,
-            })
+        self.ops.lock().status(id)
     }
 
     fn lease(&self, tab: &TabShared, args: &super::backend::TabLeaseArgs) -> Result<TabLeaseState> {
@@ -931,6 +899,11 @@ impl Drop for Inner {
 
 impl BrowserBackend for LocalTab {
     fn execute(&self, command: &Command) -> Result<Response> {
+        // The record outlives the page and the browser process: asked even after a crash.
+        if let Command::OperationStatus(a) = command {
+            let id = check_operation_id(&a.operation_id)?;
+            return Ok(Response::Operation(self.inner.operation_status(id)));
+        }
         // A handle on a crashed tab that was replaced acts on its replacement.
         let now = self.tab.current();
         if !Arc::ptr_eq(&now, &self.tab) {
@@ -952,21 +925,19 @@ impl BrowserBackend for LocalTab {
                 .execute(command);
             }
         }
-        if self.inner.closed.load(Ordering::SeqCst) || self.inner.cdp.is_closed() {
-            return Err(Error::BrowserUnavailable {
-                reason: if self.inner.closed.load(Ordering::SeqCst) {
-                    "the browser was closed".into()
-                } else {
-                    "the browser connection was lost (the browser exited or closed it)".into()
-                },
+        if command.operation_id().is_some() {
+            // Every refusal from here on is recorded (`not_executed`): the browser gone, the
+            // tab busy past the call timeout, a stale generation, …
+            return self.inner.run_operation(command, |sent| {
+                self.inner.usable()?;
+                let _busy = self
+                    .tab
+                    .enter(&*self.inner.opts.clock, self.inner.opts.call_timeout)?;
+                self.run(command, sent)
             });
         }
+        self.inner.usable()?;
         match command {
-            Command::OperationStatus(a) => {
-                return Ok(Response::Operation(
-                    self.inner.operation_status(&a.operation_id),
-                ))
-            }
             Command::TabLease(a) => return Ok(Response::Lease(self.inner.lease(&self.tab, a)?)),
             Command::Tabs(a) => {
                 if let (TabsAction::New, Some(url)) = (a.action, a.url.as_deref()) {
@@ -1009,6 +980,10 @@ impl BrowserBackend for LocalTab {
 
 impl BrowserBackend for LocalBrowser {
     fn execute(&self, command: &Command) -> Result<Response> {
+        if let Command::OperationStatus(a) = command {
+            let id = check_operation_id(&a.operation_id)?;
+            return Ok(Response::Operation(self.inner.operation_status(id)));
+        }
         self.current_tab()?.execute(command)
     }
 

@@ -11,6 +11,9 @@
 //!   and `result`.
 //! * [`LocalBrowser`] / [`LocalTab`] — the embedded default: a headless Chromium started,
 //!   driven and ended by jevgate.
+//! * [`OperationRecord`] — what `operation_status` answers: a backend's bounded record of the
+//!   operations it ran (`oplog.rs`; the local Chromium keeps the last 1,000 for its lifetime),
+//!   read by reconciliation (issue 21 item 6).
 //! * [`LocalSessions`] — one local Chromium per browser session of the lease manager (R-PROF),
 //!   started on first use and closed when the session closes.
 //! * `files.rs` (workspace path confinement for uploads and saved downloads) and `journal.rs`
@@ -34,6 +37,7 @@ mod keys;
 mod launch;
 mod local;
 pub mod managed;
+mod oplog;
 mod sessions;
 mod settle;
 mod snapshot;
@@ -44,10 +48,10 @@ mod world;
 pub use backend::{
     ActionResult, BrowserBackend, ChordArgs, ClickArgs, Command, FindArgs, FormInputArgs,
     FoundControls, GetTextArgs, HandleDialogArgs, HistoryArgs, JavascriptArgs, KeypressArgs,
-    LeaseAction, MouseClickArgs, NavigateArgs, ObserveArgs, OperationRecord, OperationState,
-    OperationStatusArgs, PageText, Rect, ResolveCssArgs, ResolvedRefs, Response, ScreenshotArgs,
-    ScriptResult, ScrollArgs, Snapshot, SnapshotArgs, StaleCause, TabInfo, TabLeaseArgs,
-    TabLeaseState, TabList, TabsAction, TabsArgs, TypeArgs,
+    LeaseAction, MouseClickArgs, NavigateArgs, ObserveArgs, OperationOutcome, OperationRecord,
+    OperationState, OperationStatusArgs, PageText, Rect, ResolveCssArgs, ResolvedRefs, Response,
+    ScreenshotArgs, ScriptResult, ScrollArgs, Snapshot, SnapshotArgs, StaleCause, TabInfo,
+    TabLeaseArgs, TabLeaseState, TabList, TabsAction, TabsArgs, TypeArgs,
 };
 // Issue 15 part B: the seed-001 tool family's primitives.
 #[cfg(test)]
@@ -60,6 +64,7 @@ pub use backend::{
 pub(crate) use launch::create_private_dir;
 pub use launch::{find_chromium, LaunchOptions, DEFAULT_MAX_TABS, DEFAULT_MAX_UPLOAD_BYTES};
 pub use local::{LocalBrowser, LocalTab};
+pub use oplog::{check_operation_id, KEPT_OPERATIONS, MAX_OPERATION_ID_BYTES};
 pub use sessions::LocalSessions;
 pub use tools::BrowserTools;
 
@@ -78,7 +83,13 @@ pub fn execute_json(backend: &dyn BrowserBackend, command_json: &str) -> crate::
             name: "command",
             reason: "must be {\"tool\": …, \"args\": {…}} naming a browser command".into(),
         })?;
-    let response = backend.execute(&command)?;
+    let response = match &command {
+        // The one reading of a record for every backend (validation, a foreign answer checked).
+        Command::OperationStatus(a) => {
+            Response::Operation(backend.operation_status(&a.operation_id)?)
+        }
+        _ => backend.execute(&command)?,
+    };
     serde_json::to_string(&response).map_err(|_| crate::Error::Internal {
         reason: "could not encode a browser result".into(),
     })

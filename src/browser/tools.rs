@@ -15,6 +15,11 @@
 //! `NAVIGATION_PENDING` to a model that cannot wait well by itself (`settle.rs`: a grace on the
 //! backend's clock, shared with the managed family).
 //!
+//! Operations: `operation_status` reads the backend's record (`oplog.rs`), and a primitive the
+//! worker's job loop answered `cancelled` before it reached the backend is noted here as not
+//! executed ([`ToolExecutor::not_run`]) — the reference worker's record is its local Chromium's
+//! plus those. Both live as long as the worker process.
+//!
 //! Refs: every result that shows refs (`browser_read_page`, `browser_find`, and the fresh
 //! snapshot each mutating tool returns, R-BRW-SNAP) hands out one generation; a ref given back
 //! is checked against the latest generation handed out, so a ref from a page that changed since
@@ -32,6 +37,7 @@ use super::backend::{
     JavascriptArgs, KeypressArgs, MouseClickArgs, NavigateArgs, ObserveArgs, Rect, ScreenshotArgs,
     ScrollArgs, SnapshotArgs, TabsAction, TabsArgs, TypeArgs,
 };
+use super::oplog::{check_operation_id, OperationLog, OperationOutcome};
 use super::snapshot::{truncation_note, Surface, NOTE_PREFIX};
 use crate::device::{ToolExecutor, WorkerFailure};
 use crate::grammar::{HistoryDirection, Key, ScrollDirection};
@@ -61,6 +67,9 @@ pub struct BrowserTools {
     handed_out: Mutex<Option<u64>>,
     ops: AtomicU64,
     prefix: String,
+    /// Operations the worker's job loop answered `cancelled` before they reached the backend
+    /// ([`ToolExecutor::not_run`]): not executed, read when the backend has no entry.
+    never_ran: Mutex<OperationLog>,
 }
 
 impl std::fmt::Debug for BrowserTools {
@@ -160,6 +169,7 @@ impl BrowserTools {
             handed_out: Mutex::new(None),
             ops: AtomicU64::new(0),
             prefix: format!("tool-{}-{n}", std::process::id()),
+            never_ran: Mutex::new(OperationLog::default()),
         }
     }
 
@@ -595,6 +605,20 @@ impl BrowserTools {
             "browser_batch" => Err(refused(
                 "browser_batch is run by the gateway one action at a time",
             )),
+            "operation_status" => {
+                // The backend's record, read the one way every surface reads it (issue 21
+                // item 6): a malformed id is INVALID_ARGUMENT, never a question.
+                let id = str_arg(args, "operationId").unwrap_or("");
+                let mut record = b.operation_status(id).map_err(|e| failure(&e))?;
+                if record.outcome == OperationOutcome::NotRecorded {
+                    let never_ran = self.never_ran.lock().status(id);
+                    if never_ran.outcome == OperationOutcome::Refused {
+                        record = never_ran;
+                    }
+                }
+                serde_json::to_value(&record)
+                    .map_err(|_| refused("the result could not be serialized"))
+            }
             primitive => {
                 let command: Command =
                     serde_json::from_value(json!({"tool": primitive, "args": args})).map_err(
@@ -620,6 +644,26 @@ impl ToolExecutor for BrowserTools {
         _cancel: &CancelToken,
     ) -> Result<Value, WorkerFailure> {
         self.run(tool, args)
+    }
+
+    /// A primitive with an `operationId` that never reached the backend is recorded not
+    /// executed (issue 21 item 6); anything else carries no operation to record.
+    fn not_run(&self, tool: &str, args: &Value) {
+        let Ok(command) = serde_json::from_value::<Command>(json!({"tool": tool, "args": args}))
+        else {
+            return;
+        };
+        let Some(id) = command.operation_id() else {
+            return;
+        };
+        if check_operation_id(id).is_err() {
+            return;
+        }
+        let at = self.clock.wall_millis();
+        let mut log = self.never_ran.lock();
+        if log.begin(id, command.tool(), at) {
+            log.finish(id, OperationOutcome::Refused, None, at);
+        }
     }
 }
 
@@ -660,6 +704,50 @@ mod tests {
         assert_eq!(
             navigation_target("example.com:8443"),
             Err("https://example.com:8443".to_string())
+        );
+    }
+
+    /// A backend that keeps no record (and runs nothing).
+    struct NoRecord;
+
+    impl BrowserBackend for NoRecord {
+        fn execute(&self, _command: &Command) -> crate::Result<super::super::Response> {
+            Err(Error::ExecutionFailed {
+                reason: "not here".into(),
+            })
+        }
+    }
+
+    // Issue 21 item 6: a primitive the worker's job loop answered `cancelled` before it ran is
+    // not executed in the worker's record; anything without an operation id is not recorded.
+    #[test]
+    fn issue21_a_command_that_never_ran_is_not_executed_in_the_workers_record() {
+        let tools = BrowserTools::new(Arc::new(NoRecord));
+        let click = json!({"operationId": "q1", "generation": 1, "ref": "e1"});
+        tools.not_run("page_click", &click);
+        tools.not_run("browser_get_text", &json!({}));
+        tools.not_run(
+            "page_click",
+            &json!({"operationId": "", "generation": 1, "ref": "e1"}),
+        );
+        tools.not_run("page_click", &json!("garbage"));
+        let status = |id: &str| {
+            tools
+                .run("operation_status", &json!({ "operationId": id }))
+                .unwrap()
+        };
+        let q1 = status("q1");
+        assert_eq!(q1["status"], "not_executed", "{q1}");
+        assert_eq!(q1["outcome"], "refused");
+        assert_eq!(q1["tool"], "page_click");
+        assert_eq!(status("q2")["status"], "unknown");
+        let bad = tools
+            .run("operation_status", &json!({"operationId": "x".repeat(201)}))
+            .unwrap_err();
+        assert!(
+            bad.message.starts_with("INVALID_ARGUMENT"),
+            "{}",
+            bad.message
         );
     }
 

@@ -3,7 +3,8 @@
 //! together with the command's cancellation hook, in that order — shared by tool dispatch
 //! (`dispatch.rs`) and the task layer's primitives (`primitive.rs`).
 //!
-//! Owns only that step. Choosing the device (an explicit id, or the owner's only browser) and
+//! Owns only that step (and its first half, [`reach`], for the one question that is not
+//! control: `operation_status`). Choosing the device (an explicit id, or the owner's only browser) and
 //! what a take-back that came right after the acquire means for the answer stay with each
 //! caller. It must never send anything, never retry, and never release the lease early: the
 //! returned [`Claim`] holds the command's registration until the caller drops it.
@@ -42,10 +43,7 @@ pub(crate) fn claim(
     device: &DeviceRecord,
     root_session: &str,
 ) -> Result<Claim, Error> {
-    if device.capability != Capability::Browser || device.outdated() {
-        return Err(Error::DeviceCapabilityMismatch);
-    }
-    let conn = hub.get(&device.id).ok_or(Error::DeviceOffline)?;
+    let conn = reach(hub, device)?;
     let cancel = CancelToken::new();
     let (_, command) = {
         let cancel = cancel.clone();
@@ -60,6 +58,16 @@ pub(crate) fn claim(
         cancel,
         _command: command,
     })
+}
+
+/// The device's live connection, without the control lease: `DEVICE_CAPABILITY_MISMATCH`
+/// (not a browser, or too old), then `DEVICE_OFFLINE`. The first half of [`claim`]; alone only
+/// for a question that is not control (`operation_status` reads the worker's record).
+pub(crate) fn reach(hub: &Hub, device: &DeviceRecord) -> Result<Arc<Conn>, Error> {
+    if device.capability != Capability::Browser || device.outdated() {
+        return Err(Error::DeviceCapabilityMismatch);
+    }
+    hub.get(&device.id).ok_or(Error::DeviceOffline)
 }
 
 /// The unit tests' fixture of both callers: a device service as the gateway opens it (the

@@ -111,6 +111,13 @@ pub trait ToolExecutor: Send + Sync {
         deadline: Duration,
         cancel: &CancelToken,
     ) -> Result<Value, WorkerFailure>;
+
+    /// Told that `tool` with `args` was answered `cancelled` without ever being handed to
+    /// [`ToolExecutor::execute`] (the gateway cancelled it while it waited in the worker's
+    /// queue): it did not run. An executor that keeps a record of operations
+    /// ([`crate::browser::BrowserTools`]) notes its `operationId` as not executed, so a later
+    /// `operation_status` says so; the default does nothing. Must not block or panic.
+    fn not_run(&self, _tool: &str, _args: &Value) {}
 }
 
 #[cfg(test)]

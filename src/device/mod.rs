@@ -106,9 +106,7 @@ pub use executor::{
     truncate_chars, ToolExecutor, WorkerFailure, MAX_WORKER_MESSAGE_CHARS, OUTCOME_UNKNOWN,
     RESULT_CAP_EXCEEDED, WORKER_CODES,
 };
-pub(crate) use primitive::PrimitiveSender;
-#[cfg(test)]
-pub(crate) use primitive::PRIMITIVES;
+pub(crate) use primitive::{PrimitiveSender, PRIMITIVES};
 pub use registry::{
     BrowserInfo, Capability, Device, DeviceToken, PairRequest, Pairing, LABEL_BROWSER,
     LABEL_BROWSER_OUTDATED, LABEL_SHELL,

@@ -23,11 +23,19 @@
 //! - *unknown* — sent and no result came back (worker gone, deadline passed, taken back while it
 //!   ran, or the worker itself reports it cancelled): `OUTCOME_UNKNOWN`.
 //!
+//! `operation_status` is not control: it reads what the worker's own record says about an
+//! operation (issue 21 item 6) and touches no page, so it takes no control lease — the device
+//! check and its live connection only, never registered for a take-back. A conversation
+//! reconciling its task can ask while another holds the device or after the person took it
+//! back, and asking never renews or takes a lease the task (or anyone) holds. It is still sent
+//! once, for the device's owner only; what the worker answers is read by the browser layer
+//! (`OperationRecord::from_answer`: garbage or an answer about another operation is unknown).
+//!
 //! This module must never retry or re-send a command, never log arguments or results, and never
 //! import the browser or task layers (the browser layer imports `device`).
 
 use super::caps::DeviceLimits;
-use super::claim::claim;
+use super::claim::{claim, reach};
 use super::executor::WorkerFailure;
 use super::hub::{Hub, SendFailure};
 use super::registry::Registry;
@@ -76,6 +84,10 @@ pub(crate) const PRIMITIVES: &[&str] = &[
     "page_chord",
     "resolve_css",
 ];
+
+/// The one primitive that is a read of the worker's record, not control: sent without the
+/// control lease.
+const STATUS_READ: &str = "operation_status";
 
 /// What a [`Error`] rebuilt from a worker says instead of the worker's own text.
 const REPORTED: &str = "reported by the paired browser";
@@ -159,6 +171,13 @@ impl PrimitiveSender {
             .get(owner, device_id)?
             .ok_or(Error::DeviceNotPaired)?;
         let timeout = self.limits.read().command_timeout;
+        if tool == STATUS_READ {
+            // A read of the worker's record, not control: no lease (see the module comment).
+            let conn = reach(&self.hub, &device)?;
+            return conn
+                .send(tool, args, timeout, &crate::CancelToken::new())
+                .map_err(|f| failure_error(f, timeout));
+        }
         // The device check, its connection, the lease and the cancellation hook (R-LEASE-3).
         let claim = claim(&self.hub, leases, &device, root_session)?;
         // A take-back that came after the acquire: the command is not sent at all.
@@ -386,6 +405,49 @@ mod tests {
         ] {
             assert_eq!(failure_error(f, t).code(), "OUTCOME_UNKNOWN");
         }
+    }
+
+    // Issue 21 item 6: `operation_status` is a read of the worker's record, not control — it
+    // reaches the worker while another conversation holds the device, and after the person
+    // took it back, and takes or renews no lease; it is still for the owner's device only.
+    #[test]
+    fn issue21_operation_status_reaches_the_worker_without_the_control_lease() {
+        let answer = json!({"operationId": "op-1", "status": "executed", "outcome": "completed"});
+        let paired = Paired::new(answer.clone());
+        let (leases, device) = (&paired.leases, &paired.device);
+        let sender = paired.devices.primitive_sender();
+        let ask = |owner: &str, session: &str| {
+            sender.send(
+                leases,
+                owner,
+                session,
+                device,
+                "operation_status",
+                &json!({"operationId": "op-1"}),
+            )
+        };
+        leases.acquire(device, "conv-2").unwrap();
+        assert_eq!(ask("alice", "conv-1").unwrap(), answer);
+        assert_eq!(paired.reached(), 1);
+        assert_eq!(
+            leases.holder(device).as_deref(),
+            Some("conv-2"),
+            "no lease taken"
+        );
+        // Control still needs the lease.
+        let observe = sender.send(leases, "alice", "conv-1", device, "observe", &json!({}));
+        assert_eq!(observe.unwrap_err().code(), "DEVICE_CONTROL_ELSEWHERE");
+        assert!(leases
+            .take_back(device, &ControlCaller::owner("alice"))
+            .unwrap());
+        assert_eq!(ask("alice", "conv-2").unwrap(), answer);
+        assert_eq!(leases.holder(device), None, "asking took nothing back");
+        assert_eq!(
+            ask("mallory", "conv-9").unwrap_err().code(),
+            "DEVICE_NOT_PAIRED"
+        );
+        assert_eq!(paired.reached(), 2);
+        paired.close();
     }
 
     // R-LEASE-3: a take-back right after the acquire stops the primitive before it is sent,

@@ -569,6 +569,13 @@ fn run_jobs(
 ) {
     while let Ok(job) = queue.recv() {
         let answer = if job.cancel.is_cancelled() {
+            // Recorded where the outcome is known: this command never ran (issue 21 item 6).
+            let noted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                executor.not_run(&job.tool, &job.args)
+            }));
+            if noted.is_err() {
+                log::error!("a device worker executor panicked noting a command that never ran");
+            }
             frames::result_err(
                 &job.id,
                 "cancelled",
@@ -831,6 +838,8 @@ mod tests {
     /// Blocks the first command until released; records the `n` of every command it runs.
     struct Gate {
         ran: Mutex<Vec<u64>>,
+        /// The `n` of every command the job loop reported as never run.
+        never_ran: Mutex<Vec<u64>>,
         open: Mutex<bool>,
         opened: Condvar,
     }
@@ -850,6 +859,10 @@ mod tests {
             }
             Ok(serde_json::json!({"text": "ran"}))
         }
+
+        fn not_run(&self, _tool: &str, args: &Value) {
+            self.never_ran.lock().push(args["n"].as_u64().unwrap_or(0));
+        }
     }
 
     // Issue 19 item 1, R-DEV-CHAN: a command the gateway cancels while it waits in the worker's
@@ -861,6 +874,7 @@ mod tests {
         let gateway = CancelledInQueue::bind();
         let gate = Arc::new(Gate {
             ran: Mutex::new(Vec::new()),
+            never_ran: Mutex::new(Vec::new()),
             open: Mutex::new(false),
             opened: Condvar::new(),
         });
@@ -882,6 +896,8 @@ mod tests {
             results
         });
         assert_eq!(*gate.ran.lock(), vec![1], "only c1 ran");
+        // Issue 21 item 6: the executor is told c2 never ran (its record says not executed).
+        assert_eq!(*gate.never_ran.lock(), vec![2]);
         assert_eq!(
             results[0],
             ("c1".to_string(), Ok(serde_json::json!({"text": "ran"})))

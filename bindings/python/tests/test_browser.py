@@ -83,6 +83,23 @@ def test_local_browser_observes_clicks_and_protects_secrets(site):
             browser.execute({"tool": "page_click", "args": {"operationId": "op-1", "generation": obs["generation"], "ref": go["ref"]}})
         with pytest.raises(jevgate.ArgumentError):
             browser.execute({"tool": "fly"})
+
+        # Issue 21 item 6: the browser's record of what it ran answers operation_status —
+        # executed / not_executed / unknown, the tool and when, never arguments or page text.
+        def status(op: str) -> dict:
+            return browser.execute({"tool": "operation_status", "args": {"operationId": op}})
+
+        done = status("op-1")
+        assert (done["status"], done["outcome"], done["tool"]) == ("executed", "completed", "page_click")
+        assert isinstance(done["atMs"], int)
+        assert set(done) <= {"operationId", "status", "outcome", "tool", "errorCode", "atMs"}
+        refused = status("op-2")
+        assert (refused["status"], refused["errorCode"]) == ("not_executed", "STALE_OBSERVATION")
+        never = status("never-used")
+        assert (never["status"], never["outcome"]) == ("unknown", "not_recorded")
+        with pytest.raises(jevgate.ArgumentError) as bad:
+            status("x" * 201)
+        assert bad.value.code == "INVALID_ARGUMENT"
     assert Handler.clicks == 1, "a reused operation id is never replayed"
 
 
