@@ -1088,6 +1088,39 @@ jevgate_status jevgate_task_update(const jevgate_gateway *gateway,
                                    jevgate_error **err_out);
 
 /**
+ * Reconciles a task left `needs_reconciliation` (R-TSK-RCPT): asks the browser's own record
+ * about the receipt's last in-doubt operation only (never a replay); executed or not executed
+ * resolves it, unknown leaves it for `jevgate_task_resolve`. Writes the status after the call
+ * to `*status_json_out` when it is not NULL. `STATE_CONFLICT` when nothing is in doubt.
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `status_json_out` NULL or writable;
+ * `err_out` NULL or writable.
+ */
+jevgate_status jevgate_task_reconcile(const jevgate_gateway *gateway,
+                                      const char *owner_json,
+                                      const char *task_id,
+                                      char **status_json_out,
+                                      jevgate_error **err_out);
+
+/**
+ * A person resolves in-doubt operation `operation_id` of the task: `happened` non-zero for
+ * "it ran", zero for "it did not" (R-TSK-RCPT). Writes the status after the call to
+ * `*status_json_out` when it is not NULL. `STATE_CONFLICT` for an operation not in doubt.
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `status_json_out` NULL or writable;
+ * `err_out` NULL or writable.
+ */
+jevgate_status jevgate_task_resolve(const jevgate_gateway *gateway,
+                                    const char *owner_json,
+                                    const char *task_id,
+                                    const char *operation_id,
+                                    int happened,
+                                    char **status_json_out,
+                                    jevgate_error **err_out);
+
+/**
  * Writes the control receipt of command `command_id` of the task (R-TSK-CTL: `{"commandId",
  * "kind","origin","summary","revision","state","reason","request","acceptedAt","updatedAt"}`,
  * or `null` for an id the task never accepted) to `*receipt_json_out`.

@@ -235,3 +235,109 @@ fn r_run_an_open_session_takes_direct_commands_until_cancelled() {
     assert_eq!(server.count("Delta"), 0);
     gw.close();
 }
+
+// R-TSK-RCPT, issue 21 item 6: an operation in doubt (a panic right after its dispatch) is
+// reconciled from the browser's own record — executed, so resolved without a second press; after
+// the gateway restarted the record is gone, the operation stays unknown until a person resolves
+// it, and nothing is ever sent again.
+#[test]
+fn r_tsk_rcpt_reconcile_reads_the_browsers_record_and_a_person_resolves_after_a_restart() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path());
+    let t = gw.tasks();
+    let mut request = SpawnRequest::new("");
+    request.start_url = Some(server.url("/p/crash"));
+    request.keep_open = true;
+    let id = t.spawn(&owner(), request).unwrap();
+    assert_eq!(
+        t.wait(&owner(), &id, WAIT).unwrap().state,
+        TaskState::WaitingInput
+    );
+    jevgate::unstable::set_checkpoint_hook(
+        &t,
+        Some(Arc::new(|at: &'static str| {
+            if at == "after_dispatch" {
+                panic!("injected: the process loses the result");
+            }
+        })),
+    );
+    t.command(&owner(), &id, "press Charlie").unwrap();
+    let s = t.wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(s.state, TaskState::NeedsReconciliation, "{s:#?}");
+    assert_eq!(server.wait_count("Charlie", 1), 1);
+    jevgate::unstable::set_checkpoint_hook(&t, None);
+    let s = t.reconcile(&owner(), &id).unwrap();
+    assert_eq!(
+        (s.state, s.reason.as_deref()),
+        (TaskState::Failed, Some("RECONCILED")),
+        "{s:#?}"
+    );
+    let op = t
+        .receipts(&owner(), &id)
+        .unwrap()
+        .last()
+        .unwrap()
+        .operations[0]
+        .clone();
+    assert_eq!(
+        (op.status.as_str(), op.resolved_by.as_deref()),
+        ("done", Some("operation_status"))
+    );
+    assert_eq!(
+        t.reconcile(&owner(), &id).unwrap_err().to_string(),
+        "state conflict: NOTHING_IN_DOUBT"
+    );
+
+    // Again, then a restart between: the record died with the browser's process.
+    let mut request = SpawnRequest::new("");
+    request.start_url = Some(server.url("/p/crash"));
+    request.keep_open = true;
+    let id = t.spawn(&owner(), request).unwrap();
+    t.wait(&owner(), &id, WAIT).unwrap();
+    jevgate::unstable::set_checkpoint_hook(
+        &t,
+        Some(Arc::new(|at: &'static str| {
+            if at == "after_dispatch" {
+                panic!("injected: the process loses the result");
+            }
+        })),
+    );
+    t.command(&owner(), &id, "press Charlie").unwrap();
+    assert_eq!(
+        t.wait(&owner(), &id, WAIT).unwrap().state,
+        TaskState::NeedsReconciliation
+    );
+    assert_eq!(server.wait_count("Charlie", 2), 2);
+    gw.close();
+    let gw = gateway(dir.path());
+    let t = gw.tasks();
+    let s = t.reconcile(&owner(), &id).unwrap();
+    assert_eq!(
+        s.state,
+        TaskState::NeedsReconciliation,
+        "unknown until a person says: {s:#?}"
+    );
+    let op = s.last_dispatched_mutation.clone().unwrap();
+    assert_eq!(
+        t.resolve(&owner(), &id, "no-such-operation", true)
+            .unwrap_err()
+            .to_string(),
+        "state conflict: NOT_IN_DOUBT"
+    );
+    let s = t.resolve(&owner(), &id, &op.operation_id, true).unwrap();
+    assert_eq!(
+        (s.state, s.reason.as_deref()),
+        (TaskState::Failed, Some("RECONCILED"))
+    );
+    let op = t
+        .receipts(&owner(), &id)
+        .unwrap()
+        .last()
+        .unwrap()
+        .operations[0]
+        .clone();
+    assert_eq!(op.resolved_by.as_deref(), Some("person"));
+    assert_eq!(server.count("Charlie"), 2, "nothing was sent again");
+    gw.close();
+}

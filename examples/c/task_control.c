@@ -139,6 +139,17 @@ int main(int argc, char **argv) {
   err = NULL;
   rev = now_rev + 1;
 
+  /* Nothing is in doubt: reconcile and resolve say so (tests/task_run.rs reconciles for real). */
+  EXPECT(jevgate_task_reconcile(gw, OWNER, id, NULL, &err) == JEVGATE_ERROR);
+  EXPECT(strcmp(code_of(err), JEVGATE_CODE_STATE_CONFLICT) == 0);
+  err = NULL;
+  EXPECT(jevgate_task_resolve(gw, OWNER, id, "no-such-operation", 1, NULL, &err) == JEVGATE_ERROR);
+  EXPECT(strcmp(code_of(err), JEVGATE_CODE_STATE_CONFLICT) == 0);
+  err = NULL;
+  EXPECT(jevgate_task_resolve(gw, STRANGER, id, "x", 0, NULL, &err) == JEVGATE_ERROR);
+  EXPECT(strcmp(code_of(err), JEVGATE_CODE_ACCESS_DENIED) == 0);
+  err = NULL;
+
   /* Error paths: non-UUID ids, text on pause, malformed JSON, another owner, NULL. */
   EXPECT(control(gw, OWNER, "not-a-uuid", "8f14e45f-ceea-467f-a0e6-3d5a1e4b2c07", "pause", rev, NULL, NULL,
                  &err) == JEVGATE_ERROR);

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::task::{ProgressFn, SpawnRequest, TaskOwner, TaskProgress};
+use std::ffi::c_int;
 use std::time::Duration;
 
 /// Receives each settled outcome line of a task as `progress_json`,
@@ -270,6 +271,67 @@ pub unsafe extern "C" fn jevgate_task_update(
         let update = unsafe { str_arg("update_json", update_json) }?;
         let update = crate::task::UpdateRequest::from_json(update)?;
         let status = gw.tasks().update(&owner, id, &update)?;
+        match opt_out(status_json_out) {
+            // SAFETY: writable per the contract.
+            Some(out) => unsafe { out.write_json(&status) },
+            None => Ok(()),
+        }
+    })
+}
+
+/// Reconciles a task left `needs_reconciliation` (R-TSK-RCPT): asks the browser's own record
+/// about the receipt's last in-doubt operation only (never a replay); executed or not executed
+/// resolves it, unknown leaves it for `jevgate_task_resolve`. Writes the status after the call
+/// to `*status_json_out` when it is not NULL. `STATE_CONFLICT` when nothing is in doubt.
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; `status_json_out` NULL or writable;
+/// `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_task_reconcile(
+    gateway: *const jevgate_gateway,
+    owner_json: *const c_char,
+    task_id: *const c_char,
+    status_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
+        let status = gw.tasks().reconcile(&owner, id)?;
+        match opt_out(status_json_out) {
+            // SAFETY: writable per the contract.
+            Some(out) => unsafe { out.write_json(&status) },
+            None => Ok(()),
+        }
+    })
+}
+
+/// A person resolves in-doubt operation `operation_id` of the task: `happened` non-zero for
+/// "it ran", zero for "it did not" (R-TSK-RCPT). Writes the status after the call to
+/// `*status_json_out` when it is not NULL. `STATE_CONFLICT` for an operation not in doubt.
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; `status_json_out` NULL or writable;
+/// `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_task_resolve(
+    gateway: *const jevgate_gateway,
+    owner_json: *const c_char,
+    task_id: *const c_char,
+    operation_id: *const c_char,
+    happened: c_int,
+    status_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
+        // SAFETY: forwarded contract.
+        let operation_id = unsafe { str_arg("operation_id", operation_id) }?;
+        let status = gw
+            .tasks()
+            .resolve(&owner, id, operation_id, happened != 0)?;
         match opt_out(status_json_out) {
             // SAFETY: writable per the contract.
             Some(out) => unsafe { out.write_json(&status) },

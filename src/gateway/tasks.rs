@@ -120,4 +120,24 @@ impl TaskHost for Host {
             }
         }
     }
+
+    fn inspector(&self, owner: &TaskOwner, target: &TaskTarget) -> Option<Arc<dyn BrowserBackend>> {
+        let TaskTarget::Device { device_id } = target else {
+            return None;
+        };
+        let gw = self.gateway().ok()?;
+        // The principal's own device only; no lease is taken (a status read needs none).
+        if !gw
+            .devices(&owner.principal_id)
+            .ok()?
+            .iter()
+            .any(|d| d.id == *device_id)
+        {
+            return None;
+        }
+        let target = gw
+            .device_target(&owner.principal_id, &owner.conversation_id, device_id)
+            .ok()?;
+        Some(Arc::new(target) as Arc<dyn BrowserBackend>)
+    }
 }

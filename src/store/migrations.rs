@@ -194,11 +194,14 @@ fn v7_private_receipts(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
 /// the task's retention). `spawn` keeps what a spawn asked for besides its goal (budget,
 /// start URL, keepOpen) so a task can be continued after its slot thread or its process ended;
 /// `control` the session's private control state (a paused step run's remaining steps,
-/// verbatim — status shows them masked).
+/// verbatim — status shows them masked). An in-doubt operation resolved by reconciliation or
+/// by a person records who resolved it (`resolved_by`: `operation_status` or `person`).
 fn v8_task_commands(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(
         "ALTER TABLE tasks ADD COLUMN spawn TEXT;
         ALTER TABLE tasks ADD COLUMN control TEXT;
+        ALTER TABLE task_operations ADD COLUMN resolved_by TEXT;
+        ALTER TABLE task_operations ADD COLUMN resolved_ms INTEGER;
         CREATE TABLE task_commands (
             task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
             id TEXT NOT NULL,

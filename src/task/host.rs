@@ -19,6 +19,10 @@ pub(crate) trait TaskHost: Send + Sync {
     fn evaluate(&self, call: &EvaluateCall, cancel: &CancelToken) -> Result<Evaluation>;
     /// Opens `target` for `owner` (starts a Chromium, or takes a device's leases).
     fn open_target(&self, owner: &TaskOwner, target: &TaskTarget) -> Result<OpenTarget>;
+    /// A backend that can only be asked what became of an operation (`operation_status`),
+    /// taking no lease and starting nothing: a paired device of `owner`; `None` for a local
+    /// Chromium, whose record died with the process that ran it.
+    fn inspector(&self, owner: &TaskOwner, target: &TaskTarget) -> Option<Arc<dyn BrowserBackend>>;
 }
 
 /// An opened target and how to let it go.

@@ -657,6 +657,9 @@ pub struct OperationReceipt {
     pub result: Option<serde_json::Value>,
     /// The bounded observation after it (private to the owner; untrusted page content).
     pub observation: Option<serde_json::Value>,
+    /// Who resolved it when its outcome was in doubt: `operation_status` (the browser's own
+    /// record) or `person` ([`Tasks::resolve`]).
+    pub resolved_by: Option<String>,
 }
 
 /// The receipt of one request (a command or step list) of a task (R-TSK-RCPT).

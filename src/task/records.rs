@@ -394,6 +394,56 @@ pub(crate) fn in_doubt(c: &Connection, id: &str) -> rusqlite::Result<bool> {
     )
 }
 
+/// The receipt's last operation whose outcome is in doubt, if any (what reconciliation asks
+/// about: only this one).
+pub(crate) fn last_in_doubt(c: &Connection, id: &str) -> rusqlite::Result<Option<String>> {
+    c.query_row(
+        "SELECT operation_id FROM task_operations
+         WHERE task_id = ?1 AND status IN ('dispatched', 'unknown', 'interrupted')
+         ORDER BY request_seq DESC, rowid DESC LIMIT 1",
+        [id],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
+/// Resolves in-doubt operation `operation` of task `id`: it happened (`done`) or not
+/// (`not_executed`), by `by`. `false` when it was not in doubt (nothing changes). When nothing
+/// of the task is in doubt any more, the task leaves `needs_reconciliation` (`failed`, reason
+/// `RECONCILED`: the session is over; its owner may continue it with an update).
+pub(crate) fn resolve_operation(
+    tx: &Connection,
+    id: &str,
+    operation: &str,
+    happened: bool,
+    by: &str,
+    now: i64,
+) -> rusqlite::Result<bool> {
+    let changed = tx.execute(
+        "UPDATE task_operations SET status = ?3, resolved_by = ?4, resolved_ms = ?5
+         WHERE task_id = ?1 AND operation_id = ?2
+           AND status IN ('dispatched', 'unknown', 'interrupted')",
+        params![
+            id,
+            operation,
+            if happened { "done" } else { "not_executed" },
+            by,
+            now
+        ],
+    )?;
+    if changed == 0 {
+        return Ok(false);
+    }
+    if !in_doubt(tx, id)? {
+        tx.execute(
+            "UPDATE tasks SET state = 'failed', reason = 'RECONCILED', updated_ms = ?2
+             WHERE id = ?1 AND state = 'needs_reconciliation'",
+            params![id, now],
+        )?;
+    }
+    Ok(true)
+}
+
 /// Settles request `seq` if it is still running: `unknown` when one of its operations is in
 /// doubt, else `state`. The path of a run that could not settle its own receipt (a panic).
 pub(crate) fn abandon_request(
@@ -792,7 +842,8 @@ pub(crate) fn receipts(c: &Connection, id: &str) -> rusqlite::Result<Vec<Receipt
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut ops = c.prepare(
-        "SELECT operation_id, tool, dispatched_ms, status, error_code, result, observation
+        "SELECT operation_id, tool, dispatched_ms, status, error_code, result, observation,
+            resolved_by
          FROM task_operations WHERE task_id = ?1 AND request_seq = ?2 ORDER BY rowid",
     )?;
     for rec in &mut out {
@@ -808,6 +859,7 @@ pub(crate) fn receipts(c: &Connection, id: &str) -> rusqlite::Result<Vec<Receipt
                     error_code: r.get(4)?,
                     result: result.and_then(|s| serde_json::from_str(&s).ok()),
                     observation: observation.and_then(|s| serde_json::from_str(&s).ok()),
+                    resolved_by: r.get(7)?,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;

@@ -125,7 +125,12 @@ struct Shared {
     reaper: Mutex<Option<JoinHandle<()>>>,
     /// Serializes control verbs (see [`TaskService::control`]).
     control: Mutex<()>,
+    /// The backends of tasks left `needs_reconciliation`, for `reconcile` (bounded).
+    in_doubt: Mutex<HashMap<String, Arc<dyn BrowserBackend>>>,
 }
+
+/// The most backends kept for reconciliation.
+const MAX_KEPT_BACKENDS: usize = 256;
 
 /// The gateway's task service.
 #[derive(Clone)]
@@ -242,6 +247,31 @@ impl<'a> Tasks<'a> {
         update: &UpdateRequest,
     ) -> Result<TaskStatus> {
         self.service.update(owner, id, update)
+    }
+
+    /// Reconciles a task left `needs_reconciliation` (R-TSK-RCPT): asks the browser's own
+    /// record (`operation_status`) about the receipt's last in-doubt operation only — never a
+    /// replay. Executed or not executed resolves it (recorded as resolved by
+    /// `operation_status`); unknown leaves it for a person ([`Tasks::resolve`]) — always so
+    /// after the process that owned a local Chromium died, since the record died with it.
+    /// When nothing is in doubt any more the task leaves `needs_reconciliation` (`failed`,
+    /// reason `RECONCILED`; an update may continue it). `STATE_CONFLICT` (`NOTHING_IN_DOUBT`)
+    /// for a task with nothing in doubt.
+    pub fn reconcile(&self, owner: &TaskOwner, id: &str) -> Result<TaskStatus> {
+        self.service.reconcile(owner, id)
+    }
+
+    /// A person resolves an in-doubt operation of the task: it `happened` or not (R-TSK-RCPT;
+    /// recorded as resolved by `person`). `STATE_CONFLICT` (`NOT_IN_DOUBT`) for an operation
+    /// of the task whose outcome is known, or one it does not have.
+    pub fn resolve(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        operation_id: &str,
+        happened: bool,
+    ) -> Result<TaskStatus> {
+        self.service.resolve(owner, id, operation_id, happened)
     }
 
     /// The control receipt of command `command_id` of the task (R-TSK-CTL): what became of
@@ -380,6 +410,7 @@ impl TaskService {
                 },
                 reaper: Mutex::new(None),
                 control: Mutex::new(()),
+                in_doubt: Mutex::new(HashMap::new()),
             }),
         };
         // Expires idle sessions in real time; every API call also sweeps (deterministic on a
@@ -666,23 +697,30 @@ impl TaskService {
             let dropped: Vec<String> = l.queue.drain(..).map(|q| q.id).collect();
             (l.target.take(), dropped, l.running_command.take(), l.seq)
         };
+        // The backend is kept while an operation of the task is in doubt: its own record of
+        // what it executed answers `reconcile` (a closed local Chromium still answers).
+        let backend = target.as_ref().map(|t| Arc::clone(&t.backend));
         if let Some(t) = target {
             // A close that panics loses nothing of the task's record.
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(t.close));
         }
         let (id2, reason2) = (id.to_string(), reason.to_string());
         let now = self.shared.clock.wall_millis();
-        let stored = self.shared.writer.write(Box::new(move |tx| {
+        let stored = self.shared.writer.apply(move |tx| {
+            let sql = |e| crate::store::sqlite_error("settle task", e);
             let line = outcome.clone().unwrap_or_default();
             if seq > 0 {
-                records::abandon_request(tx, &id2, seq, "failed", &reason2, &line, now)?;
+                records::abandon_request(tx, &id2, seq, "failed", &reason2, &line, now)
+                    .map_err(sql)?;
             }
-            let in_doubt = records::in_doubt(tx, &id2)?;
+            let in_doubt = records::in_doubt(tx, &id2).map_err(sql)?;
             if let Some(c) = running {
                 let st = if in_doubt { "unknown" } else { "not_done" };
-                records::set_commands(tx, &id2, &[c], st, Some(&reason2), None, now)?;
+                records::set_commands(tx, &id2, &[c], st, Some(&reason2), None, now)
+                    .map_err(sql)?;
             }
-            records::set_commands(tx, &id2, &dropped, "dropped", Some(&reason2), None, now)?;
+            records::set_commands(tx, &id2, &dropped, "dropped", Some(&reason2), None, now)
+                .map_err(sql)?;
             let state = if in_doubt {
                 TaskState::NeedsReconciliation
             } else {
@@ -699,9 +737,25 @@ impl TaskService {
                 },
                 now,
             )
-        }));
-        if let Err(e) = stored {
-            log::warn!("task state not stored: {}", e.code());
+            .map_err(sql)?;
+            Ok(state)
+        });
+        match stored {
+            Ok(TaskState::NeedsReconciliation) => {
+                if let Some(b) = backend {
+                    let mut kept = self.shared.in_doubt.lock();
+                    if kept.len() >= MAX_KEPT_BACKENDS {
+                        // Bounded: the oldest entry goes (its operation stays unknown until a
+                        // person resolves it).
+                        if let Some(k) = kept.keys().next().cloned() {
+                            kept.remove(&k);
+                        }
+                    }
+                    kept.insert(id.to_string(), b);
+                }
+            }
+            Ok(_) => {}
+            Err(e) => log::warn!("task state not stored: {}", e.code()),
         }
         self.shared.pool.lock().live.remove(id);
         self.shared.changed.notify_all();
@@ -1704,6 +1758,77 @@ impl TaskService {
             )
         }));
         self.shared.changed.notify_all();
+        Ok(())
+    }
+
+    pub(crate) fn reconcile(&self, owner: &TaskOwner, id: &str) -> Result<TaskStatus> {
+        let task = self.owned(owner, id)?;
+        let operation = self.shared.store.read(|c| records::last_in_doubt(c, id))?;
+        let Some(operation) = operation.filter(|_| task.state == TaskState::NeedsReconciliation)
+        else {
+            return Err(Error::StateConflict {
+                reason: "NOTHING_IN_DOUBT",
+            });
+        };
+        let kept = self.shared.in_doubt.lock().get(id).cloned();
+        let backend = kept.or_else(|| self.shared.host.inspector(owner, &task.target));
+        let answer = match backend {
+            Some(b) => b.operation_status(&operation).ok(),
+            None => None,
+        };
+        let happened = match answer.map(|r| r.status) {
+            Some(crate::browser::OperationState::Executed) => Some(true),
+            Some(crate::browser::OperationState::NotExecuted) => Some(false),
+            _ => None,
+        };
+        if let Some(happened) = happened {
+            self.settle_resolution(id, &operation, happened, "operation_status")?;
+        }
+        self.status(owner, id)
+    }
+
+    pub(crate) fn resolve(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        operation_id: &str,
+        happened: bool,
+    ) -> Result<TaskStatus> {
+        self.owned(owner, id)?;
+        if operation_id.is_empty() || operation_id.len() > 200 {
+            return Err(Error::InvalidInput {
+                name: "operationId",
+                reason: "must be 1 to 200 bytes".into(),
+            });
+        }
+        self.settle_resolution(id, operation_id, happened, "person")?;
+        self.status(owner, id)
+    }
+
+    fn settle_resolution(
+        &self,
+        id: &str,
+        operation: &str,
+        happened: bool,
+        by: &'static str,
+    ) -> Result<()> {
+        let (id2, op, now) = (
+            id.to_string(),
+            operation.to_string(),
+            self.shared.clock.wall_millis(),
+        );
+        let settled = self.shared.writer.apply(move |tx| {
+            let sql = |e| crate::store::sqlite_error("resolve", e);
+            if !records::resolve_operation(tx, &id2, &op, happened, by, now).map_err(sql)? {
+                return Err(Error::StateConflict {
+                    reason: "NOT_IN_DOUBT",
+                });
+            }
+            records::in_doubt(tx, &id2).map_err(sql)
+        })?;
+        if !settled {
+            self.shared.in_doubt.lock().remove(id);
+        }
         Ok(())
     }
 

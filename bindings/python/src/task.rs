@@ -227,6 +227,42 @@ impl PyTasks {
         to_py_json(py, serde_json::to_string(&s))
     }
 
+    /// Reconciles a task left needs_reconciliation from the browser's own record (never a
+    /// replay); returns the status after the call.
+    fn reconcile<'py>(
+        &self,
+        py: Python<'py>,
+        owner: &Bound<'py, PyAny>,
+        task_id: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let owner = owner_arg(owner)?;
+        let gw = &self.gateway;
+        let s = py
+            .detach(|| gw.tasks().reconcile(&owner, &task_id))
+            .py_err()?;
+        to_py_json(py, serde_json::to_string(&s))
+    }
+
+    /// A person resolves an in-doubt operation: it happened or not. Returns the status.
+    fn resolve<'py>(
+        &self,
+        py: Python<'py>,
+        owner: &Bound<'py, PyAny>,
+        task_id: String,
+        operation_id: String,
+        happened: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let owner = owner_arg(owner)?;
+        let gw = &self.gateway;
+        let s = py
+            .detach(|| {
+                gw.tasks()
+                    .resolve(&owner, &task_id, &operation_id, happened)
+            })
+            .py_err()?;
+        to_py_json(py, serde_json::to_string(&s))
+    }
+
     /// The control receipt of one command of the task, or None for an id it never accepted.
     fn command_receipt<'py>(
         &self,

@@ -80,6 +80,15 @@ def test_r_tsk_ctl_control_verbs_codes_and_receipts(tmp_path):
         with pytest.raises(jevgate.AccessDeniedError):
             tasks.control(STRANGER, task_id, id=str(uuid.uuid4()), action="pause", expected_revision=rev + 1)
 
+        # Nothing in doubt: reconcile and resolve say so (tests/task_run.rs reconciles for real).
+        for call in (
+            lambda: tasks.reconcile(OWNER, task_id),
+            lambda: tasks.resolve(OWNER, task_id, "no-such-operation", True),
+        ):
+            with pytest.raises(jevgate.TaskError) as info:
+                call()
+            assert info.value.code == "STATE_CONFLICT"
+
         tasks.cancel(OWNER, task_id)
         s = tasks.wait(OWNER, task_id, WAIT)
         assert s["state"] == "cancelled"

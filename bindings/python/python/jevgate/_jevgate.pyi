@@ -278,6 +278,15 @@ class Tasks:
         completed or failed task is reopened on a fresh observation). Returns the status;
         ``pendingRevisions`` lists it until it starts (ArgumentError INVALID_INPUT; TaskError
         REVISION_CONFLICT, STATE_CONFLICT, AUTOMATION_SESSION_CLOSED; AccessDeniedError)."""
+    def reconcile(self, owner: Mapping[str, Any], task_id: str) -> Dict[str, Any]:
+        """Reconcile a task left needs_reconciliation from the browser's own record of the
+        receipt's last in-doubt operation (never a replay); unknown leaves it for ``resolve``
+        (TaskError STATE_CONFLICT when nothing is in doubt)."""
+    def resolve(
+        self, owner: Mapping[str, Any], task_id: str, operation_id: str, happened: bool
+    ) -> Dict[str, Any]:
+        """A person resolves an in-doubt operation: it happened or not (TaskError
+        STATE_CONFLICT for an operation not in doubt)."""
     def command_receipt(
         self, owner: Mapping[str, Any], task_id: str, command_id: str
     ) -> Optional[Dict[str, Any]]:
