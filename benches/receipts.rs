@@ -13,13 +13,141 @@
 //! producers, max ≤ 10 ms. `JEVGATE_BENCH_ITERS` sets the latency samples (default 3000),
 //! `JEVGATE_BENCH_PER_PRODUCER` the checkpoints per producer (default 2000), `JEVGATE_BENCH_DIR`
 //! where the files go (default: a temporary directory).
-//! Final line: `receipts: p50_us=… p99_us=… fsync_p50_us=… fsync_p99_us=… p50_ratio=…
-//! p99_ratio=… producers16_per_s=… max_ms=…`.
+//! Then the control plane (issue 21): the accept-to-dispatch latency of a command sent to a
+//! waiting session (from `command()` to the backend receiving its mutation: the command's row,
+//! a slot, the request's receipt, an observation and the checkpoint) as p50/p99 and as a ratio
+//! to the checkpoint's p50 measured above, and control verbs per second from 16 concurrent
+//! callers (each steering its own session: `agent`, then `user`, with fresh ids).
+//! `JEVGATE_BENCH_COMMANDS` sets the commands timed (default 200), `JEVGATE_BENCH_VERBS` the
+//! verbs per caller (default 50).
+//! Last two lines: `control: accept_to_dispatch_p50_us=… p99_us=… checkpoint_ratio=…
+//! verbs16_per_s=…`, then `receipts: p50_us=… p99_us=… fsync_p50_us=… fsync_p99_us=…
+//! p50_ratio=… p99_ratio=… producers16_per_s=… max_ms=…`.
 
+use jevgate::browser::{ActionResult, BrowserBackend, Command, Response};
+use jevgate::observation::Observation;
+use jevgate::task::{ControlRequest, SpawnRequest, TaskOwner, TaskState};
 use jevgate::unstable::ReceiptBench;
+use jevgate::{Config, Gateway, GatewayOptions};
 use std::io::{Seek, SeekFrom, Write};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// A page that answers at once and reports when a mutation reaches it.
+struct Instant0 {
+    generation: AtomicU64,
+    dispatched: Mutex<Option<mpsc::Sender<Instant>>>,
+}
+
+impl BrowserBackend for Instant0 {
+    fn execute(&self, command: &Command) -> jevgate::Result<Response> {
+        match command {
+            Command::Observe(_) => Ok(Response::Observation(Observation {
+                generation: self.generation.load(Ordering::SeqCst),
+                url: "https://bench.example/".into(),
+                title: "Bench".into(),
+                text: format!("{}", self.generation.load(Ordering::SeqCst)),
+                ..Observation::default()
+            })),
+            Command::PageScroll(a) => {
+                if let Some(tx) = self.dispatched.lock().unwrap().as_ref() {
+                    let _ = tx.send(Instant::now());
+                }
+                Ok(Response::Action(ActionResult {
+                    operation_id: a.operation_id.clone(),
+                    tool: "page_scroll".into(),
+                    generation_before: self.generation.fetch_add(1, Ordering::SeqCst),
+                    navigation_started: false,
+                    settled: false,
+                    dialog: None,
+                    notes: Vec::new(),
+                }))
+            }
+            other => Err(jevgate::Error::ExecutionFailed {
+                reason: format!("the bench page has no {}", other.tool()),
+            }),
+        }
+    }
+}
+
+/// `control:` — accept-to-dispatch p50/p99 and verbs/s under 16 callers.
+fn control_plane(
+    dir: &std::path::Path,
+    commands: usize,
+    verbs: usize,
+) -> (Duration, Duration, f64) {
+    let config = Config::from_json_str(
+        r#"{"gateway":{"jev":{"enabled":true,"provider":"local","features":{"browserTasks":{"enabled":true}}}}}"#,
+    )
+    .unwrap();
+    let gw = Gateway::open(GatewayOptions::new(dir, config)).unwrap();
+    let owner = TaskOwner::new("bench", "p0", "c0");
+    let (tx, rx) = mpsc::channel();
+    let page = Arc::new(Instant0 {
+        generation: AtomicU64::new(1),
+        dispatched: Mutex::new(Some(tx)),
+    });
+    let mut request = SpawnRequest::new("");
+    request.keep_open = true;
+    request.budget.max_steps = 1000;
+    let id = gw
+        .tasks()
+        .spawn_with_backend(&owner, request, page.clone())
+        .unwrap();
+    let wait = Duration::from_secs(60);
+    gw.tasks().wait(&owner, &id, wait).unwrap();
+    let mut lat = Vec::with_capacity(commands);
+    for i in 0..commands {
+        let text = if i % 2 == 0 {
+            "scroll down"
+        } else {
+            "scroll up"
+        };
+        let t = Instant::now();
+        gw.tasks().command(&owner, &id, text).unwrap();
+        let at = rx.recv_timeout(wait).expect("the command was dispatched");
+        lat.push(at.saturating_duration_since(t));
+        let s = gw.tasks().wait(&owner, &id, wait).unwrap();
+        assert_eq!(s.state, TaskState::WaitingInput);
+    }
+    let (p50, p99) = (pct(&mut lat, 50), pct(&mut lat, 99));
+    // 16 callers, each its own session (a principal each: 8 sessions per principal at most).
+    let sessions: Vec<(TaskOwner, String)> = (0..PRODUCERS)
+        .map(|k| {
+            let owner = TaskOwner::new("bench", format!("p{}", k + 1), "c");
+            let mut r = SpawnRequest::new("");
+            r.keep_open = true;
+            let id = gw
+                .tasks()
+                .spawn_with_backend(&owner, r, page.clone())
+                .unwrap();
+            gw.tasks().wait(&owner, &id, wait).unwrap();
+            (owner, id)
+        })
+        .collect();
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        for (k, (owner, id)) in sessions.iter().enumerate() {
+            let gw = &gw;
+            scope.spawn(move || {
+                let rev = gw.tasks().status(owner, id).unwrap().revision;
+                for i in 0..verbs {
+                    let action = if i % 2 == 0 { "agent" } else { "user" };
+                    let c = ControlRequest::from_json(&format!(
+                        r#"{{"id":"00000000-0000-4000-8000-{:06x}{:06x}","action":"{action}","expectedRevision":{rev}}}"#,
+                        k, i
+                    ))
+                    .unwrap();
+                    gw.tasks().control(owner, id, &c).unwrap();
+                }
+            });
+        }
+    });
+    let per_s = (PRODUCERS * verbs) as f64 / start.elapsed().as_secs_f64();
+    gw.close();
+    (p50, p99, per_s)
+}
 
 const BLOCK: usize = 100;
 const PRODUCERS: usize = 16;
@@ -166,6 +294,13 @@ fn main() {
     );
     bench.close();
 
+    let control_dir = tempfile::tempdir_in(dir.path()).unwrap();
+    let (c50, c99, verbs_per_s) = control_plane(
+        control_dir.path(),
+        env("JEVGATE_BENCH_COMMANDS", 200).max(2),
+        env("JEVGATE_BENCH_VERBS", 50).max(1),
+    );
+
     let (r50, r99) = (us(p50) / us(f50), us(p99) / us(f99));
     let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
     println!(
@@ -174,6 +309,12 @@ fn main() {
         verdict(r99 <= 2.0),
         verdict(per_s >= 25_000.0),
         verdict(max <= Duration::from_millis(10))
+    );
+    println!(
+        "control: accept_to_dispatch_p50_us={:.0} p99_us={:.0} checkpoint_ratio={:.2} verbs16_per_s={verbs_per_s:.0}",
+        us(c50),
+        us(c99),
+        us(c50) / us(p50)
     );
     println!(
         "receipts: p50_us={:.0} p99_us={:.0} fsync_p50_us={:.0} fsync_p99_us={:.0} p50_ratio={r50:.2} p99_ratio={r99:.2} producers16_per_s={per_s:.0} max_ms={:.2}",
