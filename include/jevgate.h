@@ -1088,6 +1088,25 @@ jevgate_status jevgate_task_update(const jevgate_gateway *gateway,
                                    jevgate_error **err_out);
 
 /**
+ * Answers the field question a step list stopped on (`FIELD_TEXT_REQUIRED`; the status's
+ * `fieldRequest`): `text` (1 to 2000 characters, never echoed) goes into `field` and the step
+ * list continues from the step that asked. Writes the status after the call to
+ * `*status_json_out` when it is not NULL. `STATE_CONFLICT` when no question about `field` is
+ * pending, `INVALID_INPUT` for text out of bounds.
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `status_json_out` NULL or writable;
+ * `err_out` NULL or writable.
+ */
+jevgate_status jevgate_task_answer(const jevgate_gateway *gateway,
+                                   const char *owner_json,
+                                   const char *task_id,
+                                   const char *field,
+                                   const char *text,
+                                   char **status_json_out,
+                                   jevgate_error **err_out);
+
+/**
  * Reconciles a task left `needs_reconciliation` (R-TSK-RCPT): asks the browser's own record
  * about the receipt's last in-doubt operation only (never a replay); executed or not executed
  * resolves it, unknown leaves it for `jevgate_task_resolve`. Writes the status after the call

@@ -101,7 +101,11 @@ impl Desk {
             url: "https://desk.example/".into(),
             title: "Desk".into(),
             // Each click shows on the page (a step's action must change something).
-            text: format!("{} clicks", self.clicks.lock().len()),
+            text: format!(
+                "{} clicks {} typed",
+                self.clicks.lock().len(),
+                self.typed.lock()
+            ),
             ..Observation::default()
         };
         for (i, name) in ["Alpha", "Bravo", "Submit"].iter().enumerate() {
@@ -378,7 +382,13 @@ fn r_tsk_rcpt_a_panic_after_a_dispatch_needs_reconciliation_and_releases_the_tar
     let last = receipts.last().unwrap();
     assert_eq!(last.state, "unknown", "{receipts:#?}");
     assert_eq!(last.operations.last().unwrap().status, "dispatched");
-    // The session's hold on the page is gone: only the test holds the desk now.
+    // The session let its target go; the backend is kept only so `reconcile` can ask its record
+    // (the desk keeps none: unknown), until a person resolves the operation.
+    let s = gw.tasks().reconcile(&owner(), &id).unwrap();
+    assert_eq!(s.state, TaskState::NeedsReconciliation);
+    let op = last.operations.last().unwrap().operation_id.clone();
+    let s = gw.tasks().resolve(&owner(), &id, &op, true).unwrap();
+    assert_eq!(s.reason.as_deref(), Some("RECONCILED"));
     assert_eq!(Arc::strong_count(&desk), 1, "the target was not let go");
     gw.close();
 }
@@ -839,6 +849,77 @@ fn r_tsk_ctl_update_pending_then_applied_and_replans_bounded() {
     assert_eq!(
         update(&gw, &id, "press Alpha").unwrap_err().code(),
         "AUTOMATION_SESSION_CLOSED"
+    );
+    gw.close();
+}
+
+// R-TSK-CTL, issue 21 item 4: a step list that stops on a field question shows it; the queue
+// behind it is dropped; the answer continues from the step that asked, on the current page, and
+// stays available; an answer to a field nobody asked about is refused; a new command from the
+// owner supersedes a pending question.
+#[test]
+fn r_tsk_ctl_a_field_question_is_answered_and_the_steps_continue() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(dir.path());
+    let desk = Desk::new();
+    let id = session(&gw, &desk);
+    let t = gw.tasks();
+    t.command(
+        &owner(),
+        &id,
+        "1. press Alpha\n2. fill in the Address\n3. press Submit",
+    )
+    .unwrap();
+    let s = settled(&gw, &id);
+    let q = s.field_request.clone().expect("a field question");
+    assert_eq!(q.field, "Address", "{s:#?}");
+    assert_eq!((desk.clicked("Alpha"), desk.clicked("Submit")), (1, 0));
+    assert_eq!(
+        t.answer(&owner(), &id, "Town", "Springfield")
+            .unwrap_err()
+            .to_string(),
+        "state conflict: FIELD_NOT_ASKED"
+    );
+    let e = t
+        .answer(&owner(), &id, "Address", &"x".repeat(2001))
+        .unwrap_err();
+    assert_eq!(e.code(), "INVALID_INPUT");
+    let s = t.answer(&owner(), &id, "Address", "12 Main St").unwrap();
+    assert!(s.field_request.is_none());
+    let s = settled(&gw, &id);
+    assert_eq!(*desk.typed.lock(), 1, "{s:#?}");
+    assert_eq!(
+        (desk.clicked("Alpha"), desk.clicked("Submit")),
+        (1, 1),
+        "continued from the step that asked: Alpha not pressed again"
+    );
+    // The answer stays available: the same field later needs no question.
+    t.command(&owner(), &id, "fill in the Address").unwrap();
+    let s = settled(&gw, &id);
+    assert!(s.field_request.is_none(), "{s:#?}");
+    assert_eq!(*desk.typed.lock(), 2);
+    // A new command supersedes a pending question.
+    let desk2 = Desk::new();
+    let id2 = session(&gw, &desk2);
+    t.command(&owner(), &id2, "1. fill in the Address\n2. press Submit")
+        .unwrap();
+    assert!(settled(&gw, &id2).field_request.is_some());
+    t.command(&owner(), &id2, "press Bravo").unwrap();
+    let s = settled(&gw, &id2);
+    assert!(s.field_request.is_none(), "{s:#?}");
+    assert_eq!(
+        t.answer(&owner(), &id2, "Address", "x")
+            .unwrap_err()
+            .to_string(),
+        "state conflict: FIELD_NOT_ASKED"
+    );
+    // A single direct command missing its text is not a question.
+    t.command(&owner(), &id2, "fill in the Address")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let s = settled(&gw, &id2);
+    assert!(
+        s.field_request.is_none() || *desk2.typed.lock() == 0,
+        "{s:#?}"
     );
     gw.close();
 }

@@ -139,6 +139,11 @@ int main(int argc, char **argv) {
   err = NULL;
   rev = now_rev + 1;
 
+  /* No field question is pending: an answer is refused (tests/task_control.rs answers one). */
+  EXPECT(jevgate_task_answer(gw, OWNER, id, "Address", "12 Main St", NULL, &err) == JEVGATE_ERROR);
+  EXPECT(strcmp(code_of(err), JEVGATE_CODE_STATE_CONFLICT) == 0);
+  err = NULL;
+
   /* Nothing is in doubt: reconcile and resolve say so (tests/task_run.rs reconciles for real). */
   EXPECT(jevgate_task_reconcile(gw, OWNER, id, NULL, &err) == JEVGATE_ERROR);
   EXPECT(strcmp(code_of(err), JEVGATE_CODE_STATE_CONFLICT) == 0);

@@ -279,6 +279,41 @@ pub unsafe extern "C" fn jevgate_task_update(
     })
 }
 
+/// Answers the field question a step list stopped on (`FIELD_TEXT_REQUIRED`; the status's
+/// `fieldRequest`): `text` (1 to 2000 characters, never echoed) goes into `field` and the step
+/// list continues from the step that asked. Writes the status after the call to
+/// `*status_json_out` when it is not NULL. `STATE_CONFLICT` when no question about `field` is
+/// pending, `INVALID_INPUT` for text out of bounds.
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; `status_json_out` NULL or writable;
+/// `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_task_answer(
+    gateway: *const jevgate_gateway,
+    owner_json: *const c_char,
+    task_id: *const c_char,
+    field: *const c_char,
+    text: *const c_char,
+    status_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
+        // SAFETY: forwarded contract.
+        let field = unsafe { str_arg("field", field) }?;
+        // SAFETY: forwarded contract.
+        let text = unsafe { str_arg("text", text) }?;
+        let status = gw.tasks().answer(&owner, id, field, text)?;
+        match opt_out(status_json_out) {
+            // SAFETY: writable per the contract.
+            Some(out) => unsafe { out.write_json(&status) },
+            None => Ok(()),
+        }
+    })
+}
+
 /// Reconciles a task left `needs_reconciliation` (R-TSK-RCPT): asks the browser's own record
 /// about the receipt's last in-doubt operation only (never a replay); executed or not executed
 /// resolves it, unknown leaves it for `jevgate_task_resolve`. Writes the status after the call

@@ -28,7 +28,7 @@ pub(crate) mod writer;
 pub use device_target::DeviceTarget;
 pub(crate) use host::{OpenTarget, TaskHost};
 pub(crate) use service::TaskService;
-pub use service::Tasks;
+pub use service::{Tasks, MAX_ANSWER_CHARS};
 
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -543,6 +543,16 @@ impl TaskState {
     }
 }
 
+/// A pending field question ([`TaskStatus::field_request`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FieldRequest {
+    /// The field's accessible name (page text, shortened).
+    pub field: String,
+    /// The question, for the person.
+    pub question: String,
+}
+
 /// One round of [`TaskStatus::action_log`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -626,6 +636,9 @@ pub struct TaskStatus {
     pub action_log: Vec<ActionLogEntry>,
     /// The latest step run.
     pub step_run: Option<StepRun>,
+    /// The field question a step list stopped on (`FIELD_TEXT_REQUIRED`): `{field, question}`
+    /// — the field's name is page text. [`Tasks::answer`] continues the run.
+    pub field_request: Option<FieldRequest>,
     /// The latest dispatched mutation.
     pub last_dispatched_mutation: Option<DispatchedMutation>,
     /// Commands waiting behind the running one.

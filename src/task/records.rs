@@ -358,6 +358,7 @@ fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskStatus> {
         last_dispatched_mutation: None,
         queued_commands: 0,
         commands: Vec::new(),
+        field_request: None,
         applied_revision: r.get(6)?,
         pending_revisions: Vec::new(),
         created_at: r.get(15)?,
@@ -709,6 +710,10 @@ pub(crate) fn command(
 /// control receipts, pending and applied revisions.
 fn fill(c: &Connection, t: &mut TaskStatus) -> rusqlite::Result<()> {
     t.last_dispatched_mutation = last_mutation(c, &t.id)?;
+    let question: Option<String> = c
+        .prepare_cached("SELECT json_extract(control, '$.fieldRequest') FROM tasks WHERE id = ?1")?
+        .query_row([&t.id], |r| r.get(0))?;
+    t.field_request = question.and_then(|q| serde_json::from_str(&q).ok());
     t.commands = commands(c, &t.id, STATUS_COMMANDS)?;
     let mut st = c.prepare_cached(
         "SELECT revision FROM task_commands

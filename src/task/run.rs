@@ -85,8 +85,12 @@ pub(crate) struct Report {
     pub reason: String,
     pub line: String,
     pub step_run: Option<StepRun>,
-    /// An interrupted request's steps not yet done, verbatim (private: a resume runs them).
+    /// An interrupted request's steps not yet done, verbatim (private: a resume runs them) —
+    /// also a step list's steps from the one that asked for a field's text.
     pub remaining: Vec<String>,
+    /// A step list stopped on `FIELD_TEXT_REQUIRED`: the field it asks about (a question the
+    /// person may answer; a single direct command is not a question).
+    pub field: Option<String>,
 }
 
 /// Counters that outlive a request.
@@ -119,6 +123,11 @@ pub(crate) struct Run<'a> {
     pub hook: Option<&'a Hook>,
     pub progress: &'a dyn Fn(TaskProgress),
     pub deadline: Instant,
+    /// Answers the person gave to field questions (field name → text): typed text that comes
+    /// from an answer, never invented (R-RUN).
+    pub answers: &'a std::collections::HashMap<String, String>,
+    /// The field a `FIELD_TEXT_REQUIRED` asked about (set by the decision that found it).
+    pub asked: Option<String>,
 }
 
 /// What one part (one direct command) came to.
@@ -383,6 +392,7 @@ impl Run<'_> {
                 line,
                 step_run: None,
                 remaining: Vec::new(),
+                field: None,
             });
         }
         let operation_id = self.next_operation_id();
@@ -424,6 +434,7 @@ impl Run<'_> {
             line,
             step_run: None,
             remaining: Vec::new(),
+            field: None,
         })
     }
 
@@ -443,6 +454,7 @@ impl Run<'_> {
                 line: lines::READY.into(),
                 step_run: None,
                 remaining: Vec::new(),
+                field: None,
             };
         }
         match crate::grammar::split_steps(trimmed) {
@@ -484,6 +496,7 @@ impl Run<'_> {
             line,
             step_run: None,
             remaining,
+            field: None,
         }
     }
 
@@ -495,6 +508,7 @@ impl Run<'_> {
         };
         let mut ending = Ending::Done;
         let mut remaining: Vec<String> = Vec::new();
+        let mut field: Option<String> = None;
         let mut stop: Option<String> = None;
         let mut last_line = String::new();
         'steps: for (i, step) in steps.iter().enumerate() {
@@ -540,6 +554,12 @@ impl Run<'_> {
                     }
                     Part::Note { .. } => {}
                     Part::NotDone { code, .. } => {
+                        if code == "FIELD_TEXT_REQUIRED" {
+                            // A question: an answer continues from this part, verbatim.
+                            field = self.asked.clone();
+                            remaining = parts[j..].to_vec();
+                            remaining.extend(steps[i + 1..].iter().cloned());
+                        }
                         stop = Some(match code.as_str() {
                             "ACTION_BUDGET" | "EVALUATION_BUDGET" | "TIMEOUT" => code,
                             _ => "STEP_NOT_EXECUTED".into(),
@@ -577,6 +597,7 @@ impl Run<'_> {
             line: last_line,
             step_run: Some(run),
             remaining,
+            field,
         }
     }
 
@@ -882,7 +903,11 @@ impl Run<'_> {
                 Intent::Decide { text_offer } => text_offer.clone(),
                 _ => None,
             });
-            let Some(text) = text.filter(|t| !t.is_empty()) else {
+            let text = text
+                .filter(|t| !t.is_empty())
+                .or_else(|| self.answers.get(&control.name).cloned());
+            let Some(text) = text else {
+                self.asked = Some(control.name.clone());
                 return Decision::Fail(not_done("FIELD_TEXT_REQUIRED"));
             };
             let label = if req.submit {

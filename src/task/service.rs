@@ -90,6 +90,10 @@ struct Live {
     replans: Vec<String>,
     /// A reopened task: its start URL is not opened again.
     reopened: bool,
+    /// The person's answers to field questions (field → text), for this task's later runs.
+    answers: HashMap<String, String>,
+    /// A step list stopped on a field question: the field and the steps an answer continues.
+    question: Option<(String, Vec<String>)>,
 }
 
 impl Live {
@@ -128,6 +132,9 @@ struct Shared {
     /// The backends of tasks left `needs_reconciliation`, for `reconcile` (bounded).
     in_doubt: Mutex<HashMap<String, Arc<dyn BrowserBackend>>>,
 }
+
+/// The most characters of an answer to a field question.
+pub const MAX_ANSWER_CHARS: usize = 2000;
 
 /// The most backends kept for reconciliation.
 const MAX_KEPT_BACKENDS: usize = 256;
@@ -247,6 +254,22 @@ impl<'a> Tasks<'a> {
         update: &UpdateRequest,
     ) -> Result<TaskStatus> {
         self.service.update(owner, id, update)
+    }
+
+    /// Answers the field question a step list stopped on (`FIELD_TEXT_REQUIRED`, shown as
+    /// [`TaskStatus::field_request`]): `text` (1 to 2000 characters) goes into `field`, and the
+    /// step list continues from the step that asked, on the current page. Answered fields stay
+    /// available to the task's later commands. `STATE_CONFLICT` (`FIELD_NOT_ASKED`) when no
+    /// question about `field` is pending; `INVALID_INPUT` for text out of bounds (never
+    /// echoed).
+    pub fn answer(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        field: &str,
+        text: &str,
+    ) -> Result<TaskStatus> {
+        self.service.answer(owner, id, field, text)
     }
 
     /// Reconciles a task left `needs_reconciliation` (R-TSK-RCPT): asks the browser's own
@@ -591,6 +614,8 @@ impl TaskService {
                 changed_nothing: false,
                 replans: Vec::new(),
                 reopened: false,
+                answers: HashMap::new(),
+                question: None,
             },
         );
         pool.ready.push_back(id.clone());
@@ -929,10 +954,12 @@ impl TaskService {
                     backend,
                     std::mem::take(&mut l.counters),
                     l.seq,
+                    l.answers.clone(),
                 ))
             })
         };
-        let Some((owner, request, cancel, fence, backend, mut counters, seq)) = taken else {
+        let Some((owner, request, cancel, fence, backend, mut counters, seq, answers)) = taken
+        else {
             return;
         };
         let actions_before = counters.actions;
@@ -955,6 +982,7 @@ impl TaskService {
             &*backend,
             &progress,
             &mut counters,
+            &answers,
         );
         let runs_on = control::queue_runs_on(&report.ending, &report.reason);
         let (dropped, closing) = {
@@ -986,6 +1014,12 @@ impl TaskService {
             };
             // Whatever ended the round answered any pause meant for it.
             l.pausing = false;
+            l.question = match &report.field {
+                Some(f) if report.ending == Ending::NotDone => {
+                    Some((f.clone(), report.remaining.clone()))
+                }
+                _ => None,
+            };
             if report.ending == Ending::Interrupted
                 && report.reason == "PAUSED"
                 && !report.remaining.is_empty()
@@ -1004,6 +1038,19 @@ impl TaskService {
         let state = control::receipt_state(&report.ending);
         let paused = (report.ending == Ending::Interrupted && report.reason == "PAUSED")
             .then(|| serde_json::json!(report.remaining).to_string());
+        // The question status shows (the field's name is page text: bounded, and inside the
+        // untrusted envelope wherever it reaches an agent); every round clears the last one.
+        let question = report
+            .field
+            .as_ref()
+            .filter(|_| report.ending == Ending::NotDone)
+            .map(|f| {
+                serde_json::json!({
+                    "field": lines::short(f),
+                    "question": format!("What should go into \"{}\"?", lines::short(f)),
+                })
+                .to_string()
+            });
         let stored = self.shared.writer.write(Box::new(move |tx| {
             if let Some(c) = command {
                 records::set_commands(tx, &id2, &[c], state, Some(&reason), Some(seq), now)?;
@@ -1011,6 +1058,7 @@ impl TaskService {
             if let Some(p) = &paused {
                 records::set_control(tx, &id2, "pausedSteps", Some(p.as_str()))?;
             }
+            records::set_control(tx, &id2, "fieldRequest", question.as_deref())?;
             records::set_commands(tx, &id2, &dropped, "dropped", Some(&reason), None, now)
         }));
         if let Err(e) = stored {
@@ -1036,6 +1084,7 @@ impl TaskService {
         backend: &dyn BrowserBackend,
         progress: &dyn Fn(TaskProgress),
         counters: &mut Counters,
+        answers: &HashMap<String, String>,
     ) -> Report {
         let now = self.shared.clock.wall_millis();
         let id2 = id.to_string();
@@ -1059,6 +1108,7 @@ impl TaskService {
                 line,
                 step_run: None,
                 remaining: Vec::new(),
+                field: None,
             };
         }
         let hook = self.shared.hook.read().clone();
@@ -1078,6 +1128,8 @@ impl TaskService {
             hook: hook.as_ref(),
             progress,
             deadline,
+            answers,
+            asked: None,
         };
         let report = match opening.and_then(|url| run.open(&url)) {
             Some(stopped) => stopped,
@@ -1212,8 +1264,15 @@ impl TaskService {
         let receipt = accepted?;
         let queued = match pool.live.get_mut(id) {
             Some(l) if !l.closing && !l.cancel.is_cancelled() => {
-                // A person's command starts a new replan chain.
+                // A person's command starts a new replan chain, and supersedes a pending field
+                // question (the question closes).
                 l.replans.clear();
+                if l.question.take().is_some() {
+                    let id2 = id.to_string();
+                    let _ = self.shared.writer.submit(Box::new(move |tx| {
+                        records::set_control(tx, &id2, "fieldRequest", None)
+                    }));
+                }
                 l.queue.push_back(Queued {
                     id: receipt.command_id.clone(),
                     text: text.to_string(),
@@ -1738,6 +1797,8 @@ impl TaskService {
             changed_nothing: false,
             replans: chain,
             reopened: true,
+            answers: HashMap::new(),
+            question: None,
         };
         live.request.start_url = None;
         pool.live.insert(id.to_string(), live);
@@ -1759,6 +1820,89 @@ impl TaskService {
         }));
         self.shared.changed.notify_all();
         Ok(())
+    }
+
+    pub(crate) fn answer(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        field: &str,
+        text: &str,
+    ) -> Result<TaskStatus> {
+        let n = text.chars().count();
+        if text.trim().is_empty() || n > MAX_ANSWER_CHARS {
+            return Err(Error::InvalidInput {
+                name: "text",
+                reason: format!("must be 1 to {MAX_ANSWER_CHARS} characters ({n} given)"),
+            });
+        }
+        self.owned(owner, id)?;
+        let _one = self.shared.control.lock();
+        let remaining = {
+            let pool = self.shared.pool.lock();
+            let asked = pool.live.get(id).and_then(|l| {
+                l.question
+                    .as_ref()
+                    .filter(|(f, _)| f == field || lines::short(f) == field)
+                    .map(|(f, rest)| (f.clone(), rest.clone()))
+            });
+            match asked {
+                Some(a) if !pool.closed => a,
+                _ => {
+                    return Err(Error::StateConflict {
+                        reason: "FIELD_NOT_ASKED",
+                    })
+                }
+            }
+        };
+        let (asked_field, rest) = remaining;
+        let continuation = lines::join_steps(&rest);
+        let command_id = crate::ids::random_uuid()?;
+        let (id2, text2, now) = (
+            id.to_string(),
+            text.to_string(),
+            self.shared.clock.wall_millis(),
+        );
+        let receipt = self.shared.writer.apply(move |tx| {
+            let sql = |e| crate::store::sqlite_error("answer", e);
+            let receipt = records::accept_control(
+                tx,
+                &records::NewCommand {
+                    task_id: &id2,
+                    id: &command_id,
+                    origin: "user",
+                    kind: "answer",
+                    text: Some(&text2),
+                    expected_revision: None,
+                },
+                false,
+                now,
+            )
+            .map_err(sql)?;
+            records::set_control(tx, &id2, "fieldRequest", None).map_err(sql)?;
+            Ok(receipt)
+        })?;
+        {
+            let mut pool = self.shared.pool.lock();
+            if let Some(l) = pool.live.get_mut(id) {
+                l.question = None;
+                l.answers.insert(asked_field, text.to_string());
+                if !rest.is_empty() {
+                    l.queue.push_front(Queued {
+                        id: receipt.command_id.clone(),
+                        text: continuation,
+                    });
+                    if !l.scheduled {
+                        l.scheduled = true;
+                        l.state = TaskState::Running;
+                        pool.ready.push_back(id.to_string());
+                        self.kick(&mut pool);
+                    }
+                }
+            }
+        }
+        self.shared.changed.notify_all();
+        self.status(owner, id)
     }
 
     pub(crate) fn reconcile(&self, owner: &TaskOwner, id: &str) -> Result<TaskStatus> {

@@ -227,6 +227,24 @@ impl PyTasks {
         to_py_json(py, serde_json::to_string(&s))
     }
 
+    /// Answers the field question a step list stopped on; the run continues from the step that
+    /// asked. Returns the status.
+    fn answer<'py>(
+        &self,
+        py: Python<'py>,
+        owner: &Bound<'py, PyAny>,
+        task_id: String,
+        field: String,
+        text: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let owner = owner_arg(owner)?;
+        let gw = &self.gateway;
+        let s = py
+            .detach(|| gw.tasks().answer(&owner, &task_id, &field, &text))
+            .py_err()?;
+        to_py_json(py, serde_json::to_string(&s))
+    }
+
     /// Reconciles a task left needs_reconciliation from the browser's own record (never a
     /// replay); returns the status after the call.
     fn reconcile<'py>(

@@ -80,8 +80,10 @@ def test_r_tsk_ctl_control_verbs_codes_and_receipts(tmp_path):
         with pytest.raises(jevgate.AccessDeniedError):
             tasks.control(STRANGER, task_id, id=str(uuid.uuid4()), action="pause", expected_revision=rev + 1)
 
-        # Nothing in doubt: reconcile and resolve say so (tests/task_run.rs reconciles for real).
+        # Nothing in doubt: reconcile and resolve say so (tests/task_run.rs reconciles for real);
+        # no field question pending: an answer is refused (tests/task_control.rs answers one).
         for call in (
+            lambda: tasks.answer(OWNER, task_id, "Address", "12 Main St"),
             lambda: tasks.reconcile(OWNER, task_id),
             lambda: tasks.resolve(OWNER, task_id, "no-such-operation", True),
         ):

@@ -278,6 +278,10 @@ class Tasks:
         completed or failed task is reopened on a fresh observation). Returns the status;
         ``pendingRevisions`` lists it until it starts (ArgumentError INVALID_INPUT; TaskError
         REVISION_CONFLICT, STATE_CONFLICT, AUTOMATION_SESSION_CLOSED; AccessDeniedError)."""
+    def answer(self, owner: Mapping[str, Any], task_id: str, field: str, text: str) -> Dict[str, Any]:
+        """Answer the field question a step list stopped on (status ``fieldRequest``); the run
+        continues from the step that asked (TaskError STATE_CONFLICT when no such question is
+        pending; ArgumentError INVALID_INPUT for text outside 1..2000 characters)."""
     def reconcile(self, owner: Mapping[str, Any], task_id: str) -> Dict[str, Any]:
         """Reconcile a task left needs_reconciliation from the browser's own record of the
         receipt's last in-doubt operation (never a replay); unknown leaves it for ``resolve``
