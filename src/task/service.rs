@@ -101,7 +101,13 @@ impl<'a> Tasks<'a> {
 
     /// Starts a task for `owner` and returns its id (a UUID). It waits `queued` for a free slot
     /// when all are busy. `INVALID_ARGUMENT` for a bad owner, a goal over
-    /// [`MAX_COMMAND_CHARS`] characters or a list over 12 steps, a bad start URL or budget.
+    /// [`MAX_COMMAND_CHARS`] characters or a list over 12 steps, a bad start URL or budget;
+    /// `ORCHESTRATION_DISABLED` (409) unless the live configuration enables Jev and
+    /// `features.browserTasks`, `EXECUTION_DENIED` (403) when the owner's agent has no Jev
+    /// access ([`crate::Config::browser_task_gate`]). The gate is asked again right before each
+    /// request starts: a reload that turns tasks off stops a queued or running task before its
+    /// next browser action, with that code. With `features.browserSteps` off a step list runs
+    /// as one direct command.
     pub fn spawn(&self, owner: &TaskOwner, request: SpawnRequest) -> Result<String> {
         self.service.spawn(owner, request, None)
     }
@@ -118,7 +124,8 @@ impl<'a> Tasks<'a> {
         self.service.spawn(owner, request, Some(backend))
     }
 
-    /// The task as its owner sees it. `TASK_NOT_FOUND`, or `ACCESS_DENIED` for another owner.
+    /// The task as its owner sees it. `ACCESS_DENIED` when `id` is not a task of `owner`: an
+    /// unknown or malformed id and another owner's task answer alike, for every verb.
     pub fn status(&self, owner: &TaskOwner, id: &str) -> Result<TaskStatus> {
         self.service.status(owner, id)
     }
@@ -131,7 +138,8 @@ impl<'a> Tasks<'a> {
 
     /// Queues a person's next direct command or step list on an open session (FIFO, at most
     /// [`MAX_QUEUED_COMMANDS`] waiting: `COMMAND_QUEUE_FULL`). `AUTOMATION_SESSION_CLOSED`
-    /// when the task's session is over.
+    /// when the task's session is over; `ORCHESTRATION_DISABLED` / `EXECUTION_DENIED` as
+    /// [`Tasks::spawn`], on the configuration live at the call.
     pub fn command(&self, owner: &TaskOwner, id: &str, text: &str) -> Result<()> {
         self.service.command(owner, id, text)
     }
@@ -155,9 +163,10 @@ impl<'a> Tasks<'a> {
     }
 
     /// Every task of the data directory with its receipts, newest first (at most `limit`),
-    /// whoever owns them: for the person who owns the directory (`jevgate task list`), never
-    /// for an agent — agents use [`Tasks::list`].
-    pub fn all(&self, limit: u32) -> Result<Vec<(TaskStatus, Vec<Receipt>)>> {
+    /// whoever owns them: for the person who owns the directory (`jevgate task list`, through
+    /// `jevgate::unstable::all_tasks`), never for an agent — agents use [`Tasks::list`]. Not
+    /// public: it bypasses the owner triple.
+    pub(crate) fn all(&self, limit: u32) -> Result<Vec<(TaskStatus, Vec<Receipt>)>> {
         self.service.list_all(limit)
     }
 
@@ -271,22 +280,21 @@ impl TaskService {
         *self.shared.hook.write() = hook;
     }
 
+    /// The task `id` if `owner` owns it. An unknown id, a malformed one and another owner's
+    /// answer with one error, word for word: nothing tells a caller which ids exist.
     fn owned(&self, owner: &TaskOwner, id: &str) -> Result<TaskStatus> {
         owner.check()?;
-        if id.is_empty() || id.len() > 64 {
-            return Err(Error::TaskNotFound);
+        let task = match id.is_empty() || id.len() > 64 {
+            true => None,
+            false => self.shared.store.read(|c| records::get_task(c, id))?,
+        };
+        match task {
+            Some(task) if task.owner == *owner => Ok(task),
+            _ => Err(Error::AccessDenied {
+                reason: "no task of this id belongs to this agent, principal and conversation"
+                    .into(),
+            }),
         }
-        let task = self
-            .shared
-            .store
-            .read(|c| records::get_task(c, id))?
-            .ok_or(Error::TaskNotFound)?;
-        if task.owner != *owner {
-            return Err(Error::AccessDenied {
-                reason: "the task belongs to another agent, principal or conversation".into(),
-            });
-        }
-        Ok(task)
     }
 
     fn with_live(&self, mut t: TaskStatus) -> TaskStatus {
@@ -306,6 +314,8 @@ impl TaskService {
     ) -> Result<String> {
         owner.check()?;
         check_request(&request)?;
+        // Feature and access gate on the live configuration, before anything is stored.
+        self.shared.host.task_gate(owner)?;
         if self.shared.pool.lock().closed {
             return Err(Error::GatewayClosed);
         }
@@ -482,17 +492,23 @@ impl TaskService {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&p)));
             }
         };
-        let opened = match brought {
-            Some(backend) => Ok(OpenTarget {
-                backend,
-                close: Box::new(|| {}),
-            }),
-            None => self.shared.host.open_target(&owner, &request.target),
-        };
+        // The gate again on the live configuration: a task queued while tasks were on and
+        // turned off since never opens its browser.
+        let opened = self
+            .shared
+            .host
+            .task_gate(&owner)
+            .and_then(|_| match brought {
+                Some(backend) => Ok(OpenTarget {
+                    backend,
+                    close: Box::new(|| {}),
+                }),
+                None => self.shared.host.open_target(&owner, &request.target),
+            });
         let target = match opened {
             Ok(t) => t,
             Err(e) => {
-                let line = lines::not_done("the browser could not be opened", e.code());
+                let line = lines::not_done(lines::open_failure_words(e.code()), e.code());
                 progress(TaskProgress {
                     task_id: id.to_string(),
                     line: line.clone(),
@@ -648,6 +664,8 @@ impl TaskService {
                 step_run: None,
             };
         }
+        // The gate right before the request's first browser action, on the live configuration.
+        let gate = self.shared.host.task_gate(owner);
         let hook = self.shared.hook.read().clone();
         let deadline = self.shared.clock.now() + request.budget.timeout();
         let mut run = Run {
@@ -664,10 +682,14 @@ impl TaskService {
             hook: hook.as_ref(),
             progress,
             deadline,
+            step_lists: gate.as_ref().is_ok_and(|g| g.step_lists),
         };
-        let report = match opening.and_then(|url| run.open(&url)) {
-            Some(stopped) => stopped,
-            None => run.request(text),
+        let report = match gate {
+            Err(e) => run.refused(&e),
+            Ok(_) => match opening.and_then(|url| run.open(&url)) {
+                Some(stopped) => stopped,
+                None => run.request(text),
+            },
         };
         let (state, reason, line) = (
             match report.ending {
@@ -731,6 +753,7 @@ impl TaskService {
 
     pub(crate) fn command(&self, owner: &TaskOwner, id: &str, text: &str) -> Result<()> {
         check_text("text", text, false)?;
+        self.shared.host.task_gate(owner)?;
         let task = self.owned(owner, id)?;
         let mut pool = self.shared.pool.lock();
         if pool.closed {
