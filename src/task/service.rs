@@ -284,9 +284,10 @@ impl TaskService {
     /// answer with one error, word for word: nothing tells a caller which ids exist.
     fn owned(&self, owner: &TaskOwner, id: &str) -> Result<TaskStatus> {
         owner.check()?;
-        let task = match id.is_empty() || id.len() > 64 {
-            true => None,
-            false => self.shared.store.read(|c| records::get_task(c, id))?,
+        let task = if id.is_empty() || id.len() > 64 {
+            None
+        } else {
+            self.shared.store.read(|c| records::get_task(c, id))?
         };
         match task {
             Some(task) if task.owner == *owner => Ok(task),
