@@ -1,8 +1,8 @@
 //! The task methods of [`Gateway`] (R-TSK): [`Gateway::tasks`], and the [`Host`] the task
 //! service gets instead of the gateway itself — Jev evaluations with the gateway's checks and
-//! usage records, the feature and access gate on the live configuration, and targets (a local Chromium per task, or a paired device's tab). Thin: the
-//! host holds a weak reference, so a task thread never keeps a closed gateway alive, and holds
-//! no lock across a call.
+//! usage records, the feature and access gate on the live configuration, and targets (a local
+//! Chromium per task, or a paired device's tab). Thin: the host holds a weak reference, so a
+//! task thread never keeps a closed gateway alive, and holds no lock across a call.
 
 use super::{Gateway, Inner};
 use crate::browser::{BrowserBackend, LaunchOptions, LeaseAction, LocalBrowser, TabLeaseArgs};

@@ -1,6 +1,7 @@
 //! What the task module needs from above it, as traits and plain types: the gateway's Jev
-//! evaluations, its feature and access gate, and targets ([`TaskHost`]), an opened target ([`OpenTarget`]) and the crash-test
-//! seam ([`Hook`]). Owns no behaviour; it must never name the gateway.
+//! evaluations, its feature and access gate, and targets ([`TaskHost`]), an opened target
+//! ([`OpenTarget`]) and the crash-test seam ([`Hook`]). Owns no behaviour; it must never name
+//! the gateway.
 
 use super::{TaskOwner, TaskTarget};
 use crate::browser::BrowserBackend;
