@@ -30,7 +30,7 @@ const CONFIG: &str = r#"{
       "enabled": true,
       "provider": "local",
       "allowedAgentIds": ["assistant"],
-      "features": { "browserTasks": { "enabled": true } }
+      "features": { "browserTasks": { "enabled": true }, "browserSteps": { "enabled": true } }
     }
   },
   "agents": [{ "id": "assistant" }, { "id": "intern", "jev": { "enabled": false } }]
@@ -221,6 +221,13 @@ fn task_demo(data_dir: &std::path::Path, base: &str) -> Result<bool, Box<dyn std
         let _ = writeln!(out, "  -> {}", p.line);
         let _ = out.flush();
     }));
+    // Browser tasks are off unless `features.browserTasks` is on, and only for agents with Jev
+    // access: the intern's task is refused before any browser starts.
+    let intern = TaskOwner::new("intern", "person", "conversation-a");
+    match gw.tasks().spawn(&intern, SpawnRequest::new("scroll down")) {
+        Err(e) => println!("the intern's task: {} (HTTP {})", e.code(), e.http_status()),
+        Ok(_) => not_done("the intern's task was not refused".into())?,
+    }
     let id = gw.tasks().spawn(&owner, request)?;
     let status = gw
         .tasks()

@@ -72,7 +72,6 @@
 #define JEVGATE_CODE_TAB_LEASE_HELD "TAB_LEASE_HELD"
 #define JEVGATE_CODE_TAB_LIMIT "TAB_LIMIT"
 #define JEVGATE_CODE_OUTCOME_UNKNOWN "OUTCOME_UNKNOWN"
-#define JEVGATE_CODE_TASK_NOT_FOUND "TASK_NOT_FOUND"
 #define JEVGATE_CODE_AUTOMATION_SESSION_CLOSED "AUTOMATION_SESSION_CLOSED"
 #define JEVGATE_CODE_COMMAND_QUEUE_FULL "COMMAND_QUEUE_FULL"
 #define JEVGATE_CODE_AUTOMATION_SESSION_EXISTS "AUTOMATION_SESSION_EXISTS"
@@ -82,6 +81,8 @@
 #define JEVGATE_CODE_STATE_CONFLICT "STATE_CONFLICT"
 #define JEVGATE_CODE_IDEMPOTENCY_CONFLICT "IDEMPOTENCY_CONFLICT"
 #define JEVGATE_CODE_NOTHING_TO_RESUME "NOTHING_TO_RESUME"
+#define JEVGATE_CODE_ORCHESTRATION_DISABLED "ORCHESTRATION_DISABLED"
+#define JEVGATE_CODE_EXECUTION_DENIED "EXECUTION_DENIED"
 #define JEVGATE_CODE_INTERNAL "INTERNAL"
 
 /**
@@ -967,7 +968,11 @@ jevgate_status jevgate_browser_tool_call(const jevgate_gateway *gateway,
  * waits for commands) and writes its id (a UUID) to `*task_id_out`. `progress` (may be NULL)
  * receives each outcome line (see `jevgate_task_progress_fn`) with `user_data` first.
  * `INVALID_ARGUMENT` for a bad owner or request (a goal over 4000 characters, a list over 12
- * steps, a start URL that is not http/https).
+ * steps, a start URL that is not http/https); `ORCHESTRATION_DISABLED` (409) unless the live
+ * configuration enables Jev and `features.browserTasks`, `EXECUTION_DENIED` (403) when the
+ * owner's agent has no Jev access — asked again before each request starts, so a reload that
+ * turns tasks off ends a queued or running task with that code before its next browser
+ * action. With `features.browserSteps` off a step list runs as one direct command.
  *
  * # Safety
  * `gateway` a live handle; strings NUL-terminated; `task_id_out` writable; `err_out` NULL or
@@ -988,8 +993,8 @@ jevgate_status jevgate_task_spawn(const jevgate_gateway *gateway,
  * Writes the task's status JSON (`{"id","owner","target","goal","state","reason","outcome",
  * "actions","evaluations","actionLog","stepRun","lastDispatchedMutation",…}`; `state` is
  * one of `queued`, `running`, `waiting_input`, `completed`, `failed`, `cancelled`,
- * `needs_reconciliation`) to `*status_json_out`. `TASK_NOT_FOUND`, or `ACCESS_DENIED` when
- * the owner triple is not the task's.
+ * `needs_reconciliation`) to `*status_json_out`. `ACCESS_DENIED` when `task_id` is not a task
+ * of the owner triple: an unknown id and another owner's answer alike (code and message).
  *
  * # Safety
  * `gateway` a live handle; strings NUL-terminated; `status_json_out` writable; `err_out` NULL
@@ -1021,7 +1026,8 @@ jevgate_status jevgate_task_wait(const jevgate_gateway *gateway,
  * Queues a person's next direct command or step list (`text`, 1 to 4000 characters; more
  * than 12 steps is one command) on the task's open session. `INVALID_ARGUMENT` for bad text (never echoed),
  * `COMMAND_QUEUE_FULL` when 20 wait already, `AUTOMATION_SESSION_CLOSED` when the session
- * is over.
+ * is over, `ORCHESTRATION_DISABLED` / `EXECUTION_DENIED` as `jevgate_task_spawn` (on the
+ * configuration live at the call), `ACCESS_DENIED` when the task is not the owner's.
  *
  * # Safety
  * `gateway` a live handle; strings NUL-terminated; `err_out` NULL or writable.

@@ -3,9 +3,11 @@
 //! subcommands) and `mcp/` (the MCP server), so neither uses the other for them
 //! (tests/layers.rs). Holds no command of its own; never prints.
 
-/// The configuration `task run` uses without `--config`: the local evaluator (no network, no
-/// key), as the quickstart's.
-pub const DEFAULT_CONFIG: &str = r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#;
+/// The configuration `task run` and `jevgate mcp` use without `--config`: the local evaluator
+/// (no network, no key), as the quickstart's, with browser tasks and step lists on
+/// (`features.browserTasks`, `features.browserSteps`: both off by default, and a task refuses
+/// to start without the first — `ORCHESTRATION_DISABLED`).
+pub const DEFAULT_CONFIG: &str = r#"{"gateway":{"jev":{"enabled":true,"provider":"local","features":{"browserTasks":{"enabled":true},"browserSteps":{"enabled":true}}}}}"#;
 
 /// A fresh private (0700) directory `<temp>/<prefix>-p<pid>-t<start>-<random>` for a command's
 /// data, removed by the command when it ends; the ones left by killed processes of this user

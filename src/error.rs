@@ -37,13 +37,14 @@ pub enum ErrorFamily {
     Grammar,
     /// Device control leases and browser session (profile) leases.
     Lease,
-    /// The caller is not allowed to do this (wrong owner, delegated credential).
+    /// The caller is not allowed to do this (wrong owner, delegated credential, an agent
+    /// without Jev access).
     Access,
     /// Paired devices, the device-worker channel and the browser tools.
     Device,
     /// A browser backend: the browser, its pages and the actions on them.
     Browser,
-    /// Browser tasks: unknown tasks, closed sessions, full command queues.
+    /// Browser tasks: closed sessions, full command queues, tasks turned off.
     Task,
     /// A bug in jevgate (a caught panic, a broken invariant).
     Internal,
@@ -158,7 +159,8 @@ pub enum Error {
     DeviceControlNotHeld,
 
     /// The caller may not do this: a control route called by someone other than the device's
-    /// owner or with a delegated credential (R-LEASE-7).
+    /// owner or with a delegated credential (R-LEASE-7); a task id that is not the caller's
+    /// (R-TSK: an unknown id, another owner's and a malformed one answer alike).
     #[error("access denied: {reason}")]
     AccessDenied {
         /// Why, without naming other principals.
@@ -444,11 +446,6 @@ pub enum Error {
         /// What happened after the command was sent, written by jevgate.
         reason: String,
     },
-    /// No task with that id (R-TSK). Also what a caller that does not own the task gets when
-    /// the id itself is unknown; a known id under another owner is `ACCESS_DENIED`.
-    #[error("no such task")]
-    TaskNotFound,
-
     /// The task's session is closed: it finished, failed or was cancelled and takes no more
     /// commands (R-TSK-CTL `AUTOMATION_SESSION_CLOSED`).
     #[error("the task's session is closed and takes no more commands")]
@@ -511,6 +508,23 @@ pub enum Error {
     /// replayed.
     #[error("nothing to resume: only work the owner paused continues")]
     NothingToResume,
+    /// Browser tasks are turned off (R-CFG features, seed 003 `ORCHESTRATION_DISABLED`): Jev is
+    /// not enabled or `features.browserTasks` is off, in the configuration live at the call.
+    /// Nothing was opened or sent; a reload that turns them on lifts it.
+    #[error("browser tasks are turned off: {reason}")]
+    OrchestrationDisabled {
+        /// Which switch is off (`Jev is not enabled`, `features.browserTasks is off`).
+        reason: &'static str,
+    },
+
+    /// The task's agent may not run browser tasks (R-JEV-ACCESS, seed 003 `EXECUTION_DENIED`):
+    /// it is not in `allowedAgentIds`, or its own `jev.enabled` is false. Nothing was opened or
+    /// sent.
+    #[error("execution denied: {reason}")]
+    ExecutionDenied {
+        /// Which check refused (written by jevgate; names no other agent).
+        reason: &'static str,
+    },
 
     /// A bug in jevgate: a panic caught at an FFI boundary or a broken internal invariant.
     #[error("internal error: {reason}")]
@@ -653,7 +667,6 @@ error_table! {
     TabLeaseHeld => "TAB_LEASE_HELD", 409, Browser, true, None;
     TabLimit => "TAB_LIMIT", 409, Browser, false, None;
     OutcomeUnknown => "OUTCOME_UNKNOWN", 502, Browser, false, None;
-    TaskNotFound => "TASK_NOT_FOUND", 404, Task, false, None;
     AutomationSessionClosed => "AUTOMATION_SESSION_CLOSED", 410, Task, false, None;
     CommandQueueFull => "COMMAND_QUEUE_FULL", 429, Task, true, None;
     AutomationSessionExists => "AUTOMATION_SESSION_EXISTS", 409, Task, false, None;
@@ -663,6 +676,8 @@ error_table! {
     StateConflict => "STATE_CONFLICT", 409, Task, false, None;
     IdempotencyConflict => "IDEMPOTENCY_CONFLICT", 409, Task, false, None;
     NothingToResume => "NOTHING_TO_RESUME", 409, Task, false, None;
+    OrchestrationDisabled => "ORCHESTRATION_DISABLED", 409, Task, false, None;
+    ExecutionDenied => "EXECUTION_DENIED", 403, Access, false, None;
     Internal => "INTERNAL", 500, Internal, false, None;
 }
 
@@ -745,7 +760,6 @@ impl Error {
             Error::TabLeaseHeld => ErrorKind::TabLeaseHeld,
             Error::TabLimit { .. } => ErrorKind::TabLimit,
             Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
-            Error::TaskNotFound => ErrorKind::TaskNotFound,
             Error::AutomationSessionClosed => ErrorKind::AutomationSessionClosed,
             Error::CommandQueueFull => ErrorKind::CommandQueueFull,
             Error::AutomationSessionExists { .. } => ErrorKind::AutomationSessionExists,
@@ -755,6 +769,8 @@ impl Error {
             Error::StateConflict { .. } => ErrorKind::StateConflict,
             Error::IdempotencyConflict => ErrorKind::IdempotencyConflict,
             Error::NothingToResume => ErrorKind::NothingToResume,
+            Error::OrchestrationDisabled { .. } => ErrorKind::OrchestrationDisabled,
+            Error::ExecutionDenied { .. } => ErrorKind::ExecutionDenied,
             Error::Internal { .. } => ErrorKind::Internal,
         }
     }
@@ -1035,6 +1051,22 @@ mod tests {
                 ErrorFamily::Internal,
             ),
             (
+                Error::OrchestrationDisabled {
+                    reason: "features.browserTasks is off",
+                },
+                "ORCHESTRATION_DISABLED",
+                409,
+                ErrorFamily::Task,
+            ),
+            (
+                Error::ExecutionDenied {
+                    reason: "the agent is not in allowedAgentIds",
+                },
+                "EXECUTION_DENIED",
+                403,
+                ErrorFamily::Access,
+            ),
+            (
                 Error::JevAccessDenied { reason: "x".into() },
                 "JEV_ACCESS_DENIED",
                 403,
@@ -1247,7 +1279,7 @@ mod tests {
                 ErrorFamily::Jev => c.starts_with("JEV_"),
                 ErrorFamily::Grammar => c.starts_with("NAVIGATION_"),
                 ErrorFamily::Lease => c.starts_with("DEVICE_CONTROL_") || c.starts_with("BROWSER_"),
-                ErrorFamily::Access => c == "ACCESS_DENIED",
+                ErrorFamily::Access => ["ACCESS_DENIED", "EXECUTION_DENIED"].contains(&c),
                 ErrorFamily::Device => {
                     c.starts_with("DEVICE_")
                         || c.ends_with("_TOOL")
@@ -1258,9 +1290,9 @@ mod tests {
                     !c.starts_with("JEV_") && !c.starts_with("STORE_") && !c.starts_with("DEVICE_")
                 }
                 ErrorFamily::Task => [
-                    "TASK_NOT_FOUND",
                     "AUTOMATION_SESSION_CLOSED",
                     "COMMAND_QUEUE_FULL",
+                    "ORCHESTRATION_DISABLED",
                 ]
                 .contains(&c),
                 ErrorFamily::Internal => c == "INTERNAL",
@@ -1288,6 +1320,7 @@ mod tests {
             ErrorFamily::Access,
             ErrorFamily::Device,
             ErrorFamily::Browser,
+            ErrorFamily::Task,
             ErrorFamily::Internal,
         ] {
             assert!(ERROR_TABLE.iter().any(|r| r.family == family), "{family:?}");

@@ -33,7 +33,10 @@ commands:
   task run [--data-dir DIR] [--config FILE|-] [--url URL] [--agent ID] COMMANDS
                                       run a person's commands (one command or a step list,
                                       Thai or English) on a local headless Chromium, with the
-                                      local evaluator unless --config says otherwise; prints
+                                      local evaluator and browser tasks and step lists on
+                                      unless --config says otherwise (a --config must turn
+                                      on features.browserTasks, else ORCHESTRATION_DISABLED);
+                                      prints
                                       each outcome line as it settles, then a summary line;
                                       exit 0 only when every step is done (state completed).
                                       Without --data-dir the task's store is a temporary
@@ -60,8 +63,11 @@ commands:
                                       removed at exit. --headed shows the window (needs a
                                       display). --device drives the principal's paired device
                                       over a channel served on ADDR (default 127.0.0.1:0; the
-                                      URL is printed on stderr). Ends on EOF or SIGTERM, closing
-                                      every Chromium it started
+                                      URL is printed on stderr). Without --config: the local
+                                      evaluator with browser tasks and step lists on (a
+                                      --config must turn on features.browserTasks for the
+                                      task_* tools). Ends on EOF or SIGTERM, closing every
+                                      Chromium it started
   version                             print the version
   help                                print this help
 "#;

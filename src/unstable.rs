@@ -20,4 +20,5 @@ pub use crate::jev::limiter::{Admission, LimiterState};
 pub use crate::lease::control::{ControlTable, Refusal};
 pub use crate::lease::profile::profile_key_hash;
 pub use crate::store::temp_dirs::private_temp_dir;
-pub use crate::task::bench::{set_checkpoint_hook, ReceiptBench};
+/// Every owner's tasks, for the `jevgate task list` of the person who owns the directory.
+pub use crate::task::bench::{all_tasks, set_checkpoint_hook, ReceiptBench};

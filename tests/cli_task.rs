@@ -112,7 +112,7 @@ fn r_run_task_run_completes_and_task_list_shows_its_receipts() {
     // The receipts do keep observations (page text) for the owner's `receipts()`; neither
     // listing prints them.
     let gw = Gateway::open(GatewayOptions::new(dir.path(), Config::default())).unwrap();
-    let all = gw.tasks().all(10).unwrap();
+    let all = jevgate::unstable::all_tasks(&gw.tasks(), 10).unwrap();
     gw.close();
     let kept = serde_json::to_string(&all[0].1).unwrap();
     assert!(kept.contains("More results"), "observations are kept");
@@ -209,9 +209,7 @@ fn child_task_blocked_after_checkpoint() {
     ) else {
         return;
     };
-    let config =
-        Config::from_json_str(r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#)
-            .unwrap();
+    let config = support::gateway::tasks_config();
     let gw = Gateway::open(GatewayOptions::new(dir, config)).unwrap();
     jevgate::unstable::set_checkpoint_hook(
         &gw.tasks(),
@@ -311,4 +309,49 @@ fn r_tsk_rcpt_task_list_shows_browser_execution_interrupted_after_a_kill() {
         .as_str()
         .is_some_and(|s| listing.contains(s)));
     assert_eq!(server.count("Alpha"), 0, "nothing after the kill ran");
+}
+
+// Issue 21 defect 6: `task run` obeys the gate of the configuration it is given. A `--config`
+// (here on stdin) that leaves `features.browserTasks` off, or keeps the agent out of
+// `allowedAgentIds`, ends with the gate's code as one JSON error line and exit 1 — before any
+// Chromium starts or the page is requested; the built-in default turns tasks on (the other tests
+// of this file run on it).
+#[test]
+fn issue21_d6_task_run_with_a_config_that_turns_tasks_off_is_refused() {
+    // The start page: a listener nobody answers, so any request to it stays pending here.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/start", listener.local_addr().unwrap());
+    for (config, code) in [
+        (
+            r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#,
+            "ORCHESTRATION_DISABLED",
+        ),
+        (
+            r#"{"gateway":{"jev":{"enabled":true,"provider":"local","allowedAgentIds":["someone-else"],"features":{"browserTasks":{"enabled":true}}}}}"#,
+            "EXECUTION_DENIED",
+        ),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_jevgate"))
+            .args(["task", "run", "--config", "-", "--url", &url, "scroll down"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(config.as_bytes()).unwrap();
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+        let line: Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(line["code"], code, "{stdout}");
+        assert!(!stdout.contains("someone-else"), "{stdout}");
+        assert!(
+            matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "the start page was requested"
+        );
+    }
 }

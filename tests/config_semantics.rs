@@ -332,3 +332,97 @@ fn secret_env_names_include_the_upstream_identity_group_when_it_is_read() {
         ["PRIVATE_UPSTREAM_KEY"]
     );
 }
+
+// Issue 21 defect 6 (R-CFG features, R-JEV-ACCESS): the browser-task gate as a pure table of
+// configuration × agent → grant or code. The feature switch is checked before access (a
+// gateway with tasks off says so to everyone), access is Jev access exactly (the gate refuses
+// an agent iff `jev_allowed` does), and browserSteps only chooses the path, never refuses.
+#[test]
+fn issue21_the_browser_task_gate_is_a_pure_table() {
+    let tasks = r#""features":{"browserTasks":{"enabled":true}}"#;
+    let steps = r#""features":{"browserTasks":{"enabled":true},"browserSteps":{"enabled":true}}"#;
+    let rows: Vec<(String, &str, Result<bool, &str>)> = vec![
+        ("{}".into(), "a", Err("ORCHESTRATION_DISABLED")),
+        (
+            r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#.into(),
+            "a",
+            Err("ORCHESTRATION_DISABLED"),
+        ),
+        (
+            format!(r#"{{"gateway":{{"jev":{{"enabled":false,{tasks}}}}}}}"#),
+            "a",
+            Err("ORCHESTRATION_DISABLED"),
+        ),
+        (
+            // Tasks off wins over an access refusal: nothing about the agent is said.
+            r#"{"gateway":{"jev":{"enabled":true,"provider":"local","allowedAgentIds":[]}}}"#
+                .into(),
+            "a",
+            Err("ORCHESTRATION_DISABLED"),
+        ),
+        (
+            format!(r#"{{"gateway":{{"jev":{{"enabled":true,"provider":"local",{tasks}}}}}}}"#),
+            "a",
+            Ok(false),
+        ),
+        (
+            format!(r#"{{"gateway":{{"jev":{{"enabled":true,"provider":"local",{steps}}}}}}}"#),
+            "a",
+            Ok(true),
+        ),
+        (
+            format!(
+                r#"{{"gateway":{{"jev":{{"enabled":true,"provider":"local","allowedAgentIds":["b"],{steps}}}}}}}"#
+            ),
+            "a",
+            Err("EXECUTION_DENIED"),
+        ),
+        (
+            format!(
+                r#"{{"gateway":{{"jev":{{"enabled":true,"provider":"local","allowedAgentIds":["b"],{steps}}}}}}}"#
+            ),
+            "b",
+            Ok(true),
+        ),
+        (
+            format!(
+                r#"{{"gateway":{{"jev":{{"enabled":true,"provider":"local",{tasks}}}}},"agents":[{{"id":"a","jev":{{"enabled":false}}}}]}}"#
+            ),
+            "a",
+            Err("EXECUTION_DENIED"),
+        ),
+        (
+            format!(
+                r#"{{"gateway":{{"jev":{{"enabled":true,"provider":"local",{tasks}}}}},"agents":[{{"id":"a","jev":{{"enabled":true}}}}]}}"#
+            ),
+            "a",
+            Ok(false),
+        ),
+    ];
+    for (json, agent, want) in rows {
+        let c = cfg(&json);
+        let got = c
+            .browser_task_gate(agent)
+            .map(|g| g.step_lists)
+            .map_err(|e| e.code());
+        assert_eq!(got, want, "{json} for {agent}");
+        // Same configuration, same answer: the gate reads nothing but its arguments.
+        assert_eq!(
+            c.browser_task_gate(agent)
+                .map(|g| g.step_lists)
+                .map_err(|e| e.code()),
+            got
+        );
+        if c.feature_enabled(Feature::BrowserTasks) {
+            assert_eq!(got.is_ok(), c.jev_allowed(agent), "{json} for {agent}");
+        }
+        if let Err(code) = got {
+            let e = c.browser_task_gate(agent).unwrap_err();
+            assert_eq!(
+                e.http_status(),
+                if code == "EXECUTION_DENIED" { 403 } else { 409 }
+            );
+            assert!(!e.to_string().contains("\"b\""), "{e}");
+        }
+    }
+}

@@ -56,7 +56,9 @@ fn r_log_a_task_logs_no_command_typed_text_or_page_content() {
     log_capture::install(log_capture::everything);
     let base = serve();
     let dir = tempfile::tempdir().unwrap();
-    let config = json!({"gateway": {"jev": {"enabled": true, "provider": "callback"}}});
+    let config = support::gateway::with_tasks(
+        json!({"gateway": {"jev": {"enabled": true, "provider": "callback"}}}),
+    );
     let gw = Gateway::open(GatewayOptions::new(
         dir.path(),
         Config::from_json_str(&config.to_string()).unwrap(),

@@ -854,3 +854,99 @@ fn strict_without_isolated_is_isolated_and_lists_no_file_or_journal_tools() {
         "a strict session left a profile: {profiles:?}"
     );
 }
+
+// Issue 21 defects 6 and 10 over MCP (no browser needed): the task tools answer another
+// owner's task id (here another conversation's, in the same data directory) exactly as they
+// answer an unknown or malformed id — the same `isError` text, code and message — and a
+// `--config` that leaves `features.browserTasks` off refuses `task_spawn` with
+// ORCHESTRATION_DISABLED (the built-in default turns tasks on).
+#[test]
+fn issue21_task_tools_tell_no_foreign_id_apart_and_obey_the_gate() {
+    use jevgate::browser::{BrowserBackend, Command as BrowserCommand, Response};
+    use jevgate::task::{SpawnRequest, TaskOwner};
+    use jevgate::{Config, Gateway, GatewayOptions};
+    use std::sync::Arc;
+
+    /// A blank page that refuses every action.
+    struct Blank;
+    impl BrowserBackend for Blank {
+        fn execute(&self, command: &BrowserCommand) -> jevgate::Result<Response> {
+            match command {
+                BrowserCommand::Observe(_) => Ok(Response::Observation(Default::default())),
+                _ => Err(jevgate::Error::TabUnavailable),
+            }
+        }
+    }
+
+    let data = tempfile::tempdir().unwrap();
+    let foreign = {
+        let gw = Gateway::open(GatewayOptions::new(
+            data.path(),
+            Config::from_json_str(support::gateway::TASKS_CONFIG).unwrap(),
+        ))
+        .unwrap();
+        // The server's agent and principal, another conversation.
+        let other = TaskOwner::new("mcp", "local", "another-conversation");
+        let mut request = SpawnRequest::new("");
+        request.keep_open = true;
+        let id = gw
+            .tasks()
+            .spawn_with_backend(&other, request, Arc::new(Blank))
+            .unwrap();
+        gw.tasks().cancel(&other, &id).unwrap();
+        gw.tasks()
+            .wait(&other, &id, Duration::from_secs(30))
+            .unwrap();
+        gw.close();
+        id
+    };
+    let dir = data.path().to_str().unwrap().to_string();
+    let mut mcp = Mcp::start(&["--data-dir", &dir]);
+    let mut answers = std::collections::BTreeSet::new();
+    let mut n = 1;
+    for task in [
+        foreign.as_str(),
+        "00000000-0000-4000-8000-000000000000",
+        "",
+        "not-a-task",
+    ] {
+        for (tool, extra) in [
+            ("task_status", json!({})),
+            ("task_wait", json!({"timeoutMs": 0})),
+            ("task_command", json!({"command": "scroll down"})),
+            ("task_cancel", json!({})),
+            ("task_receipts", json!({})),
+        ] {
+            let mut args = extra;
+            args["taskId"] = json!(task);
+            let r = call(&mut mcp, n, tool, args);
+            n += 1;
+            assert_eq!(r["isError"], true, "{tool} {task}: {r}");
+            answers.insert(r["content"].to_string());
+        }
+    }
+    assert_eq!(answers.len(), 1, "{answers:#?}");
+    let only = answers.into_iter().next().unwrap();
+    assert!(
+        only.contains("ACCESS_DENIED") && !only.contains(&foreign),
+        "{only}"
+    );
+    mcp.close_stdin();
+    assert!(mcp.child.wait().unwrap().success());
+
+    let config = data.path().join("off.json");
+    std::fs::write(
+        &config,
+        r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#,
+    )
+    .unwrap();
+    let mut mcp = Mcp::start(&["--config", config.to_str().unwrap()]);
+    let r = call(&mut mcp, 1, "task_spawn", json!({"goal": "scroll down"}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        r["content"].to_string().contains("ORCHESTRATION_DISABLED"),
+        "{r}"
+    );
+    mcp.close_stdin();
+    assert!(mcp.child.wait().unwrap().success());
+}

@@ -144,6 +144,8 @@ const REMOVED: &[&str] = &[
     "browser::REDACTED",
     "Tasks::set_checkpoint_hook",
     "task::ReceiptBench",
+    // Issue 21 defect 10: every owner's tasks bypass the owner triple (`unstable::all_tasks`).
+    "Tasks::all",
 ];
 
 /// Everything `jevgate::unstable` exports, sorted. Adding to it is a decision: update this list.
@@ -159,6 +161,7 @@ const UNSTABLE: &[&str] = &[
     "REDACTED",
     "ReceiptBench",
     "Refusal",
+    "all_tasks",
     "confine",
     "confine_upload",
     "frames",

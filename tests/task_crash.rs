@@ -34,7 +34,8 @@ use std::time::{Duration, Instant};
 use support::pages::CRASH_BUTTONS;
 use support::Server;
 
-const CONFIG: &str = r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#;
+/// Browser tasks and step lists on (both off by default), the local evaluator.
+const CONFIG: &str = support::gateway::TASKS_CONFIG;
 const WAIT: Duration = Duration::from_secs(90);
 /// The child's environment: what to do (`named:<boundary>:<n>:<steps>` or
 /// `random:<steps>`), where, and its marker (every process it starts inherits it, so the parent
@@ -431,7 +432,8 @@ fn check_dir(
     if CRASH_BUTTONS[..c].iter().any(|b| !clicked.contains_key(*b)) || c > job.steps() {
         return Err(ctx("the clicks are not a prefix of the steps".into()));
     }
-    let tasks: Vec<(TaskStatus, Vec<Receipt>)> = gw.tasks().all(100).map_err(|e| e.to_string())?;
+    let tasks: Vec<(TaskStatus, Vec<Receipt>)> =
+        jevgate::unstable::all_tasks(&gw.tasks(), 100).map_err(|e| e.to_string())?;
     if tasks.len() > 1 {
         return Err(ctx(format!("{} tasks in a fresh directory", tasks.len())));
     }
@@ -541,9 +543,7 @@ fn check_dir(
             )));
         }
     }
-    if let Some(busy) = gw
-        .tasks()
-        .all(100)
+    if let Some(busy) = jevgate::unstable::all_tasks(&gw.tasks(), 100)
         .map_err(|e| e.to_string())?
         .iter()
         .find(|(t, _)| t.state.is_busy() || t.queued_commands > 0)

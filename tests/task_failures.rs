@@ -25,12 +25,20 @@ fn owner() -> TaskOwner {
     TaskOwner::new("assistant", "alice", "conv-1")
 }
 
+/// A gateway on `dir` with `config`, browser tasks and step lists turned on (both off by
+/// default).
 fn open(dir: &std::path::Path, config: Value) -> Gateway {
+    let config = support::gateway::with_tasks(config);
     Gateway::open(GatewayOptions::new(
         dir,
         Config::from_json_str(&config.to_string()).unwrap(),
     ))
     .unwrap()
+}
+
+/// The local evaluator (no network, no key).
+fn local() -> Value {
+    json!({"gateway": {"jev": {"enabled": true, "provider": "local"}}})
 }
 
 /// How the fake page answers a click.
@@ -225,7 +233,7 @@ fn r_tsk_rcpt_an_unknown_outcome_is_never_resent_and_needs_reconciliation() {
         assert_eq!(last.operations.len(), 1);
         gw.close();
         // Reopening changes nothing and re-sends nothing.
-        let gw = open(dir.path(), json!({}));
+        let gw = open(dir.path(), local());
         let s = gw.tasks().status(&owner(), &id).unwrap();
         assert_eq!(s.state, TaskState::NeedsReconciliation);
         assert_eq!(page.executed.load(Ordering::SeqCst), 1);
@@ -300,7 +308,7 @@ fn r_run_a_hanging_or_invalid_provider_fails_only_its_command_and_quota_stops_th
 fn r_tsk_slots_bound_running_tasks_and_close_leaves_none_running() {
     let dir = tempfile::tempdir().unwrap();
     let gw = Gateway::open(
-        GatewayOptions::new(dir.path(), Config::from_json_str("{}").unwrap()).with_task_slots(1),
+        GatewayOptions::new(dir.path(), support::gateway::tasks_config()).with_task_slots(1),
     )
     .unwrap();
     let first_page = FakePage::new(OnClick::Works);
@@ -336,7 +344,7 @@ fn r_tsk_slots_bound_running_tasks_and_close_leaves_none_running() {
         gw.tasks().status(&owner(), &second).unwrap_err().code(),
         "GATEWAY_CLOSED"
     );
-    let gw = open(dir.path(), json!({}));
+    let gw = open(dir.path(), local());
     for (id, want) in [
         (&first, "CANCELLED"),
         (&second, "GATEWAY_CLOSED"),
@@ -355,7 +363,7 @@ fn r_tsk_slots_bound_running_tasks_and_close_leaves_none_running() {
 fn r_tsk_a_browser_that_dies_mid_run_stops_the_task() {
     let browser = jevgate::browser::LocalBrowser::launch(Default::default()).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let gw = open(dir.path(), json!({}));
+    let gw = open(dir.path(), local());
     let mut request = SpawnRequest::new("");
     request.keep_open = true;
     let id = gw

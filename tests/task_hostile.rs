@@ -27,8 +27,16 @@ impl BrowserBackend for Blank {
     }
 }
 
+/// Browser tasks on (off by default), with the callback provider and no callback registered:
+/// any command that needs a decision meets a configuration failure.
+const CONFIG: &str = r#"{"gateway":{"jev":{"enabled":true,"provider":"callback","features":{"browserTasks":{"enabled":true},"browserSteps":{"enabled":true}}}}}"#;
+
 fn gateway(dir: &std::path::Path) -> Gateway {
-    Gateway::open(GatewayOptions::new(dir, Config::default())).unwrap()
+    Gateway::open(GatewayOptions::new(
+        dir,
+        Config::from_json_str(CONFIG).unwrap(),
+    ))
+    .unwrap()
 }
 
 #[test]
@@ -134,8 +142,8 @@ fn r_tsk_hostile_command_text_is_refused_in_linear_time() {
         assert_eq!(e.code(), "INVALID_ARGUMENT");
     }
     // Control and bidi characters in a short command are just a command with no fast path: it
-    // needs a decision, and Jev is off in this configuration — a configuration failure, which
-    // stops the task (R-RUN) with a clear reason and nothing sent.
+    // needs a decision, and the callback provider has no callback — a configuration failure,
+    // which stops the task (R-RUN) with a clear reason and nothing sent.
     gw.tasks()
         .command(&owner, &id, "\u{202e}scroll\u{0}down")
         .unwrap();

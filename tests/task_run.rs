@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::Server;
 
-const CONFIG: &str = r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#;
+/// Browser tasks and step lists on (both off by default), the local evaluator.
+const CONFIG: &str = support::gateway::TASKS_CONFIG;
 const WAIT: Duration = Duration::from_secs(90);
 
 fn gateway(dir: &std::path::Path) -> Gateway {
@@ -149,11 +150,11 @@ fn r_tsk_owner_triple_and_bad_input_are_refused() {
     let t = gw.tasks();
     assert_eq!(
         t.status(&owner(), "0000").unwrap_err().code(),
-        "TASK_NOT_FOUND"
+        "ACCESS_DENIED"
     );
     assert_eq!(
         t.status(&owner(), &"x".repeat(10_000)).unwrap_err().code(),
-        "TASK_NOT_FOUND"
+        "ACCESS_DENIED"
     );
     let e = t.command(&owner(), &id, "").unwrap_err();
     assert_eq!(

@@ -2,8 +2,11 @@
  * jevgate from C: a browser task (R-TSK, R-RUN, R-TSK-RCPT) on a local headless Chromium.
  * An empty goal with keepOpen opens the session ("Ready: …", state waiting_input, no network
  * needed); a direct command settles with an outcome line seen by the progress callback; cancel
- * closes the session; the receipts list every request. Then the error paths: unknown id, another
- * owner, NULL and invalid UTF-8 arguments, an oversized command.
+ * closes the session; the receipts list every request. Then the error paths: an unknown id and
+ * another owner's id answer alike (ACCESS_DENIED, same message), NULL and invalid UTF-8
+ * arguments, an oversized command; and the feature and access gates: browser tasks need Jev and
+ * features.browserTasks (ORCHESTRATION_DISABLED) and an agent with Jev access
+ * (EXECUTION_DENIED), read from the live configuration at each call.
  * Exits non-zero on the first broken expectation (the test suite runs it).
  */
 #include "jevgate.h"
@@ -37,6 +40,19 @@ static void on_progress(void *user_data, const char *progress_json) {
   fflush(stdout);
 }
 
+/* Browser tasks are off by default: this configuration turns them (and step lists) on, with the
+ * local evaluator (no network, no key). */
+static const char *CONFIG =
+    "{\"gateway\":{\"jev\":{\"enabled\":true,\"provider\":\"local\",\"features\":"
+    "{\"browserTasks\":{\"enabled\":true},\"browserSteps\":{\"enabled\":true}}}}}";
+
+/* The message of a failed call, copied (its error object is not freed). */
+static char message_buf[256];
+static const char *message_of(jevgate_error *err) {
+  snprintf(message_buf, sizeof message_buf, "%s", err ? jevgate_error_message(err) : "");
+  return message_buf;
+}
+
 /* The code of a failed call, its error object freed; "" when there was none. */
 static char code_buf[64];
 static const char *code_of(jevgate_error *err) {
@@ -58,7 +74,7 @@ int main(int argc, char **argv) {
   if (argc != 2) return 2;
   jevgate_gateway *gw = NULL;
   jevgate_error *err = NULL;
-  if (jevgate_gateway_open(argv[1], "{}", &gw, &err) != JEVGATE_OK) {
+  if (jevgate_gateway_open(argv[1], CONFIG, &gw, &err) != JEVGATE_OK) {
     fprintf(stderr, "open: %s\n", code_of(err));
     return 1;
   }
@@ -111,13 +127,25 @@ int main(int argc, char **argv) {
   EXPECT(list && strcmp(list, "[]") == 0);
   jevgate_string_free(list);
 
-  /* Error paths: each a status and a stable code; outputs untouched. */
+  /* Error paths: each a status and a stable code; outputs untouched. An unknown id and
+   * another owner's id answer alike, code and message: nothing tells which ids exist. */
   status = NULL;
   EXPECT(jevgate_task_status(gw, OWNER, "00000000-0000-0000-0000-000000000000", &status, &err) == JEVGATE_ERROR);
-  EXPECT(strcmp(code_of(err), JEVGATE_CODE_TASK_NOT_FOUND) == 0 && status == NULL);
+  char unknown_message[256];
+  snprintf(unknown_message, sizeof unknown_message, "%s", message_of(err));
+  EXPECT(strcmp(code_of(err), JEVGATE_CODE_ACCESS_DENIED) == 0 && status == NULL);
   err = NULL;
   EXPECT(jevgate_task_status(gw, STRANGER, id, &status, &err) == JEVGATE_ERROR);
+  EXPECT(strcmp(message_of(err), unknown_message) == 0);
   EXPECT(strcmp(code_of(err), JEVGATE_CODE_ACCESS_DENIED) == 0 && status == NULL);
+  err = NULL;
+  EXPECT(jevgate_task_command(gw, STRANGER, id, "scroll down", &err) == JEVGATE_ERROR);
+  EXPECT(strcmp(message_of(err), unknown_message) == 0);
+  EXPECT(strcmp(code_of(err), JEVGATE_CODE_ACCESS_DENIED) == 0);
+  err = NULL;
+  EXPECT(jevgate_task_command(gw, OWNER, "not-a-task", "scroll down", &err) == JEVGATE_ERROR);
+  EXPECT(strcmp(message_of(err), unknown_message) == 0);
+  EXPECT(strcmp(code_of(err), JEVGATE_CODE_ACCESS_DENIED) == 0);
   err = NULL;
   EXPECT(jevgate_task_receipts(gw, STRANGER, id, &receipts, &err) == JEVGATE_ERROR);
   EXPECT(strcmp(code_of(err), JEVGATE_CODE_ACCESS_DENIED) == 0);
@@ -149,6 +177,41 @@ int main(int argc, char **argv) {
   EXPECT(strcmp(code_of(err), JEVGATE_CODE_INVALID_ARGUMENT) == 0);
   err = NULL;
   free(big);
+
+  /* The gates, on the live configuration. An open session, then a reload that leaves Jev on
+   * but browser tasks off: its next command and a new spawn are refused before any browser
+   * action. Then tasks on but this agent outside allowedAgentIds: EXECUTION_DENIED. */
+  char *open_id = NULL;
+  EXPECT(jevgate_task_spawn(gw, OWNER, "{\"goal\":\"\",\"keepOpen\":true}", NULL, NULL, &open_id, &err) ==
+         JEVGATE_OK);
+  EXPECT(jevgate_task_wait(gw, OWNER, open_id, WAIT_MS, &status, &err) == JEVGATE_OK);
+  EXPECT(has(status, "\"state\":\"waiting_input\""));
+  jevgate_string_free(status);
+  EXPECT(jevgate_gateway_reload(gw, "{\"gateway\":{\"jev\":{\"enabled\":true,\"provider\":\"local\"}}}", NULL,
+                                &err) == JEVGATE_OK);
+  EXPECT(jevgate_task_command(gw, OWNER, open_id, "scroll down", &err) == JEVGATE_ERROR);
+  EXPECT(strcmp(code_of(err), JEVGATE_CODE_ORCHESTRATION_DISABLED) == 0);
+  err = NULL;
+  char *refused = NULL;
+  EXPECT(jevgate_task_spawn(gw, OWNER, "{\"goal\":\"scroll down\"}", NULL, NULL, &refused, &err) == JEVGATE_ERROR);
+  EXPECT(strcmp(code_of(err), JEVGATE_CODE_ORCHESTRATION_DISABLED) == 0 && refused == NULL);
+  err = NULL;
+  EXPECT(jevgate_gateway_reload(gw,
+                                "{\"gateway\":{\"jev\":{\"enabled\":true,\"provider\":\"local\","
+                                "\"allowedAgentIds\":[\"someone-else\"],\"features\":{\"browserTasks\":{\"enabled\":true}}}}}",
+                                NULL, &err) == JEVGATE_OK);
+  EXPECT(jevgate_task_command(gw, OWNER, open_id, "scroll down", &err) == JEVGATE_ERROR);
+  EXPECT(strcmp(code_of(err), JEVGATE_CODE_EXECUTION_DENIED) == 0);
+  err = NULL;
+  EXPECT(jevgate_task_spawn(gw, OWNER, "{\"goal\":\"scroll down\"}", NULL, NULL, &refused, &err) == JEVGATE_ERROR);
+  EXPECT(strcmp(code_of(err), JEVGATE_CODE_EXECUTION_DENIED) == 0 && refused == NULL);
+  err = NULL;
+  /* Cancel is never gated: the owner can always stop a task. */
+  EXPECT(jevgate_task_cancel(gw, OWNER, open_id, NULL, &err) == JEVGATE_OK);
+  EXPECT(jevgate_task_wait(gw, OWNER, open_id, WAIT_MS, &status, &err) == JEVGATE_OK);
+  EXPECT(has(status, "\"state\":\"cancelled\""));
+  jevgate_string_free(status);
+  jevgate_string_free(open_id);
 
   jevgate_string_free(id);
   jevgate_gateway_close(gw);

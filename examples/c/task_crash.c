@@ -47,7 +47,10 @@
 #define STEPS 5
 #define MAX_DELAY_MS 600
 static const char *BUTTONS[STEPS] = {"Alpha", "Bravo", "Charlie", "Delta", "Echo"};
-static const char *CONFIG = "{\"gateway\":{\"jev\":{\"enabled\":true,\"provider\":\"local\"}}}";
+/* Browser tasks and step lists are off by default: turned on here, with the local evaluator. */
+static const char *CONFIG =
+    "{\"gateway\":{\"jev\":{\"enabled\":true,\"provider\":\"local\",\"features\":"
+    "{\"browserTasks\":{\"enabled\":true},\"browserSteps\":{\"enabled\":true}}}}}";
 static const char *OWNER = "{\"agentId\":\"assistant\",\"principalId\":\"alice\",\"conversationId\":\"conv-crash\"}";
 #define MARK_ENV "JEVGATE_CRASH_MARK"
 

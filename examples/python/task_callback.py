@@ -90,7 +90,10 @@ def main() -> int:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     start_url = f"http://127.0.0.1:{server.server_address[1]}/"
     owner = {"agentId": "assistant", "principalId": "alice", "conversationId": "conv-1"}
-    config = {"gateway": {"jev": {"enabled": True, "provider": "callback"}}}
+    # Browser tasks and step lists are off by default: `features.browserTasks` turns tasks on,
+    # `features.browserSteps` runs a step list step by step (off, it is one direct command).
+    config = {"gateway": {"jev": {"enabled": True, "provider": "callback", "features": {
+        "browserTasks": {"enabled": True}, "browserSteps": {"enabled": True}}}}}
     asked: List[str] = []
     status: Dict[str, Any] = {}
     try:

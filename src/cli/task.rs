@@ -242,7 +242,8 @@ fn list(args: &[String]) -> Result<ExitCode, Usage> {
             return Ok(ExitCode::from(1));
         }
     };
-    let all = gw.tasks().all(limit);
+    // Every owner's tasks: the person at the terminal owns the directory (not an agent API).
+    let all = jevgate::unstable::all_tasks(&gw.tasks(), limit);
     gw.close();
     let all = match all {
         Ok(a) => a,

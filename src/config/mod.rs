@@ -481,6 +481,15 @@ pub struct AgentConfig {
     pub computer_use: Option<FeatureFlag>,
 }
 
+/// What [`Config::browser_task_gate`] grants a task's agent under one configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BrowserTaskGrant {
+    /// `features.browserSteps`: a step list runs step by step (R-RUN step mode). Off, the whole
+    /// text is one direct command (the one-command path), never refused.
+    pub step_lists: bool,
+}
+
 /// Who decides Computer Use steps for an agent (seed 003 "Computer Use without Jev").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ComputerUseBackend {
@@ -502,16 +511,71 @@ impl Config {
     /// Whether `agent_id` may run Jev evaluations: global enablement, `allowedAgentIds` and the
     /// agent's own `jev.enabled` (which can only narrow) — R-JEV-ACCESS's static part.
     pub fn jev_allowed(&self, agent_id: &str) -> bool {
+        self.jev_refusal(agent_id).is_none()
+    }
+
+    /// Why `agent_id` may not run Jev evaluations under this configuration, or `None`
+    /// ([`Config::jev_allowed`]): `Jev is not enabled`, `the agent is not in allowedAgentIds`
+    /// or `Jev is disabled for this agent` (words that name no other agent).
+    pub fn jev_refusal(&self, agent_id: &str) -> Option<&'static str> {
         let jev = &self.gateway.jev;
-        jev.enabled
-            && jev
-                .allowed_agent_ids
-                .as_ref()
-                .is_none_or(|ids| ids.iter().any(|id| id == agent_id))
-            && self
-                .agent(agent_id)
-                .and_then(|a| a.jev)
-                .is_none_or(|f| f.enabled)
+        if !jev.enabled {
+            Some("Jev is not enabled")
+        } else if jev
+            .allowed_agent_ids
+            .as_ref()
+            .is_some_and(|ids| !ids.iter().any(|id| id == agent_id))
+        {
+            Some("the agent is not in allowedAgentIds")
+        } else if self
+            .agent(agent_id)
+            .and_then(|a| a.jev)
+            .is_some_and(|f| !f.enabled)
+        {
+            Some("Jev is disabled for this agent")
+        } else {
+            None
+        }
+    }
+
+    /// The browser-task gate (issue 21 defect 6, seed 003): whether a task of `agent_id` may
+    /// start, take a command or start its next request under this configuration, and how.
+    /// Pure; the task service asks it with the configuration live at each of those moments,
+    /// so a reload applies to running and queued tasks before their next browser action.
+    ///
+    /// `ORCHESTRATION_DISABLED` when Jev is not enabled or `features.browserTasks` is off;
+    /// `EXECUTION_DENIED` when the agent has no Jev access ([`Config::jev_refusal`]). Otherwise
+    /// the grant: with `features.browserSteps` off a step list is not refused, it runs as one
+    /// direct command ([`BrowserTaskGrant::step_lists`]).
+    ///
+    /// ```
+    /// let off = jevgate::Config::from_json_str(
+    ///     r#"{"gateway":{"jev":{"enabled":true,"provider":"local"}}}"#).unwrap();
+    /// assert_eq!(off.browser_task_gate("assistant").unwrap_err().code(), "ORCHESTRATION_DISABLED");
+    /// let on = jevgate::Config::from_json_str(r#"{"gateway":{"jev":{"enabled":true,
+    ///   "provider":"local","allowedAgentIds":["assistant"],
+    ///   "features":{"browserTasks":{"enabled":true}}}}}"#).unwrap();
+    /// assert!(!on.browser_task_gate("assistant").unwrap().step_lists);
+    /// assert_eq!(on.browser_task_gate("intern").unwrap_err().code(), "EXECUTION_DENIED");
+    /// ```
+    pub fn browser_task_gate(&self, agent_id: &str) -> crate::Result<BrowserTaskGrant> {
+        let jev = &self.gateway.jev;
+        if !jev.enabled {
+            return Err(crate::Error::OrchestrationDisabled {
+                reason: "Jev is not enabled",
+            });
+        }
+        if !jev.features.enabled(Feature::BrowserTasks) {
+            return Err(crate::Error::OrchestrationDisabled {
+                reason: "features.browserTasks is off",
+            });
+        }
+        if let Some(reason) = self.jev_refusal(agent_id) {
+            return Err(crate::Error::ExecutionDenied { reason });
+        }
+        Ok(BrowserTaskGrant {
+            step_lists: jev.features.enabled(Feature::BrowserSteps),
+        })
     }
 
     /// Which backend decides Computer Use steps for `agent_id`.

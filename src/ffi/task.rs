@@ -57,7 +57,11 @@ unsafe fn task_args<'a>(
 /// waits for commands) and writes its id (a UUID) to `*task_id_out`. `progress` (may be NULL)
 /// receives each outcome line (see `jevgate_task_progress_fn`) with `user_data` first.
 /// `INVALID_ARGUMENT` for a bad owner or request (a goal over 4000 characters, a list over 12
-/// steps, a start URL that is not http/https).
+/// steps, a start URL that is not http/https); `ORCHESTRATION_DISABLED` (409) unless the live
+/// configuration enables Jev and `features.browserTasks`, `EXECUTION_DENIED` (403) when the
+/// owner's agent has no Jev access — asked again before each request starts, so a reload that
+/// turns tasks off ends a queued or running task with that code before its next browser
+/// action. With `features.browserSteps` off a step list runs as one direct command.
 ///
 /// # Safety
 /// `gateway` a live handle; strings NUL-terminated; `task_id_out` writable; `err_out` NULL or
@@ -106,8 +110,8 @@ pub unsafe extern "C" fn jevgate_task_spawn(
 /// Writes the task's status JSON (`{"id","owner","target","goal","state","reason","outcome",
 /// "actions","evaluations","actionLog","stepRun","lastDispatchedMutation",…}`; `state` is
 /// one of `queued`, `running`, `waiting_input`, `completed`, `failed`, `cancelled`,
-/// `needs_reconciliation`) to `*status_json_out`. `TASK_NOT_FOUND`, or `ACCESS_DENIED` when
-/// the owner triple is not the task's.
+/// `needs_reconciliation`) to `*status_json_out`. `ACCESS_DENIED` when `task_id` is not a task
+/// of the owner triple: an unknown id and another owner's answer alike (code and message).
 ///
 /// # Safety
 /// `gateway` a live handle; strings NUL-terminated; `status_json_out` writable; `err_out` NULL
@@ -161,7 +165,8 @@ pub unsafe extern "C" fn jevgate_task_wait(
 /// Queues a person's next direct command or step list (`text`, 1 to 4000 characters; more
 /// than 12 steps is one command) on the task's open session. `INVALID_ARGUMENT` for bad text (never echoed),
 /// `COMMAND_QUEUE_FULL` when 20 wait already, `AUTOMATION_SESSION_CLOSED` when the session
-/// is over.
+/// is over, `ORCHESTRATION_DISABLED` / `EXECUTION_DENIED` as `jevgate_task_spawn` (on the
+/// configuration live at the call), `ACCESS_DENIED` when the task is not the owner's.
 ///
 /// # Safety
 /// `gateway` a live handle; strings NUL-terminated; `err_out` NULL or writable.
@@ -485,7 +490,8 @@ mod tests {
     }
 
     // R-TSK over C: bad arguments are INVALID_ARGUMENT naming the argument, an unknown id is
-    // TASK_NOT_FOUND, and outputs are written only on success.
+    // ACCESS_DENIED as another owner's is (issue 21 defect 10), and outputs are written only
+    // on success.
     #[test]
     fn r_tsk_c_arguments_and_unknown_ids_are_clear_errors() {
         let dir = tempfile::tempdir().unwrap();
@@ -501,7 +507,7 @@ mod tests {
         assert_eq!(status, jevgate_status::JEVGATE_ERROR);
         assert_eq!(out, sentinel);
         // SAFETY: written by the failed call.
-        assert_eq!(unsafe { code(err) }, "TASK_NOT_FOUND");
+        assert_eq!(unsafe { code(err) }, "ACCESS_DENIED");
         for (owner_json, task_id) in [
             (std::ptr::null(), c"x".as_ptr()),
             (c"{\"agentId\":\"a\"}".as_ptr(), c"x".as_ptr()),

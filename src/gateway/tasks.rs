@@ -1,11 +1,12 @@
 //! The task methods of [`Gateway`] (R-TSK): [`Gateway::tasks`], and the [`Host`] the task
 //! service gets instead of the gateway itself — Jev evaluations with the gateway's checks and
-//! usage records, and targets (a local Chromium per task, or a paired device's tab). Thin: the
-//! host holds a weak reference, so a task thread never keeps a closed gateway alive, and holds
-//! no lock across a call.
+//! usage records, the feature and access gate on the live configuration, and targets (a local
+//! Chromium per task, or a paired device's tab). Thin: the host holds a weak reference, so a
+//! task thread never keeps a closed gateway alive, and holds no lock across a call.
 
 use super::{Gateway, Inner};
 use crate::browser::{BrowserBackend, LaunchOptions, LeaseAction, LocalBrowser, TabLeaseArgs};
+use crate::config::BrowserTaskGrant;
 use crate::jev::{EvaluateCall, Evaluation};
 use crate::task::{OpenTarget, TaskHost, TaskOwner, TaskTarget, Tasks};
 use crate::CancelToken;
@@ -14,15 +15,21 @@ use parking_lot::RwLock;
 use std::sync::{Arc, Weak};
 
 impl Gateway {
-    /// The task API (R-TSK): spawn, status, wait, command, cancel, list, receipts.
+    /// The task API (R-TSK): spawn, status, wait, command, cancel, list, receipts. Browser
+    /// tasks are off unless the configuration enables Jev and `features.browserTasks` for an
+    /// agent with Jev access ([`crate::Config::browser_task_gate`]).
     ///
     /// ```
-    /// use jevgate::task::TaskOwner;
+    /// use jevgate::task::{SpawnRequest, TaskOwner};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let gw = jevgate::Gateway::open(jevgate::GatewayOptions::new(dir.path(), Default::default())).unwrap();
     /// let owner = TaskOwner::new("assistant", "alice", "conv-1");
     /// assert!(gw.tasks().list(&owner).unwrap().is_empty());
-    /// assert_eq!(gw.tasks().status(&owner, "nope").unwrap_err().code(), "TASK_NOT_FOUND");
+    /// // An unknown id answers as another owner's task does: nothing tells them apart.
+    /// assert_eq!(gw.tasks().status(&owner, "nope").unwrap_err().code(), "ACCESS_DENIED");
+    /// // The default configuration turns browser tasks off.
+    /// let off = gw.tasks().spawn(&owner, SpawnRequest::new("press Search")).unwrap_err();
+    /// assert_eq!(off.code(), "ORCHESTRATION_DISABLED");
     /// gw.close();
     /// ```
     pub fn tasks(&self) -> Tasks<'_> {
@@ -57,6 +64,14 @@ impl Host {
 }
 
 impl TaskHost for Host {
+    fn task_gate(&self, owner: &TaskOwner) -> Result<BrowserTaskGrant> {
+        // The configuration live at this call: a reload applies to the next gate.
+        self.gateway()?
+            .config()
+            .config
+            .browser_task_gate(&owner.agent_id)
+    }
+
     fn evaluate(&self, call: &EvaluateCall, cancel: &CancelToken) -> Result<Evaluation> {
         self.gateway()?.evaluate_with_cancel(call, cancel)
     }

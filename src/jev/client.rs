@@ -443,22 +443,7 @@ fn provider_name(p: Option<Provider>) -> &'static str {
 
 /// Why `agent_id` may not evaluate under `config` (R-JEV-ACCESS), or `None`.
 fn access_refusal(config: &Config, agent_id: &str) -> Option<&'static str> {
-    let jev = &config.gateway.jev;
-    if !jev.enabled {
-        Some("Jev is not enabled")
-    } else if !config.jev_allowed(agent_id) {
-        if jev
-            .allowed_agent_ids
-            .as_ref()
-            .is_some_and(|ids| !ids.iter().any(|i| i == agent_id))
-        {
-            Some("the agent is not in allowedAgentIds")
-        } else {
-            Some("Jev is disabled for this agent")
-        }
-    } else {
-        None
-    }
+    config.jev_refusal(agent_id)
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -85,7 +85,7 @@ impl ToolOutput {
 /// correct itself (MCP: tool execution errors are results, not protocol errors).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolFailure {
-    /// A stable code (`INVALID_ARGUMENT`, `TASK_NOT_FOUND`, `execution_failed`, …).
+    /// A stable code (`INVALID_ARGUMENT`, `ACCESS_DENIED`, `execution_failed`, …).
     pub code: String,
     /// A short explanation (never page content or argument values).
     pub message: String,

@@ -1,15 +1,17 @@
-//! The task service's seams for benches and crash tests, reached only through
-//! `jevgate::unstable` (hidden, not a supported API): [`ReceiptBench`], a thin handle for
-//! `benches/receipts.rs` (R-TSK-RCPT) — a store and the receipt writer on a directory, with one
-//! task and one open request, so a bench can time the real checkpoint path (the writer's group
-//! commit plus [`records::checkpoint`]) and nothing else — and [`set_checkpoint_hook`].
+//! The task service's seams for benches, crash tests and the `jevgate` binary, reached only
+//! through `jevgate::unstable` (hidden, not a supported API): [`ReceiptBench`], a thin handle
+//! for `benches/receipts.rs` (R-TSK-RCPT) — a store and the receipt writer on a directory, with
+//! one task and one open request, so a bench can time the real checkpoint path (the writer's
+//! group commit plus [`records::checkpoint`]) and nothing else — [`set_checkpoint_hook`], and
+//! [`all_tasks`] (every owner's tasks, for `jevgate task list`: it bypasses the owner triple, so
+//! it is no part of [`Tasks`]' public API, issue 21 defect 10).
 //!
 //! It must stay thin: no behaviour of its own beyond wiring the real writer to the real record
 //! functions, and never hands out the store.
 
 use super::records;
 use super::writer::Writer;
-use super::{TaskOwner, TaskTarget, Tasks};
+use super::{Receipt, TaskOwner, TaskStatus, TaskTarget, Tasks};
 use crate::store::Store;
 use crate::Result;
 use std::path::Path;
@@ -25,6 +27,13 @@ pub fn set_checkpoint_hook(
     hook: Option<Arc<dyn Fn(&'static str) + Send + Sync>>,
 ) {
     tasks.set_checkpoint_hook(hook)
+}
+
+/// Every task of the data directory with its receipts, newest first (at most `limit`),
+/// whoever owns them: for the person who owns the directory (`jevgate task list`), never for an
+/// agent (agents use [`Tasks::list`]).
+pub fn all_tasks(tasks: &Tasks<'_>, limit: u32) -> Result<Vec<(TaskStatus, Vec<Receipt>)>> {
+    tasks.all(limit)
 }
 
 /// A store plus the receipt writer, with task `bench-task` and its request 1 open.

@@ -1,9 +1,11 @@
 //! What the task module needs from above it, as traits and plain types: the gateway's Jev
-//! evaluations and targets ([`TaskHost`]), an opened target ([`OpenTarget`]) and the crash-test
-//! seam ([`Hook`]). Owns no behaviour; it must never name the gateway.
+//! evaluations, its feature and access gate, and targets ([`TaskHost`]), an opened target
+//! ([`OpenTarget`]) and the crash-test seam ([`Hook`]). Owns no behaviour; it must never name
+//! the gateway.
 
 use super::{TaskOwner, TaskTarget};
 use crate::browser::BrowserBackend;
+use crate::config::BrowserTaskGrant;
 use crate::jev::{EvaluateCall, Evaluation};
 use crate::CancelToken;
 use crate::Result;
@@ -13,8 +15,13 @@ use std::sync::Arc;
 /// (`before_checkpoint`, `after_checkpoint`, `after_dispatch`, `after_settle`).
 pub(crate) type Hook = Arc<dyn Fn(&'static str) + Send + Sync>;
 
-/// What the gateway lends the task service: Jev evaluations and targets.
+/// What the gateway lends the task service: Jev evaluations, the gate and targets.
 pub(crate) trait TaskHost: Send + Sync {
+    /// The browser-task gate for `owner` under the configuration live now
+    /// ([`crate::Config::browser_task_gate`]): `ORCHESTRATION_DISABLED`, `EXECUTION_DENIED`, or
+    /// how a request may run. Asked at spawn, at each command (and, once they land, each
+    /// control, update and answer) and right before each request's first browser action.
+    fn task_gate(&self, owner: &TaskOwner) -> Result<BrowserTaskGrant>;
     /// One Jev evaluation with the gateway's checks, limits and usage records.
     fn evaluate(&self, call: &EvaluateCall, cancel: &CancelToken) -> Result<Evaluation>;
     /// Opens `target` for `owner` (starts a Chromium, or takes a device's leases).

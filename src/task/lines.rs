@@ -64,6 +64,16 @@ pub(crate) fn unknown(tool: &str, code: &str) -> String {
     format!("Unknown: {tool} may have run; it is not repeated ({code})")
 }
 
+/// Words for a task that stopped before its browser action: the gate's codes, else the
+/// browser could not be opened.
+pub(crate) fn open_failure_words(code: &str) -> &'static str {
+    match code {
+        "ORCHESTRATION_DISABLED" => "browser tasks are turned off in the configuration",
+        "EXECUTION_DENIED" => "this agent may not run browser tasks",
+        _ => "the browser could not be opened",
+    }
+}
+
 /// Words for a not-done code.
 pub(crate) fn not_done_words(code: &str) -> &'static str {
     match code {

@@ -128,6 +128,8 @@ pub(crate) struct Run<'a> {
     pub answers: &'a std::collections::HashMap<String, String>,
     /// The field a `FIELD_TEXT_REQUIRED` asked about (set by the decision that found it).
     pub asked: Option<String>,
+    /// `features.browserSteps` at the request's start: off, a step list is one direct command.
+    pub step_lists: bool,
 }
 
 /// What one part (one direct command) came to.
@@ -457,9 +459,24 @@ impl Run<'_> {
                 field: None,
             };
         }
-        match crate::grammar::split_steps(trimmed) {
+        match crate::grammar::split_steps(trimmed).filter(|_| self.step_lists) {
             Some(steps) => self.steps(&steps),
             None => self.direct(trimmed),
+        }
+    }
+
+    /// The request refused by the feature and access gate before any browser action: the
+    /// task stops with the gate's code (`ORCHESTRATION_DISABLED`, `EXECUTION_DENIED`).
+    pub(crate) fn refused(&self, e: &Error) -> Report {
+        let line = lines::not_done(lines::open_failure_words(e.code()), e.code());
+        self.emit(&line, e.code());
+        Report {
+            ending: Ending::Stop,
+            reason: e.code().into(),
+            line,
+            step_run: None,
+            remaining: Vec::new(),
+            field: None,
         }
     }
 

@@ -182,7 +182,13 @@ impl<'a> Tasks<'a> {
 
     /// Starts a task for `owner` and returns its id (a UUID). It waits `queued` for a free slot
     /// when all are busy. `INVALID_ARGUMENT` for a bad owner, a goal over
-    /// [`MAX_COMMAND_CHARS`] characters, a bad start URL or budget.
+    /// [`MAX_COMMAND_CHARS`] characters, a bad start URL or budget;
+    /// `ORCHESTRATION_DISABLED` (409) unless the live configuration enables Jev and
+    /// `features.browserTasks`, `EXECUTION_DENIED` (403) when the owner's agent has no Jev
+    /// access ([`crate::Config::browser_task_gate`]). The gate is asked again right before each
+    /// request starts: a reload that turns tasks off stops a queued or running task before its
+    /// next browser action, with that code. With `features.browserSteps` off a step list runs
+    /// as one direct command.
     pub fn spawn(&self, owner: &TaskOwner, request: SpawnRequest) -> Result<String> {
         self.service.spawn(owner, request, None)
     }
@@ -199,7 +205,8 @@ impl<'a> Tasks<'a> {
         self.service.spawn(owner, request, Some(backend))
     }
 
-    /// The task as its owner sees it. `TASK_NOT_FOUND`, or `ACCESS_DENIED` for another owner.
+    /// The task as its owner sees it. `ACCESS_DENIED` when `id` is not a task of `owner`: an
+    /// unknown or malformed id and another owner's task answer alike, for every verb.
     pub fn status(&self, owner: &TaskOwner, id: &str) -> Result<TaskStatus> {
         self.service.status(owner, id)
     }
@@ -215,7 +222,8 @@ impl<'a> Tasks<'a> {
     /// (`accepted`). It then runs, or — when the round before it ends in a field question, a
     /// not-done, an unknown outcome or a stop, or the task is cancelled — it is listed
     /// `dropped` with the reason in [`TaskStatus::commands`]; never lost, never run twice.
-    /// `AUTOMATION_SESSION_CLOSED` when the task's session is over.
+    /// `AUTOMATION_SESSION_CLOSED` when the task's session is over; `ORCHESTRATION_DISABLED` /
+    /// `EXECUTION_DENIED` as [`Tasks::spawn`], on the configuration live at the call.
     pub fn command(&self, owner: &TaskOwner, id: &str, text: &str) -> Result<ControlReceipt> {
         self.service.command(owner, id, text)
     }
@@ -328,9 +336,10 @@ impl<'a> Tasks<'a> {
     }
 
     /// Every task of the data directory with its receipts, newest first (at most `limit`),
-    /// whoever owns them: for the person who owns the directory (`jevgate task list`), never
-    /// for an agent — agents use [`Tasks::list`].
-    pub fn all(&self, limit: u32) -> Result<Vec<(TaskStatus, Vec<Receipt>)>> {
+    /// whoever owns them: for the person who owns the directory (`jevgate task list`, through
+    /// `jevgate::unstable::all_tasks`), never for an agent — agents use [`Tasks::list`]. Not
+    /// public: it bypasses the owner triple.
+    pub(crate) fn all(&self, limit: u32) -> Result<Vec<(TaskStatus, Vec<Receipt>)>> {
         self.service.list_all(limit)
     }
 
@@ -466,7 +475,7 @@ impl TaskService {
     fn owned(&self, owner: &TaskOwner, id: &str) -> Result<TaskStatus> {
         owner.check()?;
         let denied = || Error::AccessDenied {
-            reason: "no task of that id belongs to this agent, principal and conversation".into(),
+            reason: "no task of this id belongs to this agent, principal and conversation".into(),
         };
         if id.is_empty() || id.len() > 64 {
             return Err(denied());
@@ -557,6 +566,8 @@ impl TaskService {
     ) -> Result<String> {
         owner.check()?;
         check_request(&request)?;
+        // Feature and access gate on the live configuration, before anything is stored.
+        self.shared.host.task_gate(owner)?;
         self.sweep();
         self.admit(owner)?;
         let id = crate::ids::random_uuid()?;
@@ -884,17 +895,23 @@ impl TaskService {
                 l.running_command.clone(),
             )
         };
-        let opened = match brought {
-            Some(backend) => Ok(OpenTarget {
-                backend,
-                close: Box::new(|| {}),
-            }),
-            None => self.shared.host.open_target(&owner, &target),
-        };
+        // The gate again on the live configuration: a task queued while tasks were on and
+        // turned off since never opens its browser.
+        let opened = self
+            .shared
+            .host
+            .task_gate(&owner)
+            .and_then(|_| match brought {
+                Some(backend) => Ok(OpenTarget {
+                    backend,
+                    close: Box::new(|| {}),
+                }),
+                None => self.shared.host.open_target(&owner, &target),
+            });
         let target = match opened {
             Ok(t) => t,
             Err(e) => {
-                let line = lines::not_done("the browser could not be opened", e.code());
+                let line = lines::not_done(lines::open_failure_words(e.code()), e.code());
                 self.progress(id, &line, e.code());
                 self.finish(id, TaskState::Failed, e.code(), Some(line));
                 return false;
@@ -1111,6 +1128,8 @@ impl TaskService {
                 field: None,
             };
         }
+        // The gate right before the request's first browser action, on the live configuration.
+        let gate = self.shared.host.task_gate(owner);
         let hook = self.shared.hook.read().clone();
         let deadline = self.shared.clock.now() + request.budget.timeout();
         let mut run = Run {
@@ -1130,10 +1149,14 @@ impl TaskService {
             deadline,
             answers,
             asked: None,
+            step_lists: gate.as_ref().is_ok_and(|g| g.step_lists),
         };
-        let report = match opening.and_then(|url| run.open(&url)) {
-            Some(stopped) => stopped,
-            None => run.request(text),
+        let report = match gate {
+            Err(e) => run.refused(&e),
+            Ok(_) => match opening.and_then(|url| run.open(&url)) {
+                Some(stopped) => stopped,
+                None => run.request(text),
+            },
         };
         let (state, reason, line) = (
             match report.ending {
@@ -1213,6 +1236,7 @@ impl TaskService {
         text: &str,
     ) -> Result<ControlReceipt> {
         check_text("text", text, false)?;
+        self.shared.host.task_gate(owner)?;
         let task = self.owned(owner, id)?;
         // Reserve a place under the lock: the queue bound holds with accepts in flight.
         {
@@ -1356,6 +1380,7 @@ impl TaskService {
             (_, None) => {}
         }
         self.owned(owner, id)?;
+        self.shared.host.task_gate(owner)?;
         // Control verbs are rare: one at a time, so the situation read here still holds when
         // the compare-and-set write below commits (commands may still move the revision: the
         // write checks it).
@@ -1578,6 +1603,7 @@ impl TaskService {
             });
         }
         let task = self.owned(owner, id)?;
+        self.shared.host.task_gate(owner)?;
         let _one = self.shared.control.lock();
         let digest = lines::digest(&update.goal);
         // The live session, or (a closed task) whether it may be reopened.
@@ -1837,6 +1863,7 @@ impl TaskService {
             });
         }
         self.owned(owner, id)?;
+        self.shared.host.task_gate(owner)?;
         let _one = self.shared.control.lock();
         let remaining = {
             let pool = self.shared.pool.lock();

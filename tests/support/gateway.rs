@@ -31,7 +31,6 @@ pub struct TestGateway {
 }
 
 /// What [`builder`] builds.
-#[derive(Default)]
 pub struct Builder {
     config: Config,
     clock: Option<ManualClock>,
@@ -39,9 +38,34 @@ pub struct Builder {
     channel: Option<ChannelOptions>,
 }
 
-/// A gateway with the default configuration on the system clock, without a channel.
+/// The suites' task configuration: the local evaluator (no network, no key) with browser tasks
+/// and step lists on — both are off by default, and a task refuses to start without the first
+/// (`ORCHESTRATION_DISABLED`, issue 21 defect 6).
+pub const TASKS_CONFIG: &str = r#"{"gateway":{"jev":{"enabled":true,"provider":"local","features":{"browserTasks":{"enabled":true},"browserSteps":{"enabled":true}}}}}"#;
+
+/// [`TASKS_CONFIG`], parsed.
+pub fn tasks_config() -> Config {
+    Config::from_json_str(TASKS_CONFIG).unwrap()
+}
+
+/// `config` (a configuration document) with `features.browserTasks` and `features.browserSteps`
+/// turned on in its `gateway.jev` block, whatever else it sets.
+pub fn with_tasks(mut config: Value) -> Value {
+    let features = &mut config["gateway"]["jev"]["features"];
+    features["browserTasks"] = serde_json::json!({"enabled": true});
+    features["browserSteps"] = serde_json::json!({"enabled": true});
+    config
+}
+
+/// A gateway with the suites' task configuration ([`TASKS_CONFIG`]) on the system clock,
+/// without a channel.
 pub fn builder() -> Builder {
-    Builder::default()
+    Builder {
+        config: tasks_config(),
+        clock: None,
+        limits: None,
+        channel: None,
+    }
 }
 
 impl Builder {

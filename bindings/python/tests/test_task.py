@@ -24,7 +24,9 @@ STRANGERS = [
     {"agentId": "assistant", "principalId": "mallory", "conversationId": "conv-1"},
     {"agentId": "assistant", "principalId": "alice", "conversationId": "conv-9"},
 ]
-LOCAL = {"gateway": {"jev": {"enabled": True, "provider": "local"}}}
+# Browser tasks and step lists are off by default (issue 21 defect 6): turned on here.
+FEATURES = {"browserTasks": {"enabled": True}, "browserSteps": {"enabled": True}}
+LOCAL = {"gateway": {"jev": {"enabled": True, "provider": "local", "features": FEATURES}}}
 WAIT = 90.0
 
 # Buttons ping /hit?b=NAME only for a real (trusted) click.
@@ -168,17 +170,74 @@ def test_r_tsk_the_owner_triple_is_checked_on_every_call(tmp_path):
         assert tasks.wait(OWNER, task_id, WAIT)["state"] == "cancelled"
 
 
-def test_r_tsk_unknown_ids_are_task_not_found(tmp_path):
+def _refusal(call):
+    with pytest.raises(jevgate.Error) as info:
+        call()
+    e = info.value
+    return (type(e), e.code, e.http_status, e.retryable, str(e))
+
+
+@pytest.mark.chromium
+def test_issue21_d10_unknown_ids_answer_as_another_owners_task(tmp_path):
+    """An unknown, malformed or foreign task id gets the same exception, code, status and
+    message from every verb: nothing tells a caller which ids exist."""
     with jevgate.Gateway(tmp_path, LOCAL) as gw:
-        for call in (gw.tasks.status, gw.tasks.receipts, gw.tasks.cancel):
-            with pytest.raises(jevgate.TaskError) as info:
-                call(OWNER, "00000000-0000-0000-0000-000000000000")
-            assert info.value.code == jevgate.codes.TASK_NOT_FOUND and info.value.http_status == 404
-        with pytest.raises(jevgate.TaskError):
-            gw.tasks.wait(OWNER, "x" * 10_000, 1.0)
-        with pytest.raises(jevgate.TaskError):
-            gw.tasks.command(OWNER, "nope", "scroll down")
+        tasks = gw.tasks
+        task_id = tasks.spawn(OWNER, keep_open=True)["id"]  # the session start: no page action
+        assert tasks.wait(OWNER, task_id, WAIT)["state"] == "waiting_input"
+        verbs = [
+            lambda who, i: tasks.status(who, i),
+            lambda who, i: tasks.wait(who, i, 0),
+            lambda who, i: tasks.command(who, i, "scroll down"),
+            lambda who, i: tasks.cancel(who, i),
+            lambda who, i: tasks.receipts(who, i),
+        ]
+        answers = set()
+        for verb in verbs:
+            for stranger in STRANGERS:
+                answers.add(_refusal(lambda: verb(stranger, task_id)))
+            for unknown in ("00000000-0000-4000-8000-000000000000", "", "x" * 10_000, "nope"):
+                answers.add(_refusal(lambda: verb(OWNER, unknown)))
+                answers.add(_refusal(lambda: verb(STRANGERS[0], unknown)))
+        assert len(answers) == 1, answers
+        (cls, code, status, retryable, message), = answers
+        assert cls is jevgate.AccessDeniedError and code == jevgate.codes.ACCESS_DENIED == "ACCESS_DENIED"
+        assert status == 403 and retryable is False and task_id not in message
+        assert not hasattr(jevgate.codes, "TASK_NOT_FOUND")
+        assert gw.tasks.list(STRANGERS[0]) == []
+        tasks.cancel(OWNER, task_id)
+        assert tasks.wait(OWNER, task_id, WAIT)["state"] == "cancelled"
+
+
+@pytest.mark.chromium
+def test_issue21_d6_tasks_need_the_feature_and_jev_access(tmp_path):
+    """browserTasks off (the default) → TaskError ORCHESTRATION_DISABLED (409); an agent without
+    Jev access → AccessDeniedError EXECUTION_DENIED (403); both on the live configuration, for
+    spawn and for a command on an open session. Cancel is never refused."""
+    with jevgate.Gateway(tmp_path / "off") as gw:
+        with pytest.raises(jevgate.TaskError) as info:
+            gw.tasks.spawn(OWNER, "scroll down")
+        assert info.value.code == jevgate.codes.ORCHESTRATION_DISABLED == "ORCHESTRATION_DISABLED"
+        assert info.value.http_status == 409 and info.value.retryable is False
         assert gw.tasks.list(OWNER) == []
+    with jevgate.Gateway(tmp_path / "on", LOCAL) as gw:
+        task_id = gw.tasks.spawn(OWNER, keep_open=True)["id"]
+        assert gw.tasks.wait(OWNER, task_id, WAIT)["state"] == "waiting_input"
+        denied = {"gateway": {"jev": {**LOCAL["gateway"]["jev"], "allowedAgentIds": ["someone-else"]}}}
+        gw.reload(denied)
+        for call in (lambda: gw.tasks.command(OWNER, task_id, "scroll down"),
+                     lambda: gw.tasks.spawn(OWNER, "scroll down")):
+            with pytest.raises(jevgate.AccessDeniedError) as info:
+                call()
+            assert info.value.code == jevgate.codes.EXECUTION_DENIED == "EXECUTION_DENIED"
+            assert info.value.http_status == 403 and "someone-else" not in str(info.value)
+        gw.reload({"gateway": {"jev": {"enabled": True, "provider": "local"}}})
+        with pytest.raises(jevgate.TaskError) as info:
+            gw.tasks.command(OWNER, task_id, "scroll down")
+        assert info.value.code == "ORCHESTRATION_DISABLED"
+        assert gw.tasks.status(OWNER, task_id)["queuedCommands"] == 0
+        gw.tasks.cancel(OWNER, task_id)
+        assert gw.tasks.wait(OWNER, task_id, WAIT)["state"] == "cancelled"
 
 
 def test_r_tsk_bad_arguments_are_argument_errors(tmp_path):
@@ -264,7 +323,8 @@ def test_ctrl_c_interrupts_a_wait_and_the_task_goes_on(tmp_path, site):
         release.wait(30)
         return _choice(request, "none")
 
-    config = {"gateway": {"jev": {"enabled": True, "provider": "callback", "timeoutMs": 30000}}}
+    config = {"gateway": {"jev": {"enabled": True, "provider": "callback", "timeoutMs": 30000,
+                                  "features": FEATURES}}}
     with jevgate.Gateway(tmp_path, config) as gw:
         gw.set_jev_callback(slow_model)
         task_id = gw.tasks.spawn(OWNER, "open the thing about llamas", start_url=site)["id"]
@@ -321,7 +381,8 @@ class Slow(BaseHTTPRequestHandler):
 server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 lines = []
-gw = jevgate.Gateway(sys.argv[1], {"gateway": {"jev": {"enabled": True, "provider": "local"}}})
+gw = jevgate.Gateway(sys.argv[1], {"gateway": {"jev": {"enabled": True, "provider": "local",
+                     "features": {"browserTasks": {"enabled": True}}}}})
 gw.tasks.spawn({"agentId": "a", "principalId": "p", "conversationId": "c"}, "",
                start_url=f"http://127.0.0.1:{server.server_port}/", keep_open=True,
                on_outcome=lines.append)

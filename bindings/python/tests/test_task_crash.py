@@ -28,7 +28,9 @@ import pytest
 import jevgate
 
 OWNER = {"agentId": "assistant", "principalId": "alice", "conversationId": "conv-crash"}
-LOCAL = {"gateway": {"jev": {"enabled": True, "provider": "local"}}}
+# Browser tasks and step lists are off by default (issue 21 defect 6): turned on here.
+LOCAL = {"gateway": {"jev": {"enabled": True, "provider": "local", "features": {
+    "browserTasks": {"enabled": True}, "browserSteps": {"enabled": True}}}}}
 BUTTONS = ["Alpha", "Bravo", "Charlie", "Delta", "Echo"]
 # "click", not "press", and the label grows by " pressed", not " done": the local heuristic
 # compares character grams, and "Charlie done" outscores "Delta" for "click Delta".

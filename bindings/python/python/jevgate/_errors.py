@@ -85,7 +85,11 @@ class LeaseError(Error):
 
 class AccessDeniedError(Error, PermissionError):
     """The caller may not do this (``ACCESS_DENIED``, 403): e.g. a control route called by
-    someone other than the device's owner, or with a delegated credential."""
+    someone other than the device's owner, or with a delegated credential; a task id that is
+    not the owner's (an unknown id and another owner's task answer alike, word for word).
+    ``EXECUTION_DENIED`` (403): the task's agent has no Jev access (not in
+    ``allowedAgentIds``, or its own ``jev.enabled`` is false), so it may not run browser
+    tasks."""
 
 
 class GrammarError(Error, ValueError):
@@ -136,12 +140,14 @@ class BrowserError(Error):
 
 
 class TaskError(Error):
-    """A browser task refused the call: ``TASK_NOT_FOUND`` (404; no task of that id — another
-    owner's task is ``AccessDeniedError`` instead), ``AUTOMATION_SESSION_CLOSED`` (410; the
-    task's session is over: no more commands), ``COMMAND_QUEUE_FULL`` (429, retryable; 20
-    commands already wait behind the running one), ``AUTOMATION_SESSION_EXISTS`` (409; the
-    principal or the gateway holds as many open sessions as allowed), ``TASK_QUEUE_FULL``
-    (429, retryable; as many spawns as allowed wait for a slot)."""
+    """A browser task refused the call: ``AUTOMATION_SESSION_CLOSED`` (410; the task's session
+    is over: no more commands), ``COMMAND_QUEUE_FULL`` (429, retryable; 20 commands already
+    wait behind the running one), ``ORCHESTRATION_DISABLED`` (409; the configuration does not
+    enable Jev and ``features.browserTasks``: nothing was opened or sent),
+    ``AUTOMATION_SESSION_EXISTS`` (409; the principal or the gateway holds as many open
+    sessions as allowed), ``TASK_QUEUE_FULL`` (429, retryable; as many spawns as allowed wait
+    for a slot), ``REVISION_CONFLICT``, ``STATE_CONFLICT``, ``IDEMPOTENCY_CONFLICT``,
+    ``NOTHING_TO_RESUME`` (409; the control route)."""
 
 
 class ToolError(Exception):

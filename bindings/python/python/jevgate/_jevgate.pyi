@@ -216,8 +216,12 @@ class BrowserCall:
 class Tasks:
     """Browser tasks of a gateway (R-TSK): `gw.tasks`. `owner` is
     {"agentId", "principalId", "conversationId"}; every call checks the whole triple
-    (AccessDeniedError ACCESS_DENIED for another owner's task, TaskError TASK_NOT_FOUND for an
-    unknown id). Status dicts: {"id", "owner", "target", "goal", "revision", "controller",
+    (AccessDeniedError ACCESS_DENIED for an id that is not the owner's: an unknown id and
+    another owner's task answer alike). Browser tasks need the configuration's Jev and
+    features.browserTasks (TaskError ORCHESTRATION_DISABLED) and an agent with Jev access
+    (AccessDeniedError EXECUTION_DENIED), checked at spawn, at each command and again before
+    each request starts; with features.browserSteps off a step list runs as one direct
+    command. Status dicts: {"id", "owner", "target", "goal", "revision", "controller",
     "state", "reason", "outcome", "actions", "evaluations", "actionLog", "stepRun",
     "lastDispatchedMutation", "queuedCommands", "createdAt", "updatedAt"}; `state` is one of
     queued, running, waiting_input, completed, failed, cancelled, needs_reconciliation."""
@@ -248,8 +252,8 @@ class Tasks:
         """Queue the next direct command or step list on the open session; returns its
         control receipt (``commandId``, ``state`` ``accepted``; later ``running``, ``done``,
         ``not_done``, ``unknown`` or ``dropped`` with ``reason`` in ``status()["commands"]``)
-        (TaskError AUTOMATION_SESSION_CLOSED, COMMAND_QUEUE_FULL; ArgumentError for empty or >
-        4000 chars)."""
+        (TaskError AUTOMATION_SESSION_CLOSED, COMMAND_QUEUE_FULL, ORCHESTRATION_DISABLED;
+        AccessDeniedError EXECUTION_DENIED; ArgumentError for empty or > 4000 chars)."""
     def control(
         self,
         owner: Mapping[str, Any],
