@@ -301,6 +301,8 @@ fn r_tsk_ctl_commands_accepted_before_the_session_ends_are_listed_dropped() {
         assert!(r.reason.is_some(), "{r:?}");
     }
     assert_eq!(desk.clicked("Bravo") + desk.clicked("Submit"), 0);
+    // Tasks on again: the session itself is what refuses now.
+    gw.reload(config()).unwrap();
     assert_eq!(
         gw.tasks()
             .command(&owner(), &id, "press Alpha")

@@ -776,22 +776,21 @@ impl TaskService {
             .map_err(sql)?;
             Ok(state)
         });
-        match stored {
-            Ok(TaskState::NeedsReconciliation) => {
-                if let Some(b) = backend {
-                    let mut kept = self.shared.in_doubt.lock();
-                    if kept.len() >= MAX_KEPT_BACKENDS {
-                        // Bounded: the oldest entry goes (its operation stays unknown until a
-                        // person resolves it).
-                        if let Some(k) = kept.keys().next().cloned() {
-                            kept.remove(&k);
-                        }
+        match (stored, backend) {
+            (Ok(TaskState::NeedsReconciliation), Some(b)) => {
+                let mut kept = self.shared.in_doubt.lock();
+                if kept.len() >= MAX_KEPT_BACKENDS {
+                    // Bounded: the oldest entry goes (its operation stays unknown until a
+                    // person resolves it).
+                    if let Some(k) = kept.keys().next().cloned() {
+                        kept.remove(&k);
                     }
-                    kept.insert(id.to_string(), b);
                 }
+                kept.insert(id.to_string(), b);
             }
-            Ok(_) => {}
-            Err(e) => log::warn!("task state not stored: {}", e.code()),
+            // Otherwise the backend is let go here, before the task is seen settled.
+            (Ok(_), _) => {}
+            (Err(e), _) => log::warn!("task state not stored: {}", e.code()),
         }
         self.shared.pool.lock().live.remove(id);
         self.shared.changed.notify_all();
