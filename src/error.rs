@@ -1274,7 +1274,7 @@ mod tests {
                     ["JEV_INVALID_CONFIGURATION", "JEV_MISSING_CREDENTIALS"].contains(&c)
                 }
                 ErrorFamily::Store => c.starts_with("STORE_"),
-                ErrorFamily::Argument => c == "INVALID_ARGUMENT",
+                ErrorFamily::Argument => ["INVALID_ARGUMENT", "INVALID_INPUT"].contains(&c),
                 ErrorFamily::Gateway => c.starts_with("GATEWAY_"),
                 ErrorFamily::Jev => c.starts_with("JEV_"),
                 ErrorFamily::Grammar => c.starts_with("NAVIGATION_"),
@@ -1293,6 +1293,12 @@ mod tests {
                     "AUTOMATION_SESSION_CLOSED",
                     "COMMAND_QUEUE_FULL",
                     "ORCHESTRATION_DISABLED",
+                    "AUTOMATION_SESSION_EXISTS",
+                    "TASK_QUEUE_FULL",
+                    "REVISION_CONFLICT",
+                    "STATE_CONFLICT",
+                    "IDEMPOTENCY_CONFLICT",
+                    "NOTHING_TO_RESUME",
                 ]
                 .contains(&c),
                 ErrorFamily::Internal => c == "INTERNAL",

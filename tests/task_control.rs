@@ -62,8 +62,10 @@ struct Desk {
     /// While set, a click waits (the test queues commands behind it meanwhile).
     held: Mutex<bool>,
     released: Condvar,
-    /// Counts clicks that reached the page while held (a click is "in flight").
+    /// Signalled when a click reached the page while held (a click is "in flight").
     arrived: Condvar,
+    /// Held clicks that arrived and were not yet awaited.
+    came: Mutex<usize>,
 }
 
 impl Desk {
@@ -83,12 +85,24 @@ impl Desk {
         self.released.notify_all();
     }
 
-    /// Waits (bounded) until a held click reached the page.
+    /// Waits (bounded) until a held click reached the page (one that came before the wait
+    /// counts too).
     fn await_click(&self) {
         let mut held = self.held.lock();
-        // `arrived` is signalled by a held click (under the same lock).
-        let r = self.arrived.wait_for(&mut held, Duration::from_secs(30));
-        assert!(!r.timed_out(), "no click reached the page");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            {
+                let mut came = self.came.lock();
+                if *came > 0 {
+                    *came -= 1;
+                    return;
+                }
+            }
+            assert!(
+                !self.arrived.wait_until(&mut held, deadline).timed_out(),
+                "no click reached the page"
+            );
+        }
     }
 
     fn clicked(&self, name: &str) -> usize {
@@ -138,6 +152,7 @@ impl BrowserBackend for Desk {
                 {
                     let mut held = self.held.lock();
                     if *held {
+                        *self.came.lock() += 1;
                         self.arrived.notify_all();
                         let deadline = std::time::Instant::now() + Duration::from_secs(30);
                         while *held && std::time::Instant::now() < deadline {

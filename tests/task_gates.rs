@@ -134,6 +134,55 @@ impl Page {
     }
 }
 
+/// A page whose observation waits while `held` (bounded): a task on it keeps its slot busy.
+#[derive(Default)]
+struct Holder {
+    held: Mutex<bool>,
+    came: std::sync::atomic::AtomicBool,
+    arrived: std::sync::Condvar,
+    released: std::sync::Condvar,
+}
+
+impl Holder {
+    fn await_arrival(&self) {
+        let held = self.held.lock().unwrap();
+        let (_g, r) = self
+            .arrived
+            .wait_timeout_while(held, Duration::from_secs(30), |_| {
+                !self.came.load(Ordering::SeqCst)
+            })
+            .unwrap();
+        assert!(!r.timed_out(), "the holder's task never observed");
+    }
+
+    fn release(&self) {
+        *self.held.lock().unwrap() = false;
+        self.released.notify_all();
+    }
+}
+
+impl BrowserBackend for Holder {
+    fn execute(&self, command: &Command) -> jevgate::Result<Response> {
+        let mut held = self.held.lock().unwrap();
+        if *held {
+            self.came.store(true, Ordering::SeqCst);
+            self.arrived.notify_all();
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while *held && std::time::Instant::now() < deadline {
+                held = self
+                    .released
+                    .wait_timeout(held, Duration::from_millis(100))
+                    .unwrap()
+                    .0;
+            }
+        }
+        drop(held);
+        Err(Error::ExecutionFailed {
+            reason: format!("the holder has no {}", command.tool()),
+        })
+    }
+}
+
 impl BrowserBackend for Page {
     fn execute(&self, command: &Command) -> jevgate::Result<Response> {
         self.commands.fetch_add(1, Ordering::SeqCst);
@@ -271,8 +320,15 @@ fn issue21_d6_a_task_queued_before_a_reload_never_opens_its_browser() {
     for (name, v, code) in refusing() {
         let dir = tempfile::tempdir().unwrap();
         let gw = open(dir.path(), &tasks_on(), 1);
-        let holder = Page::new();
-        let first = session(&gw, &owner(), &holder);
+        // The one slot is busy: a task whose page holds its first observation (a waiting
+        // session holds no slot, R-TSK-CTL).
+        let holder = Arc::new(Holder::default());
+        *holder.held.lock().unwrap() = true;
+        let first = gw
+            .tasks()
+            .spawn_with_backend(&owner(), SpawnRequest::new("press Alpha"), holder.clone())
+            .unwrap();
+        holder.await_arrival();
         let page = Page::new();
         let brought = gw
             .tasks()
@@ -290,6 +346,7 @@ fn issue21_d6_a_task_queued_before_a_reload_never_opens_its_browser() {
         }
         gw.reload(config(&v)).unwrap();
         gw.tasks().cancel(&owner(), &first).unwrap();
+        holder.release();
         for id in [&brought, &local] {
             let s = gw.tasks().wait(&owner(), id, WAIT).unwrap();
             assert_eq!(s.state, TaskState::Failed, "{name}: {s:#?}");

@@ -231,7 +231,7 @@ fn v5_migration_copies_paired_devices_owners() {
         let s = open(dir.path()).unwrap();
         s.write(|tx| {
             tx.execute_batch(
-                "DROP TABLE device_owners;
+                "DROP TABLE device_owners; DROP TABLE task_commands;
                  DROP TABLE task_operations; DROP TABLE task_requests; DROP TABLE tasks;
                  INSERT INTO devices (device_id, owner, installation_id, name, capability,
                     token_hash, paired_at) VALUES
@@ -275,6 +275,11 @@ fn v7_migration_drops_kept_observations_and_indexes_closed_tasks() {
         s.write(|tx| {
             tx.execute_batch(
                 "DROP INDEX tasks_closed_by_age;
+                 DROP TABLE task_commands;
+                 ALTER TABLE tasks DROP COLUMN spawn;
+                 ALTER TABLE tasks DROP COLUMN control;
+                 ALTER TABLE task_operations DROP COLUMN resolved_by;
+                 ALTER TABLE task_operations DROP COLUMN resolved_ms;
                  INSERT INTO tasks (id, agent_id, principal_id, conversation_id, target, goal,
                     revision, controller, state, actions, evaluations, action_log, created_ms,
                     updated_ms)
