@@ -455,15 +455,22 @@ pub enum Error {
     #[error("the task's command queue is full")]
     CommandQueueFull,
 
-    /// A spawn past the open-session bounds ([`crate::task::TaskLimits`]): the principal (or
-    /// the gateway) already holds as many open sessions as allowed (R-TSK-CTL). Carries the
-    /// state and reason code of the principal's oldest open session, never its text.
-    #[error("an automation session is already open{}{}", state.as_deref().map(|s| format!(" (oldest: {s}")).unwrap_or_default(), match (state, reason) { (Some(_), Some(r)) => format!(", {r})"), (Some(_), None) => ")".to_string(), _ => String::new() })]
+    /// A spawn past the open-session bounds ([`crate::task::TaskLimits`]), or for a target (a
+    /// profile, a device) that an open session already drives and that did more than fail
+    /// before any tab action (R-TSK-CTL "Replaced sessions"). Carries that session's (or the
+    /// principal's oldest session's) state, last reason code and controller — never its text,
+    /// never another principal's.
+    #[error(
+        "an automation session is already open{}",
+        session_summary(state, reason, controller)
+    )]
     AutomationSessionExists {
-        /// The oldest open session's state, when it is the same principal's.
+        /// The session's state, when it is the same principal's.
         state: Option<String>,
         /// Its last reason code.
         reason: Option<String>,
+        /// Who controls it (`user` or `agent`).
+        controller: Option<String>,
     },
 
     /// As many spawns as allowed already wait for a task slot (R-TSK-CTL).
@@ -532,6 +539,27 @@ pub enum Error {
         /// What went wrong.
         reason: String,
     },
+}
+
+/// ` (state: waiting_input, reason: STEP_NOT_EXECUTED, controller: user)`, or nothing.
+fn session_summary(
+    state: &Option<String>,
+    reason: &Option<String>,
+    controller: &Option<String>,
+) -> String {
+    let parts: Vec<String> = [
+        ("state", state),
+        ("reason", reason),
+        ("controller", controller),
+    ]
+    .iter()
+    .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}: {v}")))
+    .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
+    }
 }
 
 /// Retry and reset metadata kept from a provider's `Retry-After` and rate-limit reset headers

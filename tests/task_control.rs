@@ -940,3 +940,66 @@ fn r_tsk_ctl_a_field_question_is_answered_and_the_steps_continue() {
     );
     gw.close();
 }
+
+// R-TSK-CTL "Replaced sessions": a spawn for the same device replaces a session that failed
+// before any tab action (it ends REPLACED with replacedByTaskId); a session that acted is not
+// replaced — AUTOMATION_SESSION_EXISTS with its state, reason and controller; a throw-away
+// local profile is never the same target.
+#[test]
+fn r_tsk_ctl_a_spawn_replaces_only_a_session_that_failed_before_acting() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(dir.path());
+    let t = gw.tasks();
+    let device = || {
+        let mut r = SpawnRequest::new("press Nowhere");
+        r.keep_open = true;
+        r.target = jevgate::task::TaskTarget::Device {
+            device_id: "dev_same".into(),
+        };
+        r
+    };
+    // spawn_with_backend records the target without opening it: the same device twice.
+    let failed = t
+        .spawn_with_backend(&owner(), device(), Desk::new())
+        .unwrap();
+    let s = settled(&gw, &failed);
+    assert_eq!((s.state, s.actions), (TaskState::WaitingInput, 0), "{s:#?}");
+    let new = t
+        .spawn_with_backend(&owner(), device(), Desk::new())
+        .unwrap();
+    let old = settled(&gw, &failed);
+    assert_eq!(
+        (
+            old.state,
+            old.reason.as_deref(),
+            old.replaced_by_task_id.as_deref()
+        ),
+        (TaskState::Failed, Some("REPLACED"), Some(new.as_str())),
+        "{old:#?}"
+    );
+    // The new one acts: a third spawn for the device is refused, with what it needs to know.
+    settled(&gw, &new);
+    t.command(&owner(), &new, "press Alpha").unwrap();
+    settled(&gw, &new);
+    let e = t
+        .spawn_with_backend(&owner(), device(), Desk::new())
+        .unwrap_err();
+    assert_eq!(e.code(), "AUTOMATION_SESSION_EXISTS");
+    assert!(
+        e.to_string().contains("state: waiting_input")
+            && e.to_string().contains("controller: user"),
+        "{e}"
+    );
+    // Another principal's session on "the same" device id is not this principal's target.
+    let bob = TaskOwner::new("assistant", "bob", "conv-1");
+    let mut r = device();
+    r.goal = String::new();
+    t.spawn_with_backend(&bob, r, Desk::new()).unwrap();
+    // Throw-away local profiles never collide.
+    for _ in 0..2 {
+        let mut r = SpawnRequest::new("");
+        r.keep_open = true;
+        t.spawn_with_backend(&owner(), r, Desk::new()).unwrap();
+    }
+    gw.close();
+}

@@ -28,6 +28,11 @@ pub(crate) fn expired_line() -> String {
     "Not done: the session waited too long for a command and closed (SESSION_EXPIRED).".into()
 }
 
+/// The line of a session a new spawn for the same target replaced.
+pub(crate) fn replaced_line() -> String {
+    "Not done: a new task for the same browser replaced this session, which had not acted (REPLACED).".into()
+}
+
 /// `s` cut to [`SHOWN`] characters (with `…`), control characters replaced.
 pub(crate) fn short(s: &str) -> String {
     let mut out: String = s

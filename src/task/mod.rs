@@ -636,6 +636,9 @@ pub struct TaskStatus {
     pub action_log: Vec<ActionLogEntry>,
     /// The latest step run.
     pub step_run: Option<StepRun>,
+    /// The task that replaced this one (a spawn for the same target while this session had
+    /// failed before any tab action).
+    pub replaced_by_task_id: Option<String>,
     /// The field question a step list stopped on (`FIELD_TEXT_REQUIRED`): `{field, question}`
     /// — the field's name is page text. [`Tasks::answer`] continues the run.
     pub field_request: Option<FieldRequest>,

@@ -359,6 +359,7 @@ fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskStatus> {
         queued_commands: 0,
         commands: Vec::new(),
         field_request: None,
+        replaced_by_task_id: None,
         applied_revision: r.get(6)?,
         pending_revisions: Vec::new(),
         created_at: r.get(15)?,
@@ -714,6 +715,9 @@ fn fill(c: &Connection, t: &mut TaskStatus) -> rusqlite::Result<()> {
         .prepare_cached("SELECT json_extract(control, '$.fieldRequest') FROM tasks WHERE id = ?1")?
         .query_row([&t.id], |r| r.get(0))?;
     t.field_request = question.and_then(|q| serde_json::from_str(&q).ok());
+    t.replaced_by_task_id = c
+        .prepare_cached("SELECT json_extract(control, '$.replacedBy') FROM tasks WHERE id = ?1")?
+        .query_row([&t.id], |r| r.get(0))?;
     t.commands = commands(c, &t.id, STATUS_COMMANDS)?;
     let mut st = c.prepare_cached(
         "SELECT revision FROM task_commands

@@ -569,8 +569,9 @@ impl TaskService {
         // Feature and access gate on the live configuration, before anything is stored.
         self.shared.host.task_gate(owner)?;
         self.sweep();
-        self.admit(owner)?;
         let id = crate::ids::random_uuid()?;
+        self.replace_same_target(owner, &request.target, &id)?;
+        self.admit(owner)?;
         let now = self.shared.clock.wall_millis();
         {
             let (id, owner, target, goal) = (
@@ -665,8 +666,57 @@ impl TaskService {
                 // never another principal's).
                 state: oldest.map(|(l, _)| l.state.as_str().to_string()),
                 reason: oldest.and_then(|(l, _)| l.last.as_ref().map(|r| r.reason.clone())),
+                controller: oldest.map(|(l, _)| controller_of(l).to_string()),
             }),
         }
+    }
+
+    /// Replaced sessions (R-TSK-CTL, seed 003 "Replaced sessions"): a spawn for a target an
+    /// open session of the principal already drives (the same profile, the same device's tab)
+    /// replaces that session when it failed before any tab action — it ends `failed`, reason
+    /// `REPLACED`, with `replacedByTaskId` — and is refused with `AUTOMATION_SESSION_EXISTS`
+    /// otherwise. A throw-away local profile is never the same target.
+    fn replace_same_target(
+        &self,
+        owner: &TaskOwner,
+        target: &TaskTarget,
+        new_id: &str,
+    ) -> Result<()> {
+        if matches!(target, TaskTarget::Local { profile: None }) {
+            return Ok(());
+        }
+        let mut pool = self.shared.pool.lock();
+        let found = pool.live.iter_mut().find(|(_, l)| {
+            l.open() && l.owner.principal_id == owner.principal_id && l.request.target == *target
+        });
+        let Some((old_id, l)) = found else {
+            return Ok(());
+        };
+        let failed_before_acting = l.started
+            && !l.scheduled
+            && l.counters.actions == 0
+            && l.last.as_ref().is_some_and(|r| r.ending != Ending::Done);
+        if !failed_before_acting {
+            return Err(Error::AutomationSessionExists {
+                state: Some(l.state.as_str().to_string()),
+                reason: l.last.as_ref().map(|r| r.reason.clone()),
+                controller: Some(controller_of(l).to_string()),
+            });
+        }
+        let old_id = old_id.clone();
+        l.expire = Some((TaskState::Failed, "REPLACED"));
+        l.closing = true;
+        l.scheduled = true;
+        l.state = TaskState::Running;
+        pool.ready.push_front(old_id.clone());
+        self.kick(&mut pool);
+        drop(pool);
+        let (old, new) = (old_id, serde_json::to_string(new_id).unwrap_or_default());
+        self.shared.writer.write(Box::new(move |tx| {
+            records::set_control(tx, &old, "replacedBy", Some(&new))
+        }))?;
+        self.shared.changed.notify_all();
+        Ok(())
     }
 
     /// One slot's thread: runs turns of whatever task wants a slot, then ends.
@@ -820,7 +870,12 @@ impl TaskService {
                     };
                     Step::Close(TaskState::Cancelled, reason.into(), None)
                 } else if let Some((state, reason)) = l.expire.take() {
-                    Step::Close(state, reason.into(), Some(lines::expired_line()))
+                    let line = if reason == "REPLACED" {
+                        lines::replaced_line()
+                    } else {
+                        lines::expired_line()
+                    };
+                    Step::Close(state, reason.into(), Some(line))
                 } else if !l.started {
                     l.started = true;
                     l.state = TaskState::Running;
@@ -2141,6 +2196,15 @@ impl TaskService {
             }
         }
         self.shared.writer.close();
+    }
+}
+
+/// `user` or `agent`: who supplies a session's instructions.
+fn controller_of(l: &Live) -> &'static str {
+    if l.agent {
+        "agent"
+    } else {
+        "user"
     }
 }
 
