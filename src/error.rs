@@ -1333,13 +1333,13 @@ mod tests {
                 ErrorFamily::Task => [
                     "AUTOMATION_SESSION_CLOSED",
                     "COMMAND_QUEUE_FULL",
+                    "ORCHESTRATION_DISABLED",
                     "AUTOMATION_SESSION_EXISTS",
                     "TASK_QUEUE_FULL",
                     "REVISION_CONFLICT",
                     "STATE_CONFLICT",
                     "IDEMPOTENCY_CONFLICT",
                     "NOTHING_TO_RESUME",
-                    "ORCHESTRATION_DISABLED",
                 ]
                 .contains(&c),
                 ErrorFamily::Internal => c == "INTERNAL",
