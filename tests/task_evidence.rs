@@ -575,3 +575,39 @@ fn r_log_evidence_logs_nothing_of_the_page() {
         }
     }
 }
+
+// Bad input: 1,000 evidence reads in a loop each answer, and the ids kept stay bounded — one
+// principal holds at most its share (its oldest go first), so a flood pushes out only its own.
+#[test]
+fn r_tsk_ver_a_thousand_reads_keep_a_bounded_set_of_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(dir.path(), None);
+    let desk = Desk::new();
+    let id = session(&gw, &desk);
+    let bob = TaskOwner::new("assistant", "bob", "conv-b");
+    let mut request = SpawnRequest::new("");
+    request.keep_open = true;
+    let bobs = gw
+        .tasks()
+        .spawn_with_backend(&bob, request, desk.clone())
+        .unwrap();
+    gw.tasks().wait(&bob, &bobs, WAIT).unwrap();
+    let kept = gw.tasks().evidence(&bob, &bobs, false).unwrap().evidence_id;
+    let ids: Vec<String> = (0..1000)
+        .map(|i| {
+            gw.tasks()
+                .evidence(&owner(), &id, i % 10 == 0)
+                .unwrap()
+                .evidence_id
+        })
+        .collect();
+    let valid = |e: &str| jevgate::unstable::evidence_record(&gw.tasks(), e).is_some();
+    assert_eq!(
+        ids.iter().filter(|e| valid(e)).count(),
+        jevgate::task::MAX_EVIDENCE_IDS_PER_PRINCIPAL
+    );
+    assert!(valid(ids.last().unwrap()) && !valid(&ids[0]));
+    assert!(valid(&kept), "another principal's id survived the flood");
+    assert_eq!(desk.clicks.lock().len(), 0);
+    gw.close();
+}

@@ -81,7 +81,9 @@ pub struct Evidence {
     pub in_doubt: bool,
     /// `recorded` or `fresh`.
     pub source: EvidenceSource,
-    /// When the observation was taken (ms since the Unix epoch), when known.
+    /// When the observation was taken (ms since the Unix epoch): fresh, when it was read;
+    /// recorded, when the operation it was read right after was dispatched; `None` without an
+    /// observation.
     pub observed_at: Option<i64>,
     /// When the evidence id stops being valid (ms since the Unix epoch, the gateway's clock).
     pub expires_at: i64,

@@ -29,7 +29,9 @@ pub(crate) mod writer;
 pub use device_target::DeviceTarget;
 #[doc(hidden)]
 pub use evidence::EvidenceRecord;
-pub use evidence::{Evidence, EvidenceSource, EVIDENCE_TTL};
+pub use evidence::{
+    Evidence, EvidenceSource, EVIDENCE_TTL, MAX_EVIDENCE_IDS, MAX_EVIDENCE_IDS_PER_PRINCIPAL,
+};
 pub(crate) use host::{OpenTarget, TaskHost};
 pub(crate) use service::TaskService;
 pub use service::{Tasks, MAX_ANSWER_CHARS};
