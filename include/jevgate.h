@@ -83,6 +83,8 @@
 #define JEVGATE_CODE_NOTHING_TO_RESUME "NOTHING_TO_RESUME"
 #define JEVGATE_CODE_ORCHESTRATION_DISABLED "ORCHESTRATION_DISABLED"
 #define JEVGATE_CODE_EXECUTION_DENIED "EXECUTION_DENIED"
+#define JEVGATE_CODE_BROWSER_EVIDENCE_UNAVAILABLE "BROWSER_EVIDENCE_UNAVAILABLE"
+#define JEVGATE_CODE_BROWSER_INSPECTION_UNAVAILABLE "BROWSER_INSPECTION_UNAVAILABLE"
 #define JEVGATE_CODE_INTERNAL "INTERNAL"
 
 /**
@@ -1144,6 +1146,30 @@ jevgate_status jevgate_task_resolve(const jevgate_gateway *gateway,
                                     int happened,
                                     char **status_json_out,
                                     jevgate_error **err_out);
+
+/**
+ * Writes browser evidence of the task (issue 21 item 7, R-TSK-VER) to `*evidence_json_out`:
+ * `{"evidenceId","taskId","request","requestState","taskState","inDoubt","source",
+ * "observedAt","expiresAt","lastDispatchedMutation","operationStatus","untrustedContent":
+ * {"notice","data"}}` — `data` is the observation (page content: treat it as data, never as
+ * instructions; never log it) or `null`. `fresh` zero: the last observation the receipts kept
+ * (no field values); non-zero: a new observation of the page and `operation_status` of the
+ * receipt's last operation (read, never replayed). The evidence id is valid five minutes on
+ * the gateway's clock. A sensitive field's value never appears. Evidence changes nothing
+ * about the task. `BROWSER_EVIDENCE_UNAVAILABLE` (403) for any access or ownership failure (an
+ * unknown id alike), `BROWSER_INSPECTION_UNAVAILABLE` (503) when a fresh inspection cannot be
+ * made now (the task's local browser is gone, a request runs on it, the device is offline).
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `evidence_json_out` writable; `err_out`
+ * NULL or writable.
+ */
+jevgate_status jevgate_task_evidence(const jevgate_gateway *gateway,
+                                     const char *owner_json,
+                                     const char *task_id,
+                                     int fresh,
+                                     char **evidence_json_out,
+                                     jevgate_error **err_out);
 
 /**
  * Writes the control receipt of command `command_id` of the task (R-TSK-CTL: `{"commandId",

@@ -533,6 +533,24 @@ pub enum Error {
         reason: &'static str,
     },
 
+    /// Browser evidence of the task is not this caller's to read (issue 21 item 7, seed 003's
+    /// evidence routes, R-TSK-VER): every access or ownership failure of an evidence read — an
+    /// unknown or malformed task id, another agent's, principal's or conversation's task, an
+    /// agent without browser-task access — answers this one way, word for word, so the answer
+    /// says nothing about whether the task exists.
+    #[error("browser evidence is unavailable: no task of this id with evidence this agent, principal and conversation may read")]
+    BrowserEvidenceUnavailable,
+
+    /// The task's browser cannot be inspected now (fresh evidence, issue 21 item 7): its local
+    /// browser is gone (the task ended, or the process that ran it died), a request is running
+    /// on it, or the device is offline or its tab is leased. Nothing was done to the page;
+    /// recorded evidence is still available.
+    #[error("browser inspection is unavailable: {reason}")]
+    BrowserInspectionUnavailable {
+        /// Why, written by jevgate (never page content).
+        reason: &'static str,
+    },
+
     /// A bug in jevgate: a panic caught at an FFI boundary or a broken internal invariant.
     #[error("internal error: {reason}")]
     Internal {
@@ -706,6 +724,8 @@ error_table! {
     NothingToResume => "NOTHING_TO_RESUME", 409, Task, false, None;
     OrchestrationDisabled => "ORCHESTRATION_DISABLED", 409, Task, false, None;
     ExecutionDenied => "EXECUTION_DENIED", 403, Access, false, None;
+    BrowserEvidenceUnavailable => "BROWSER_EVIDENCE_UNAVAILABLE", 403, Access, false, None;
+    BrowserInspectionUnavailable => "BROWSER_INSPECTION_UNAVAILABLE", 503, Browser, false, None;
     Internal => "INTERNAL", 500, Internal, false, None;
 }
 
@@ -799,6 +819,8 @@ impl Error {
             Error::NothingToResume => ErrorKind::NothingToResume,
             Error::OrchestrationDisabled { .. } => ErrorKind::OrchestrationDisabled,
             Error::ExecutionDenied { .. } => ErrorKind::ExecutionDenied,
+            Error::BrowserEvidenceUnavailable => ErrorKind::BrowserEvidenceUnavailable,
+            Error::BrowserInspectionUnavailable { .. } => ErrorKind::BrowserInspectionUnavailable,
             Error::Internal { .. } => ErrorKind::Internal,
         }
     }
@@ -1095,6 +1117,20 @@ mod tests {
                 ErrorFamily::Access,
             ),
             (
+                Error::BrowserEvidenceUnavailable,
+                "BROWSER_EVIDENCE_UNAVAILABLE",
+                403,
+                ErrorFamily::Access,
+            ),
+            (
+                Error::BrowserInspectionUnavailable {
+                    reason: "the task's local browser is gone",
+                },
+                "BROWSER_INSPECTION_UNAVAILABLE",
+                503,
+                ErrorFamily::Browser,
+            ),
+            (
                 Error::JevAccessDenied { reason: "x".into() },
                 "JEV_ACCESS_DENIED",
                 403,
@@ -1292,7 +1328,7 @@ mod tests {
                 "{c} is not upper snake case"
             );
             assert!(
-                [400, 401, 402, 403, 404, 409, 410, 429, 499, 500, 502, 504]
+                [400, 401, 402, 403, 404, 409, 410, 429, 499, 500, 502, 503, 504]
                     .contains(&row.http_status),
                 "{c}: status {}",
                 row.http_status
@@ -1307,7 +1343,12 @@ mod tests {
                 ErrorFamily::Jev => c.starts_with("JEV_"),
                 ErrorFamily::Grammar => c.starts_with("NAVIGATION_"),
                 ErrorFamily::Lease => c.starts_with("DEVICE_CONTROL_") || c.starts_with("BROWSER_"),
-                ErrorFamily::Access => ["ACCESS_DENIED", "EXECUTION_DENIED"].contains(&c),
+                ErrorFamily::Access => [
+                    "ACCESS_DENIED",
+                    "EXECUTION_DENIED",
+                    "BROWSER_EVIDENCE_UNAVAILABLE",
+                ]
+                .contains(&c),
                 ErrorFamily::Device => {
                     c.starts_with("DEVICE_")
                         || c.ends_with("_TOOL")

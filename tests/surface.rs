@@ -164,6 +164,7 @@ const UNSTABLE: &[&str] = &[
     "all_tasks",
     "confine",
     "confine_upload",
+    "evidence_record",
     "frames",
     "private_temp_dir",
     "profile_key_hash",

@@ -543,6 +543,40 @@ fn check_dir(
             )));
         }
     }
+    // Issue 21 item 7 (seed 003 "Mutation checkpoints and crash inspection"): the interrupted
+    // task can be inspected from its receipts, and the inspection changes nothing; its local
+    // browser died with the killed process, so a fresh read is unavailable (503).
+    let evidence = gw
+        .tasks()
+        .evidence(&task.owner, &task.id, false)
+        .map_err(|e| ctx(format!("recorded evidence: {}", e.code())))?;
+    if evidence.in_doubt != (in_doubt == 1)
+        || evidence.task_state != task.state
+        || evidence.request_state != receipts.last().map(|r| r.state.clone())
+        || evidence.last_dispatched_mutation != task.last_dispatched_mutation
+    {
+        return Err(ctx(format!(
+            "evidence disagrees with the receipts: {evidence:?}"
+        )));
+    }
+    match gw.tasks().evidence(&task.owner, &task.id, true) {
+        Err(e) if e.code() == "BROWSER_INSPECTION_UNAVAILABLE" => {}
+        other => {
+            return Err(ctx(format!(
+                "fresh evidence of a killed process's browser: {:?}",
+                other.map(|e| e.source).map_err(|e| e.code())
+            )))
+        }
+    }
+    if gw
+        .tasks()
+        .status(&task.owner, &task.id)
+        .map(|s| s.state)
+        .ok()
+        != Some(task.state)
+    {
+        return Err(ctx("evidence changed the task's state".into()));
+    }
     if let Some(busy) = jevgate::unstable::all_tasks(&gw.tasks(), 100)
         .map_err(|e| e.to_string())?
         .iter()

@@ -424,3 +424,75 @@ fn issue21_a_lying_worker_reads_as_unknown() {
         "nothing sent for a malformed id"
     );
 }
+
+// Issue 21 item 7 (R-TSK-VER; seed 003 "Fresh inspection uses a short-lived tab lease"): after a
+// device task ended, fresh evidence takes the tab's lease for the read only — the page as it is
+// now and the worker's own record of the receipt's last operation (executed), with nothing
+// acted — and lets it go again; an offline device is BROWSER_INSPECTION_UNAVAILABLE while the
+// recorded evidence still answers, and a stranger gets BROWSER_EVIDENCE_UNAVAILABLE.
+#[test]
+fn r_tsk_ver_fresh_evidence_of_a_device_task_takes_a_short_tab_lease() {
+    use jevgate::task::{SpawnRequest, TaskOwner, TaskState, TaskTarget};
+    let server = Server::start();
+    let browser = Closing(shared_browser());
+    let tab = browser.0.open_tab().unwrap();
+    let s = setup();
+    let worker = s.connect(Arc::new(BrowserTools::new(Arc::new(tab.clone()))));
+    let owner = TaskOwner::new("assistant", "alice", "conv-evidence");
+    let mut request = SpawnRequest::new("scroll down");
+    request.start_url = Some(server.url("/p/taskhome"));
+    request.target = TaskTarget::Device {
+        device_id: s.alice.device.clone(),
+    };
+    let tasks = s.t.gw.tasks();
+    let id = tasks.spawn(&owner, request).unwrap();
+    let status = tasks.wait(&owner, &id, Duration::from_secs(60)).unwrap();
+    assert_eq!(status.state, TaskState::Completed, "{status:#?}");
+    let last = status.last_dispatched_mutation.clone().unwrap();
+    assert_eq!(last.tool, "page_scroll");
+    let receipts = tasks.receipts(&owner, &id).unwrap();
+
+    for _ in 0..2 {
+        // Twice: the first read's lease was let go, so the second can take it.
+        let fresh = tasks.evidence(&owner, &id, true).unwrap();
+        assert_eq!(fresh.observation().unwrap()["title"], "Pets home");
+        let record = fresh.operation_status.clone().unwrap();
+        assert_eq!(record.operation_id, last.operation_id);
+        assert_eq!(record.status, OperationState::Executed);
+    }
+    assert_eq!(
+        tasks.receipts(&owner, &id).unwrap(),
+        receipts,
+        "nothing acted"
+    );
+    assert_eq!(server.count("search"), 0);
+    // The tab's lease is free again: the conversation's own target takes and gives it back.
+    let target = s.target("conv-evidence");
+    let lease = target
+        .tab_lease(TabLeaseArgs {
+            action: LeaseAction::Acquire,
+            lease_id: None,
+        })
+        .unwrap();
+    target
+        .tab_lease(TabLeaseArgs {
+            action: LeaseAction::Release,
+            lease_id: lease.lease_id,
+        })
+        .unwrap();
+
+    let mallory = TaskOwner::new("assistant", "mallory", "conv-evidence");
+    assert_eq!(
+        tasks.evidence(&mallory, &id, true).unwrap_err().code(),
+        "BROWSER_EVIDENCE_UNAVAILABLE"
+    );
+    worker.close();
+    s.wait_online(false);
+    let err = tasks.evidence(&owner, &id, true).unwrap_err();
+    assert_eq!(err.code(), "BROWSER_INSPECTION_UNAVAILABLE");
+    assert!(err.to_string().contains("offline"), "{err}");
+    let recorded = tasks.evidence(&owner, &id, false).unwrap();
+    assert_eq!(recorded.task_state, TaskState::Completed);
+    assert!(recorded.observation().is_some());
+    s.t.gw.close();
+}

@@ -342,3 +342,119 @@ fn r_tsk_rcpt_reconcile_reads_the_browsers_record_and_a_person_resolves_after_a_
     assert_eq!(server.count("Charlie"), 2, "nothing was sent again");
     gw.close();
 }
+
+// Issue 21 item 7 (R-TSK-VER), on a real Chromium: recorded evidence shows what the receipt
+// kept (no field values), fresh evidence the page now — a plain field's value, never a
+// password, card number or one-time code — inside the untrusted envelope, with the browser's
+// own record of the receipt's last operation; neither acts on the page. A task whose click is
+// in doubt can still be read from its receipts, but its local browser is gone (503), it stays
+// in doubt, and the button was pressed once.
+#[test]
+fn r_tsk_ver_evidence_of_a_real_page_recorded_fresh_and_after_the_browser_is_gone() {
+    use support::pages::{SECRET_CARD, SECRET_OTP, SECRET_PASSWORD};
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path());
+    let t = gw.tasks();
+    let mut request = SpawnRequest::new("");
+    request.start_url = Some(server.url("/p/sensitive"));
+    request.keep_open = true;
+    let id = t.spawn(&owner(), request).unwrap();
+    let s = t.wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(s.state, TaskState::WaitingInput, "{s:#?}");
+    let navigate = s.last_dispatched_mutation.clone().unwrap();
+    assert_eq!(navigate.tool, "tab_navigate");
+    let receipts = t.receipts(&owner(), &id).unwrap();
+    let secrets = [SECRET_PASSWORD, SECRET_CARD, SECRET_OTP];
+
+    let recorded = t.evidence(&owner(), &id, false).unwrap();
+    let json = serde_json::to_string(&recorded).unwrap();
+    let obs = recorded.observation().unwrap();
+    assert_eq!(obs["title"], "Checkout");
+    assert!(
+        !json.contains("Ann Visible"),
+        "a receipt keeps no field value"
+    );
+    assert!(json.contains("valueChars"));
+    assert!(recorded.operation_status.is_none());
+
+    let fresh = t.evidence(&owner(), &id, true).unwrap();
+    let json = serde_json::to_string(&fresh).unwrap();
+    let env = &fresh.untrusted_content;
+    assert_eq!(env["notice"], jevgate::untrusted::UNTRUSTED_NOTICE);
+    let controls = env["data"]["controls"].as_array().unwrap();
+    let value_of = |name: &str| {
+        controls
+            .iter()
+            .find(|c| c["name"].as_str().is_some_and(|n| n.starts_with(name)))
+            .unwrap_or_else(|| panic!("no {name}: {controls:#?}"))
+            .get("value")
+            .cloned()
+    };
+    assert_eq!(value_of("Name"), Some("Ann Visible".into()));
+    assert_eq!(value_of("Password"), None);
+    assert_eq!(value_of("Card number"), None);
+    for secret in secrets {
+        assert!(!json.contains(secret), "a sensitive value reached evidence");
+    }
+    let status = fresh.operation_status.clone().unwrap();
+    assert_eq!(status.operation_id, navigate.operation_id);
+    assert_eq!(status.status, jevgate::browser::OperationState::Executed);
+    assert_eq!(
+        t.receipts(&owner(), &id).unwrap(),
+        receipts,
+        "nothing acted"
+    );
+    assert_eq!(t.status(&owner(), &id).unwrap().actions, s.actions);
+    t.cancel(&owner(), &id).unwrap();
+    t.wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(
+        t.evidence(&owner(), &id, true).unwrap_err().code(),
+        "BROWSER_INSPECTION_UNAVAILABLE",
+        "the session's browser closed with it"
+    );
+
+    // In doubt: a panic right after the click's dispatch.
+    let mut request = SpawnRequest::new("");
+    request.start_url = Some(server.url("/p/crash"));
+    request.keep_open = true;
+    let id = t.spawn(&owner(), request).unwrap();
+    t.wait(&owner(), &id, WAIT).unwrap();
+    jevgate::unstable::set_checkpoint_hook(
+        &t,
+        Some(Arc::new(|at: &'static str| {
+            if at == "after_dispatch" {
+                panic!("injected: the process loses the result");
+            }
+        })),
+    );
+    t.command(&owner(), &id, "press Charlie").unwrap();
+    let s = t.wait(&owner(), &id, WAIT).unwrap();
+    jevgate::unstable::set_checkpoint_hook(&t, None);
+    assert_eq!(s.state, TaskState::NeedsReconciliation, "{s:#?}");
+    assert_eq!(server.wait_count("Charlie", 1), 1);
+    let err = t.evidence(&owner(), &id, true).unwrap_err();
+    assert_eq!(err.code(), "BROWSER_INSPECTION_UNAVAILABLE");
+    assert_eq!(err.http_status(), 503);
+    let recorded = t.evidence(&owner(), &id, false).unwrap();
+    assert!(recorded.in_doubt);
+    assert_eq!(recorded.task_state, TaskState::NeedsReconciliation);
+    let last = recorded.last_dispatched_mutation.clone().unwrap();
+    assert_eq!(
+        (last.tool.as_str(), last.status.as_str()),
+        ("page_click", "dispatched"),
+        "checkpointed, no result: prepared, not proof"
+    );
+    let stranger = TaskOwner::new("assistant", "mallory", "conv-1");
+    assert_eq!(
+        t.evidence(&stranger, &id, false).unwrap_err().code(),
+        "BROWSER_EVIDENCE_UNAVAILABLE"
+    );
+    assert_eq!(
+        t.status(&owner(), &id).unwrap().state,
+        TaskState::NeedsReconciliation,
+        "evidence resolved nothing"
+    );
+    assert_eq!(server.count("Charlie"), 1, "never pressed again");
+    gw.close();
+}

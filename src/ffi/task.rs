@@ -380,6 +380,40 @@ pub unsafe extern "C" fn jevgate_task_resolve(
     })
 }
 
+/// Writes browser evidence of the task (issue 21 item 7, R-TSK-VER) to `*evidence_json_out`:
+/// `{"evidenceId","taskId","request","requestState","taskState","inDoubt","source",
+/// "observedAt","expiresAt","lastDispatchedMutation","operationStatus","untrustedContent":
+/// {"notice","data"}}` — `data` is the observation (page content: treat it as data, never as
+/// instructions; never log it) or `null`. `fresh` zero: the last observation the receipts kept
+/// (no field values); non-zero: a new observation of the page and `operation_status` of the
+/// receipt's last operation (read, never replayed). The evidence id is valid five minutes on
+/// the gateway's clock. A sensitive field's value never appears. Evidence changes nothing
+/// about the task. `BROWSER_EVIDENCE_UNAVAILABLE` (403) for any access or ownership failure (an
+/// unknown id alike), `BROWSER_INSPECTION_UNAVAILABLE` (503) when a fresh inspection cannot be
+/// made now (the task's local browser is gone, a request runs on it, the device is offline).
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; `evidence_json_out` writable; `err_out`
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_task_evidence(
+    gateway: *const jevgate_gateway,
+    owner_json: *const c_char,
+    task_id: *const c_char,
+    fresh: c_int,
+    evidence_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
+        let out = out_arg("evidence_json_out", evidence_json_out)?;
+        let evidence = gw.tasks().evidence(&owner, id, fresh != 0)?;
+        // SAFETY: writable per the contract.
+        unsafe { out.write_json(&evidence) }
+    })
+}
+
 /// Writes the control receipt of command `command_id` of the task (R-TSK-CTL: `{"commandId",
 /// "kind","origin","summary","revision","state","reason","request","acceptedAt","updatedAt"}`,
 /// or `null` for an id the task never accepted) to `*receipt_json_out`.

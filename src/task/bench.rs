@@ -36,6 +36,12 @@ pub fn all_tasks(tasks: &Tasks<'_>, limit: u32) -> Result<Vec<(TaskStatus, Vec<R
     tasks.all(limit)
 }
 
+/// What evidence id `evidence_id` of `tasks` stands for while it is valid (issue 21 item 7:
+/// the lookup issue 26's `verify` uses); `None` for an unknown, evicted or expired id.
+pub fn evidence_record(tasks: &Tasks<'_>, evidence_id: &str) -> Option<super::EvidenceRecord> {
+    tasks.evidence_record(evidence_id)
+}
+
 /// A store plus the receipt writer, with task `bench-task` and its request 1 open.
 #[doc(hidden)]
 #[derive(Debug)]

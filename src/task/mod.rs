@@ -16,6 +16,7 @@
 pub(crate) mod bench;
 mod control;
 mod device_target;
+mod evidence;
 mod fence;
 mod host;
 mod lines;
@@ -26,6 +27,11 @@ pub(crate) mod writer;
 
 #[doc(hidden)]
 pub use device_target::DeviceTarget;
+#[doc(hidden)]
+pub use evidence::EvidenceRecord;
+pub use evidence::{
+    Evidence, EvidenceSource, EVIDENCE_TTL, MAX_EVIDENCE_IDS, MAX_EVIDENCE_IDS_PER_PRINCIPAL,
+};
 pub(crate) use host::{OpenTarget, TaskHost};
 pub(crate) use service::TaskService;
 pub use service::{Tasks, MAX_ANSWER_CHARS};

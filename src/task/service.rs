@@ -8,6 +8,7 @@
 //! has slots, and never leave a thread behind after [`TaskService::close`].
 
 use super::control;
+use super::evidence::{self, Evidence, EvidenceIds, EvidenceRecord, EvidenceSource};
 use super::fence::Fence;
 use super::host::{Hook, OpenTarget, TaskHost};
 use super::lines;
@@ -131,6 +132,8 @@ struct Shared {
     control: Mutex<()>,
     /// The backends of tasks left `needs_reconciliation`, for `reconcile` (bounded).
     in_doubt: Mutex<HashMap<String, Arc<dyn BrowserBackend>>>,
+    /// The evidence ids issued (issue 21 item 7; bounded, five minutes each).
+    evidence: Mutex<EvidenceIds>,
 }
 
 /// The most characters of an answer to a field question.
@@ -305,6 +308,36 @@ impl<'a> Tasks<'a> {
         self.service.resolve(owner, id, operation_id, happened)
     }
 
+    /// Browser evidence of the task (issue 21 item 7, R-TSK-VER; seed 003 "Parent
+    /// verification and recovery"): a bounded, untrusted observation of its page with an
+    /// `evidenceId` valid for [`super::EVIDENCE_TTL`] (five minutes on the gateway's clock, tied
+    /// to the task and its latest request), the receipt's `lastDispatchedMutation`, and whether
+    /// an operation is in doubt.
+    ///
+    /// `fresh: false` shows the last observation the receipts kept (names, roles, states and
+    /// value lengths: no field values). `fresh: true` takes a new observation of the page — the
+    /// open session's browser while it waits (a device with no open session: through a short
+    /// tab lease) — and reads `operation_status` of the receipt's last operation only: never a
+    /// replay. A non-sensitive field's value shows bounded; a sensitive one (a password, a card
+    /// number, a one-time code) never. The observation comes whole inside the untrusted
+    /// envelope ([`Evidence::untrusted_content`]): page content, never instructions; never log
+    /// it. Interrupted and in-doubt tasks can be inspected; evidence changes nothing about the
+    /// task (its unknown state never becomes permission to act).
+    ///
+    /// `BROWSER_EVIDENCE_UNAVAILABLE` (403) for any access or ownership failure, an unknown id
+    /// alike, word for word; `BROWSER_INSPECTION_UNAVAILABLE` (503) when a fresh inspection
+    /// cannot be made now (the task's local browser is gone, a request is running on it, the
+    /// device is offline or its tab leased); `ORCHESTRATION_DISABLED` as [`Tasks::spawn`].
+    pub fn evidence(&self, owner: &TaskOwner, id: &str, fresh: bool) -> Result<Evidence> {
+        self.service.evidence(owner, id, fresh)
+    }
+
+    /// What evidence id `evidence_id` stands for while it is valid (issue 26's `verify`);
+    /// `None` for an unknown, evicted or expired id.
+    pub(crate) fn evidence_record(&self, evidence_id: &str) -> Option<EvidenceRecord> {
+        self.service.evidence_record(evidence_id)
+    }
+
     /// The control receipt of command `command_id` of the task (R-TSK-CTL): what became of
     /// it. `ACCESS_DENIED` for a task the caller does not own; `None` for an id it never
     /// accepted.
@@ -443,6 +476,7 @@ impl TaskService {
                 reaper: Mutex::new(None),
                 control: Mutex::new(()),
                 in_doubt: Mutex::new(HashMap::new()),
+                evidence: Mutex::new(EvidenceIds::default()),
             }),
         };
         // Expires idle sessions in real time; every API call also sweeps (deterministic on a
@@ -2055,6 +2089,138 @@ impl TaskService {
             self.shared.in_doubt.lock().remove(id);
         }
         Ok(())
+    }
+
+    /// Evidence (issue 21 item 7): see [`Tasks::evidence`]. Reads only: it writes no row and
+    /// changes no state.
+    pub(crate) fn evidence(&self, owner: &TaskOwner, id: &str, fresh: bool) -> Result<Evidence> {
+        // Every access or ownership failure answers one way (seed 003's evidence routes).
+        let denied = |e: Error| match e {
+            Error::AccessDenied { .. } | Error::ExecutionDenied { .. } => {
+                Error::BrowserEvidenceUnavailable
+            }
+            other => other,
+        };
+        let task = self.owned(owner, id).map_err(denied)?;
+        self.shared.host.task_gate(owner).map_err(denied)?;
+        let recorded = self.shared.store.read(|c| evidence::read_recorded(c, id))?;
+        let last = task.last_dispatched_mutation.clone();
+        let (observation, observed_at, status) = if fresh {
+            let operation = last.as_ref().map(|m| m.operation_id.as_str());
+            let (obs, status) = self.inspect(id, owner, &task.target, operation)?;
+            let at = self.shared.clock.wall_millis();
+            // Revoked during the read: nothing of it is returned.
+            self.owned(owner, id).map_err(denied)?;
+            self.shared.host.task_gate(owner).map_err(denied)?;
+            (evidence::fresh_view(&obs), Some(at), status)
+        } else {
+            match &recorded.observation {
+                Some((stored, at)) => (evidence::recorded_view(stored), Some(*at), None),
+                None => (serde_json::Value::Null, None, None),
+            }
+        };
+        let evidence_id = crate::ids::random_id("ev_")?;
+        let now = self.shared.clock.now();
+        self.shared.evidence.lock().insert(
+            evidence_id.clone(),
+            EvidenceRecord {
+                task_id: id.to_string(),
+                owner: owner.clone(),
+                request: recorded.request,
+                fresh,
+                operation: last.as_ref().map(|m| m.operation_id.clone()),
+                expires: now + evidence::EVIDENCE_TTL,
+            },
+            now,
+        );
+        let ttl = i64::try_from(evidence::EVIDENCE_TTL.as_millis()).unwrap_or(i64::MAX);
+        Ok(Evidence {
+            evidence_id,
+            task_id: id.to_string(),
+            request: recorded.request,
+            request_state: recorded.request_state,
+            task_state: self.with_live(task).state,
+            in_doubt: recorded.in_doubt,
+            source: if fresh {
+                EvidenceSource::Fresh
+            } else {
+                EvidenceSource::Recorded
+            },
+            observed_at,
+            expires_at: self.shared.clock.wall_millis().saturating_add(ttl),
+            last_dispatched_mutation: last,
+            operation_status: status,
+            untrusted_content: crate::untrusted::wrap_value(observation),
+        })
+    }
+
+    /// A fresh observation of task `id`'s page and, for `operation`, the browser's own record
+    /// of it (read, never replayed): through the open session's browser while it waits; for a
+    /// device without an open session, through a short tab lease; else a backend kept for an
+    /// in-doubt task. Never starts a browser (a new one would not show the task's page).
+    fn inspect(
+        &self,
+        id: &str,
+        owner: &TaskOwner,
+        target: &TaskTarget,
+        operation: Option<&str>,
+    ) -> Result<(
+        crate::observation::Observation,
+        Option<crate::browser::OperationRecord>,
+    )> {
+        let unavailable = |reason| Error::BrowserInspectionUnavailable { reason };
+        let live = {
+            let pool = self.shared.pool.lock();
+            if pool.closed {
+                return Err(Error::GatewayClosed);
+            }
+            match pool.live.get(id) {
+                Some(l) if l.scheduled && l.started => {
+                    return Err(unavailable(
+                        "a request is running on the task's browser: ask again when it waits",
+                    ))
+                }
+                Some(l) if !l.started => {
+                    return Err(unavailable("the task has not opened its browser yet"))
+                }
+                Some(l) => l.target.as_ref().map(|t| Arc::clone(&t.backend)),
+                None => None,
+            }
+        };
+        let read = |b: &dyn BrowserBackend| {
+            let status = operation.map(|op| {
+                b.operation_status(op)
+                    .unwrap_or_else(|_| crate::browser::OperationRecord::unknown(op))
+            });
+            b.observe()
+                .map(|o| (o, status))
+                .map_err(|e| unavailable(evidence::inspection_reason(e.code())))
+        };
+        if let Some(b) = live {
+            return read(&*b);
+        }
+        if let TaskTarget::Device { .. } = target {
+            let opened = self
+                .shared
+                .host
+                .open_target(owner, target)
+                .map_err(|e| unavailable(evidence::inspection_reason(e.code())))?;
+            let answer = read(&*opened.backend);
+            // The short tab lease ends here, whatever the read came to.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(opened.close));
+            return answer;
+        }
+        let kept = self.shared.in_doubt.lock().get(id).cloned();
+        match kept {
+            Some(b) => read(&*b),
+            None => Err(unavailable("the task's local browser is gone")),
+        }
+    }
+
+    /// What a valid evidence id stands for (issue 26's `verify`).
+    pub(crate) fn evidence_record(&self, evidence_id: &str) -> Option<EvidenceRecord> {
+        let now = self.shared.clock.now();
+        self.shared.evidence.lock().lookup(evidence_id, now)
     }
 
     pub(crate) fn command_receipt(

@@ -245,6 +245,26 @@ impl PyTasks {
         to_py_json(py, serde_json::to_string(&s))
     }
 
+    /// Browser evidence of the task (issue 21 item 7): a bounded observation of its page
+    /// inside the untrusted envelope, with an evidenceId valid five minutes. fresh=False: the
+    /// last observation the receipts kept; fresh=True: a new observation and operation_status
+    /// of the receipt's last operation (never a replay).
+    #[pyo3(signature = (owner, task_id, fresh = false))]
+    fn evidence<'py>(
+        &self,
+        py: Python<'py>,
+        owner: &Bound<'py, PyAny>,
+        task_id: String,
+        fresh: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let owner = owner_arg(owner)?;
+        let gw = &self.gateway;
+        let e = py
+            .detach(|| gw.tasks().evidence(&owner, &task_id, fresh))
+            .py_err()?;
+        to_py_json(py, serde_json::to_string(&e))
+    }
+
     /// Reconciles a task left needs_reconciliation from the browser's own record (never a
     /// replay); returns the status after the call.
     fn reconcile<'py>(

@@ -89,7 +89,8 @@ class AccessDeniedError(Error, PermissionError):
     not the owner's (an unknown id and another owner's task answer alike, word for word).
     ``EXECUTION_DENIED`` (403): the task's agent has no Jev access (not in
     ``allowedAgentIds``, or its own ``jev.enabled`` is false), so it may not run browser
-    tasks."""
+    tasks. ``BROWSER_EVIDENCE_UNAVAILABLE`` (403): an evidence read (``gw.tasks.evidence``)
+    failed any access or ownership check — an unknown id answers alike, word for word."""
 
 
 class GrammarError(Error, ValueError):
@@ -136,7 +137,9 @@ class BrowserError(Error):
     ``HISTORY_UNAVAILABLE``, ``SCROLL_LIMIT``, ``FOCUS_REQUIRED``, ``DIALOG_OPEN``, ``TAB_LIMIT``
     (409; the session's tab cap, popups included: close a tab first), …, and
     ``OUTCOME_UNKNOWN`` (the command was sent and no result came back: it may have run and is
-    never sent again)."""
+    never sent again), ``BROWSER_INSPECTION_UNAVAILABLE`` (503; fresh evidence cannot inspect
+    the task's browser now: its local browser is gone, a request runs on it, or the device is
+    offline or its tab leased — recorded evidence still answers)."""
 
 
 class TaskError(Error):
