@@ -577,3 +577,58 @@ fn r_brw_untrusted_an_injected_page_reaches_the_agent_only_inside_the_envelope()
     assert!(INJECTED_BUTTON.starts_with("IGNORE ALL PREVIOUS"));
     gw.close();
 }
+
+// R-TSK-CTL "Replans" through the tools: three distinct agent updates after rounds that changed
+// nothing, then REPLAN_LIMIT; an agent's own command (origin agent) does not start a new chain,
+// so the limit holds; the person's command (the host's own API call) does.
+#[test]
+fn r_tsk_ctl_an_agents_command_does_not_restart_the_replan_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(dir.path(), support::gateway::TASKS_CONFIG);
+    let me = owner();
+    let mut request = SpawnRequest::new("");
+    request.keep_open = true;
+    let id = gw
+        .tasks()
+        .spawn_with_backend(&me, request, Arc::new(Blank))
+        .unwrap();
+    let call = |tool: &str, args: Value| gw.call_agent_tool(&me, tool, &args.to_string());
+    let settle = || {
+        let s = call("task_wait", json!({"taskId": id, "timeoutMs": 30_000})).unwrap();
+        assert_eq!(s["state"], "waiting_input", "{s:#}");
+        s["revision"].as_u64().unwrap()
+    };
+    settle();
+    gw.tasks().command(&me, &id, "press Nowhere-0").unwrap();
+    let mut revision = settle();
+    let update = |revision: u64, goal: &str| {
+        call(
+            "task_update",
+            json!({"taskId": id, "expectedRevision": revision, "goal": goal}),
+        )
+    };
+    for i in 1..=3 {
+        update(revision, &format!("press Nowhere-{i}")).unwrap();
+        revision = settle();
+    }
+    let e = update(revision, "press Nowhere-4").unwrap_err();
+    assert_eq!(e.to_string(), "state conflict: REPLAN_LIMIT");
+    let sent = call(
+        "task_command",
+        json!({"taskId": id, "command": "press Nowhere-5"}),
+    )
+    .unwrap();
+    assert_eq!(sent["commandReceipt"]["origin"], "agent");
+    revision = settle();
+    let e = update(revision, "press Nowhere-6").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "state conflict: REPLAN_LIMIT",
+        "the agent's command kept the chain"
+    );
+    gw.tasks().command(&me, &id, "press Nowhere-7").unwrap();
+    revision = settle();
+    update(revision, "press Nowhere-8").expect("the person's command started a new chain");
+    settle();
+    gw.close();
+}
