@@ -203,6 +203,47 @@ const char *jevgate_version(void);
 void jevgate_string_free(char *s);
 
 /**
+ * Writes the agent tools' definitions (`capabilities_list`, `task_spawn`, `task_status`,
+ * `task_wait`, `task_command`, `task_update`, `task_answer`, `task_cancel`, `task_receipts`,
+ * `jev_evaluate`) as a JSON array in `format` (`"mcp"`: `{name, description, inputSchema}`;
+ * `"openai"`: `{type: "function", function: {name, description, parameters}}`) to
+ * `*tools_json_out` (free with `jevgate_string_free`). `INVALID_ARGUMENT` (`format`) for any
+ * other format.
+ *
+ * # Safety
+ * `format` NUL-terminated; `tools_json_out` writable; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_agent_tool_definitions(const char *format,
+                                              char **tools_json_out,
+                                              jevgate_error **err_out);
+
+/**
+ * Runs the agent tool `name` for the owner `owner_json` (`{"agentId", "principalId",
+ * "conversationId"}`) with the tool call's arguments `args_json` (a JSON object, as an LLM's
+ * function call carries it; NULL or `""` is `{}`) and writes the tool's result as JSON to
+ * `*result_json_out` (free with `jevgate_string_free`). Commands and answers sent this way are
+ * recorded with origin `agent`. Page-derived text in a result (outcome lines, the action log,
+ * a field question, receipts' results and observations, evidence) is only ever inside
+ * `untrustedContent: {notice, data}`. A `task_wait` blocks up to its `timeoutMs` (at most
+ * 600000).
+ *
+ * Errors: `UNKNOWN_TOOL`, `INVALID_ARGUMENT` (`args_json` not JSON, a bad owner),
+ * `INVALID_TOOL_ARGUMENTS` (naming the argument and the rule, never its value), then the task
+ * API's and the Jev client's (`ACCESS_DENIED` for another owner's task or an unknown id,
+ * alike; `ORCHESTRATION_DISABLED`, `REVISION_CONFLICT`, …).
+ *
+ * # Safety
+ * `gateway` a live handle; `owner_json` and `name` NUL-terminated; `args_json` NULL or
+ * NUL-terminated; `result_json_out` writable; `err_out` NULL or writable.
+ */
+jevgate_status jevgate_call_agent_tool(const jevgate_gateway *gateway,
+                                       const char *owner_json,
+                                       const char *name,
+                                       const char *args_json,
+                                       char **result_json_out,
+                                       jevgate_error **err_out);
+
+/**
  * Starts a headless Chromium. `options_json` (may be NULL) is
  * `{"executable"?: path, "profileDir"?: path, "maxTabs"?: n, "maxUploadBytes"?: n}` (tab cap,
  * default 10, `TAB_LIMIT` past it; largest upload, default 100 MiB); without an executable,

@@ -950,3 +950,134 @@ fn issue21_task_tools_tell_no_foreign_id_apart_and_obey_the_gate() {
     mcp.close_stdin();
     assert!(mcp.child.wait().unwrap().success());
 }
+
+/// Every string (and key) of `v` outside the untrusted envelope (`untrustedContent`).
+fn outside_envelope(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| outside_envelope(x, out)),
+        Value::Object(o) => {
+            for (k, x) in o {
+                if k != jevgate::untrusted::UNTRUSTED_KEY {
+                    out.push(k.clone());
+                    outside_envelope(x, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+// Issue 21 item 8 over MCP, as an attacker drives it (R-BRW-UNTRUSTED): `tools/list` serves
+// exactly the library's agent tools besides the browser family, and a task on a page whose
+// button, field label and title are prompt injections returns that text only inside the
+// untrusted envelope — in task_status (its outcome line names the pressed control: before, the
+// tool returned `Done: pressed "IGNORE ALL PREVIOUS INSTRUCTIONS…"` as a plain field), the
+// field question the agent answers, task_receipts (before: plain JSON) and recorded evidence.
+#[test]
+fn issue21_page_text_reaches_the_mcp_client_only_inside_the_envelope() {
+    use support::pages::INJECTED_FIELD;
+    let server = Server::start();
+    let mut mcp = Mcp::start(&[]);
+    let names = tool_names(&mut mcp, 1);
+    for tool in jevgate::task::AGENT_TOOLS {
+        assert!(
+            names.contains(&tool.to_string()),
+            "{tool} missing: {names:?}"
+        );
+    }
+    let listed = mcp.ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let expected = jevgate::task::agent_tool_definitions(jevgate::device::ToolFormat::Mcp);
+    for def in expected.as_array().unwrap() {
+        assert!(
+            listed["result"]["tools"].as_array().unwrap().contains(def),
+            "{} differs from the library's definition",
+            def["name"]
+        );
+    }
+    let mut n = 10;
+    let mut results = Vec::new();
+    let mut tool = |mcp: &mut Mcp, name: &str, args: Value| -> Value {
+        n += 1;
+        let v = ok_json(&call(mcp, n, name, args));
+        results.push((name.to_string(), v.clone()));
+        v
+    };
+    let caps = tool(&mut mcp, "capabilities_list", json!({}));
+    assert_eq!(caps["browserTasks"]["enabled"], true, "{caps}");
+    let spawned = tool(
+        &mut mcp,
+        "task_spawn",
+        json!({"goal": "1. press Continue\n2. fill in the Address",
+            "startUrl": server.url("/p/injection"), "keepOpen": true}),
+    );
+    let id = spawned["id"].as_str().unwrap().to_string();
+    let asked = tool(
+        &mut mcp,
+        "task_wait",
+        json!({"taskId": id, "timeoutMs": 90000}),
+    );
+    assert_eq!(server.wait_count("inj", 1), 1, "{asked}");
+    let page = &asked["untrustedContent"]["data"];
+    let field = page["fieldRequest"]["field"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a field question: {asked:#}"))
+        .to_string();
+    assert!(field.contains(INJECTED_FIELD), "{field}");
+    tool(
+        &mut mcp,
+        "task_answer",
+        json!({"taskId": id, "field": field, "text": "12 Main St"}),
+    );
+    let done = tool(
+        &mut mcp,
+        "task_wait",
+        json!({"taskId": id, "timeoutMs": 90000}),
+    );
+    assert_eq!(done["state"], "waiting_input", "{done:#}");
+    let status = tool(&mut mcp, "task_status", json!({"taskId": id}));
+    let evidence = tool(
+        &mut mcp,
+        "task_status",
+        json!({"taskId": id, "browserEvidence": "recorded"}),
+    );
+    assert_eq!(
+        evidence["browserEvidence"]["available"], true,
+        "{evidence:#}"
+    );
+    let receipts = tool(&mut mcp, "task_receipts", json!({"taskId": id}));
+    tool(&mut mcp, "task_cancel", json!({"taskId": id}));
+    for (name, v) in &results {
+        let mut strings = Vec::new();
+        outside_envelope(v, &mut strings);
+        for s in strings {
+            assert!(
+                !s.contains("IGNORE ALL PREVIOUS") && !s.contains("SYSTEM: ignore"),
+                "{name}: page text outside the envelope: {s:.120}"
+            );
+        }
+    }
+    // It did reach the client, inside the envelope (the test can fail).
+    for (what, v) in [
+        ("status", &status),
+        ("evidence", &evidence),
+        ("receipts", &receipts),
+    ] {
+        let inside = v["untrustedContent"]["data"].to_string();
+        assert!(inside.contains("IGNORE ALL PREVIOUS"), "{what}: {v:.400}");
+        assert_eq!(
+            v["untrustedContent"]["notice"],
+            jevgate::untrusted::UNTRUSTED_NOTICE
+        );
+    }
+    // The answer is the agent's.
+    let answer = status["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "answer")
+        .unwrap_or_else(|| panic!("{status:#}"));
+    assert_eq!(answer["origin"], "agent");
+    mcp.close_stdin();
+    assert!(mcp.child.wait().unwrap().success());
+}

@@ -38,6 +38,7 @@ macro_rules! ffi_boundary {
     }};
 }
 
+mod agent;
 mod browser;
 mod client;
 mod config;
@@ -51,6 +52,7 @@ mod managed;
 mod task;
 mod worker;
 
+pub use agent::*;
 pub use browser::*;
 pub use client::*;
 pub use config::*;

@@ -2,8 +2,9 @@
 //! lease manager, the device service, the Jev client, the task service and the threads that do
 //! long work. Every `impl Gateway` lives in this module: this file (open, configuration,
 //! doctor, close), `devices.rs` (pairing, channel, tools, artifacts), `jev.rs` (evaluations,
-//! usage, thinking), `browsers.rs` (local browser sessions and the managed tool family) and
-//! `tasks.rs` (tasks and the host that runs them on the gateway). It sits above every
+//! usage, thinking), `browsers.rs` (local browser sessions and the managed tool family),
+//! `tasks.rs` (tasks and the host that runs them on the gateway) and `agent.rs` (the agent
+//! tools' executor). It sits above every
 //! capability (`task`, `browser`, `device`, `jev`, `lease`, `grammar`) and below only `ffi` and
 //! `unstable`; nothing below it may use it (tests/layers.rs): they get what they need passed in.
 //!
@@ -25,6 +26,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+mod agent;
 mod browsers;
 mod devices;
 mod jev;

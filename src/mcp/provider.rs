@@ -100,11 +100,6 @@ impl ToolFailure {
         }
     }
 
-    /// `INVALID_ARGUMENT` naming the argument and the rule.
-    pub fn invalid(message: impl Into<String>) -> ToolFailure {
-        ToolFailure::new("INVALID_ARGUMENT", message)
-    }
-
     /// The text shown to the model: `CODE: message`.
     pub fn text(&self) -> String {
         format!("{}: {}", self.code, self.message)

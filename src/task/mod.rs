@@ -23,6 +23,7 @@ mod lines;
 mod records;
 mod run;
 mod service;
+mod tools;
 pub(crate) mod writer;
 
 #[doc(hidden)]
@@ -35,6 +36,10 @@ pub use evidence::{
 pub(crate) use host::{OpenTarget, TaskHost};
 pub(crate) use service::TaskService;
 pub use service::{Tasks, MAX_ANSWER_CHARS};
+pub use tools::{agent_tool_definitions, AGENT_TOOLS, MAX_AGENT_WAIT_MS};
+pub(crate) use tools::{
+    receipts_for_agent, recorded_evidence, status_for_agent, AgentCall, Evidence,
+};
 
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -256,6 +261,27 @@ pub struct ControlReceipt {
     pub accepted_at: i64,
     /// Last changed (ms since the Unix epoch).
     pub updated_at: i64,
+}
+
+/// Who sent a command ([`ControlReceipt::origin`]): the host's own call on the person's behalf,
+/// or an agent through the agent tools (`Gateway::call_agent_tool`). Recorded with the command;
+/// the next issue builds authority on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// The person (the host's own API call).
+    User,
+    /// An agent's tool call.
+    Agent,
+}
+
+impl Origin {
+    /// The stored name.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Origin::User => "user",
+            Origin::Agent => "agent",
+        }
+    }
 }
 
 /// Who a task belongs to (R-TSK): every read and write checks all three.

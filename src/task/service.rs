@@ -16,8 +16,8 @@ use super::records::{self, TaskUpdate};
 use super::run::{Counters, Ending, Report, Run};
 use super::writer::Writer;
 use super::{
-    ControlAction, ControlReceipt, ControlRequest, Receipt, SpawnRequest, TaskLimits, TaskOwner,
-    TaskProgress, TaskState, TaskStatus, TaskTarget, UpdateRequest, MAX_COMMAND_CHARS,
+    ControlAction, ControlReceipt, ControlRequest, Origin, Receipt, SpawnRequest, TaskLimits,
+    TaskOwner, TaskProgress, TaskState, TaskStatus, TaskTarget, UpdateRequest, MAX_COMMAND_CHARS,
     MAX_QUEUED_COMMANDS,
 };
 use crate::browser::BrowserBackend;
@@ -228,7 +228,18 @@ impl<'a> Tasks<'a> {
     /// `AUTOMATION_SESSION_CLOSED` when the task's session is over; `ORCHESTRATION_DISABLED` /
     /// `EXECUTION_DENIED` as [`Tasks::spawn`], on the configuration live at the call.
     pub fn command(&self, owner: &TaskOwner, id: &str, text: &str) -> Result<ControlReceipt> {
-        self.service.command(owner, id, text)
+        self.service.command(owner, id, text, Origin::User)
+    }
+
+    /// [`Tasks::command`] recording who sent it (the agent tools send `agent`).
+    pub(crate) fn command_from(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        text: &str,
+        origin: Origin,
+    ) -> Result<ControlReceipt> {
+        self.service.command(owner, id, text, origin)
     }
 
     /// Steers the task (R-TSK-CTL, seed 003 "Direct task control over HTTP"): `pause`,
@@ -280,7 +291,19 @@ impl<'a> Tasks<'a> {
         field: &str,
         text: &str,
     ) -> Result<TaskStatus> {
-        self.service.answer(owner, id, field, text)
+        self.service.answer(owner, id, field, text, Origin::User)
+    }
+
+    /// [`Tasks::answer`] recording who sent it (the agent tools send `agent`).
+    pub(crate) fn answer_from(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        field: &str,
+        text: &str,
+        origin: Origin,
+    ) -> Result<TaskStatus> {
+        self.service.answer(owner, id, field, text, origin)
     }
 
     /// Reconciles a task left `needs_reconciliation` (R-TSK-RCPT): asks the browser's own
@@ -1322,6 +1345,7 @@ impl TaskService {
         owner: &TaskOwner,
         id: &str,
         text: &str,
+        origin: Origin,
     ) -> Result<ControlReceipt> {
         check_text("text", text, false)?;
         self.shared.host.task_gate(owner)?;
@@ -1358,7 +1382,7 @@ impl TaskService {
                     &records::NewCommand {
                         task_id: &id2,
                         id: &cid,
-                        origin: "user",
+                        origin: origin.as_str(),
                         kind: "command",
                         text: Some(&text2),
                         expected_revision: None,
@@ -1376,9 +1400,11 @@ impl TaskService {
         let receipt = accepted?;
         let queued = match pool.live.get_mut(id) {
             Some(l) if !l.closing && !l.cancel.is_cancelled() => {
-                // A person's command starts a new replan chain, and supersedes a pending field
-                // question (the question closes).
-                l.replans.clear();
+                // A person's command starts a new replan chain (an agent's does not), and any
+                // command supersedes a pending field question (the question closes).
+                if origin == Origin::User {
+                    l.replans.clear();
+                }
                 if l.question.take().is_some() {
                     let id2 = id.to_string();
                     let _ = self.shared.writer.submit(Box::new(move |tx| {
@@ -1942,6 +1968,7 @@ impl TaskService {
         id: &str,
         field: &str,
         text: &str,
+        origin: Origin,
     ) -> Result<TaskStatus> {
         let n = text.chars().count();
         if text.trim().is_empty() || n > MAX_ANSWER_CHARS {
@@ -1985,7 +2012,7 @@ impl TaskService {
                 &records::NewCommand {
                     task_id: &id2,
                     id: &command_id,
-                    origin: "user",
+                    origin: origin.as_str(),
                     kind: "answer",
                     text: Some(&text2),
                     expected_revision: None,

@@ -70,6 +70,33 @@ impl PyGateway {
         }
     }
 
+    /// The agent tools' definitions (`capabilities_list`, the task tools, `jev_evaluate`) in
+    /// `format` "mcp" or "openai" (function calling): a list of dicts.
+    #[pyo3(signature = (format = "mcp"))]
+    fn agent_tool_definitions<'py>(
+        &self,
+        py: Python<'py>,
+        format: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::task::agent_tool_definitions(py, format)
+    }
+
+    /// Runs the agent tool `name` for `owner` ({"agentId", "principalId", "conversationId"})
+    /// with `args` (a dict, the JSON text of an LLM's function call, or None) and returns its
+    /// result dict: one line wires a model's tool calls to jevgate. Commands and answers are
+    /// recorded with origin "agent"; page-derived text comes back only under
+    /// "untrustedContent". Ctrl-C interrupts a blocked `task_wait` (the task goes on).
+    #[pyo3(signature = (owner, name, args = None))]
+    fn call_agent_tool<'py>(
+        &self,
+        py: Python<'py>,
+        owner: &Bound<'py, PyAny>,
+        name: String,
+        args: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::task::call_agent_tool(py, &self.inner, owner, name, args)
+    }
+
     /// Browser tasks (spawn, status, wait, command, cancel, list, receipts).
     #[getter]
     fn tasks(&self) -> crate::task::PyTasks {

@@ -351,3 +351,52 @@ impl PyTasks {
         to_py_json(py, serde_json::to_string(&r))
     }
 }
+
+/// `gw.agent_tool_definitions(format="mcp"|"openai")`: the agent tools (issue 21 item 8) —
+/// `capabilities_list`, the task tools, `jev_evaluate` — in MCP or function-calling form.
+pub(crate) fn agent_tool_definitions<'py>(
+    py: Python<'py>,
+    format: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let f: jevgate::device::ToolFormat = format.parse().py_err()?;
+    crate::json_to_py(py, &jevgate::task::agent_tool_definitions(f).to_string())
+}
+
+/// `gw.call_agent_tool(owner, name, args=None)`: runs one agent tool for `owner` (a dict);
+/// `args` is a dict, the JSON text an LLM's function call carries, or None (`{}`). Returns the
+/// result (a dict; page-derived text only under `untrustedContent`). The GIL is released and
+/// Ctrl-C interrupts the call (a `task_wait` stops waiting; the task goes on).
+pub(crate) fn call_agent_tool<'py>(
+    py: Python<'py>,
+    gw: &jevgate::Gateway,
+    owner: &Bound<'py, PyAny>,
+    name: String,
+    args: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let owner = owner_arg(owner)?;
+    let args = match args {
+        None => String::new(),
+        Some(a) if a.is_none() => String::new(),
+        Some(a) => match a.cast::<pyo3::types::PyString>() {
+            Ok(s) => s.extract::<String>()?,
+            Err(_) if a.is_instance_of::<PyDict>() || a.hasattr("keys")? => {
+                crate::dumps_arg("args", a)?
+            }
+            Err(_) => {
+                return Err(crate::errors::invalid_argument(
+                    "args",
+                    "must be a dict, a JSON object as str, or None",
+                ))
+            }
+        },
+    };
+    let token = jevgate::CancelToken::new();
+    let (gw, t) = (gw.clone(), token.clone());
+    let result = crate::interrupt::interruptible(
+        py,
+        move || gw.call_agent_tool_with_cancel(&owner, &name, &args, &t),
+        || token.cancel(),
+    )?
+    .py_err()?;
+    to_py_json(py, serde_json::to_string(&result))
+}

@@ -341,6 +341,12 @@ class Gateway:
     @property
     def tasks(self) -> Tasks:
         """Browser tasks: spawn, status, wait, command, cancel, list, receipts."""
+    def agent_tool_definitions(self, format: str = "mcp") -> List[Dict[str, Any]]:
+        """The agent tools (capabilities_list, the task tools, jev_evaluate) in "mcp" or "openai" form."""
+    def call_agent_tool(
+        self, owner: Mapping[str, str], name: str, args: Optional[Union[str, Mapping[str, Any]]] = None
+    ) -> Dict[str, Any]:
+        """Run one agent tool for the owner; page-derived text only under "untrustedContent"."""
     def pair(self, owner: str, request: Mapping[str, Any]) -> Dict[str, Any]:
         """{"device": {...}, "token": "..."}; the token is shown once."""
     def unpair(self, owner: str, device_id: str) -> None: ...
