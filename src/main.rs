@@ -25,7 +25,9 @@ commands:
   validate --jsonl                    validate Jev responses: stdin lines {"questions","response"}
   validate --questions Q.json [RESPONSE.json|-]
                                       validate one response; prints the answers or the reason
-  tools [--format mcp|openai]         the nine browser tool definitions as JSON (default mcp)
+  tools [--set browser|agent] [--format mcp|openai]
+                                      the nine browser tool definitions (default) or the ten
+                                      agent task tools, as JSON (default mcp)
   observe URL [--format json|snapshot] [--repeat N]
                                       load URL in a fresh local Chromium and print what a model
                                       sees (observation JSON or snapshot); with --repeat, stderr

@@ -106,10 +106,6 @@ fn definitions_are_json_schema_and_agree_with_the_executor() {
             "task_spawn",
             json!({"goal": "x", "target": {"kind": "local", "profile": "p"}}),
         ),
-        (
-            "task_spawn",
-            json!({"goal": "x", "start_url": "https://example.com/"}),
-        ),
         ("task_status", json!({"taskId": unknown})),
         (
             "task_status",
@@ -230,7 +226,7 @@ fn bad_calls_get_clear_errors() {
         .call_agent_tool(&bad_owner, "capabilities_list", "{}")
         .unwrap_err();
     assert_eq!(e.code(), "INVALID_ARGUMENT");
-    // Fresh evidence is not built yet: a clear error, after the owner check.
+    // Fresh evidence of an unknown task: seed 003's evidence code, as for another owner's.
     let e = gw
         .call_agent_tool(
             &owner(),
@@ -238,7 +234,38 @@ fn bad_calls_get_clear_errors() {
             r#"{"taskId":"nope","browserEvidence":"fresh"}"#,
         )
         .unwrap_err();
+    assert_eq!(e.code(), "BROWSER_EVIDENCE_UNAVAILABLE");
+    // Seed 003's snake_case spellings are understood (`task_id`, `browser_evidence`,
+    // `start_url`, …); both spellings of one argument at once are refused.
+    let e = gw
+        .call_agent_tool(&owner(), "task_status", r#"{"task_id":"nope"}"#)
+        .unwrap_err();
     assert_eq!(e.code(), "ACCESS_DENIED");
+    let e = gw
+        .call_agent_tool(
+            &owner(),
+            "task_status",
+            r#"{"task_id":"nope","browser_evidence":"recorded"}"#,
+        )
+        .unwrap_err();
+    assert_eq!(e.code(), "BROWSER_EVIDENCE_UNAVAILABLE");
+    let e = gw
+        .call_agent_tool(
+            &owner(),
+            "task_status",
+            r#"{"task_id":"nope","taskId":"nope"}"#,
+        )
+        .unwrap_err();
+    assert_eq!(e.code(), "INVALID_TOOL_ARGUMENTS");
+    assert!(e.to_string().contains("given twice"), "{e}");
+    let e = gw
+        .call_agent_tool(
+            &owner(),
+            "task_spawn",
+            r#"{"goal":"","keep_open":true,"start_url":"notaurl","target":{"kind":"device","device_id":"dev_1"}}"#,
+        )
+        .unwrap_err();
+    assert_ne!(e.code(), "INVALID_TOOL_ARGUMENTS", "{e}");
     gw.close();
     let e = gw
         .call_agent_tool(&owner(), "capabilities_list", "{}")
@@ -298,10 +325,14 @@ fn another_owner_gets_access_denied_like_an_unknown_id() {
             answers.insert((e.code(), e.to_string()));
         }
     }
-    assert_eq!(answers.len(), 1, "{answers:#?}");
-    let (code, text) = answers.into_iter().next().unwrap();
-    assert_eq!(code, "ACCESS_DENIED");
-    assert!(!text.contains(&id), "{text}");
+    // Two answers: ACCESS_DENIED for every verb, and seed 003's evidence code for an
+    // evidence read — each the same for a stranger and an unknown id.
+    assert_eq!(answers.len(), 2, "{answers:#?}");
+    let codes: Vec<_> = answers.iter().map(|(c, _)| *c).collect();
+    assert_eq!(codes, ["ACCESS_DENIED", "BROWSER_EVIDENCE_UNAVAILABLE"]);
+    for (_, text) in &answers {
+        assert!(!text.contains(&id), "{text}");
+    }
     let after = gw.tasks().status(&owner(), &id).unwrap();
     assert_eq!(
         (after.state, after.revision, after.commands.len()),
@@ -485,15 +516,23 @@ fn r_brw_untrusted_an_injected_page_reaches_the_agent_only_inside_the_envelope()
         "{recorded:#}"
     );
     assert!(recorded[UNTRUSTED_KEY]["data"]["evidence"].is_object());
-    let fresh = gw
-        .call_agent_tool(
-            &me,
-            "task_status",
-            &json!({"taskId": id, "browserEvidence": "fresh"}).to_string(),
-        )
-        .unwrap_err();
-    assert_eq!(fresh.code(), "INVALID_TOOL_ARGUMENTS");
-    assert!(fresh.to_string().contains("not available yet"), "{fresh}");
+    assert!(recorded["browserEvidence"]["evidenceId"]
+        .as_str()
+        .is_some_and(|e| e.starts_with("ev_")));
+    let fresh = call(
+        "task_status",
+        json!({"taskId": id, "browserEvidence": "fresh"}),
+    );
+    check("task_status fresh", &fresh);
+    assert_eq!(
+        (
+            fresh["browserEvidence"]["kind"].as_str(),
+            fresh["browserEvidence"]["available"].as_bool()
+        ),
+        (Some("fresh"), Some(true)),
+        "{fresh:#}"
+    );
+    assert!(fresh[UNTRUSTED_KEY]["data"]["evidence"].is_object());
 
     let receipts = call("task_receipts", json!({"taskId": id}));
     check("task_receipts", &receipts);

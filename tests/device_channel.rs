@@ -1209,6 +1209,15 @@ fn r_dev_tools_cli_prints_definitions_in_mcp_and_openai_form() {
         10
     );
     assert_eq!(run(&["tools", "--format", "xml"]).status.code(), Some(2));
+    // The agent task tools (issue 21 item 8).
+    let out = run(&["tools", "--set", "agent", "--format", "openai"]);
+    assert!(out.status.success());
+    let agent: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        agent,
+        jevgate::task::agent_tool_definitions(jevgate::device::ToolFormat::OpenAi)
+    );
+    assert_eq!(run(&["tools", "--set", "computer"]).status.code(), Some(2));
 }
 
 // ----- privacy (R-LOG, R-ERR-2) -----

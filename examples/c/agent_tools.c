@@ -118,14 +118,21 @@ int main(int argc, char **argv) {
   unsigned revision = revision_of(out);
   jevgate_string_free(out);
 
-  /* Status with recorded evidence; fresh evidence is not built yet. Receipts. */
+  /* Status with recorded evidence, then fresh. Receipts. */
   snprintf(args, sizeof args, "{\"taskId\":\"%s\",\"browserEvidence\":\"recorded\"}", id);
   EXPECT(tool(gw, OWNER, "task_status", args, &out, &err) == JEVGATE_OK);
   EXPECT(has(out, "\"browserEvidence\":{") && has(out, "\"untrustedContent\""));
   jevgate_string_free(out);
-  snprintf(args, sizeof args, "{\"taskId\":\"%s\",\"browserEvidence\":\"fresh\"}", id);
-  EXPECT(tool(gw, OWNER, "task_status", args, &out, &err) == JEVGATE_ERROR && out == NULL);
-  EXPECT(strcmp(code_of(err), JEVGATE_CODE_INVALID_TOOL_ARGUMENTS) == 0);
+  /* Fresh evidence, in seed 003's snake_case spelling: an evidence id, the inspection. */
+  snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"browser_evidence\":\"fresh\"}", id);
+  EXPECT(tool(gw, OWNER, "task_status", args, &out, &err) == JEVGATE_OK);
+  EXPECT(has(out, "\"kind\":\"fresh\"") && has(out, "\"evidenceId\":\"ev_"));
+  jevgate_string_free(out);
+  /* Another conversation's evidence read: seed 003's evidence code. */
+  snprintf(args, sizeof args, "{\"taskId\":\"%s\",\"browserEvidence\":\"recorded\"}", id);
+  EXPECT(tool(gw, "{\"agentId\":\"assistant\",\"principalId\":\"alice\",\"conversationId\":\"other\"}",
+              "task_status", args, &out, &err) == JEVGATE_ERROR && out == NULL);
+  EXPECT(strcmp(code_of(err), JEVGATE_CODE_BROWSER_EVIDENCE_UNAVAILABLE) == 0);
   err = NULL;
   snprintf(args, sizeof args, "{\"taskId\":\"%s\"}", id);
   EXPECT(tool(gw, OWNER, "task_receipts", args, &out, &err) == JEVGATE_OK);

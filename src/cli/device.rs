@@ -1,5 +1,6 @@
-//! `jevgate tools --format mcp|openai`: prints the nine browser tool definitions (R-DEV-TOOLS)
-//! as one JSON array, for hosts that register them with their model.
+//! `jevgate tools [--set browser|agent] --format mcp|openai`: prints the nine browser tool
+//! definitions (R-DEV-TOOLS; the default set) or the ten agent task tools (issue 21 item 8) as
+//! one JSON array, for hosts that register them with their model.
 
 use super::Usage;
 use jevgate::device::{tool_definitions, ToolFormat};
@@ -7,6 +8,7 @@ use std::process::ExitCode;
 
 pub fn tools(args: &[String]) -> Result<ExitCode, Usage> {
     let mut format = ToolFormat::Mcp;
+    let mut agent = false;
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
@@ -22,6 +24,14 @@ pub fn tools(args: &[String]) -> Result<ExitCode, Usage> {
                 })?;
                 i += 2;
             }
+            "--set" => {
+                agent = match args.get(i + 1).map(String::as_str) {
+                    Some("browser") => false,
+                    Some("agent") => true,
+                    _ => return Err(Usage("--set needs browser or agent".into())),
+                };
+                i += 2;
+            }
             other => {
                 return Err(Usage(format!(
                     "unknown argument `{}`",
@@ -30,7 +40,12 @@ pub fn tools(args: &[String]) -> Result<ExitCode, Usage> {
             }
         }
     }
-    let text = serde_json::to_string_pretty(&tool_definitions(format))
+    let definitions = if agent {
+        jevgate::task::agent_tool_definitions(format)
+    } else {
+        tool_definitions(format)
+    };
+    let text = serde_json::to_string_pretty(&definitions)
         .map_err(|_| Usage("cannot print the definitions".into()))?;
     println!("{text}");
     Ok(ExitCode::SUCCESS)

@@ -12,7 +12,7 @@
 
 use super::Gateway;
 use crate::task::{
-    receipts_for_agent, recorded_evidence, status_for_agent, AgentCall, Evidence, Origin,
+    evidence_for_agent, receipts_for_agent, status_for_agent, AgentCall, EvidenceKind, Origin,
     SpawnRequest, TaskOwner,
 };
 use crate::CancelToken;
@@ -99,15 +99,18 @@ impl Gateway {
                 status_for_agent(&tasks.status(owner, &id)?, None)
             }
             AgentCall::Status { task_id, evidence } => {
-                let status = tasks.status(owner, &task_id)?;
+                // An evidence read first: its ownership failure is seed 003's evidence code
+                // (`BROWSER_EVIDENCE_UNAVAILABLE`), alike for an unknown id and another owner's.
                 let evidence = match evidence {
                     None => None,
-                    Some(Evidence::Recorded) => {
-                        Some(recorded_evidence(&tasks.receipts(owner, &task_id)?))
+                    Some(kind) => {
+                        let fresh = kind == EvidenceKind::Fresh;
+                        Some(evidence_for_agent(
+                            &tasks.evidence(owner, &task_id, fresh)?,
+                        )?)
                     }
-                    Some(Evidence::Fresh) => Some(self.fresh_evidence(owner, &task_id)?),
                 };
-                status_for_agent(&status, evidence)
+                status_for_agent(&tasks.status(owner, &task_id)?, evidence)
             }
             AgentCall::Wait { task_id, timeout } => {
                 // On the gateway's clock, in slices, so a cancelled call ends within one slice.
@@ -157,19 +160,6 @@ impl Gateway {
                 })
             }
         }
-    }
-
-    /// Fresh evidence for `task_status` (`browserEvidence: "fresh"`): `(gateway fields, the
-    /// page-derived observation)`, as [`crate::task::recorded_evidence`] returns them.
-    ///
-    /// Not available yet: fresh inspection (a short tab lease and `operation_status` of the
-    /// receipt's last operation) arrives with `Tasks::evidence`; wire it here, the one place
-    /// that needs it, and the tool, C and Python surfaces follow.
-    fn fresh_evidence(&self, _owner: &TaskOwner, _task_id: &str) -> Result<(Value, Value)> {
-        Err(Error::InvalidToolArguments {
-            tool: "task_status",
-            reason: "`browserEvidence` \"fresh\" is not available yet in this version (fresh inspection is not built); use \"recorded\"".into(),
-        })
     }
 
     /// `capabilities_list`: the browser-task gate for the owner's agent on the live

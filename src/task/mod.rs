@@ -38,7 +38,7 @@ pub(crate) use service::TaskService;
 pub use service::{Tasks, MAX_ANSWER_CHARS};
 pub use tools::{agent_tool_definitions, AGENT_TOOLS, MAX_AGENT_WAIT_MS};
 pub(crate) use tools::{
-    receipts_for_agent, recorded_evidence, status_for_agent, AgentCall, Evidence,
+    evidence_for_agent, receipts_for_agent, status_for_agent, AgentCall, EvidenceKind,
 };
 
 use serde::{Deserialize, Serialize};

@@ -215,7 +215,7 @@ pub fn agent_tool_definitions(format: ToolFormat) -> Value {
 
 /// Which evidence `task_status` adds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Evidence {
+pub(crate) enum EvidenceKind {
     /// The last observation kept with the task's receipts.
     Recorded,
     /// A new inspection of the page.
@@ -234,7 +234,7 @@ pub(crate) enum AgentCall {
     },
     Status {
         task_id: String,
-        evidence: Option<Evidence>,
+        evidence: Option<EvidenceKind>,
     },
     Wait {
         task_id: String,
@@ -387,6 +387,7 @@ impl AgentCall {
     /// Checks the arguments of tool `name`. `UNKNOWN_TOOL` for a name that is not an agent
     /// tool; `INVALID_TOOL_ARGUMENTS` naming the argument and the rule otherwise.
     pub(crate) fn parse(name: &str, args: &Value) -> Result<AgentCall> {
+        let args = &snake_aliases(name, args)?;
         let Some(tool) = AGENT_TOOLS.iter().copied().find(|t| *t == name) else {
             let shown = if name.len() <= 64
                 && name
@@ -430,8 +431,8 @@ impl AgentCall {
                 let a = Args::new(tool, args, &["taskId", "browserEvidence"])?;
                 let evidence = match a.string("browserEvidence")? {
                     None => None,
-                    Some("recorded") => Some(Evidence::Recorded),
-                    Some("fresh") => Some(Evidence::Fresh),
+                    Some("recorded") => Some(EvidenceKind::Recorded),
+                    Some("fresh") => Some(EvidenceKind::Fresh),
                     Some(_) => {
                         return Err(a.bad("`browserEvidence` must be \"recorded\" or \"fresh\""))
                     }
@@ -541,6 +542,67 @@ fn target(a: &Args<'_>, t: &Value) -> Result<TaskTarget> {
     }
 }
 
+/// The arguments with seed 003's snake_case spellings (`task_id`, `browser_evidence`,
+/// `start_url`, `expected_revision`, `keep_open`, `timeout_ms`, a target's `device_id`)
+/// renamed to the tools' camelCase ones, so an agent prompted with either is understood.
+/// Giving both spellings of one argument is refused; anything else is left for the parser.
+fn snake_aliases(name: &str, args: &Value) -> Result<Value> {
+    fn camel(key: &str) -> Option<String> {
+        let plain = key.len() <= 40
+            && key.contains('_')
+            && !key.starts_with('_')
+            && !key.ends_with('_')
+            && !key.contains("__")
+            && key.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+        if !plain {
+            return None;
+        }
+        let mut out = String::with_capacity(key.len());
+        let mut up = false;
+        for c in key.chars() {
+            if c == '_' {
+                up = true;
+            } else if up {
+                out.push(c.to_ascii_uppercase());
+                up = false;
+            } else {
+                out.push(c);
+            }
+        }
+        Some(out)
+    }
+    fn rename(name: &str, obj: &Map<String, Value>, nested: bool) -> Result<Map<String, Value>> {
+        let mut out = Map::with_capacity(obj.len());
+        for (k, v) in obj {
+            let key = camel(k).unwrap_or_else(|| k.clone());
+            let v = match v {
+                Value::Object(inner) if !nested && key == "target" => {
+                    Value::Object(rename(name, inner, true)?)
+                }
+                other => other.clone(),
+            };
+            if out.insert(key.clone(), v).is_some() {
+                let tool = AGENT_TOOLS
+                    .iter()
+                    .copied()
+                    .find(|t| *t == name)
+                    .unwrap_or("agent tool");
+                return Err(Error::InvalidToolArguments {
+                    tool,
+                    reason: format!(
+                        "`{key}` is given twice (camelCase and snake_case): give it once"
+                    ),
+                });
+            }
+        }
+        Ok(out)
+    }
+    match args {
+        Value::Object(obj) => Ok(Value::Object(rename(name, obj, false)?)),
+        other => Ok(other.clone()),
+    }
+}
+
 /// Moves `keys` of `obj` (each, `null` when absent) into a new object.
 fn take(obj: &mut Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
     keys.iter()
@@ -614,32 +676,26 @@ pub(crate) fn receipts_for_agent(receipts: &[Receipt]) -> Result<Value> {
     }))
 }
 
-/// Recorded evidence (`browserEvidence: "recorded"`): the last observation the task kept with
-/// its receipts — the newest request's last operation that has one — as `(gateway fields,
-/// the observation)`: `{kind: "recorded", available, request?, operationId?, tool?,
-/// dispatchedAt?, status?}` and the observation (page-derived; `null` when none was kept).
-pub(crate) fn recorded_evidence(receipts: &[Receipt]) -> (Value, Value) {
-    let last = receipts.iter().rev().find_map(|r| {
-        r.operations
-            .iter()
-            .rev()
-            .find_map(|op| op.observation.as_ref().map(|o| (r.request, op, o)))
-    });
-    match last {
-        Some((request, op, observation)) => (
-            json!({
-                "kind": "recorded",
-                "available": true,
-                "request": request,
-                "operationId": op.operation_id,
-                "tool": op.tool,
-                "dispatchedAt": op.dispatched_at,
-                "status": op.status,
-            }),
-            observation.clone(),
-        ),
-        None => (json!({"kind": "recorded", "available": false}), Value::Null),
-    }
+/// Evidence as an agent receives it with `task_status` (`browserEvidence`): `(gateway fields,
+/// the page-derived observation)`. The gateway's fields are [`super::Evidence`]'s (`evidenceId`,
+/// `request`, `requestState`, `taskState`, `inDoubt`, `source`, `observedAt`, `expiresAt`,
+/// `lastDispatchedMutation`, `operationStatus`) plus `kind` (`recorded` | `fresh`) and
+/// `available` (an observation is there); the observation (`null` when none) goes under the
+/// envelope's `data.evidence`.
+pub(crate) fn evidence_for_agent(evidence: &super::Evidence) -> Result<(Value, Value)> {
+    let Value::Object(mut obj) = encode(evidence, "the evidence")? else {
+        return Err(Error::Internal {
+            reason: "the evidence is not an object".into(),
+        });
+    };
+    let observation = obj
+        .remove(UNTRUSTED_KEY)
+        .and_then(|mut u| u.get_mut("data").map(Value::take))
+        .unwrap_or(Value::Null);
+    let kind = obj.get("source").cloned().unwrap_or(Value::Null);
+    obj.insert("kind".into(), kind);
+    obj.insert("available".into(), Value::Bool(!observation.is_null()));
+    Ok((Value::Object(obj), observation))
 }
 
 #[cfg(test)]
@@ -677,6 +733,7 @@ mod tests {
             last_dispatched_mutation: None,
             queued_commands: 0,
             commands: vec![],
+            replaced_by_task_id: None,
             created_at: 1,
             updated_at: 2,
         }
@@ -768,11 +825,41 @@ mod tests {
             data["operations"][0]["observation"]["controls"][0]["name"],
             INJECTED
         );
-        let (about, observed) = recorded_evidence(&receipts);
-        assert_eq!(about["operationId"], "op-1");
-        assert_eq!(about["available"], true);
+    }
+
+    // Issue 21 items 7 and 8: evidence reaches an agent with its observation inside the
+    // envelope and the gateway's own fields (id, states, operation status) beside it.
+    #[test]
+    fn r_tsk_ver_evidence_page_text_only_inside_the_envelope() {
+        let evidence = |observation: Value| crate::task::Evidence {
+            evidence_id: "ev_0123".into(),
+            task_id: "t1".into(),
+            request: 2,
+            request_state: Some("done".into()),
+            task_state: TaskState::WaitingInput,
+            in_doubt: false,
+            source: crate::task::EvidenceSource::Fresh,
+            observed_at: Some(5),
+            expires_at: 300_005,
+            last_dispatched_mutation: None,
+            operation_status: None,
+            untrusted_content: wrap_value(observation),
+        };
+        let (about, observed) =
+            evidence_for_agent(&evidence(json!({"controls": [{"name": INJECTED}]}))).unwrap();
+        assert_eq!(about["evidenceId"], "ev_0123");
+        assert_eq!(
+            (about["kind"].as_str(), about["available"].as_bool()),
+            (Some("fresh"), Some(true))
+        );
         assert_eq!(observed["controls"][0]["name"], INJECTED);
-        let (none, nothing) = recorded_evidence(&[]);
+        let mut strings = Vec::new();
+        outside(&about, &mut strings);
+        assert!(
+            strings.iter().all(|s| !s.contains("IGNORE ALL")),
+            "{strings:?}"
+        );
+        let (none, nothing) = evidence_for_agent(&evidence(Value::Null)).unwrap();
         assert_eq!(none["available"], false);
         assert!(nothing.is_null());
     }
@@ -910,7 +997,7 @@ mod tests {
             )
             .unwrap(),
             AgentCall::Status {
-                evidence: Some(Evidence::Fresh),
+                evidence: Some(EvidenceKind::Fresh),
                 ..
             }
         ));

@@ -182,9 +182,14 @@ def test_an_llms_tool_calls_see_page_text_only_inside_the_envelope(tmp_path):
             assert done["state"] == "waiting_input", done
             status = model_calls("task_status", json.dumps({"taskId": task, "browserEvidence": "recorded"}))
             assert status["browserEvidence"]["available"] is True
+            # Fresh evidence, in seed 003's snake_case spelling: page text only in the envelope.
+            fresh = model_calls("task_status", json.dumps({"task_id": task, "browser_evidence": "fresh"}))
+            assert fresh["browserEvidence"]["kind"] == "fresh", fresh
+            assert fresh["browserEvidence"]["evidenceId"].startswith("ev_")
+            assert isinstance(fresh["untrustedContent"]["data"]["evidence"], dict)
             with pytest.raises(jevgate.Error) as info:
-                gw.call_agent_tool(OWNER, "task_status", {"taskId": task, "browserEvidence": "fresh"})
-            assert info.value.code == "INVALID_TOOL_ARGUMENTS" and "not available yet" in str(info.value)
+                gw.call_agent_tool({**OWNER, "conversationId": "other"}, "task_status", {"taskId": task, "browserEvidence": "fresh"})
+            assert info.value.code == "BROWSER_EVIDENCE_UNAVAILABLE"
             receipts = model_calls("task_receipts", json.dumps({"taskId": task}))
             assert any(op["tool"] == "page_click" for r in receipts["receipts"] for op in r["operations"])
             command = model_calls("task_command", json.dumps({"taskId": task, "command": "scroll down"}))
