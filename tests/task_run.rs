@@ -458,3 +458,102 @@ fn r_tsk_ver_evidence_of_a_real_page_recorded_fresh_and_after_the_browser_is_gon
     assert_eq!(server.count("Charlie"), 1, "never pressed again");
     gw.close();
 }
+
+// Issue 21 item 3 (R-TSK-CTL, seed 003 "Continuing a browser task"): an open session outlives
+// its gateway. Closed while it waited for its next command, it is re-admitted by the next open
+// of the data directory — still `waiting_input`, with its revision, controller and action log;
+// its browser went with the process, so the next command opens a new one and runs on a fresh
+// observation: the start URL is not opened again (Charlie cannot be pressed on a blank page),
+// and the action that ran before is never re-sent. Receipts number on. A cancelled session
+// stays closed across the next restart.
+#[test]
+fn r_tsk_ctl_an_open_session_is_readmitted_after_a_restart() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path());
+    let t = gw.tasks();
+    let mut request = SpawnRequest::new("");
+    request.start_url = Some(server.url("/p/crash"));
+    request.keep_open = true;
+    let id = t.spawn(&owner(), request).unwrap();
+    assert_eq!(
+        t.wait(&owner(), &id, WAIT).unwrap().state,
+        TaskState::WaitingInput
+    );
+    t.command(&owner(), &id, "press Charlie").unwrap();
+    let s = t.wait(&owner(), &id, WAIT).unwrap();
+    assert!(
+        s.outcome.as_deref().unwrap().starts_with("Done: "),
+        "{s:#?}"
+    );
+    assert_eq!(server.wait_count("Charlie", 1), 1);
+    let agent = jevgate::task::ControlRequest::from_json(
+        &serde_json::json!({
+            "id": "00000000-0000-4000-8000-00000000a001",
+            "action": "agent",
+            "expectedRevision": s.revision,
+        })
+        .to_string(),
+    )
+    .unwrap();
+    t.control(&owner(), &id, &agent).unwrap();
+    let before = t.status(&owner(), &id).unwrap();
+    assert_eq!(before.controller, "agent");
+    gw.close();
+
+    let gw = gateway(dir.path());
+    let t = gw.tasks();
+    let s = t.status(&owner(), &id).unwrap();
+    assert_eq!(s.state, TaskState::WaitingInput, "re-admitted: {s:#?}");
+    assert_eq!(
+        (s.revision, s.controller.as_str(), s.actions, &s.action_log),
+        (before.revision, "agent", before.actions, &before.action_log)
+    );
+    // A new browser: the start URL is not replayed, so there is no Charlie to press.
+    let r = t.command(&owner(), &id, "press Charlie").unwrap();
+    let s = t.wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(s.state, TaskState::WaitingInput, "{s:#?}");
+    assert!(
+        s.outcome.as_deref().unwrap().starts_with("Not done"),
+        "{s:#?}"
+    );
+    assert_eq!(
+        t.command_receipt(&owner(), &id, &r.command_id)
+            .unwrap()
+            .unwrap()
+            .state,
+        "not_done"
+    );
+    t.command(&owner(), &id, &format!("open {}", server.url("/p/crash")))
+        .unwrap();
+    t.command(&owner(), &id, "press Charlie").unwrap();
+    let s = t.wait(&owner(), &id, WAIT).unwrap();
+    assert!(
+        s.outcome.as_deref().unwrap().starts_with("Done: "),
+        "{s:#?}"
+    );
+    assert_eq!(
+        server.wait_count("Charlie", 2),
+        2,
+        "pressed once more, never re-sent"
+    );
+    let receipts = t.receipts(&owner(), &id).unwrap();
+    let numbers: Vec<u32> = receipts.iter().map(|r| r.request).collect();
+    assert_eq!(numbers, [1, 2, 3, 4, 5], "{receipts:#?}");
+    t.cancel(&owner(), &id).unwrap();
+    assert_eq!(
+        t.wait(&owner(), &id, WAIT).unwrap().state,
+        TaskState::Cancelled
+    );
+    gw.close();
+    let gw = gateway(dir.path());
+    let t = gw.tasks();
+    assert_eq!(t.status(&owner(), &id).unwrap().state, TaskState::Cancelled);
+    assert_eq!(
+        t.command(&owner(), &id, "press Charlie")
+            .unwrap_err()
+            .code(),
+        "AUTOMATION_SESSION_CLOSED"
+    );
+    gw.close();
+}

@@ -186,12 +186,84 @@ pub(crate) fn observe_operation(
     .map(|_| ())
 }
 
+/// A session the last process left open and waiting for its next command, re-admitted by this
+/// one (issue 21 item 3): what [`recover`] keeps open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Readmit {
+    pub id: String,
+    /// The spawn request's persisted part (budget, keepOpen, …).
+    pub spawn: Option<String>,
+    /// The private control state (pausedSteps, question, replans, changedNothing).
+    pub control: Option<String>,
+    pub last_seq: u32,
+    /// Accepted commands that run after the restart, in the order they were accepted:
+    /// `(command id, text)`.
+    pub queue: Vec<(String, String)>,
+}
+
 /// Startup recovery (R-TSK-RCPT): every request still `running` was cut off by a dead process.
 /// It becomes `interrupted` with [`INTERRUPTED`]; its operations without a stored result become
 /// `interrupted` (their outcome is unknown, and they are never re-sent); every task that was not
-/// settled ends — `needs_reconciliation` when one of its operations is unknown, else `failed`.
-/// Returns how many requests were interrupted.
-pub(crate) fn recover(tx: &Connection, now: i64) -> rusqlite::Result<usize> {
+/// settled ends — `needs_reconciliation` when one of its operations is unknown, else `failed` —
+/// except the sessions re-admitted (issue 21 item 3): a session that was open and waiting for
+/// its next command (`waiting_input`), on a target the gateway opens itself (not a host's own
+/// backend), with no request running, no operation in doubt and no command running, stays
+/// open; its accepted commands and revisions (kinds `command`, `update`, `revise`) stay
+/// accepted and run after the restart, in order, on a fresh observation; any other accepted
+/// entry is listed dropped. Returns how many requests were interrupted and the sessions kept.
+pub(crate) fn recover(tx: &Connection, now: i64) -> rusqlite::Result<(usize, Vec<Readmit>)> {
+    let mut readmit = Vec::new();
+    {
+        let mut stmt = tx.prepare(
+            "SELECT t.id, t.spawn, t.control,
+                    (SELECT COALESCE(MAX(seq), 0) FROM task_requests r WHERE r.task_id = t.id)
+             FROM tasks t
+             WHERE t.state = 'waiting_input'
+               AND json_valid(t.spawn) AND json_extract(t.spawn, '$.brought') = 0
+               AND NOT EXISTS (SELECT 1 FROM task_requests r
+                               WHERE r.task_id = t.id AND r.state = 'running')
+               AND NOT EXISTS (SELECT 1 FROM task_operations o
+                               WHERE o.task_id = t.id
+                                 AND o.status IN ('dispatched', 'interrupted', 'unknown'))
+               AND NOT EXISTS (SELECT 1 FROM task_commands c
+                               WHERE c.task_id = t.id AND c.state = 'running')",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(Readmit {
+                id: r.get(0)?,
+                spawn: r.get(1)?,
+                control: r.get(2)?,
+                last_seq: r.get(3)?,
+                queue: Vec::new(),
+            })
+        })?;
+        for row in rows {
+            readmit.push(row?);
+        }
+    }
+    for r in &mut readmit {
+        let mut stmt = tx.prepare(
+            "SELECT id, text FROM task_commands
+             WHERE task_id = ?1 AND state = 'accepted'
+               AND kind IN ('command', 'update', 'revise') AND text IS NOT NULL
+             ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([&r.id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        for row in rows {
+            r.queue.push(row?);
+        }
+    }
+    let kept = serde_json::to_string(&readmit.iter().map(|r| &r.id).collect::<Vec<_>>())
+        .unwrap_or_else(|_| "[]".into());
+    // Every other accepted entry of a kept session (an answer's or a resume's continuation is
+    // not its text) is listed dropped.
+    tx.execute(
+        "UPDATE task_commands SET state = 'dropped', reason = ?1, updated_ms = ?2
+         WHERE state = 'accepted'
+           AND task_id IN (SELECT value FROM json_each(?3))
+           AND NOT (kind IN ('command', 'update', 'revise') AND text IS NOT NULL)",
+        params![INTERRUPTED, now, kept],
+    )?;
     let line = super::lines::interrupted_line();
     let requests = tx.execute(
         "UPDATE task_requests SET state = 'interrupted', reason = ?1, outcome = ?2, ended_ms = ?3
@@ -219,8 +291,8 @@ pub(crate) fn recover(tx: &Connection, now: i64) -> rusqlite::Result<usize> {
     )?;
     tx.execute(
         "UPDATE task_commands SET state = 'dropped', reason = ?1, updated_ms = ?2
-         WHERE state = 'accepted'",
-        params![INTERRUPTED, now],
+         WHERE state = 'accepted' AND task_id NOT IN (SELECT value FROM json_each(?3))",
+        params![INTERRUPTED, now, kept],
     )?;
     // A task with an interrupted request: its last action may have run.
     tx.execute(
@@ -231,9 +303,10 @@ pub(crate) fn recover(tx: &Connection, now: i64) -> rusqlite::Result<usize> {
                          THEN 'needs_reconciliation' ELSE 'failed' END,
             reason = ?1, outcome = ?2, updated_ms = ?3
          WHERE state IN ('queued', 'running', 'waiting_input')
+           AND id NOT IN (SELECT value FROM json_each(?4))
            AND EXISTS (SELECT 1 FROM task_requests r
                        WHERE r.task_id = tasks.id AND r.state = 'interrupted')",
-        params![INTERRUPTED, line, now],
+        params![INTERRUPTED, line, now, kept],
     )?;
     // A task whose every request had settled (a session waiting, or one about to end): nothing
     // was in flight, so nothing is in doubt — its session just closed with the process.
@@ -243,10 +316,11 @@ pub(crate) fn recover(tx: &Connection, now: i64) -> rusqlite::Result<usize> {
                                       WHERE o.task_id = tasks.id AND o.status = 'unknown')
                          THEN 'needs_reconciliation' ELSE 'failed' END,
             reason = ?1, outcome = ?2, updated_ms = ?3
-         WHERE state IN ('queued', 'running', 'waiting_input')",
-        params![INTERRUPTED, super::lines::closed_by_stop_line(), now],
+         WHERE state IN ('queued', 'running', 'waiting_input')
+           AND id NOT IN (SELECT value FROM json_each(?4))",
+        params![INTERRUPTED, super::lines::closed_by_stop_line(), now, kept],
     )?;
-    Ok(requests)
+    Ok((requests, readmit))
 }
 
 /// Where a retention pass stopped: the last closed task it looked at (its last change, its id).
@@ -944,7 +1018,7 @@ mod tests {
                 Ok(())
             })
             .unwrap();
-        assert_eq!(store.write(|tx| recover(tx, 9)).unwrap(), 2);
+        assert_eq!(store.write(|tx| recover(tx, 9)).unwrap().0, 2);
         let get = |id: &str| store.read(|c| get_task(c, id)).unwrap().unwrap();
         let a = get("a");
         assert_eq!(a.state, TaskState::NeedsReconciliation);
@@ -969,7 +1043,101 @@ mod tests {
         let r = store.read(|c| receipts(c, "a")).unwrap();
         assert_eq!(r[0].state, "interrupted");
         // Idempotent: a second recovery finds nothing running.
-        assert_eq!(store.write(|tx| recover(tx, 10)).unwrap(), 0);
+        assert_eq!(store.write(|tx| recover(tx, 10)).unwrap().0, 0);
+    }
+
+    // Issue 21 item 3: recovery keeps open the sessions that waited for their next command on
+    // a target the gateway opens (with their accepted commands and revisions, in order; an
+    // answer's entry is listed dropped), and ends as before a host's own backend's session and
+    // one with an operation in doubt.
+    #[test]
+    fn r_tsk_ctl_recovery_keeps_waiting_sessions_for_readmission() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let owner = TaskOwner::new("a", "p", "c");
+        let target = TaskTarget::default();
+        let waiting = TaskUpdate {
+            state: Some(TaskState::WaitingInput),
+            ..Default::default()
+        };
+        store
+            .write(|tx| {
+                for (id, brought, op) in [
+                    ("e", false, "done"),
+                    ("f", true, "done"),
+                    ("g", false, "unknown"),
+                ] {
+                    insert_task(tx, id, &owner, &target, "", 1)?;
+                    set_spawn(
+                        tx,
+                        id,
+                        &format!(r#"{{"keepOpen":true,"brought":{brought}}}"#),
+                    )?;
+                    update_task(tx, id, &waiting, 1)?;
+                    begin_request(tx, id, 1, 1)?;
+                    checkpoint(tx, id, 1, &format!("{id}:1:1"), "page_click", 1)?;
+                    settle_operation(tx, &format!("{id}:1:1"), op, None, None)?;
+                    end_request(tx, id, 1, "done", "DONE", "Done: x", 2)?;
+                    for (n, kind, text) in [
+                        (1, "command", "press A"),
+                        (2, "answer", "12 Main St"),
+                        (3, "update", "then press B"),
+                    ] {
+                        insert_command(
+                            tx,
+                            &NewCommand {
+                                task_id: id,
+                                id: &format!("{id}-cmd-{n}"),
+                                origin: "user",
+                                kind,
+                                text: Some(text),
+                                expected_revision: None,
+                            },
+                            "[text]".into(),
+                            kind != "answer",
+                            3,
+                        )?;
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+        let (_, kept) = store.write(|tx| recover(tx, 9)).unwrap();
+        assert_eq!(kept.len(), 1, "{kept:#?}");
+        assert_eq!(kept[0].id, "e");
+        assert_eq!(kept[0].last_seq, 1);
+        assert_eq!(
+            kept[0].queue,
+            [
+                ("e-cmd-1".to_string(), "press A".to_string()),
+                ("e-cmd-3".to_string(), "then press B".to_string())
+            ]
+        );
+        let get = |id: &str| store.read(|c| get_task(c, id)).unwrap().unwrap();
+        let state = |id: &str, cmd: &str| {
+            get(id)
+                .commands
+                .iter()
+                .find(|c| c.command_id == cmd)
+                .map(|c| c.state.clone())
+                .unwrap()
+        };
+        assert_eq!(get("e").state, TaskState::WaitingInput);
+        assert_eq!(
+            (
+                state("e", "e-cmd-1"),
+                state("e", "e-cmd-2"),
+                state("e", "e-cmd-3")
+            ),
+            ("accepted".into(), "dropped".into(), "accepted".into())
+        );
+        assert_eq!(get("f").state, TaskState::Failed);
+        assert_eq!(state("f", "f-cmd-1"), "dropped");
+        assert_eq!(get("g").state, TaskState::NeedsReconciliation);
+        assert_eq!(state("g", "g-cmd-3"), "dropped");
+        // A second recovery keeps the same session.
+        let (_, again) = store.write(|tx| recover(tx, 10)).unwrap();
+        assert_eq!(again, kept);
     }
 
     // Issue 21 defect 11: a retention pass is bounded (at most `scan` looked at, `batch`

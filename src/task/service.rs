@@ -95,9 +95,52 @@ struct Live {
     answers: HashMap<String, String>,
     /// A step list stopped on a field question: the field and the steps an answer continues.
     question: Option<(String, Vec<String>)>,
+    /// Re-admitted after a restart (issue 21 item 3): an open session whose target opens with
+    /// its next command, which is that target's first request (no goal, no start URL).
+    readmitted: bool,
 }
 
 impl Live {
+    /// A new entry for `owner`'s task running `request`: queued, nothing started, nothing
+    /// carried over.
+    fn new(
+        owner: TaskOwner,
+        request: SpawnRequest,
+        brought: Option<Arc<dyn BrowserBackend>>,
+        now: Instant,
+    ) -> Live {
+        Live {
+            owner,
+            request,
+            brought,
+            target: None,
+            queue: VecDeque::new(),
+            reserved: 0,
+            running_command: None,
+            cancel: CancelToken::new(),
+            fence: Arc::new(Fence::default()),
+            state: TaskState::Queued,
+            scheduled: true,
+            started: false,
+            closing: false,
+            expire: None,
+            counters: Counters::default(),
+            seq: 0,
+            idle_since: now,
+            last: None,
+            paused_steps: None,
+            pausing: false,
+            hold_open: false,
+            agent: false,
+            changed_nothing: false,
+            replans: Vec::new(),
+            reopened: false,
+            answers: HashMap::new(),
+            question: None,
+            readmitted: false,
+        }
+    }
+
     fn session_open(&self) -> bool {
         self.request.keep_open || self.request.goal.trim().is_empty() || self.hold_open
     }
@@ -131,7 +174,7 @@ struct Shared {
     /// Serializes control verbs (see [`TaskService::control`]).
     control: Mutex<()>,
     /// The backends of tasks left `needs_reconciliation`, for `reconcile` (bounded).
-    in_doubt: Mutex<HashMap<String, Arc<dyn BrowserBackend>>>,
+    in_doubt: Mutex<KeptBackends>,
     /// The evidence ids issued (issue 21 item 7; bounded, five minutes each).
     evidence: Mutex<EvidenceIds>,
 }
@@ -141,6 +184,55 @@ pub const MAX_ANSWER_CHARS: usize = 2000;
 
 /// The most backends kept for reconciliation.
 const MAX_KEPT_BACKENDS: usize = 256;
+
+/// The backends of tasks left `needs_reconciliation`, for `reconcile`: at most
+/// [`MAX_KEPT_BACKENDS`]; past it the oldest kept goes (its operation stays unknown until a
+/// person resolves it).
+struct Kept<T> {
+    by_task: HashMap<String, T>,
+    /// Task ids, oldest first (an id whose entry was removed is skipped when evicting).
+    order: VecDeque<String>,
+}
+
+type KeptBackends = Kept<Arc<dyn BrowserBackend>>;
+
+impl<T> Default for Kept<T> {
+    fn default() -> Self {
+        Kept {
+            by_task: HashMap::new(),
+            order: VecDeque::new(),
+        }
+    }
+}
+
+impl<T: Clone> Kept<T> {
+    fn insert(&mut self, id: String, backend: T) {
+        if self.by_task.insert(id.clone(), backend).is_none() {
+            self.order.push_back(id);
+        }
+        while self.by_task.len() > MAX_KEPT_BACKENDS {
+            match self.order.pop_front() {
+                Some(oldest) => {
+                    self.by_task.remove(&oldest);
+                }
+                None => break,
+            }
+        }
+        // Ids of entries already removed: dropped once they outnumber the live ones.
+        if self.order.len() > 2 * MAX_KEPT_BACKENDS {
+            let by_task = &self.by_task;
+            self.order.retain(|k| by_task.contains_key(k));
+        }
+    }
+
+    fn get(&self, id: &str) -> Option<T> {
+        self.by_task.get(id).cloned()
+    }
+
+    fn remove(&mut self, id: &str) {
+        self.by_task.remove(id);
+    }
+}
 
 /// The gateway's task service.
 #[derive(Clone)]
@@ -478,7 +570,7 @@ impl TaskService {
         limits: TaskLimits,
     ) -> Result<TaskService> {
         let now = clock.wall_millis();
-        let interrupted = store.write(|tx| records::recover(tx, now))?;
+        let (interrupted, kept) = store.write(|tx| records::recover(tx, now))?;
         if interrupted > 0 {
             log::warn!("{interrupted} task request(s) were interrupted by a stop; none is re-sent");
         }
@@ -498,7 +590,7 @@ impl TaskService {
                 },
                 reaper: Mutex::new(None),
                 control: Mutex::new(()),
-                in_doubt: Mutex::new(HashMap::new()),
+                in_doubt: Mutex::new(KeptBackends::default()),
                 evidence: Mutex::new(EvidenceIds::default()),
             }),
         };
@@ -512,7 +604,77 @@ impl TaskService {
                 reason: format!("cannot start the task reaper: {}", e.kind()),
             })?;
         *service.shared.reaper.lock() = Some(reaper);
+        service.readmit(kept);
         Ok(service)
+    }
+
+    /// Re-admits the sessions [`records::recover`] kept open (issue 21 item 3). Each waits for
+    /// its next command without a target — the last process's browser went with it; a paired
+    /// device's tab is leased again by that command — with its controller, paused steps,
+    /// pending field question and replan chain, and its accepted commands and revisions queued
+    /// in the order they were accepted (they run now, on a fresh observation: the start URL is
+    /// never replayed). Its idle time counts from this start.
+    fn readmit(&self, kept: Vec<records::Readmit>) {
+        let now = self.shared.clock.now();
+        let mut pool = self.shared.pool.lock();
+        for r in kept {
+            let task = match self.shared.store.read(|c| records::get_task(c, &r.id)) {
+                Ok(Some(t)) => t,
+                _ => {
+                    log::warn!("an open task session could not be re-admitted; it stays waiting without a session");
+                    continue;
+                }
+            };
+            let json = |s: &Option<String>| -> serde_json::Value {
+                s.as_deref()
+                    .and_then(|s| serde_json::from_str(s).ok())
+                    .unwrap_or_default()
+            };
+            let (spawn, control) = (json(&r.spawn), json(&r.control));
+            let mut request = SpawnRequest::new(task.goal.clone());
+            request.target = task.target.clone();
+            request.budget = serde_json::from_value(spawn["budget"].clone()).unwrap_or_default();
+            request.keep_open = spawn["keepOpen"].as_bool().unwrap_or(false);
+            let mut counters = Counters::default();
+            counters.actions = task.actions;
+            counters.evaluations = task.evaluations;
+            counters.log = task.action_log.clone();
+            let question = control["question"]["field"].as_str().map(|f| {
+                let steps = serde_json::from_value(control["question"]["steps"].clone());
+                (f.to_string(), steps.unwrap_or_default())
+            });
+            let queue: VecDeque<Queued> = r
+                .queue
+                .into_iter()
+                .map(|(id, text)| Queued { id, text })
+                .collect();
+            let waiting = queue.is_empty();
+            let live = Live {
+                queue,
+                state: if waiting {
+                    TaskState::WaitingInput
+                } else {
+                    TaskState::Queued
+                },
+                scheduled: !waiting,
+                counters,
+                seq: r.last_seq,
+                paused_steps: serde_json::from_value(control["pausedSteps"].clone()).ok(),
+                hold_open: true,
+                agent: task.controller == "agent",
+                changed_nothing: control["changedNothing"].as_bool().unwrap_or(false),
+                replans: serde_json::from_value(control["replans"].clone()).unwrap_or_default(),
+                reopened: true,
+                question,
+                readmitted: true,
+                ..Live::new(task.owner.clone(), request, None, now)
+            };
+            pool.live.insert(r.id.clone(), live);
+            if !waiting {
+                pool.ready.push_back(r.id);
+            }
+        }
+        self.kick(&mut pool);
     }
 
     /// Sets the retention window of closed tasks (issue 21 defect 11), swept by the writer on
@@ -586,7 +748,11 @@ impl TaskService {
         }
         let mut due = Vec::new();
         for (id, l) in pool.live.iter_mut() {
-            if l.scheduled || l.closing || !l.started || l.state != TaskState::WaitingInput {
+            if l.scheduled
+                || l.closing
+                || !(l.started || l.readmitted)
+                || l.state != TaskState::WaitingInput
+            {
                 continue;
             }
             let failed = l.last.as_ref().is_some_and(|r| r.ending != Ending::Done);
@@ -657,35 +823,7 @@ impl TaskService {
         }
         pool.live.insert(
             id.clone(),
-            Live {
-                owner: owner.clone(),
-                request,
-                brought: backend,
-                target: None,
-                queue: VecDeque::new(),
-                reserved: 0,
-                running_command: None,
-                cancel: CancelToken::new(),
-                fence: Arc::new(Fence::default()),
-                state: TaskState::Queued,
-                scheduled: true,
-                started: false,
-                closing: false,
-                expire: None,
-                counters: Counters::default(),
-                seq: 0,
-                idle_since: self.shared.clock.now(),
-                last: None,
-                paused_steps: None,
-                pausing: false,
-                hold_open: false,
-                agent: false,
-                changed_nothing: false,
-                replans: Vec::new(),
-                reopened: false,
-                answers: HashMap::new(),
-                question: None,
-            },
+            Live::new(owner.clone(), request, backend, self.shared.clock.now()),
         );
         pool.ready.push_back(id.clone());
         self.kick(&mut pool);
@@ -885,15 +1023,7 @@ impl TaskService {
         });
         match (stored, backend) {
             (Ok(TaskState::NeedsReconciliation), Some(b)) => {
-                let mut kept = self.shared.in_doubt.lock();
-                if kept.len() >= MAX_KEPT_BACKENDS {
-                    // Bounded: the oldest entry goes (its operation stays unknown until a
-                    // person resolves it).
-                    if let Some(k) = kept.keys().next().cloned() {
-                        kept.remove(&k);
-                    }
-                }
-                kept.insert(id.to_string(), b);
+                self.shared.in_doubt.lock().insert(id.to_string(), b);
             }
             // Otherwise the backend is let go here, before the task is seen settled.
             (Ok(_), _) => {}
@@ -934,6 +1064,14 @@ impl TaskService {
                     };
                     Step::Close(state, reason.into(), Some(line))
                 } else if !l.started {
+                    if l.readmitted && l.running_command.is_none() {
+                        // A re-admitted session: its next command is its target's first
+                        // request (scheduled only with one waiting).
+                        if let Some(q) = l.queue.pop_front() {
+                            l.request.goal = q.text;
+                            l.running_command = Some(q.id);
+                        }
+                    }
                     l.started = true;
                     l.state = TaskState::Running;
                     Step::Start
@@ -1113,13 +1251,14 @@ impl TaskService {
             &answers,
         );
         let runs_on = control::queue_runs_on(&report.ending, &report.reason);
+        let counters_changed_nothing = counters.actions == actions_before;
         let (dropped, closing) = {
             let mut pool = self.shared.pool.lock();
             let gateway_closed = pool.closed;
             let Some(l) = pool.live.get_mut(id) else {
                 return;
             };
-            l.changed_nothing = counters.actions == actions_before;
+            l.changed_nothing = counters_changed_nothing;
             l.counters = counters;
             l.running_command = None;
             let dropped: Vec<String> = if runs_on {
@@ -1179,6 +1318,20 @@ impl TaskService {
                 })
                 .to_string()
             });
+        // What a re-admitted session (after a restart) or a reopened task needs of this round:
+        // the question with the steps an answer continues (the user's words, private like
+        // `pausedSteps`), and whether the round changed nothing (a later agent update is then a
+        // replan).
+        let private_question = report
+            .field
+            .as_ref()
+            .filter(|_| report.ending == Ending::NotDone)
+            .map(|f| serde_json::json!({"field": f, "steps": report.remaining}).to_string());
+        let changed_nothing = if counters_changed_nothing {
+            "true"
+        } else {
+            "false"
+        };
         let stored = self.shared.writer.write(Box::new(move |tx| {
             if let Some(c) = command {
                 records::set_commands(tx, &id2, &[c], state, Some(&reason), Some(seq), now)?;
@@ -1187,6 +1340,8 @@ impl TaskService {
                 records::set_control(tx, &id2, "pausedSteps", Some(p.as_str()))?;
             }
             records::set_control(tx, &id2, "fieldRequest", question.as_deref())?;
+            records::set_control(tx, &id2, "question", private_question.as_deref())?;
+            records::set_control(tx, &id2, "changedNothing", Some(changed_nothing))?;
             records::set_commands(tx, &id2, &dropped, "dropped", Some(&reason), None, now)
         }));
         if let Err(e) = stored {
@@ -1408,7 +1563,8 @@ impl TaskService {
                 if l.question.take().is_some() {
                     let id2 = id.to_string();
                     let _ = self.shared.writer.submit(Box::new(move |tx| {
-                        records::set_control(tx, &id2, "fieldRequest", None)
+                        records::set_control(tx, &id2, "fieldRequest", None)?;
+                        records::set_control(tx, &id2, "question", None)
                     }));
                 }
                 l.queue.push_back(Queued {
@@ -1755,9 +1911,18 @@ impl TaskService {
                         .and_then(|c| serde_json::from_str::<serde_json::Value>(c).ok())
                         .and_then(|v| serde_json::from_value(v["replans"].clone()).ok())
                         .unwrap_or_default();
-                    let changed_nothing = task.action_log.last().is_some_and(|e| {
-                        !e.outcome.starts_with("Done") && !e.outcome.starts_with("Unknown")
-                    });
+                    // Persisted by the task's last round (tasks from before it: a replan
+                    // only when the last line says nothing was done).
+                    let control: Option<serde_json::Value> = info
+                        .control
+                        .as_deref()
+                        .and_then(|c| serde_json::from_str(c).ok());
+                    let changed_nothing = match control.as_ref().map(|c| &c["changedNothing"]) {
+                        Some(serde_json::Value::Bool(b)) => *b,
+                        _ => task.action_log.last().is_some_and(|e| {
+                            !e.outcome.starts_with("Done") && !e.outcome.starts_with("Unknown")
+                        }),
+                    };
                     (replans, changed_nothing)
                 }
             },
@@ -1912,33 +2077,13 @@ impl TaskService {
             });
         }
         let mut live = Live {
-            owner: owner.clone(),
-            request,
-            brought: None,
-            target: None,
-            queue: VecDeque::new(),
-            reserved: 0,
             running_command: Some(receipt.command_id.clone()),
-            cancel: CancelToken::new(),
-            fence: Arc::new(Fence::default()),
-            state: TaskState::Queued,
-            scheduled: true,
-            started: false,
-            closing: false,
-            expire: None,
             counters,
             seq: info.last_seq,
-            idle_since: self.shared.clock.now(),
-            last: None,
-            paused_steps: None,
-            pausing: false,
-            hold_open: false,
             agent: task.controller == "agent",
-            changed_nothing: false,
             replans: chain,
             reopened: true,
-            answers: HashMap::new(),
-            question: None,
+            ..Live::new(owner.clone(), request, None, self.shared.clock.now())
         };
         live.request.start_url = None;
         pool.live.insert(id.to_string(), live);
@@ -2022,6 +2167,7 @@ impl TaskService {
             )
             .map_err(sql)?;
             records::set_control(tx, &id2, "fieldRequest", None).map_err(sql)?;
+            records::set_control(tx, &id2, "question", None).map_err(sql)?;
             Ok(receipt)
         })?;
         {
@@ -2056,7 +2202,7 @@ impl TaskService {
                 reason: "NOTHING_IN_DOUBT",
             });
         };
-        let kept = self.shared.in_doubt.lock().get(id).cloned();
+        let kept = self.shared.in_doubt.lock().get(id);
         let backend = kept.or_else(|| self.shared.host.inspector(owner, &task.target));
         let answer = match backend {
             Some(b) => b.operation_status(&operation).ok(),
@@ -2237,7 +2383,7 @@ impl TaskService {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(opened.close));
             return answer;
         }
-        let kept = self.shared.in_doubt.lock().get(id).cloned();
+        let kept = self.shared.in_doubt.lock().get(id);
         match kept {
             Some(b) => read(&*b),
             None => Err(unavailable("the task's local browser is gone")),
@@ -2368,14 +2514,41 @@ impl TaskService {
                 let _ = t.join();
             }
         }
-        // What no slot holds now: queued spawns and sessions waiting for a command.
-        let rest: Vec<(String, bool)> = {
-            let pool = self.shared.pool.lock();
-            pool.live
+        // What no slot holds now: queued spawns and sessions waiting for a command. A session
+        // waiting for its next command on a target the gateway opened stays open in the record
+        // (its browser closes now): the next open of this data directory re-admits it, as after
+        // a crash (issue 21 item 3). A host's own backend goes with this process.
+        let (rest, shelved): (Vec<(String, bool)>, Vec<OpenTarget>) = {
+            let mut pool = self.shared.pool.lock();
+            let waiting: Vec<String> = pool
+                .live
                 .iter()
-                .map(|(id, l)| (id.clone(), l.started))
-                .collect()
+                .filter(|(_, l)| {
+                    (l.started || l.readmitted)
+                        && l.state == TaskState::WaitingInput
+                        && !l.scheduled
+                        && l.brought.is_none()
+                        && l.expire.is_none()
+                        && l.running_command.is_none()
+                })
+                .map(|(id, _)| id.clone())
+                .collect();
+            let shelved = waiting
+                .iter()
+                .filter_map(|id| pool.live.remove(id).and_then(|mut l| l.target.take()))
+                .collect();
+            let rest = pool
+                .live
+                .iter()
+                // A re-admitted session with commands queued ends like a started one (its
+                // queue listed dropped).
+                .map(|(id, l)| (id.clone(), l.started || l.readmitted))
+                .collect();
+            (rest, shelved)
         };
+        for t in shelved {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(t.close));
+        }
         for (id, started) in rest {
             if started {
                 self.finish(&id, TaskState::Cancelled, "GATEWAY_CLOSED", None);
@@ -2419,5 +2592,39 @@ fn reap(shared: std::sync::Weak<Shared>) {
             }
         }
         TaskService { shared: s }.sweep();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Issue 21 item 6: the backends kept for `reconcile` are bounded, and past the bound the
+    // oldest goes (not an arbitrary one).
+    #[test]
+    fn r_tsk_rcpt_kept_backends_evict_the_oldest() {
+        let mut kept = Kept::<u32>::default();
+        for i in 0..MAX_KEPT_BACKENDS as u32 {
+            kept.insert(format!("t{i}"), i);
+        }
+        kept.remove("t5");
+        kept.insert("t1".into(), 1); // kept again: keeps its place
+        kept.insert("new-a".into(), 1000); // fills the place t5 left
+        assert_eq!(kept.by_task.len(), MAX_KEPT_BACKENDS);
+        assert_eq!(kept.get("t0"), Some(0));
+        kept.insert("new-b".into(), 1001);
+        assert_eq!(kept.get("t0"), None, "the oldest went first");
+        assert_eq!(kept.get("t1"), Some(1));
+        kept.insert("new-c".into(), 1002);
+        assert_eq!((kept.get("t1"), kept.get("t2")), (None, Some(2)));
+        for i in 0..10 * MAX_KEPT_BACKENDS as u32 {
+            kept.insert(format!("n{i}"), i);
+            if i % 2 == 0 {
+                kept.remove(&format!("n{i}"));
+            }
+        }
+        assert!(kept.by_task.len() <= MAX_KEPT_BACKENDS);
+        assert!(kept.order.len() <= 2 * MAX_KEPT_BACKENDS + 1);
+        assert!(kept.get("new-b").is_none());
     }
 }
