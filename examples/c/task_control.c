@@ -190,6 +190,26 @@ int main(int argc, char **argv) {
   err = NULL;
 
   jevgate_string_free(id);
+
+  /* Across a restart (issue 21 item 3): a session waiting for its next command is re-admitted
+   * by the next open of the data directory and takes commands there. */
+  EXPECT(jevgate_task_spawn(gw, OWNER, "{\"goal\":\"\",\"keepOpen\":true}", NULL, NULL, &id, &err) == JEVGATE_OK);
+  EXPECT(jevgate_task_wait(gw, OWNER, id, WAIT_MS, &status, &err) == JEVGATE_OK);
+  EXPECT(has(status, "\"state\":\"waiting_input\""));
+  jevgate_string_free(status);
+  jevgate_gateway_close(gw);
+  jevgate_gateway_free(gw);
+  gw = NULL;
+  EXPECT(jevgate_gateway_open(argv[1], CONFIG, &gw, &err) == JEVGATE_OK);
+  EXPECT(jevgate_task_status(gw, OWNER, id, &status, &err) == JEVGATE_OK);
+  EXPECT(has(status, "\"state\":\"waiting_input\""));
+  jevgate_string_free(status);
+  EXPECT(jevgate_task_command(gw, OWNER, id, "scroll down", &err) == JEVGATE_OK);
+  EXPECT(jevgate_task_wait(gw, OWNER, id, WAIT_MS, &status, &err) == JEVGATE_OK);
+  EXPECT(has(status, "\"state\":\"waiting_input\"") && has(status, "\"state\":\"accepted\"") == 0);
+  jevgate_string_free(status);
+  EXPECT(jevgate_task_cancel(gw, OWNER, id, NULL, &err) == JEVGATE_OK);
+  jevgate_string_free(id);
   jevgate_gateway_close(gw);
   jevgate_gateway_free(gw);
   return expect_report("task_control");

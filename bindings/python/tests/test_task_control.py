@@ -119,3 +119,23 @@ def test_r_tsk_ctl_update_reopens_a_finished_task_on_a_fresh_page(tmp_path):
         assert info.value.code == "REVISION_CONFLICT"
         with pytest.raises(jevgate.ArgumentError):
             tasks.update(OWNER, task_id, expected_revision=s["revision"], goal="")
+
+
+def test_r_tsk_ctl_an_open_session_is_readmitted_after_a_restart(tmp_path):
+    """Issue 21 item 3: a session waiting for its next command outlives its gateway; the next
+    open of the data directory takes commands for it (a new browser, a fresh observation)."""
+    with jevgate.Gateway(tmp_path, CONFIG) as gw:
+        task_id = gw.tasks.spawn(OWNER, keep_open=True)["id"]
+        before = gw.tasks.wait(OWNER, task_id, WAIT)
+        assert before["state"] == "waiting_input"
+    with jevgate.Gateway(tmp_path, CONFIG) as gw:
+        s = gw.tasks.status(OWNER, task_id)
+        assert s["state"] == "waiting_input" and s["revision"] == before["revision"], s
+        receipt = gw.tasks.command(OWNER, task_id, "scroll down")
+        assert receipt["state"] == "accepted"
+        s = gw.tasks.wait(OWNER, task_id, WAIT)
+        assert s["state"] == "waiting_input", s
+        assert gw.tasks.command_receipt(OWNER, task_id, receipt["commandId"])["state"] != "accepted"
+        assert [r["request"] for r in gw.tasks.receipts(OWNER, task_id)] == [1, 2]
+        gw.tasks.cancel(OWNER, task_id)
+        assert gw.tasks.wait(OWNER, task_id, WAIT)["state"] == "cancelled"
