@@ -557,3 +557,92 @@ fn r_tsk_ctl_an_open_session_is_readmitted_after_a_restart() {
     );
     gw.close();
 }
+
+/// The child of the kill test below: an open session that pressed Charlie once, then waits
+/// for its next command until the parent SIGKILLs the process. Does nothing unless the parent
+/// set the environment.
+#[test]
+fn child_session_waiting_for_a_command() {
+    let (Some(dir), Some(url)) = (
+        std::env::var_os("JEVGATE_READMIT_CHILD_DIR"),
+        std::env::var("JEVGATE_READMIT_CHILD_URL").ok(),
+    ) else {
+        return;
+    };
+    let gw = gateway(std::path::Path::new(&dir));
+    let t = gw.tasks();
+    let mut request = SpawnRequest::new("press Charlie");
+    request.start_url = Some(url);
+    request.keep_open = true;
+    let id = t.spawn(&owner(), request).unwrap();
+    let s = t.wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(s.state, TaskState::WaitingInput, "{s:#?}");
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "CHILD-WAITING {id}");
+        let _ = out.flush();
+    }
+    loop {
+        std::thread::park();
+    }
+}
+
+// Issue 21 item 3 after a crash: a process SIGKILLed while its session waited for the next
+// command leaves nothing in doubt, so the next open re-admits the session — the person's next
+// command runs on a new browser, and the press before the kill is never repeated.
+#[test]
+fn r_tsk_ctl_a_waiting_session_is_readmitted_after_a_kill() {
+    use std::io::BufRead;
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_session_waiting_for_a_command",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("JEVGATE_READMIT_CHILD_DIR", dir.path())
+        .env("JEVGATE_READMIT_CHILD_URL", server.url("/p/crash"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some((_, id)) = line.split_once("CHILD-WAITING ") {
+                let _ = tx.send(id.trim().to_string());
+            }
+        }
+    });
+    let id = rx.recv_timeout(Duration::from_secs(120));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let id = id.expect("the child's session waited for a command");
+    assert_eq!(server.wait_count("Charlie", 1), 1);
+
+    let gw = gateway(dir.path());
+    let t = gw.tasks();
+    let s = t.status(&owner(), &id).unwrap();
+    assert_eq!(s.state, TaskState::WaitingInput, "re-admitted: {s:#?}");
+    t.command(&owner(), &id, &format!("open {}", server.url("/p/crash")))
+        .unwrap();
+    t.command(&owner(), &id, "press Charlie").unwrap();
+    let s = t.wait(&owner(), &id, WAIT).unwrap();
+    assert!(
+        s.outcome.as_deref().unwrap().starts_with("Done: "),
+        "{s:#?}"
+    );
+    assert_eq!(
+        server.wait_count("Charlie", 2),
+        2,
+        "once before the kill, once after"
+    );
+    assert_eq!(t.receipts(&owner(), &id).unwrap().len(), 3);
+    gw.close();
+}
