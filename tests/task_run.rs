@@ -646,3 +646,65 @@ fn r_tsk_ctl_a_waiting_session_is_readmitted_after_a_kill() {
     assert_eq!(t.receipts(&owner(), &id).unwrap().len(), 3);
     gw.close();
 }
+
+// Issue 21 item 3, the queue across a restart: commands a session accepted and had not run yet
+// when its process stopped (written here into the file as the stopped process would have left
+// them) run after the next open, once each, in the order they were accepted, on the new browser.
+#[test]
+fn r_tsk_ctl_accepted_commands_run_after_a_restart_in_order() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path());
+    let t = gw.tasks();
+    let mut request = SpawnRequest::new("");
+    request.keep_open = true;
+    let id = t.spawn(&owner(), request).unwrap();
+    let s = t.wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(s.state, TaskState::WaitingInput, "{s:#?}");
+    gw.close();
+    {
+        let db = rusqlite::Connection::open(dir.path().join("jevgate.sqlite3")).unwrap();
+        for (n, text) in [
+            (1, format!("open {}", server.url("/p/crash"))),
+            (2, "press Charlie".to_string()),
+        ] {
+            db.execute(
+                "INSERT INTO task_commands (task_id, id, seq, origin, kind, text, revision,
+                    state, created_ms, updated_ms)
+                 VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM task_commands
+                                  WHERE task_id = ?1), 'user', 'command', ?3, ?4,
+                         'accepted', 1, 1)",
+                rusqlite::params![
+                    id,
+                    format!("00000000-0000-4000-8000-0000000b000{n}"),
+                    text,
+                    s.revision + n
+                ],
+            )
+            .unwrap();
+        }
+    }
+    let gw = gateway(dir.path());
+    let t = gw.tasks();
+    let s = t.wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(s.state, TaskState::WaitingInput, "{s:#?}");
+    assert!(
+        s.outcome.as_deref().unwrap().starts_with("Done: "),
+        "{s:#?}"
+    );
+    assert_eq!(server.wait_count("Charlie", 1), 1, "pressed once");
+    let states: Vec<(String, String)> = s
+        .commands
+        .iter()
+        .map(|c| (c.kind.clone(), c.state.clone()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("command".to_string(), "done".to_string()),
+            ("command".to_string(), "done".to_string())
+        ]
+    );
+    assert_eq!(t.receipts(&owner(), &id).unwrap().len(), 3);
+    gw.close();
+}

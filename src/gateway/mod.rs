@@ -183,6 +183,7 @@ impl Gateway {
             }),
         };
         host.attach(&gateway, options.task_browser);
+        gateway.inner.tasks.start_readmitted();
         Ok(gateway)
     }
 

@@ -674,6 +674,14 @@ impl TaskService {
                 pool.ready.push_back(r.id);
             }
         }
+        // No slot starts here: the host is attached after the service opens, and
+        // [`TaskService::start_readmitted`] starts the commands waiting then.
+    }
+
+    /// Starts slots for re-admitted sessions with commands waiting (the gateway calls it once
+    /// its task host is attached).
+    pub(crate) fn start_readmitted(&self) {
+        let mut pool = self.shared.pool.lock();
         self.kick(&mut pool);
     }
 
