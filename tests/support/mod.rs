@@ -1,10 +1,12 @@
 //! Test support: a loopback HTTP server of fixture pages that counts beacons (so a test proves a
 //! click happened exactly once), and one shared headless Chromium per test binary that ends when
-//! the last test using it drops its handle; in submodules, a gateway builder with a channel and
+//! the last test using it drops its handle; in submodules, an in-memory page for task tests and
+//! the callback model that drives it (`desk`), a gateway builder with a channel and
 //! paired workers (`gateway`), a scripted device worker (`worker`), the capturing logger of the
 //! R-LOG tests (`log_capture`), a scripted Jev provider (`jev_server`) and the fixture pages.
 #![allow(dead_code)] // each test binary uses a different part of the support module
 
+pub mod desk;
 pub mod gateway;
 pub mod jev_server;
 pub mod log_capture;
