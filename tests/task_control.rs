@@ -4,20 +4,20 @@
 //! checkpoint through; a panic after a dispatch leaves the task needing reconciliation; open
 //! sessions hold no slot, are bounded and expire on the gateway's clock.
 //!
-//! An in-memory page (`Desk`) through `spawn_with_backend`, a callback "model", a manual clock:
-//! exact, and nothing sleeps. A blocking click (the page holds it until the test lets go) makes
-//! "a command queued while another runs" deterministic.
+//! An in-memory page (`Desk`, tests/support/desk.rs) through `spawn_with_backend`, a callback
+//! "model", a manual clock: exact, and nothing sleeps. A blocking click (the page holds it until
+//! the test lets go) makes "a command queued while another runs" deterministic.
 
-use jevgate::browser::{ActionResult, BrowserBackend, Command, Response};
+mod support;
+
 use jevgate::clock::ManualClock;
-use jevgate::observation::{Control, Observation};
 use jevgate::task::{SpawnRequest, TaskLimits, TaskOwner, TaskState, TaskStatus};
-use jevgate::{Config, Error, Gateway, GatewayOptions};
-use parking_lot::{Condvar, Mutex};
-use serde_json::{json, Value};
-use std::sync::atomic::{AtomicU64, Ordering};
+use jevgate::{Config, Gateway, GatewayOptions};
+use serde_json::json;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+use support::desk::{picks, Desk};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -50,161 +50,6 @@ fn open_with(
 
 fn open(dir: &std::path::Path) -> Gateway {
     open_with(dir, TaskLimits::default(), None)
-}
-
-/// An in-memory page: buttons Alpha, Bravo, Submit and a text field Address. Counts every
-/// click by name; a click can be held until the test lets it go.
-#[derive(Default)]
-struct Desk {
-    generation: AtomicU64,
-    clicks: Mutex<Vec<String>>,
-    typed: Mutex<usize>,
-    /// While set, a click waits (the test queues commands behind it meanwhile).
-    held: Mutex<bool>,
-    released: Condvar,
-    /// Signalled when a click reached the page while held (a click is "in flight").
-    arrived: Condvar,
-    /// Held clicks that arrived and were not yet awaited.
-    came: Mutex<usize>,
-}
-
-impl Desk {
-    fn new() -> Arc<Desk> {
-        Arc::new(Desk {
-            generation: AtomicU64::new(1),
-            ..Desk::default()
-        })
-    }
-
-    fn hold(&self) {
-        *self.held.lock() = true;
-    }
-
-    fn release(&self) {
-        *self.held.lock() = false;
-        self.released.notify_all();
-    }
-
-    /// Waits (bounded) until a held click reached the page (one that came before the wait
-    /// counts too).
-    fn await_click(&self) {
-        let mut held = self.held.lock();
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            {
-                let mut came = self.came.lock();
-                if *came > 0 {
-                    *came -= 1;
-                    return;
-                }
-            }
-            assert!(
-                !self.arrived.wait_until(&mut held, deadline).timed_out(),
-                "no click reached the page"
-            );
-        }
-    }
-
-    fn clicked(&self, name: &str) -> usize {
-        self.clicks.lock().iter().filter(|c| *c == name).count()
-    }
-
-    fn observation(&self) -> Observation {
-        let mut o = Observation {
-            generation: self.generation.load(Ordering::SeqCst),
-            url: "https://desk.example/".into(),
-            title: "Desk".into(),
-            // Each click shows on the page (a step's action must change something).
-            text: format!(
-                "{} clicks {} typed",
-                self.clicks.lock().len(),
-                self.typed.lock()
-            ),
-            ..Observation::default()
-        };
-        for (i, name) in ["Alpha", "Bravo", "Submit"].iter().enumerate() {
-            o.controls
-                .push(Control::new(&format!("e{i}"), "button", name));
-        }
-        o.controls
-            .push(Control::field("e9", "textbox", "Address", None));
-        o
-    }
-
-    fn action(&self, op: &str, tool: &str) -> Response {
-        Response::Action(ActionResult {
-            operation_id: op.into(),
-            tool: tool.into(),
-            generation_before: self.generation.fetch_add(1, Ordering::SeqCst),
-            navigation_started: false,
-            settled: false,
-            dialog: None,
-            notes: Vec::new(),
-        })
-    }
-}
-
-impl BrowserBackend for Desk {
-    fn execute(&self, command: &Command) -> jevgate::Result<Response> {
-        match command {
-            Command::Observe(_) => Ok(Response::Observation(self.observation())),
-            Command::PageClick(a) => {
-                {
-                    let mut held = self.held.lock();
-                    if *held {
-                        *self.came.lock() += 1;
-                        self.arrived.notify_all();
-                        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-                        while *held && std::time::Instant::now() < deadline {
-                            self.released.wait_until(&mut held, deadline);
-                        }
-                    }
-                }
-                let name = match a.reference.as_str() {
-                    "e0" => "Alpha",
-                    "e1" => "Bravo",
-                    "e2" => "Submit",
-                    _ => "?",
-                };
-                self.clicks.lock().push(name.into());
-                Ok(self.action(&a.operation_id, "page_click"))
-            }
-            Command::PageType(a) => {
-                *self.typed.lock() += 1;
-                Ok(self.action(&a.operation_id, "page_type"))
-            }
-            other => Err(Error::ExecutionFailed {
-                reason: format!("the desk has no {}", other.tool()),
-            }),
-        }
-    }
-}
-
-/// A callback "model": picks the option whose description names the word the command ends
-/// with ("press Alpha" → Alpha; "fill in the Address" → the Address field).
-fn picks() -> jevgate::jev::JevCallback {
-    Arc::new(move |req: &[u8]| {
-        let v: Value = serde_json::from_slice(req).unwrap();
-        let state = v["state"].as_str().unwrap_or("").to_string();
-        let word = state.split_whitespace().last().unwrap_or("").to_string();
-        let opts = v["questions"]["control"]["criteria"].as_object().unwrap();
-        let key = opts
-            .iter()
-            .find(|(_, d)| d.as_str().unwrap_or("").contains(&word))
-            .map(|(k, _)| k.clone())
-            .unwrap_or_else(|| "none".into());
-        let probs: serde_json::Map<String, Value> = opts
-            .keys()
-            .map(|k| (k.clone(), json!(if *k == key { 1.0 } else { 0.0 })))
-            .collect();
-        Ok(
-            json!({"model": "host", "usage": {"input_tokens": 1, "output_tokens": 1},
-            "answers": {"control": {"type": "choice", "choice": key,
-                "probabilities": probs, "confidence": 0.9}}})
-            .to_string()
-            .into_bytes(),
-        )
-    })
 }
 
 fn session(gw: &Gateway, desk: &Arc<Desk>) -> String {

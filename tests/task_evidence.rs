@@ -6,25 +6,23 @@
 //! comes inside the untrusted envelope; a sensitive field's value never appears, and nothing of
 //! the page reaches a log.
 //!
-//! An in-memory page (`Desk`) through `spawn_with_backend`, a callback "model", a manual clock:
-//! exact, and nothing sleeps. tests/task_run.rs inspects a real Chromium.
+//! An in-memory page (`Desk`, tests/support/desk.rs) through `spawn_with_backend`, a callback
+//! "model", a manual clock: exact, and nothing sleeps. tests/task_run.rs inspects a real
+//! Chromium.
 
 mod support;
 
-use jevgate::browser::{
-    ActionResult, BrowserBackend, Command, OperationOutcome, OperationRecord, OperationState,
-    Response,
-};
+use jevgate::browser::OperationState;
 use jevgate::clock::ManualClock;
-use jevgate::observation::{Control, Observation};
+use jevgate::observation::Control;
 use jevgate::task::{EvidenceSource, SpawnRequest, TaskOwner, TaskState, TaskStatus, EVIDENCE_TTL};
 use jevgate::untrusted::UNTRUSTED_NOTICE;
-use jevgate::{Config, Error, Gateway, GatewayOptions};
-use parking_lot::{Condvar, Mutex};
+use jevgate::{Config, Gateway, GatewayOptions};
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+use support::desk::{picks, Desk, Layout};
 
 const WAIT: Duration = Duration::from_secs(60);
 /// A plain field's value: fresh evidence may show it (bounded); receipts never keep it.
@@ -63,170 +61,24 @@ fn open(dir: &std::path::Path, clock: Option<Arc<ManualClock>>) -> Gateway {
     gw
 }
 
-/// An in-memory page: buttons Alpha and Bravo, a filled Address field, a Password field whose
-/// value the desk (wrongly) sends though it flags it sensitive, and an unflagged "Card PIN".
-/// It keeps its own record of the operations it ran (`operation_status`), counts clicks, can
-/// hold a click, lose one (an unknown outcome), or be gone.
-#[derive(Default)]
-struct Desk {
-    generation: AtomicU64,
-    clicks: Mutex<Vec<String>>,
-    /// Operation ids it ran, for `operation_status`.
-    ran: Mutex<Vec<String>>,
-    observations: AtomicU64,
-    status_reads: AtomicU64,
-    /// A click on Bravo runs, then its answer is lost (OUTCOME_UNKNOWN).
-    lose_bravo: AtomicBool,
-    /// The browser is gone: every command fails.
-    gone: AtomicBool,
-    held: Mutex<bool>,
-    released: Condvar,
-    arrived: Condvar,
-}
-
-impl Desk {
-    fn new() -> Arc<Desk> {
-        Arc::new(Desk {
-            generation: AtomicU64::new(1),
-            ..Desk::default()
-        })
-    }
-
-    fn clicked(&self, name: &str) -> usize {
-        self.clicks.lock().iter().filter(|c| *c == name).count()
-    }
-
-    fn hold(&self) {
-        *self.held.lock() = true;
-    }
-
-    fn release(&self) {
-        *self.held.lock() = false;
-        self.released.notify_all();
-    }
-
-    fn await_click(&self) {
-        let mut held = self.held.lock();
-        let r = self.arrived.wait_for(&mut held, Duration::from_secs(30));
-        assert!(!r.timed_out(), "no click reached the page");
-    }
-
-    fn observation(&self) -> Observation {
-        let mut o = Observation {
-            generation: self.generation.load(Ordering::SeqCst),
-            url: "https://desk.example/form?session=abc".into(),
-            title: "Desk".into(),
-            text: format!("{PAGE_TEXT} — {} clicks", self.clicks.lock().len()),
-            ..Observation::default()
-        };
-        o.controls.push(Control::new("e0", "button", "Alpha"));
-        o.controls.push(Control::new("e1", "button", "Bravo"));
-        o.controls
-            .push(Control::field("e2", "textbox", "Address", Some(ADDRESS)));
-        let mut pw = Control::field("e3", "textbox", "Password", Some(PASSWORD));
-        pw.sensitive = true;
-        o.controls.push(pw);
-        o.controls
-            .push(Control::field("e4", "textbox", "Card PIN", Some(PIN)));
-        o
-    }
-}
-
-impl BrowserBackend for Desk {
-    fn execute(&self, command: &Command) -> jevgate::Result<Response> {
-        if self.gone.load(Ordering::SeqCst) {
-            return Err(Error::BrowserUnavailable {
-                reason: "the desk is gone".into(),
-            });
-        }
-        match command {
-            Command::Observe(_) => {
-                self.observations.fetch_add(1, Ordering::SeqCst);
-                Ok(Response::Observation(self.observation()))
-            }
-            Command::OperationStatus(a) => {
-                self.status_reads.fetch_add(1, Ordering::SeqCst);
-                let ran = self.ran.lock().contains(&a.operation_id);
-                Ok(Response::Operation(OperationRecord {
-                    operation_id: a.operation_id.clone(),
-                    status: if ran {
-                        OperationState::Executed
-                    } else {
-                        OperationState::Unknown
-                    },
-                    outcome: if ran {
-                        OperationOutcome::Completed
-                    } else {
-                        OperationOutcome::NotRecorded
-                    },
-                    tool: ran.then(|| "page_click".to_string()),
-                    error_code: None,
-                    at_ms: None,
-                }))
-            }
-            Command::PageClick(a) => {
-                {
-                    let mut held = self.held.lock();
-                    if *held {
-                        self.arrived.notify_all();
-                        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-                        while *held && std::time::Instant::now() < deadline {
-                            self.released.wait_until(&mut held, deadline);
-                        }
-                    }
-                }
-                let name = match a.reference.as_str() {
-                    "e0" => "Alpha",
-                    "e1" => "Bravo",
-                    _ => "?",
-                };
-                self.clicks.lock().push(name.into());
-                self.ran.lock().push(a.operation_id.clone());
-                if name == "Bravo" && self.lose_bravo.load(Ordering::SeqCst) {
-                    return Err(Error::OutcomeUnknown {
-                        reason: "the desk's answer was lost".into(),
-                    });
-                }
-                Ok(Response::Action(ActionResult {
-                    operation_id: a.operation_id.clone(),
-                    tool: "page_click".into(),
-                    generation_before: self.generation.fetch_add(1, Ordering::SeqCst),
-                    navigation_started: false,
-                    settled: false,
-                    dialog: None,
-                    notes: Vec::new(),
-                }))
-            }
-            other => Err(Error::ExecutionFailed {
-                reason: format!("the desk has no {}", other.tool()),
-            }),
-        }
-    }
-}
-
-/// A callback "model": picks the option whose description names the command's last word.
-fn picks() -> jevgate::jev::JevCallback {
-    Arc::new(move |req: &[u8]| {
-        let v: Value = serde_json::from_slice(req).unwrap();
-        let state = v["state"].as_str().unwrap_or("").to_string();
-        let word = state.split_whitespace().last().unwrap_or("").to_string();
-        let opts = v["questions"]["control"]["criteria"].as_object().unwrap();
-        let key = opts
-            .iter()
-            .find(|(_, d)| d.as_str().unwrap_or("").contains(&word))
-            .map(|(k, _)| k.clone())
-            .unwrap_or_else(|| "none".into());
-        let probs: serde_json::Map<String, Value> = opts
-            .keys()
-            .map(|k| (k.clone(), json!(if *k == key { 1.0 } else { 0.0 })))
-            .collect();
-        Ok(
-            json!({"model": "host", "usage": {"input_tokens": 1, "output_tokens": 1},
-            "answers": {"control": {"type": "choice", "choice": key,
-                "probabilities": probs, "confidence": 0.9}}})
-            .to_string()
-            .into_bytes(),
-        )
+/// The desk of these tests: buttons Alpha and Bravo, a filled Address field, a Password field
+/// whose value the desk (wrongly) sends though it flags it sensitive, and an unflagged "Card
+/// PIN"; page text that tries to give orders; it answers `operation_status` from its record.
+fn new_desk() -> Arc<Desk> {
+    let mut pw = Control::field("e3", "textbox", "Password", Some(PASSWORD));
+    pw.sensitive = true;
+    Desk::with(Layout {
+        url: "https://desk.example/form?session=abc".into(),
+        title: "Desk".into(),
+        text: format!("{PAGE_TEXT} — "),
+        controls: vec![
+            Control::new("e0", "button", "Alpha"),
+            Control::new("e1", "button", "Bravo"),
+            Control::field("e2", "textbox", "Address", Some(ADDRESS)),
+            pw,
+            Control::field("e4", "textbox", "Card PIN", Some(PIN)),
+        ],
+        keeps_record: true,
     })
 }
 
@@ -278,7 +130,7 @@ fn assert_no_secret(text: &str) {
 fn r_tsk_ver_recorded_and_fresh_evidence_read_without_acting() {
     let dir = tempfile::tempdir().unwrap();
     let gw = open(dir.path(), None);
-    let desk = Desk::new();
+    let desk = new_desk();
     let id = session(&gw, &desk);
     gw.tasks().command(&owner(), &id, "press Alpha").unwrap();
     let before = settled(&gw, &id);
@@ -374,7 +226,7 @@ fn r_tsk_ver_evidence_ids_expire_after_five_minutes_on_the_gateways_clock() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new());
     let gw = open(dir.path(), Some(clock.clone()));
-    let desk = Desk::new();
+    let desk = new_desk();
     let id = session(&gw, &desk);
     let e = gw.tasks().evidence(&owner(), &id, true).unwrap();
     let wall_now = e.observed_at.unwrap();
@@ -397,7 +249,7 @@ fn r_tsk_ver_evidence_ids_expire_after_five_minutes_on_the_gateways_clock() {
 fn r_tsk_ver_every_ownership_failure_is_one_indistinguishable_error() {
     let dir = tempfile::tempdir().unwrap();
     let gw = open(dir.path(), None);
-    let desk = Desk::new();
+    let desk = new_desk();
     let id = session(&gw, &desk);
     let observed = desk.observations.load(Ordering::SeqCst);
     let strangers = [
@@ -457,8 +309,8 @@ fn r_tsk_ver_every_ownership_failure_is_one_indistinguishable_error() {
 fn r_tsk_ver_an_in_doubt_task_is_inspected_and_stays_in_doubt() {
     let dir = tempfile::tempdir().unwrap();
     let gw = open(dir.path(), None);
-    let desk = Desk::new();
-    desk.lose_bravo.store(true, Ordering::SeqCst);
+    let desk = new_desk();
+    *desk.lose_click.lock() = Some("Bravo".into());
     let id = session(&gw, &desk);
     gw.tasks().command(&owner(), &id, "press Bravo").unwrap();
     let s = settled(&gw, &id);
@@ -500,7 +352,7 @@ fn r_tsk_ver_an_in_doubt_task_is_inspected_and_stays_in_doubt() {
 fn r_tsk_ver_fresh_inspection_is_unavailable_when_the_browser_is_busy_or_gone() {
     let dir = tempfile::tempdir().unwrap();
     let gw = open(dir.path(), None);
-    let desk = Desk::new();
+    let desk = new_desk();
     let id = session(&gw, &desk);
     desk.hold();
     gw.tasks().command(&owner(), &id, "press Alpha").unwrap();
@@ -540,7 +392,7 @@ fn r_tsk_ver_fresh_inspection_is_unavailable_when_the_browser_is_busy_or_gone() 
 fn r_tsk_ver_recorded_evidence_of_a_task_that_never_acted_is_empty() {
     let dir = tempfile::tempdir().unwrap();
     let gw = open(dir.path(), None);
-    let desk = Desk::new();
+    let desk = new_desk();
     let id = session(&gw, &desk);
     let e = gw.tasks().evidence(&owner(), &id, false).unwrap();
     assert!(e.observation().is_none());
@@ -559,7 +411,7 @@ fn r_log_evidence_logs_nothing_of_the_page() {
     support::log_capture::install(support::log_capture::everything);
     let dir = tempfile::tempdir().unwrap();
     let gw = open(dir.path(), None);
-    let desk = Desk::new();
+    let desk = new_desk();
     let id = session(&gw, &desk);
     gw.tasks().command(&owner(), &id, "press Alpha").unwrap();
     settled(&gw, &id);
@@ -582,7 +434,7 @@ fn r_log_evidence_logs_nothing_of_the_page() {
 fn r_tsk_ver_a_thousand_reads_keep_a_bounded_set_of_ids() {
     let dir = tempfile::tempdir().unwrap();
     let gw = open(dir.path(), None);
-    let desk = Desk::new();
+    let desk = new_desk();
     let id = session(&gw, &desk);
     let bob = TaskOwner::new("assistant", "bob", "conv-b");
     let mut request = SpawnRequest::new("");

@@ -1,6 +1,7 @@
 //! Tasks end to end (R-TSK, R-TSK-RCPT, R-RUN): a gateway runs a person's commands on a real
-//! headless Chromium over loopback fixture pages that count every real click, with the local
-//! evaluator for the decisions.
+//! headless Chromium over loopback fixture pages that count every real click (and every page
+//! load and form submission), with the local evaluator for the decisions — or the deterministic
+//! callback model of tests/support/desk.rs where a test needs an exact pick.
 
 mod support;
 
@@ -20,6 +21,20 @@ fn gateway(dir: &std::path::Path) -> Gateway {
         Config::from_json_str(CONFIG).unwrap(),
     ))
     .unwrap()
+}
+
+/// A gateway whose Jev decisions come from the deterministic callback model
+/// ([`support::desk::picks`]: the control the command's last word names).
+fn callback_gateway(dir: &std::path::Path) -> Gateway {
+    let config = CONFIG.replace("\"provider\":\"local\"", "\"provider\":\"callback\"");
+    assert_ne!(config, CONFIG);
+    let gw = Gateway::open(GatewayOptions::new(
+        dir,
+        Config::from_json_str(&config).unwrap(),
+    ))
+    .unwrap();
+    gw.set_jev_callback(Some(support::desk::picks()));
+    gw
 }
 
 fn owner() -> TaskOwner {
@@ -234,6 +249,107 @@ fn r_run_an_open_session_takes_direct_commands_until_cancelled() {
     let receipts = t.receipts(&owner(), &id).unwrap();
     assert_eq!(receipts.len(), 3, "{receipts:#?}");
     assert_eq!(server.count("Delta"), 0);
+    gw.close();
+}
+
+// Issue 21 item 4 (R-TSK-CTL, R-RUN) on a real Chromium and a real form: a step list that types
+// a value the command does not give stops on a field question (waiting_input, fieldRequest)
+// before Submit is pressed; an answer about another field and an answer over 2,000 characters
+// are clear errors that change nothing; the answer resumes on the current page — the start URL
+// is loaded once, never again — the field gets exactly the answer, and Submit is pressed once.
+#[test]
+fn r_tsk_ctl_a_field_question_on_a_real_form_is_answered_mid_run() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gw = callback_gateway(dir.path());
+    let t = gw.tasks();
+    // "enter my address in Address" gives no text (the grammar's `type X` would type X itself,
+    // verbatim: R-RUN), so the field Jev picks needs an answer.
+    let mut request = SpawnRequest::new("1. enter my address in Address\n2. press Submit");
+    request.start_url = Some(server.url("/p/delivery"));
+    request.keep_open = true;
+    let id = t.spawn(&owner(), request).unwrap();
+    let asked = t.wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(asked.state, TaskState::WaitingInput, "{asked:#?}");
+    assert!(
+        asked
+            .outcome
+            .as_deref()
+            .is_some_and(|o| o.contains("FIELD_TEXT_REQUIRED")),
+        "{asked:#?}"
+    );
+    let question = asked.field_request.clone().expect("a field question");
+    assert_eq!(
+        (question.field.as_str(), question.question.as_str()),
+        ("Address", "What should go into \"Address\"?")
+    );
+    assert_eq!(
+        server.count("submit"),
+        0,
+        "Submit pressed before the answer"
+    );
+    assert_eq!(server.count("load:delivery"), 1);
+
+    // Not asked, too long: refused, and nothing about the task changes.
+    let receipts = t.receipts(&owner(), &id).unwrap();
+    let e = t.answer(&owner(), &id, "Town", "Springfield").unwrap_err();
+    assert_eq!(e.to_string(), "state conflict: FIELD_NOT_ASKED");
+    let long = "9".repeat(2001);
+    let e = t.answer(&owner(), &id, "Address", &long).unwrap_err();
+    assert_eq!(e.code(), "INVALID_INPUT");
+    assert!(
+        !e.to_string().contains("9999"),
+        "the answer is not echoed: {e}"
+    );
+    let unchanged = t.status(&owner(), &id).unwrap();
+    assert_eq!(
+        (
+            unchanged.state,
+            unchanged.revision,
+            unchanged.actions,
+            unchanged.field_request.as_ref().map(|q| q.field.as_str())
+        ),
+        (asked.state, asked.revision, asked.actions, Some("Address")),
+        "{unchanged:#?}"
+    );
+    assert_eq!(t.receipts(&owner(), &id).unwrap(), receipts);
+    assert!(unchanged.commands.is_empty(), "{unchanged:#?}");
+    assert_eq!(server.count("submit"), 0);
+
+    let answered = t.answer(&owner(), &id, "Address", "12 Main St").unwrap();
+    assert!(answered.field_request.is_none(), "{answered:#?}");
+    let done = t.wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(done.state, TaskState::WaitingInput, "{done:#?}");
+    assert!(done.field_request.is_none(), "{done:#?}");
+    assert_eq!(
+        done.step_run.as_ref().map(|r| r.stop_reason.as_str()),
+        Some("ALL_STEPS_DONE"),
+        "{done:#?}"
+    );
+    assert_eq!(
+        server.wait_count("submitted:12 Main St", 1),
+        1,
+        "Submit pressed once, with the answer: {done:#?}"
+    );
+    assert_eq!(server.count("submit"), 1, "{done:#?}");
+    assert_eq!(
+        server.count("load:delivery"),
+        1,
+        "resumed on the current page: the start URL was not loaded again"
+    );
+    let navigations = t
+        .receipts(&owner(), &id)
+        .unwrap()
+        .iter()
+        .flat_map(|r| r.operations.iter())
+        .filter(|o| o.tool == "tab_navigate")
+        .count();
+    assert_eq!(navigations, 1);
+    t.cancel(&owner(), &id).unwrap();
+    assert_eq!(
+        t.wait(&owner(), &id, WAIT).unwrap().state,
+        TaskState::Cancelled
+    );
     gw.close();
 }
 

@@ -135,11 +135,8 @@ pub unsafe extern "C" fn jevgate_gateway_reload(
         // SAFETY: forwarded contract.
         let json = unsafe { str_arg("config_json", config_json) }?;
         let generation = gw.reload_json(json)?;
-        match opt_out(generation_out) {
-            // SAFETY: writable per the contract.
-            Some(out) => unsafe { out.write(generation) },
-            None => Ok(()),
-        }
+        // SAFETY: NULL or writable per the contract.
+        unsafe { write_opt(generation_out, generation) }
     })
 }
 

@@ -222,11 +222,8 @@ pub unsafe extern "C" fn jevgate_lease_take_back(
         let took = gw
             .leases()
             .take_back(device, &caller(principal, delegated, None))?;
-        match opt_out(took_back_out) {
-            // SAFETY: writable per the contract.
-            Some(out) => unsafe { out.write(took) },
-            None => Ok(()),
-        }
+        // SAFETY: NULL or writable per the contract.
+        unsafe { write_opt(took_back_out, took) }
     })
 }
 
@@ -287,11 +284,8 @@ pub unsafe extern "C" fn jevgate_lease_release_session(
         // SAFETY: forwarded contract.
         let session = unsafe { str_arg("root_session", root_session) }?;
         let n = gw.leases().release_session(session)?;
-        match opt_out(released_out) {
-            // SAFETY: writable per the contract.
-            Some(out) => unsafe { out.write(n) },
-            None => Ok(()),
-        }
+        // SAFETY: NULL or writable per the contract.
+        unsafe { write_opt(released_out, n) }
     })
 }
 
@@ -404,10 +398,7 @@ pub unsafe extern "C" fn jevgate_lease_reap(
         // SAFETY: forwarded contract.
         let gw = unsafe { gateway_ref(gateway) }?;
         let n = gw.leases().reap();
-        match opt_out(reaped_out) {
-            // SAFETY: writable per the contract.
-            Some(out) => unsafe { out.write(n) },
-            None => Ok(()),
-        }
+        // SAFETY: NULL or writable per the contract.
+        unsafe { write_opt(reaped_out, n) }
     })
 }

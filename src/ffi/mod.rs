@@ -215,6 +215,34 @@ pub(crate) fn opt_out<T>(ptr: *mut T) -> Option<Out<T>> {
     std::ptr::NonNull::new(ptr).map(Out)
 }
 
+/// Writes `value` to an optional out-pointer ([`opt_out`]); NULL writes nothing.
+///
+/// # Safety
+/// `ptr` must be NULL or writable storage for one `T` (the export's contract).
+pub(crate) unsafe fn write_opt<T>(ptr: *mut T, value: T) -> Result<(), Error> {
+    match opt_out(ptr) {
+        // SAFETY: forwarded contract.
+        Some(out) => unsafe { out.write(value) },
+        None => Ok(()),
+    }
+}
+
+/// Writes `value` as JSON text ([`Out::write_json`]) to an optional string out-pointer
+/// ([`opt_out`]); NULL writes (and encodes) nothing.
+///
+/// # Safety
+/// `ptr` must be NULL or writable storage for one pointer (the export's contract).
+pub(crate) unsafe fn write_opt_json<T: serde::Serialize>(
+    ptr: *mut *mut c_char,
+    value: &T,
+) -> Result<(), Error> {
+    match opt_out(ptr) {
+        // SAFETY: forwarded contract.
+        Some(out) => unsafe { out.write_json(value) },
+        None => Ok(()),
+    }
+}
+
 impl<T> Out<T> {
     /// Writes the output (the call succeeded).
     ///

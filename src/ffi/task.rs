@@ -207,11 +207,8 @@ pub unsafe extern "C" fn jevgate_task_cancel(
         // SAFETY: forwarded contract.
         let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
         let status = gw.tasks().cancel(&owner, id)?;
-        match opt_out(status_json_out) {
-            // SAFETY: writable per the contract.
-            Some(out) => unsafe { out.write_json(&status) },
-            None => Ok(()),
-        }
+        // SAFETY: NULL or writable per the contract.
+        unsafe { write_opt_json(status_json_out, &status) }
     })
 }
 
@@ -242,11 +239,8 @@ pub unsafe extern "C" fn jevgate_task_control(
         let control = unsafe { str_arg("control_json", control_json) }?;
         let control = crate::task::ControlRequest::from_json(control)?;
         let status = gw.tasks().control(&owner, id, &control)?;
-        match opt_out(status_json_out) {
-            // SAFETY: writable per the contract.
-            Some(out) => unsafe { out.write_json(&status) },
-            None => Ok(()),
-        }
+        // SAFETY: NULL or writable per the contract.
+        unsafe { write_opt_json(status_json_out, &status) }
     })
 }
 
@@ -276,11 +270,8 @@ pub unsafe extern "C" fn jevgate_task_update(
         let update = unsafe { str_arg("update_json", update_json) }?;
         let update = crate::task::UpdateRequest::from_json(update)?;
         let status = gw.tasks().update(&owner, id, &update)?;
-        match opt_out(status_json_out) {
-            // SAFETY: writable per the contract.
-            Some(out) => unsafe { out.write_json(&status) },
-            None => Ok(()),
-        }
+        // SAFETY: NULL or writable per the contract.
+        unsafe { write_opt_json(status_json_out, &status) }
     })
 }
 
@@ -311,11 +302,8 @@ pub unsafe extern "C" fn jevgate_task_answer(
         // SAFETY: forwarded contract.
         let text = unsafe { str_arg("text", text) }?;
         let status = gw.tasks().answer(&owner, id, field, text)?;
-        match opt_out(status_json_out) {
-            // SAFETY: writable per the contract.
-            Some(out) => unsafe { out.write_json(&status) },
-            None => Ok(()),
-        }
+        // SAFETY: NULL or writable per the contract.
+        unsafe { write_opt_json(status_json_out, &status) }
     })
 }
 
@@ -339,11 +327,8 @@ pub unsafe extern "C" fn jevgate_task_reconcile(
         // SAFETY: forwarded contract.
         let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
         let status = gw.tasks().reconcile(&owner, id)?;
-        match opt_out(status_json_out) {
-            // SAFETY: writable per the contract.
-            Some(out) => unsafe { out.write_json(&status) },
-            None => Ok(()),
-        }
+        // SAFETY: NULL or writable per the contract.
+        unsafe { write_opt_json(status_json_out, &status) }
     })
 }
 
@@ -372,11 +357,8 @@ pub unsafe extern "C" fn jevgate_task_resolve(
         let status = gw
             .tasks()
             .resolve(&owner, id, operation_id, happened != 0)?;
-        match opt_out(status_json_out) {
-            // SAFETY: writable per the contract.
-            Some(out) => unsafe { out.write_json(&status) },
-            None => Ok(()),
-        }
+        // SAFETY: NULL or writable per the contract.
+        unsafe { write_opt_json(status_json_out, &status) }
     })
 }
 

@@ -1,10 +1,12 @@
 //! Test support: a loopback HTTP server of fixture pages that counts beacons (so a test proves a
 //! click happened exactly once), and one shared headless Chromium per test binary that ends when
-//! the last test using it drops its handle; in submodules, a gateway builder with a channel and
+//! the last test using it drops its handle; in submodules, an in-memory page for task tests and
+//! the callback model that drives it (`desk`), a gateway builder with a channel and
 //! paired workers (`gateway`), a scripted device worker (`worker`), the capturing logger of the
 //! R-LOG tests (`log_capture`), a scripted Jev provider (`jev_server`) and the fixture pages.
 #![allow(dead_code)] // each test binary uses a different part of the support module
 
+pub mod desk;
 pub mod gateway;
 pub mod jev_server;
 pub mod log_capture;
@@ -21,9 +23,10 @@ use std::time::{Duration, Instant};
 
 use jevgate::browser::{LaunchOptions, LocalBrowser};
 
-/// A loopback server: `GET /p/<name>` serves a fixture page, `/beacon?n=<name>` counts,
-/// `/slow?ms=<n>&to=<name>` answers a fixture page after a delay, `/api` answers JSON and
-/// `/download?name=<file>` an attachment.
+/// A loopback server: `GET /p/<name>` serves a fixture page (and counts `load:<name>`),
+/// `/beacon?n=<name>` counts, `/slow?ms=<n>&to=<name>` answers a fixture page after a delay,
+/// `/api` answers JSON, `/download?name=<file>` an attachment and a form posted to `/submit`
+/// counts `submit` and `submitted:<its address field>`.
 pub struct Server {
     pub base: String,
     counts: Arc<Mutex<HashMap<String, u32>>>,
@@ -129,10 +132,30 @@ fn serve(mut conn: TcpStream, counts: &Mutex<HashMap<String, u32>>) {
             None => ("404 Not Found", "text/plain", "no page".into()),
         }
     } else if let Some(name) = path.strip_prefix("/p/") {
+        *counts
+            .lock()
+            .unwrap()
+            .entry(format!("load:{name}"))
+            .or_insert(0) += 1;
         match pages::page(name) {
             Some(p) => ("200 OK", "text/html; charset=utf-8", p),
             None => ("404 Not Found", "text/plain", "no page".into()),
         }
+    } else if path == "/submit" {
+        let form = String::from_utf8_lossy(&body).into_owned();
+        let address = form
+            .split('&')
+            .find_map(|kv| kv.strip_prefix("address="))
+            .map(percent_decode)
+            .unwrap_or_default();
+        let mut counts = counts.lock().unwrap();
+        *counts.entry("submit".into()).or_insert(0) += 1;
+        *counts.entry(format!("submitted:{address}")).or_insert(0) += 1;
+        (
+            "200 OK",
+            "text/html; charset=utf-8",
+            "<title>Sent</title><h1>Thank you</h1>".into(),
+        )
     } else if path == "/api" {
         ("200 OK", "application/json", "{\"ok\":true}".into())
     } else if path == "/download" {

@@ -91,6 +91,13 @@ closed.attachShadow({mode:'closed'}).innerHTML = '<button>Closed shadow button</
 <label>Address ({INJECTED_FIELD}) <input id="addr" name="addr"></label>
 <button type="button" onclick="b('sent:'+document.getElementById('addr').value)">Send</button>"#
         ),
+        // A real form (issue 21 item 4, a field question answered mid-run): Submit posts the
+        // address to the server's `/submit`, which counts `submit` and `submitted:<address>`.
+        "delivery" => r#"<title>Delivery</title><h1>Delivery address</h1>
+<form method="post" action="/submit">
+<label>Address <input name="address"></label>
+<button type="submit">Submit</button></form>"#
+            .to_string(),
         // A profile form with a prefilled value (issue 21 defect 7: a receipt keeps no field value).
         "profile" => format!(
             r#"<title>Profile</title><h1>Profile form</h1><form onsubmit="event.preventDefault()">

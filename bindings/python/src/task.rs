@@ -7,7 +7,7 @@
 
 use crate::device::to_py_json;
 use crate::errors::IntoPy;
-use jevgate::task::{Budget, ProgressFn, SpawnRequest, TaskOwner, TaskProgress, TaskTarget};
+use jevgate::task::{Budget, ProgressFn, SpawnRequest, TaskOwner, TaskProgress, TaskTarget, Tasks};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde::de::DeserializeOwned;
@@ -66,6 +66,31 @@ fn progress_fn(callable: Py<PyAny>) -> ProgressFn {
     })
 }
 
+/// Runs `call` with the GIL released and returns its result as Python objects (through JSON),
+/// or its error as the matching jevgate exception.
+fn detached_json<'py, T: serde::Serialize + Send>(
+    py: Python<'py>,
+    call: impl FnOnce() -> jevgate::Result<T> + Send,
+) -> PyResult<Bound<'py, PyAny>> {
+    let r = py.detach(call).py_err()?;
+    to_py_json(py, serde_json::to_string(&r))
+}
+
+impl PyTasks {
+    /// One task verb: the owner triple from `owner` (`ArgumentError` naming it, before anything
+    /// else), then `call` on the gateway's tasks with the GIL released ([`detached_json`]).
+    fn verb<'py, T: serde::Serialize + Send>(
+        &self,
+        py: Python<'py>,
+        owner: &Bound<'py, PyAny>,
+        call: impl FnOnce(Tasks<'_>, &TaskOwner) -> jevgate::Result<T> + Send,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let owner = owner_arg(owner)?;
+        let gw = &self.gateway;
+        detached_json(py, || call(gw.tasks(), &owner))
+    }
+}
+
 #[pymethods]
 impl PyTasks {
     /// Starts a task for `owner` and returns its status right after the start (a dict, as
@@ -108,13 +133,10 @@ impl PyTasks {
             progress: on_outcome.map(progress_fn),
         };
         let gw = &self.gateway;
-        let status = py
-            .detach(|| {
-                let id = gw.tasks().spawn(&owner, request)?;
-                gw.tasks().status(&owner, &id)
-            })
-            .py_err()?;
-        to_py_json(py, serde_json::to_string(&status))
+        detached_json(py, || {
+            let id = gw.tasks().spawn(&owner, request)?;
+            gw.tasks().status(&owner, &id)
+        })
     }
 
     /// The task as its owner sees it (a dict).
@@ -124,10 +146,7 @@ impl PyTasks {
         owner: &Bound<'py, PyAny>,
         id: String,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let owner = owner_arg(owner)?;
-        let gw = &self.gateway;
-        let s = py.detach(|| gw.tasks().status(&owner, &id)).py_err()?;
-        to_py_json(py, serde_json::to_string(&s))
+        self.verb(py, owner, |t, owner| t.status(owner, &id))
     }
 
     /// Waits until the task is neither queued nor running, or `timeout` seconds passed
@@ -167,12 +186,7 @@ impl PyTasks {
         id: String,
         text: String,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let owner = owner_arg(owner)?;
-        let gw = &self.gateway;
-        let r = py
-            .detach(|| gw.tasks().command(&owner, &id, &text))
-            .py_err()?;
-        to_py_json(py, serde_json::to_string(&r))
+        self.verb(py, owner, |t, owner| t.command(owner, &id, &text))
     }
 
     /// Steers the task (R-TSK-CTL): `action` is `pause`, `revise` (with `text`), `resume`,
@@ -190,18 +204,16 @@ impl PyTasks {
         expected_revision: u32,
         text: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let owner = owner_arg(owner)?;
         let mut v =
             serde_json::json!({"id": id, "action": action, "expectedRevision": expected_revision});
         if let Some(t) = text {
             v["text"] = serde_json::Value::String(t);
         }
-        let request = jevgate::task::ControlRequest::from_json(&v.to_string()).py_err()?;
-        let gw = &self.gateway;
-        let s = py
-            .detach(|| gw.tasks().control(&owner, &task_id, &request))
-            .py_err()?;
-        to_py_json(py, serde_json::to_string(&s))
+        // The request is read after the owner, as the C and Rust surfaces read it.
+        self.verb(py, owner, |t, owner| {
+            let request = jevgate::task::ControlRequest::from_json(&v.to_string())?;
+            t.control(owner, &task_id, &request)
+        })
     }
 
     /// Continues the task with a revised goal (after the active request settles; a completed
@@ -216,15 +228,12 @@ impl PyTasks {
         goal: String,
         mode: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let owner = owner_arg(owner)?;
         let v =
             serde_json::json!({"expectedRevision": expected_revision, "mode": mode, "goal": goal});
-        let request = jevgate::task::UpdateRequest::from_json(&v.to_string()).py_err()?;
-        let gw = &self.gateway;
-        let s = py
-            .detach(|| gw.tasks().update(&owner, &task_id, &request))
-            .py_err()?;
-        to_py_json(py, serde_json::to_string(&s))
+        self.verb(py, owner, |t, owner| {
+            let request = jevgate::task::UpdateRequest::from_json(&v.to_string())?;
+            t.update(owner, &task_id, &request)
+        })
     }
 
     /// Answers the field question a step list stopped on; the run continues from the step that
@@ -237,12 +246,9 @@ impl PyTasks {
         field: String,
         text: String,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let owner = owner_arg(owner)?;
-        let gw = &self.gateway;
-        let s = py
-            .detach(|| gw.tasks().answer(&owner, &task_id, &field, &text))
-            .py_err()?;
-        to_py_json(py, serde_json::to_string(&s))
+        self.verb(py, owner, |t, owner| {
+            t.answer(owner, &task_id, &field, &text)
+        })
     }
 
     /// Browser evidence of the task (issue 21 item 7): a bounded observation of its page
@@ -257,12 +263,7 @@ impl PyTasks {
         task_id: String,
         fresh: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let owner = owner_arg(owner)?;
-        let gw = &self.gateway;
-        let e = py
-            .detach(|| gw.tasks().evidence(&owner, &task_id, fresh))
-            .py_err()?;
-        to_py_json(py, serde_json::to_string(&e))
+        self.verb(py, owner, |t, owner| t.evidence(owner, &task_id, fresh))
     }
 
     /// Reconciles a task left needs_reconciliation from the browser's own record (never a
@@ -273,12 +274,7 @@ impl PyTasks {
         owner: &Bound<'py, PyAny>,
         task_id: String,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let owner = owner_arg(owner)?;
-        let gw = &self.gateway;
-        let s = py
-            .detach(|| gw.tasks().reconcile(&owner, &task_id))
-            .py_err()?;
-        to_py_json(py, serde_json::to_string(&s))
+        self.verb(py, owner, |t, owner| t.reconcile(owner, &task_id))
     }
 
     /// A person resolves an in-doubt operation: it happened or not. Returns the status.
@@ -290,15 +286,9 @@ impl PyTasks {
         operation_id: String,
         happened: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let owner = owner_arg(owner)?;
-        let gw = &self.gateway;
-        let s = py
-            .detach(|| {
-                gw.tasks()
-                    .resolve(&owner, &task_id, &operation_id, happened)
-            })
-            .py_err()?;
-        to_py_json(py, serde_json::to_string(&s))
+        self.verb(py, owner, |t, owner| {
+            t.resolve(owner, &task_id, &operation_id, happened)
+        })
     }
 
     /// The control receipt of one command of the task, or None for an id it never accepted.
@@ -309,12 +299,9 @@ impl PyTasks {
         task_id: String,
         command_id: String,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let owner = owner_arg(owner)?;
-        let gw = &self.gateway;
-        let r = py
-            .detach(|| gw.tasks().command_receipt(&owner, &task_id, &command_id))
-            .py_err()?;
-        to_py_json(py, serde_json::to_string(&r))
+        self.verb(py, owner, |t, owner| {
+            t.command_receipt(owner, &task_id, &command_id)
+        })
     }
 
     /// Cancels the task (idempotent); returns its status after the call.
@@ -324,18 +311,12 @@ impl PyTasks {
         owner: &Bound<'py, PyAny>,
         id: String,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let owner = owner_arg(owner)?;
-        let gw = &self.gateway;
-        let s = py.detach(|| gw.tasks().cancel(&owner, &id)).py_err()?;
-        to_py_json(py, serde_json::to_string(&s))
+        self.verb(py, owner, |t, owner| t.cancel(owner, &id))
     }
 
     /// The owner's tasks, newest first (at most 100).
     fn list<'py>(&self, py: Python<'py>, owner: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let owner = owner_arg(owner)?;
-        let gw = &self.gateway;
-        let l = py.detach(|| gw.tasks().list(&owner)).py_err()?;
-        to_py_json(py, serde_json::to_string(&l))
+        self.verb(py, owner, |t, owner| t.list(owner))
     }
 
     /// The task's receipts, one per request, with the operations dispatched for it.
@@ -345,10 +326,7 @@ impl PyTasks {
         owner: &Bound<'py, PyAny>,
         id: String,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let owner = owner_arg(owner)?;
-        let gw = &self.gateway;
-        let r = py.detach(|| gw.tasks().receipts(&owner, &id)).py_err()?;
-        to_py_json(py, serde_json::to_string(&r))
+        self.verb(py, owner, |t, owner| t.receipts(owner, &id))
     }
 }
 
