@@ -486,6 +486,11 @@ impl SessionTable {
         self.by_thread.len()
     }
 
+    /// No live session (pins aside).
+    pub fn is_empty(&self) -> bool {
+        self.by_thread.is_empty()
+    }
+
     /// Every live session's close effect (gateway shutdown). Pins stay: each task unpins
     /// when its browser is closed.
     pub fn drain(&mut self) -> Vec<Effect> {
