@@ -52,8 +52,8 @@
 //! # One holder per profile: thread sessions and tasks
 //!
 //! A browser task on a local profile ([`crate::task::TaskTarget::Local`]) pins the profile for
-//! its life ([`Leases::pin_profile`]) under the same table and lock as thread sessions, keyed
-//! by the same keyed hash of `(organization, profileKey)`. A task's organization is its owner's
+//! its life (the crate-internal `Leases::pin_profile`) under the same table and lock as thread
+//! sessions, keyed by the same keyed hash of `(organization, profileKey)`. A task's organization is its owner's
 //! `principalId`: a thread session meets the task's pin when its call names that principal id
 //! as `organization` and the same profile key (the rule hosts follow when they pick
 //! `organization` for [`BrowserCall`] and managed tool calls).
