@@ -18,7 +18,9 @@ pub use crate::jev::ledger::{
 };
 pub use crate::jev::limiter::{Admission, LimiterState};
 pub use crate::lease::control::{ControlTable, Refusal};
-pub use crate::lease::profile::profile_key_hash;
+pub use crate::lease::profile::{
+    profile_key_hash, SessionRefusal, SessionRequest, SessionTable, MAX_PINS,
+};
 pub use crate::store::temp_dirs::private_temp_dir;
 /// Every owner's tasks, for the `jevgate task list` of the person who owns the directory.
 pub use crate::task::bench::{all_tasks, evidence_record, set_checkpoint_hook, ReceiptBench};

@@ -1,9 +1,17 @@
 //! R-LEASE-8 (state-machine test): random sequences of acquire / renew / take-back /
 //! session-end / status / clock jumps of up to 300 s, run against the device control lease and
 //! against a reference model written from SPEC §4.1; every answer must agree.
+//!
+//! R-PROF-2..4 with issue 21 item 5, the same way for profile leases: random browser calls
+//! (mode, profile), call ends, task pins and unpins of profiles, reaps, thread ends and clock
+//! jumps of up to 400 s, run against the session table and a reference model written from the
+//! rules (one live holder per profile; an active holder refuses, an idle one is handed over;
+//! a pin holds for the task's life); every answer must agree, and no profile ever has more
+//! than one live holder — a thread session or a task.
 
 use jevgate::clock::Instant;
-use jevgate::unstable::{ControlTable, Refusal};
+use jevgate::lease::{CloseReason, Effect, SessionMode};
+use jevgate::unstable::{ControlTable, Refusal, SessionRefusal, SessionRequest, SessionTable};
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -227,6 +235,343 @@ proptest! {
             if i % 10 == 9 {
                 table.prune(at);
             }
+        }
+    }
+}
+
+const THREADS: [&str; 3] = ["t0", "t1", "t2"];
+const TASKS: [&str; 2] = ["task-0", "task-1"];
+const PROFILES: [&str; 2] = ["p0", "p1"];
+const GRACE: u64 = 60;
+const IDLE: u64 = 15 * 60;
+const CEILING: u64 = 60 * 60;
+
+#[derive(Debug, Clone)]
+enum SOp {
+    /// A browser call of a thread: mode (none, authenticated, isolated), profile (none, p0, p1).
+    Begin(usize, usize, usize),
+    /// The thread's latest call ends.
+    End(usize),
+    Pin(usize, usize),
+    Unpin(usize, usize),
+    Reap,
+    EndThread(usize),
+    Advance(u64),
+}
+
+fn sop() -> impl Strategy<Value = SOp> {
+    prop_oneof![
+        5 => (0..3usize, 0..3usize, 0..3usize).prop_map(|(t, m, p)| SOp::Begin(t, m, p)),
+        4 => (0..3usize).prop_map(SOp::End),
+        3 => (0..2usize, 0..2usize).prop_map(|(p, k)| SOp::Pin(p, k)),
+        2 => (0..2usize, 0..2usize).prop_map(|(p, k)| SOp::Unpin(p, k)),
+        1 => Just(SOp::Reap),
+        1 => (0..3usize).prop_map(SOp::EndThread),
+        3 => (0..=400u64).prop_map(SOp::Advance),
+    ]
+}
+
+/// A closed session as both sides report it: (thread, reason, profile persisted).
+type Closed = (usize, &'static str, bool);
+
+#[derive(Debug, PartialEq)]
+enum SAnswer {
+    /// (created, mode, profile) or the refusal, and every session closed on the way (sorted).
+    Begin(
+        Result<(bool, &'static str, Option<usize>), &'static str>,
+        Vec<Closed>,
+    ),
+    Pin(Result<(), &'static str>, Vec<Closed>),
+    Unpin(bool),
+    Closed(Vec<Closed>),
+    Nothing,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct MSession {
+    authenticated: bool,
+    profile: Option<usize>,
+    created: u64,
+    last: u64,
+    in_flight: u32,
+}
+
+/// The reference: each thread's session and each profile's pinning task. Whole seconds.
+#[derive(Default)]
+struct SModel {
+    sessions: [Option<MSession>; 3],
+    pins: [Option<usize>; 2],
+}
+
+fn mode_str(authenticated: bool) -> &'static str {
+    if authenticated {
+        "authenticated"
+    } else {
+        "isolated"
+    }
+}
+
+impl SModel {
+    fn active(s: &MSession, now: u64) -> bool {
+        s.in_flight > 0 || now < s.last + GRACE
+    }
+    fn close(&mut self, t: usize, why: &'static str, out: &mut Vec<Closed>) {
+        if let Some(s) = self.sessions[t].take() {
+            out.push((t, why, s.authenticated));
+        }
+    }
+    fn reap(&mut self, now: u64, out: &mut Vec<Closed>) {
+        for t in 0..3 {
+            if let Some(s) = self.sessions[t].filter(|s| s.in_flight == 0) {
+                if now >= s.created + CEILING {
+                    self.close(t, "Ceiling", out);
+                } else if now >= s.last + IDLE {
+                    self.close(t, "Idle", out);
+                }
+            }
+        }
+    }
+    fn begin(&mut self, t: usize, m: usize, p: usize, now: u64) -> SAnswer {
+        let mut closed = Vec::new();
+        self.reap(now, &mut closed);
+        let profile = p.checked_sub(1);
+        let authenticated = match m {
+            1 => true,
+            2 => false,
+            _ => self.sessions[t]
+                .map(|s| s.authenticated)
+                .unwrap_or(profile.is_some()),
+        };
+        if authenticated && profile.is_none() {
+            return SAnswer::Begin(Err("unavailable"), closed);
+        }
+        if let Some(s) = self.sessions[t]
+            .as_mut()
+            .filter(|s| s.authenticated == authenticated)
+        {
+            s.in_flight += 1;
+            return SAnswer::Begin(Ok((false, mode_str(authenticated), s.profile)), closed);
+        }
+        let holder = (0..3).find(|&u| {
+            u != t
+                && authenticated
+                && self.sessions[u].is_some_and(|s| s.authenticated && s.profile == profile)
+        });
+        if let Some(u) = holder {
+            if Self::active(&self.sessions[u].unwrap(), now) {
+                return SAnswer::Begin(Err("busy"), closed);
+            }
+        }
+        if authenticated && self.pins[profile.unwrap()].is_some() {
+            return SAnswer::Begin(Err("busy"), closed);
+        }
+        self.close(t, "ModeSwitch", &mut closed);
+        if let Some(u) = holder {
+            self.close(u, "ProfileHandOver", &mut closed);
+        }
+        let held = if authenticated { profile } else { None };
+        self.sessions[t] = Some(MSession {
+            authenticated,
+            profile: held,
+            created: now,
+            last: now,
+            in_flight: 1,
+        });
+        SAnswer::Begin(Ok((true, mode_str(authenticated), held)), closed)
+    }
+    fn apply(&mut self, op: &SOp, now: u64) -> SAnswer {
+        let sorted = |mut v: Vec<Closed>| {
+            v.sort();
+            v
+        };
+        match *op {
+            SOp::Begin(t, m, p) => match self.begin(t, m, p, now) {
+                SAnswer::Begin(r, c) => SAnswer::Begin(r, sorted(c)),
+                other => other,
+            },
+            SOp::End(t) => {
+                if let Some(s) = self.sessions[t].as_mut() {
+                    s.in_flight = s.in_flight.saturating_sub(1);
+                    s.last = now;
+                }
+                SAnswer::Nothing
+            }
+            SOp::Pin(p, k) => {
+                let mut closed = Vec::new();
+                self.reap(now, &mut closed);
+                let answer = match self.pins[p] {
+                    Some(h) if h == k => Ok(()),
+                    Some(_) => Err("busy"),
+                    None => {
+                        let holders: Vec<usize> = (0..3)
+                            .filter(|&u| self.sessions[u].is_some_and(|s| s.profile == Some(p)))
+                            .collect();
+                        if holders
+                            .iter()
+                            .any(|&u| Self::active(&self.sessions[u].unwrap(), now))
+                        {
+                            Err("busy")
+                        } else {
+                            for u in holders {
+                                self.close(u, "ProfileHandOver", &mut closed);
+                            }
+                            self.pins[p] = Some(k);
+                            Ok(())
+                        }
+                    }
+                };
+                SAnswer::Pin(answer, sorted(closed))
+            }
+            SOp::Unpin(p, k) => {
+                let mine = self.pins[p] == Some(k);
+                if mine {
+                    self.pins[p] = None;
+                }
+                SAnswer::Unpin(mine)
+            }
+            SOp::Reap => {
+                let mut closed = Vec::new();
+                self.reap(now, &mut closed);
+                SAnswer::Closed(sorted(closed))
+            }
+            SOp::EndThread(t) => {
+                let mut closed = Vec::new();
+                self.close(t, "ThreadEnded", &mut closed);
+                SAnswer::Closed(closed)
+            }
+            SOp::Advance(_) => SAnswer::Nothing,
+        }
+    }
+    fn holders(&self, p: usize) -> usize {
+        (0..3)
+            .filter(|&u| self.sessions[u].is_some_and(|s| s.profile == Some(p)))
+            .count()
+            + usize::from(self.pins[p].is_some())
+    }
+}
+
+fn closed(effects: &[Effect]) -> Vec<Closed> {
+    let mut out: Vec<Closed> = effects
+        .iter()
+        .map(|e| match e {
+            Effect::Close {
+                thread_id,
+                persist_profile,
+                reason,
+                ..
+            } => (
+                THREADS.iter().position(|t| t == thread_id).unwrap(),
+                match reason {
+                    CloseReason::ModeSwitch => "ModeSwitch",
+                    CloseReason::ProfileHandOver => "ProfileHandOver",
+                    CloseReason::Idle => "Idle",
+                    CloseReason::Ceiling => "Ceiling",
+                    CloseReason::ThreadEnded => "ThreadEnded",
+                    CloseReason::DataHandlingSwitch => "DataHandlingSwitch",
+                },
+                *persist_profile,
+            ),
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn refused(r: SessionRefusal) -> &'static str {
+    match r {
+        SessionRefusal::ContextBusy => "busy",
+        SessionRefusal::AuthenticatedUnavailable => "unavailable",
+        SessionRefusal::TooManyPins => "too_many_pins",
+    }
+}
+
+struct Real {
+    table: SessionTable,
+    latest: [Option<String>; 3],
+    next: u64,
+}
+
+impl Real {
+    fn apply(&mut self, op: &SOp, now: Instant) -> SAnswer {
+        match *op {
+            SOp::Begin(t, m, p) => {
+                let req = SessionRequest {
+                    thread_id: THREADS[t].into(),
+                    organization: "org".into(),
+                    mode: [
+                        None,
+                        Some(SessionMode::Authenticated),
+                        Some(SessionMode::Isolated),
+                    ][m],
+                    profile: p.checked_sub(1).map(|p| PROFILES[p].to_string()),
+                    authenticated_allowed: true,
+                    strict: false,
+                };
+                let next = &mut self.next;
+                let (r, effects) = self.table.begin_call(
+                    &req,
+                    || {
+                        *next += 1;
+                        format!("s{next}")
+                    },
+                    now,
+                );
+                let r = match r {
+                    Ok(g) => {
+                        self.latest[t] = Some(g.session_id.clone());
+                        Ok((
+                            g.created,
+                            g.mode.as_str(),
+                            g.profile
+                                .map(|h| PROFILES.iter().position(|p| *p == h).unwrap()),
+                        ))
+                    }
+                    Err(e) => Err(refused(e)),
+                };
+                SAnswer::Begin(r, closed(&effects))
+            }
+            SOp::End(t) => {
+                if let Some(id) = &self.latest[t] {
+                    self.table.end_call(id, now);
+                }
+                SAnswer::Nothing
+            }
+            SOp::Pin(p, k) => {
+                let (r, effects) = self.table.pin(PROFILES[p], TASKS[k], now);
+                SAnswer::Pin(r.map_err(refused), closed(&effects))
+            }
+            SOp::Unpin(p, k) => SAnswer::Unpin(self.table.unpin(PROFILES[p], TASKS[k])),
+            SOp::Reap => SAnswer::Closed(closed(&self.table.reap(now))),
+            SOp::EndThread(t) => SAnswer::Closed(closed(&self.table.end_thread(THREADS[t]))),
+            SOp::Advance(_) => SAnswer::Nothing,
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    // R-PROF-2..4, issue 21 item 5: at most one live holder (thread session or task) per
+    // profile at every step, and every answer as the reference model gives it.
+    #[test]
+    fn profile_leases_and_task_pins_agree_with_the_reference_model(ops in prop::collection::vec(sop(), 1..100)) {
+        let mut model = SModel::default();
+        let mut real = Real { table: SessionTable::default(), latest: Default::default(), next: 0 };
+        let mut now = 0u64;
+        for (i, op) in ops.iter().enumerate() {
+            if let SOp::Advance(s) = op {
+                now += s;
+            }
+            let at = Instant::from_origin(Duration::from_secs(now));
+            let want = model.apply(op, now);
+            let got = real.apply(op, at);
+            prop_assert_eq!(&got, &want, "step {} {:?} at {}s", i, op, now);
+            for (p, name) in PROFILES.iter().enumerate() {
+                let holders = real.table.holders_of(name);
+                prop_assert!(holders <= 1, "profile {} has {} live holders at step {}", name, holders, i);
+                prop_assert_eq!(holders, model.holders(p));
+            }
+            prop_assert_eq!(real.table.len(), model.sessions.iter().flatten().count());
         }
     }
 }

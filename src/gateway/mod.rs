@@ -283,12 +283,6 @@ impl Gateway {
         &self.inner.clock
     }
 
-    /// The gateway's store: crate-private, for it holds the gateway secret that keys hashed
-    /// identifiers (R-PROF-1); outside the crate, [`Gateway::data_dir`] names where it lives.
-    pub(crate) fn store(&self) -> &Store {
-        &self.inner.store
-    }
-
     /// The data directory the gateway was opened on (its store is `jevgate.sqlite3` in it).
     pub fn data_dir(&self) -> &std::path::Path {
         &self.inner.data_dir

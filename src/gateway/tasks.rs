@@ -1,7 +1,9 @@
 //! The task methods of [`Gateway`] (R-TSK): [`Gateway::tasks`], and the [`Host`] the task
 //! service gets instead of the gateway itself — Jev evaluations with the gateway's checks and
 //! usage records, the feature and access gate on the live configuration, and targets (a local
-//! Chromium per task, or a paired device's tab). Thin: the host holds a weak reference, so a
+//! Chromium per task — on a profile only once the lease manager pinned it for the task, so a
+//! task and a thread session never open one profile directory together — or a paired device's
+//! tab). Thin: the host holds a weak reference, so a
 //! task thread never keeps a closed gateway alive, and holds no lock across a call.
 
 use super::{Gateway, Inner};
@@ -34,6 +36,35 @@ impl Gateway {
     /// ```
     pub fn tasks(&self) -> Tasks<'_> {
         Tasks::new(&self.inner.tasks)
+    }
+}
+
+/// A task's pin of a profile (issue 21 item 5): ends when dropped, so every path that lets go
+/// of the task's browser — its close, a failed launch, a target never handed over — lets go of
+/// the profile too.
+struct ProfilePin {
+    leases: crate::lease::Leases,
+    hash: String,
+    holder: String,
+}
+
+impl Drop for ProfilePin {
+    fn drop(&mut self) {
+        self.leases.unpin_profile(&self.hash, &self.holder);
+    }
+}
+
+/// A task's local Chromium and its profile pin: dropping it closes the browser, *then* ends
+/// the pin (fields drop in order after `drop`), so the profile is never let go while this
+/// Chromium still has it open.
+struct LocalTarget {
+    browser: LocalBrowser,
+    _pin: Option<ProfilePin>,
+}
+
+impl Drop for LocalTarget {
+    fn drop(&mut self) {
+        self.browser.close();
     }
 }
 
@@ -82,23 +113,40 @@ impl TaskHost for Host {
             TaskTarget::Local { profile } => {
                 let mut options = self.launch.read().clone();
                 options.clock = Arc::clone(gw.clock());
-                options.profile_dir = match profile {
+                // A profile is the lease manager's, pinned for the task's whole life before
+                // Chromium opens it (issue 21 item 5): an active thread session on it makes
+                // this BROWSER_CONTEXT_BUSY, an idle one is closed (its profile persisted)
+                // first. The organization is the owner's principal id (see `crate::lease`).
+                let pin = match profile {
                     None => None,
                     Some(key) => {
-                        let secret = gw.store().gateway_secret()?;
-                        let hash =
-                            crate::lease::profile_key_hash(&secret, &owner.principal_id, key);
-                        let dir = gw.inner.data_dir.join("profiles").join(hash);
-                        crate::browser::create_private_dir(&dir, true)?;
-                        Some(dir)
+                        let holder = crate::ids::random_id("task_")?;
+                        let leases = gw.leases().clone();
+                        let hash = leases.pin_profile(&owner.principal_id, key, &holder)?;
+                        Some(ProfilePin {
+                            leases,
+                            hash,
+                            holder,
+                        })
                     }
                 };
+                if let Some(pin) = &pin {
+                    let dir = gw.inner.data_dir.join("profiles").join(&pin.hash);
+                    // On failure the pin drops here: the profile is let go.
+                    crate::browser::create_private_dir(&dir, true)?;
+                    options.profile_dir = Some(dir);
+                }
                 drop(gw);
+                // A failed launch drops the pin too.
                 let browser = LocalBrowser::launch(options)?;
-                let closer = browser.clone();
+                let closer = LocalTarget {
+                    browser: browser.clone(),
+                    _pin: pin,
+                };
                 Ok(OpenTarget {
                     backend: Arc::new(browser) as Arc<dyn BrowserBackend>,
-                    close: Box::new(move || closer.close()),
+                    // Closing drops the closer: the browser is closed, then the pin ends.
+                    close: Box::new(move || drop(closer)),
                 })
             }
             TaskTarget::Device { device_id } => {

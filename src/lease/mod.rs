@@ -46,14 +46,24 @@
 //!   is told. The cost is bounded: after a restart a device may stay unavailable to others for
 //!   up to 120 s longer than strictly needed; it is never available sooner.
 //! - **Profile sessions** are in memory only: a restart closes every browser, so the next call
-//!   starts a fresh session (R-PROF-4's transparent restart).
+//!   starts a fresh session (R-PROF-4's transparent restart). So are the profile pins of browser
+//!   tasks (a restart ends every task's Chromium too).
+//!
+//! # One holder per profile: thread sessions and tasks
+//!
+//! A browser task on a local profile ([`crate::task::TaskTarget::Local`]) pins the profile for
+//! its life (the crate-internal `Leases::pin_profile`) under the same table and lock as thread
+//! sessions, keyed by the same keyed hash of `(organization, profileKey)`. A task's organization is its owner's
+//! `principalId`: a thread session meets the task's pin when its call names that principal id
+//! as `organization` and the same profile key (the rule hosts follow when they pick
+//! `organization` for [`BrowserCall`] and managed tool calls).
 
 pub(crate) mod control;
 pub(crate) mod profile;
 
 use control::{ControlTable, DeviceLease, Refusal};
 pub use control::{Status, CONTROL_TTL};
-pub(crate) use profile::profile_key_hash;
+use profile::profile_key_hash;
 pub use profile::{CloseReason, Effect, SessionMode, ACTIVE_GRACE, HARD_CEILING, IDLE_REAP};
 use profile::{SessionRefusal, SessionTable};
 
@@ -336,6 +346,22 @@ fn refusal(r: Refusal) -> Error {
         Refusal::Elsewhere => Error::DeviceControlElsewhere,
         Refusal::Revoked => Error::DeviceControlRevoked,
         Refusal::NotHeld => Error::DeviceControlNotHeld,
+    }
+}
+
+fn session_refusal(r: SessionRefusal) -> Error {
+    match r {
+        // Isolated sessions never read or write a profile, so they are always available.
+        SessionRefusal::ContextBusy => Error::BrowserContextBusy {
+            isolated_available: true,
+        },
+        SessionRefusal::AuthenticatedUnavailable => Error::BrowserAuthenticatedUnavailable,
+        SessionRefusal::TooManyPins => Error::BrowserUnavailable {
+            reason: format!(
+                "too many browser tasks hold a profile (at most {})",
+                profile::MAX_PINS
+            ),
+        },
     }
 }
 
@@ -808,14 +834,39 @@ impl Leases {
                 profile: grant.profile,
                 strict: grant.strict,
             }),
-            // Isolated sessions never read or write a profile, so they are always available.
-            Err(SessionRefusal::ContextBusy) => Err(Error::BrowserContextBusy {
-                isolated_available: true,
-            }),
-            Err(SessionRefusal::AuthenticatedUnavailable) => {
-                Err(Error::BrowserAuthenticatedUnavailable)
-            }
+            Err(r) => Err(session_refusal(r)),
         }
+    }
+
+    /// A browser task takes the profile of `(organization, profile_key)` for its whole life
+    /// (issue 21 item 5), as `holder`, and returns the profile's keyed hash — the directory
+    /// name under `<data_dir>/profiles` its browser must use, the very one a thread session of
+    /// the same organization and key gets, so the two meet here and never at Chromium's lock.
+    /// An idle thread session holding it is closed first, its profile persisted (through the
+    /// hooks, outside every lock, before this returns). `BROWSER_CONTEXT_BUSY` (isolated mode
+    /// available: a task without a profile can run) while an active thread session or another
+    /// task holds it — naming neither; `BROWSER_UNAVAILABLE` past
+    /// [`profile::MAX_PINS`]. Pair with [`Leases::unpin_profile`] once the browser is closed.
+    pub(crate) fn pin_profile(
+        &self,
+        organization: &str,
+        profile_key: &str,
+        holder: &str,
+    ) -> Result<String> {
+        self.check_open()?;
+        id_arg("organization", organization)?;
+        let hash = profile_key_hash(&self.inner.secret, organization, profile_key);
+        let now = self.inner.clock.now();
+        let (result, effects) = self.inner.sessions.lock().pin(&hash, holder, now);
+        self.apply(&effects);
+        result.map(|()| hash).map_err(session_refusal)
+    }
+
+    /// Ends `holder`'s pin of the profile `hash` ([`Leases::pin_profile`]) after the task's
+    /// browser is closed. Idempotent; works on a closed gateway (a task closing late still
+    /// lets go); only the holder unpins.
+    pub(crate) fn unpin_profile(&self, hash: &str, holder: &str) {
+        self.inner.sessions.lock().unpin(hash, holder);
     }
 
     /// Closes the thread's browser session (the thread ended).

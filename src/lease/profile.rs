@@ -9,6 +9,13 @@
 //! replaces it, and a standard call replaces a strict one), and a strict session is always
 //! isolated — it never holds a profile, and authenticated mode is refused in strict.
 //!
+//! A browser task's local profile (R-TSK targets, issue 21 item 5) is held here too, as a
+//! *pin*: a task takes the profile for its whole life ([`SessionTable::pin`]), so at most one
+//! live holder — a thread session or a task — uses a profile directory at any moment. Pinning a
+//! profile an active thread session holds is refused (`BROWSER_CONTEXT_BUSY`), an idle holder is
+//! closed with its profile persisted first; while pinned, an authenticated call needing the
+//! profile is busy (isolated mode stays available). At most [`MAX_PINS`] pins at once.
+//!
 //! It does no I/O and never sees a raw profile key: callers pass the keyed hash
 //! ([`profile_key_hash`]). Closing a real browser is an [`Effect`] the façade performs.
 
@@ -24,6 +31,11 @@ pub const HARD_CEILING: Duration = Duration::from_secs(60 * 60);
 /// A profile holder whose last call ended less than this long ago counts as active (a run
 /// between two tool calls), so a new thread does not take the profile from under it.
 pub const ACTIVE_GRACE: Duration = Duration::from_secs(60);
+/// Most profiles tasks may pin at once. The task service's own bound (64 open sessions per
+/// gateway, issue 21 "Sessions and bounds") keeps the real number far below; past this cap a
+/// pin is refused ([`SessionRefusal::TooManyPins`]) and no pin is ever evicted — evicting a
+/// live task's pin would let a second Chromium open its profile directory.
+pub const MAX_PINS: usize = 1024;
 
 /// HMAC-SHA-256 of `(organization, profile_key)` under the per-gateway secret, hex-encoded
 /// (R-PROF-1). The raw key is never stored.
@@ -118,6 +130,8 @@ pub enum SessionRefusal {
     ContextBusy,
     /// Authenticated mode without permission or without a configured profile.
     AuthenticatedUnavailable,
+    /// [`MAX_PINS`] profiles are pinned already (a pin only).
+    TooManyPins,
 }
 
 /// Why a session closed.
@@ -125,7 +139,7 @@ pub enum SessionRefusal {
 pub enum CloseReason {
     /// The thread switched modes explicitly.
     ModeSwitch,
-    /// A new thread needed the profile this idle session held.
+    /// A new thread, or a task, needed the profile this idle session held.
     ProfileHandOver,
     /// 15 minutes without a call.
     Idle,
@@ -195,10 +209,19 @@ pub struct SessionGrant {
     pub effects: Vec<Effect>,
 }
 
-/// All live browser sessions, keyed by thread.
+/// A task's hold on a profile ([`SessionTable::pin`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Pin {
+    /// Who pinned it (the only one who may unpin it).
+    holder: String,
+}
+
+/// All live browser sessions, keyed by thread, and the profiles tasks pin.
 #[derive(Debug, Default)]
 pub struct SessionTable {
     by_thread: HashMap<String, BrowserSession>,
+    /// Profile hash → the task holding it; at most [`MAX_PINS`] entries.
+    pins: HashMap<String, Pin>,
 }
 
 fn close(s: BrowserSession, reason: CloseReason) -> Effect {
@@ -277,6 +300,15 @@ impl SessionTable {
             SessionMode::Isolated => None,
         };
         if let Some((_, true)) = holder {
+            return (Err(SessionRefusal::ContextBusy), effects);
+        }
+        // A task holds the profile for its whole life: busy, however long it has been idle.
+        if mode == SessionMode::Authenticated
+            && req
+                .profile
+                .as_ref()
+                .is_some_and(|p| self.pins.contains_key(p))
+        {
             return (Err(SessionRefusal::ContextBusy), effects);
         }
         let mut grant_effects = Vec::new();
@@ -363,6 +395,86 @@ impl SessionTable {
             .unwrap_or_default()
     }
 
+    /// A task takes `profile` (a keyed hash) for its whole life, as `holder` (issue 21 item 5):
+    /// reaps what is due, then refuses (`ContextBusy`) while another task pins it or a thread
+    /// session holding it is active (a call in flight, or its last call ended less than
+    /// [`ACTIVE_GRACE`] ago); an idle holder is closed ([`CloseReason::ProfileHandOver`], its
+    /// profile persisted) — the effect comes with the grant, to be performed before the task's
+    /// browser opens the profile. Pinning again by the same holder is a no-op. Past
+    /// [`MAX_PINS`]: `TooManyPins`. On refusal nothing changes except reaping.
+    pub fn pin(
+        &mut self,
+        profile: &str,
+        holder: &str,
+        now: Instant,
+    ) -> (Result<(), SessionRefusal>, Vec<Effect>) {
+        let mut effects = self.reap(now);
+        if let Some(pin) = self.pins.get(profile) {
+            let answer = if pin.holder == holder {
+                Ok(())
+            } else {
+                Err(SessionRefusal::ContextBusy)
+            };
+            return (answer, effects);
+        }
+        if self.pins.len() >= MAX_PINS {
+            return (Err(SessionRefusal::TooManyPins), effects);
+        }
+        let holders: Vec<(String, bool)> = self
+            .by_thread
+            .values()
+            .filter(|s| s.profile.as_deref() == Some(profile))
+            .map(|s| {
+                (
+                    s.thread_id.clone(),
+                    s.in_flight > 0 || now.saturating_duration_since(s.last_used) < ACTIVE_GRACE,
+                )
+            })
+            .collect();
+        if holders.iter().any(|(_, active)| *active) {
+            return (Err(SessionRefusal::ContextBusy), effects);
+        }
+        for (thread, _) in holders {
+            if let Some(idle) = self.by_thread.remove(&thread) {
+                effects.push(close(idle, CloseReason::ProfileHandOver));
+            }
+        }
+        self.pins.insert(
+            profile.to_string(),
+            Pin {
+                holder: holder.to_string(),
+            },
+        );
+        (Ok(()), effects)
+    }
+
+    /// Ends `holder`'s pin of `profile` (the task ended and its browser is closed). Idempotent;
+    /// only the holder unpins — anyone else changes nothing. Returns whether a pin ended.
+    pub fn unpin(&mut self, profile: &str, holder: &str) -> bool {
+        match self.pins.get(profile) {
+            Some(pin) if pin.holder == holder => {
+                self.pins.remove(profile);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// How many live holders `profile` has: thread sessions holding it plus a task's pin. The
+    /// table's invariant keeps it at most 1.
+    pub fn holders_of(&self, profile: &str) -> usize {
+        self.by_thread
+            .values()
+            .filter(|s| s.profile.as_deref() == Some(profile))
+            .count()
+            + usize::from(self.pins.contains_key(profile))
+    }
+
+    /// Number of pinned profiles.
+    pub fn pin_count(&self) -> usize {
+        self.pins.len()
+    }
+
     /// The live session of a thread.
     #[cfg(test)]
     pub fn session_of(&self, thread_id: &str) -> Option<&BrowserSession> {
@@ -374,7 +486,13 @@ impl SessionTable {
         self.by_thread.len()
     }
 
-    /// Every live session's close effect (gateway shutdown).
+    /// No live session (pins aside).
+    pub fn is_empty(&self) -> bool {
+        self.by_thread.is_empty()
+    }
+
+    /// Every live session's close effect (gateway shutdown). Pins stay: each task unpins
+    /// when its browser is closed.
     pub fn drain(&mut self) -> Vec<Effect> {
         self.by_thread
             .drain()
@@ -628,6 +746,147 @@ mod tests {
             effects.as_slice(),
             [Effect::Close { session_id, persist_profile: false, reason: CloseReason::DataHandlingSwitch, .. }]
                 if *session_id == g.session_id
+        ));
+    }
+
+    // Issue 21 item 5: a task's pin meets thread sessions on the same profile — refused while
+    // the holder is active (a call in flight or within the grace), an idle holder closed with
+    // its profile persisted before the task takes it.
+    #[test]
+    fn a_pin_is_refused_by_an_active_holder_and_takes_an_idle_ones_profile() {
+        let mut table = SessionTable::default();
+        let mut id = ids();
+        let s1 = table
+            .begin_call(&req("t1", None, true), &mut id, t(0))
+            .0
+            .unwrap()
+            .session_id;
+        let (busy, effects) = table.pin("hash", "task-1", t(500));
+        assert_eq!(busy, Err(SessionRefusal::ContextBusy), "call in flight");
+        assert!(effects.is_empty());
+        table.end_call(&s1, t(510));
+        let (busy, _) = table.pin("hash", "task-1", t(569));
+        assert_eq!(busy, Err(SessionRefusal::ContextBusy), "within the grace");
+        assert_eq!(table.pin_count(), 0, "a refusal changes nothing");
+        let (ok, effects) = table.pin("hash", "task-1", t(570));
+        assert_eq!(ok, Ok(()));
+        assert_eq!(
+            effects,
+            vec![Effect::Close {
+                session_id: s1,
+                thread_id: "t1".into(),
+                persist_profile: true,
+                reason: CloseReason::ProfileHandOver,
+            }]
+        );
+        assert!(table.session_of("t1").is_none());
+        assert_eq!(table.holders_of("hash"), 1);
+    }
+
+    // Issue 21 item 5: while a task pins a profile, authenticated calls needing it are busy —
+    // however long the task has held it — isolated mode stays available, another task is
+    // busy, and only the holder unpins (idempotently).
+    #[test]
+    fn while_pinned_authenticated_calls_are_busy_and_only_the_holder_unpins() {
+        let mut table = SessionTable::default();
+        let mut id = ids();
+        assert_eq!(table.pin("hash", "task-1", t(0)).0, Ok(()));
+        let (again, effects) = table.pin("hash", "task-1", t(1));
+        assert_eq!(
+            (again, effects.len()),
+            (Ok(()), 0),
+            "the holder again: a no-op"
+        );
+        assert_eq!(
+            table.pin("hash", "task-2", t(2)).0,
+            Err(SessionRefusal::ContextBusy)
+        );
+        let (g, _) = table.begin_call(&req("t2", None, true), &mut id, t(10_000));
+        assert_eq!(g, Err(SessionRefusal::ContextBusy), "never reaped");
+        let iso = table
+            .begin_call(
+                &req("t2", Some(SessionMode::Isolated), true),
+                &mut id,
+                t(10_001),
+            )
+            .0
+            .unwrap();
+        assert_eq!((iso.mode, iso.profile), (SessionMode::Isolated, None));
+        table.end_call(&iso.session_id, t(10_002));
+        // Switching the isolated session to authenticated is refused and keeps it.
+        let (g, effects) = table.begin_call(
+            &req("t2", Some(SessionMode::Authenticated), true),
+            &mut id,
+            t(10_003),
+        );
+        assert_eq!((g, effects.len()), (Err(SessionRefusal::ContextBusy), 0));
+        assert_eq!(table.session_of("t2").unwrap().id, iso.session_id);
+        // Another profile is not affected.
+        let mut other = req("t3", None, true);
+        other.profile = Some("other".into());
+        assert!(table.begin_call(&other, &mut id, t(10_004)).0.is_ok());
+        // Only the holder unpins; twice is a no-op.
+        assert!(!table.unpin("hash", "task-2"));
+        assert!(!table.unpin("other", "task-1"));
+        assert_eq!(table.holders_of("hash"), 1);
+        assert!(table.unpin("hash", "task-1"));
+        assert!(!table.unpin("hash", "task-1"));
+        let g = table
+            .begin_call(
+                &req("t2", Some(SessionMode::Authenticated), true),
+                &mut id,
+                t(10_005),
+            )
+            .0
+            .unwrap();
+        assert_eq!(g.profile.as_deref(), Some("hash"));
+        assert_eq!(
+            table.pin("hash", "task-2", t(10_006)).0,
+            Err(SessionRefusal::ContextBusy)
+        );
+    }
+
+    // Issue 21 item 5: the pin table is bounded; past the cap a pin is refused and no pin is
+    // evicted.
+    #[test]
+    fn pins_are_bounded_and_never_evicted() {
+        let mut table = SessionTable::default();
+        for k in 0..MAX_PINS {
+            assert_eq!(
+                table.pin(&format!("p{k}"), &format!("task-{k}"), t(0)).0,
+                Ok(())
+            );
+        }
+        assert_eq!(
+            table.pin("one-more", "task-x", t(1)).0,
+            Err(SessionRefusal::TooManyPins)
+        );
+        assert_eq!(table.pin_count(), MAX_PINS);
+        assert_eq!(table.pin("p0", "task-0", t(1)).0, Ok(()), "held pins stay");
+        assert!(table.unpin("p7", "task-7"));
+        assert_eq!(table.pin("one-more", "task-x", t(2)).0, Ok(()));
+    }
+
+    // A pin reaps what is due first (an over-age holder closes as reaped, not handed over).
+    #[test]
+    fn a_pin_reaps_first() {
+        let mut table = SessionTable::default();
+        let mut id = ids();
+        let s = table
+            .begin_call(&req("t1", None, true), &mut id, t(0))
+            .0
+            .unwrap()
+            .session_id;
+        table.end_call(&s, t(0));
+        let (ok, effects) = table.pin("hash", "task-1", t(900));
+        assert_eq!(ok, Ok(()));
+        assert!(matches!(
+            effects.as_slice(),
+            [Effect::Close {
+                reason: CloseReason::Idle,
+                persist_profile: true,
+                ..
+            }]
         ));
     }
 }

@@ -75,6 +75,7 @@ pub(crate) fn open_failure_words(code: &str) -> &'static str {
     match code {
         "ORCHESTRATION_DISABLED" => "browser tasks are turned off in the configuration",
         "EXECUTION_DENIED" => "this agent may not run browser tasks",
+        "BROWSER_CONTEXT_BUSY" => "the browser profile is in use by another active session",
         _ => "the browser could not be opened",
     }
 }

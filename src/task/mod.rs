@@ -368,6 +368,14 @@ fn object(name: &'static str, json: &str, shape: &str) -> crate::Result<()> {
 pub enum TaskTarget {
     /// A local headless Chromium the gateway starts for the task (and closes with it): a fresh
     /// profile, or with `profile` the gateway's persistent profile of that key (logins kept).
+    ///
+    /// A profile is the lease manager's profile of `(organization = the owner's principalId,
+    /// profile key)` — the one a thread session's authenticated browser calls of that
+    /// organization and key use — and the task holds it for its whole life: the task ends
+    /// `failed` with `BROWSER_CONTEXT_BUSY` while an active thread session or another task
+    /// holds it (an idle thread session is closed, its profile persisted, and the task takes
+    /// it), and meanwhile thread sessions get `BROWSER_CONTEXT_BUSY` for it (isolated mode
+    /// stays available).
     #[serde(rename_all = "camelCase")]
     Local {
         /// A profile key (`<data_dir>/profiles/<keyed hash>`); `None` for a throw-away profile.

@@ -45,6 +45,11 @@ pub fn page(name: &str) -> Option<String> {
 <a href="/p/third">Third page</a>"#
             .to_string(),
         "third" => r#"<title>Third</title><h1>Third page</h1>"#.to_string(),
+        // Counts `cookie-kept` or `cookie-missing` on load: whether the profile this browser
+        // runs on kept the `jevk=kept` cookie an earlier session set (tests/task_profile.rs).
+        "cookiecheck" => r#"<title>Cookie check</title><h1>Cookie check</h1>
+<script>b(document.cookie.indexOf('jevk=kept')>=0?'cookie-kept':'cookie-missing')</script>"#
+            .to_string(),
         "nonav" => r#"<title>No nav</title><a href="/p/third" onclick="event.preventDefault();b('stay',event)">Stay here</a>"#
             .to_string(),
         "scrollbox" => r#"<title>Scroll box</title><h1>Top</h1>

@@ -124,6 +124,22 @@ def test_r_run_a_step_list_runs_with_outcome_lines_and_receipts(tmp_path, site):
 
 
 @pytest.mark.chromium
+def test_a_task_on_a_profile_an_active_thread_session_holds_is_busy(tmp_path, site):
+    """Issue 21 build item 5: a task's local profile is the lease manager's profile of
+    (organization = the owner's principalId, profile key); while a thread session is active on
+    it the task ends failed with BROWSER_CONTEXT_BUSY (no second Chromium on the profile)."""
+    with jevgate.Gateway(tmp_path, LOCAL) as gw:
+        gw.enable_local_browsers()
+        with gw.leases.browser_call("thread-1", OWNER["principalId"], profile_key="work") as call:
+            assert call.mode == "authenticated"
+            call.execute({"tool": "observe", "args": {}})  # its Chromium runs on the profile
+            spawned = gw.tasks.spawn(OWNER, target={"kind": "local", "profile": "work"}, start_url=site)
+            status = gw.tasks.wait(OWNER, spawned["id"], WAIT)
+            assert status["state"] == "failed" and status["reason"] == "BROWSER_CONTEXT_BUSY", status
+            assert "thread-1" not in status["outcome"], status
+
+
+@pytest.mark.chromium
 def test_r_run_a_raising_on_outcome_loses_its_lines_not_the_task(tmp_path, site):
     seen = []
 
