@@ -848,3 +848,39 @@ fn r_tsk_ctl_a_spawn_replaces_only_a_session_that_failed_before_acting() {
     }
     gw.close();
 }
+
+// Issue 21 item 4: a spawned step list (not kept open) that stops on a field question waits for
+// the answer (`waiting_input`, never closed under the question); the answer continues it, and
+// once its steps are done the task ends as a spawn that was not kept open does.
+#[test]
+fn r_tsk_ctl_a_spawned_step_list_waits_for_its_field_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = open(dir.path());
+    let desk = Desk::new();
+    let t = gw.tasks();
+    let id = t
+        .spawn_with_backend(
+            &owner(),
+            SpawnRequest::new("1. press Alpha\n2. fill in the Address\n3. press Submit"),
+            desk.clone(),
+        )
+        .unwrap();
+    let s = settled(&gw, &id);
+    assert_eq!(s.state, TaskState::WaitingInput, "{s:#?}");
+    assert_eq!(
+        s.field_request.as_ref().map(|q| q.field.as_str()),
+        Some("Address")
+    );
+    t.answer(&owner(), &id, "Address", "12 Main St").unwrap();
+    let s = settled(&gw, &id);
+    assert_eq!(
+        (desk.clicked("Alpha"), desk.clicked("Submit")),
+        (1, 1),
+        "{s:#?}"
+    );
+    assert!(
+        s.state.is_closed(),
+        "not kept open: it ends after its steps: {s:#?}"
+    );
+    gw.close();
+}

@@ -240,6 +240,31 @@ pub struct FeatureFlag {
     pub enabled: bool,
 }
 
+/// `features.browserTasks`: `{ "enabled": bool, "confirmHighImpact"?: "seed" | "always" }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BrowserTasksFlag {
+    /// Whether browser tasks are on.
+    pub enabled: bool,
+    /// When the person confirms a Jev-decided action first (issue 26 item 2); default `seed`.
+    #[serde(default)]
+    pub confirm_high_impact: ConfirmHighImpact,
+}
+
+/// `features.browserTasks.confirmHighImpact` (issue 26 item 2, R-RUN, seed 003 "High-impact
+/// controls"): which Jev-decided actions need the person's yes unless Jev judges them routine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfirmHighImpact {
+    /// The seed's rule: the person's own commands and an agent-controlled task's commands are
+    /// their own authorization; an agent's goal run and hand-off ask.
+    #[default]
+    Seed,
+    /// Every Jev-decided action asks unless Jev judges it routine (the grammar's fast path of
+    /// a person's unambiguous command never asks).
+    Always,
+}
+
 /// `gateway.jev.features`: exactly four flags; any other key is rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -250,9 +275,9 @@ pub struct Features {
     /// Step-by-step Computer Use (default off).
     #[serde(default)]
     pub computer_steps: Option<FeatureFlag>,
-    /// Remote Browser tasks (default off).
+    /// Remote Browser tasks (default off), with the high-impact confirmation policy.
     #[serde(default)]
-    pub browser_tasks: Option<FeatureFlag>,
+    pub browser_tasks: Option<BrowserTasksFlag>,
     /// Step-by-step Remote Browser commands (default off).
     #[serde(default)]
     pub browser_steps: Option<FeatureFlag>,
@@ -277,7 +302,11 @@ impl Features {
         let (flag, default) = match feature {
             Feature::ComputerTasks => (self.computer_tasks, true),
             Feature::ComputerSteps => (self.computer_steps, false),
-            Feature::BrowserTasks => (self.browser_tasks, false),
+            Feature::BrowserTasks => (
+                self.browser_tasks
+                    .map(|f| FeatureFlag { enabled: f.enabled }),
+                false,
+            ),
             Feature::BrowserSteps => (self.browser_steps, false),
         };
         flag.map_or(default, |f| f.enabled)
@@ -488,6 +517,8 @@ pub struct BrowserTaskGrant {
     /// `features.browserSteps`: a step list runs step by step (R-RUN step mode). Off, the whole
     /// text is one direct command (the one-command path), never refused.
     pub step_lists: bool,
+    /// `features.browserTasks.confirmHighImpact` (issue 26 item 2).
+    pub confirm_high_impact: ConfirmHighImpact,
 }
 
 /// Who decides Computer Use steps for an agent (seed 003 "Computer Use without Jev").
@@ -575,6 +606,11 @@ impl Config {
         }
         Ok(BrowserTaskGrant {
             step_lists: jev.features.enabled(Feature::BrowserSteps),
+            confirm_high_impact: jev
+                .features
+                .browser_tasks
+                .map(|f| f.confirm_high_impact)
+                .unwrap_or_default(),
         })
     }
 

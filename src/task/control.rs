@@ -21,6 +21,8 @@ const OWN_ANSWER: &[&str] = &[
     "KEY_UNSUPPORTED",
     "SESSION_READY",
     "READ_REQUEST",
+    // The person's no to a confirmation question (issue 26 item 2): their answer, settled.
+    "CONFIRMATION_DECLINED",
 ];
 
 /// A Jev decision that timed out or was invalid fails only its command: the queue runs on.

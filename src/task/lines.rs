@@ -64,6 +64,22 @@ pub(crate) fn not_done(what: &str, code: &str) -> String {
     format!("Not done: {what} ({code})")
 }
 
+/// The one question a person is asked before a Jev-decided action Jev did not judge routine
+/// (issue 26 item 2): naming the chosen control, in Thai when the person's command has Thai
+/// script, else in English — `จะกด "Delete account" ใช่ไหม` / `Press "Delete account"?`.
+pub(crate) fn confirm_question(command: &str, action: &str, control: &str) -> String {
+    let thai = command
+        .chars()
+        .any(|c| ('\u{0E00}'..='\u{0E7F}').contains(&c));
+    let name = short(control);
+    match (thai, action) {
+        (true, "type into") => format!("จะพิมพ์ลงใน \"{name}\" ใช่ไหม"),
+        (true, _) => format!("จะกด \"{name}\" ใช่ไหม"),
+        (false, "type into") => format!("Type into \"{name}\"?"),
+        (false, _) => format!("Press \"{name}\"?"),
+    }
+}
+
 /// `Unknown: …` — the action may have run; nothing is repeated.
 pub(crate) fn unknown(tool: &str, code: &str) -> String {
     format!("Unknown: {tool} may have run; it is not repeated ({code})")
@@ -93,6 +109,7 @@ pub(crate) fn not_done_words(code: &str) -> &'static str {
         "NAVIGATION_UNRESOLVED" => "the address cannot be opened",
         "TARGET_OBSCURED" => "something covers the control; handed back",
         "FIELD_TEXT_REQUIRED" => "the command does not say what to type",
+        "CONFIRMATION_DECLINED" => "you said no; nothing was done",
         "STALE_OBSERVATION" => "the page kept changing",
         "ACTION_BUDGET" => "the task used all its actions",
         "EVALUATION_BUDGET" => "the task used all its decisions",

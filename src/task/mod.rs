@@ -593,6 +593,16 @@ pub struct FieldRequest {
     pub question: String,
 }
 
+/// A pending confirmation question ([`TaskStatus::confirmation_request`], issue 26 item 2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfirmationRequest {
+    /// The chosen control's accessible name (page text, shortened).
+    pub control: String,
+    /// The question the person is asked (`Press "…"?` / `จะกด "…" ใช่ไหม`).
+    pub question: String,
+}
+
 /// One round of [`TaskStatus::action_log`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -682,6 +692,11 @@ pub struct TaskStatus {
     /// The field question a step list stopped on (`FIELD_TEXT_REQUIRED`): `{field, question}`
     /// — the field's name is page text. [`Tasks::answer`] continues the run.
     pub field_request: Option<FieldRequest>,
+    /// The confirmation a Jev-decided action stopped for (`CONFIRMATION_REQUIRED`, issue 26
+    /// item 2): `{control, question}` — the control's name is page text. The person's next
+    /// command answers it: yes runs that action on that control once, no runs nothing
+    /// (`CONFIRMATION_DECLINED`), anything else is a new command.
+    pub confirmation_request: Option<ConfirmationRequest>,
     /// The latest dispatched mutation.
     pub last_dispatched_mutation: Option<DispatchedMutation>,
     /// Commands waiting behind the running one.

@@ -291,7 +291,8 @@ pub(crate) fn recover(tx: &Connection, now: i64) -> rusqlite::Result<(usize, Vec
     )?;
     tx.execute(
         "UPDATE task_commands SET state = 'dropped', reason = ?1, updated_ms = ?2
-         WHERE state = 'accepted' AND task_id NOT IN (SELECT value FROM json_each(?3))",
+         WHERE state IN ('accepted', 'awaiting_confirmation')
+           AND task_id NOT IN (SELECT value FROM json_each(?3))",
         params![INTERRUPTED, now, kept],
     )?;
     // A task with an interrupted request: its last action may have run.
@@ -433,6 +434,7 @@ fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskStatus> {
         queued_commands: 0,
         commands: Vec::new(),
         field_request: None,
+        confirmation_request: None,
         replaced_by_task_id: None,
         applied_revision: r.get(6)?,
         pending_revisions: Vec::new(),
@@ -639,7 +641,8 @@ pub(crate) fn set_commands(
     let mut st = tx.prepare_cached(
         "UPDATE task_commands SET state = ?3, reason = ?4,
             request_seq = COALESCE(?5, request_seq), updated_ms = ?6
-         WHERE task_id = ?1 AND id = ?2 AND state IN ('accepted', 'running')",
+         WHERE task_id = ?1 AND id = ?2
+           AND state IN ('accepted', 'running', 'awaiting_confirmation')",
     )?;
     for c in ids {
         st.execute(params![id, c, state, reason, request, now])?;
@@ -789,6 +792,12 @@ fn fill(c: &Connection, t: &mut TaskStatus) -> rusqlite::Result<()> {
         .prepare_cached("SELECT json_extract(control, '$.fieldRequest') FROM tasks WHERE id = ?1")?
         .query_row([&t.id], |r| r.get(0))?;
     t.field_request = question.and_then(|q| serde_json::from_str(&q).ok());
+    let confirm: Option<String> = c
+        .prepare_cached(
+            "SELECT json_extract(control, '$.confirmationRequest') FROM tasks WHERE id = ?1",
+        )?
+        .query_row([&t.id], |r| r.get(0))?;
+    t.confirmation_request = confirm.and_then(|q| serde_json::from_str(&q).ok());
     t.replaced_by_task_id = c
         .prepare_cached("SELECT json_extract(control, '$.replacedBy') FROM tasks WHERE id = ?1")?
         .query_row([&t.id], |r| r.get(0))?;

@@ -91,7 +91,44 @@ pub(crate) struct Report {
     /// A step list stopped on `FIELD_TEXT_REQUIRED`: the field it asks about (a question the
     /// person may answer; a single direct command is not a question).
     pub field: Option<String>,
+    /// A Jev-decided action stopped for the person's yes (`CONFIRMATION_REQUIRED`, issue 26
+    /// item 2): the control and the question; `remaining` holds what a yes runs.
+    pub confirmation: Option<Confirmation>,
 }
+
+/// A confirmation question: the chosen control (page text: its name and role) and the
+/// question the person is asked (`Press "…"?` / `จะกด "…" ใช่ไหม`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Confirmation {
+    pub name: String,
+    pub role: String,
+    pub question: String,
+}
+
+/// The one action a person's yes covers: the next Jev-decided action on a control of this
+/// name and role, once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Approved {
+    pub name: String,
+    pub role: String,
+}
+
+/// How the person's reply to a confirmation question reads (issue 26 item 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reply {
+    /// Go ahead: the steps the question stopped run, that action approved once.
+    Yes,
+    /// Do not: nothing runs (`CONFIRMATION_DECLINED`).
+    No,
+    /// Anything else: the reply is the person's new command.
+    Other,
+    /// The reply could not be read (a Jev failure): the question stays open.
+    Unread,
+}
+
+/// The least probability of "routine" Jev must give for a Jev-decided action to run without
+/// the person's yes (issue 26 item 2: "Unless P(routine) ≥ 0.9").
+const ROUTINE_AT_LEAST: f64 = 0.9;
 
 /// Counters that outlive a request.
 #[derive(Debug, Default, Clone)]
@@ -130,6 +167,14 @@ pub(crate) struct Run<'a> {
     pub asked: Option<String>,
     /// `features.browserSteps` at the request's start: off, a step list is one direct command.
     pub step_lists: bool,
+    /// Every Jev-decided action of this request asks Jev whether it is routine first, and the
+    /// person confirms one that is not (issue 26 item 2; `confirmHighImpact: "always"`).
+    pub confirm: bool,
+    /// The one action the person's yes approved (consumed by the first Jev-decided action on
+    /// that control).
+    pub approved: Option<Approved>,
+    /// Set by the decision that stopped for the person's yes.
+    pub confirmation: Option<Confirmation>,
 }
 
 /// What one part (one direct command) came to.
@@ -395,6 +440,7 @@ impl Run<'_> {
                 step_run: None,
                 remaining: Vec::new(),
                 field: None,
+                confirmation: None,
             });
         }
         let operation_id = self.next_operation_id();
@@ -437,6 +483,7 @@ impl Run<'_> {
             step_run: None,
             remaining: Vec::new(),
             field: None,
+            confirmation: None,
         })
     }
 
@@ -457,11 +504,42 @@ impl Run<'_> {
                 step_run: None,
                 remaining: Vec::new(),
                 field: None,
+                confirmation: None,
             };
         }
         match crate::grammar::split_steps(trimmed).filter(|_| self.step_lists) {
             Some(steps) => self.steps(&steps),
             None => self.direct(trimmed),
+        }
+    }
+
+    /// The person said no to a confirmation question (issue 26 item 2): nothing runs and
+    /// nothing is said (`CONFIRMATION_DECLINED`; no progress line).
+    pub(crate) fn declined(&mut self) -> Report {
+        let code = "CONFIRMATION_DECLINED";
+        Report {
+            ending: Ending::NotDone,
+            reason: code.into(),
+            line: lines::not_done(lines::not_done_words(code), code),
+            step_run: None,
+            remaining: Vec::new(),
+            field: None,
+            confirmation: None,
+        }
+    }
+
+    /// The person's reply to a confirmation question could not be read (a Jev failure or
+    /// the decision budget): nothing runs and the same question stays open.
+    pub(crate) fn unread_reply(&mut self, question: &str) -> Report {
+        self.emit(question, "CONFIRMATION_REQUIRED");
+        Report {
+            ending: Ending::NotDone,
+            reason: "CONFIRMATION_REQUIRED".into(),
+            line: question.to_string(),
+            step_run: None,
+            remaining: Vec::new(),
+            field: None,
+            confirmation: None,
         }
     }
 
@@ -477,6 +555,7 @@ impl Run<'_> {
             step_run: None,
             remaining: Vec::new(),
             field: None,
+            confirmation: None,
         }
     }
 
@@ -501,8 +580,10 @@ impl Run<'_> {
             line.clone(),
         );
         self.emit(&line, &reason);
-        // Interrupted before its action: the command itself is what a resume runs.
-        let remaining = if ending == Ending::Interrupted {
+        // Interrupted before its action: the command itself is what a resume runs; stopped
+        // for the person's yes: what a yes runs.
+        let confirmation = self.confirmation.take();
+        let remaining = if ending == Ending::Interrupted || confirmation.is_some() {
             vec![command.to_string()]
         } else {
             Vec::new()
@@ -514,6 +595,7 @@ impl Run<'_> {
             step_run: None,
             remaining,
             field: None,
+            confirmation,
         }
     }
 
@@ -571,9 +653,12 @@ impl Run<'_> {
                     }
                     Part::Note { .. } => {}
                     Part::NotDone { code, .. } => {
-                        if code == "FIELD_TEXT_REQUIRED" {
-                            // A question: an answer continues from this part, verbatim.
-                            field = self.asked.clone();
+                        if code == "FIELD_TEXT_REQUIRED" || code == "CONFIRMATION_REQUIRED" {
+                            // A question: an answer (or the person's yes) continues from
+                            // this part, verbatim.
+                            if code == "FIELD_TEXT_REQUIRED" {
+                                field = self.asked.clone();
+                            }
                             remaining = parts[j..].to_vec();
                             remaining.extend(steps[i + 1..].iter().cloned());
                         }
@@ -607,7 +692,13 @@ impl Run<'_> {
             }
         }
         run.stop_reason = stop.unwrap_or_else(|| "ALL_STEPS_DONE".into());
-        let reason = run.stop_reason.clone();
+        let confirmation = self.confirmation.take();
+        // Stopped for the person's yes: the request's reason is the question's code.
+        let reason = if confirmation.is_some() {
+            "CONFIRMATION_REQUIRED".to_string()
+        } else {
+            run.stop_reason.clone()
+        };
         Report {
             ending,
             reason,
@@ -615,6 +706,7 @@ impl Run<'_> {
             step_run: Some(run),
             remaining,
             field,
+            confirmation,
         }
     }
 
@@ -697,7 +789,12 @@ impl Run<'_> {
                     }
                     decisions += 1;
                     match self.decide(command, &intent, &req, &obs) {
-                        Decision::Act(p, label) => (p, label),
+                        Decision::Act(p, label) => {
+                            if let Some(stop) = self.confirmed(command, &p, &obs) {
+                                return stop;
+                            }
+                            (p, label)
+                        }
                         Decision::Nothing => {
                             if after_earlier && nothing_retries < NOTHING_RETRIES {
                                 // Nothing was dispatched: looking again repeats nothing.
@@ -841,6 +938,128 @@ impl Run<'_> {
             ),
             Primitive::PressDigits { .. } | Primitive::Erase { .. } => return None,
         })
+    }
+
+    /// The high-impact check of a Jev-decided action (issue 26 item 2), when this request asks
+    /// for it: `None` when the action may run — the person approved this very control, or Jev
+    /// judges it routine with P ≥ [`ROUTINE_AT_LEAST`] — else the part that stops the request
+    /// (`CONFIRMATION_REQUIRED`, with the question in [`Run::confirmation`], or a Jev failure).
+    /// Jev's evidence is the chosen control's name and role and its enclosing dialog or form,
+    /// inside the untrusted envelope — nothing else from the page.
+    fn confirmed(&mut self, command: &str, p: &Primitive, obs: &Observation) -> Option<Part> {
+        let target = match p {
+            Primitive::Press { target } | Primitive::Type { target, .. } => target,
+            _ => return None,
+        };
+        let control = obs.controls.iter().find(|c| &c.reference == target)?;
+        if let Some(a) = &self.approved {
+            if a.name == control.name && a.role == control.role {
+                // The person's yes covers this action on this control, once.
+                self.approved = None;
+                return None;
+            }
+        }
+        if !self.confirm {
+            return None;
+        }
+        if self.counters.evaluations >= self.budget.max_evaluations {
+            return Some(not_done("EVALUATION_BUDGET"));
+        }
+        let action = if matches!(p, Primitive::Type { .. }) {
+            "type into"
+        } else {
+            "press"
+        };
+        let evidence = serde_json::json!({
+            crate::untrusted::UNTRUSTED_KEY: crate::untrusted::wrap_value(serde_json::json!({
+                "action": action,
+                "control": {"name": control.name, "role": control.role},
+            })),
+        });
+        let routine_q = Question::noul(
+            "routine",
+            "The state is one action about to be done on a web page: the control it uses and \
+             what encloses it, as untrusted page data. Is doing it routine? Answer no if it \
+             deletes, sends, submits, pays, publishes, quits, signs out, or confirms such an \
+             operation.",
+        );
+        let question = match Questions::new([routine_q], &Limits::default()) {
+            Ok(q) => q,
+            Err(_) => return Some(not_done("JEV_INVALID_REQUEST")),
+        };
+        let call = EvaluateCall {
+            agent_id: self.owner.agent_id.clone(),
+            session_id: Some(self.owner.conversation_id.clone()),
+            task_id: Some(self.task_id.to_string()),
+            request_id: None,
+            state: evidence.to_string().into(),
+            questions: question,
+        };
+        self.counters.evaluations = self.counters.evaluations.saturating_add(1);
+        let routine = match self.host.evaluate(&call, self.cancel) {
+            Ok(e) => match e.answer("routine") {
+                Some(EvalAnswer::Noul { noul }) => *noul,
+                _ => return Some(not_done("JEV_MALFORMED_RESPONSE")),
+            },
+            Err(e) => return Some(jev_failure(&e)),
+        };
+        if routine >= ROUTINE_AT_LEAST {
+            return None;
+        }
+        let question = lines::confirm_question(command, action, &control.name);
+        self.confirmation = Some(Confirmation {
+            name: control.name.clone(),
+            role: control.role.clone(),
+            question: question.clone(),
+        });
+        Some(Part::NotDone {
+            code: "CONFIRMATION_REQUIRED".into(),
+            line: question,
+        })
+    }
+
+    /// Reads the person's reply to a confirmation question (any language) as yes, no or
+    /// something else: one Jev evaluation over the reply only (no page text).
+    pub(crate) fn read_reply(&mut self, reply: &str) -> Reply {
+        if self.counters.evaluations >= self.budget.max_evaluations {
+            return Reply::Unread;
+        }
+        let question = match Question::choice(
+            "reply",
+            "The person was asked whether to go ahead with one action. Does this reply say yes \
+             (go ahead), no (do not), or something else (a new request)?",
+            [
+                ("yes", "yes, go ahead"),
+                ("no", "no, do not"),
+                ("other", "something else"),
+            ],
+        )
+        .map_err(|_| ())
+        .and_then(|q| Questions::new([q], &Limits::default()).map_err(|_| ()))
+        {
+            Ok(q) => q,
+            Err(()) => return Reply::Unread,
+        };
+        let call = EvaluateCall {
+            agent_id: self.owner.agent_id.clone(),
+            session_id: Some(self.owner.conversation_id.clone()),
+            task_id: Some(self.task_id.to_string()),
+            request_id: None,
+            state: reply.to_string().into(),
+            questions: question,
+        };
+        self.counters.evaluations = self.counters.evaluations.saturating_add(1);
+        match self.host.evaluate(&call, self.cancel) {
+            Ok(e) => match e.answer("reply") {
+                Some(EvalAnswer::Choice { choice, .. }) => match choice.as_str() {
+                    "yes" => Reply::Yes,
+                    "no" => Reply::No,
+                    _ => Reply::Other,
+                },
+                _ => Reply::Unread,
+            },
+            Err(_) => Reply::Unread,
+        }
     }
 
     /// One Jev decision over the observed controls (a typed `choice` question).

@@ -13,7 +13,7 @@ use super::fence::Fence;
 use super::host::{Hook, OpenTarget, TaskHost};
 use super::lines;
 use super::records::{self, TaskUpdate};
-use super::run::{Counters, Ending, Report, Run};
+use super::run::{Approved, Confirmation, Counters, Ending, Reply, Report, Run};
 use super::writer::Writer;
 use super::{
     ControlAction, ControlReceipt, ControlRequest, Origin, Receipt, SpawnRequest, TaskLimits,
@@ -23,6 +23,7 @@ use super::{
 use crate::browser::BrowserBackend;
 use crate::clock::Instant;
 use crate::clock::SharedClock;
+use crate::config::ConfirmHighImpact;
 use crate::store::Store;
 use crate::CancelToken;
 use crate::{Error, Result};
@@ -36,6 +37,19 @@ use std::time::Duration;
 struct Queued {
     id: String,
     text: String,
+    /// The person's reply to a pending confirmation question (issue 26 item 2).
+    reply: bool,
+}
+
+/// A Jev-decided action stopped for the person's yes (issue 26 item 2): the question, what a
+/// yes runs (the stopped command or steps, verbatim: the person's words, private), and the
+/// command whose control receipt waits `awaiting_confirmation`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PendingConfirmation {
+    ask: Confirmation,
+    remaining: Vec<String>,
+    command_id: Option<String>,
 }
 
 /// How a session's last request ended (what its final state is made from).
@@ -98,6 +112,10 @@ struct Live {
     /// Re-admitted after a restart (issue 21 item 3): an open session whose target opens with
     /// its next command, which is that target's first request (no goal, no start URL).
     readmitted: bool,
+    /// A Jev-decided action waiting for the person's yes (issue 26 item 2).
+    confirmation: Option<PendingConfirmation>,
+    /// The running command is the person's reply to [`Live::confirmation`].
+    replying: bool,
 }
 
 impl Live {
@@ -138,11 +156,18 @@ impl Live {
             answers: HashMap::new(),
             question: None,
             readmitted: false,
+            confirmation: None,
+            replying: false,
         }
     }
 
     fn session_open(&self) -> bool {
-        self.request.keep_open || self.request.goal.trim().is_empty() || self.hold_open
+        // A pending field question waits for its answer, whatever keepOpen said.
+        self.request.keep_open
+            || self.request.goal.trim().is_empty()
+            || self.hold_open
+            || self.question.is_some()
+            || self.confirmation.is_some()
     }
 
     /// Not closed: counted against the session bounds.
@@ -646,7 +671,11 @@ impl TaskService {
             let queue: VecDeque<Queued> = r
                 .queue
                 .into_iter()
-                .map(|(id, text)| Queued { id, text })
+                .map(|(id, text)| Queued {
+                    id,
+                    text,
+                    reply: false,
+                })
                 .collect();
             let waiting = queue.is_empty();
             let live = Live {
@@ -667,6 +696,7 @@ impl TaskService {
                 reopened: true,
                 question,
                 readmitted: true,
+                confirmation: serde_json::from_value(control["confirmation"].clone()).ok(),
                 ..Live::new(task.owner.clone(), request, None, now)
             };
             pool.live.insert(r.id.clone(), live);
@@ -983,7 +1013,11 @@ impl TaskService {
             l.closing = true;
             l.cancel.cancel();
             l.state = TaskState::Running;
-            let dropped: Vec<String> = l.queue.drain(..).map(|q| q.id).collect();
+            let mut dropped: Vec<String> = l.queue.drain(..).map(|q| q.id).collect();
+            // A confirmation nobody answered: its command goes with the session.
+            if let Some(c) = l.confirmation.take().and_then(|c| c.command_id) {
+                dropped.push(c);
+            }
             (l.target.take(), dropped, l.running_command.take(), l.seq)
         };
         // The backend is kept while an operation of the task is in doubt: its own record of
@@ -1010,6 +1044,8 @@ impl TaskService {
             }
             records::set_commands(tx, &id2, &dropped, "dropped", Some(&reason2), None, now)
                 .map_err(sql)?;
+            records::set_control(tx, &id2, "confirmationRequest", None).map_err(sql)?;
+            records::set_control(tx, &id2, "confirmation", None).map_err(sql)?;
             let state = if in_doubt {
                 TaskState::NeedsReconciliation
             } else {
@@ -1086,6 +1122,14 @@ impl TaskService {
                 } else if let Some(q) = l.queue.pop_front() {
                     l.running_command = Some(q.id.clone());
                     l.state = TaskState::Running;
+                    l.replying = q.reply && l.confirmation.is_some();
+                    if !l.replying {
+                        if let Some(c) = l.confirmation.take() {
+                            // Another command came first: the question closes, its command
+                            // is not done.
+                            self.close_confirmation(id, c, "not_done", "SUPERSEDED");
+                        }
+                    }
                     // A new round: a pause or revision accepted before this point stopped the
                     // round it was meant for; this one may act.
                     l.fence.reopen();
@@ -1220,6 +1264,7 @@ impl TaskService {
             pool.live.get_mut(id).and_then(|l| {
                 let backend = l.target.as_ref().map(|t| Arc::clone(&t.backend))?;
                 l.seq += 1;
+                let replying = std::mem::take(&mut l.replying);
                 Some((
                     l.owner.clone(),
                     l.request.clone(),
@@ -1229,10 +1274,12 @@ impl TaskService {
                     std::mem::take(&mut l.counters),
                     l.seq,
                     l.answers.clone(),
+                    l.confirmation.clone().filter(|_| replying),
                 ))
             })
         };
-        let Some((owner, request, cancel, fence, backend, mut counters, seq, answers)) = taken
+        let Some((owner, request, cancel, fence, backend, mut counters, seq, answers, pending)) =
+            taken
         else {
             return;
         };
@@ -1244,7 +1291,7 @@ impl TaskService {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&p)));
             }
         };
-        let report = self.request(
+        let (report, reply) = self.request(
             id,
             &owner,
             seq,
@@ -1257,6 +1304,7 @@ impl TaskService {
             &progress,
             &mut counters,
             &answers,
+            pending.as_ref(),
         );
         let runs_on = control::queue_runs_on(&report.ending, &report.reason);
         let counters_changed_nothing = counters.actions == actions_before;
@@ -1294,6 +1342,17 @@ impl TaskService {
                     Some((f.clone(), report.remaining.clone()))
                 }
                 _ => None,
+            };
+            // A confirmation question: asked now, or kept when the reply could not be read;
+            // any other round (a yes that ran, a no, a new command) closed it.
+            l.confirmation = match (&report.confirmation, reply) {
+                (Some(ask), _) => Some(PendingConfirmation {
+                    ask: ask.clone(),
+                    remaining: report.remaining.clone(),
+                    command_id: command.clone(),
+                }),
+                (None, Reply::Unread) => pending.clone(),
+                (None, _) => None,
             };
             if report.ending == Ending::Interrupted
                 && report.reason == "PAUSED"
@@ -1340,9 +1399,54 @@ impl TaskService {
         } else {
             "false"
         };
+        // The confirmation the status shows (the control's name is page text: inside the
+        // envelope for agents) and its private part (what a yes runs, after a restart too).
+        let asked = report.confirmation.as_ref().map(|c| {
+            (
+                serde_json::json!({"control": lines::short(&c.name), "question": c.question})
+                    .to_string(),
+                serde_json::json!({
+                    "ask": c,
+                    "remaining": report.remaining,
+                    "commandId": command,
+                })
+                .to_string(),
+            )
+        });
+        let keep_asked = reply == Reply::Unread && pending.is_some();
+        // The command the question stopped: it waits for the person's yes; once the reply
+        // settled, it ends as the reply decided (a yes that ran: as the reply's own round).
+        let state = if report.confirmation.is_some() {
+            "awaiting_confirmation"
+        } else {
+            state
+        };
+        let settled_original = match (&pending, reply) {
+            (Some(p), Reply::Yes) => p.command_id.clone().map(|c| (c, state, reason.clone())),
+            (Some(p), Reply::No) => p
+                .command_id
+                .clone()
+                .map(|c| (c, "not_done", "CONFIRMATION_DECLINED".to_string())),
+            (Some(p), Reply::Other) => p
+                .command_id
+                .clone()
+                .map(|c| (c, "not_done", "SUPERSEDED".to_string())),
+            _ => None,
+        };
         let stored = self.shared.writer.write(Box::new(move |tx| {
             if let Some(c) = command {
                 records::set_commands(tx, &id2, &[c], state, Some(&reason), Some(seq), now)?;
+            }
+            if let Some((c, st, why)) = &settled_original {
+                records::set_commands(tx, &id2, std::slice::from_ref(c), st, Some(why), None, now)?;
+            }
+            if !keep_asked {
+                let (shown, private) = match &asked {
+                    Some((a, b)) => (Some(a.as_str()), Some(b.as_str())),
+                    None => (None, None),
+                };
+                records::set_control(tx, &id2, "confirmationRequest", shown)?;
+                records::set_control(tx, &id2, "confirmation", private)?;
             }
             if let Some(p) = &paused {
                 records::set_control(tx, &id2, "pausedSteps", Some(p.as_str()))?;
@@ -1376,7 +1480,8 @@ impl TaskService {
         progress: &dyn Fn(TaskProgress),
         counters: &mut Counters,
         answers: &HashMap<String, String>,
-    ) -> Report {
+        pending: Option<&PendingConfirmation>,
+    ) -> (Report, Reply) {
         let now = self.shared.clock.wall_millis();
         let id2 = id.to_string();
         let opened = self.shared.writer.write(Box::new(move |tx| {
@@ -1393,14 +1498,17 @@ impl TaskService {
         }));
         if let Err(e) = opened {
             let line = lines::not_done("the receipt could not be written", e.code());
-            return Report {
+            let report = Report {
                 ending: Ending::Stop,
                 reason: e.code().into(),
                 line,
                 step_run: None,
                 remaining: Vec::new(),
                 field: None,
+                confirmation: None,
             };
+            // The reply was not read: a question stays open.
+            return (report, Reply::Unread);
         }
         // The gate right before the request's first browser action, on the live configuration.
         let gate = self.shared.host.task_gate(owner);
@@ -1424,12 +1532,36 @@ impl TaskService {
             answers,
             asked: None,
             step_lists: gate.as_ref().is_ok_and(|g| g.step_lists),
+            confirm: gate
+                .as_ref()
+                .is_ok_and(|g| g.confirm_high_impact == ConfirmHighImpact::Always),
+            approved: None,
+            confirmation: None,
         };
+        let mut reply = Reply::Other;
         let report = match gate {
             Err(e) => run.refused(&e),
             Ok(_) => match opening.and_then(|url| run.open(&url)) {
                 Some(stopped) => stopped,
-                None => run.request(text),
+                None => match pending {
+                    None => run.request(text),
+                    // The person's reply to a confirmation question (issue 26 item 2).
+                    Some(p) => {
+                        reply = run.read_reply(text);
+                        match reply {
+                            Reply::Yes => {
+                                run.approved = Some(Approved {
+                                    name: p.ask.name.clone(),
+                                    role: p.ask.role.clone(),
+                                });
+                                run.request(&lines::join_steps(&p.remaining))
+                            }
+                            Reply::No => run.declined(),
+                            Reply::Other => run.request(text),
+                            Reply::Unread => run.unread_reply(&p.ask.question),
+                        }
+                    }
+                },
             },
         };
         let (state, reason, line) = (
@@ -1458,7 +1590,11 @@ impl TaskService {
             state: (session_waits
                 && (request.keep_open
                     || request.goal.trim().is_empty()
-                    || report.ending == Ending::Interrupted))
+                    || report.ending == Ending::Interrupted
+                    || (report.ending == Ending::NotDone
+                        && (report.field.is_some()
+                            || report.confirmation.is_some()
+                            || reply == Reply::Unread))))
                 .then_some(TaskState::WaitingInput),
         };
         let id2 = id.to_string();
@@ -1469,7 +1605,34 @@ impl TaskService {
         })) {
             log::warn!("request receipt not settled: {}", e.code());
         }
-        report
+        (report, reply)
+    }
+
+    /// Closes a confirmation question nobody answered (another command ran first, the
+    /// session ends): its command ends `state`/`reason`, the status question goes.
+    fn close_confirmation(
+        &self,
+        id: &str,
+        pending: PendingConfirmation,
+        state: &'static str,
+        reason: &'static str,
+    ) {
+        let (id2, now) = (id.to_string(), self.shared.clock.wall_millis());
+        let _ = self.shared.writer.submit(Box::new(move |tx| {
+            if let Some(c) = &pending.command_id {
+                records::set_commands(
+                    tx,
+                    &id2,
+                    std::slice::from_ref(c),
+                    state,
+                    Some(reason),
+                    None,
+                    now,
+                )?;
+            }
+            records::set_control(tx, &id2, "confirmationRequest", None)?;
+            records::set_control(tx, &id2, "confirmation", None)
+        }));
     }
 
     pub(crate) fn status(&self, owner: &TaskOwner, id: &str) -> Result<TaskStatus> {
@@ -1582,9 +1745,13 @@ impl TaskService {
                         records::set_control(tx, &id2, "question", None)
                     }));
                 }
+                // Only the person's own words answer a confirmation question; anything else
+                // closes it when it runs (see `turn`).
+                let reply = origin == Origin::User && l.confirmation.is_some();
                 l.queue.push_back(Queued {
                     id: receipt.command_id.clone(),
                     text: text.to_string(),
+                    reply,
                 });
                 if !l.scheduled {
                     l.scheduled = true;
@@ -1827,6 +1994,7 @@ impl TaskService {
                         l.queue.push_front(Queued {
                             id: receipt.command_id.clone(),
                             text: t,
+                            reply: false,
                         });
                         if !l.scheduled {
                             l.scheduled = true;
@@ -2045,6 +2213,7 @@ impl TaskService {
             l.queue.push_front(Queued {
                 id: receipt.command_id.clone(),
                 text: update.goal.clone(),
+                reply: false,
             });
             if !l.scheduled {
                 l.scheduled = true;
@@ -2194,6 +2363,7 @@ impl TaskService {
                     l.queue.push_front(Queued {
                         id: receipt.command_id.clone(),
                         text: continuation,
+                        reply: false,
                     });
                     if !l.scheduled {
                         l.scheduled = true;

@@ -630,7 +630,15 @@ pub(crate) fn status_for_agent(
             reason: "the task status is not an object".into(),
         });
     };
-    let mut page = take(&mut obj, &["outcome", "actionLog", "fieldRequest"]);
+    let mut page = take(
+        &mut obj,
+        &[
+            "outcome",
+            "actionLog",
+            "fieldRequest",
+            "confirmationRequest",
+        ],
+    );
     if let Some((about, observed)) = evidence {
         obj.insert("browserEvidence".into(), about);
         page.insert("evidence".into(), observed);
@@ -726,6 +734,7 @@ mod tests {
                 outcome: format!("Done: pressed \"{INJECTED}\""),
             }],
             step_run: None,
+            confirmation_request: None,
             field_request: Some(FieldRequest {
                 field: INJECTED.into(),
                 question: format!("What should go into \"{INJECTED}\"?"),
