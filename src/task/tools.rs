@@ -734,7 +734,10 @@ mod tests {
                 outcome: format!("Done: pressed \"{INJECTED}\""),
             }],
             step_run: None,
-            confirmation_request: None,
+            confirmation_request: Some(crate::task::ConfirmationRequest {
+                control: INJECTED.into(),
+                question: format!("Press \"{INJECTED}\"?"),
+            }),
             field_request: Some(FieldRequest {
                 field: INJECTED.into(),
                 question: format!("What should go into \"{INJECTED}\"?"),
@@ -781,6 +784,7 @@ mod tests {
         assert_eq!(env["notice"], UNTRUSTED_NOTICE);
         assert!(env["data"]["outcome"].as_str().unwrap().contains(INJECTED));
         assert_eq!(env["data"]["fieldRequest"]["field"], INJECTED);
+        assert_eq!(env["data"]["confirmationRequest"]["control"], INJECTED);
         assert!(env["data"]["actionLog"][0]["outcome"]
             .as_str()
             .unwrap()

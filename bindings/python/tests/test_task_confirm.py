@@ -1,0 +1,127 @@
+"""High-impact confirmation from Python (issue 26 item 2) on a real headless Chromium: under
+``confirmHighImpact: "always"`` a Jev-decided press on "Delete account" is not dispatched until
+the person says yes (``CONFIRMATION_REQUIRED``, ``confirmationRequest`` in the status); "no"
+runs nothing (``CONFIRMATION_DECLINED``); "yes" presses it once. The fixture counts real
+presses; the callback model answers the impact question honestly and sees only the control."""
+
+import http.server
+import json
+import threading
+import time
+
+import pytest
+
+import jevgate
+
+OWNER = {"agentId": "assistant", "principalId": "alice", "conversationId": "conv-1"}
+PAGE = (
+    "<title>Account</title><h1>Account</h1><p>SECRET-PAGE-TEXT</p>"
+    "<button onclick=\"fetch('/beacon?n=delete',{method:'POST'})\">Delete account</button>"
+    "<button onclick=\"fetch('/beacon?n=alpha',{method:'POST'})\">Alpha</button>"
+).encode()
+WAIT = 90.0
+
+
+class Site:
+    def __init__(self) -> None:
+        self.beacons: dict[str, int] = {}
+        site = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                name = self.path.partition("n=")[2]
+                site.beacons[name] = site.beacons.get(name, 0) + 1
+                self.send_response(204)
+                self.end_headers()
+
+            def do_GET(self) -> None:  # noqa: N802
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(PAGE)))
+                self.end_headers()
+                self.wfile.write(PAGE)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def presses(self, name: str, want: int) -> int:
+        deadline = time.monotonic() + 5
+        while self.beacons.get(name, 0) < want and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.15)
+        return self.beacons.get(name, 0)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def model(seen: list):
+    """Picks the control the command's last words name; the impact question is routine unless
+    the control deletes; a reply reads yes / no / other."""
+
+    def answer(request):
+        key = next(iter(request["questions"]))
+        state = request["state"]
+        seen.append((key, state))
+        if key == "routine":
+            name = json.loads(state)["untrustedContent"]["data"]["control"]["name"]
+            a = {"type": "noul", "noul": 0.05 if name.startswith("Delete") else 0.95}
+        elif key == "reply":
+            choice = {"yes": "yes", "no": "no"}.get(state.strip().lower(), "other")
+            a = {"type": "choice", "choice": choice, "confidence": 0.9,
+                 "probabilities": {k: (1.0 if k == choice else 0.0) for k in ("yes", "no", "other")}}
+        else:
+            options = request["questions"][key]["criteria"]
+            word = state.split()[-1]
+            pick = next((k for k, d in options.items() if word in d), "none")
+            a = {"type": "choice", "choice": pick, "confidence": 0.9,
+                 "probabilities": {k: (1.0 if k == pick else 0.0) for k in options}}
+        return {"model": "m", "answers": {key: a}, "usage": {"input_tokens": 1, "output_tokens": 1}}
+
+    return answer
+
+
+@pytest.mark.chromium
+@pytest.mark.timeout(120)
+def test_always_asks_before_deleting_and_only_yes_presses(tmp_path):
+    config = {"gateway": {"jev": {"enabled": True, "provider": "callback", "features": {
+        "browserTasks": {"enabled": True, "confirmHighImpact": "always"},
+        "browserSteps": {"enabled": True}}}}}
+    site = Site()
+    seen: list = []
+    try:
+        with jevgate.Gateway(tmp_path, config) as gw:
+            gw.set_jev_callback(model(seen))
+            task = gw.tasks.spawn(OWNER, keep_open=True, start_url=site.base + "/")["id"]
+            assert gw.tasks.wait(OWNER, task, WAIT)["state"] == "waiting_input"
+            asked = gw.tasks.command(OWNER, task, "press Delete account")
+            s = gw.tasks.wait(OWNER, task, WAIT)
+            assert s["reason"] == "CONFIRMATION_REQUIRED", s
+            assert s["confirmationRequest"] == {"control": "Delete account",
+                                                "question": 'Press "Delete account"?'}
+            assert site.presses("delete", 0) == 0
+            impact = [state for key, state in seen if key == "routine"]
+            assert len(impact) == 1 and "SECRET-PAGE-TEXT" not in impact[0] and "Alpha" not in impact[0]
+            gw.tasks.command(OWNER, task, "no")
+            s = gw.tasks.wait(OWNER, task, WAIT)
+            assert s["reason"] == "CONFIRMATION_DECLINED" and s["confirmationRequest"] is None, s
+            assert gw.tasks.command_receipt(OWNER, task, asked["commandId"])["reason"] == "CONFIRMATION_DECLINED"
+            assert site.presses("delete", 0) == 0
+            gw.tasks.command(OWNER, task, "press Delete account")
+            assert gw.tasks.wait(OWNER, task, WAIT)["confirmationRequest"] is not None
+            gw.tasks.command(OWNER, task, "yes")
+            s = gw.tasks.wait(OWNER, task, WAIT)
+            assert s["outcome"].startswith("Done: "), s
+            assert site.presses("delete", 1) == 1
+            gw.tasks.command(OWNER, task, "press Alpha")
+            gw.tasks.wait(OWNER, task, WAIT)
+            assert site.presses("alpha", 1) == 1
+            gw.tasks.cancel(OWNER, task)
+    finally:
+        site.close()
