@@ -491,6 +491,17 @@ fn r_brw_untrusted_an_injected_page_reaches_the_agent_only_inside_the_envelope()
     );
     assert_eq!(server.count("inj"), 1, "Continue not pressed again");
 
+    // Issue 26 item 1: under the person's control an agent's command is refused, nothing
+    // recorded; once the person hands control to the agent (the host's own call), it runs.
+    let refused = gw
+        .call_agent_tool(
+            &me,
+            "task_command",
+            &json!({"taskId": id, "command": "scroll down"}).to_string(),
+        )
+        .unwrap_err();
+    assert_eq!(refused.code(), "EXECUTION_DENIED", "{refused}");
+    hand_to_agent(&gw, &me, &id);
     let commanded = call(
         "task_command",
         json!({"taskId": id, "command": "scroll down"}),
@@ -598,8 +609,11 @@ fn r_brw_untrusted_an_injected_page_reaches_the_agent_only_inside_the_envelope()
             "{kind} by the agent: {origins:?}"
         );
     }
+    // The one user-origin entry is the person's hand-over (the host's own control call).
     assert!(
-        !origins.iter().any(|(_, o)| o == "user"),
+        origins
+            .iter()
+            .all(|(k, o)| o == "agent" || (k == "agent" && o == "user")),
         "nothing the agent sent is recorded as the person's: {origins:?}"
     );
     // The page-derived text did reach the agent, inside the envelope: the test can fail.
@@ -652,6 +666,7 @@ fn r_tsk_ctl_an_agents_command_does_not_restart_the_replan_chain() {
     }
     let e = update(revision, "press Nowhere-4").unwrap_err();
     assert_eq!(e.to_string(), "state conflict: REPLAN_LIMIT");
+    hand_to_agent(&gw, &me, &id);
     let sent = call(
         "task_command",
         json!({"taskId": id, "command": "press Nowhere-5"}),
@@ -670,4 +685,21 @@ fn r_tsk_ctl_an_agents_command_does_not_restart_the_replan_chain() {
     update(revision, "press Nowhere-8").expect("the person's command started a new chain");
     settle();
     gw.close();
+}
+
+/// The person hands the task to the agent (R-TSK-CTL `agent`, the host's own call).
+fn hand_to_agent(gw: &Gateway, me: &TaskOwner, id: &str) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(1);
+    let revision = gw.tasks().status(me, id).unwrap().revision;
+    let request = jevgate::task::ControlRequest::from_json(
+        &json!({
+            "id": format!("00000000-0000-4000-8000-{:012x}", N.fetch_add(1, Ordering::SeqCst)),
+            "action": "agent",
+            "expectedRevision": revision,
+        })
+        .to_string(),
+    )
+    .unwrap();
+    gw.tasks().control(me, id, &request).unwrap();
 }

@@ -107,8 +107,21 @@ int main(int argc, char **argv) {
   EXPECT(has(out, "\"state\":\"waiting_input\""));
   jevgate_string_free(out);
 
-  /* The agent's command: its control receipt says origin agent. */
+  /* Under the person's control the agent's command is refused (issue 26 item 1); the person
+   * hands control to the agent (the host's own call), then it runs: its control receipt says
+   * origin agent. */
   snprintf(args, sizeof args, "{\"taskId\":\"%s\",\"command\":\"scroll down\"}", id);
+  EXPECT(tool(gw, OWNER, "task_command", args, &out, &err) == JEVGATE_ERROR && out == NULL);
+  EXPECT(strcmp(code_of(err), JEVGATE_CODE_EXECUTION_DENIED) == 0);
+  err = NULL;
+  char *status = NULL;
+  EXPECT(jevgate_task_status(gw, OWNER, id, &status, &err) == JEVGATE_OK);
+  char handover[160];
+  snprintf(handover, sizeof handover,
+           "{\"id\":\"8f14e45f-ceea-467f-a0e6-3d5a1e4b2d01\",\"action\":\"agent\",\"expectedRevision\":%u}",
+           revision_of(status));
+  jevgate_string_free(status);
+  EXPECT(jevgate_task_control(gw, OWNER, id, handover, NULL, &err) == JEVGATE_OK);
   EXPECT(tool(gw, OWNER, "task_command", args, &out, &err) == JEVGATE_OK);
   EXPECT(has(out, "\"commandReceipt\"") && has(out, "\"origin\":\"agent\""));
   jevgate_string_free(out);

@@ -1529,6 +1529,13 @@ impl TaskService {
             {
                 return Err(Error::AutomationSessionClosed);
             }
+            // Whose words (issue 26 item 1, seed 003): under the person's control an agent's
+            // command is not an authorization; after the person's `agent` action it is.
+            if origin == Origin::Agent && !live.agent {
+                return Err(Error::ExecutionDenied {
+                    reason: "the person controls this task: an agent's command runs only after the person hands control to the agent",
+                });
+            }
             if live.queue.len() + live.reserved >= MAX_QUEUED_COMMANDS {
                 return Err(Error::CommandQueueFull);
             }

@@ -123,7 +123,7 @@ fn table() -> Vec<(&'static str, String, Value)> {
         ),
         (
             "task_command",
-            format!("Send the next command (or step list) to a task kept open (keepOpen); it queues behind a running one (at most 20 wait). Returns its control receipt (commandReceipt: accepted, then done, not_done, dropped with the reason, or unknown) with the task's status. {PAGE_TEXT}"),
+            format!("Send the next command (or step list) to a task kept open (keepOpen) that the person handed to you (their `agent` control action): while the person controls the task, your command is refused (EXECUTION_DENIED) — use task_update instead. It queues behind a running one (at most 20 wait). Returns its control receipt (commandReceipt: accepted, then done, not_done, dropped with the reason, or unknown) with the task's status. {PAGE_TEXT}"),
             schema(
                 json!({
                     "taskId": {"type": "string", "description": TASK_ID},

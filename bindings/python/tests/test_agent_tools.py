@@ -7,6 +7,7 @@ reaches the "model" only inside the untrusted envelope; commands and answers are
 
 import http.server
 import json
+import uuid
 import threading
 import time
 
@@ -192,6 +193,12 @@ def test_an_llms_tool_calls_see_page_text_only_inside_the_envelope(tmp_path):
             assert info.value.code == "BROWSER_EVIDENCE_UNAVAILABLE"
             receipts = model_calls("task_receipts", json.dumps({"taskId": task}))
             assert any(op["tool"] == "page_click" for r in receipts["receipts"] for op in r["operations"])
+            # Issue 26 item 1: the person's task refuses the agent's command until handed over.
+            with pytest.raises(jevgate.Error) as info:
+                gw.call_agent_tool(OWNER, "task_command", {"taskId": task, "command": "scroll down"})
+            assert info.value.code == "EXECUTION_DENIED"
+            rev = gw.tasks.status(OWNER, task)["revision"]
+            gw.tasks.control(OWNER, task, id=str(uuid.uuid4()), action="agent", expected_revision=rev)
             command = model_calls("task_command", json.dumps({"taskId": task, "command": "scroll down"}))
             assert command["commandReceipt"]["origin"] == "agent"
             model_calls("task_wait", json.dumps({"taskId": task, "timeoutMs": 90000}))
