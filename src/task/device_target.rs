@@ -85,7 +85,14 @@ impl BrowserBackend for DeviceTarget {
             &args,
         )?;
         let Some(operation) = command.operation_id() else {
-            return command.decode_result(raw);
+            // A worker's observation is held to the same container bounds as a local one.
+            return command.decode_result(raw).map(|r| match r {
+                Response::Observation(mut o) => {
+                    o.bound_containers();
+                    Response::Observation(o)
+                }
+                other => other,
+            });
         };
         // An answered mutation: something may have happened whatever the answer looks like.
         let unknown = |reason: &str| Error::OutcomeUnknown {
