@@ -2,8 +2,10 @@
 //! step-command grammar.
 //!
 //! This module owns the data shape and its JSON form only (camelCase, exactly as SPEC §6
-//! writes it). It never reads a page, never holds a value of a sensitive field, and never
-//! decides anything: deciding is the grammar's and the task controller's work.
+//! writes it), and the bounds of a control's enclosing container (issue 26: at most 32, name
+//! and text cut, whoever sent them). It never reads a page, never holds a value of a sensitive
+//! field, and never decides anything: deciding is the grammar's and the task controller's
+//! work.
 
 use serde::{Deserialize, Serialize};
 

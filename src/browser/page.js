@@ -338,7 +338,8 @@
         inner = boxOf.get(el);
         if (!inner) { inner = { el, kind, buf: "", id: null }; boxOf.set(el, inner); }
       }
-      const hush = quiet || (el.hasAttribute("contenteditable") && el.isContentEditable);
+      const hush = quiet || tag === "textarea" || tag === "select" ||
+        (el.hasAttribute("contenteditable") && el.isContentEditable);
       // Blocks and controls stand apart in a container's text.
       const apart = inner && !hush && (block || (role && INTERACTIVE.has(role)));
       if (apart) boxText(inner, " ");

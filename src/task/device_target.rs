@@ -9,7 +9,8 @@
 //! deadline and the meaning of a failure are `device::PrimitiveSender`'s: `DEVICE_OFFLINE` and
 //! the other refusals mean nothing was sent, `OUTCOME_UNKNOWN` means the command may have run.
 //! A mutation whose result cannot be read, or names another operation, is an unknown outcome
-//! too: it was answered, so something may have happened.
+//! too: it was answered, so something may have happened. A worker's observation is held to
+//! the same container bounds as a local one (`Observation::bound_containers`).
 //!
 //! It must never retry or re-send a command (above all a mutation that was sent), and never log
 //! arguments, typed text, page content or results.
