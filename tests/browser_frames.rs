@@ -376,3 +376,23 @@ fn r_brw_obs_a_cross_origin_frame_inside_a_same_origin_frame_is_walked_and_click
     assert_eq!(server.wait_count("deep", 1), 1);
     tab.close().unwrap();
 }
+
+// Issue 26 slice A (R-BRW-OBS): a cross-origin frame's own form is its controls' container,
+// its id prefixed like the frame's refs (`f1k1`), so it never collides with the main frame's
+// `k1` and resolves on the composed observation.
+#[test]
+fn r_brw_obs_a_cross_origin_frame_container_has_a_prefixed_id_that_resolves() {
+    let (_server, _b, tab, obs) = setup("/p/xboxes", "Join");
+    let join = named(&obs, "Join");
+    assert!(join.reference.starts_with("f1e"), "{}", join.reference);
+    assert_eq!(join.container.as_deref(), Some("f1k1"));
+    let k = obs.container_of(join).expect("the frame's form");
+    assert_eq!((k.kind.as_str(), k.name.as_str()), ("form", "Sign up"));
+    assert!(k.text.contains("Join the club."), "{k:?}");
+    let go = named(&obs, "Go");
+    assert_eq!(go.container.as_deref(), Some("k1"));
+    assert_eq!(obs.container_of(go).unwrap().name, "Search");
+    let ids: Vec<&str> = obs.containers.iter().map(|k| k.id.as_str()).collect();
+    assert_eq!(ids, ["k1", "f1k1"]);
+    tab.close().unwrap();
+}

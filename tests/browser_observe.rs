@@ -405,3 +405,121 @@ fn issue12_a_cut_snapshot_says_so_in_its_text_and_how_to_read_the_rest() {
         .contains("[snapshot truncated"));
     tab.close().unwrap();
 }
+
+// Issue 26 slice A (R-BRW-OBS, R-BRW-UNTRUSTED): each control names its nearest enclosing open
+// dialog, else form, with the container's name and bounded visible text; a container's text
+// never holds a field's value (input, textarea, select, editable content), sensitive or not;
+// a control outside any container names none.
+#[test]
+fn r_brw_obs_controls_name_their_enclosing_dialog_or_form_without_field_values() {
+    let (server, _b, tab) = setup();
+    tab.navigate(&server.url("/p/boxes")).unwrap();
+    let obs = tab.observe().unwrap();
+    let delete = named(&obs, "Delete");
+    let cancel = named(&obs, "Cancel");
+    assert!(delete.container.is_some());
+    assert_eq!(delete.container, cancel.container);
+    let dialog = obs.container_of(delete).unwrap();
+    assert_eq!(dialog.kind, "dialog");
+    assert_eq!(dialog.name, "Delete account?");
+    assert!(dialog.text.contains("This cannot be undone."), "{dialog:?}");
+    assert!(dialog.text.contains("Delete") && dialog.text.contains("Cancel"));
+
+    let pay = named(&obs, "Pay now");
+    let form = obs.container_of(pay).unwrap();
+    assert_eq!(
+        (form.kind.as_str(), form.name.as_str()),
+        ("form", "Payment")
+    );
+    assert!(form.text.contains("Charged today."), "{form:?}");
+    assert!(
+        form.text.contains("Card number"),
+        "labels are text: {form:?}"
+    );
+    for value in [
+        SECRET_CARD,
+        BOX_FIELD_VALUE,
+        BOX_TEXTAREA_VALUE,
+        BOX_OPTION_TEXT,
+        BOX_EDITABLE_VALUE,
+    ] {
+        let json = serde_json::to_string(&obs.containers).unwrap();
+        assert!(!json.contains(value), "{value} in the containers: {json}");
+    }
+    // The fields of the form name it too; the card field stays sensitive and valueless.
+    let card = named(&obs, "Card number");
+    assert!(card.sensitive && card.value.is_none());
+    assert_eq!(card.container, pay.container);
+    assert_ne!(pay.container, delete.container);
+    // Outside any container: none.
+    assert!(named(&obs, "Home").container.is_none());
+    let ids: Vec<&str> = obs.containers.iter().map(|k| k.id.as_str()).collect();
+    assert_eq!(ids, ["k1", "k2"], "page order");
+    assert!(!obs.truncated.containers);
+    tab.close().unwrap();
+}
+
+// Issue 26 slice A: a container's text is bounded (300 characters) however long the form, and
+// a page of 1,000 forms lists at most 32 containers and says it cut the rest.
+#[test]
+fn r_brw_obs_container_text_and_count_are_bounded() {
+    let (server, _b, tab) = setup();
+    tab.navigate(&server.url("/p/boxbig")).unwrap();
+    let obs = tab.observe().unwrap();
+    let k = obs.container_of(named(&obs, "Send")).unwrap();
+    assert_eq!(k.name, "Long form");
+    assert!(k.text.chars().count() <= 300, "{}", k.text.len());
+    assert!(k.text.starts_with("lorem ipsum"));
+    assert!(
+        obs.text.len() > 10_000,
+        "the page text keeps its own budget"
+    );
+
+    tab.navigate(&server.url("/p/forms-1000")).unwrap();
+    let obs = tab.observe().unwrap();
+    assert_eq!(obs.controls.len(), 1000);
+    assert_eq!(obs.containers.len(), 32);
+    assert!(obs.truncated.containers);
+    let first = obs.container_of(named(&obs, "Send 0")).unwrap();
+    assert_eq!(first.name, "Form 0");
+    assert_eq!(first.text, "Form 0 Text of form 0. Send 0");
+    assert_eq!(obs.container_of(named(&obs, "Send 31")).unwrap().id, "k32");
+    assert!(named(&obs, "Send 32").container.is_none());
+    tab.close().unwrap();
+}
+
+/// The fastest of three observations of `path` (wall time, page already loaded).
+fn observe_time(tab: &LocalTab, server: &Server, path: &str) -> std::time::Duration {
+    tab.navigate(&server.url(path)).unwrap();
+    (0..3)
+        .map(|_| {
+            // Every observation walks the whole page.
+            let t = std::time::Instant::now();
+            tab.observe().unwrap();
+            t.elapsed()
+        })
+        .min()
+        .unwrap()
+}
+
+// Issue 26 slice A (STYLE "linear time in input"): the containers are computed in one pass
+// (memoized per container element, text merged upward once): ten times the forms, or ten
+// times the controls and text inside one form, takes about ten times as long, not a hundred. A
+// ratio of the fastest of three runs, in the style of tests/linear_time.rs, never a time.
+#[test]
+fn r_brw_obs_containers_are_linear_in_the_page() {
+    const MAX_RATIO: f64 = 25.0;
+    let (server, _b, tab) = setup();
+    for shape in ["forms", "oneform"] {
+        let small = observe_time(&tab, &server, &format!("/p/{shape}-200"));
+        let large = observe_time(&tab, &server, &format!("/p/{shape}-2000"));
+        let floor = std::time::Duration::from_millis(5);
+        let r = large.as_secs_f64() / small.max(floor).as_secs_f64();
+        eprintln!("{shape}: 200 {small:?}, 2000 {large:?}, ratio {r:.1}");
+        assert!(
+            r <= MAX_RATIO,
+            "{shape}: 200 took {small:?}, 2000 took {large:?}: ratio {r:.1} (not linear)"
+        );
+    }
+    tab.close().unwrap();
+}

@@ -496,3 +496,59 @@ fn r_tsk_ver_fresh_evidence_of_a_device_task_takes_a_short_tab_lease() {
     assert!(recorded.observation().is_some());
     s.t.gw.close();
 }
+
+// Issue 26 slice A (R-BRW-OBS, R-DEV-FAIL): a hostile worker's observation is held to the
+// container bounds: 10,000 containers and a container of 1 MB text become at most 32, each
+// text at most 300 characters, no control naming one that was not kept, the cut said; an
+// observation without containers (an older worker) is read as before.
+#[test]
+fn r_brw_obs_a_workers_containers_are_bounded() {
+    let mut options = support::gateway::channel_options();
+    options.max_message_bytes = 4 << 20;
+    let t = support::gateway::builder().channel_with(options).build();
+    let alice = t.pair("alice", "alice-laptop");
+    let huge = "x".repeat(1 << 20);
+    let containers: Vec<Value> = (0..10_000)
+        .map(|i| {
+            json!({"id": format!("k{i}"), "kind": "form", "name": "F",
+            "text": if i == 0 { huge.as_str() } else { "t" }})
+        })
+        .collect();
+    let controls: Vec<Value> = (0..10_000)
+        .map(|i| {
+            json!({"ref": format!("e{i}"), "role": "button", "name": "B",
+            "actions": ["click"], "container": format!("k{i}")})
+        })
+        .collect();
+    let (counting, _) = Counting::new(json!({"generation": 3, "url": "about:blank",
+        "controls": controls, "containers": containers}));
+    let _worker = t.device_worker(&alice, counting);
+    let target =
+        t.gw.device_target("alice", "conv-1", &alice.device)
+            .unwrap();
+    let obs = target.observe().unwrap();
+    assert_eq!(obs.controls.len(), 10_000);
+    assert_eq!(obs.containers.len(), 32);
+    assert!(obs.truncated.containers);
+    assert_eq!(obs.containers[0].text.chars().count(), 300);
+    assert!(obs
+        .controls
+        .iter()
+        .all(|c| c.container.is_none() || obs.container_of(c).is_some()));
+    assert!(obs.controls[32].container.is_none());
+    t.gw.close();
+
+    let t = support::gateway::builder().channel().build();
+    let alice = t.pair("alice", "alice-laptop");
+    let old = json!({"generation": 4, "url": "about:blank",
+        "controls": [{"ref": "e1", "role": "button", "name": "OK", "actions": ["click"]}]});
+    let (counting, _) = Counting::new(old);
+    let _worker = t.device_worker(&alice, counting);
+    let target =
+        t.gw.device_target("alice", "conv-1", &alice.device)
+            .unwrap();
+    let obs = target.observe().unwrap();
+    assert!(obs.containers.is_empty() && obs.controls[0].container.is_none());
+    assert!(!obs.truncated.containers);
+    t.gw.close();
+}

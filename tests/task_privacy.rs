@@ -269,3 +269,65 @@ fn r_tsk_rcpt_receipts_keep_no_field_values_or_typed_text() {
         }
     }
 }
+
+// Issue 26 slice A, R-TSK-RCPT: a kept observation keeps the containers of its controls
+// (the dialog or form a press happens in) but never the text the task typed, even when the
+// page echoes it into the form's own text: the container text shows `[text]` there.
+#[test]
+fn r_tsk_rcpt_kept_container_text_carries_no_typed_text() {
+    const TYPED: &str = "BOXTYPED-SENTINEL-6d2f91";
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"gateway": {"jev": {"enabled": true, "provider": "callback",
+        "features": {"browserTasks": {"enabled": true}}}}});
+    let gw = Gateway::open(GatewayOptions::new(
+        dir.path(),
+        Config::from_json_str(&config.to_string()).unwrap(),
+    ))
+    .unwrap();
+    gw.set_jev_callback(Some(model()));
+    let t = gw.tasks();
+    let mut request = SpawnRequest::new(format!("type {TYPED} into Comment"));
+    request.start_url = Some(server.url("/p/echoform"));
+    request.keep_open = true;
+    let id = t.spawn(&owner(), request).unwrap();
+    let s = t.wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(s.reason.as_deref(), Some("DONE"), "{s:#?}");
+    t.command(&owner(), &id, "press Save").unwrap();
+    let s = t.wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(s.reason.as_deref(), Some("DONE"), "{s:#?}");
+    assert_eq!(server.wait_count("save", 1), 1);
+
+    let receipts = serde_json::to_value(t.receipts(&owner(), &id).unwrap()).unwrap();
+    assert!(!receipts.to_string().contains(TYPED), "{receipts:#}");
+    let last = receipts
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["operations"].as_array().unwrap())
+        .filter_map(|o| o.get("observation").filter(|v| !v.is_null()))
+        .next_back()
+        .expect("the press keeps its observation")
+        .clone();
+    let save = last["controls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "Save")
+        .cloned()
+        .unwrap_or_else(|| panic!("no Save in {last:#}"));
+    let form = last["containers"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no containers in {last:#}"))
+        .iter()
+        .find(|k| k["id"] == save["container"])
+        .cloned()
+        .unwrap();
+    assert_eq!(form["name"], "Feedback");
+    let text = form["text"].as_str().unwrap();
+    assert!(text.contains("You wrote: [text]"), "{text}");
+    let leaks = stored_leaks(dir.path(), TYPED, &COMMAND_TABLES);
+    assert!(leaks.is_empty(), "{TYPED} stored in {leaks:?}");
+    t.cancel(&owner(), &id).unwrap();
+    gw.close();
+}

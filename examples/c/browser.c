@@ -33,11 +33,14 @@ int main(void) {
   /* about:blank, filled by a script (the suite's Rust tests use a loopback fixture server). */
   char *r = run(b,
                 "{\"tool\":\"javascript\",\"args\":{\"operationId\":\"op-1\",\"code\":"
-                "\"document.title='Demo'; document.body.innerHTML='<button>Go</button>';"
+                "\"document.title='Demo'; document.body.innerHTML='<form aria-label=Checkout><button type=button>Go</button></form>';"
                 " const b = document.querySelector('button'); b.onclick = (e) => { if (e.isTrusted) b.textContent = 'Done'; }; 1\"}}");
   jevgate_string_free(r);
   char *obs = run(b, "{\"tool\":\"observe\",\"args\":{}}");
   EXPECT(obs != NULL && strstr(obs, "\"name\":\"Go\"") != NULL && strstr(obs, "\"ref\":\"e1\"") != NULL);
+  /* The button's enclosing form, the evidence of what pressing it means (issue 26). */
+  EXPECT(obs != NULL && strstr(obs, "\"container\":\"k1\"") != NULL &&
+         strstr(obs, "{\"id\":\"k1\",\"kind\":\"form\",\"name\":\"Checkout\"") != NULL);
   printf("observation: %.200s...\n", obs ? obs : "(null)");
   /* The generation of that observation makes the ref valid. */
   const char *gen = obs ? strstr(obs, "\"generation\":") : NULL;

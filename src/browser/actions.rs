@@ -252,10 +252,12 @@ impl LocalTab {
                 title: title_cut,
                 url: url_cut,
                 text: false,
+                containers: false,
             },
             focus: None,
             scroll: ScrollPosition::default(),
             controls: Vec::new(),
+            containers: Vec::new(),
             text: String::new(),
             dialog: st.dialog.clone(),
         })
@@ -305,6 +307,12 @@ impl LocalTab {
                 reason: "the page library answered controls of an unexpected shape".into(),
             }
         })?;
+        let containers = match walked.get_mut("containers").map(Value::take) {
+            Some(v) => serde_json::from_value(v).map_err(|_| Error::ExecutionFailed {
+                reason: "the page library answered containers of an unexpected shape".into(),
+            })?,
+            None => Vec::new(),
+        };
         let fp = composed.fp;
         let generation = {
             let mut st = self.tab.lock();
@@ -322,7 +330,7 @@ impl LocalTab {
         };
         let (url, url_cut) = cut(walked["url"].as_str().unwrap_or_default(), MAX_URL);
         let (title, title_cut) = cut(walked["title"].as_str().unwrap_or_default(), MAX_TITLE);
-        let obs = Observation {
+        let mut obs = Observation {
             generation,
             url,
             title,
@@ -332,6 +340,7 @@ impl LocalTab {
                 title: title_cut,
                 url: url_cut,
                 text: walked["truncated"]["text"].as_bool().unwrap_or(false),
+                containers: walked["truncated"]["containers"].as_bool().unwrap_or(false),
             },
             focus: walked["focus"].as_str().map(str::to_string),
             scroll: ScrollPosition {
@@ -339,9 +348,12 @@ impl LocalTab {
                 at_bottom: walked["scroll"]["atBottom"].as_bool().unwrap_or(true),
             },
             controls,
+            containers,
             text: walked["text"].as_str().unwrap_or_default().to_string(),
             dialog: None,
         };
+        // Frames add their own containers: the bound holds for the composed observation.
+        obs.bound_containers();
         let tree = walked.get_mut("tree").map(Value::take);
         Ok((obs, tree))
     }

@@ -5,9 +5,9 @@
 //! frames — the attached frame sessions of a tab (fed by `Target.attachedToTarget` /
 //! `detachedFromTarget` on the reader thread), the frames an observation covered — and the pure
 //! work of splicing a frame's walk into its parent's: refs prefixed `f<N>` (frame N in page
-//! order, depth first, so `f1e3` never collides with the main frame's `e3`), controls at the
-//! frame's position, its text where the parent's NUL marker stands, its tree under the parent's
-//! `iframe` node. It never calls the browser and never reads or logs page content.
+//! order, depth first, so `f1e3` never collides with the main frame's `e3`; container ids the
+//! same way, `f1k3`), controls at the frame's position, its containers after the parent's, its
+//! text where the parent's NUL marker stands, its tree under the parent's `iframe` node. It never calls the browser and never reads or logs page content.
 
 use std::collections::HashMap;
 
@@ -156,7 +156,8 @@ pub(crate) fn split_ref(reference: &str) -> Option<(usize, &str)> {
     (n > 0).then_some((n, &rest[digits..]))
 }
 
-/// Prefixes the refs of one frame's own walk (controls, tree nodes, focus) with `f<N>`.
+/// Prefixes the refs of one frame's own walk (controls, tree nodes, focus) and its container
+/// ids (each container's `id`, each control's `container`) with `f<N>`.
 pub(crate) fn prefix_refs(walk: &mut Value, n: usize) {
     let prefix = format!("f{n}");
     let fix = |v: &mut Value| {
@@ -168,6 +169,16 @@ pub(crate) fn prefix_refs(walk: &mut Value, n: usize) {
         for c in controls {
             if let Some(r) = c.get_mut("ref") {
                 fix(r);
+            }
+            if let Some(k) = c.get_mut("container") {
+                fix(k);
+            }
+        }
+    }
+    if let Some(boxes) = walk.get_mut("containers").and_then(Value::as_array_mut) {
+        for b in boxes {
+            if let Some(k) = b.get_mut("id") {
+                fix(k);
             }
         }
     }
@@ -194,8 +205,10 @@ pub(crate) struct Child {
 }
 
 /// Splices composed child walks into `parent` (the parent's own walk, refs already prefixed):
-/// controls at each slot's index, text at each NUL marker, tree under the slot's node, focus
-/// from a child when the parent has none. Slots without a child and leftover markers vanish.
+/// controls at each slot's index, containers after the parent's (in slot order), text at each
+/// NUL marker, tree under the slot's node, focus from a child when the parent has none. Slots
+/// without a child and leftover markers vanish. The container count is bounded later, on the
+/// observation (`Observation::bound_containers`).
 pub(crate) fn splice(parent: &mut Value, children: Vec<Child>) {
     let slots: Vec<(String, usize)> = parent
         .get("slots")
@@ -233,14 +246,23 @@ pub(crate) fn splice(parent: &mut Value, children: Vec<Child>) {
     let mut focus = parent.get("focus").cloned().filter(|f| !f.is_null());
     let mut truncated_controls = false;
     let mut truncated_text = false;
+    let mut truncated_boxes = false;
+    let mut boxes: Vec<Value> = match parent.get_mut("containers").and_then(Value::as_array_mut) {
+        Some(a) => std::mem::take(a),
+        None => Vec::new(),
+    };
     for (key, ci) in &slots {
         while let Some((_, c)) = own.next_if(|(i, _)| i < ci) {
             controls.push(c);
         }
-        let child = by_key.get_mut(key);
-        if let Some(child) = &child {
+        let mut child = by_key.get_mut(key);
+        if let Some(child) = child.as_deref_mut() {
             truncated_controls |= child["truncated"]["controls"].as_bool() == Some(true);
             truncated_text |= child["truncated"]["text"].as_bool() == Some(true);
+            truncated_boxes |= child["truncated"]["containers"].as_bool() == Some(true);
+            if let Some(a) = child.get_mut("containers").and_then(Value::as_array_mut) {
+                boxes.append(a);
+            }
         }
         if let Some(a) = child
             .as_deref()
@@ -295,6 +317,12 @@ pub(crate) fn splice(parent: &mut Value, children: Vec<Child>) {
     if truncated_text {
         parent["truncated"]["text"] = Value::Bool(true);
     }
+    if truncated_boxes {
+        parent["truncated"]["containers"] = Value::Bool(true);
+    }
+    if !boxes.is_empty() {
+        parent["containers"] = Value::Array(boxes);
+    }
 }
 
 fn find_slot<'a>(tree: &'a mut Value, key: &str) -> Option<&'a mut Value> {
@@ -320,10 +348,13 @@ mod tests {
         assert_eq!(split_ref("f0e1"), None);
         assert_eq!(split_ref("fxe1"), None);
         assert_eq!(split_ref("f3"), None);
-        let mut walk = json!({"controls":[{"ref":"e1"}],"focus":"e1",
+        let mut walk = json!({"controls":[{"ref":"e1","container":"k1"}],"focus":"e1",
+            "containers":[{"id":"k1","kind":"form"}],
             "tree":{"r":"root","c":[{"r":"button","ref":"e1","c":[]},"text"]}});
         prefix_refs(&mut walk, 4);
         assert_eq!(walk["controls"][0]["ref"], "f4e1");
+        assert_eq!(walk["controls"][0]["container"], "f4k1");
+        assert_eq!(walk["containers"][0]["id"], "f4k1");
         assert_eq!(walk["focus"], "f4e1");
         assert_eq!(walk["tree"]["c"][0]["ref"], "f4e1");
     }
@@ -339,8 +370,9 @@ mod tests {
             "tree":{"r":"root","c":[{"r":"iframe","n":"X","slot":"K","c":[]}]},
         });
         let child = json!({
-            "controls":[{"ref":"f1e1"}],"text":"inside","focus":"f1e1",
-            "truncated":{"controls":true,"text":false},
+            "controls":[{"ref":"f1e1","container":"f1k1"}],"text":"inside","focus":"f1e1",
+            "containers":[{"id":"f1k1","kind":"dialog"}],
+            "truncated":{"controls":true,"text":false,"containers":true},
             "tree":{"r":"root","c":[{"r":"button","ref":"f1e1","c":[]}]},
         });
         splice(
@@ -360,6 +392,9 @@ mod tests {
         assert_eq!(main["text"], "before\ninside\nafter");
         assert_eq!(main["focus"], "f1e1");
         assert_eq!(main["truncated"]["controls"], true);
+        assert_eq!(main["truncated"]["containers"], true);
+        assert_eq!(main["containers"][0]["id"], "f1k1");
+        assert_eq!(main["controls"][2]["container"], "f1k1");
         assert_eq!(main["tree"]["c"][0]["c"][0]["ref"], "f1e1");
     }
 

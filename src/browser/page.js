@@ -6,6 +6,10 @@
 // frame's own walk in; `framePoint` maps a point inside such a frame to this frame's viewport.
 // It must NEVER read the value of a sensitive field (password, card, one-time code): the
 // sensitivity test runs first and the value property is not touched when it says yes.
+// Each listed control names its nearest enclosing container (an open dialog first, else a
+// form; ids `k1`, `k2`… per walk, at most 32): the container's name and bounded visible text
+// come from text nodes and label elements only, never from a form field (input, textarea,
+// select, editable content), so no field value ever reaches them.
 (() => {
   const W = { refs: new Map(), fp: "", dirty: true, observers: [], keys: new WeakMap(), slots: new Map() };
   const INTERACTIVE = new Set(["button", "link", "checkbox", "radio", "tab", "menuitem",
@@ -26,6 +30,10 @@
   const SENS_WORDS = /pass(word|wd|code)|pwd|card.?(num|no\b)|cc.?(num|no\b)|cvv|cvc|csc|security.?code|card.?code|\botp\b|one.?time|2fa|mfa|verification.?code|auth.?code|\bpin\b|\biban\b|\bssn\b/i;
 
   const clip = (s, n) => (s.length > n ? s.slice(0, n - 1) + "\u2026" : s);
+  // Containers: how many a walk lists, and the bounds of their name and text.
+  const MAX_BOXES = 32;
+  const BOX_NAME = 200;
+  const BOX_TEXT = 300;
   const squash = (s) => s.replace(/\s+/g, " ").trim();
 
   function roleOf(el, tag) {
@@ -181,6 +189,57 @@
     return h;
   }
 
+  // Text of `root` for a container's name: text nodes only, no form field (input, textarea,
+  // select, editable content) and nothing hidden by markup; at most `max` characters and a
+  // bounded number of nodes, so a huge or hostile subtree costs a constant.
+  function plainText(root, max) {
+    let out = "";
+    let budget = 2000;
+    const stack = [root];
+    while (stack.length && out.length <= max && budget-- > 0) {
+      const n = stack.pop();
+      if (n.nodeType === 3) { out += n.data; continue; }
+      if (n.nodeType !== 1) continue;
+      const t = n.localName;
+      if (SKIP.has(t) || t === "input" || t === "textarea" || t === "select" || t === "option") continue;
+      if (n.hasAttribute("contenteditable") && n.isContentEditable) continue;
+      if (n.hidden || n.getAttribute("aria-hidden") === "true") continue;
+      for (let c = n.lastChild; c; c = c.previousSibling) stack.push(c);
+    }
+    return squash(out.replace(/\u0000/g, ""));
+  }
+
+  // The accessible name of a container: aria-label, aria-labelledby, its first legend, its
+  // first heading.
+  function boxName(el) {
+    let n = el.getAttribute("aria-label");
+    if (n && n.trim()) return squash(n);
+    const lb = el.getAttribute("aria-labelledby");
+    if (lb) {
+      const root = el.getRootNode();
+      n = lb.split(/\s+/).slice(0, 16).map((id) => {
+        const e = id && root.getElementById ? root.getElementById(id) : null;
+        return e ? plainText(e, BOX_NAME) : "";
+      }).join(" ");
+      if (n.trim()) return squash(n);
+    }
+    const legend = el.querySelector("legend");
+    if (legend) { n = plainText(legend, BOX_NAME); if (n) return n; }
+    const h = el.querySelector("h1, h2, h3, h4, h5, h6, [role=heading]");
+    if (h) { n = plainText(h, BOX_NAME); if (n) return n; }
+    return "";
+  }
+
+  // Adds page text to a container's bounded text buffer (whitespace squashed as it goes).
+  function boxText(rec, d) {
+    const room = BOX_TEXT + 1 - rec.buf.length;
+    if (room <= 0) return;
+    let s = d.length > 4 * BOX_TEXT ? d.slice(0, 4 * BOX_TEXT) : d;
+    s = s.replace(/\s+/g, " ");
+    if (!rec.buf || rec.buf.endsWith(" ")) s = s.replace(/^ /, "");
+    rec.buf += s.length > room ? s.slice(0, room) : s;
+  }
+
   // The walk. Returns {controls, text, fp, tree}; refs are assigned in page order.
   function walk(opts) {
     const maxControls = opts.maxControls || 2000;
@@ -200,6 +259,11 @@
     const slots = [];
     const slotEls = new Map();
     let untagged = 0;
+    // Containers: one record per container element met (memoized by element), each with its
+    // bounded text; an id (`k<N>`) only once a listed control is inside it.
+    const boxes = [];
+    const boxOf = new Map();
+    let boxesTruncated = false;
     const active = deepActive();
     let focus = null;
 
@@ -217,11 +281,23 @@
       else parent.c.push(s);
     }
 
-    function visit(node, parent, inControl) {
+    function boxId(rec) {
+      if (!rec) return undefined;
+      if (rec.id) return rec.id;
+      if (boxes.length >= MAX_BOXES) { boxesTruncated = true; return undefined; }
+      rec.id = "k" + (boxes.length + 1);
+      boxes.push(rec);
+      return rec.id;
+    }
+
+    // `box`: the record of the nearest enclosing container (null: none); `quiet`: inside
+    // editable content, whose text is a field's value and never a container's text.
+    function visit(node, parent, inControl, box, quiet) {
       if (node.nodeType === 3) {
         let d = node.data;
         // NUL marks a frame slot in the text; a page's own NULs are dropped.
         if (d.indexOf("\u0000") >= 0) d = d.replace(/\u0000/g, "");
+        if (box && !quiet && d.length) boxText(box, d);
         if (d.trim()) {
           pushText(d);
           if (!inControl) addTreeText(parent, d);
@@ -234,7 +310,7 @@
       if (node.nodeType !== 1 && node.nodeType !== 11) return;
       if (node.nodeType === 11) {
         indexLabels(node);
-        for (let c = node.firstChild; c; c = c.nextSibling) visit(c, parent, inControl);
+        for (let c = node.firstChild; c; c = c.nextSibling) visit(c, parent, inControl, box, quiet);
         return;
       }
       const el = node;
@@ -243,8 +319,8 @@
       if (el.hidden || el.getAttribute("aria-hidden") === "true" || el.inert) return;
       if (tag === "slot") {
         const assigned = el.assignedNodes({ flatten: true });
-        if (assigned.length) for (const c of assigned) visit(c, parent, inControl);
-        else for (let c = el.firstChild; c; c = c.nextSibling) visit(c, parent, inControl);
+        if (assigned.length) for (const c of assigned) visit(c, parent, inControl, box, quiet);
+        else for (let c = el.firstChild; c; c = c.nextSibling) visit(c, parent, inControl, box, quiet);
         return;
       }
       if (!visible(el)) {
@@ -254,6 +330,19 @@
       const block = BLOCK.has(tag);
       if (block) pushText("\n");
       const role = roleOf(el, tag);
+      // The nearest open dialog, else the nearest form (a form inside a dialog is the dialog's).
+      const kind = role === "dialog" || role === "alertdialog" || el.getAttribute("aria-modal") === "true"
+        ? "dialog" : role === "form" ? "form" : null;
+      let inner = box;
+      if (kind && !(kind === "form" && box && box.kind === "dialog")) {
+        inner = boxOf.get(el);
+        if (!inner) { inner = { el, kind, buf: "", id: null }; boxOf.set(el, inner); }
+      }
+      const hush = quiet || tag === "textarea" || tag === "select" ||
+        (el.hasAttribute("contenteditable") && el.isContentEditable);
+      // Blocks and controls stand apart in a container's text.
+      const apart = inner && !hush && (block || (role && INTERACTIVE.has(role)));
+      if (apart) boxText(inner, " ");
       let me = parent;
       let childInControl = inControl;
       if (role && INTERACTIVE.has(role)) {
@@ -276,6 +365,7 @@
             const sensitive = field && tag !== "select" && t !== "checkbox" && t !== "radio" && isSensitive(el, tag);
             const c = { ref, role: role === "generic-clickable" ? "generic" : role, name, editable,
               searchLike: false, sensitive, actions: [] };
+            if (listed && box) { const k = boxId(box); if (k) c.container = k; }
             if (!sensitive) {
               // Values are read only here, after the sensitivity test said no.
               let v = null;
@@ -329,7 +419,9 @@
         if (doc && doc.documentElement) {
           roots.push(doc);
           indexLabels(doc);
-          visit(doc.documentElement, me, childInControl);
+          // A frame's document is its own: no container of this document encloses its controls
+          // (the same as a cross-origin frame's walk).
+          visit(doc.documentElement, me, childInControl, null, false);
         } else if (!doc) {
           // Cross-origin: another process renders it. The fingerprint counts the slot, so a
           // frame coming or going changes the generation even when no control here changed.
@@ -346,11 +438,14 @@
       }
       if (el.shadowRoot) {
         roots.push(el.shadowRoot);
-        visit(el.shadowRoot, me, childInControl);
+        visit(el.shadowRoot, me, childInControl, inner, hush);
       } else {
-        for (let c = el.firstChild; c; c = c.nextSibling) visit(c, me, childInControl);
+        for (let c = el.firstChild; c; c = c.nextSibling) visit(c, me, childInControl, inner, hush);
       }
       if (block) pushText("\n");
+      if (apart) boxText(inner, " ");
+      // A container's text is part of the one around it.
+      if (inner !== box && box && !hush && inner.buf) { boxText(box, " "); boxText(box, inner.buf); }
     }
 
     const top = { r: "root", n: "", c: [] };
@@ -359,7 +454,7 @@
     indexLabels(document);
     W.indexed = true;
     roots.push(document);
-    if (document.documentElement) visit(document.documentElement, top, false);
+    if (document.documentElement) visit(document.documentElement, top, false, null, false);
     W.indexed = false;
     W.refs = refs;
     W.slots = slotEls;
@@ -374,6 +469,11 @@
       truncated: { controls: controlsTruncated, text: textTruncated },
       scroll: scrollState(se),
     };
+    if (boxes.length) {
+      res.containers = boxes.map((b) => ({ id: b.id, kind: b.kind, name: clip(boxName(b.el), BOX_NAME),
+        text: clip(squash(b.buf), BOX_TEXT) }));
+    }
+    if (boxesTruncated) res.truncated.containers = true;
     if (slots.length) res.slots = slots;
     if (untagged) res.untagged = untagged;
     // Inside a frame, focus counts only when that frame holds the page's focus.

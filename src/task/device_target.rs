@@ -9,7 +9,8 @@
 //! deadline and the meaning of a failure are `device::PrimitiveSender`'s: `DEVICE_OFFLINE` and
 //! the other refusals mean nothing was sent, `OUTCOME_UNKNOWN` means the command may have run.
 //! A mutation whose result cannot be read, or names another operation, is an unknown outcome
-//! too: it was answered, so something may have happened.
+//! too: it was answered, so something may have happened. A worker's observation is held to
+//! the same container bounds as a local one (`Observation::bound_containers`).
 //!
 //! It must never retry or re-send a command (above all a mutation that was sent), and never log
 //! arguments, typed text, page content or results.
@@ -85,7 +86,14 @@ impl BrowserBackend for DeviceTarget {
             &args,
         )?;
         let Some(operation) = command.operation_id() else {
-            return command.decode_result(raw);
+            // A worker's observation is held to the same container bounds as a local one.
+            return command.decode_result(raw).map(|r| match r {
+                Response::Observation(mut o) => {
+                    o.bound_containers();
+                    Response::Observation(o)
+                }
+                other => other,
+            });
         };
         // An answered mutation: something may have happened whatever the answer looks like.
         let unknown = |reason: &str| Error::OutcomeUnknown {

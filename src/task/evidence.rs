@@ -322,6 +322,8 @@ pub(crate) fn fresh_view(o: &Observation) -> Value {
         shown.controls.truncate(EVIDENCE_CONTROLS);
         shown.truncated.controls = true;
     }
+    // Only the containers of the controls shown, each bounded.
+    shown.bound_containers();
     if let Some(d) = &mut shown.dialog {
         d.message = bounded(&d.message, 500).0;
     }

@@ -1399,6 +1399,12 @@ fn kept_observation(o: &Observation, typed: &[String]) -> String {
     if let Some(d) = &mut kept.dialog {
         d.message = scrub(&d.message, typed);
     }
+    // Containers: only those of kept controls, bounded, without typed text (a page may echo it).
+    kept.bound_containers();
+    for k in &mut kept.containers {
+        k.name = scrub(&k.name, typed);
+        k.text = scrub(&k.text, typed);
+    }
     let lengths: Vec<Option<usize>> = kept
         .controls
         .iter_mut()

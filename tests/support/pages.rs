@@ -310,9 +310,84 @@ x.send('body');
             .to_string(),
         "download" => r#"<title>Download</title><a href="/download?name=report.txt" download>Download report</a>"#
             .to_string(),
-        _ => return None,
+        // Issue 26 slice A: a dialog and a form around controls, fields holding values that a
+        // container's text must never carry, a control outside any container.
+        "boxes" => format!(
+            r#"<title>Boxes</title><h1>Account</h1><a href="/p/second">Home</a>
+<div role="dialog" aria-labelledby="dh"><h2 id="dh">Delete account?</h2><p>This cannot be undone.</p>
+<button onclick="b('delete')">Delete</button> <button onclick="b('cancel')">Cancel</button></div>
+<form onsubmit="event.preventDefault()"><fieldset><legend>Payment</legend>
+<label>Card number <input name="cardnumber" autocomplete="cc-number" value="{SECRET_CARD}"></label>
+<label>Name on card <input name="holder" value="{BOX_FIELD_VALUE}"></label>
+<label>Note <textarea name="note">{BOX_TEXTAREA_VALUE}</textarea></label>
+<label>Plan <select name="plan"><option>{BOX_OPTION_TEXT}</option></select></label>
+<div contenteditable="true" aria-label="Memo">{BOX_EDITABLE_VALUE}</div>
+<p>Charged today.</p><button type="button" onclick="b('pay')">Pay now</button></fieldset></form>"#
+        ),
+        // A form whose text is about 100 KB.
+        "boxbig" => format!(
+            r#"<title>Big box</title><form aria-label="Long form"><p>{}</p><button type="button">Send</button></form>"#,
+            "lorem ipsum dolor sit amet ".repeat(4000)
+        ),
+        // A form that echoes what is typed into its Comment field as its own text (a receipt's
+        // kept container text must show `[text]` there).
+        "echoform" => r#"<title>Echo form</title><form aria-label="Feedback" onsubmit="event.preventDefault()">
+<label>Comment <input id="comment" name="comment" oninput="document.getElementById('echo').textContent='You wrote: '+this.value"></label>
+<p id="echo">Nothing yet</p><button type="button" onclick="b('save')">Save</button></form>"#
+            .to_string(),
+        // A cross-origin frame with a form of its own, after a form of the main frame.
+        "xboxes" => r#"<title>Cross boxes</title><form aria-label="Search"><button type="button">Go</button></form>
+<iframe id="xf" title="Cross boxes frame" style="width:500px;height:200px"></iframe>
+<script>document.getElementById('xf').src = 'http://localhost:' + location.port + '/p/xboxinner';</script>"#
+            .to_string(),
+        "xboxinner" => r#"<title>Cross box inner</title><form><h3>Sign up</h3><p>Join the club.</p>
+<button type="button" onclick="b('join')">Join</button></form>"#
+            .to_string(),
+        other => {
+            // `forms-N`: N forms of one button each; `oneform-N`: one form of N buttons and N
+            // paragraphs (the shapes of the container linearity test).
+            if let Some(n) = other.strip_prefix("forms-").and_then(|n| n.parse().ok()) {
+                forms(n)
+            } else if let Some(n) = other.strip_prefix("oneform-").and_then(|n| n.parse().ok()) {
+                one_form(n)
+            } else {
+                return None;
+            }
+        }
     };
     Some(format!("{HEAD}{body}"))
+}
+
+/// The value of the `boxes` page's Name on card field.
+pub const BOX_FIELD_VALUE: &str = "FIELDVALUE-SENTINEL-31";
+/// The content of the `boxes` page's Note textarea.
+pub const BOX_TEXTAREA_VALUE: &str = "TEXTAREA-SENTINEL-32";
+/// The selected option of the `boxes` page's Plan select.
+pub const BOX_OPTION_TEXT: &str = "OPTION-SENTINEL-33";
+/// The content of the `boxes` page's editable Memo.
+pub const BOX_EDITABLE_VALUE: &str = "EDITABLE-SENTINEL-34";
+
+/// `n` forms, each a heading, a line of text and a button.
+pub fn forms(n: usize) -> String {
+    let mut s = String::from("<title>Forms</title>");
+    for i in 0..n {
+        s.push_str(&format!(
+            "<form><h2>Form {i}</h2><p>Text of form {i}.</p><button type=\"button\">Send {i}</button></form>"
+        ));
+    }
+    s
+}
+
+/// One form with `n` paragraphs and `n` buttons.
+pub fn one_form(n: usize) -> String {
+    let mut s = String::from("<title>One form</title><form aria-label=\"All\">");
+    for i in 0..n {
+        s.push_str(&format!(
+            "<p>Paragraph {i} of the one form.</p><button type=\"button\">Button {i}</button>"
+        ));
+    }
+    s.push_str("</form>");
+    s
 }
 
 /// The element count of the `medium` page.

@@ -10,9 +10,9 @@ import pytest
 
 import jevgate
 
-PAGE = b"""<!doctype html><title>Fixture</title>
-<button id=go onclick="if(event.isTrusted){fetch('/beacon');this.textContent='Clicked'}">Go</button>
-<input type=password aria-label="Password" value="hunter2-secret">"""
+PAGE = b"""<!doctype html><title>Fixture</title><form aria-label="Sign in">
+<button type=button id=go onclick="if(event.isTrusted){fetch('/beacon');this.textContent='Clicked'}">Go</button>
+<input type=password aria-label="Password" value="hunter2-secret"></form>"""
 # Served on 127.0.0.1, it frames localhost on the same port: another site, so Chromium renders
 # the frame out of process (R-BRW-OBS "iframes are included").
 OUTER = b"""<!doctype html><title>Outer</title><iframe id=f title="Cross frame"></iframe>
@@ -65,6 +65,9 @@ def test_local_browser_observes_clicks_and_protects_secrets(site):
         go = next(c for c in obs["controls"] if c["name"] == "Go")
         pw = next(c for c in obs["controls"] if c.get("sensitive"))
         assert "value" not in pw or pw["value"] in (None, "")
+        # Issue 26: the button's enclosing form (name and text, never a field's value).
+        (form,) = obs["containers"]
+        assert (go["container"], form["kind"], form["name"]) == (form["id"], "form", "Sign in")
         assert "hunter2-secret" not in repr(obs) and "hunter2-secret" not in browser.snapshot()
         # The fixture counts only trusted clicks: a script click (what a backend faking clicks
         # through el.click() would do) changes nothing, so the real-click check below can fail.
