@@ -12,7 +12,7 @@
 
 mod support;
 
-use jevgate::observation::Control;
+use jevgate::observation::{Container, Control};
 use jevgate::task::{SpawnRequest, TaskOwner, TaskState, TaskStatus};
 use jevgate::{Config, Gateway, GatewayOptions};
 use serde_json::{json, Value};
@@ -109,10 +109,18 @@ fn desk() -> Arc<Desk> {
         .enumerate()
         .map(|(i, name)| Control::new(&format!("e{i}"), "button", name))
         .collect();
+    // "Delete account" sits in a dialog: its name and text are the impact question's evidence.
+    controls[0].container = Some("k1".into());
     controls.push(Control::field("e9", "textbox", "Address", None));
     Desk::with(Layout {
         text: PAGE_TEXT.into(),
         controls,
+        containers: vec![Container {
+            id: "k1".into(),
+            kind: "dialog".into(),
+            name: "Close account".into(),
+            text: "This cannot be undone.".into(),
+        }],
         ..Layout::default()
     })
 }
@@ -194,6 +202,10 @@ fn r_run_always_asks_before_a_high_impact_action_and_only_the_persons_yes_runs_i
     assert_eq!(
         state["untrustedContent"]["data"]["control"],
         json!({"name": "Delete account", "role": "button"})
+    );
+    assert_eq!(
+        state["untrustedContent"]["data"]["within"],
+        json!({"kind": "dialog", "name": "Close account", "text": "This cannot be undone."})
     );
     assert!(
         !impact[0].contains("SECRET-PAGE-TEXT") && !impact[0].contains("Alpha"),

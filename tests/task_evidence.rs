@@ -79,6 +79,7 @@ fn new_desk() -> Arc<Desk> {
             Control::field("e4", "textbox", "Card PIN", Some(PIN)),
         ],
         keeps_record: true,
+        ..Layout::default()
     })
 }
 

@@ -970,10 +970,15 @@ impl Run<'_> {
         } else {
             "press"
         };
+        // The enclosing dialog or form (bounded by the observation: 200 + 300 characters).
+        let within = obs.container_of(control).map(|k| {
+            serde_json::json!({"kind": k.kind, "name": k.name, "text": scrub(&k.text, &self.counters.typed)})
+        });
         let evidence = serde_json::json!({
             crate::untrusted::UNTRUSTED_KEY: crate::untrusted::wrap_value(serde_json::json!({
                 "action": action,
                 "control": {"name": control.name, "role": control.role},
+                "within": within,
             })),
         });
         let routine_q = Question::noul(

@@ -30,6 +30,8 @@ pub struct Layout {
     /// Whether the desk answers `operation_status` from its record (else that command fails,
     /// as on a browser that keeps none).
     pub keeps_record: bool,
+    /// The dialogs and forms its controls name (`Control::container`).
+    pub containers: Vec<jevgate::observation::Container>,
 }
 
 impl Default for Layout {
@@ -47,6 +49,7 @@ impl Default for Layout {
             text: String::new(),
             controls,
             keeps_record: false,
+            containers: Vec::new(),
         }
     }
 }
@@ -133,6 +136,7 @@ impl Desk {
                 self.typed.lock()
             ),
             controls: self.layout.controls.clone(),
+            containers: self.layout.containers.clone(),
             ..Observation::default()
         }
     }
