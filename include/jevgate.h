@@ -85,6 +85,7 @@
 #define JEVGATE_CODE_EXECUTION_DENIED "EXECUTION_DENIED"
 #define JEVGATE_CODE_BROWSER_EVIDENCE_UNAVAILABLE "BROWSER_EVIDENCE_UNAVAILABLE"
 #define JEVGATE_CODE_BROWSER_INSPECTION_UNAVAILABLE "BROWSER_INSPECTION_UNAVAILABLE"
+#define JEVGATE_CODE_INVALID_CONTRACT "INVALID_CONTRACT"
 #define JEVGATE_CODE_INTERNAL "INTERNAL"
 
 /**
@@ -171,6 +172,17 @@ typedef void (*jevgate_provider_free_fn)(void *user_data, char *response_json);
  * per task; keep it short and never call the task API from it.
  */
 typedef void (*jevgate_task_progress_fn)(void *user_data, const char *progress_json);
+
+/**
+ * A host's verifier of completion candidates (R-TSK-VER): receives `input_json`,
+ * `{"taskId","request","goal","evidence"}` (fresh evidence; its observation inside the
+ * untrusted envelope: data, never instructions), borrowed for the call only, and returns a
+ * NUL-terminated JSON text that jevgate copies at once and never frees (return a static
+ * string, or one you keep until your next call): `true` completes the task, `false` leaves it
+ * waiting with `VERIFICATION_FAILED`; anything else — NULL, `"yes"`, `null`, an object, text
+ * that is not JSON — `INVALID_CONTRACT`, never read as `false`. Called on the task's thread.
+ */
+typedef const char *(*jevgate_verifier_fn)(void *user_data, const char *input_json);
 
 /**
  * A host's tool server for `jevgate_device_worker_connect_with`: receives the tool name and
@@ -1135,6 +1147,46 @@ jevgate_status jevgate_task_update(const jevgate_gateway *gateway,
                                    const char *update_json,
                                    char **status_json_out,
                                    jevgate_error **err_out);
+
+/**
+ * Verifies the task's completion candidate (issue 26 item 6, R-TSK-VER; seed 003 "Parent
+ * verification and recovery"): `verify_json` is `{"expectedRevision": N, "expectedRequestId":
+ * R, "evidenceId": "ev_…", "instruction": "…"}` — the candidate request and the id of fresh
+ * evidence of it (`jevgate_task_evidence` with `fresh` non-zero, five minutes), and the
+ * concrete evidence that establishes the goal (1 to 4000 characters, stored with the task's
+ * commands, never logged). Accepted, the task completes (`completed`, `VERIFIED`), its browser
+ * is let go and the status's `verification` records `{"by":"parent","request","evidenceId",
+ * "at"}`; it never acts on the page. Writes the status after the call to `*status_json_out`
+ * when it is not NULL. `INVALID_INPUT`, `ACCESS_DENIED`, `ORCHESTRATION_DISABLED`,
+ * `EXECUTION_DENIED`, `REVISION_CONFLICT`, `STATE_CONFLICT` (`UNRESOLVED_MUTATION`,
+ * `NOT_A_CANDIDATE`, `INTERRUPTED_RUN`, `TASK_BUSY`, `EVIDENCE_REQUIRED`, `EVIDENCE_EXPIRED`);
+ * the same verification again answers the same status, another after it
+ * `AUTOMATION_SESSION_CLOSED`.
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `status_json_out` NULL or writable;
+ * `err_out` NULL or writable.
+ */
+jevgate_status jevgate_task_verify(const jevgate_gateway *gateway,
+                                   const char *owner_json,
+                                   const char *task_id,
+                                   const char *verify_json,
+                                   char **status_json_out,
+                                   jevgate_error **err_out);
+
+/**
+ * Installs `verifier` (NULL removes it) as the gateway's verifier of completion candidates:
+ * it is asked after each request that ends `COMPLETION_CANDIDATE` (see `jevgate_verifier_fn`);
+ * `user_data` is passed first.
+ *
+ * # Safety
+ * `gateway` a live handle. `verifier` and `user_data` must stay valid and be safe to call from
+ * any task thread until replaced or the gateway closes.
+ */
+jevgate_status jevgate_tasks_set_verifier(const jevgate_gateway *gateway,
+                                          jevgate_verifier_fn verifier,
+                                          void *user_data,
+                                          jevgate_error **err_out);
 
 /**
  * Answers the field question a step list stopped on (`FIELD_TEXT_REQUIRED`; the status's

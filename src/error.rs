@@ -541,6 +541,16 @@ pub enum Error {
     #[error("browser evidence is unavailable: no task of this id with evidence this agent, principal and conversation may read")]
     BrowserEvidenceUnavailable,
 
+    /// A host's verifier broke its contract (issue 26 item 6, R-TSK-VER; seed 003 "Independent
+    /// verification must return a boolean"): it answered something other than a boolean — a
+    /// string, `null`, an object — or panicked. Never read as `false`: a completion candidate
+    /// it was asked about keeps waiting with this code as its request's reason.
+    #[error("invalid contract: {reason}")]
+    InvalidContract {
+        /// What the hook broke (written by jevgate; never the hook's answer).
+        reason: &'static str,
+    },
+
     /// The task's browser cannot be inspected now (fresh evidence, issue 21 item 7): its local
     /// browser is gone (the task ended, or the process that ran it died), a request is running
     /// on it, or the device is offline or its tab is leased. Nothing was done to the page;
@@ -726,6 +736,7 @@ error_table! {
     ExecutionDenied => "EXECUTION_DENIED", 403, Access, false, None;
     BrowserEvidenceUnavailable => "BROWSER_EVIDENCE_UNAVAILABLE", 403, Access, false, None;
     BrowserInspectionUnavailable => "BROWSER_INSPECTION_UNAVAILABLE", 503, Browser, false, None;
+    InvalidContract => "INVALID_CONTRACT", 502, Task, false, None;
     Internal => "INTERNAL", 500, Internal, false, None;
 }
 
@@ -821,6 +832,7 @@ impl Error {
             Error::ExecutionDenied { .. } => ErrorKind::ExecutionDenied,
             Error::BrowserEvidenceUnavailable => ErrorKind::BrowserEvidenceUnavailable,
             Error::BrowserInspectionUnavailable { .. } => ErrorKind::BrowserInspectionUnavailable,
+            Error::InvalidContract { .. } => ErrorKind::InvalidContract,
             Error::Internal { .. } => ErrorKind::Internal,
         }
     }
@@ -1131,6 +1143,14 @@ mod tests {
                 ErrorFamily::Browser,
             ),
             (
+                Error::InvalidContract {
+                    reason: "the verifier must answer a boolean",
+                },
+                "INVALID_CONTRACT",
+                502,
+                ErrorFamily::Task,
+            ),
+            (
                 Error::JevAccessDenied { reason: "x".into() },
                 "JEV_ACCESS_DENIED",
                 403,
@@ -1368,6 +1388,7 @@ mod tests {
                     "STATE_CONFLICT",
                     "IDEMPOTENCY_CONFLICT",
                     "NOTHING_TO_RESUME",
+                    "INVALID_CONTRACT",
                 ]
                 .contains(&c),
                 ErrorFamily::Internal => c == "INTERNAL",

@@ -147,6 +147,35 @@ fn definitions_are_json_schema_and_agree_with_the_executor() {
         ),
         ("task_update", json!({"taskId": unknown, "goal": "g"})),
         (
+            "task_update",
+            json!({"taskId": unknown, "expectedRevision": 1, "mode": "verify_browser",
+                "expectedRequestId": 2, "evidenceId": "ev_1", "instruction": "shows order 42"}),
+        ),
+        (
+            "task_update",
+            json!({"taskId": unknown, "expectedRevision": 1, "mode": "verify_browser",
+                "expectedRequestId": 2, "evidenceId": "ev_1"}),
+        ),
+        (
+            "task_update",
+            json!({"taskId": unknown, "expectedRevision": 1, "mode": "verify_browser",
+                "expectedRequestId": 2, "evidenceId": "ev_1", "instruction": "i", "goal": "g"}),
+        ),
+        (
+            "task_update",
+            json!({"taskId": unknown, "expectedRevision": 1, "goal": "g", "evidenceId": "ev_1"}),
+        ),
+        (
+            "task_update",
+            json!({"taskId": unknown, "expectedRevision": 1, "mode": "verify_browser",
+                "expectedRequestId": -2, "evidenceId": "ev_1", "instruction": "i"}),
+        ),
+        (
+            "task_update",
+            json!({"taskId": unknown, "expectedRevision": 1, "mode": "verify_browser",
+                "expectedRequestId": 2, "evidenceId": "e".repeat(65), "instruction": "i"}),
+        ),
+        (
             "task_answer",
             json!({"taskId": unknown, "field": "Address", "text": "12 Main St"}),
         ),

@@ -57,7 +57,7 @@ fn r_run_task_run_completes_and_task_list_shows_its_receipts() {
     let summary = lines[5];
     assert!(
         summary.starts_with("task ")
-            && summary.contains(": completed (COMPLETION_CANDIDATE), steps ALL_STEPS_DONE 4/4"),
+            && summary.contains(": completed (VERIFIED), steps ALL_STEPS_DONE 4/4"),
         "{summary}"
     );
     assert_eq!(server.wait_count("search", 1), 1);
@@ -70,11 +70,11 @@ fn r_run_task_run_completes_and_task_list_shows_its_receipts() {
     let (listing, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{listing}\n{stderr}");
     assert!(
-        listing.starts_with(&format!("task {id}  completed (COMPLETION_CANDIDATE)")),
+        listing.starts_with(&format!("task {id}  completed (VERIFIED)")),
         "{listing}"
     );
     assert!(
-        listing.contains("request 1  done (ALL_STEPS_DONE)"),
+        listing.contains("request 1  done (COMPLETION_CANDIDATE)"),
         "{listing}"
     );
     // The JSON listing: the same task with its receipts, operation ids and tools.

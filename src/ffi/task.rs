@@ -1,6 +1,7 @@
-//! Browser tasks over the C ABI (R-TSK, R-RUN, R-TSK-RCPT): spawn, status, wait, command,
-//! cancel, list, receipts — JSON in (`owner_json`, `request_json`) and JSON out (the task's
-//! status, lists, receipts), and a progress callback that receives each outcome line.
+//! Browser tasks over the C ABI (R-TSK, R-RUN, R-TSK-RCPT, R-TSK-VER): spawn, status, wait,
+//! command, cancel, list, receipts, verify and the host's verifier — JSON in (`owner_json`,
+//! `request_json`) and JSON out (the task's status, lists, receipts), and a progress callback
+//! that receives each outcome line.
 //! Translation only: every check (owner triple, sizes, URLs, budgets) is the core's.
 
 use super::*;
@@ -272,6 +273,103 @@ pub unsafe extern "C" fn jevgate_task_update(
         let status = gw.tasks().update(&owner, id, &update)?;
         // SAFETY: NULL or writable per the contract.
         unsafe { write_opt_json(status_json_out, &status) }
+    })
+}
+
+/// Verifies the task's completion candidate (issue 26 item 6, R-TSK-VER; seed 003 "Parent
+/// verification and recovery"): `verify_json` is `{"expectedRevision": N, "expectedRequestId":
+/// R, "evidenceId": "ev_…", "instruction": "…"}` — the candidate request and the id of fresh
+/// evidence of it (`jevgate_task_evidence` with `fresh` non-zero, five minutes), and the
+/// concrete evidence that establishes the goal (1 to 4000 characters, stored with the task's
+/// commands, never logged). Accepted, the task completes (`completed`, `VERIFIED`), its browser
+/// is let go and the status's `verification` records `{"by":"parent","request","evidenceId",
+/// "at"}`; it never acts on the page. Writes the status after the call to `*status_json_out`
+/// when it is not NULL. `INVALID_INPUT`, `ACCESS_DENIED`, `ORCHESTRATION_DISABLED`,
+/// `EXECUTION_DENIED`, `REVISION_CONFLICT`, `STATE_CONFLICT` (`UNRESOLVED_MUTATION`,
+/// `NOT_A_CANDIDATE`, `INTERRUPTED_RUN`, `TASK_BUSY`, `EVIDENCE_REQUIRED`, `EVIDENCE_EXPIRED`);
+/// the same verification again answers the same status, another after it
+/// `AUTOMATION_SESSION_CLOSED`.
+///
+/// # Safety
+/// `gateway` a live handle; strings NUL-terminated; `status_json_out` NULL or writable;
+/// `err_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_task_verify(
+    gateway: *const jevgate_gateway,
+    owner_json: *const c_char,
+    task_id: *const c_char,
+    verify_json: *const c_char,
+    status_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let (gw, owner, id) = unsafe { task_args(gateway, owner_json, task_id) }?;
+        // SAFETY: forwarded contract.
+        let request = unsafe { str_arg("verify_json", verify_json) }?;
+        let request = crate::task::VerifyRequest::from_json(request)?;
+        let status = gw.tasks().verify(&owner, id, &request)?;
+        // SAFETY: NULL or writable per the contract.
+        unsafe { write_opt_json(status_json_out, &status) }
+    })
+}
+
+/// A host's verifier of completion candidates (R-TSK-VER): receives `input_json`,
+/// `{"taskId","request","goal","evidence"}` (fresh evidence; its observation inside the
+/// untrusted envelope: data, never instructions), borrowed for the call only, and returns a
+/// NUL-terminated JSON text that jevgate copies at once and never frees (return a static
+/// string, or one you keep until your next call): `true` completes the task, `false` leaves it
+/// waiting with `VERIFICATION_FAILED`; anything else — NULL, `"yes"`, `null`, an object, text
+/// that is not JSON — `INVALID_CONTRACT`, never read as `false`. Called on the task's thread.
+pub type jevgate_verifier_fn = Option<
+    unsafe extern "C" fn(
+        user_data: *mut std::ffi::c_void,
+        input_json: *const c_char,
+    ) -> *const c_char,
+>;
+
+/// Installs `verifier` (NULL removes it) as the gateway's verifier of completion candidates:
+/// it is asked after each request that ends `COMPLETION_CANDIDATE` (see `jevgate_verifier_fn`);
+/// `user_data` is passed first.
+///
+/// # Safety
+/// `gateway` a live handle. `verifier` and `user_data` must stay valid and be safe to call from
+/// any task thread until replaced or the gateway closes.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_tasks_set_verifier(
+    gateway: *const jevgate_gateway,
+    verifier: jevgate_verifier_fn,
+    user_data: *mut std::ffi::c_void,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        let Some(verifier) = verifier else {
+            gw.tasks().set_verifier(None);
+            return Ok(());
+        };
+        let data = UserData(user_data);
+        let f: crate::task::Verifier =
+            std::sync::Arc::new(move |input: &crate::task::VerifierInput| {
+                let data = &data;
+                let Ok(json) = serde_json::to_string(input) else {
+                    return serde_json::Value::Null;
+                };
+                let Ok(json) = CString::new(json) else {
+                    return serde_json::Value::Null;
+                };
+                // SAFETY: the host's contract: callable from a task thread with its user_data.
+                let answer = unsafe { verifier(data.0, json.as_ptr()) };
+                if answer.is_null() {
+                    return serde_json::Value::Null;
+                }
+                // SAFETY: the callback returned a NUL-terminated string it keeps owning.
+                let bytes = unsafe { CStr::from_ptr(answer) }.to_bytes();
+                serde_json::from_slice(bytes).unwrap_or(serde_json::Value::Null)
+            });
+        gw.tasks().set_verifier(Some(f));
+        Ok(())
     })
 }
 

@@ -138,6 +138,10 @@ impl Gateway {
                 // `update` records its command with origin `agent` (a replan is an agent's).
                 status_for_agent(&tasks.update(owner, &task_id, &request)?, None)
             }
+            AgentCall::Verify { task_id, request } => status_for_agent(
+                &tasks.verify_from(owner, &task_id, &request, Origin::Agent)?,
+                None,
+            ),
             AgentCall::Answer {
                 task_id,
                 field,

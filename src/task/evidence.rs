@@ -186,6 +186,12 @@ impl EvidenceIds {
         self.records.get(id).filter(|r| now < r.expires).cloned()
     }
 
+    /// The record of `id` whether or not it is still valid (a verification tells an expired id
+    /// from one never issued while the id is still kept); `None` for an unknown or evicted id.
+    pub(crate) fn lookup_kept(&self, id: &str) -> Option<EvidenceRecord> {
+        self.records.get(id).cloned()
+    }
+
     /// How many ids are kept.
     #[cfg(test)]
     fn len(&self) -> usize {

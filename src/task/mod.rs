@@ -24,6 +24,7 @@ mod records;
 mod run;
 mod service;
 mod tools;
+mod verify;
 pub(crate) mod writer;
 
 #[doc(hidden)]
@@ -39,6 +40,10 @@ pub use service::{Tasks, MAX_ANSWER_CHARS};
 pub use tools::{agent_tool_definitions, AGENT_TOOLS, MAX_AGENT_WAIT_MS};
 pub(crate) use tools::{
     evidence_for_agent, receipts_for_agent, status_for_agent, AgentCall, EvidenceKind,
+};
+pub use verify::{
+    Verification, Verifier, VerifierInput, VerifyRequest, COMPLETION_CANDIDATE, INVALID_CONTRACT,
+    VERIFICATION_FAILED, VERIFIED,
 };
 
 use serde::{Deserialize, Serialize};
@@ -529,7 +534,9 @@ pub enum TaskState {
     Running,
     /// The session is open and waits for the next command (or an answer).
     WaitingInput,
-    /// The goal's commands are done (a completion candidate: nothing verified it yet).
+    /// Finished: a verification completed it (`VERIFIED`, [`TaskStatus::verification`]), or a
+    /// single direct command's session ended after its `Done` (`COMPLETION_CANDIDATE`). A step
+    /// list whose every step is done waits `waiting_input` until verified.
     Completed,
     /// Stopped without finishing (the reason says why); nothing is unknown.
     Failed,
@@ -704,6 +711,9 @@ pub struct TaskStatus {
     /// The most recent control receipts ([`STATUS_COMMANDS`]), oldest first: what ran, what
     /// waits and what was dropped, and why.
     pub commands: Vec<ControlReceipt>,
+    /// Who verified the task's completion candidate, on which evidence (R-TSK-VER): recorded
+    /// apart from the run's own verdict; `None` until a verification completes the task.
+    pub verification: Option<Verification>,
     /// Created (ms since the Unix epoch).
     pub created_at: i64,
     /// Last changed (ms since the Unix epoch).

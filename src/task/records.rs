@@ -433,6 +433,7 @@ fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskStatus> {
         last_dispatched_mutation: None,
         queued_commands: 0,
         commands: Vec::new(),
+        verification: None,
         field_request: None,
         confirmation_request: None,
         replaced_by_task_id: None,
@@ -802,6 +803,10 @@ fn fill(c: &Connection, t: &mut TaskStatus) -> rusqlite::Result<()> {
         .prepare_cached("SELECT json_extract(control, '$.replacedBy') FROM tasks WHERE id = ?1")?
         .query_row([&t.id], |r| r.get(0))?;
     t.commands = commands(c, &t.id, STATUS_COMMANDS)?;
+    let verification: Option<String> = c
+        .prepare_cached("SELECT json_extract(control, '$.verification') FROM tasks WHERE id = ?1")?
+        .query_row([&t.id], |r| r.get(0))?;
+    t.verification = verification.and_then(|v| serde_json::from_str(&v).ok());
     let mut st = c.prepare_cached(
         "SELECT revision FROM task_commands
          WHERE task_id = ?1 AND kind = 'update' AND state = 'accepted' ORDER BY seq",

@@ -14,6 +14,7 @@ use super::host::{Hook, OpenTarget, TaskHost};
 use super::lines;
 use super::records::{self, TaskUpdate};
 use super::run::{Approved, Confirmation, Counters, Ending, Reply, Report, Run};
+use super::verify::{self, Proof, Verification, Verifier, VerifierInput, VerifyRequest};
 use super::writer::Writer;
 use super::{
     ControlAction, ControlReceipt, ControlRequest, Origin, Receipt, SpawnRequest, TaskLimits,
@@ -162,12 +163,22 @@ impl Live {
     }
 
     fn session_open(&self) -> bool {
-        // A pending field question waits for its answer, whatever keepOpen said.
+        // A pending field question or confirmation waits for its answer, and a completion
+        // candidate for its verification, whatever keepOpen said.
         self.request.keep_open
             || self.request.goal.trim().is_empty()
             || self.hold_open
             || self.question.is_some()
             || self.confirmation.is_some()
+            || self.awaits_verification()
+    }
+
+    /// Its last request is a completion candidate no one verified yet (R-TSK-VER): the session
+    /// waits for a verification, whatever `keepOpen` says.
+    fn awaits_verification(&self) -> bool {
+        self.last
+            .as_ref()
+            .is_some_and(|r| verify::awaits(&r.reason))
     }
 
     /// Not closed: counted against the session bounds.
@@ -202,6 +213,8 @@ struct Shared {
     in_doubt: Mutex<KeptBackends>,
     /// The evidence ids issued (issue 21 item 7; bounded, five minutes each).
     evidence: Mutex<EvidenceIds>,
+    /// The host's verifier of completion candidates (issue 26 item 6).
+    verifier: RwLock<Option<Verifier>>,
 }
 
 /// The most characters of an answer to a field question.
@@ -472,6 +485,55 @@ impl<'a> Tasks<'a> {
         self.service.evidence(owner, id, fresh)
     }
 
+    /// Verifies the task's completion candidate (issue 26 item 6, R-TSK-VER; seed 003 "Parent
+    /// verification and recovery"): the parent compared fresh evidence with the whole goal and
+    /// says what establishes it (`instruction`). Accepted, the task completes (`completed`,
+    /// reason `VERIFIED`), its session closes (its browser is let go) and
+    /// [`TaskStatus::verification`] records `{by: "parent", request, evidenceId, at}` apart
+    /// from the run's own verdict; it never triggers a browser action.
+    ///
+    /// Refused, changing nothing: `INVALID_INPUT` (instruction outside 1..=4000 characters, a
+    /// malformed evidence id), `ACCESS_DENIED` (as every verb), `ORCHESTRATION_DISABLED` /
+    /// `EXECUTION_DENIED` (the caller's current access), `REVISION_CONFLICT`, and
+    /// `STATE_CONFLICT` with the reason: `UNRESOLVED_MUTATION` (an operation in doubt),
+    /// `NOT_A_CANDIDATE` (not the latest request, or it did not end `COMPLETION_CANDIDATE` or
+    /// `VERIFICATION_FAILED`), `INTERRUPTED_RUN` (stopped by a crash, a pause or a revision),
+    /// `TASK_BUSY` (a request runs), `EVIDENCE_REQUIRED` (no such evidence id, recorded rather
+    /// than fresh, or of another task, owner or request), `EVIDENCE_EXPIRED` (older than
+    /// [`super::EVIDENCE_TTL`] on the gateway's clock). Idempotent: the same request and
+    /// evidence id again answer the same status; any other verification after it
+    /// `AUTOMATION_SESSION_CLOSED`.
+    pub fn verify(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        request: &VerifyRequest,
+    ) -> Result<TaskStatus> {
+        self.service.verify(owner, id, request, Origin::User)
+    }
+
+    /// [`Tasks::verify`] recording who sent it (the agent tools send `agent`).
+    pub(crate) fn verify_from(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        request: &VerifyRequest,
+        origin: Origin,
+    ) -> Result<TaskStatus> {
+        self.service.verify(owner, id, request, origin)
+    }
+
+    /// Installs (or with `None` removes) the host's deterministic verifier of completion
+    /// candidates (R-TSK-VER): after each request that ends `COMPLETION_CANDIDATE` it is asked,
+    /// on the task's thread, with `{taskId, request, goal, evidence}` (fresh evidence: the
+    /// observation inside the untrusted envelope). JSON `true` completes the task (verification
+    /// by `host`); `false` leaves it waiting with the request's reason `VERIFICATION_FAILED`;
+    /// anything else — or a panic — `INVALID_CONTRACT`, never read as `false`. A parent may
+    /// still verify after either. Keep it short; never call back into the task API from it.
+    pub fn set_verifier(&self, verifier: Option<Verifier>) {
+        *self.service.shared.verifier.write() = verifier;
+    }
+
     /// What evidence id `evidence_id` stands for while it is valid (issue 26's `verify`);
     /// `None` for an unknown, evicted or expired id.
     pub(crate) fn evidence_record(&self, evidence_id: &str) -> Option<EvidenceRecord> {
@@ -617,6 +679,7 @@ impl TaskService {
                 control: Mutex::new(()),
                 in_doubt: Mutex::new(KeptBackends::default()),
                 evidence: Mutex::new(EvidenceIds::default()),
+                verifier: RwLock::new(None),
             }),
         };
         // Expires idle sessions in real time; every API call also sweeps (deterministic on a
@@ -696,6 +759,17 @@ impl TaskService {
                 reopened: true,
                 question,
                 readmitted: true,
+                // A completion candidate waits for its verification after a restart too (and
+                // idles out failed, never completed).
+                last: task
+                    .reason
+                    .as_deref()
+                    .filter(|r| verify::awaits(r))
+                    .map(|r| Last {
+                        ending: Ending::Done,
+                        reason: r.to_string(),
+                        line: task.outcome.clone().unwrap_or_default(),
+                    }),
                 confirmation: serde_json::from_value(control["confirmation"].clone()).ok(),
                 ..Live::new(task.owner.clone(), request, None, now)
             };
@@ -796,7 +870,8 @@ impl TaskService {
             let failed = l.last.as_ref().is_some_and(|r| r.ending != Ending::Done);
             let limit = control::idle_limit(&limits, failed);
             if control::expired(now.since_origin(), l.idle_since.since_origin(), limit) {
-                let state = if failed {
+                // An unverified completion candidate never ends `completed` (R-TSK-VER).
+                let state = if failed || l.awaits_verification() {
                     TaskState::Failed
                 } else {
                     TaskState::Completed
@@ -1459,6 +1534,9 @@ impl TaskService {
         if let Err(e) = stored {
             log::warn!("control receipts not stored: {}", e.code());
         }
+        if report.reason == verify::COMPLETION_CANDIDATE {
+            self.host_verify(id, seq, text);
+        }
         if let Some((state, reason)) = closing {
             self.finish(id, state, &reason, Some(report.line));
         }
@@ -1539,7 +1617,7 @@ impl TaskService {
             confirmation: None,
         };
         let mut reply = Reply::Other;
-        let report = match gate {
+        let mut report = match gate {
             Err(e) => run.refused(&e),
             Ok(_) => match opening.and_then(|url| run.open(&url)) {
                 Some(stopped) => stopped,
@@ -1564,6 +1642,10 @@ impl TaskService {
                 },
             },
         };
+        // Every step done is a completion candidate: it waits for a verification (R-TSK-VER).
+        if let Some(r) = verify::request_reason(report.ending == Ending::Done, &report.reason) {
+            report.reason = r.into();
+        }
         let (state, reason, line) = (
             match report.ending {
                 Ending::Done => "done",
@@ -1591,6 +1673,7 @@ impl TaskService {
                 && (request.keep_open
                     || request.goal.trim().is_empty()
                     || report.ending == Ending::Interrupted
+                    || verify::awaits(&report.reason)
                     || (report.ending == Ending::NotDone
                         && (report.field.is_some()
                             || report.confirmation.is_some()
@@ -2452,6 +2535,18 @@ impl TaskService {
     /// Evidence (issue 21 item 7): see [`Tasks::evidence`]. Reads only: it writes no row and
     /// changes no state.
     pub(crate) fn evidence(&self, owner: &TaskOwner, id: &str, fresh: bool) -> Result<Evidence> {
+        self.evidence_on(owner, id, fresh, None)
+    }
+
+    /// [`TaskService::evidence`]; fresh, through `on_slot` when given (the task's own slot asks
+    /// for its host verifier while its session is still scheduled).
+    fn evidence_on(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        fresh: bool,
+        on_slot: Option<Arc<dyn BrowserBackend>>,
+    ) -> Result<Evidence> {
         // Every access or ownership failure answers one way (seed 003's evidence routes).
         let denied = |e: Error| match e {
             Error::AccessDenied { .. } | Error::ExecutionDenied { .. } => {
@@ -2465,7 +2560,21 @@ impl TaskService {
         let last = task.last_dispatched_mutation.clone();
         let (observation, observed_at, status) = if fresh {
             let operation = last.as_ref().map(|m| m.operation_id.as_str());
-            let (obs, status) = self.inspect(id, owner, &task.target, operation)?;
+            let (obs, status) = match on_slot {
+                Some(b) => {
+                    let status = operation.map(|op| {
+                        b.operation_status(op)
+                            .unwrap_or_else(|_| crate::browser::OperationRecord::unknown(op))
+                    });
+                    let obs = b
+                        .observe()
+                        .map_err(|e| Error::BrowserInspectionUnavailable {
+                            reason: evidence::inspection_reason(e.code()),
+                        })?;
+                    (obs, status)
+                }
+                None => self.inspect(id, owner, &task.target, operation)?,
+            };
             let at = self.shared.clock.wall_millis();
             // Revoked during the read: nothing of it is returned.
             self.owned(owner, id).map_err(denied)?;
@@ -2747,6 +2856,194 @@ impl TaskService {
             }
         }
         self.shared.writer.close();
+    }
+}
+
+/// Verification (issue 26 item 6, R-TSK-VER): the parent's verb and the host's verifier. The
+/// rules are [`verify`]'s; these apply them and complete a verified task through
+/// [`TaskService::finish`].
+impl TaskService {
+    pub(crate) fn verify(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        request: &VerifyRequest,
+        origin: Origin,
+    ) -> Result<TaskStatus> {
+        request.check()?;
+        self.owned(owner, id)?;
+        self.shared.host.task_gate(owner)?;
+        let _one = self.shared.control.lock();
+        let facts = self.shared.store.read(|c| verify::read_facts(c, id))?;
+        if let Some(answer) = verify::replay(&facts, request) {
+            answer?;
+            return self.status(owner, id);
+        }
+        // Read again under the control lock: the revision checked is the one written against.
+        let task = self.owned(owner, id)?;
+        let now = self.shared.clock.now();
+        let proof = match self
+            .shared
+            .evidence
+            .lock()
+            .lookup_kept(&request.evidence_id)
+        {
+            None => Proof::Missing,
+            Some(r) if now >= r.expires => Proof::Expired,
+            Some(r) => Proof::Valid(r),
+        };
+        // Claim the waiting session (no command may schedule it now) before anything is
+        // written; every refusal leaves it as it was.
+        {
+            let mut pool = self.shared.pool.lock();
+            let closed = pool.closed;
+            let session = match pool.live.get(id) {
+                Some(l) if closed || l.closing || l.cancel.is_cancelled() => {
+                    verify::Session::Closed
+                }
+                Some(l) if l.scheduled || l.state != TaskState::WaitingInput => {
+                    verify::Session::Busy
+                }
+                Some(_) => verify::Session::Waits,
+                None => verify::Session::Closed,
+            };
+            verify::check(&task, owner, &facts, session, request, &proof)?;
+            if let Some(l) = pool.live.get_mut(id) {
+                l.closing = true;
+                l.scheduled = true;
+                l.state = TaskState::Running;
+            }
+        }
+        let verification = Verification {
+            by: "parent".into(),
+            request: request.expected_request_id,
+            evidence_id: request.evidence_id.clone(),
+            at: self.shared.clock.wall_millis(),
+        };
+        let command_id = crate::ids::random_uuid();
+        let (id2, req, at) = (id.to_string(), request.clone(), verification.at);
+        let stored = command_id.and_then(|cid| {
+            self.shared.writer.apply(move |tx| {
+                let sql = |e| crate::store::sqlite_error("verify", e);
+                records::accept_control(
+                    tx,
+                    &records::NewCommand {
+                        task_id: &id2,
+                        id: &cid,
+                        origin: origin.as_str(),
+                        kind: "verify",
+                        text: Some(&req.instruction),
+                        expected_revision: Some(req.expected_revision),
+                    },
+                    false,
+                    at,
+                )
+                .map_err(sql)?;
+                records::set_commands(
+                    tx,
+                    &id2,
+                    &[cid],
+                    "done",
+                    Some(verify::VERIFIED),
+                    Some(req.expected_request_id),
+                    at,
+                )
+                .map_err(sql)?;
+                records::set_control(
+                    tx,
+                    &id2,
+                    "verification",
+                    Some(&verify::stored(&verification)),
+                )
+                .map_err(sql)
+            })
+        });
+        if let Err(e) = stored {
+            // Nothing recorded: the session waits as before.
+            let mut pool = self.shared.pool.lock();
+            if let Some(l) = pool.live.get_mut(id) {
+                l.closing = false;
+                l.scheduled = false;
+                l.state = TaskState::WaitingInput;
+            }
+            return Err(e);
+        }
+        self.finish(id, TaskState::Completed, verify::VERIFIED, None);
+        self.status(owner, id)
+    }
+
+    /// Asks the host's verifier, if one is installed, about request `seq` of task `id` that
+    /// just ended a completion candidate (on the task's slot, its browser free): `true`
+    /// completes the task (verification by `host`), `false` / anything else leave it waiting
+    /// with `VERIFICATION_FAILED` / `INVALID_CONTRACT`. Without fresh evidence it is not asked
+    /// (the candidate waits for a parent).
+    fn host_verify(&self, id: &str, seq: u32, text: &str) {
+        let Some(verifier) = self.shared.verifier.read().clone() else {
+            return;
+        };
+        let found = {
+            let pool = self.shared.pool.lock();
+            pool.live.get(id).and_then(|l| {
+                let backend = l.target.as_ref().map(|t| Arc::clone(&t.backend))?;
+                Some((l.owner.clone(), backend))
+            })
+        };
+        let Some((owner, backend)) = found else {
+            return;
+        };
+        let evidence = match self.evidence_on(&owner, id, true, Some(backend)) {
+            Ok(e) => e,
+            Err(e) => {
+                log::warn!(
+                    "the host verifier was not asked: no fresh evidence ({})",
+                    e.code()
+                );
+                return;
+            }
+        };
+        let input = VerifierInput {
+            task_id: id.to_string(),
+            request: seq,
+            goal: text.to_string(),
+            evidence,
+        };
+        let verdict = verify::ask(&verifier, &input);
+        let (id2, now) = (id.to_string(), self.shared.clock.wall_millis());
+        match verdict.reason() {
+            None => {
+                let v = Verification {
+                    by: "host".into(),
+                    request: seq,
+                    evidence_id: input.evidence.evidence_id.clone(),
+                    at: now,
+                };
+                let stored = self.shared.writer.write(Box::new(move |tx| {
+                    records::set_control(tx, &id2, "verification", Some(&verify::stored(&v)))
+                }));
+                match stored {
+                    Ok(()) => self.finish(id, TaskState::Completed, verify::VERIFIED, None),
+                    Err(e) => log::warn!("a host verification not stored: {}", e.code()),
+                }
+            }
+            Some(reason) => {
+                if let Some(last) = self
+                    .shared
+                    .pool
+                    .lock()
+                    .live
+                    .get_mut(id)
+                    .and_then(|l| l.last.as_mut())
+                {
+                    last.reason = reason.to_string();
+                }
+                let stored = self.shared.writer.write(Box::new(move |tx| {
+                    verify::set_request_reason(tx, &id2, seq, reason, now)
+                }));
+                if let Err(e) = stored {
+                    log::warn!("a host verifier's verdict not stored: {}", e.code());
+                }
+            }
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! shapes their results take on the way to an agent.
 //!
 //! `capabilities_list`, `task_spawn`, `task_status` (`browserEvidence: recorded|fresh`),
-//! `task_wait`, `task_command`, `task_update` (`mode: when_ready`), `task_answer`,
+//! `task_wait`, `task_command`, `task_update` (`mode: when_ready | verify_browser`), `task_answer`,
 //! `task_cancel`, `task_receipts` and `jev_evaluate`: what a host hands an LLM so that its tool
 //! calls reach jevgate through one call (`Gateway::call_agent_tool`, which executes them;
 //! `jevgate mcp` serves the same set through it).
@@ -18,7 +18,8 @@
 //! argument's value into an error.
 
 use super::{
-    Receipt, TaskStatus, TaskTarget, UpdateMode, UpdateRequest, MAX_ANSWER_CHARS, MAX_COMMAND_CHARS,
+    Receipt, TaskStatus, TaskTarget, UpdateMode, UpdateRequest, VerifyRequest, MAX_ANSWER_CHARS,
+    MAX_COMMAND_CHARS,
 };
 use crate::device::ToolFormat;
 use crate::untrusted::{wrap_value, UNTRUSTED_KEY};
@@ -57,6 +58,29 @@ fn schema(properties: Value, required: &[&str]) -> Value {
         "required": required,
         "additionalProperties": false,
     })
+}
+
+/// `task_update`'s schema: `goal` with `when_ready` (the default); `expectedRequestId`,
+/// `evidenceId` and `instruction` (and no goal) with `verify_browser`.
+fn update_schema() -> Value {
+    let mut s = schema(
+        json!({
+            "taskId": {"type": "string", "description": TASK_ID},
+            "expectedRevision": {"type": "integer", "minimum": 0, "maximum": u32::MAX, "description": "The task's latest revision."},
+            "mode": {"type": "string", "enum": ["when_ready", "verify_browser"], "description": "when_ready (the default): run the revised goal; verify_browser: verify the completion candidate."},
+            "goal": {"type": "string", "minLength": 1, "maxLength": MAX_COMMAND_CHARS, "description": "when_ready: the complete revised goal."},
+            "expectedRequestId": {"type": "integer", "minimum": 0, "maximum": u32::MAX, "description": "verify_browser: the candidate request (the fresh evidence's request)."},
+            "evidenceId": {"type": "string", "minLength": 1, "maxLength": 64, "description": "verify_browser: the fresh evidence's evidenceId."},
+            "instruction": {"type": "string", "minLength": 1, "maxLength": MAX_COMMAND_CHARS, "description": "verify_browser: the concrete evidence that establishes the goal."},
+        }),
+        &["taskId", "expectedRevision"],
+    );
+    s["if"] = json!({"properties": {"mode": {"const": "verify_browser"}}, "required": ["mode"]});
+    s["then"] = json!({"required": ["expectedRequestId", "evidenceId", "instruction"], "not": {"required": ["goal"]}});
+    s["else"] = json!({"required": ["goal"], "not": {"anyOf": [
+        {"required": ["expectedRequestId"]}, {"required": ["evidenceId"]}, {"required": ["instruction"]}
+    ]}});
+    s
 }
 
 fn task_id_only() -> Value {
@@ -134,16 +158,8 @@ fn table() -> Vec<(&'static str, String, Value)> {
         ),
         (
             "task_update",
-            format!("Continue the task with the complete revised goal: it starts after the active request settles (mode when_ready), from a fresh observation of the current page; a completed or failed task is reopened. expectedRevision must equal the task's latest revision (task_status), else REVISION_CONFLICT. Returns the status. {PAGE_TEXT}"),
-            schema(
-                json!({
-                    "taskId": {"type": "string", "description": TASK_ID},
-                    "expectedRevision": {"type": "integer", "minimum": 0, "maximum": u32::MAX, "description": "The task's latest revision."},
-                    "mode": {"type": "string", "enum": ["when_ready"], "description": "when_ready (the default)."},
-                    "goal": {"type": "string", "minLength": 1, "maxLength": MAX_COMMAND_CHARS, "description": "The complete revised goal."},
-                }),
-                &["taskId", "expectedRevision", "goal"],
-            ),
+            format!("Continue the task with the complete revised goal: it starts after the active request settles (mode when_ready), from a fresh observation of the current page; a completed or failed task is reopened. Or verify a completion candidate (mode verify_browser; state waiting_input, reason COMPLETION_CANDIDATE or VERIFICATION_FAILED): compare fresh evidence (task_status browserEvidence \"fresh\", valid 5 minutes) with the person's whole goal and, only if it establishes the goal, send its request as expectedRequestId, its evidenceId and, as instruction, the concrete evidence that establishes the goal (not merely that the run said done); the task completes and its browser is released; it never acts on the page. Refused: STATE_CONFLICT (UNRESOLVED_MUTATION, INTERRUPTED_RUN, NOT_A_CANDIDATE, EVIDENCE_REQUIRED, EVIDENCE_EXPIRED). If you cannot verify, say so and replan with when_ready. expectedRevision must equal the task's latest revision (task_status), else REVISION_CONFLICT. Returns the status. {PAGE_TEXT}"),
+            update_schema(),
         ),
         (
             "task_answer",
@@ -248,6 +264,10 @@ pub(crate) enum AgentCall {
         task_id: String,
         request: UpdateRequest,
     },
+    Verify {
+        task_id: String,
+        request: VerifyRequest,
+    },
     Answer {
         task_id: String,
         field: String,
@@ -276,6 +296,7 @@ impl std::fmt::Debug for AgentCall {
             AgentCall::Wait { .. } => "Wait",
             AgentCall::Command { .. } => "Command",
             AgentCall::Update { .. } => "Update",
+            AgentCall::Verify { .. } => "Verify",
             AgentCall::Answer { .. } => "Answer",
             AgentCall::Cancel { .. } => "Cancel",
             AgentCall::Receipts { .. } => "Receipts",
@@ -460,18 +481,54 @@ impl AgentCall {
                 })
             }
             "task_update" => {
-                let a = Args::new(tool, args, &["taskId", "expectedRevision", "mode", "goal"])?;
+                const VERIFY_ARGS: [&str; 3] = ["expectedRequestId", "evidenceId", "instruction"];
+                let a = Args::new(
+                    tool,
+                    args,
+                    &[
+                        "taskId",
+                        "expectedRevision",
+                        "mode",
+                        "goal",
+                        "expectedRequestId",
+                        "evidenceId",
+                        "instruction",
+                    ],
+                )?;
                 let expected = a
                     .whole("expectedRevision", u64::from(u32::MAX))?
                     .ok_or_else(|| a.bad("`expectedRevision` is required"))?;
+                let expected = u32::try_from(expected).unwrap_or(u32::MAX);
                 let mode = match a.string("mode")? {
                     None | Some("when_ready") => UpdateMode::WhenReady,
-                    Some(_) => return Err(a.bad("`mode` must be \"when_ready\"")),
+                    Some("verify_browser") => {
+                        if a.obj.contains_key("goal") {
+                            return Err(a.bad("`verify_browser` takes no `goal`"));
+                        }
+                        let request = a
+                            .whole("expectedRequestId", u64::from(u32::MAX))?
+                            .ok_or_else(|| a.bad("`expectedRequestId` is required"))?;
+                        return Ok(AgentCall::Verify {
+                            task_id: a.task_id()?,
+                            request: VerifyRequest {
+                                expected_revision: expected,
+                                expected_request_id: u32::try_from(request).unwrap_or(u32::MAX),
+                                evidence_id: a.text("evidenceId", 64)?.to_string(),
+                                instruction: a.text("instruction", MAX_COMMAND_CHARS)?.to_string(),
+                            },
+                        });
+                    }
+                    Some(_) => {
+                        return Err(a.bad("`mode` must be \"when_ready\" or \"verify_browser\""))
+                    }
                 };
+                if let Some(k) = VERIFY_ARGS.iter().find(|k| a.obj.contains_key(**k)) {
+                    return Err(a.bad(format!("`{k}` goes only with `verify_browser`")));
+                }
                 Ok(AgentCall::Update {
                     task_id: a.task_id()?,
                     request: UpdateRequest {
-                        expected_revision: u32::try_from(expected).unwrap_or(u32::MAX),
+                        expected_revision: expected,
                         mode,
                         goal: a.text("goal", MAX_COMMAND_CHARS)?.to_string(),
                     },
@@ -745,6 +802,7 @@ mod tests {
             last_dispatched_mutation: None,
             queued_commands: 0,
             commands: vec![],
+            verification: None,
             replaced_by_task_id: None,
             created_at: 1,
             updated_at: 2,

@@ -251,6 +251,57 @@ impl PyTasks {
         })
     }
 
+    /// Verifies the task's completion candidate (issue 26 item 6, R-TSK-VER) on fresh evidence
+    /// of its request: the task completes (VERIFIED), its browser is let go and the status's
+    /// "verification" records {"by": "parent", "request", "evidenceId", "at"}. Returns the
+    /// status.
+    #[pyo3(signature = (owner, task_id, *, expected_revision, expected_request_id, evidence_id, instruction))]
+    #[allow(clippy::too_many_arguments)] // reason: the verb's keyword arguments, as the seed names them
+    fn verify<'py>(
+        &self,
+        py: Python<'py>,
+        owner: &Bound<'py, PyAny>,
+        task_id: String,
+        expected_revision: u32,
+        expected_request_id: u32,
+        evidence_id: String,
+        instruction: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let request = jevgate::task::VerifyRequest {
+            expected_revision,
+            expected_request_id,
+            evidence_id,
+            instruction,
+        };
+        self.verb(py, owner, |t, owner| t.verify(owner, &task_id, &request))
+    }
+
+    /// Installs (None removes) the host's verifier of completion candidates: called on the
+    /// task's thread with {"taskId", "request", "goal", "evidence"} after each request that ends
+    /// COMPLETION_CANDIDATE; it must return a bool (True completes the task, False leaves it
+    /// waiting with VERIFICATION_FAILED). Anything else, and an exception, is INVALID_CONTRACT.
+    fn set_verifier(&self, verifier: Option<Py<PyAny>>) {
+        let f = verifier.map(|callable| -> jevgate::task::Verifier {
+            Arc::new(move |input: &jevgate::task::VerifierInput| {
+                // Not during interpreter shutdown: then no answer (INVALID_CONTRACT).
+                Python::try_attach(|py| -> serde_json::Value {
+                    let Ok(arg) = to_py_json(py, serde_json::to_string(input)) else {
+                        return serde_json::Value::Null;
+                    };
+                    match callable.bind(py).call1((arg,)) {
+                        Ok(answer) if answer.is_instance_of::<pyo3::types::PyBool>() => {
+                            serde_json::Value::Bool(answer.is_truthy().unwrap_or(false))
+                        }
+                        // A non-bool, or an exception (dropped): never read as False.
+                        _ => serde_json::Value::Null,
+                    }
+                })
+                .unwrap_or(serde_json::Value::Null)
+            })
+        });
+        self.gateway.tasks().set_verifier(f);
+    }
+
     /// Browser evidence of the task (issue 21 item 7): a bounded observation of its page
     /// inside the untrusted envelope, with an evidenceId valid five minutes. fresh=False: the
     /// last observation the receipts kept; fresh=True: a new observation and operation_status

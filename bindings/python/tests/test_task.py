@@ -98,7 +98,8 @@ def test_r_run_a_step_list_runs_with_outcome_lines_and_receipts(tmp_path, site):
                               on_outcome=lines.append)["id"]
         assert len(task_id) == 36
         status = tasks.wait(OWNER, task_id, WAIT)
-        assert status["state"] == "completed", (status, lines)
+        # every step done: a completion candidate, waiting for a verification (R-TSK-VER)
+        assert status["state"] == "waiting_input", (status, lines)
         assert status["reason"] == "COMPLETION_CANDIDATE"
         assert status["stepRun"]["stopReason"] == "ALL_STEPS_DONE"
         assert status["stepRun"]["doneParts"] == ["1.1", "2.1", "3.1"]
@@ -117,6 +118,12 @@ def test_r_run_a_step_list_runs_with_outcome_lines_and_receipts(tmp_path, site):
         assert all(op["status"] == "done" and op["operationId"] for op in receipts[0]["operations"])
         assert [t["id"] for t in tasks.list(OWNER)] == [task_id]
         assert tasks.list(STRANGERS[2]) == []
+        evidence = tasks.evidence(OWNER, task_id, fresh=True)
+        verified = tasks.verify(OWNER, task_id, expected_revision=status["revision"],
+                                expected_request_id=evidence["request"],
+                                evidence_id=evidence["evidenceId"],
+                                instruction="the fresh page shows the Charlie step done, scrolled down")
+        assert (verified["state"], verified["reason"]) == ("completed", "VERIFIED"), verified
         # the session is over: no more commands
         with pytest.raises(jevgate.TaskError) as info:
             tasks.command(OWNER, task_id, "press Alpha")

@@ -150,7 +150,8 @@ class TaskError(Error):
     ``AUTOMATION_SESSION_EXISTS`` (409; the principal or the gateway holds as many open
     sessions as allowed), ``TASK_QUEUE_FULL`` (429, retryable; as many spawns as allowed wait
     for a slot), ``REVISION_CONFLICT``, ``STATE_CONFLICT``, ``IDEMPOTENCY_CONFLICT``,
-    ``NOTHING_TO_RESUME`` (409; the control route)."""
+    ``NOTHING_TO_RESUME`` (409; the control route), ``INVALID_CONTRACT`` (502; a host verifier
+    answered something other than a bool: a candidate's reason, never read as False)."""
 
 
 class ToolError(Exception):

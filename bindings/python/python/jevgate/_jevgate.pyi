@@ -286,6 +286,33 @@ class Tasks:
         """Answer the field question a step list stopped on (status ``fieldRequest``); the run
         continues from the step that asked (TaskError STATE_CONFLICT when no such question is
         pending; ArgumentError INVALID_INPUT for text outside 1..2000 characters)."""
+    def verify(
+        self,
+        owner: Mapping[str, Any],
+        task_id: str,
+        *,
+        expected_revision: int,
+        expected_request_id: int,
+        evidence_id: str,
+        instruction: str,
+    ) -> Dict[str, Any]:
+        """Verifies the task's completion candidate (R-TSK-VER) on fresh evidence of its
+        request (evidence(fresh=True)["evidenceId"], five minutes): the task completes
+        ("completed", "VERIFIED"), its browser is let go and status["verification"] records
+        {"by": "parent", "request", "evidenceId", "at"}; it never acts on the page. TaskError
+        STATE_CONFLICT (UNRESOLVED_MUTATION, NOT_A_CANDIDATE, INTERRUPTED_RUN, TASK_BUSY,
+        EVIDENCE_REQUIRED, EVIDENCE_EXPIRED), REVISION_CONFLICT; the same verification again
+        returns the same status, another after it AUTOMATION_SESSION_CLOSED."""
+        ...
+    def set_verifier(
+        self, verifier: Optional[Callable[[Dict[str, Any]], bool]]
+    ) -> None:
+        """Installs (None removes) the host's verifier of completion candidates, called on the
+        task's thread with {"taskId", "request", "goal", "evidence"} (fresh evidence; the
+        observation inside the untrusted envelope). True completes the task (verification by
+        "host"), False leaves it waiting_input with VERIFICATION_FAILED; any other value, and an
+        exception, INVALID_CONTRACT (never read as False)."""
+        ...
     def evidence(
         self, owner: Mapping[str, Any], task_id: str, fresh: bool = False
     ) -> Dict[str, Any]:
