@@ -229,9 +229,29 @@ fn task_demo(data_dir: &std::path::Path, base: &str) -> Result<bool, Box<dyn std
         Ok(_) => not_done("the intern's task was not refused".into())?,
     }
     let id = gw.tasks().spawn(&owner, request)?;
-    let status = gw
+    let mut status = gw
         .tasks()
         .wait(&owner, &id, std::time::Duration::from_secs(180))?;
+    // Every step done is a completion candidate (R-TSK-VER): it waits until someone verifies
+    // it on fresh evidence of the page — here the person, whose own list it was.
+    if status.reason.as_deref() == Some(jevgate::task::COMPLETION_CANDIDATE) {
+        let evidence = gw.tasks().evidence(&owner, &id, true)?;
+        println!(
+            "completion candidate; fresh evidence {} of request {}",
+            evidence.evidence_id, evidence.request
+        );
+        status = gw.tasks().verify(
+            &owner,
+            &id,
+            &jevgate::task::VerifyRequest {
+                expected_revision: status.revision,
+                expected_request_id: evidence.request,
+                evidence_id: evidence.evidence_id,
+                instruction: "the Cats result page was opened, then the search page came back"
+                    .into(),
+            },
+        )?;
+    }
     let receipts = gw.tasks().receipts(&owner, &id)?;
     gw.close();
     if status.reason.as_deref() == Some("BROWSER_UNAVAILABLE") {
