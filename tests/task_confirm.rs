@@ -343,3 +343,52 @@ fn r_run_the_seed_policy_lets_the_persons_own_command_run() {
     assert_eq!(bad.code(), "JEV_INVALID_CONFIGURATION", "{bad}");
     gw.close();
 }
+
+// Issue 26 item 2: the agent's words take no deterministic fast path that could act without
+// Jev (keys, digits, quitting). Under agent control the agent's "enter" is a Jev decision over
+// the page's controls (here: none named, so nothing is done); the person's own "enter" is the
+// grammar's key press, with no model call.
+#[test]
+fn r_run_the_agents_words_take_no_key_fast_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gw, seen) = open(dir.path(), None);
+    let desk = desk();
+    let id = session(&gw, &desk);
+    let t = gw.tasks();
+    let decisions = |seen: &Seen| {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| k == "control")
+            .count()
+    };
+    t.command(&owner(), &id, "enter").unwrap();
+    settled(&gw, &id);
+    assert_eq!(
+        decisions(&seen),
+        0,
+        "the person's key: the grammar's fast path"
+    );
+    let revision = t.status(&owner(), &id).unwrap().revision;
+    let hand = jevgate::task::ControlRequest::from_json(
+        &json!({"id": "00000000-0000-4000-8000-0000000c0001", "action": "agent",
+            "expectedRevision": revision})
+        .to_string(),
+    )
+    .unwrap();
+    t.control(&owner(), &id, &hand).unwrap();
+    gw.call_agent_tool(
+        &owner(),
+        "task_command",
+        &json!({"taskId": id, "command": "enter"}).to_string(),
+    )
+    .unwrap();
+    let s = settled(&gw, &id);
+    assert_eq!(
+        decisions(&seen),
+        1,
+        "the agent's key: a Jev decision: {s:#?}"
+    );
+    assert_eq!(s.reason.as_deref(), Some("STEP_NOT_EXECUTED"), "{s:#?}");
+    gw.close();
+}

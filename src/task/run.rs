@@ -175,6 +175,10 @@ pub(crate) struct Run<'a> {
     pub approved: Option<Approved>,
     /// Set by the decision that stopped for the person's yes.
     pub confirmation: Option<Confirmation>,
+    /// The request carries the agent's words (origin `agent`): no deterministic fast path that
+    /// could act without Jev — keys, digits, calculator keys, quitting (issue 26 item 2) —
+    /// runs them; such a command is a Jev decision over the page's controls instead.
+    pub agent_words: bool,
 }
 
 /// What one part (one direct command) came to.
@@ -742,7 +746,17 @@ impl Run<'_> {
     /// One part: one command, at most [`PART_ACTIONS`] actions (one when `direct`) and
     /// [`PART_DECISIONS`] decisions.
     fn part(&mut self, command: &str, after_earlier: bool, direct: bool) -> Part {
-        let intent = parse_command(command);
+        let intent = match parse_command(command) {
+            Intent::Key { .. }
+            | Intent::Digits { .. }
+            | Intent::CalcKey { .. }
+            | Intent::QuitApp
+                if self.agent_words =>
+            {
+                Intent::Decide { text_offer: None }
+            }
+            intent => intent,
+        };
         let mut actions = 0u32;
         let mut decisions = 0u32;
         let mut nothing_retries = 0u32;

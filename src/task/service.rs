@@ -40,6 +40,8 @@ struct Queued {
     text: String,
     /// The person's reply to a pending confirmation question (issue 26 item 2).
     reply: bool,
+    /// The agent's words (origin `agent`): no deterministic fast path acts on them.
+    agent: bool,
 }
 
 /// A Jev-decided action stopped for the person's yes (issue 26 item 2): the question, what a
@@ -117,6 +119,8 @@ struct Live {
     confirmation: Option<PendingConfirmation>,
     /// The running command is the person's reply to [`Live::confirmation`].
     replying: bool,
+    /// The running command is the agent's words (issue 26 item 2: no deterministic fast path).
+    agent_words: bool,
 }
 
 impl Live {
@@ -159,6 +163,7 @@ impl Live {
             readmitted: false,
             confirmation: None,
             replying: false,
+            agent_words: false,
         }
     }
 
@@ -734,10 +739,11 @@ impl TaskService {
             let queue: VecDeque<Queued> = r
                 .queue
                 .into_iter()
-                .map(|(id, text)| Queued {
+                .map(|(id, text, agent)| Queued {
                     id,
                     text,
                     reply: false,
+                    agent,
                 })
                 .collect();
             let waiting = queue.is_empty();
@@ -1189,6 +1195,7 @@ impl TaskService {
                         if let Some(q) = l.queue.pop_front() {
                             l.request.goal = q.text;
                             l.running_command = Some(q.id);
+                            l.agent_words = q.agent;
                         }
                     }
                     l.started = true;
@@ -1198,6 +1205,7 @@ impl TaskService {
                     l.running_command = Some(q.id.clone());
                     l.state = TaskState::Running;
                     l.replying = q.reply && l.confirmation.is_some();
+                    l.agent_words = q.agent;
                     if !l.replying {
                         if let Some(c) = l.confirmation.take() {
                             // Another command came first: the question closes, its command
@@ -1340,6 +1348,7 @@ impl TaskService {
                 let backend = l.target.as_ref().map(|t| Arc::clone(&t.backend))?;
                 l.seq += 1;
                 let replying = std::mem::take(&mut l.replying);
+                let agent_words = std::mem::take(&mut l.agent_words);
                 Some((
                     l.owner.clone(),
                     l.request.clone(),
@@ -1350,11 +1359,22 @@ impl TaskService {
                     l.seq,
                     l.answers.clone(),
                     l.confirmation.clone().filter(|_| replying),
+                    agent_words,
                 ))
             })
         };
-        let Some((owner, request, cancel, fence, backend, mut counters, seq, answers, pending)) =
-            taken
+        let Some((
+            owner,
+            request,
+            cancel,
+            fence,
+            backend,
+            mut counters,
+            seq,
+            answers,
+            pending,
+            agent_words,
+        )) = taken
         else {
             return;
         };
@@ -1380,6 +1400,7 @@ impl TaskService {
             &mut counters,
             &answers,
             pending.as_ref(),
+            agent_words,
         );
         let runs_on = control::queue_runs_on(&report.ending, &report.reason);
         let counters_changed_nothing = counters.actions == actions_before;
@@ -1559,6 +1580,7 @@ impl TaskService {
         counters: &mut Counters,
         answers: &HashMap<String, String>,
         pending: Option<&PendingConfirmation>,
+        agent_words: bool,
     ) -> (Report, Reply) {
         let now = self.shared.clock.wall_millis();
         let id2 = id.to_string();
@@ -1615,6 +1637,7 @@ impl TaskService {
                 .is_ok_and(|g| g.confirm_high_impact == ConfirmHighImpact::Always),
             approved: None,
             confirmation: None,
+            agent_words,
         };
         let mut reply = Reply::Other;
         let mut report = match gate {
@@ -1835,6 +1858,7 @@ impl TaskService {
                     id: receipt.command_id.clone(),
                     text: text.to_string(),
                     reply,
+                    agent: origin == Origin::Agent,
                 });
                 if !l.scheduled {
                     l.scheduled = true;
@@ -2078,6 +2102,7 @@ impl TaskService {
                             id: receipt.command_id.clone(),
                             text: t,
                             reply: false,
+                            agent: false,
                         });
                         if !l.scheduled {
                             l.scheduled = true;
@@ -2297,6 +2322,7 @@ impl TaskService {
                 id: receipt.command_id.clone(),
                 text: update.goal.clone(),
                 reply: false,
+                agent: true,
             });
             if !l.scheduled {
                 l.scheduled = true;
@@ -2350,6 +2376,8 @@ impl TaskService {
             agent: task.controller == "agent",
             replans: chain,
             reopened: true,
+            // The update that reopens it is the agent's.
+            agent_words: true,
             ..Live::new(owner.clone(), request, None, self.shared.clock.now())
         };
         live.request.start_url = None;
@@ -2447,6 +2475,7 @@ impl TaskService {
                         id: receipt.command_id.clone(),
                         text: continuation,
                         reply: false,
+                        agent: false,
                     });
                     if !l.scheduled {
                         l.scheduled = true;
