@@ -29,7 +29,7 @@ fn js(b: &dyn BrowserBackend, code: &str) -> Result<ScriptResult, jevgate::Error
 
 /// Polls `f` (bounded) until it is true.
 fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(30);
     while !f() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(20));
@@ -183,13 +183,22 @@ fn issue20_dialogs_past_twenty_within_five_seconds_are_suppressed_and_said_once(
     assert!(handled >= 20, "{handled}");
     assert_eq!(count_notes(&notes, SUPPRESSED), 1, "{notes:?}");
     // The other tools work again (the page keeps opening dialogs, dismissed unseen).
-    let obs = tab.observe().unwrap();
-    assert!(obs.dialog.is_none(), "{obs:?}");
-    let r = click(&obs).expect("other tools work again");
-    assert!(r.dialog.is_none());
-    assert!(server.wait_count("go", 1) >= 1);
-    // Said once.
-    assert!(r.notes.is_empty(), "{r:?}");
+    // Chromium ignores input that arrives while one of the page's (unseen) dialogs is open, so a
+    // click may land in such a gap: the tool still answers, and a later click reaches the page.
+    let mut landed = false;
+    for _ in 0..20 {
+        let obs = tab.observe().unwrap();
+        assert!(obs.dialog.is_none(), "{obs:?}");
+        let r = click(&obs).expect("other tools work again");
+        assert!(r.dialog.is_none());
+        // Said once.
+        assert!(r.notes.is_empty(), "{r:?}");
+        if server.wait_count_within("go", 1, Duration::from_secs(1)) >= 1 {
+            landed = true;
+            break;
+        }
+    }
+    assert!(landed, "no click reached the page");
     let nav = tab.navigate(&server.url("/p/second")).unwrap();
     assert!(nav.settled && nav.dialog.is_none(), "{nav:?}");
     assert_eq!(count_notes(&nav.notes, SUPPRESSED), 0, "{nav:?}");

@@ -383,6 +383,20 @@ fn silent_provider() -> (
     (base, accepted, conns)
 }
 
+/// Whether connection `i` of a [`silent_provider`] has request bytes waiting to be read.
+fn request_arrived(conns: &std::sync::Mutex<Vec<std::net::TcpStream>>, i: usize) -> bool {
+    let conns = conns.lock().unwrap();
+    let Some(conn) = conns.get(i) else {
+        return false;
+    };
+    conn.set_read_timeout(Some(Duration::from_millis(10)))
+        .unwrap();
+    let mut byte = [0u8; 1];
+    let arrived = matches!(conn.peek(&mut byte), Ok(n) if n > 0);
+    conn.set_read_timeout(None).unwrap();
+    arrived
+}
+
 /// Joins `t`, failing (instead of hanging) when it has not ended within `limit`.
 fn join_within<T>(what: &str, t: std::thread::JoinHandle<T>, limit: Duration) -> T {
     let start = Instant::now();
@@ -415,8 +429,10 @@ fn r_jev_limit_cancel_aborts_the_provider_socket_and_frees_the_slot() {
     let (g, t) = (Arc::clone(&gw), token.clone());
     let first = std::thread::spawn(move || g.evaluate_with_cancel(&call("a"), &t));
     let n = || accepted.load(std::sync::atomic::Ordering::SeqCst);
+    // At the provider means its request bytes have arrived (a cancel before the write would
+    // leave nothing for the provider to read below).
     wait_until("the first at the provider", || {
-        n() == 1 && gw.jev_load() == (1, 0)
+        n() == 1 && gw.jev_load() == (1, 0) && request_arrived(&conns, 0)
     });
     let started = Instant::now();
     token.cancel();

@@ -1079,12 +1079,12 @@ impl LocalTab {
         a: &HandleDialogArgs,
         sent: &Sent,
     ) -> Result<ActionResult> {
-        let (generation, started) = {
+        let (generation, started, seq) = {
             let st = self.tab.lock();
             if st.dialog.is_none() {
                 return Err(Error::NoDialog);
             }
-            (st.generation, st.started_seq)
+            (st.generation, st.started_seq, st.dialog_seq)
         };
         let mut params = json!({ "accept": a.accept });
         if let Some(t) = &a.prompt_text {
@@ -1094,8 +1094,11 @@ impl LocalTab {
         self.call_plain("Page.handleJavaScriptDialog", params)?;
         let clock = &*self.inner.opts.clock;
         let deadline = clock.now() + self.inner.opts.call_timeout;
-        self.tab
-            .wait_for(clock, deadline, |st| st.dialog.is_none() || st.gone);
+        // A page may open its next dialog before this wait wakes: a newer dialog also ends it
+        // (waiting on `dialog.is_none()` alone then slept until the call timeout).
+        self.tab.wait_for(clock, deadline, |st| {
+            st.dialog.is_none() || st.dialog_seq != seq || st.gone
+        });
         Ok(self.result("", "handle_dialog", generation, started))
     }
 

@@ -70,7 +70,13 @@ impl Server {
     /// Polls the beacon count (bounded) until it reaches `want`; returns the final count after
     /// a short quiet period so a double count would show.
     pub fn wait_count(&self, name: &str, want: u32) -> u32 {
-        let deadline = Instant::now() + Duration::from_secs(5);
+        self.wait_count_within(name, want, Duration::from_secs(5))
+    }
+
+    /// [`Server::wait_count`] with its own bound on the wait.
+    #[allow(dead_code)]
+    pub fn wait_count_within(&self, name: &str, want: u32, within: Duration) -> u32 {
+        let deadline = Instant::now() + within;
         while self.count(name) < want && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
