@@ -392,3 +392,39 @@ fn r_run_the_agents_words_take_no_key_fast_path() {
     assert_eq!(s.reason.as_deref(), Some("STEP_NOT_EXECUTED"), "{s:#?}");
     gw.close();
 }
+
+// Issue 26 item 2: the person's yes to an agent's stopped words approves that one action; the
+// rest of those words are still the agent's (no key fast path after the yes).
+#[test]
+fn r_run_a_yes_never_lends_the_agents_words_the_persons_fast_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gw, seen) = open(dir.path(), Some("always"));
+    let desk = desk();
+    let id = session(&gw, &desk);
+    let t = gw.tasks();
+    let revision = t.status(&owner(), &id).unwrap().revision;
+    let hand = jevgate::task::ControlRequest::from_json(
+        &json!({"id": "00000000-0000-4000-8000-0000000c0002", "action": "agent",
+            "expectedRevision": revision})
+        .to_string(),
+    )
+    .unwrap();
+    t.control(&owner(), &id, &hand).unwrap();
+    gw.call_agent_tool(
+        &owner(),
+        "task_command",
+        &json!({"taskId": id, "command": "1. press Delete account\n2. enter"}).to_string(),
+    )
+    .unwrap();
+    assert!(settled(&gw, &id).confirmation_request.is_some());
+    t.command(&owner(), &id, "yes").unwrap();
+    let s = settled(&gw, &id);
+    assert_eq!(desk.clicked("Delete account"), 1, "{s:#?}");
+    let enter_decided = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|(k, state)| k == "control" && state == "enter");
+    assert!(enter_decided, "the agent's \"enter\" went to Jev: {s:#?}");
+    gw.close();
+}

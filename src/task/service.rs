@@ -53,6 +53,10 @@ struct PendingConfirmation {
     ask: Confirmation,
     remaining: Vec<String>,
     command_id: Option<String>,
+    /// The stopped words were the agent's: a yes approves one action, never lends them the
+    /// person's fast paths.
+    #[serde(default)]
+    agent_words: bool,
 }
 
 /// How a session's last request ended (what its final state is made from).
@@ -1446,6 +1450,7 @@ impl TaskService {
                     ask: ask.clone(),
                     remaining: report.remaining.clone(),
                     command_id: command.clone(),
+                    agent_words,
                 }),
                 (None, Reply::Unread) => pending.clone(),
                 (None, _) => None,
@@ -1505,6 +1510,7 @@ impl TaskService {
                     "ask": c,
                     "remaining": report.remaining,
                     "commandId": command,
+                    "agentWords": agent_words,
                 })
                 .to_string(),
             )
@@ -1655,6 +1661,8 @@ impl TaskService {
                                     name: p.ask.name.clone(),
                                     role: p.ask.role.clone(),
                                 });
+                                // What runs are the stopped words, still whoever's they were.
+                                run.agent_words = p.agent_words;
                                 run.request(&lines::join_steps(&p.remaining))
                             }
                             Reply::No => run.declined(),
