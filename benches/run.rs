@@ -156,7 +156,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// Runs one task of `goal` on a fresh fake page; the per-step overhead in µs.
 fn one_task(gw: &Gateway, owner: &TaskOwner, goal: &str, check: &dyn Fn(&Page)) -> f64 {
     let page = Arc::new(FakePage::default());
-    let mut request = SpawnRequest::new(goal);
+    let mut request = SpawnRequest::from_person(goal);
     request.budget = Budget {
         max_steps: 100,
         max_evaluations: 100,

@@ -214,7 +214,9 @@ fn task_demo(data_dir: &std::path::Path, base: &str) -> Result<bool, Box<dyn std
     for step in steps.lines() {
         println!("  {step}");
     }
-    let mut request = SpawnRequest::new(steps);
+    // The person's own step list (their authorization, run verbatim); an agent's goal would
+    // be `SpawnRequest::new`, a goal run checked for impact before each action.
+    let mut request = SpawnRequest::from_person(steps);
     request.progress = Some(Arc::new(|p: &TaskProgress| {
         // Each outcome line as it settles.
         let mut out = std::io::stdout().lock();
@@ -224,7 +226,10 @@ fn task_demo(data_dir: &std::path::Path, base: &str) -> Result<bool, Box<dyn std
     // Browser tasks are off unless `features.browserTasks` is on, and only for agents with Jev
     // access: the intern's task is refused before any browser starts.
     let intern = TaskOwner::new("intern", "person", "conversation-a");
-    match gw.tasks().spawn(&intern, SpawnRequest::new("scroll down")) {
+    match gw
+        .tasks()
+        .spawn(&intern, SpawnRequest::from_person("scroll down"))
+    {
         Err(e) => println!("the intern's task: {} (HTTP {})", e.code(), e.http_status()),
         Ok(_) => not_done("the intern's task was not refused".into())?,
     }

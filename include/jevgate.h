@@ -1017,10 +1017,12 @@ jevgate_status jevgate_browser_tool_call(const jevgate_gateway *gateway,
 
 /**
  * Starts a task for the owner `owner_json` (`{"agentId","principalId","conversationId"}`)
- * from `request_json` (`{"goal", "target"?: {"kind":"local","profile"?} |
+ * from `request_json` (`{"goal", "userMessage"?, "target"?: {"kind":"local","profile"?} |
  * {"kind":"device","deviceId"}, "startUrl"?: http(s) URL, "budget"?: {"maxSteps",
- * "maxEvaluations","timeoutMs"}, "keepOpen"?: bool}`; an empty goal opens the session and
- * waits for commands) and writes its id (a UUID) to `*task_id_out`. `progress` (may be NULL)
+ * "maxEvaluations","timeoutMs"}, "keepOpen"?: bool}`: `goal` is the agent's words, run as a
+ * goal run with every action checked for impact; `userMessage` the person's own message, a
+ * step list there running verbatim as theirs (with no goal, it runs as their command);
+ * neither opens the session and waits for commands) and writes its id (a UUID) to `*task_id_out`. `progress` (may be NULL)
  * receives each outcome line (see `jevgate_task_progress_fn`) with `user_data` first.
  * `INVALID_ARGUMENT` for a bad owner or request (a goal over 4000 characters, a list over 12
  * steps, a start URL that is not http/https); `ORCHESTRATION_DISABLED` (409) unless the live

@@ -309,7 +309,7 @@ fn bad_calls_get_clear_errors() {
 fn another_owner_gets_access_denied_like_an_unknown_id() {
     let dir = tempfile::tempdir().unwrap();
     let gw = open(dir.path(), support::gateway::TASKS_CONFIG);
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.keep_open = true;
     let id = gw
         .tasks()
@@ -374,9 +374,15 @@ fn another_owner_gets_access_denied_like_an_unknown_id() {
 /// A callback "model" (deterministic, unlike the lexical `local` heuristic, which a long
 /// injected control name sways): a control decision picks the option that names the word the
 /// command ends with ("press Send" → Send); any other question is answered 0.9 (noul).
+/// A task's decisions and impact questions go to [`support::desk::picks`] (goal runs too).
 fn picks() -> jevgate::jev::JevCallback {
+    let tasks = support::desk::picks();
     Arc::new(move |req: &[u8]| {
         let v: Value = serde_json::from_slice(req).unwrap();
+        let qs = v["questions"].as_object().unwrap();
+        if qs.contains_key("control") || qs.contains_key("routine") {
+            return tasks(req);
+        }
         let mut answers = serde_json::Map::new();
         for (key, q) in v["questions"].as_object().unwrap() {
             let answer = if key == "control" {
@@ -477,10 +483,12 @@ fn r_brw_untrusted_an_injected_page_reaches_the_agent_only_inside_the_envelope()
     assert_eq!(caps["browserTasks"]["enabled"], true, "{caps}");
     let target = caps["targets"][0]["target"].clone();
 
+    // The agent's goal is a goal run (issue 26 item 1): Continue, checked for impact, then
+    // done (a completion candidate the session keeps waiting on).
     let spawned = call(
         "task_spawn",
         json!({
-            "goal": "1. press Continue\n2. fill in the Address\n3. press Send",
+            "goal": "press Continue",
             "startUrl": server.url("/p/injection"),
             "keepOpen": true,
             "target": target,
@@ -488,10 +496,25 @@ fn r_brw_untrusted_an_injected_page_reaches_the_agent_only_inside_the_envelope()
     );
     check("task_spawn", &spawned);
     let id = spawned["id"].as_str().unwrap().to_string();
+    let pressed = call("task_wait", json!({"taskId": id, "timeoutMs": 90_000}));
+    check("task_wait (goal)", &pressed);
+    assert_eq!(pressed["state"], "waiting_input", "{pressed:#}");
+    assert_eq!(
+        server.wait_count("inj", 1),
+        1,
+        "Continue pressed once: {pressed:#}"
+    );
+    // The agent's next goal asks for the field's text: a question about the injected label.
+    let revision = pressed["revision"].as_u64().unwrap();
+    let updated = call(
+        "task_update",
+        json!({"taskId": id, "expectedRevision": revision, "mode": "when_ready",
+            "goal": "fill in the Address"}),
+    );
+    check("task_update (field)", &updated);
     let asked = call("task_wait", json!({"taskId": id, "timeoutMs": 90_000}));
     check("task_wait (question)", &asked);
     assert_eq!(asked["state"], "waiting_input", "{asked:#}");
-    assert_eq!(server.wait_count("inj", 1), 1, "Continue pressed once");
     let page = &asked[UNTRUSTED_KEY]["data"];
     let field = page["fieldRequest"]["field"]
         .as_str()
@@ -513,27 +536,23 @@ fn r_brw_untrusted_an_injected_page_reaches_the_agent_only_inside_the_envelope()
     let done = call("task_wait", json!({"taskId": id, "timeoutMs": 90_000}));
     check("task_wait (answered)", &done);
     assert_eq!(done["state"], "waiting_input", "{done:#}");
-    assert_eq!(
-        server.wait_count("sent:12 Main St", 1),
-        1,
-        "Send pressed once, with the answer: {done:#}"
-    );
     assert_eq!(server.count("inj"), 1, "Continue not pressed again");
 
     // Issue 26 item 1: under the person's control an agent's command is refused, nothing
-    // recorded; once the person hands control to the agent (the host's own call), it runs.
+    // recorded; once the person hands control to the agent (the host's own call), it runs —
+    // its own authorization (no impact question under the default policy).
     let refused = gw
         .call_agent_tool(
             &me,
             "task_command",
-            &json!({"taskId": id, "command": "scroll down"}).to_string(),
+            &json!({"taskId": id, "command": "press Send"}).to_string(),
         )
         .unwrap_err();
     assert_eq!(refused.code(), "EXECUTION_DENIED", "{refused}");
     hand_to_agent(&gw, &me, &id);
     let commanded = call(
         "task_command",
-        json!({"taskId": id, "command": "scroll down"}),
+        json!({"taskId": id, "command": "press Send"}),
     );
     check("task_command", &commanded);
     let receipt = &commanded["commandReceipt"];
@@ -543,6 +562,11 @@ fn r_brw_untrusted_an_injected_page_reaches_the_agent_only_inside_the_envelope()
     );
     let after = call("task_wait", json!({"taskId": id, "timeoutMs": 90_000}));
     check("task_wait (command)", &after);
+    assert_eq!(
+        server.wait_count("sent:12 Main St", 1),
+        1,
+        "Send pressed once, with the answer: {after:#}"
+    );
 
     let status = call("task_status", json!({"taskId": id}));
     check("task_status", &status);
@@ -668,7 +692,7 @@ fn r_tsk_ctl_an_agents_command_does_not_restart_the_replan_chain() {
     let dir = tempfile::tempdir().unwrap();
     let gw = open(dir.path(), support::gateway::TASKS_CONFIG);
     let me = owner();
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.keep_open = true;
     let id = gw
         .tasks()

@@ -226,7 +226,7 @@ fn child_task_blocked_after_checkpoint() {
         })),
     );
     let owner = TaskOwner::new("cli", "local", "cli");
-    let mut request = SpawnRequest::new("press Alpha");
+    let mut request = SpawnRequest::from_person("press Alpha");
     request.start_url = Some(url);
     let id = gw.tasks().spawn(&owner, request).unwrap();
     let _ = gw.tasks().wait(&owner, &id, Duration::from_secs(600));

@@ -85,7 +85,7 @@ fn r_log_a_task_logs_no_command_typed_text_or_page_content() {
         )
     })));
     let owner = TaskOwner::new("assistant", "alice", "conv-1");
-    let mut request = SpawnRequest::new(format!(
+    let mut request = SpawnRequest::from_person(format!(
         "1. search {TYPED}\n2. press the {COMMAND_WORD} {BUTTON}\n3. scroll down\n4. scroll up\n5. scroll up"
     ));
     request.start_url = Some(format!("{base}/"));

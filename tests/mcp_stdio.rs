@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver};
+use std::sync::Arc;
 use std::time::Duration;
 use support::Server;
 
@@ -887,7 +888,7 @@ fn issue21_task_tools_tell_no_foreign_id_apart_and_obey_the_gate() {
         .unwrap();
         // The server's agent and principal, another conversation.
         let other = TaskOwner::new("mcp", "local", "another-conversation");
-        let mut request = SpawnRequest::new("");
+        let mut request = SpawnRequest::from_person("");
         request.keep_open = true;
         let id = gw
             .tasks()
@@ -968,6 +969,27 @@ fn outside_envelope(v: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// A loopback Jev provider answering like [`support::desk::picks`], and a configuration file
+/// for `jevgate mcp` that uses it (tasks and step lists on).
+fn picking_provider() -> (support::jev_server::TestServer, tempfile::NamedTempFile) {
+    use support::jev_server::{Behaviour, Rule, TestServer};
+    let provider = TestServer::start();
+    let picks = support::desk::picks();
+    provider.set_default(Behaviour::Rule(Rule(Arc::new(move |req: &Value| {
+        let out = picks(&serde_json::to_vec(req).unwrap()).unwrap();
+        serde_json::from_slice::<Value>(&out).unwrap()["answers"].clone()
+    }))));
+    let var = format!("JEVGATE_TEST_MCP_PICKS_{}", std::process::id());
+    std::env::set_var(&var, "k");
+    let config = json!({"gateway": {"jev": {
+        "enabled": true, "provider": "upstream", "baseUrl": provider.base(), "apiKeyEnv": var,
+        "model": "m", "timeoutMs": 30000,
+        "features": {"browserTasks": {"enabled": true}, "browserSteps": {"enabled": true}}}}});
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    std::io::Write::write_all(&mut file, config.to_string().as_bytes()).unwrap();
+    (provider, file)
+}
+
 // Issue 21 item 8 over MCP, as an attacker drives it (R-BRW-UNTRUSTED): `tools/list` serves
 // exactly the library's agent tools besides the browser family, and a task on a page whose
 // button, field label and title are prompt injections returns that text only inside the
@@ -978,7 +1000,11 @@ fn outside_envelope(v: &Value, out: &mut Vec<String>) {
 fn issue21_page_text_reaches_the_mcp_client_only_inside_the_envelope() {
     use support::pages::INJECTED_FIELD;
     let server = Server::start();
-    let mut mcp = Mcp::start(&[]);
+    // The agent's goal is a goal run (issue 26 item 1): its decisions come from a loopback
+    // provider that answers like the tests' deterministic callback model (the lexical `local`
+    // evaluator cannot tell when a goal is reached).
+    let (_provider, config) = picking_provider();
+    let mut mcp = Mcp::start(&["--config", config.path().to_str().unwrap()]);
     let names = tool_names(&mut mcp, 1);
     for tool in jevgate::task::AGENT_TOOLS {
         assert!(
@@ -1008,16 +1034,27 @@ fn issue21_page_text_reaches_the_mcp_client_only_inside_the_envelope() {
     let spawned = tool(
         &mut mcp,
         "task_spawn",
-        json!({"goal": "1. press Continue\n2. fill in the Address",
+        json!({"goal": "press Continue",
             "startUrl": server.url("/p/injection"), "keepOpen": true}),
     );
     let id = spawned["id"].as_str().unwrap().to_string();
+    let pressed = tool(
+        &mut mcp,
+        "task_wait",
+        json!({"taskId": id, "timeoutMs": 90000}),
+    );
+    assert_eq!(server.wait_count("inj", 1), 1, "{pressed}");
+    tool(
+        &mut mcp,
+        "task_update",
+        json!({"taskId": id, "expectedRevision": pressed["revision"], "mode": "when_ready",
+            "goal": "fill in the Address"}),
+    );
     let asked = tool(
         &mut mcp,
         "task_wait",
         json!({"taskId": id, "timeoutMs": 90000}),
     );
-    assert_eq!(server.wait_count("inj", 1), 1, "{asked}");
     let page = &asked["untrustedContent"]["data"];
     let field = page["fieldRequest"]["field"]
         .as_str()

@@ -133,7 +133,7 @@ fn open(dir: &std::path::Path, policy: Option<&str>) -> (Gateway, Seen) {
 }
 
 fn session(gw: &Gateway, desk: &Arc<Desk>) -> String {
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.keep_open = true;
     let id = gw
         .tasks()

@@ -53,7 +53,7 @@ fn open(dir: &std::path::Path) -> Gateway {
 }
 
 fn session(gw: &Gateway, desk: &Arc<Desk>) -> String {
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.keep_open = true;
     let id = gw
         .tasks()
@@ -274,13 +274,13 @@ fn r_tsk_ctl_open_sessions_are_bounded_and_expire_on_the_gateway_clock() {
     let second = session(&gw, &d2);
     let err = gw
         .tasks()
-        .spawn_with_backend(&owner(), SpawnRequest::new(""), Desk::new())
+        .spawn_with_backend(&owner(), SpawnRequest::from_person(""), Desk::new())
         .unwrap_err();
     assert_eq!(err.code(), "AUTOMATION_SESSION_EXISTS");
     assert!(err.to_string().contains("waiting_input"), "{err}");
     // Another principal is not affected by alice's bound.
     let bob = TaskOwner::new("assistant", "bob", "conv-9");
-    let mut r = SpawnRequest::new("");
+    let mut r = SpawnRequest::from_person("");
     r.keep_open = true;
     let bobs = gw.tasks().spawn_with_backend(&bob, r, Desk::new()).unwrap();
     // A round that was done: the session waits 60 minutes; one that failed: 15.
@@ -339,7 +339,7 @@ fn r_tsk_ctl_queued_spawns_and_commands_are_bounded() {
     };
     let gw = open_with(dir.path(), limits, None);
     let desk = Desk::new();
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.keep_open = true;
     request.budget.max_steps = 100;
     request.budget.max_evaluations = 100;
@@ -372,7 +372,11 @@ fn r_tsk_ctl_queued_spawns_and_commands_are_bounded() {
     for _ in 0..3 {
         queued.push(
             gw.tasks()
-                .spawn_with_backend(&owner(), SpawnRequest::new("press Alpha"), Desk::new())
+                .spawn_with_backend(
+                    &owner(),
+                    SpawnRequest::from_person("press Alpha"),
+                    Desk::new(),
+                )
                 .unwrap(),
         );
     }
@@ -380,7 +384,11 @@ fn r_tsk_ctl_queued_spawns_and_commands_are_bounded() {
     assert_eq!(s.state, TaskState::Queued);
     assert_eq!(
         gw.tasks()
-            .spawn_with_backend(&owner(), SpawnRequest::new("press Alpha"), Desk::new())
+            .spawn_with_backend(
+                &owner(),
+                SpawnRequest::from_person("press Alpha"),
+                Desk::new()
+            )
             .unwrap_err()
             .code(),
         "TASK_QUEUE_FULL"
@@ -695,7 +703,7 @@ fn r_tsk_ctl_update_pending_then_applied_and_replans_bounded() {
         "INVALID_INPUT"
     );
     // The host's own backend went with its session: nothing to reopen.
-    let mut r = SpawnRequest::new("press Alpha");
+    let mut r = SpawnRequest::from_person("press Alpha");
     r.keep_open = false;
     let done = gw
         .tasks()
@@ -796,7 +804,7 @@ fn r_tsk_ctl_a_spawn_replaces_only_a_session_that_failed_before_acting() {
     let gw = open(dir.path());
     let t = gw.tasks();
     let device = || {
-        let mut r = SpawnRequest::new("press Nowhere");
+        let mut r = SpawnRequest::from_person("press Nowhere");
         r.keep_open = true;
         r.target = jevgate::task::TaskTarget::Device {
             device_id: "dev_same".into(),
@@ -838,11 +846,11 @@ fn r_tsk_ctl_a_spawn_replaces_only_a_session_that_failed_before_acting() {
     // Another principal's session on "the same" device id is not this principal's target.
     let bob = TaskOwner::new("assistant", "bob", "conv-1");
     let mut r = device();
-    r.goal = String::new();
+    r.user_message = None;
     t.spawn_with_backend(&bob, r, Desk::new()).unwrap();
     // Throw-away local profiles never collide.
     for _ in 0..2 {
-        let mut r = SpawnRequest::new("");
+        let mut r = SpawnRequest::from_person("");
         r.keep_open = true;
         t.spawn_with_backend(&owner(), r, Desk::new()).unwrap();
     }
@@ -861,7 +869,7 @@ fn r_tsk_ctl_a_spawned_step_list_waits_for_its_field_answer() {
     let id = t
         .spawn_with_backend(
             &owner(),
-            SpawnRequest::new("1. press Alpha\n2. fill in the Address\n3. press Submit"),
+            SpawnRequest::from_person("1. press Alpha\n2. fill in the Address\n3. press Submit"),
             desk.clone(),
         )
         .unwrap();

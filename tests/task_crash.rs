@@ -138,7 +138,7 @@ fn crash_child() {
             }
         })),
     );
-    let mut request = SpawnRequest::new(step_list(steps));
+    let mut request = SpawnRequest::from_person(step_list(steps));
     request.start_url = Some(format!("{base}/p/crash"));
     let id = gw.tasks().spawn(&owner(), request).unwrap();
     say(&format!("task {id}"));
@@ -378,7 +378,7 @@ fn run_job(
         // The directory is usable after the crash: a new task runs and clicks once, and in
         // the whole window (longer than a browser start) nothing else is clicked: the
         // interrupted task is not resumed.
-        let mut request = SpawnRequest::new("1. click Alpha");
+        let mut request = SpawnRequest::from_person("1. click Alpha");
         request.start_url = Some(server.url("/p/crash"));
         let id = gw
             .tasks()
@@ -606,7 +606,7 @@ fn r_run_the_crash_step_list_presses_each_button_once() {
     let server = Server::start();
     let dir = tempfile::tempdir().unwrap();
     let gw = gateway(dir.path());
-    let mut request = SpawnRequest::new(step_list(NAMED_STEPS));
+    let mut request = SpawnRequest::from_person(step_list(NAMED_STEPS));
     request.start_url = Some(server.url("/p/crash"));
     let started = Instant::now();
     let id = gw.tasks().spawn(&owner(), request).unwrap();

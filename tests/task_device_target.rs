@@ -271,7 +271,7 @@ fn r_tsk_a_task_runs_on_a_paired_device_with_receipts() {
     let s = setup();
     let worker = s.connect(Arc::new(BrowserTools::new(Arc::new(tab.clone()))));
     let owner = TaskOwner::new("assistant", "alice", "conv-task");
-    let mut request = SpawnRequest::new("1. scroll down\n2. ค้นหา cats");
+    let mut request = SpawnRequest::from_person("1. scroll down\n2. ค้นหา cats");
     request.start_url = Some(server.url("/p/taskhome"));
     request.target = TaskTarget::Device {
         device_id: s.alice.device.clone(),
@@ -320,7 +320,7 @@ fn r_tsk_a_task_runs_on_a_paired_device_with_receipts() {
     assert_eq!(server.count("search"), 1, "verification never acts");
     // Another principal cannot drive alice's device through a task.
     let mallory = TaskOwner::new("assistant", "mallory", "conv-m");
-    let mut request = SpawnRequest::new("scroll down");
+    let mut request = SpawnRequest::from_person("scroll down");
     request.target = TaskTarget::Device {
         device_id: s.alice.device.clone(),
     };
@@ -351,7 +351,7 @@ fn r_tsk_a_device_that_goes_offline_mid_session_stops_the_task() {
     let s = setup();
     let worker = s.connect(Arc::new(BrowserTools::new(Arc::new(tab.clone()))));
     let owner = TaskOwner::new("assistant", "alice", "conv-offline");
-    let mut request = SpawnRequest::new("scroll down");
+    let mut request = SpawnRequest::from_person("scroll down");
     request.keep_open = true;
     request.start_url = Some(server.url("/p/taskhome"));
     request.target = TaskTarget::Device {
@@ -466,7 +466,7 @@ fn r_tsk_ver_fresh_evidence_of_a_device_task_takes_a_short_tab_lease() {
     let s = setup();
     let worker = s.connect(Arc::new(BrowserTools::new(Arc::new(tab.clone()))));
     let owner = TaskOwner::new("assistant", "alice", "conv-evidence");
-    let mut request = SpawnRequest::new("scroll down");
+    let mut request = SpawnRequest::from_person("scroll down");
     request.start_url = Some(server.url("/p/taskhome"));
     request.target = TaskTarget::Device {
         device_id: s.alice.device.clone(),

@@ -84,7 +84,7 @@ fn new_desk() -> Arc<Desk> {
 }
 
 fn session(gw: &Gateway, desk: &Arc<Desk>) -> String {
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.keep_open = true;
     let id = gw
         .tasks()
@@ -438,7 +438,7 @@ fn r_tsk_ver_a_thousand_reads_keep_a_bounded_set_of_ids() {
     let desk = new_desk();
     let id = session(&gw, &desk);
     let bob = TaskOwner::new("assistant", "bob", "conv-b");
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.keep_open = true;
     let bobs = gw
         .tasks()

@@ -174,7 +174,7 @@ fn picks(word: &'static str) -> jevgate::jev::JevCallback {
 }
 
 fn session(gw: &Gateway, page: &Arc<FakePage>) -> String {
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.keep_open = true;
     let id = gw
         .tasks()
@@ -313,7 +313,7 @@ fn r_tsk_slots_bound_running_tasks_and_close_leaves_none_running() {
     .unwrap();
     let first_page = FakePage::new(OnClick::Works);
     let first = session(&gw, &first_page);
-    let mut request = SpawnRequest::new("scroll down");
+    let mut request = SpawnRequest::from_person("scroll down");
     request.keep_open = true;
     let second_page = FakePage::new(OnClick::Works);
     let second = gw
@@ -335,7 +335,7 @@ fn r_tsk_slots_bound_running_tasks_and_close_leaves_none_running() {
         .tasks()
         .spawn_with_backend(
             &owner(),
-            SpawnRequest::new("scroll down"),
+            SpawnRequest::from_person("scroll down"),
             FakePage::new(OnClick::Works),
         )
         .unwrap();
@@ -364,7 +364,7 @@ fn r_tsk_a_browser_that_dies_mid_run_stops_the_task() {
     let browser = jevgate::browser::LocalBrowser::launch(Default::default()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let gw = open(dir.path(), local());
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.keep_open = true;
     let id = gw
         .tasks()

@@ -216,7 +216,7 @@ impl BrowserBackend for Page {
 
 /// An open session (empty goal, kept open) on `page`, waiting for commands.
 fn session(gw: &Gateway, who: &TaskOwner, page: &Arc<Page>) -> String {
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.keep_open = true;
     let id = gw
         .tasks()
@@ -237,13 +237,17 @@ fn issue21_d6_spawn_is_refused_when_tasks_are_off_or_the_agent_has_no_jev_access
         let page = Page::new();
         let e = gw
             .tasks()
-            .spawn_with_backend(&owner(), SpawnRequest::new("press Alpha"), page.clone())
+            .spawn_with_backend(
+                &owner(),
+                SpawnRequest::from_person("press Alpha"),
+                page.clone(),
+            )
             .unwrap_err();
         assert_eq!(e.code(), code, "{name}: {e}");
         let status = if code == "EXECUTION_DENIED" { 403 } else { 409 };
         assert_eq!(e.http_status(), status, "{name}");
         assert!(!e.to_string().contains("someone-else"), "{name}: {e}");
-        let mut local = SpawnRequest::new("press Alpha");
+        let mut local = SpawnRequest::from_person("press Alpha");
         local.start_url = Some("http://127.0.0.1:9/".into());
         assert_eq!(
             gw.tasks().spawn(&owner(), local).unwrap_err().code(),
@@ -266,7 +270,11 @@ fn issue21_d6_spawn_is_refused_when_tasks_are_off_or_the_agent_has_no_jev_access
     let page = Page::new();
     let id = gw
         .tasks()
-        .spawn_with_backend(&planner, SpawnRequest::new("press Alpha"), page.clone())
+        .spawn_with_backend(
+            &planner,
+            SpawnRequest::from_person("press Alpha"),
+            page.clone(),
+        )
         .unwrap();
     let s = gw.tasks().wait(&planner, &id, WAIT).unwrap();
     assert_eq!(s.state, TaskState::Completed, "{s:#?}");
@@ -326,18 +334,26 @@ fn issue21_d6_a_task_queued_before_a_reload_never_opens_its_browser() {
         *holder.held.lock().unwrap() = true;
         let first = gw
             .tasks()
-            .spawn_with_backend(&owner(), SpawnRequest::new("press Alpha"), holder.clone())
+            .spawn_with_backend(
+                &owner(),
+                SpawnRequest::from_person("press Alpha"),
+                holder.clone(),
+            )
             .unwrap();
         holder.await_arrival();
         let page = Page::new();
         let brought = gw
             .tasks()
-            .spawn_with_backend(&owner(), SpawnRequest::new("press Alpha"), page.clone())
+            .spawn_with_backend(
+                &owner(),
+                SpawnRequest::from_person("press Alpha"),
+                page.clone(),
+            )
             .unwrap();
         // A local target whose start page would be the first thing its Chromium fetches.
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
-        let mut request = SpawnRequest::new("press Alpha");
+        let mut request = SpawnRequest::from_person("press Alpha");
         request.start_url = Some(format!("http://{}/start", listener.local_addr().unwrap()));
         let local = gw.tasks().spawn(&owner(), request).unwrap();
         for id in [&brought, &local] {
@@ -518,7 +534,7 @@ fn issue21_d6_browser_steps_off_runs_a_step_list_as_one_direct_command() {
     let page = Page::new();
     let spawned = gw
         .tasks()
-        .spawn_with_backend(&owner(), SpawnRequest::new(LIST), page.clone())
+        .spawn_with_backend(&owner(), SpawnRequest::from_person(LIST), page.clone())
         .unwrap_or_else(|e| panic!("{e}"));
     gw.tasks().cancel(&owner(), &id).unwrap();
     let s = gw.tasks().wait(&owner(), &spawned, WAIT).unwrap();

@@ -96,7 +96,7 @@ fn r_tsk_malformed_and_oversized_json_is_invalid_argument_without_echo() {
             "{json}"
         );
     }
-    let huge_goal = SpawnRequest::new("x".repeat(1 << 20));
+    let huge_goal = SpawnRequest::from_person("x".repeat(1 << 20));
     assert_eq!(
         gw.tasks().spawn(&owner, huge_goal).unwrap_err().code(),
         "INVALID_ARGUMENT"
@@ -108,7 +108,7 @@ fn r_tsk_malformed_and_oversized_json_is_invalid_argument_without_echo() {
     // A wait with an absurd timeout on a settled task returns at once (saturating).
     let id = gw
         .tasks()
-        .spawn_with_backend(&owner, SpawnRequest::new(""), Arc::new(Blank))
+        .spawn_with_backend(&owner, SpawnRequest::from_person(""), Arc::new(Blank))
         .unwrap();
     let s = gw.tasks().wait(&owner, &id, Duration::MAX).unwrap();
     assert_eq!(
@@ -126,7 +126,7 @@ fn r_tsk_hostile_command_text_is_refused_in_linear_time() {
     let dir = tempfile::tempdir().unwrap();
     let gw = gateway(dir.path());
     let owner = TaskOwner::new("a", "p", "c");
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.keep_open = true;
     let id = gw
         .tasks()
@@ -172,7 +172,8 @@ fn r_tsk_concurrent_spawns_and_reads_keep_owners_apart() {
                 let owner = TaskOwner::new("a", format!("p{}", t % 4), format!("c{}", t % 3));
                 let mut ids = Vec::new();
                 for i in 0..4 {
-                    let mut r = SpawnRequest::new(if i % 2 == 0 { "" } else { "scroll down" });
+                    let mut r =
+                        SpawnRequest::from_person(if i % 2 == 0 { "" } else { "scroll down" });
                     r.keep_open = i == 3;
                     let id = gw
                         .tasks()

@@ -173,7 +173,7 @@ fn r_tsk_rcpt_receipts_keep_no_field_values_or_typed_text() {
     .unwrap();
     gw.set_jev_callback(Some(model()));
     let t = gw.tasks();
-    let mut request = SpawnRequest::new(format!("type {GOAL_TYPED} into Comment"));
+    let mut request = SpawnRequest::from_person(format!("type {GOAL_TYPED} into Comment"));
     request.start_url = Some(server.url("/p/profile"));
     request.keep_open = true;
     let id = t.spawn(&owner(), request).unwrap();
@@ -287,7 +287,7 @@ fn r_tsk_rcpt_kept_container_text_carries_no_typed_text() {
     .unwrap();
     gw.set_jev_callback(Some(model()));
     let t = gw.tasks();
-    let mut request = SpawnRequest::new(format!("type {TYPED} into Comment"));
+    let mut request = SpawnRequest::from_person(format!("type {TYPED} into Comment"));
     request.start_url = Some(server.url("/p/echoform"));
     request.keep_open = true;
     let id = t.spawn(&owner(), request).unwrap();

@@ -45,7 +45,7 @@ fn thread_call(
 
 /// An open session on `PROFILE` that starts at `url`.
 fn request(url: String) -> SpawnRequest {
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.target = TaskTarget::Local {
         profile: Some(PROFILE.into()),
     };

@@ -122,7 +122,7 @@ fn open(dir: &Path, clock: &ManualClock, config: serde_json::Value) -> Gateway {
 
 /// Spawns `goal` on a fresh page and waits until it is no longer busy.
 fn task(gw: &Gateway, goal: &str, keep_open: bool, click_times_out: bool) -> (String, TaskState) {
-    let mut request = SpawnRequest::new(goal);
+    let mut request = SpawnRequest::from_person(goal);
     request.keep_open = keep_open;
     let id = gw
         .tasks()

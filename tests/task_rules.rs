@@ -184,7 +184,7 @@ fn open(dir: &std::path::Path, clock: &ManualClock) -> Gateway {
 
 /// An open session on `page`, waiting for its first command.
 fn session(gw: &Gateway, page: &Arc<Page>) -> String {
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.keep_open = true;
     let id = gw
         .tasks()
@@ -276,7 +276,7 @@ fn r_grm_steps_more_than_twelve_steps_take_the_one_command_path() {
         .tasks()
         .spawn_with_backend(
             &owner(),
-            SpawnRequest::new(thirteen),
+            SpawnRequest::from_person(thirteen),
             Page::new(&clock, OnClick::Works),
         )
         .unwrap();

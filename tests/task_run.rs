@@ -60,7 +60,7 @@ fn r_run_a_mixed_step_list_runs_with_receipts_and_outcome_lines() {
     let gw = gateway(dir.path());
     let (lines, progress) = lines_sink();
     let mut request =
-        SpawnRequest::new("1. ค้นหา cats\n2. open Cats result one\n3. กลับ\n4. scroll ลง");
+        SpawnRequest::from_person("1. ค้นหา cats\n2. open Cats result one\n3. กลับ\n4. scroll ลง");
     request.start_url = Some(server.url("/p/taskhome"));
     request.progress = Some(progress);
     let id = gw.tasks().spawn(&owner(), request).unwrap();
@@ -175,7 +175,7 @@ fn r_tsk_owner_triple_and_bad_input_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let gw = gateway(dir.path());
     let server = Server::start();
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.start_url = Some(server.url("/p/crash"));
     let id = gw.tasks().spawn(&owner(), request).unwrap();
     for stranger in [
@@ -225,12 +225,12 @@ fn r_tsk_owner_triple_and_bad_input_are_refused() {
     assert!(!e.to_string().contains('ก'), "the command is not echoed");
     let bad_owner = TaskOwner::new("", "alice", "conv-1");
     assert_eq!(
-        t.spawn(&bad_owner, SpawnRequest::new("x"))
+        t.spawn(&bad_owner, SpawnRequest::from_person("x"))
             .unwrap_err()
             .code(),
         "INVALID_ARGUMENT"
     );
-    let mut bad_url = SpawnRequest::new("");
+    let mut bad_url = SpawnRequest::from_person("");
     bad_url.start_url = Some("javascript:alert(1)".into());
     assert_eq!(
         t.spawn(&owner(), bad_url).unwrap_err().code(),
@@ -251,7 +251,7 @@ fn r_run_an_open_session_takes_direct_commands_until_cancelled() {
     let dir = tempfile::tempdir().unwrap();
     let gw = gateway(dir.path());
     let (lines, progress) = lines_sink();
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.start_url = Some(server.url("/p/crash"));
     request.progress = Some(progress);
     let t = gw.tasks();
@@ -308,7 +308,7 @@ fn r_tsk_ctl_a_field_question_on_a_real_form_is_answered_mid_run() {
     let t = gw.tasks();
     // "enter my address in Address" gives no text (the grammar's `type X` would type X itself,
     // verbatim: R-RUN), so the field Jev picks needs an answer.
-    let mut request = SpawnRequest::new("1. enter my address in Address\n2. press Submit");
+    let mut request = SpawnRequest::from_person("1. enter my address in Address\n2. press Submit");
     request.start_url = Some(server.url("/p/delivery"));
     request.keep_open = true;
     let id = t.spawn(&owner(), request).unwrap();
@@ -406,7 +406,7 @@ fn r_tsk_rcpt_reconcile_reads_the_browsers_record_and_a_person_resolves_after_a_
     let dir = tempfile::tempdir().unwrap();
     let gw = gateway(dir.path());
     let t = gw.tasks();
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.start_url = Some(server.url("/p/crash"));
     request.keep_open = true;
     let id = t.spawn(&owner(), request).unwrap();
@@ -450,7 +450,7 @@ fn r_tsk_rcpt_reconcile_reads_the_browsers_record_and_a_person_resolves_after_a_
     );
 
     // Again, then a restart between: the record died with the browser's process.
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.start_url = Some(server.url("/p/crash"));
     request.keep_open = true;
     let id = t.spawn(&owner(), request).unwrap();
@@ -515,7 +515,7 @@ fn r_tsk_ver_evidence_of_a_real_page_recorded_fresh_and_after_the_browser_is_gon
     let dir = tempfile::tempdir().unwrap();
     let gw = gateway(dir.path());
     let t = gw.tasks();
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.start_url = Some(server.url("/p/sensitive"));
     request.keep_open = true;
     let id = t.spawn(&owner(), request).unwrap();
@@ -574,7 +574,7 @@ fn r_tsk_ver_evidence_of_a_real_page_recorded_fresh_and_after_the_browser_is_gon
     );
 
     // In doubt: a panic right after the click's dispatch.
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.start_url = Some(server.url("/p/crash"));
     request.keep_open = true;
     let id = t.spawn(&owner(), request).unwrap();
@@ -631,7 +631,7 @@ fn r_tsk_ctl_an_open_session_is_readmitted_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let gw = gateway(dir.path());
     let t = gw.tasks();
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.start_url = Some(server.url("/p/crash"));
     request.keep_open = true;
     let id = t.spawn(&owner(), request).unwrap();
@@ -730,7 +730,7 @@ fn child_session_waiting_for_a_command() {
     };
     let gw = gateway(std::path::Path::new(&dir));
     let t = gw.tasks();
-    let mut request = SpawnRequest::new("press Charlie");
+    let mut request = SpawnRequest::from_person("press Charlie");
     request.start_url = Some(url);
     request.keep_open = true;
     let id = t.spawn(&owner(), request).unwrap();
@@ -815,7 +815,7 @@ fn r_tsk_ctl_accepted_commands_run_after_a_restart_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let gw = gateway(dir.path());
     let t = gw.tasks();
-    let mut request = SpawnRequest::new("");
+    let mut request = SpawnRequest::from_person("");
     request.keep_open = true;
     let id = t.spawn(&owner(), request).unwrap();
     let s = t.wait(&owner(), &id, WAIT).unwrap();

@@ -52,7 +52,7 @@ fn settled(gw: &Gateway, owner: &TaskOwner, id: &str) -> TaskStatus {
 fn candidate(gw: &Gateway, owner: &TaskOwner, desk: &Arc<Desk>) -> (String, TaskStatus) {
     let id = gw
         .tasks()
-        .spawn_with_backend(owner, SpawnRequest::new(LIST), desk.clone())
+        .spawn_with_backend(owner, SpawnRequest::from_person(LIST), desk.clone())
         .unwrap();
     let s = settled(gw, owner, &id);
     (id, s)
@@ -175,7 +175,7 @@ fn r_tsk_ver_refusals_change_nothing() {
     let clock = Arc::new(ManualClock::new());
     let gw = open(dir.path(), clock.clone());
     let desk = Desk::new();
-    let mut r = SpawnRequest::new("");
+    let mut r = SpawnRequest::from_person("");
     r.keep_open = true;
     let id = gw
         .tasks()
@@ -296,7 +296,11 @@ fn r_tsk_ver_an_unverified_candidate_expires_failed() {
     let d = Desk::new();
     let id = gw
         .tasks()
-        .spawn_with_backend(&owner(), SpawnRequest::new("press Alpha"), d.clone())
+        .spawn_with_backend(
+            &owner(),
+            SpawnRequest::from_person("press Alpha"),
+            d.clone(),
+        )
         .unwrap();
     let s = settled(&gw, &owner(), &id);
     assert_eq!(
@@ -315,7 +319,7 @@ fn r_tsk_ver_refused_after_an_interrupted_run_and_with_an_operation_in_doubt() {
     let clock = Arc::new(ManualClock::new());
     let gw = open(dir.path(), clock);
     let desk = Desk::new();
-    let mut r = SpawnRequest::new("");
+    let mut r = SpawnRequest::from_person("");
     r.keep_open = true;
     let id = gw
         .tasks()

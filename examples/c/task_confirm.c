@@ -136,6 +136,8 @@ static char *model(void *user_data, const char *request) {
   char keys[64][16];
   int n = option_keys(request, keys, 64);
   const char *pick = option_naming(request, "Delete account", keys, n);
+  /* An agent's goal run (issue 26 item 1): done once it acted. */
+  if (strstr(request, "actionsDone\\\":[\\\"")) pick = "done";
   char probs[2048] = "";
   size_t used = 0;
   for (int i = 0; i < n && used < sizeof probs - 40; i++)
@@ -222,6 +224,25 @@ int main(int argc, char **argv) {
   jevgate_string_free(status);
   EXPECT(presses_after(1) == 1);
 
+  EXPECT(jevgate_task_cancel(gw, OWNER, id, NULL, &err) == JEVGATE_OK);
+  jevgate_string_free(id);
+
+  /* Issue 26 items 1 and 2: a spawn's goal is the agent's, a goal
+   * run whose every action is checked for impact — asked, not pressed; yes presses once and the
+   * run ends a completion candidate. */
+  snprintf(spawn, sizeof spawn, "{\"goal\":\"press Delete account\",\"startUrl\":\"http://127.0.0.1:%d/\"}",
+           ntohs(addr.sin_port));
+  id = NULL;
+  EXPECT(jevgate_task_spawn(gw, OWNER, spawn, NULL, NULL, &id, &err) == JEVGATE_OK);
+  status = settled(gw, id);
+  EXPECT(has(status, "\"reason\":\"CONFIRMATION_REQUIRED\""));
+  jevgate_string_free(status);
+  EXPECT(presses_after(1) == 1);
+  EXPECT(jevgate_task_command(gw, OWNER, id, "yes", &err) == JEVGATE_OK);
+  status = settled(gw, id);
+  EXPECT(has(status, "\"reason\":\"COMPLETION_CANDIDATE\""));
+  jevgate_string_free(status);
+  EXPECT(presses_after(2) == 2);
   EXPECT(jevgate_task_cancel(gw, OWNER, id, NULL, &err) == JEVGATE_OK);
   jevgate_string_free(id);
   jevgate_gateway_close(gw);

@@ -495,7 +495,7 @@ static void child(const char *dir, const char *mark, int fd) {
   }
   char request[512];
   snprintf(request, sizeof request,
-           "{\"goal\":\"1. click %s\\n2. click %s\\n3. click %s\\n4. click %s\\n5. click %s\","
+           "{\"userMessage\":\"1. click %s\\n2. click %s\\n3. click %s\\n4. click %s\\n5. click %s\","
            "\"startUrl\":\"http://127.0.0.1:%d/page\"}",
            BUTTONS[0], BUTTONS[1], BUTTONS[2], BUTTONS[3], BUTTONS[4], port);
   char *id = NULL, *status = NULL;

@@ -66,7 +66,7 @@ static const char *verifier(void *user_data, const char *input_json) {
 /* Spawns the step list on `url` and waits for it to settle; writes the id and the status. */
 static void candidate(jevgate_gateway *gw, const char *url, char **id, char **status) {
   char request[512];
-  snprintf(request, sizeof request, "{\"goal\":\"1. scroll down\\n2. scroll down\",\"startUrl\":\"%s\"}", url);
+  snprintf(request, sizeof request, "{\"userMessage\":\"1. scroll down\\n2. scroll down\",\"startUrl\":\"%s\"}", url);
   jevgate_error *err = NULL;
   *id = NULL;
   *status = NULL;

@@ -125,7 +125,7 @@ fn run_in(
             return Ok(ExitCode::from(1));
         }
     };
-    let mut request = SpawnRequest::new(commands);
+    let mut request = SpawnRequest::from_person(commands);
     request.start_url = url;
     request.progress = Some(Arc::new(|p: &TaskProgress| {
         // Each outcome line as it settles: a script reading the pipe sees it at once.

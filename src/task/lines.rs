@@ -67,10 +67,7 @@ pub(crate) fn not_done(what: &str, code: &str) -> String {
 /// The one question a person is asked before a Jev-decided action Jev did not judge routine
 /// (issue 26 item 2): naming the chosen control, in Thai when the person's command has Thai
 /// script, else in English — `จะกด "Delete account" ใช่ไหม` / `Press "Delete account"?`.
-pub(crate) fn confirm_question(command: &str, action: &str, control: &str) -> String {
-    let thai = command
-        .chars()
-        .any(|c| ('\u{0E00}'..='\u{0E7F}').contains(&c));
+pub(crate) fn confirm_question(thai: bool, action: &str, control: &str) -> String {
     let name = short(control);
     match (thai, action) {
         (true, "type into") => format!("จะพิมพ์ลงใน \"{name}\" ใช่ไหม"),
@@ -78,6 +75,11 @@ pub(crate) fn confirm_question(command: &str, action: &str, control: &str) -> St
         (false, "type into") => format!("Type into \"{name}\"?"),
         (false, _) => format!("Press \"{name}\"?"),
     }
+}
+
+/// Whether `text` has Thai script (the person's language for a question).
+pub(crate) fn has_thai(text: &str) -> bool {
+    text.chars().any(|c| ('\u{0E00}'..='\u{0E7F}').contains(&c))
 }
 
 /// `Unknown: …` — the action may have run; nothing is repeated.

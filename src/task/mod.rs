@@ -450,9 +450,17 @@ pub struct TaskProgress {
 /// What [`Tasks::spawn`] starts.
 #[derive(Clone, Default)]
 pub struct SpawnRequest {
-    /// The person's commands: one direct command or a step list (`split_steps`). Empty: the
-    /// session opens and waits for commands (`SESSION_READY`).
+    /// The agent's goal (issue 26 item 1: a spawn's goal is the agent's words, whatever it
+    /// says): a goal run — the task runs on toward it, one Jev decision per action, each
+    /// action checked for impact first; words in which Jev finds no action end ready
+    /// (`SESSION_READY`). It never runs as the person's step list. Empty (and no
+    /// [`SpawnRequest::user_message`]): the session opens and waits (`SESSION_READY`).
     pub goal: String,
+    /// The person's own message that started the round (the host's word for it; no agent tool
+    /// can set it). When it is a step list, that list runs verbatim as the person's own — their
+    /// authorization — instead of the goal (seed 003); with no goal it runs as the person's
+    /// direct command. Otherwise it only sets the language of a confirmation question.
+    pub user_message: Option<String>,
     /// What to drive.
     pub target: TaskTarget,
     /// Opened before the goal runs (the task's first navigation, with its own receipt).
@@ -471,6 +479,14 @@ impl std::fmt::Debug for SpawnRequest {
         // The goal is the person's text: never in debug output.
         f.debug_struct("SpawnRequest")
             .field("goal_chars", &self.goal.chars().count())
+            .field(
+                "user_message_chars",
+                &self.user_message.as_ref().map(|m| m.chars().count()),
+            )
+            .field(
+                "user_message_chars",
+                &self.user_message.as_ref().map(|m| m.chars().count()),
+            )
             .field("target", &self.target)
             .field("budget", &self.budget)
             .field("keep_open", &self.keep_open)
@@ -479,7 +495,7 @@ impl std::fmt::Debug for SpawnRequest {
 }
 
 impl SpawnRequest {
-    /// A request for `goal` on a fresh local Chromium.
+    /// A request for the agent's `goal` on a fresh local Chromium.
     pub fn new(goal: impl Into<String>) -> SpawnRequest {
         SpawnRequest {
             goal: goal.into(),
@@ -487,13 +503,57 @@ impl SpawnRequest {
         }
     }
 
-    /// Parses `{goal, target?, startUrl?, budget?, keepOpen?}` (the C, Python and CLI form).
+    /// A request that runs the person's own `message` (a step list, or one direct command)
+    /// with the person's authority, on a fresh local Chromium: [`SpawnRequest::user_message`]
+    /// with no goal.
+    pub fn from_person(message: impl Into<String>) -> SpawnRequest {
+        SpawnRequest {
+            user_message: Some(message.into()),
+            ..SpawnRequest::default()
+        }
+    }
+
+    /// What the session's first round runs: the person's message (a step list, or the only
+    /// words there are), else the agent's goal as a goal run, else nothing (ready).
+    /// `step_lists`: `features.browserSteps` (off, no message is a step list).
+    pub(crate) fn first_round(&self, step_lists: bool) -> FirstRound {
+        let message = self
+            .user_message
+            .as_deref()
+            .map(str::trim)
+            .filter(|m| !m.is_empty());
+        let goal = self.goal.trim();
+        match message {
+            Some(m)
+                if goal.is_empty() || (step_lists && crate::grammar::split_steps(m).is_some()) =>
+            {
+                FirstRound::Person(m.to_string())
+            }
+            _ if !goal.is_empty() => FirstRound::Goal(goal.to_string()),
+            _ => FirstRound::Ready,
+        }
+    }
+
+    /// Whether the spawn has words for a first round at all (without any, the session opens
+    /// and waits for commands).
+    pub(crate) fn has_words(&self) -> bool {
+        !self.goal.trim().is_empty()
+            || self
+                .user_message
+                .as_deref()
+                .is_some_and(|m| !m.trim().is_empty())
+    }
+
+    /// Parses `{goal, userMessage?, target?, startUrl?, budget?, keepOpen?}` (the C, Python
+    /// and CLI form).
     pub fn from_json(json: &str) -> crate::Result<SpawnRequest> {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase", deny_unknown_fields)]
         struct Wire {
             #[serde(default)]
             goal: String,
+            #[serde(default)]
+            user_message: Option<String>,
             #[serde(default)]
             target: TaskTarget,
             #[serde(default)]
@@ -506,15 +566,16 @@ impl SpawnRequest {
         object(
             "request",
             json,
-            "{goal, target?, startUrl?, budget?, keepOpen?}",
+            "{goal, userMessage?, target?, startUrl?, budget?, keepOpen?}",
         )?;
         let w: Wire = crate::args::from_json(
             "request",
             json,
-            "{goal, target?, startUrl?, budget?, keepOpen?}",
+            "{goal, userMessage?, target?, startUrl?, budget?, keepOpen?}",
         )?;
         Ok(SpawnRequest {
             goal: w.goal,
+            user_message: w.user_message,
             target: w.target,
             start_url: w.start_url,
             budget: w.budget.unwrap_or_default(),
@@ -522,6 +583,17 @@ impl SpawnRequest {
             progress: None,
         })
     }
+}
+
+/// What a session's first round runs (issue 26 item 1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FirstRound {
+    /// The person's own words, with their authority (a step list runs verbatim).
+    Person(String),
+    /// The agent's goal, as a goal run.
+    Goal(String),
+    /// No words: the session is ready.
+    Ready,
 }
 
 /// A task's state (R-TSK).

@@ -197,8 +197,8 @@ pub(crate) struct Readmit {
     pub control: Option<String>,
     pub last_seq: u32,
     /// Accepted commands that run after the restart, in the order they were accepted:
-    /// `(command id, text, the agent's words)`.
-    pub queue: Vec<(String, String, bool)>,
+    /// `(command id, text, the agent's words, the agent's goal — an update)`.
+    pub queue: Vec<(String, String, bool, bool)>,
 }
 
 /// Startup recovery (R-TSK-RCPT): every request still `running` was cut off by a dead process.
@@ -243,12 +243,14 @@ pub(crate) fn recover(tx: &Connection, now: i64) -> rusqlite::Result<(usize, Vec
     }
     for r in &mut readmit {
         let mut stmt = tx.prepare(
-            "SELECT id, text, origin = 'agent' FROM task_commands
+            "SELECT id, text, origin = 'agent', kind = 'update' FROM task_commands
              WHERE task_id = ?1 AND state = 'accepted'
                AND kind IN ('command', 'update', 'revise') AND text IS NOT NULL
              ORDER BY seq",
         )?;
-        let rows = stmt.query_map([&r.id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+        let rows = stmt.query_map([&r.id], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+        })?;
         for row in rows {
             r.queue.push(row?);
         }
@@ -1123,8 +1125,14 @@ mod tests {
         assert_eq!(
             kept[0].queue,
             [
-                ("e-cmd-1".to_string(), "press A".to_string(), false),
-                ("e-cmd-3".to_string(), "then press B".to_string(), false)
+                ("e-cmd-1".to_string(), "press A".to_string(), false, false),
+                // An update is the agent's goal: it runs as a goal run after the restart.
+                (
+                    "e-cmd-3".to_string(),
+                    "then press B".to_string(),
+                    false,
+                    true
+                )
             ]
         );
         let get = |id: &str| store.read(|c| get_task(c, id)).unwrap().unwrap();

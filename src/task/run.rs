@@ -179,6 +179,17 @@ pub(crate) struct Run<'a> {
     /// could act without Jev — keys, digits, calculator keys, quitting (issue 26 item 2) —
     /// runs them; such a command is a Jev decision over the page's controls instead.
     pub agent_words: bool,
+    /// The request is the agent's goal (a spawn's goal, an `update` revision): a goal run —
+    /// one Jev decision per action over the observed controls, with `done` and `blocked`
+    /// offered, each action checked for impact first (issue 26 items 1 and 2).
+    pub goal_run: bool,
+    /// The request is a session's first round (the spawn's words): a first decision that finds
+    /// no action ends ready (`SESSION_READY`), never not done (seed 003 "Session start"); its
+    /// first decision is offered `read_request` and `unclear`.
+    pub session_start: bool,
+    /// Whether the person's latest words have Thai script (the language of a confirmation
+    /// question); `None`: judged from the request's own words.
+    pub person_thai: Option<bool>,
 }
 
 /// What one part (one direct command) came to.
@@ -205,6 +216,13 @@ enum Part {
         code: String,
         line: String,
     },
+}
+
+/// What dispatching one decided action came to.
+enum Acted {
+    Part(Part),
+    /// Refused before anything was sent: the screen changed under the decision.
+    Changed,
 }
 
 /// What kind of action a done part was (scrolls and keys without a visible change are
@@ -511,6 +529,9 @@ impl Run<'_> {
                 confirmation: None,
             };
         }
+        if self.goal_run {
+            return self.goal(trimmed);
+        }
         match crate::grammar::split_steps(trimmed).filter(|_| self.step_lists) {
             Some(steps) => self.steps(&steps),
             None => self.direct(trimmed),
@@ -714,6 +735,248 @@ impl Run<'_> {
         }
     }
 
+    /// The agent's goal (issue 26 item 1, seed 003 "Session start"): runs on toward the goal,
+    /// one Jev decision per action over the observed controls with `done` and `blocked`
+    /// offered (and, on a session's first decision only, `unclear` and `read_request`), each
+    /// action checked for impact before it is dispatched (item 2), within the budget. A first
+    /// decision that finds no action ends ready at a session's start; `done` is a completion
+    /// candidate the parent verifies (R-TSK-VER).
+    fn goal(&mut self, goal: &str) -> Report {
+        let mut done: Vec<String> = Vec::new();
+        let mut changing = 0u32;
+        let report = |ending: Ending, reason: &str, line: String| Report {
+            ending,
+            reason: reason.to_string(),
+            line,
+            step_run: None,
+            remaining: Vec::new(),
+            field: None,
+            confirmation: None,
+        };
+        'run: loop {
+            let first = done.is_empty();
+            let part = 'part: {
+                if let Some(p) = self.gate() {
+                    break 'part p;
+                }
+                let read_at = self.clock.now();
+                let obs = match self.observe() {
+                    Ok(o) => o,
+                    Err(Error::StaleObservation {
+                        cause: StaleCause::GenerationChanged,
+                    }) if changing < CHANGING_RETRIES => {
+                        changing += 1;
+                        self.pause_until(read_at + CHANGING_WAIT);
+                        continue 'run;
+                    }
+                    Err(e) => break 'part target_failure(&e),
+                };
+                if self.counters.evaluations >= self.budget.max_evaluations {
+                    break 'part not_done("EVALUATION_BUDGET");
+                }
+                let offer_start = first && self.session_start && self.approved.is_none();
+                let (p, label) = match self.decide_goal(goal, &obs, &done, offer_start) {
+                    GoalStep::Act(p, label) => (p, label),
+                    GoalStep::Done => {
+                        let line = match done.last() {
+                            Some(last) => lines::done(&format!("{last}; the goal is reached")),
+                            None => lines::done("the goal needs no action"),
+                        };
+                        self.emit(&line, super::verify::COMPLETION_CANDIDATE);
+                        return report(Ending::Done, super::verify::COMPLETION_CANDIDATE, line);
+                    }
+                    GoalStep::NoAction(code) if first && self.session_start => {
+                        // The spawn's words hold no action: the session is ready (never "not
+                        // done"; nothing is handed off).
+                        let _ = code;
+                        self.emit(lines::READY, "SESSION_READY");
+                        return report(Ending::Done, "SESSION_READY", lines::READY.into());
+                    }
+                    GoalStep::NoAction(code) => break 'part not_done(code),
+                    GoalStep::Fail(part) => break 'part part,
+                };
+                if let Some(stop) = self.confirmed(goal, &p, &obs) {
+                    break 'part stop;
+                }
+                let Some((command, kind)) = self.command_for(&p, obs.generation) else {
+                    break 'part not_done("UNSUPPORTED_ON_BROWSER");
+                };
+                match self.act(command, &obs, &label, kind) {
+                    Acted::Part(p) => p,
+                    Acted::Changed if changing < CHANGING_RETRIES => {
+                        changing += 1;
+                        self.pause_until(read_at + CHANGING_WAIT);
+                        continue 'run;
+                    }
+                    Acted::Changed => not_done("STALE_OBSERVATION"),
+                }
+            };
+            let typed = typed_text(goal);
+            let (ending, code, line) = match part {
+                Part::Done { line, .. } => {
+                    lines::push_log(
+                        &mut self.counters.log,
+                        lines::log_command(goal, typed.as_deref()),
+                        line.clone(),
+                    );
+                    self.emit(&line, "DONE");
+                    done.push(line.trim_start_matches("Done: ").to_string());
+                    changing = 0;
+                    continue 'run;
+                }
+                Part::Note { code } => (
+                    Ending::NotDone,
+                    code.to_string(),
+                    lines::not_done(lines::not_done_words(code), code),
+                ),
+                Part::NotDone { code, line } => (Ending::NotDone, code, line),
+                Part::Unknown { line } => (Ending::Unknown, "OUTCOME_UNKNOWN".into(), line),
+                Part::Stop { code, line } => (stop_ending(&code), code, line),
+            };
+            lines::push_log(
+                &mut self.counters.log,
+                lines::log_command(goal, typed.as_deref()),
+                line.clone(),
+            );
+            self.emit(&line, &code);
+            let confirmation = self.confirmation.take();
+            let field = (code == "FIELD_TEXT_REQUIRED")
+                .then(|| self.asked.clone())
+                .flatten();
+            // Interrupted, stopped for the person's yes or for a field's text: the goal itself
+            // is what runs on (its actions so far are done and are not repeated: it decides
+            // afresh on a fresh observation).
+            let remaining =
+                if ending == Ending::Interrupted || confirmation.is_some() || field.is_some() {
+                    vec![goal.to_string()]
+                } else {
+                    Vec::new()
+                };
+            return Report {
+                ending,
+                reason: code,
+                line,
+                step_run: None,
+                remaining,
+                field,
+                confirmation,
+            };
+        }
+    }
+
+    /// One decision of a goal run: a typed `choice` over the page's controls and the goal's
+    /// own outcomes. The state is the goal and the actions this run did (their labels name
+    /// page controls: inside the untrusted envelope).
+    fn decide_goal(
+        &mut self,
+        goal: &str,
+        obs: &Observation,
+        done: &[String],
+        offer_start: bool,
+    ) -> GoalStep {
+        let offered: Vec<&Control> = obs
+            .controls
+            .iter()
+            .filter(|c| !c.disabled && (c.is_pressable() || c.editable))
+            .take(MAX_OPTIONS - 4)
+            .collect();
+        let mut options: Vec<(String, String)> = offered
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (format!("o{i}"), option_text(c)))
+            .collect();
+        options.push((
+            "done".into(),
+            "the goal is reached: nothing more to do".into(),
+        ));
+        options.push((
+            "blocked".into(),
+            "the goal cannot be reached on this page".into(),
+        ));
+        if offer_start {
+            options.push(("unclear".into(), "the goal does not say what to do".into()));
+            options.push((
+                "read_request".into(),
+                "the goal only asks about what is shown".into(),
+            ));
+        }
+        let question = match Question::choice(
+            "control",
+            "Which control on the page is the next step toward the agent's goal? Choose done \
+             when the goal is reached.",
+            options,
+        )
+        .map_err(|_| ())
+        .and_then(|q| Questions::new([q], &Limits::default()).map_err(|_| ()))
+        {
+            Ok(q) => q,
+            Err(()) => return GoalStep::Fail(not_done("JEV_INVALID_REQUEST")),
+        };
+        let state = serde_json::json!({
+            "goal": goal,
+            crate::untrusted::UNTRUSTED_KEY: crate::untrusted::wrap_value(serde_json::json!({
+                "actionsDone": done,
+            })),
+        });
+        let call = EvaluateCall {
+            agent_id: self.owner.agent_id.clone(),
+            session_id: Some(self.owner.conversation_id.clone()),
+            task_id: Some(self.task_id.to_string()),
+            request_id: None,
+            state: state.to_string().into(),
+            questions: question,
+        };
+        self.counters.evaluations = self.counters.evaluations.saturating_add(1);
+        let evaluation = match self.host.evaluate(&call, self.cancel) {
+            Ok(e) => e,
+            Err(e) => return GoalStep::Fail(jev_failure(&e)),
+        };
+        let choice = match evaluation.answer("control") {
+            Some(EvalAnswer::Choice { choice, .. }) => choice.clone(),
+            _ => return GoalStep::Fail(not_done("JEV_MALFORMED_RESPONSE")),
+        };
+        match choice.as_str() {
+            "done" => return GoalStep::Done,
+            "blocked" => return GoalStep::NoAction("BLOCKED"),
+            "unclear" if offer_start => return GoalStep::NoAction("UNCLEAR"),
+            "read_request" if offer_start => return GoalStep::NoAction("READ_REQUEST"),
+            _ => {}
+        }
+        let Some(control) = choice
+            .strip_prefix('o')
+            .and_then(|n| n.parse::<usize>().ok())
+            .and_then(|i| offered.get(i))
+        else {
+            return GoalStep::Fail(not_done("JEV_MALFORMED_RESPONSE"));
+        };
+        if control.editable {
+            // Typed text only from the goal's own quoted text or the person's answer for this
+            // field (R-RUN): never invented.
+            let text = typed_text(goal)
+                .filter(|t| !t.is_empty())
+                .or_else(|| self.answers.get(&control.name).cloned());
+            let Some(text) = text else {
+                self.asked = Some(control.name.clone());
+                return GoalStep::Fail(not_done("FIELD_TEXT_REQUIRED"));
+            };
+            let label = format!("typed [text] into \"{}\"", lines::short(&control.name));
+            return GoalStep::Act(
+                Primitive::Type {
+                    target: control.reference.clone(),
+                    text,
+                    submit: false,
+                },
+                label,
+            );
+        }
+        GoalStep::Act(
+            Primitive::Press {
+                target: control.reference.clone(),
+            },
+            format!("pressed \"{}\"", lines::short(&control.name)),
+        )
+    }
+
     /// Checks that stop a part before it observes or acts.
     fn gate(&self) -> Option<Part> {
         let stop = |code: &str| {
@@ -829,64 +1092,63 @@ impl Run<'_> {
                 return not_done("ACTION_BUDGET");
             }
             actions += 1;
-            let before = fingerprint(&obs);
-            match self.dispatch(command) {
-                Sent::Done(after, navigated) => {
-                    let visible = navigated || fingerprint(&after) != before;
-                    return Part::Done {
-                        line: lines::done(&label),
-                        visible,
-                        kind,
-                    };
-                }
-                Sent::Loading => {
-                    // Still Done (the browser confirmed it), and says the page was loading.
-                    return Part::Done {
-                        line: lines::done(&format!("{label} (the page was still loading)")),
-                        visible: true,
-                        kind,
-                    };
-                }
-                Sent::NotExecuted(Error::StaleObservation {
-                    cause: StaleCause::TargetObscured,
-                }) => {
-                    return not_done("TARGET_OBSCURED");
-                }
-                Sent::NotExecuted(Error::StaleObservation { .. })
-                    if changing < CHANGING_RETRIES =>
-                {
+            match self.act(command, &obs, &label, kind) {
+                Acted::Part(p) => return p,
+                Acted::Changed if changing < CHANGING_RETRIES => {
                     // Nothing was sent: the screen changed under the decision. Read it again
                     // about a second after the last read and decide afresh (not a replay).
                     changing += 1;
                     actions -= 1;
                     self.pause_until(read_at + CHANGING_WAIT);
-                    continue;
                 }
-                Sent::Stopped(code) => {
-                    return Part::Stop {
-                        code: code.into(),
-                        line: lines::not_done(lines::not_done_words(code), code),
-                    }
-                }
-                Sent::NotExecuted(e) if e.code() == "GATEWAY_CLOSED" => {
-                    return Part::Stop {
-                        code: "CANCELLED".into(),
-                        line: lines::not_done(lines::not_done_words("CANCELLED"), "CANCELLED"),
-                    }
-                }
-                Sent::NotExecuted(e) | Sent::Failed(e) => {
-                    if is_target_gone(&e) {
-                        return target_failure(&e);
-                    }
-                    return not_done(e.code());
-                }
-                Sent::Unknown(tool) => {
-                    return Part::Unknown {
-                        line: lines::unknown(&tool, "OUTCOME_UNKNOWN"),
-                    }
-                }
+                Acted::Changed => return not_done("STALE_OBSERVATION"),
             }
         }
+    }
+
+    /// Dispatches `command` (decided on `obs`, described by `label`) and says what came of it;
+    /// [`Acted::Changed`]: refused because the screen changed under the decision — nothing was
+    /// sent, so it may be decided afresh.
+    fn act(&mut self, command: Command, obs: &Observation, label: &str, kind: Kind) -> Acted {
+        let before = fingerprint(obs);
+        Acted::Part(match self.dispatch(command) {
+            Sent::Done(after, navigated) => {
+                let visible = navigated || fingerprint(&after) != before;
+                Part::Done {
+                    line: lines::done(label),
+                    visible,
+                    kind,
+                }
+            }
+            // Still Done (the browser confirmed it), and says the page was loading.
+            Sent::Loading => Part::Done {
+                line: lines::done(&format!("{label} (the page was still loading)")),
+                visible: true,
+                kind,
+            },
+            Sent::NotExecuted(Error::StaleObservation {
+                cause: StaleCause::TargetObscured,
+            }) => not_done("TARGET_OBSCURED"),
+            Sent::NotExecuted(Error::StaleObservation { .. }) => return Acted::Changed,
+            Sent::Stopped(code) => Part::Stop {
+                code: code.into(),
+                line: lines::not_done(lines::not_done_words(code), code),
+            },
+            Sent::NotExecuted(e) if e.code() == "GATEWAY_CLOSED" => Part::Stop {
+                code: "CANCELLED".into(),
+                line: lines::not_done(lines::not_done_words("CANCELLED"), "CANCELLED"),
+            },
+            Sent::NotExecuted(e) | Sent::Failed(e) => {
+                if is_target_gone(&e) {
+                    target_failure(&e)
+                } else {
+                    not_done(e.code())
+                }
+            }
+            Sent::Unknown(tool) => Part::Unknown {
+                line: lines::unknown(&tool, "OUTCOME_UNKNOWN"),
+            },
+        })
     }
 
     /// The backend command for `p` on generation `g`.
@@ -1025,7 +1287,8 @@ impl Run<'_> {
         if routine >= ROUTINE_AT_LEAST {
             return None;
         }
-        let question = lines::confirm_question(command, action, &control.name);
+        let thai = self.person_thai.unwrap_or_else(|| lines::has_thai(command));
+        let question = lines::confirm_question(thai, action, &control.name);
         self.confirmation = Some(Confirmation {
             name: control.name.clone(),
             role: control.role.clone(),
@@ -1186,6 +1449,16 @@ impl Run<'_> {
             format!("pressed \"{}\"", lines::short(&control.name)),
         )
     }
+}
+
+/// One decision of a goal run.
+enum GoalStep {
+    Act(Primitive, String),
+    /// The goal is reached (a completion candidate).
+    Done,
+    /// No action found: `BLOCKED`, `UNCLEAR`, `READ_REQUEST`.
+    NoAction(&'static str),
+    Fail(Part),
 }
 
 enum Decision {

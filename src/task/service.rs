@@ -17,9 +17,9 @@ use super::run::{Approved, Confirmation, Counters, Ending, Reply, Report, Run};
 use super::verify::{self, Proof, Verification, Verifier, VerifierInput, VerifyRequest};
 use super::writer::Writer;
 use super::{
-    ControlAction, ControlReceipt, ControlRequest, Origin, Receipt, SpawnRequest, TaskLimits,
-    TaskOwner, TaskProgress, TaskState, TaskStatus, TaskTarget, UpdateRequest, MAX_COMMAND_CHARS,
-    MAX_QUEUED_COMMANDS,
+    ControlAction, ControlReceipt, ControlRequest, FirstRound, Origin, Receipt, SpawnRequest,
+    TaskLimits, TaskOwner, TaskProgress, TaskState, TaskStatus, TaskTarget, UpdateRequest,
+    MAX_COMMAND_CHARS, MAX_QUEUED_COMMANDS,
 };
 use crate::browser::BrowserBackend;
 use crate::clock::Instant;
@@ -34,6 +34,19 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+/// Whose words a request carries and how they run (issue 26 item 1).
+#[derive(Debug, Clone, Copy, Default)]
+struct Words {
+    /// The agent's words: no deterministic fast path.
+    agent: bool,
+    /// The agent's goal: a goal run.
+    goal_run: bool,
+    /// The session's first round.
+    session_start: bool,
+    /// The person's language for a confirmation question.
+    person_thai: Option<bool>,
+}
+
 /// A command waiting in a session's queue.
 struct Queued {
     id: String,
@@ -42,6 +55,8 @@ struct Queued {
     reply: bool,
     /// The agent's words (origin `agent`): no deterministic fast path acts on them.
     agent: bool,
+    /// The agent's goal (an `update` revision): it runs as a goal run (issue 26 item 1).
+    goal: bool,
 }
 
 /// A Jev-decided action stopped for the person's yes (issue 26 item 2): the question, what a
@@ -57,6 +72,9 @@ struct PendingConfirmation {
     /// person's fast paths.
     #[serde(default)]
     agent_words: bool,
+    /// The stopped words were the agent's goal: a yes resumes the goal run.
+    #[serde(default)]
+    goal_run: bool,
 }
 
 /// How a session's last request ended (what its final state is made from).
@@ -100,6 +118,8 @@ struct Live {
     last: Option<Last>,
     /// A paused step run's remaining steps, verbatim (what `resume` runs).
     paused_steps: Option<Vec<String>>,
+    /// Whose words the paused steps are.
+    paused_words: Words,
     /// A pause no round has answered yet.
     pausing: bool,
     /// Control actions keep the session open after its goal.
@@ -116,6 +136,8 @@ struct Live {
     answers: HashMap<String, String>,
     /// A step list stopped on a field question: the field and the steps an answer continues.
     question: Option<(String, Vec<String>)>,
+    /// Whose words the steps an answer continues are.
+    question_words: Words,
     /// Re-admitted after a restart (issue 21 item 3): an open session whose target opens with
     /// its next command, which is that target's first request (no goal, no start URL).
     readmitted: bool,
@@ -125,6 +147,13 @@ struct Live {
     replying: bool,
     /// The running command is the agent's words (issue 26 item 2: no deterministic fast path).
     agent_words: bool,
+    /// The running request is the agent's goal: a goal run (issue 26 item 1).
+    goal_run: bool,
+    /// The running request is the session's first round (seed 003 "Session start").
+    session_start: bool,
+    /// Whether the person's latest words have Thai script (a confirmation question's
+    /// language); unknown until the person said something.
+    person_thai: Option<bool>,
 }
 
 impl Live {
@@ -156,6 +185,7 @@ impl Live {
             idle_since: now,
             last: None,
             paused_steps: None,
+            paused_words: Words::default(),
             pausing: false,
             hold_open: false,
             agent: false,
@@ -164,10 +194,14 @@ impl Live {
             reopened: false,
             answers: HashMap::new(),
             question: None,
+            question_words: Words::default(),
             readmitted: false,
             confirmation: None,
             replying: false,
             agent_words: false,
+            goal_run: false,
+            session_start: false,
+            person_thai: None,
         }
     }
 
@@ -175,7 +209,11 @@ impl Live {
         // A pending field question or confirmation waits for its answer, and a completion
         // candidate for its verification, whatever keepOpen said.
         self.request.keep_open
-            || self.request.goal.trim().is_empty()
+            || !self.request.has_words()
+            || self
+                .last
+                .as_ref()
+                .is_some_and(|r| r.reason == "SESSION_READY")
             || self.hold_open
             || self.question.is_some()
             || self.confirmation.is_some()
@@ -612,6 +650,9 @@ fn check_text(name: &'static str, text: &str, allow_empty: bool) -> Result<()> {
 
 fn check_request(r: &SpawnRequest) -> Result<()> {
     check_text("goal", &r.goal, true)?;
+    if let Some(m) = &r.user_message {
+        check_text("userMessage", m, true)?;
+    }
     if let Some(url) = &r.start_url {
         let ok = url.len() <= 2048
             && (url.starts_with("http://") || url.starts_with("https://"))
@@ -740,14 +781,22 @@ impl TaskService {
                 let steps = serde_json::from_value(control["question"]["steps"].clone());
                 (f.to_string(), steps.unwrap_or_default())
             });
+            let words_of = |v: &serde_json::Value| Words {
+                agent: v["agentWords"].as_bool().unwrap_or(false),
+                goal_run: v["goalRun"].as_bool().unwrap_or(false),
+                ..Words::default()
+            };
+            let question_words = words_of(&control["question"]);
+            let paused_words = words_of(&control["pausedWords"]);
             let queue: VecDeque<Queued> = r
                 .queue
                 .into_iter()
-                .map(|(id, text, agent)| Queued {
+                .map(|(id, text, agent, goal)| Queued {
                     id,
                     text,
                     reply: false,
                     agent,
+                    goal,
                 })
                 .collect();
             let waiting = queue.is_empty();
@@ -762,6 +811,8 @@ impl TaskService {
                 counters,
                 seq: r.last_seq,
                 paused_steps: serde_json::from_value(control["pausedSteps"].clone()).ok(),
+                paused_words,
+                question_words,
                 hold_open: true,
                 agent: task.controller == "agent",
                 changed_nothing: control["changedNothing"].as_bool().unwrap_or(false),
@@ -920,12 +971,13 @@ impl TaskService {
         self.admit(owner)?;
         let now = self.shared.clock.wall_millis();
         {
-            let (id, owner, target, goal) = (
-                id.clone(),
-                owner.clone(),
-                request.target.clone(),
-                request.goal.clone(),
-            );
+            // The task's goal: the agent's, else the person's own message.
+            let goal = if request.goal.trim().is_empty() {
+                request.user_message.clone().unwrap_or_default()
+            } else {
+                request.goal.clone()
+            };
+            let (id, owner, target) = (id.clone(), owner.clone(), request.target.clone());
             let spawn = serde_json::json!({
                 "budget": request.budget,
                 "startUrl": request.start_url,
@@ -1198,8 +1250,10 @@ impl TaskService {
                         // request (scheduled only with one waiting).
                         if let Some(q) = l.queue.pop_front() {
                             l.request.goal = q.text;
+                            l.request.user_message = None;
                             l.running_command = Some(q.id);
                             l.agent_words = q.agent;
+                            l.goal_run = q.goal;
                         }
                     }
                     l.started = true;
@@ -1210,6 +1264,10 @@ impl TaskService {
                     l.state = TaskState::Running;
                     l.replying = q.reply && l.confirmation.is_some();
                     l.agent_words = q.agent;
+                    l.goal_run = q.goal;
+                    if !q.agent {
+                        l.person_thai = Some(lines::has_thai(&q.text));
+                    }
                     if !l.replying {
                         if let Some(c) = l.confirmation.take() {
                             // Another command came first: the question closes, its command
@@ -1268,34 +1326,65 @@ impl TaskService {
     /// Opens the task's target and runs its goal (its first request). `false` when the task
     /// ended.
     fn start(&self, id: &str) -> bool {
-        let (owner, target, brought, goal, opening, command) = {
-            let pool = self.shared.pool.lock();
-            let Some(l) = pool.live.get(id) else {
+        let Some(owner) = self
+            .shared
+            .pool
+            .lock()
+            .live
+            .get(id)
+            .map(|l| l.owner.clone())
+        else {
+            return false;
+        };
+        // The gate again on the live configuration: a task queued while tasks were on and
+        // turned off since never opens its browser.
+        let gate = self.shared.host.task_gate(&owner);
+        let step_lists = gate.as_ref().is_ok_and(|g| g.step_lists);
+        let (target, brought, goal, opening, command) = {
+            let mut pool = self.shared.pool.lock();
+            let Some(l) = pool.live.get_mut(id) else {
                 return false;
             };
+            // What the first round runs, and whose words they are (issue 26 item 1): a
+            // re-admitted session's queued command and a reopened task's update as they came;
+            // a spawn's person's message, else the agent's goal (a goal run).
+            let words = if l.readmitted {
+                l.request.goal.clone()
+            } else if l.reopened {
+                l.goal_run = true;
+                l.agent_words = true;
+                l.request.goal.clone()
+            } else {
+                if let Some(m) = &l.request.user_message {
+                    l.person_thai = Some(lines::has_thai(m));
+                }
+                match l.request.first_round(step_lists) {
+                    FirstRound::Person(m) => m,
+                    FirstRound::Goal(g) => {
+                        l.goal_run = true;
+                        l.agent_words = true;
+                        l.session_start = true;
+                        g
+                    }
+                    FirstRound::Ready => String::new(),
+                }
+            };
             (
-                l.owner.clone(),
                 l.request.target.clone(),
                 l.brought.clone(),
-                l.request.goal.clone(),
+                words,
                 // A continuation starts from a fresh observation: the start URL is not replayed.
                 l.request.start_url.clone().filter(|_| !l.reopened),
                 l.running_command.clone(),
             )
         };
-        // The gate again on the live configuration: a task queued while tasks were on and
-        // turned off since never opens its browser.
-        let opened = self
-            .shared
-            .host
-            .task_gate(&owner)
-            .and_then(|_| match brought {
-                Some(backend) => Ok(OpenTarget {
-                    backend,
-                    close: Box::new(|| {}),
-                }),
-                None => self.shared.host.open_target(&owner, &target),
-            });
+        let opened = gate.and_then(|_| match brought {
+            Some(backend) => Ok(OpenTarget {
+                backend,
+                close: Box::new(|| {}),
+            }),
+            None => self.shared.host.open_target(&owner, &target),
+        });
         let target = match opened {
             Ok(t) => t,
             Err(e) => {
@@ -1353,6 +1442,12 @@ impl TaskService {
                 l.seq += 1;
                 let replying = std::mem::take(&mut l.replying);
                 let agent_words = std::mem::take(&mut l.agent_words);
+                let words = Words {
+                    agent: agent_words,
+                    goal_run: std::mem::take(&mut l.goal_run),
+                    session_start: std::mem::take(&mut l.session_start),
+                    person_thai: l.person_thai,
+                };
                 Some((
                     l.owner.clone(),
                     l.request.clone(),
@@ -1363,7 +1458,7 @@ impl TaskService {
                     l.seq,
                     l.answers.clone(),
                     l.confirmation.clone().filter(|_| replying),
-                    agent_words,
+                    words,
                 ))
             })
         };
@@ -1377,7 +1472,7 @@ impl TaskService {
             seq,
             answers,
             pending,
-            agent_words,
+            words,
         )) = taken
         else {
             return;
@@ -1404,8 +1499,18 @@ impl TaskService {
             &mut counters,
             &answers,
             pending.as_ref(),
-            agent_words,
+            words,
         );
+        // Whose words the round ran: after a yes, the stopped words' (a question they stop on
+        // again keeps them the agent's).
+        let words = match (&pending, reply) {
+            (Some(p), Reply::Yes) => Words {
+                agent: p.agent_words,
+                goal_run: p.goal_run,
+                ..words
+            },
+            _ => words,
+        };
         let runs_on = control::queue_runs_on(&report.ending, &report.reason);
         let counters_changed_nothing = counters.actions == actions_before;
         let (dropped, closing) = {
@@ -1443,6 +1548,7 @@ impl TaskService {
                 }
                 _ => None,
             };
+            l.question_words = words;
             // A confirmation question: asked now, or kept when the reply could not be read;
             // any other round (a yes that ran, a no, a new command) closed it.
             l.confirmation = match (&report.confirmation, reply) {
@@ -1450,7 +1556,8 @@ impl TaskService {
                     ask: ask.clone(),
                     remaining: report.remaining.clone(),
                     command_id: command.clone(),
-                    agent_words,
+                    agent_words: words.agent,
+                    goal_run: words.goal_run,
                 }),
                 (None, Reply::Unread) => pending.clone(),
                 (None, _) => None,
@@ -1460,6 +1567,7 @@ impl TaskService {
                 && !report.remaining.is_empty()
             {
                 l.paused_steps = Some(report.remaining.clone());
+                l.paused_words = words;
             }
             l.last = Some(Last {
                 ending: report.ending.clone(),
@@ -1471,8 +1579,14 @@ impl TaskService {
         let now = self.shared.clock.wall_millis();
         let (id2, reason) = (id.to_string(), report.reason.clone());
         let state = control::receipt_state(&report.ending);
-        let paused = (report.ending == Ending::Interrupted && report.reason == "PAUSED")
-            .then(|| serde_json::json!(report.remaining).to_string());
+        let paused =
+            (report.ending == Ending::Interrupted && report.reason == "PAUSED").then(|| {
+                (
+                    serde_json::json!(report.remaining).to_string(),
+                    serde_json::json!({"agentWords": words.agent, "goalRun": words.goal_run})
+                        .to_string(),
+                )
+            });
         // The question status shows (the field's name is page text: bounded, and inside the
         // untrusted envelope wherever it reaches an agent); every round clears the last one.
         let question = report
@@ -1494,7 +1608,11 @@ impl TaskService {
             .field
             .as_ref()
             .filter(|_| report.ending == Ending::NotDone)
-            .map(|f| serde_json::json!({"field": f, "steps": report.remaining}).to_string());
+            .map(|f| {
+                serde_json::json!({"field": f, "steps": report.remaining,
+                    "agentWords": words.agent, "goalRun": words.goal_run})
+                .to_string()
+            });
         let changed_nothing = if counters_changed_nothing {
             "true"
         } else {
@@ -1510,7 +1628,8 @@ impl TaskService {
                     "ask": c,
                     "remaining": report.remaining,
                     "commandId": command,
-                    "agentWords": agent_words,
+                    "agentWords": words.agent,
+                    "goalRun": words.goal_run,
                 })
                 .to_string(),
             )
@@ -1550,8 +1669,9 @@ impl TaskService {
                 records::set_control(tx, &id2, "confirmationRequest", shown)?;
                 records::set_control(tx, &id2, "confirmation", private)?;
             }
-            if let Some(p) = &paused {
+            if let Some((p, w)) = &paused {
                 records::set_control(tx, &id2, "pausedSteps", Some(p.as_str()))?;
+                records::set_control(tx, &id2, "pausedWords", Some(w.as_str()))?;
             }
             records::set_control(tx, &id2, "fieldRequest", question.as_deref())?;
             records::set_control(tx, &id2, "question", private_question.as_deref())?;
@@ -1586,7 +1706,7 @@ impl TaskService {
         counters: &mut Counters,
         answers: &HashMap<String, String>,
         pending: Option<&PendingConfirmation>,
-        agent_words: bool,
+        words: Words,
     ) -> (Report, Reply) {
         let now = self.shared.clock.wall_millis();
         let id2 = id.to_string();
@@ -1638,12 +1758,18 @@ impl TaskService {
             answers,
             asked: None,
             step_lists: gate.as_ref().is_ok_and(|g| g.step_lists),
-            confirm: gate
-                .as_ref()
-                .is_ok_and(|g| g.confirm_high_impact == ConfirmHighImpact::Always),
+            // Every Jev-decided action of a goal run is checked for impact (issue 26 item 2);
+            // under `always`, every Jev-decided action.
+            confirm: words.goal_run
+                || gate
+                    .as_ref()
+                    .is_ok_and(|g| g.confirm_high_impact == ConfirmHighImpact::Always),
             approved: None,
             confirmation: None,
-            agent_words,
+            agent_words: words.agent,
+            goal_run: words.goal_run,
+            session_start: words.session_start,
+            person_thai: words.person_thai,
         };
         let mut reply = Reply::Other;
         let mut report = match gate {
@@ -1661,8 +1787,13 @@ impl TaskService {
                                     name: p.ask.name.clone(),
                                     role: p.ask.role.clone(),
                                 });
-                                // What runs are the stopped words, still whoever's they were.
+                                // What runs are the stopped words, still whoever's they were:
+                                // a goal resumed by the yes goes on as a goal run (not
+                                // offered read requests or "unclear" from its first decision).
                                 run.agent_words = p.agent_words;
+                                run.goal_run = p.goal_run;
+                                run.confirm |= p.goal_run;
+                                run.session_start = false;
                                 run.request(&lines::join_steps(&p.remaining))
                             }
                             Reply::No => run.declined(),
@@ -1702,7 +1833,8 @@ impl TaskService {
             step_run: report.step_run.clone().map(Some),
             state: (session_waits
                 && (request.keep_open
-                    || request.goal.trim().is_empty()
+                    || !request.has_words()
+                    || report.reason == "SESSION_READY"
                     || report.ending == Ending::Interrupted
                     || verify::awaits(&report.reason)
                     || (report.ending == Ending::NotDone
@@ -1867,6 +1999,7 @@ impl TaskService {
                     text: text.to_string(),
                     reply,
                     agent: origin == Origin::Agent,
+                    goal: false,
                 });
                 if !l.scheduled {
                     l.scheduled = true;
@@ -2068,6 +2201,7 @@ impl TaskService {
             match pool.live.get_mut(id) {
                 None => gone = true,
                 Some(l) => {
+                    let resume_words = l.paused_words;
                     let drop_reason = match action {
                         ControlAction::Pause => Some("PAUSED"),
                         ControlAction::Revise => Some("REVISED"),
@@ -2098,10 +2232,12 @@ impl TaskService {
                         ControlAction::Agent => l.agent = true,
                         ControlAction::User => l.agent = false,
                     }
-                    let next = match action {
-                        ControlAction::Revise => text,
-                        ControlAction::Resume => resume_text,
-                        _ => None,
+                    // A revision is the person's words; a resume runs on the paused words as
+                    // whoever's they were.
+                    let (next, words) = match action {
+                        ControlAction::Revise => (text, Words::default()),
+                        ControlAction::Resume => (resume_text, resume_words),
+                        _ => (None, Words::default()),
                     };
                     if let Some(t) = next {
                         done = false;
@@ -2110,7 +2246,8 @@ impl TaskService {
                             id: receipt.command_id.clone(),
                             text: t,
                             reply: false,
-                            agent: false,
+                            agent: words.agent,
+                            goal: words.goal_run,
                         });
                         if !l.scheduled {
                             l.scheduled = true;
@@ -2331,6 +2468,7 @@ impl TaskService {
                 text: update.goal.clone(),
                 reply: false,
                 agent: true,
+                goal: true,
             });
             if !l.scheduled {
                 l.scheduled = true;
@@ -2434,7 +2572,7 @@ impl TaskService {
                 l.question
                     .as_ref()
                     .filter(|(f, _)| f == field || lines::short(f) == field)
-                    .map(|(f, rest)| (f.clone(), rest.clone()))
+                    .map(|(f, rest)| (f.clone(), rest.clone(), l.question_words))
             });
             match asked {
                 Some(a) if !pool.closed => a,
@@ -2445,7 +2583,7 @@ impl TaskService {
                 }
             }
         };
-        let (asked_field, rest) = remaining;
+        let (asked_field, rest, words) = remaining;
         let continuation = lines::join_steps(&rest);
         let command_id = crate::ids::random_uuid()?;
         let (id2, text2, now) = (
@@ -2479,11 +2617,14 @@ impl TaskService {
                 l.question = None;
                 l.answers.insert(asked_field, text.to_string());
                 if !rest.is_empty() {
+                    // The continuation runs as the words the question stopped: the agent's goal
+                    // stays the agent's (the answer gives only the field's text).
                     l.queue.push_front(Queued {
                         id: receipt.command_id.clone(),
                         text: continuation,
                         reply: false,
-                        agent: false,
+                        agent: words.agent,
+                        goal: words.goal_run,
                     });
                     if !l.scheduled {
                         l.scheduled = true;

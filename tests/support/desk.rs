@@ -233,28 +233,66 @@ impl BrowserBackend for Desk {
 }
 
 /// A callback "model": picks the option whose description names the word the command ends
-/// with ("press Alpha" → Alpha; "fill in the Address" → the Address field), else `none`.
+/// with ("press Alpha" → Alpha; "fill in the Address" → the Address field), else `none`. For an
+/// agent's goal run (its state is JSON with `goal`): `done` once the run did something, else
+/// the control naming the goal's last word, else `blocked`. The impact question (`routine`):
+/// 0.05 for a control named "Delete …", "Send …" or "Pay …", else 0.95.
 pub fn picks() -> jevgate::jev::JevCallback {
     Arc::new(move |req: &[u8]| {
         let v: Value = serde_json::from_slice(req).unwrap();
         let state = v["state"].as_str().unwrap_or("").to_string();
-        let word = state.split_whitespace().last().unwrap_or("").to_string();
+        let questions = v["questions"].as_object().cloned().unwrap_or_default();
+        let answer_of = |key: &str, answer: Value| {
+            Ok(
+                json!({"model": "host", "usage": {"input_tokens": 1, "output_tokens": 1},
+                "answers": {key: answer}})
+                .to_string()
+                .into_bytes(),
+            )
+        };
+        if questions.contains_key("routine") {
+            let s: Value = serde_json::from_str(&state).unwrap_or_default();
+            let name = s["untrustedContent"]["data"]["control"]["name"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            let risky = ["Delete", "Send", "Pay"]
+                .iter()
+                .any(|w| name.starts_with(w));
+            let p = if risky { 0.05 } else { 0.95 };
+            return answer_of("routine", json!({"type": "noul", "noul": p}));
+        }
         let opts = v["questions"]["control"]["criteria"].as_object().unwrap();
-        let key = opts
-            .iter()
-            .find(|(_, d)| d.as_str().unwrap_or("").contains(&word))
-            .map(|(k, _)| k.clone())
-            .unwrap_or_else(|| "none".into());
+        let naming = |word: &str| {
+            opts.iter()
+                .find(|(k, d)| k.starts_with('o') && d.as_str().unwrap_or("").contains(word))
+                .map(|(k, _)| k.clone())
+        };
+        let key = match serde_json::from_str::<Value>(&state) {
+            Ok(s) if s.get("goal").is_some() => {
+                let goal = s["goal"].as_str().unwrap_or("");
+                let done = s["untrustedContent"]["data"]["actionsDone"]
+                    .as_array()
+                    .is_some_and(|a| !a.is_empty());
+                let word = goal.split_whitespace().last().unwrap_or("");
+                match (done, naming(word)) {
+                    (true, _) => "done".to_string(),
+                    (false, Some(k)) => k,
+                    (false, None) => "blocked".to_string(),
+                }
+            }
+            _ => {
+                let word = state.split_whitespace().last().unwrap_or("");
+                naming(word).unwrap_or_else(|| "none".into())
+            }
+        };
         let probs: serde_json::Map<String, Value> = opts
             .keys()
             .map(|k| (k.clone(), json!(if *k == key { 1.0 } else { 0.0 })))
             .collect();
-        Ok(
-            json!({"model": "host", "usage": {"input_tokens": 1, "output_tokens": 1},
-            "answers": {"control": {"type": "choice", "choice": key,
-                "probabilities": probs, "confidence": 0.9}}})
-            .to_string()
-            .into_bytes(),
+        answer_of(
+            "control",
+            json!({"type": "choice", "choice": key, "probabilities": probs, "confidence": 0.9}),
         )
     })
 }

@@ -40,6 +40,18 @@ pub enum Behaviour {
     Think(String),
     /// 200 with exactly this body.
     Raw(String),
+    /// A valid evaluation whose answers this rule computes from the request body.
+    Rule(Rule),
+}
+
+/// Answers computed from a request body (its `answers` object).
+#[derive(Clone)]
+pub struct Rule(pub Arc<dyn Fn(&Value) -> Value + Send + Sync>);
+
+impl std::fmt::Debug for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Rule")
+    }
 }
 
 /// One request as the server saw it.
@@ -395,5 +407,10 @@ fn respond(s: &Shared, w: &mut dyn Stream, path: &str, req: &Value, b: Behaviour
             write_response(w, 200, &[], body.to_string().as_bytes())
         }
         Behaviour::Raw(body) => write_response(w, 200, &[], body.as_bytes()),
+        Behaviour::Rule(rule) => {
+            let mut body = evaluation(path, req);
+            body["answers"] = (rule.0)(req);
+            write_response(w, 200, &[], body.to_string().as_bytes())
+        }
     }
 }

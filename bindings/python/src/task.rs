@@ -95,13 +95,14 @@ impl PyTasks {
 impl PyTasks {
     /// Starts a task for `owner` and returns its status right after the start (a dict, as
     /// `status` returns it; its id, a UUID, is `["id"]`).
-    #[pyo3(signature = (owner, goal = String::new(), *, target = None, start_url = None, budget = None, keep_open = false, on_outcome = None))]
+    #[pyo3(signature = (owner, goal = String::new(), *, user_message = None, target = None, start_url = None, budget = None, keep_open = false, on_outcome = None))]
     #[allow(clippy::too_many_arguments)] // reason: mirrors the Python keyword signature
     fn spawn<'py>(
         &self,
         py: Python<'py>,
         owner: &Bound<'py, PyAny>,
         goal: String,
+        user_message: Option<String>,
         target: Option<&Bound<'_, PyAny>>,
         start_url: Option<String>,
         budget: Option<&Bound<'_, PyAny>>,
@@ -120,6 +121,7 @@ impl PyTasks {
         // The request is built once, from the keywords; only the dicts go through JSON.
         let request = SpawnRequest {
             goal,
+            user_message,
             target: json_arg::<TaskTarget>(
                 "target",
                 "{kind: \"local\", profile?} or {kind: \"device\", deviceId}",

@@ -94,7 +94,7 @@ def test_r_run_a_step_list_runs_with_outcome_lines_and_receipts(tmp_path, site):
     with jevgate.Gateway(tmp_path, LOCAL) as gw:
         tasks = gw.tasks
         assert isinstance(tasks, jevgate.Tasks)
-        task_id = tasks.spawn(OWNER, "1. ค้นหา cats\n2. press Charlie\n3. scroll down", start_url=site,
+        task_id = tasks.spawn(OWNER, user_message="1. ค้นหา cats\n2. press Charlie\n3. scroll down", start_url=site,
                               on_outcome=lines.append)["id"]
         assert len(task_id) == 36
         status = tasks.wait(OWNER, task_id, WAIT)
@@ -350,7 +350,7 @@ def test_ctrl_c_interrupts_a_wait_and_the_task_goes_on(tmp_path, site):
                                   "features": FEATURES}}}
     with jevgate.Gateway(tmp_path, config) as gw:
         gw.set_jev_callback(slow_model)
-        task_id = gw.tasks.spawn(OWNER, "open the thing about llamas", start_url=site)["id"]
+        task_id = gw.tasks.spawn(OWNER, user_message="open the thing about llamas", start_url=site)["id"]
         old = signal.signal(signal.SIGINT, signal.default_int_handler)
         main = threading.main_thread().ident
         timer = threading.Timer(0.3, lambda: (asked.wait(30), signal.pthread_kill(main, signal.SIGINT)))

@@ -78,8 +78,19 @@ def model(seen: list):
                  "probabilities": {k: (1.0 if k == choice else 0.0) for k in ("yes", "no", "other")}}
         else:
             options = request["questions"][key]["criteria"]
-            word = state.split()[-1]
-            pick = next((k for k, d in options.items() if word in d), "none")
+            try:
+                goal = json.loads(state)
+            except ValueError:
+                goal = None
+            if isinstance(goal, dict):
+                # An agent's goal run: done once it acted, else the control its last word names.
+                word = goal["goal"].split()[-1]
+                acted = goal["untrustedContent"]["data"]["actionsDone"]
+                named = next((k for k, d in options.items() if k.startswith("o") and word in d), "blocked")
+                pick = "done" if acted else named
+            else:
+                word = state.split()[-1]
+                pick = next((k for k, d in options.items() if word in d), "none")
             a = {"type": "choice", "choice": pick, "confidence": 0.9,
                  "probabilities": {k: (1.0 if k == pick else 0.0) for k in options}}
         return {"model": "m", "answers": {key: a}, "usage": {"input_tokens": 1, "output_tokens": 1}}
@@ -122,6 +133,43 @@ def test_always_asks_before_deleting_and_only_yes_presses(tmp_path):
             gw.tasks.command(OWNER, task, "press Alpha")
             gw.tasks.wait(OWNER, task, WAIT)
             assert site.presses("alpha", 1) == 1
+            gw.tasks.cancel(OWNER, task)
+    finally:
+        site.close()
+
+
+@pytest.mark.chromium
+@pytest.mark.timeout(120)
+def test_an_agents_goal_asks_first_and_the_persons_list_runs_verbatim(tmp_path):
+    """Issue 26 items 1 and 2 under the default policy: a spawn's goal is the agent's (a goal
+    run: Delete is asked about, not pressed, in the person's language); the person's own step
+    list in ``user_message`` runs verbatim as theirs, no impact question asked."""
+    config = {"gateway": {"jev": {"enabled": True, "provider": "callback", "features": {
+        "browserTasks": {"enabled": True}, "browserSteps": {"enabled": True}}}}}
+    site = Site()
+    seen: list = []
+    try:
+        with jevgate.Gateway(tmp_path, config) as gw:
+            gw.set_jev_callback(model(seen))
+            task = gw.tasks.spawn(OWNER, "press Delete account", user_message="ลบบัญชีหน่อย",
+                                  start_url=site.base + "/")["id"]
+            s = gw.tasks.wait(OWNER, task, WAIT)
+            assert s["reason"] == "CONFIRMATION_REQUIRED", s
+            assert s["confirmationRequest"]["question"] == 'จะกด "Delete account" ใช่ไหม'
+            assert site.presses("delete", 0) == 0
+            gw.tasks.command(OWNER, task, "yes")
+            s = gw.tasks.wait(OWNER, task, WAIT)
+            assert s["reason"] == "COMPLETION_CANDIDATE" and s["state"] == "waiting_input", s
+            assert site.presses("delete", 1) == 1
+            gw.tasks.cancel(OWNER, task)
+            seen.clear()
+            task = gw.tasks.spawn(OWNER, "press Delete account",
+                                  user_message="1. press Alpha\n2. scroll down",
+                                  start_url=site.base + "/")["id"]
+            s = gw.tasks.wait(OWNER, task, WAIT)
+            assert s["stepRun"]["stopReason"] == "ALL_STEPS_DONE", s
+            assert site.presses("alpha", 1) == 1 and site.presses("delete", 1) == 1
+            assert not [k for k, _ in seen if k == "routine"]
             gw.tasks.cancel(OWNER, task)
     finally:
         site.close()

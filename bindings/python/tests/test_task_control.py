@@ -102,7 +102,7 @@ def test_r_tsk_ctl_control_verbs_codes_and_receipts(tmp_path):
 def test_r_tsk_ctl_update_reopens_a_finished_task_on_a_fresh_page(tmp_path):
     with jevgate.Gateway(tmp_path, CONFIG) as gw:
         tasks = gw.tasks
-        task_id = tasks.spawn(OWNER, "scroll down")["id"]
+        task_id = tasks.spawn(OWNER, user_message="scroll down")["id"]
         s = tasks.wait(OWNER, task_id, WAIT)
         assert s["state"] in ("completed", "failed"), s
         first_requests = len(tasks.receipts(OWNER, task_id))

@@ -52,7 +52,7 @@ def on_outcome(progress):
         said.append(1)
         print("started", flush=True)
 gw = jevgate.Gateway(os.environ["JEVGATE_CRASH_DIR"], {LOCAL!r})
-task_id = gw.tasks.spawn({OWNER!r}, {STEPS!r}, start_url=os.environ["JEVGATE_CRASH_URL"],
+task_id = gw.tasks.spawn({OWNER!r}, user_message={STEPS!r}, start_url=os.environ["JEVGATE_CRASH_URL"],
                          on_outcome=on_outcome)["id"]
 status = gw.tasks.wait({OWNER!r}, task_id, 60.0)
 print("finished", status["state"], flush=True)

@@ -44,7 +44,7 @@ def site():
 
 
 def candidate(tasks, site):
-    task_id = tasks.spawn(OWNER, STEPS, start_url=site)["id"]
+    task_id = tasks.spawn(OWNER, user_message=STEPS, start_url=site)["id"]
     return task_id, tasks.wait(OWNER, task_id, WAIT)
 
 

@@ -231,6 +231,7 @@ class Tasks:
         owner: Mapping[str, Any],
         goal: str = ...,
         *,
+        user_message: Optional[str] = None,
         target: Optional[Mapping[str, Any]] = None,
         start_url: Optional[str] = None,
         budget: Optional[Mapping[str, Any]] = None,
@@ -241,7 +242,10 @@ class Tasks:
         it (its state usually still queued or running); the task's id, a UUID, is `["id"]`.
         `target` {"kind": "local", "profile"?} or {"kind": "device", "deviceId"}; `budget`
         {"maxSteps", "maxEvaluations", "timeoutMs"} (ArgumentError naming the argument when
-        either is not that shape); an empty goal opens the session and waits for commands. `on_outcome` receives
+        either is not that shape). `goal` is the agent's words: a goal run toward it, each action
+        checked for impact first (words with no action: the session is ready). `user_message` is
+        the person's own message: a step list there runs verbatim as theirs, and with no goal it
+        runs as their direct command. With neither, the session opens and waits for commands. `on_outcome` receives
         {"taskId", "line", "reason"} for each settled outcome line, on the task's thread with
         the GIL taken; what it raises is dropped (the task goes on)."""
     def status(self, owner: Mapping[str, Any], id: str) -> Dict[str, Any]: ...
