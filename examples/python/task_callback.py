@@ -110,9 +110,11 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as data_dir, jevgate.Gateway(data_dir, config) as gw:
             gw.set_jev_callback(toy_model(asked))
             gw.tasks.set_verifier(adoption_requested)
+            # The person's own step list (their authorization, run verbatim); an agent's goal
+            # would be the positional `goal`, a goal run checked for impact before each action.
             task_id = gw.tasks.spawn(
                 owner,
-                "1. go to the cats page\n2. adopt Miso\n3. scroll down",
+                user_message="1. go to the cats page\n2. adopt Miso\n3. scroll down",
                 start_url=start_url,
                 on_outcome=lambda p: print(f"  {p['line']}", flush=True),
             )["id"]

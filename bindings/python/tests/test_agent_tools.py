@@ -14,6 +14,7 @@ import time
 import pytest
 
 import jevgate
+from conftest import picks
 
 OWNER = {"agentId": "assistant", "principalId": "alice", "conversationId": "conv-1"}
 CONFIG = {
@@ -151,8 +152,11 @@ def test_bad_calls_and_other_owners(tmp_path):
 @pytest.mark.timeout(180)
 def test_an_llms_tool_calls_see_page_text_only_inside_the_envelope(tmp_path):
     site = Site()
+    config = json.loads(json.dumps(CONFIG))
+    config["gateway"]["jev"]["provider"] = "callback"
     try:
-        with jevgate.Gateway(tmp_path, CONFIG) as gw:
+        with jevgate.Gateway(tmp_path, config) as gw:
+            gw.set_jev_callback(picks)
             tools = {t["function"]["name"] for t in gw.agent_tool_definitions(format="openai")}
             seen = []
 
@@ -166,16 +170,22 @@ def test_an_llms_tool_calls_see_page_text_only_inside_the_envelope(tmp_path):
 
             caps = model_calls("capabilities_list", "{}")
             assert caps["browserTasks"]["enabled"] is True
+            # The agent's goal is a goal run (issue 26 item 1): Continue, then its next goal
+            # asks for the field's text.
             spawned = model_calls("task_spawn", json.dumps({
-                "goal": "1. press Continue\n2. fill in the Address",
+                "goal": "press Continue",
                 "startUrl": site.base + "/", "keepOpen": True, "target": caps["targets"][0]["target"],
             }))
             task = spawned["id"]
-            asked = model_calls("task_wait", json.dumps({"taskId": task, "timeoutMs": 90000}))
+            pressed = model_calls("task_wait", json.dumps({"taskId": task, "timeoutMs": 90000}))
             deadline = time.monotonic() + 5
             while site.beacons.get("inj", 0) < 1 and time.monotonic() < deadline:
                 time.sleep(0.02)
-            assert site.beacons.get("inj") == 1, asked
+            assert site.beacons.get("inj") == 1, pressed
+            model_calls("task_update", json.dumps({
+                "taskId": task, "expectedRevision": pressed["revision"], "mode": "when_ready",
+                "goal": "fill in the Address"}))
+            asked = model_calls("task_wait", json.dumps({"taskId": task, "timeoutMs": 90000}))
             field = asked["untrustedContent"]["data"]["fieldRequest"]["field"]
             assert INJECTED_FIELD in field
             model_calls("task_answer", json.dumps({"taskId": task, "field": field, "text": "12 Main St"}))

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from conftest import HAVE_CHROMIUM, REPO, REQUIRE_CHROMIUM
+from conftest import HAVE_CHROMIUM, REPO, REQUIRE_CHROMIUM, picks
 
 mcp = pytest.importorskip("mcp", reason="the mcp SDK is installed by scripts/test")
 import anyio  # noqa: E402  (an mcp dependency)
@@ -167,13 +167,59 @@ async def stderr_wait(path: pathlib.Path, pattern: str, limit: float = 15.0):
         await anyio.sleep(0.05)
 
 
+class Provider:
+    """A loopback Jev provider speaking the upstream wire contract (POST {base}/v1/jev/evaluate)
+    whose answers come from the deterministic ``picks`` model: the agent's goal runs need a
+    model that knows when a goal is reached (the lexical ``local`` evaluator does not)."""
+
+    def __init__(self) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+                body = json.dumps({
+                    "model": "jev-1.13.0", "answers": picks(request)["answers"],
+                    "usage": {"input_tokens": 1, "output_tokens": 1},
+                    "request_id": request.get("request_id"), "requested_model": request.get("model"),
+                    "billing": {"charged_credits": 0.25, "rate_version": "2026-01"},
+                }).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def config(self, path: pathlib.Path) -> pathlib.Path:
+        """A configuration file for `jevgate mcp` using this provider (key in the env)."""
+        path.write_text(json.dumps({"gateway": {"jev": {
+            "enabled": True, "provider": "upstream", "baseUrl": self.base,
+            "apiKeyEnv": "JEVGATE_TEST_MCP_KEY", "model": "m", "timeoutMs": 30000,
+            "features": {"browserTasks": {"enabled": True}, "browserSteps": {"enabled": True}}}}}))
+        return path
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 @pytest.mark.timeout(180)
 def test_mcp_server_over_the_sdk_stdio_client(tmp_path: pathlib.Path) -> None:
     site = Site()
+    provider = Provider()
     errlog_path = tmp_path / "stderr.txt"
     data = tmp_path / "data"
+    config = provider.config(tmp_path / "config.json")
     params = StdioServerParameters(
-        command=jevgate_bin(), args=["mcp", "--caps", "tabs", "--data-dir", str(data)])
+        command=jevgate_bin(),
+        args=["mcp", "--caps", "tabs", "--data-dir", str(data), "--config", str(config)],
+        env=dict(os.environ, JEVGATE_TEST_MCP_KEY="k"))
 
     async def session_run() -> None:
         with open(errlog_path, "w") as errlog:
@@ -253,7 +299,9 @@ def test_mcp_server_over_the_sdk_stdio_client(tmp_path: pathlib.Path) -> None:
                         "task_spawn", {"goal": "click Go", "startUrl": site.base + "/"}))
                     done = status_of(await session.call_tool(
                         "task_wait", {"taskId": spawned["id"], "timeoutMs": 60000}))
-                    assert done["state"] == "completed", done
+                    # The agent's goal is a goal run: Jev's "done" is a completion candidate that
+                    # waits for a verification (issue 26 items 1 and 6).
+                    assert (done["state"], done["reason"]) == ("waiting_input", "COMPLETION_CANDIDATE"), done
                     receipts = json.loads(text_of(await session.call_tool(
                         "task_receipts", {"taskId": spawned["id"]})))["receipts"]
                     assert any(op["tool"] == "page_click" for r in receipts for op in r["operations"])
@@ -286,7 +334,7 @@ def test_mcp_server_over_the_sdk_stdio_client(tmp_path: pathlib.Path) -> None:
                         "task_spawn", {"goal": "press Continue", "startUrl": site.base + "/inject"}))
                     results = [status_of(await session.call_tool(
                         "task_wait", {"taskId": hostile["id"], "timeoutMs": 60000}))]
-                    assert results[0]["state"] == "completed", results[0]
+                    assert results[0]["state"] == "waiting_input", results[0]
                     results.append(status_of(await session.call_tool(
                         "task_status", {"taskId": hostile["id"], "browserEvidence": "recorded"})))
                     results.append(json.loads(text_of(await session.call_tool(
@@ -303,6 +351,7 @@ def test_mcp_server_over_the_sdk_stdio_client(tmp_path: pathlib.Path) -> None:
         anyio.run(session_run)
     finally:
         site.close()
+        provider.close()
     log = errlog_path.read_text()
     assert "shutting down (stdin ended)" in log, log
     assert "mcp: closed" in log, log

@@ -163,12 +163,13 @@ def test_an_agents_goal_asks_first_and_the_persons_list_runs_verbatim(tmp_path):
             assert site.presses("delete", 1) == 1
             gw.tasks.cancel(OWNER, task)
             seen.clear()
-            task = gw.tasks.spawn(OWNER, "press Delete account",
-                                  user_message="1. press Alpha\n2. scroll down",
+            # The person's own list is their authorization: Delete is pressed, nothing asked.
+            task = gw.tasks.spawn(OWNER, "press Alpha",
+                                  user_message="1. press Alpha\n2. press Delete account",
                                   start_url=site.base + "/")["id"]
             s = gw.tasks.wait(OWNER, task, WAIT)
             assert s["stepRun"]["stopReason"] == "ALL_STEPS_DONE", s
-            assert site.presses("alpha", 1) == 1 and site.presses("delete", 1) == 1
+            assert site.presses("alpha", 1) == 1 and site.presses("delete", 2) == 2
             assert not [k for k, _ in seen if k == "routine"]
             gw.tasks.cancel(OWNER, task)
     finally:
