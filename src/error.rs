@@ -551,6 +551,22 @@ pub enum Error {
         reason: &'static str,
     },
 
+    /// The agent's turn for a person's read request is read-only (issue 26 item 3, seed 003
+    /// "Read requests"): status and evidence reads are allowed; every mutation of that task by
+    /// the agent is refused until the person's next command settles.
+    #[error("read request only: the agent's turn for the person's read request is read-only")]
+    ReadRequestOnly,
+
+    /// A person's command was handed to the agent (issue 26 item 4, seed 003 "Agent hand-off
+    /// when nothing ran"): the one thing the agent may send for it is a `task_update` (`mode:
+    /// when_ready`, the revision the command settled at, no field values, no start URL).
+    #[error("agent hand-off takes one command: a task_update at the hand-off's revision")]
+    AgentHandoffOneCommand,
+
+    /// The agent already sent its one command for this hand-off (issue 26 item 4).
+    #[error("agent hand-off used: the agent already sent its one command for this utterance")]
+    AgentHandoffUsed,
+
     /// The task's browser cannot be inspected now (fresh evidence, issue 21 item 7): its local
     /// browser is gone (the task ended, or the process that ran it died), a request is running
     /// on it, or the device is offline or its tab is leased. Nothing was done to the page;
@@ -737,6 +753,9 @@ error_table! {
     BrowserEvidenceUnavailable => "BROWSER_EVIDENCE_UNAVAILABLE", 403, Access, false, None;
     BrowserInspectionUnavailable => "BROWSER_INSPECTION_UNAVAILABLE", 503, Browser, false, None;
     InvalidContract => "INVALID_CONTRACT", 502, Task, false, None;
+    ReadRequestOnly => "READ_REQUEST_ONLY", 409, Task, false, None;
+    AgentHandoffOneCommand => "AGENT_HANDOFF_ONE_COMMAND", 409, Task, false, None;
+    AgentHandoffUsed => "AGENT_HANDOFF_USED", 409, Task, false, None;
     Internal => "INTERNAL", 500, Internal, false, None;
 }
 
@@ -833,6 +852,9 @@ impl Error {
             Error::BrowserEvidenceUnavailable => ErrorKind::BrowserEvidenceUnavailable,
             Error::BrowserInspectionUnavailable { .. } => ErrorKind::BrowserInspectionUnavailable,
             Error::InvalidContract { .. } => ErrorKind::InvalidContract,
+            Error::ReadRequestOnly => ErrorKind::ReadRequestOnly,
+            Error::AgentHandoffOneCommand => ErrorKind::AgentHandoffOneCommand,
+            Error::AgentHandoffUsed => ErrorKind::AgentHandoffUsed,
             Error::Internal { .. } => ErrorKind::Internal,
         }
     }
@@ -1151,6 +1173,24 @@ mod tests {
                 ErrorFamily::Task,
             ),
             (
+                Error::ReadRequestOnly,
+                "READ_REQUEST_ONLY",
+                409,
+                ErrorFamily::Task,
+            ),
+            (
+                Error::AgentHandoffOneCommand,
+                "AGENT_HANDOFF_ONE_COMMAND",
+                409,
+                ErrorFamily::Task,
+            ),
+            (
+                Error::AgentHandoffUsed,
+                "AGENT_HANDOFF_USED",
+                409,
+                ErrorFamily::Task,
+            ),
+            (
                 Error::JevAccessDenied { reason: "x".into() },
                 "JEV_ACCESS_DENIED",
                 403,
@@ -1389,6 +1429,9 @@ mod tests {
                     "IDEMPOTENCY_CONFLICT",
                     "NOTHING_TO_RESUME",
                     "INVALID_CONTRACT",
+                    "READ_REQUEST_ONLY",
+                    "AGENT_HANDOFF_ONE_COMMAND",
+                    "AGENT_HANDOFF_USED",
                 ]
                 .contains(&c),
                 ErrorFamily::Internal => c == "INTERNAL",

@@ -684,8 +684,8 @@ fn r_brw_untrusted_an_injected_page_reaches_the_agent_only_inside_the_envelope()
     gw.close();
 }
 
-// R-TSK-CTL "Replans" through the tools: three distinct agent updates after rounds that changed
-// nothing, then REPLAN_LIMIT; an agent's own command (origin agent) does not start a new chain,
+// R-TSK-CTL "Replans" through the tools, on a task the agent controls: three distinct agent
+// updates after rounds that changed nothing, then REPLAN_LIMIT; an agent's own command (origin agent) does not start a new chain,
 // so the limit holds; the person's command (the host's own API call) does.
 #[test]
 fn r_tsk_ctl_an_agents_command_does_not_restart_the_replan_chain() {
@@ -705,6 +705,9 @@ fn r_tsk_ctl_an_agents_command_does_not_restart_the_replan_chain() {
         s["revision"].as_u64().unwrap()
     };
     settle();
+    // Under the agent's control (under the person's, a command that did nothing is handed to
+    // the agent, which then gets one update: issue 26 item 4).
+    hand_to_agent(&gw, &me, &id);
     gw.tasks().command(&me, &id, "press Nowhere-0").unwrap();
     let mut revision = settle();
     let update = |revision: u64, goal: &str| {
@@ -719,7 +722,6 @@ fn r_tsk_ctl_an_agents_command_does_not_restart_the_replan_chain() {
     }
     let e = update(revision, "press Nowhere-4").unwrap_err();
     assert_eq!(e.to_string(), "state conflict: REPLAN_LIMIT");
-    hand_to_agent(&gw, &me, &id);
     let sent = call(
         "task_command",
         json!({"taskId": id, "command": "press Nowhere-5"}),

@@ -104,10 +104,13 @@ fn r_tsk_ctl_a_field_question_drops_the_queue_and_lists_it() {
     assert_eq!(desk.clicked("Submit"), 0, "Submit clicked on an empty form");
     assert_eq!(*desk.typed.lock(), 0);
     assert_eq!(receipt(&s, &first.command_id).state, "done");
+    // A single direct command missing its text is not a question: it is handed to the agent
+    // (issue 26 item 4, seed 003 "The next command always runs"); the queue behind it is
+    // dropped for the missing text all the same.
     let a = receipt(&s, &ask.command_id);
     assert_eq!(
         (a.state.as_str(), a.reason.as_deref()),
-        ("not_done", Some("FIELD_TEXT_REQUIRED"))
+        ("needs_agent", Some("AGENT_HANDOFF"))
     );
     let d = receipt(&s, &submit.command_id);
     assert_eq!(
@@ -666,7 +669,13 @@ fn r_tsk_ctl_update_pending_then_applied_and_replans_bounded() {
     assert_eq!(s.applied_revision, s.revision);
     assert_eq!((desk.clicked("Alpha"), desk.clicked("Bravo")), (1, 1));
     // A round that changed nothing: three distinct replans, then REPLAN_LIMIT; the same
-    // guidance twice is REPLAN_DUPLICATE; the person's command starts a new chain.
+    // guidance twice is REPLAN_DUPLICATE; the person's command starts a new chain. On a task
+    // the agent controls (under the person's, a command that did nothing is handed to the agent
+    // instead, which then gets one update: issue 26 item 4).
+    let rev = gw.tasks().status(&owner(), &id).unwrap().revision;
+    gw.tasks()
+        .control(&owner(), &id, &ctl("agent", rev, None))
+        .unwrap();
     gw.tasks()
         .command(&owner(), &id, "press Nowhere-0")
         .unwrap();

@@ -138,6 +138,8 @@ static char *model(void *user_data, const char *request) {
   const char *pick = option_naming(request, "Delete account", keys, n);
   /* An agent's goal run (issue 26 item 1): done once it acted. */
   if (strstr(request, "actionsDone\\\":[\\\"")) pick = "done";
+  /* The person's question about the page is a read request (issue 26 item 3). */
+  if (strstr(request, "page say?") && strstr(request, "\"read_request\"")) pick = "read_request";
   char probs[2048] = "";
   size_t used = 0;
   for (int i = 0; i < n && used < sizeof probs - 40; i++)
@@ -222,6 +224,23 @@ int main(int argc, char **argv) {
   status = settled(gw, id);
   EXPECT(has(status, "\"outcome\":\"Done: "));
   jevgate_string_free(status);
+  EXPECT(presses_after(1) == 1);
+
+  /* Issue 26 item 3: the person's question about the page is a read request: nothing runs, the
+   * command goes to the agent (needsAgent), and the agent's turn is read-only. */
+  EXPECT(jevgate_task_command(gw, OWNER, id, "what does this page say?", &err) == JEVGATE_OK);
+  status = settled(gw, id);
+  EXPECT(has(status, "\"needsAgent\":{\"code\":\"READ_REQUEST\""));
+  EXPECT(has(status, "needs_agent"));
+  jevgate_string_free(status);
+  char args[256];
+  char *out = NULL;
+  snprintf(args, sizeof args, "{\"taskId\":\"%s\",\"command\":\"press Alpha\"}", id);
+  EXPECT(jevgate_call_agent_tool(gw, OWNER, "task_command", args, &out, &err) == JEVGATE_ERROR);
+  EXPECT(err && strcmp(jevgate_error_code(err), JEVGATE_CODE_READ_REQUEST_ONLY) == 0);
+  if (err) jevgate_error_free(err);
+  err = NULL;
+  EXPECT(out == NULL);
   EXPECT(presses_after(1) == 1);
 
   EXPECT(jevgate_task_cancel(gw, OWNER, id, NULL, &err) == JEVGATE_OK);

@@ -151,6 +151,9 @@ impl Gateway {
                 None,
             ),
             AgentCall::Cancel { task_id } => {
+                // The agent's turn for the person's command cancels nothing (issue 26 items
+                // 3, 4).
+                tasks.agent_turn_refusal(owner, &task_id)?;
                 status_for_agent(&tasks.cancel(owner, &task_id)?, None)
             }
             AgentCall::Receipts { task_id } => {

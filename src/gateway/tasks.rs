@@ -95,6 +95,26 @@ impl Host {
 }
 
 impl TaskHost for Host {
+    fn has_text_helper(&self) -> bool {
+        self.gateway()
+            .is_ok_and(|gw| gw.config().config.gateway.jev.thinking.is_some())
+    }
+
+    fn text_helper(
+        &self,
+        owner: &TaskOwner,
+        instructions: &str,
+        input: &str,
+    ) -> Result<Option<String>> {
+        let request = crate::jev::ThinkRequest {
+            agent_id: owner.agent_id.clone(),
+            instructions: instructions.to_string(),
+            input: input.to_string(),
+            timeout_ms: None,
+        };
+        Ok(self.gateway()?.think(&request)?.text)
+    }
+
     fn task_gate(&self, owner: &TaskOwner) -> Result<BrowserTaskGrant> {
         // The configuration live at this call: a reload applies to the next gate.
         self.gateway()?

@@ -30,6 +30,16 @@ pub(crate) trait TaskHost: Send + Sync {
     /// taking no lease and starting nothing: a paired device of `owner`; `None` for a local
     /// Chromium, whose record died with the process that ran it.
     fn inspector(&self, owner: &TaskOwner, target: &TaskTarget) -> Option<Arc<dyn BrowserBackend>>;
+    /// Whether a text helper (`gateway.jev.thinking`) is configured now (issue 26 item 7).
+    fn has_text_helper(&self) -> bool;
+    /// One text-helper call for `owner`'s agent: `instructions` and `input` (the command and
+    /// the current origin only, never page text); `None` when the information is missing.
+    fn text_helper(
+        &self,
+        owner: &TaskOwner,
+        instructions: &str,
+        input: &str,
+    ) -> Result<Option<String>>;
 }
 
 /// An opened target and how to let it go.

@@ -77,6 +77,12 @@ pub(crate) fn confirm_question(thai: bool, action: &str, control: &str) -> Strin
     }
 }
 
+/// The line of a person's command that went to the agent (issue 26 items 3 and 4): nothing is
+/// said for it but this, for the record — the agent's reply is the response.
+pub(crate) fn handed(code: &str) -> String {
+    format!("Handed to the agent ({code})")
+}
+
 /// Whether `text` has Thai script (the person's language for a question).
 pub(crate) fn has_thai(text: &str) -> bool {
     text.chars().any(|c| ('\u{0E00}'..='\u{0E7F}').contains(&c))
@@ -109,6 +115,7 @@ pub(crate) fn not_done_words(code: &str) -> &'static str {
         "SCROLL_LIMIT" => "the page cannot scroll further that way",
         "KEY_UNSUPPORTED" => "this browser cannot press keys",
         "NAVIGATION_UNRESOLVED" => "the address cannot be opened",
+        "LOW_OPERATION_CONFIDENCE" => "the decision was not sure enough",
         "TARGET_OBSCURED" => "something covers the control; handed back",
         "FIELD_TEXT_REQUIRED" => "the command does not say what to type",
         "CONFIRMATION_DECLINED" => "you said no; nothing was done",

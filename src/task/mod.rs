@@ -682,6 +682,25 @@ pub struct ConfirmationRequest {
     pub question: String,
 }
 
+/// The person's command the agent has a turn for ([`TaskStatus::needs_agent`], issue 26 items 3
+/// and 4). Words of jevgate only: no page text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NeedsAgent {
+    /// `READ_REQUEST`: the person asked about what is shown; the agent answers from fresh
+    /// evidence and every task mutation it sends is `READ_REQUEST_ONLY` until the person's next
+    /// command settles. `AGENT_HANDOFF`: nothing of the command ran; the agent may send one
+    /// `task_update` (`when_ready`, at `revision`), run as the person's next direct command
+    /// with the impact check.
+    pub code: String,
+    /// The person's command.
+    pub command_id: Option<String>,
+    /// The task's revision when the command settled (the hand-off's `expectedRevision`).
+    pub revision: u32,
+    /// The hand-off's one command was sent.
+    pub used: bool,
+}
+
 /// One round of [`TaskStatus::action_log`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -776,6 +795,9 @@ pub struct TaskStatus {
     /// command answers it: yes runs that action on that control once, no runs nothing
     /// (`CONFIRMATION_DECLINED`), anything else is a new command.
     pub confirmation_request: Option<ConfirmationRequest>,
+    /// The person's last command went to the agent (issue 26 items 3 and 4): a read request
+    /// the agent answers read-only, or a hand-off of a command that did nothing.
+    pub needs_agent: Option<NeedsAgent>,
     /// The latest dispatched mutation.
     pub last_dispatched_mutation: Option<DispatchedMutation>,
     /// Commands waiting behind the running one.

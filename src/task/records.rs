@@ -438,6 +438,7 @@ fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskStatus> {
         verification: None,
         field_request: None,
         confirmation_request: None,
+        needs_agent: None,
         replaced_by_task_id: None,
         applied_revision: r.get(6)?,
         pending_revisions: Vec::new(),
@@ -801,6 +802,10 @@ fn fill(c: &Connection, t: &mut TaskStatus) -> rusqlite::Result<()> {
         )?
         .query_row([&t.id], |r| r.get(0))?;
     t.confirmation_request = confirm.and_then(|q| serde_json::from_str(&q).ok());
+    let turn: Option<String> = c
+        .prepare_cached("SELECT json_extract(control, '$.needsAgent') FROM tasks WHERE id = ?1")?
+        .query_row([&t.id], |r| r.get(0))?;
+    t.needs_agent = turn.and_then(|q| serde_json::from_str(&q).ok());
     t.replaced_by_task_id = c
         .prepare_cached("SELECT json_extract(control, '$.replacedBy') FROM tasks WHERE id = ?1")?
         .query_row([&t.id], |r| r.get(0))?;
@@ -853,6 +858,16 @@ pub(crate) fn reopen_info(c: &Connection, id: &str) -> rusqlite::Result<Reopen> 
         control,
         last_seq,
     })
+}
+
+/// The hand-off's one command was sent (issue 26 item 4): status says so.
+pub(crate) fn mark_handoff_used(tx: &Connection, id: &str) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE tasks SET control = json_set(control, '$.needsAgent.used', json('true'))
+         WHERE id = ?1 AND json_extract(control, '$.needsAgent') IS NOT NULL",
+        [id],
+    )?;
+    Ok(())
 }
 
 /// Replaces task `id`'s goal (an update accepted before the task started).

@@ -94,6 +94,8 @@ pub(crate) struct Report {
     /// A Jev-decided action stopped for the person's yes (`CONFIRMATION_REQUIRED`, issue 26
     /// item 2): the control and the question; `remaining` holds what a yes runs.
     pub confirmation: Option<Confirmation>,
+    /// The command went to the agent (`READ_REQUEST`, `AGENT_HANDOFF`; issue 26 items 3, 4).
+    pub needs_agent: Option<&'static str>,
 }
 
 /// A confirmation question: the chosen control (page text: its name and role) and the
@@ -190,7 +192,42 @@ pub(crate) struct Run<'a> {
     /// Whether the person's latest words have Thai script (the language of a confirmation
     /// question); `None`: judged from the request's own words.
     pub person_thai: Option<bool>,
+    /// A single direct command of the person's under their control: its decision is offered
+    /// `read_request` and `unclear`, and if nothing of it runs it goes to the agent (issue 26
+    /// items 3 and 4).
+    pub offer_read: bool,
+    /// The agent's one command for a handed-off command (issue 26 item 4): no read request,
+    /// `unclear`, navigation, history, key or new-tab operation; never handed off again.
+    pub handoff: bool,
+    /// A text helper is configured (issue 26 item 7): it resolves a Jev-decided field's text
+    /// and, for the person's single direct command, a named site (`navigate`).
+    pub text_helper: bool,
 }
+
+/// The least confidence of Jev's `navigate` choice (seed 003: "an uncertain NAVIGATE is
+/// LOW_OPERATION_CONFIDENCE").
+const NAVIGATE_CONFIDENCE: f64 = 0.6;
+
+/// What the text helper is told for a field's text and for a named site (issue 26 item 7).
+const FIELD_TEXT_INSTRUCTIONS: &str = "A person gave a command to a web page; a field was \
+    chosen for it. Write the text the command means to enter into that field, taken from the \
+    command itself. Only the text.";
+const SITE_INSTRUCTIONS: &str = "A person's command names a website to open. Give its address: \
+    a domain such as example.com or an https URL. Only the address.";
+
+/// Outcomes that are their own answer: a command ending with one of them is never handed to
+/// the agent (seed 003 "Agent hand-off when nothing ran").
+const OWN_ANSWERS: [&str; 9] = [
+    "READ_REQUEST",
+    "SESSION_READY",
+    "CONFIRMATION_REQUIRED",
+    "CONFIRMATION_DECLINED",
+    "SCROLL_LIMIT",
+    "NEW_TAB_OUT_OF_SCOPE",
+    "HISTORY_UNAVAILABLE",
+    "NOTHING_TO_ERASE",
+    "KEY_UNSUPPORTED",
+];
 
 /// What one part (one direct command) came to.
 #[derive(Debug)]
@@ -463,6 +500,7 @@ impl Run<'_> {
                 remaining: Vec::new(),
                 field: None,
                 confirmation: None,
+                needs_agent: None,
             });
         }
         let operation_id = self.next_operation_id();
@@ -506,6 +544,7 @@ impl Run<'_> {
             remaining: Vec::new(),
             field: None,
             confirmation: None,
+            needs_agent: None,
         })
     }
 
@@ -527,13 +566,22 @@ impl Run<'_> {
                 remaining: Vec::new(),
                 field: None,
                 confirmation: None,
+                needs_agent: None,
             };
         }
         if self.goal_run {
             return self.goal(trimmed);
         }
+        if self.handoff {
+            // The agent's command for a handed-off one never runs as a step list.
+            return self.direct(trimmed);
+        }
         match crate::grammar::split_steps(trimmed).filter(|_| self.step_lists) {
-            Some(steps) => self.steps(&steps),
+            Some(steps) => {
+                // No step of a list is a read request or a hand-off (seed 003 "Read requests").
+                self.offer_read = false;
+                self.steps(&steps)
+            }
             None => self.direct(trimmed),
         }
     }
@@ -550,6 +598,7 @@ impl Run<'_> {
             remaining: Vec::new(),
             field: None,
             confirmation: None,
+            needs_agent: None,
         }
     }
 
@@ -565,6 +614,7 @@ impl Run<'_> {
             remaining: Vec::new(),
             field: None,
             confirmation: None,
+            needs_agent: None,
         }
     }
 
@@ -581,13 +631,29 @@ impl Run<'_> {
             remaining: Vec::new(),
             field: None,
             confirmation: None,
+            needs_agent: None,
         }
     }
 
     /// One direct command: at most one action.
     fn direct(&mut self, command: &str) -> Report {
+        let actions_before = self.counters.actions;
         let part = self.part(command, false, true);
         let typed = typed_text(command);
+        // Nothing of the person's command ran: it goes to the agent — a read request, or a
+        // hand-off unless the outcome is its own answer (issue 26 items 3 and 4).
+        let needs_agent = match &part {
+            Part::NotDone { code, .. } if code == "READ_REQUEST" => Some("READ_REQUEST"),
+            Part::NotDone { code, .. }
+                if self.offer_read
+                    && self.counters.actions == actions_before
+                    && self.confirmation.is_none()
+                    && !OWN_ANSWERS.contains(&code.as_str()) =>
+            {
+                Some("AGENT_HANDOFF")
+            }
+            _ => None,
+        };
         let (ending, reason, line) = match part {
             Part::Done { line, .. } => (Ending::Done, "DONE".to_string(), line),
             Part::Note { code } => (
@@ -604,7 +670,12 @@ impl Run<'_> {
             lines::log_command(command, typed.as_deref()),
             line.clone(),
         );
-        self.emit(&line, &reason);
+        // A hand-off says nothing but its code (the agent's reply is the response); the
+        // request keeps its own reason and line for the record.
+        match needs_agent {
+            Some("AGENT_HANDOFF") => self.emit(&lines::handed("AGENT_HANDOFF"), "AGENT_HANDOFF"),
+            _ => self.emit(&line, &reason),
+        }
         // Interrupted before its action: the command itself is what a resume runs; stopped
         // for the person's yes: what a yes runs.
         let confirmation = self.confirmation.take();
@@ -621,6 +692,7 @@ impl Run<'_> {
             remaining,
             field: None,
             confirmation,
+            needs_agent,
         }
     }
 
@@ -732,6 +804,7 @@ impl Run<'_> {
             remaining,
             field,
             confirmation,
+            needs_agent: None,
         }
     }
 
@@ -752,6 +825,7 @@ impl Run<'_> {
             remaining: Vec::new(),
             field: None,
             confirmation: None,
+            needs_agent: None,
         };
         'run: loop {
             let first = done.is_empty();
@@ -860,6 +934,7 @@ impl Run<'_> {
                 remaining,
                 field,
                 confirmation,
+                needs_agent: None,
             };
         }
     }
@@ -885,25 +960,16 @@ impl Run<'_> {
             .enumerate()
             .map(|(i, c)| (format!("o{i}"), option_text(c)))
             .collect();
-        options.push((
-            "done".into(),
-            "the goal is reached: nothing more to do".into(),
-        ));
-        options.push((
-            "blocked".into(),
-            "the goal cannot be reached on this page".into(),
-        ));
+        // Worded apart from the question's instructions (a lexical evaluator reads both).
+        options.push(("done".into(), "reached, nothing more to do".into()));
+        options.push(("blocked".into(), "impossible here".into()));
         if offer_start {
-            options.push(("unclear".into(), "the goal does not say what to do".into()));
-            options.push((
-                "read_request".into(),
-                "the goal only asks about what is shown".into(),
-            ));
+            options.push(("unclear".into(), "not understood".into()));
+            options.push(("read_request".into(), "only asks what is shown".into()));
         }
         let question = match Question::choice(
             "control",
-            "Which control on the page is the next step toward the agent's goal? Choose done \
-             when the goal is reached.",
+            "Which control on the page is the next step toward the agent's goal?",
             options,
         )
         .map_err(|_| ())
@@ -1018,6 +1084,18 @@ impl Run<'_> {
             {
                 Intent::Decide { text_offer: None }
             }
+            // The agent's command for a handed-off one is not offered navigation, history or
+            // new tabs (seed 003 "Agent hand-off when nothing ran").
+            Intent::Navigate { .. }
+            | Intent::History { .. }
+            | Intent::NewTab
+            | Intent::NewWindow
+            | Intent::CloseTab
+            | Intent::Erase { .. }
+                if self.handoff =>
+            {
+                Intent::Decide { text_offer: None }
+            }
             intent => intent,
         };
         let mut actions = 0u32;
@@ -1072,6 +1150,13 @@ impl Run<'_> {
                             }
                             (p, label)
                         }
+                        Decision::Read => {
+                            return Part::NotDone {
+                                code: "READ_REQUEST".into(),
+                                line: lines::handed("READ_REQUEST"),
+                            }
+                        }
+                        Decision::Unclear => return not_done("UNCLEAR"),
                         Decision::Nothing => {
                             if after_earlier && nothing_retries < NOTHING_RETRIES {
                                 // Nothing was dispatched: looking again repeats nothing.
@@ -1235,7 +1320,7 @@ impl Run<'_> {
                 return None;
             }
         }
-        if !self.confirm {
+        if !self.confirm && !self.handoff {
             return None;
         }
         if self.counters.evaluations >= self.budget.max_evaluations {
@@ -1374,6 +1459,20 @@ impl Run<'_> {
             .map(|(i, c)| (format!("o{i}"), option_text(c)))
             .collect();
         options.push(("none".into(), "none".into()));
+        if self.offer_read && !req.choose_field {
+            // Worded apart from the question's instructions (a lexical evaluator reads both).
+            options.push(("read_request".into(), "only asks what is shown".into()));
+            options.push(("unclear".into(), "not understood".into()));
+        }
+        // A named site (issue 26 item 7): offered to the person's single direct command that
+        // has not acted, when a text helper can turn it into an address.
+        let offer_navigate = self.offer_read && self.text_helper && !req.choose_field;
+        if offer_navigate {
+            options.push((
+                "navigate".into(),
+                "open another website the command names".into(),
+            ));
+        }
         let instructions = if req.choose_field {
             "Which field should the person's text go into?"
         } else {
@@ -1400,12 +1499,33 @@ impl Run<'_> {
             Ok(e) => e,
             Err(e) => return Decision::Fail(jev_failure(&e)),
         };
-        let choice = match evaluation.answer("control") {
-            Some(EvalAnswer::Choice { choice, .. }) => choice.clone(),
+        let (choice, confidence) = match evaluation.answer("control") {
+            Some(EvalAnswer::Choice {
+                choice, confidence, ..
+            }) => (choice.clone(), *confidence),
             _ => return Decision::Fail(not_done("JEV_MALFORMED_RESPONSE")),
         };
-        if choice == "none" {
-            return Decision::Nothing;
+        if choice == "navigate" && offer_navigate {
+            if confidence < NAVIGATE_CONFIDENCE {
+                return Decision::Fail(not_done("LOW_OPERATION_CONFIDENCE"));
+            }
+            let address = match self.ask_helper(SITE_INSTRUCTIONS, command, obs) {
+                Ok(a) => a,
+                Err(part) => return Decision::Fail(part),
+            };
+            return match address.map(|a| crate::grammar::check_model_address(&a)) {
+                Some(Ok(url)) => {
+                    let label = format!("opened {}", lines::host_of(&url));
+                    Decision::Act(Primitive::Navigate { url }, label)
+                }
+                _ => Decision::Fail(not_done("NAVIGATION_UNRESOLVED")),
+            };
+        }
+        match choice.as_str() {
+            "none" => return Decision::Nothing,
+            "read_request" if self.offer_read => return Decision::Read,
+            "unclear" if self.offer_read => return Decision::Unclear,
+            _ => {}
         }
         let Some(control) = choice
             .strip_prefix('o')
@@ -1421,9 +1541,17 @@ impl Run<'_> {
                 Intent::Decide { text_offer } => text_offer.clone(),
                 _ => None,
             });
-            let text = text
+            let mut text = text
                 .filter(|t| !t.is_empty())
                 .or_else(|| self.answers.get(&control.name).cloned());
+            if text.is_none() && self.text_helper {
+                // The text helper resolves the field's value from the command (issue 26 item
+                // 7); missing information is never invented.
+                text = match self.ask_helper(FIELD_TEXT_INSTRUCTIONS, command, obs) {
+                    Ok(t) => t,
+                    Err(part) => return Decision::Fail(part),
+                };
+            }
             let Some(text) = text else {
                 self.asked = Some(control.name.clone());
                 return Decision::Fail(not_done("FIELD_TEXT_REQUIRED"));
@@ -1461,9 +1589,53 @@ enum GoalStep {
     Fail(Part),
 }
 
+impl Run<'_> {
+    /// One text-helper call over the command and the page's origin only — never its title,
+    /// path, query or text (issue 26 item 7). `Ok(None)`: missing information, or a text that
+    /// is empty or longer than a field takes.
+    fn ask_helper(
+        &mut self,
+        instructions: &str,
+        command: &str,
+        obs: &Observation,
+    ) -> Result<Option<String>, Part> {
+        let input = serde_json::json!({"command": command, "origin": origin_of(&obs.url)});
+        match self
+            .host
+            .text_helper(self.owner, instructions, &input.to_string())
+        {
+            Ok(Some(t)) if !t.trim().is_empty() && t.chars().count() <= MAX_HELPER_CHARS => {
+                Ok(Some(t))
+            }
+            Ok(_) => Ok(None),
+            Err(e) => Err(jev_failure(&e)),
+        }
+    }
+}
+
+/// The longest text the helper may give a field (seed 003: a 2000-character field value).
+const MAX_HELPER_CHARS: usize = 2000;
+
+/// `scheme://host[:port]` of `url` (nothing of its path, query or fragment); empty when it has
+/// none.
+fn origin_of(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return String::new();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    // Never credentials.
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    format!("{scheme}://{host}")
+}
+
 enum Decision {
     Act(Primitive, String),
     Nothing,
+    /// The person's command only asks about what is shown (`READ_REQUEST`).
+    Read,
+    /// Jev does not understand the command (`UNCLEAR`).
+    Unclear,
     Fail(Part),
 }
 

@@ -45,6 +45,10 @@ struct Words {
     session_start: bool,
     /// The person's language for a confirmation question.
     person_thai: Option<bool>,
+    /// The agent's one command for a handed-off command (issue 26 item 4).
+    handoff: bool,
+    /// The person controls the task (a read request or hand-off needs it).
+    user_control: bool,
 }
 
 /// A command waiting in a session's queue.
@@ -57,6 +61,9 @@ struct Queued {
     agent: bool,
     /// The agent's goal (an `update` revision): it runs as a goal run (issue 26 item 1).
     goal: bool,
+    /// The agent's one command for a handed-off command: it runs as the person's next direct
+    /// command, checked for impact (issue 26 item 4).
+    handoff: bool,
 }
 
 /// A Jev-decided action stopped for the person's yes (issue 26 item 2): the question, what a
@@ -149,6 +156,11 @@ struct Live {
     agent_words: bool,
     /// The running request is the agent's goal: a goal run (issue 26 item 1).
     goal_run: bool,
+    /// The running request is the agent's one command for a hand-off (issue 26 item 4).
+    handoff_run: bool,
+    /// The person's command the agent has a turn for (issue 26 items 3, 4): its code and
+    /// whether the hand-off's one command was sent. Until the person's next command settles.
+    agent_turn: Option<(&'static str, bool)>,
     /// The running request is the session's first round (seed 003 "Session start").
     session_start: bool,
     /// Whether the person's latest words have Thai script (a confirmation question's
@@ -200,6 +212,8 @@ impl Live {
             replying: false,
             agent_words: false,
             goal_run: false,
+            handoff_run: false,
+            agent_turn: None,
             session_start: false,
             person_thai: None,
         }
@@ -214,6 +228,7 @@ impl Live {
                 .last
                 .as_ref()
                 .is_some_and(|r| r.reason == "SESSION_READY")
+            || self.agent_turn.is_some()
             || self.hold_open
             || self.question.is_some()
             || self.confirmation.is_some()
@@ -583,6 +598,16 @@ impl<'a> Tasks<'a> {
 
     /// What evidence id `evidence_id` stands for while it is valid (issue 26's `verify`);
     /// `None` for an unknown, evicted or expired id.
+    /// The refusal of an agent's cancel while it has a turn for the person's command (issue 26
+    /// items 3, 4): `READ_REQUEST_ONLY` or `AGENT_HANDOFF_ONE_COMMAND`.
+    pub(crate) fn agent_turn_refusal(&self, owner: &TaskOwner, id: &str) -> Result<()> {
+        self.service.owned(owner, id)?;
+        match self.service.agent_turn_refusal(id) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
     pub(crate) fn evidence_record(&self, evidence_id: &str) -> Option<EvidenceRecord> {
         self.service.evidence_record(evidence_id)
     }
@@ -797,6 +822,7 @@ impl TaskService {
                     reply: false,
                     agent,
                     goal,
+                    handoff: false,
                 })
                 .collect();
             let waiting = queue.is_empty();
@@ -864,6 +890,23 @@ impl TaskService {
 
     /// The task, if `owner` owns it. An unknown id and another owner's id answer alike
     /// (`ACCESS_DENIED`, one message): the answer says nothing about whether the id exists.
+    /// The refusal of an agent's mutation other than `update` while it has a turn for the
+    /// person's command (issue 26 items 3, 4): `READ_REQUEST_ONLY` for a read request,
+    /// `AGENT_HANDOFF_ONE_COMMAND` for a hand-off (its one command is a `task_update`).
+    pub(crate) fn agent_turn_refusal(&self, id: &str) -> Option<Error> {
+        let turn = self
+            .shared
+            .pool
+            .lock()
+            .live
+            .get(id)
+            .and_then(|l| l.agent_turn);
+        match turn? {
+            ("READ_REQUEST", _) => Some(Error::ReadRequestOnly),
+            _ => Some(Error::AgentHandoffOneCommand),
+        }
+    }
+
     fn owned(&self, owner: &TaskOwner, id: &str) -> Result<TaskStatus> {
         owner.check()?;
         let denied = || Error::AccessDenied {
@@ -1265,6 +1308,7 @@ impl TaskService {
                     l.replying = q.reply && l.confirmation.is_some();
                     l.agent_words = q.agent;
                     l.goal_run = q.goal;
+                    l.handoff_run = q.handoff;
                     if !q.agent {
                         l.person_thai = Some(lines::has_thai(&q.text));
                     }
@@ -1447,6 +1491,8 @@ impl TaskService {
                     goal_run: std::mem::take(&mut l.goal_run),
                     session_start: std::mem::take(&mut l.session_start),
                     person_thai: l.person_thai,
+                    handoff: std::mem::take(&mut l.handoff_run),
+                    user_control: !l.agent,
                 };
                 Some((
                     l.owner.clone(),
@@ -1513,7 +1559,7 @@ impl TaskService {
         };
         let runs_on = control::queue_runs_on(&report.ending, &report.reason);
         let counters_changed_nothing = counters.actions == actions_before;
-        let (dropped, closing) = {
+        let (dropped, closing, turn_changed) = {
             let mut pool = self.shared.pool.lock();
             let gateway_closed = pool.closed;
             let Some(l) = pool.live.get_mut(id) else {
@@ -1549,6 +1595,14 @@ impl TaskService {
                 _ => None,
             };
             l.question_words = words;
+            // The agent's turn for the person's command: set by a command that went to the
+            // agent, kept through the agent's own rounds, ended by the person's next command.
+            if let Some(code) = report.needs_agent {
+                l.agent_turn = Some((code, false));
+            } else if !words.agent {
+                l.agent_turn = None;
+            }
+            let turn_changed = report.needs_agent.is_some() || !words.agent;
             // A confirmation question: asked now, or kept when the reply could not be read;
             // any other round (a yes that ran, a no, a new command) closed it.
             l.confirmation = match (&report.confirmation, reply) {
@@ -1574,7 +1628,7 @@ impl TaskService {
                 reason: report.reason.clone(),
                 line: report.line.clone(),
             });
-            (dropped, closing)
+            (dropped, closing, turn_changed)
         };
         let now = self.shared.clock.wall_millis();
         let (id2, reason) = (id.to_string(), report.reason.clone());
@@ -1639,9 +1693,14 @@ impl TaskService {
         // settled, it ends as the reply decided (a yes that ran: as the reply's own round).
         let state = if report.confirmation.is_some() {
             "awaiting_confirmation"
+        } else if report.needs_agent.is_some() {
+            "needs_agent"
         } else {
             state
         };
+        // What status shows of the agent's turn (words of jevgate only).
+        let needs_agent = report.needs_agent;
+        let turn_command = command.clone();
         let settled_original = match (&pending, reply) {
             (Some(p), Reply::Yes) => p.command_id.clone().map(|c| (c, state, reason.clone())),
             (Some(p), Reply::No) => p
@@ -1656,7 +1715,9 @@ impl TaskService {
         };
         let stored = self.shared.writer.write(Box::new(move |tx| {
             if let Some(c) = command {
-                records::set_commands(tx, &id2, &[c], state, Some(&reason), Some(seq), now)?;
+                // A command that went to the agent: its receipt says so, with that code.
+                let why = needs_agent.unwrap_or(reason.as_str());
+                records::set_commands(tx, &id2, &[c], state, Some(why), Some(seq), now)?;
             }
             if let Some((c, st, why)) = &settled_original {
                 records::set_commands(tx, &id2, std::slice::from_ref(c), st, Some(why), None, now)?;
@@ -1676,6 +1737,17 @@ impl TaskService {
             records::set_control(tx, &id2, "fieldRequest", question.as_deref())?;
             records::set_control(tx, &id2, "question", private_question.as_deref())?;
             records::set_control(tx, &id2, "changedNothing", Some(changed_nothing))?;
+            if turn_changed {
+                let shown = match needs_agent {
+                    Some(code) => Some(
+                        serde_json::json!({"code": code, "commandId": turn_command,
+                            "revision": records::revision(tx, &id2)?, "used": false})
+                        .to_string(),
+                    ),
+                    None => None,
+                };
+                records::set_control(tx, &id2, "needsAgent", shown.as_deref())?;
+            }
             records::set_commands(tx, &id2, &dropped, "dropped", Some(&reason), None, now)
         }));
         if let Err(e) = stored {
@@ -1732,6 +1804,7 @@ impl TaskService {
                 remaining: Vec::new(),
                 field: None,
                 confirmation: None,
+                needs_agent: None,
             };
             // The reply was not read: a question stays open.
             return (report, Reply::Unread);
@@ -1770,6 +1843,13 @@ impl TaskService {
             goal_run: words.goal_run,
             session_start: words.session_start,
             person_thai: words.person_thai,
+            offer_read: words.user_control
+                && !words.agent
+                && !words.goal_run
+                && !words.handoff
+                && pending.is_none(),
+            handoff: words.handoff,
+            text_helper: self.shared.host.has_text_helper(),
         };
         let mut reply = Reply::Other;
         let mut report = match gate {
@@ -1794,10 +1874,15 @@ impl TaskService {
                                 run.goal_run = p.goal_run;
                                 run.confirm |= p.goal_run;
                                 run.session_start = false;
+                                run.offer_read = false;
                                 run.request(&lines::join_steps(&p.remaining))
                             }
                             Reply::No => run.declined(),
-                            Reply::Other => run.request(text),
+                            Reply::Other => {
+                                // The reply is the person's new command.
+                                run.offer_read = words.user_control;
+                                run.request(text)
+                            }
                             Reply::Unread => run.unread_reply(&p.ask.question),
                         }
                     }
@@ -1835,6 +1920,7 @@ impl TaskService {
                 && (request.keep_open
                     || !request.has_words()
                     || report.reason == "SESSION_READY"
+                    || report.needs_agent.is_some()
                     || report.ending == Ending::Interrupted
                     || verify::awaits(&report.reason)
                     || (report.ending == Ending::NotDone
@@ -1938,6 +2024,14 @@ impl TaskService {
             {
                 return Err(Error::AutomationSessionClosed);
             }
+            // The agent's turn for the person's command takes no command (issue 26 items 3, 4).
+            if origin == Origin::Agent {
+                match live.agent_turn {
+                    Some(("READ_REQUEST", _)) => return Err(Error::ReadRequestOnly),
+                    Some(_) => return Err(Error::AgentHandoffOneCommand),
+                    None => {}
+                }
+            }
             // Whose words (issue 26 item 1, seed 003): under the person's control an agent's
             // command is not an authorization; after the person's `agent` action it is.
             if origin == Origin::Agent && !live.agent {
@@ -2000,6 +2094,7 @@ impl TaskService {
                     reply,
                     agent: origin == Origin::Agent,
                     goal: false,
+                    handoff: false,
                 });
                 if !l.scheduled {
                     l.scheduled = true;
@@ -2248,6 +2343,7 @@ impl TaskService {
                             reply: false,
                             agent: words.agent,
                             goal: words.goal_run,
+                            handoff: false,
                         });
                         if !l.scheduled {
                             l.scheduled = true;
@@ -2311,6 +2407,19 @@ impl TaskService {
         let task = self.owned(owner, id)?;
         self.shared.host.task_gate(owner)?;
         let _one = self.shared.control.lock();
+        // An update is the agent's: read-only for a read request; once for a hand-off.
+        let turn = self
+            .shared
+            .pool
+            .lock()
+            .live
+            .get(id)
+            .and_then(|l| l.agent_turn);
+        match turn {
+            Some(("READ_REQUEST", _)) => return Err(Error::ReadRequestOnly),
+            Some((_, true)) => return Err(Error::AgentHandoffUsed),
+            _ => {}
+        }
         let digest = lines::digest(&update.goal);
         // The live session, or (a closed task) whether it may be reopened.
         let live = {
@@ -2463,13 +2572,24 @@ impl TaskService {
                 l.request.goal = update.goal.clone();
                 return Ok(());
             }
+            // The agent's one command for a handed-off command runs as the person's next direct
+            // command (issue 26 item 4); any other update is a goal run.
+            let handoff = match &mut l.agent_turn {
+                Some(("AGENT_HANDOFF", used)) if !*used => {
+                    *used = true;
+                    true
+                }
+                _ => false,
+            };
             l.queue.push_front(Queued {
                 id: receipt.command_id.clone(),
                 text: update.goal.clone(),
                 reply: false,
                 agent: true,
-                goal: true,
+                goal: !handoff,
+                handoff,
             });
+
             if !l.scheduled {
                 l.scheduled = true;
                 l.state = TaskState::Running;
@@ -2477,6 +2597,14 @@ impl TaskService {
                 self.kick(&mut pool);
             }
             drop(pool);
+            if handoff {
+                // Status says the hand-off's one command was sent.
+                let id2 = id.to_string();
+                let _ = self
+                    .shared
+                    .writer
+                    .write(Box::new(move |tx| records::mark_handoff_used(tx, &id2)));
+            }
             self.shared.changed.notify_all();
             return Ok(());
         }
@@ -2566,6 +2694,11 @@ impl TaskService {
         self.owned(owner, id)?;
         self.shared.host.task_gate(owner)?;
         let _one = self.shared.control.lock();
+        if origin == Origin::Agent {
+            if let Some(e) = self.agent_turn_refusal(id) {
+                return Err(e);
+            }
+        }
         let remaining = {
             let pool = self.shared.pool.lock();
             let asked = pool.live.get(id).and_then(|l| {
@@ -2625,6 +2758,7 @@ impl TaskService {
                         reply: false,
                         agent: words.agent,
                         goal: words.goal_run,
+                        handoff: false,
                     });
                     if !l.scheduled {
                         l.scheduled = true;
@@ -3052,6 +3186,11 @@ impl TaskService {
         self.owned(owner, id)?;
         self.shared.host.task_gate(owner)?;
         let _one = self.shared.control.lock();
+        if origin == Origin::Agent {
+            if let Some(e) = self.agent_turn_refusal(id) {
+                return Err(e);
+            }
+        }
         let facts = self.shared.store.read(|c| verify::read_facts(c, id))?;
         if let Some(answer) = verify::replay(&facts, request) {
             answer?;

@@ -795,6 +795,7 @@ mod tests {
                 control: INJECTED.into(),
                 question: format!("Press \"{INJECTED}\"?"),
             }),
+            needs_agent: None,
             field_request: Some(FieldRequest {
                 field: INJECTED.into(),
                 question: format!("What should go into \"{INJECTED}\"?"),

@@ -396,6 +396,7 @@ mod tests {
             replaced_by_task_id: None,
             field_request: None,
             confirmation_request: None,
+            needs_agent: None,
             last_dispatched_mutation: None,
             queued_commands: 0,
             commands: vec![],

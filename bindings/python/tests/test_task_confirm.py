@@ -174,3 +174,55 @@ def test_an_agents_goal_asks_first_and_the_persons_list_runs_verbatim(tmp_path):
             gw.tasks.cancel(OWNER, task)
     finally:
         site.close()
+
+
+@pytest.mark.chromium
+@pytest.mark.timeout(120)
+def test_a_read_request_and_a_handoff_go_to_the_agent(tmp_path):
+    """Issue 26 items 3 and 4: the person's question about the page is a read request (nothing
+    pressed; ``needsAgent``; the agent's mutations are READ_REQUEST_ONLY), and a command that
+    did nothing is handed to the agent, whose one ``task_update`` runs — a second is refused."""
+    config = {"gateway": {"jev": {"enabled": True, "provider": "callback", "features": {
+        "browserTasks": {"enabled": True}, "browserSteps": {"enabled": True}}}}}
+    site = Site()
+    seen: list = []
+    base = model(seen)
+
+    def reads(request):
+        options = request["questions"].get("control", {}).get("criteria", {})
+        if request["state"].endswith("?") and "read_request" in options:
+            return {"model": "m", "usage": {"input_tokens": 1, "output_tokens": 1}, "answers": {
+                "control": {"type": "choice", "choice": "read_request", "confidence": 0.9,
+                            "probabilities": {k: (1.0 if k == "read_request" else 0.0) for k in options}}}}
+        return base(request)
+
+    def agent(gw, tool, **args):
+        return gw.call_agent_tool(OWNER, tool, args)
+
+    try:
+        with jevgate.Gateway(tmp_path, config) as gw:
+            gw.set_jev_callback(reads)
+            task = gw.tasks.spawn(OWNER, keep_open=True, start_url=site.base + "/")["id"]
+            gw.tasks.wait(OWNER, task, WAIT)
+            asked = gw.tasks.command(OWNER, task, "what does this page say?")
+            s = gw.tasks.wait(OWNER, task, WAIT)
+            assert s["needsAgent"]["code"] == "READ_REQUEST", s
+            assert gw.tasks.command_receipt(OWNER, task, asked["commandId"])["state"] == "needs_agent"
+            with pytest.raises(jevgate.TaskError) as e:
+                agent(gw, "task_command", taskId=task, command="press Alpha")
+            assert e.value.code == "READ_REQUEST_ONLY"
+            agent(gw, "task_status", taskId=task)
+            assert site.presses("alpha", 0) == 0
+            gw.tasks.command(OWNER, task, "press the shiny one")
+            s = gw.tasks.wait(OWNER, task, WAIT)
+            assert s["needsAgent"]["code"] == "AGENT_HANDOFF", s
+            revision = s["needsAgent"]["revision"]
+            agent(gw, "task_update", taskId=task, expectedRevision=revision, goal="press Alpha")
+            s = gw.tasks.wait(OWNER, task, WAIT)
+            assert site.presses("alpha", 1) == 1
+            with pytest.raises(jevgate.TaskError) as e:
+                agent(gw, "task_update", taskId=task, expectedRevision=s["revision"], goal="press Alpha")
+            assert e.value.code == "AGENT_HANDOFF_USED"
+            gw.tasks.cancel(OWNER, task)
+    finally:
+        site.close()

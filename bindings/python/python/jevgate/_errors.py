@@ -151,7 +151,10 @@ class TaskError(Error):
     sessions as allowed), ``TASK_QUEUE_FULL`` (429, retryable; as many spawns as allowed wait
     for a slot), ``REVISION_CONFLICT``, ``STATE_CONFLICT``, ``IDEMPOTENCY_CONFLICT``,
     ``NOTHING_TO_RESUME`` (409; the control route), ``INVALID_CONTRACT`` (502; a host verifier
-    answered something other than a bool: a candidate's reason, never read as False)."""
+    answered something other than a bool: a candidate's reason, never read as False),
+    ``READ_REQUEST_ONLY`` (409; the agent's turn for the person's read request is read-only),
+    ``AGENT_HANDOFF_ONE_COMMAND`` / ``AGENT_HANDOFF_USED`` (409; a handed-off command takes one
+    ``task_update`` from the agent, once)."""
 
 
 class ToolError(Exception):
