@@ -230,6 +230,21 @@ jevgate_status jevgate_agent_tool_definitions(const char *format,
                                               jevgate_error **err_out);
 
 /**
+ * Writes the tools `jevgate_call_agent_tool` runs on `gateway` as a JSON array in `format`:
+ * the agent tools of `jevgate_agent_tool_definitions`, and `browser_autopilot` (on the
+ * principal's paired browser) when Jev is configured (R-AUTO). Free with
+ * `jevgate_string_free`. `INVALID_ARGUMENT` (`format`) for any other format.
+ *
+ * # Safety
+ * `gateway` a live handle; `format` NUL-terminated; `tools_json_out` writable; `err_out` NULL
+ * or writable.
+ */
+jevgate_status jevgate_gateway_agent_tools(const jevgate_gateway *gateway,
+                                           const char *format,
+                                           char **tools_json_out,
+                                           jevgate_error **err_out);
+
+/**
  * Runs the agent tool `name` for the owner `owner_json` (`{"agentId", "principalId",
  * "conversationId"}`) with the tool call's arguments `args_json` (a JSON object, as an LLM's
  * function call carries it; NULL or `""` is `{}`) and writes the tool's result as JSON to
@@ -450,7 +465,8 @@ void jevgate_channel_free(jevgate_channel *channel);
 
 /**
  * Runs one browser tool: `call_json` is
- * `{"owner","rootSession","tool","args"?,"deviceId"?,"inlineImages"?}`. Writes the tool result
+ * `{"owner","rootSession","tool","args"?,"deviceId"?,"inlineImages"?,"agentId"?}` (`agentId`:
+ * whose Jev evaluations `browser_autopilot` makes). Writes the tool result
  * `{"success":true,"result":…}` or `{"success":false,"errorCode":…,"message":…}` — a tool
  * failure is a result, not a call failure (the status is still `JEVGATE_OK`).
  *
@@ -471,6 +487,21 @@ jevgate_status jevgate_call_tool(const jevgate_gateway *gateway,
 jevgate_status jevgate_tool_definitions(const char *format,
                                         char **tools_json_out,
                                         jevgate_error **err_out);
+
+/**
+ * Writes the device tools `gateway` serves through `jevgate_call_tool` as a JSON array in
+ * `format` (`"mcp"` or `"openai"`): the nine of `jevgate_tool_definitions`, and
+ * `browser_autopilot` tenth when Jev is configured (R-DEV-TOOLS, R-AUTO). Free with
+ * `jevgate_string_free`. `INVALID_ARGUMENT` (`format`) for any other format.
+ *
+ * # Safety
+ * `gateway` a live handle; `format` NUL-terminated; `tools_json_out` writable; `err_out` NULL
+ * or writable.
+ */
+jevgate_status jevgate_gateway_tool_definitions(const jevgate_gateway *gateway,
+                                                const char *format,
+                                                char **tools_json_out,
+                                                jevgate_error **err_out);
 
 /**
  * Deletes every screenshot artifact of `root_session` (call it when that conversation ends)

@@ -136,7 +136,8 @@ pub unsafe extern "C" fn jevgate_channel_free(channel: *mut jevgate_channel) {
 }
 
 /// Runs one browser tool: `call_json` is
-/// `{"owner","rootSession","tool","args"?,"deviceId"?,"inlineImages"?}`. Writes the tool result
+/// `{"owner","rootSession","tool","args"?,"deviceId"?,"inlineImages"?,"agentId"?}` (`agentId`:
+/// whose Jev evaluations `browser_autopilot` makes). Writes the tool result
 /// `{"success":true,"result":…}` or `{"success":false,"errorCode":…,"message":…}` — a tool
 /// failure is a result, not a call failure (the status is still `JEVGATE_OK`).
 ///
@@ -178,6 +179,32 @@ pub unsafe extern "C" fn jevgate_tool_definitions(
         let tools_json_out = out_arg("tools_json_out", tools_json_out)?;
         // SAFETY: writable per the contract.
         unsafe { tools_json_out.write_json(&crate::device::tool_definitions(f)) }
+    })
+}
+
+/// Writes the device tools `gateway` serves through `jevgate_call_tool` as a JSON array in
+/// `format` (`"mcp"` or `"openai"`): the nine of `jevgate_tool_definitions`, and
+/// `browser_autopilot` tenth when Jev is configured (R-DEV-TOOLS, R-AUTO). Free with
+/// `jevgate_string_free`. `INVALID_ARGUMENT` (`format`) for any other format.
+///
+/// # Safety
+/// `gateway` a live handle; `format` NUL-terminated; `tools_json_out` writable; `err_out` NULL
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_gateway_tool_definitions(
+    gateway: *const jevgate_gateway,
+    format: *const c_char,
+    tools_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let f: ToolFormat = unsafe { str_arg("format", format) }?.parse()?;
+        let tools_json_out = out_arg("tools_json_out", tools_json_out)?;
+        // SAFETY: writable per the contract.
+        unsafe { tools_json_out.write_json(&gw.device_tool_definitions(f)) }
     })
 }
 
