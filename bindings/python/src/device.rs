@@ -180,6 +180,7 @@ pub fn call_tool<'py>(
     args: Option<&Bound<'py, PyAny>>,
     device_id: Option<String>,
     inline_images: bool,
+    agent_id: Option<String>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let args = match args {
         Some(a) => py_to_json("args", a)?,
@@ -188,6 +189,7 @@ pub fn call_tool<'py>(
     let mut call = ToolCall::new(owner, root_session, tool, args);
     call.device_id = device_id;
     call.inline_images = inline_images;
+    call.agent_id = agent_id;
     // Ctrl-C stops the wait; the call ends in the background within its own deadline
     let gw = gw.clone();
     let result = crate::interrupt::interruptible(py, move || gw.call_tool(&call), || {})?;
