@@ -142,3 +142,52 @@ pub(crate) fn recover(store: &Store, now: i64) -> Result<usize> {
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+
+    // R-AUTO, R-TSK-RCPT: a checkpoint is on disk before dispatch; a run a dead process left
+    // running reads `interrupted` with its unsettled action in doubt; settled ones keep theirs.
+    #[test]
+    fn r_auto_receipts_are_durable_and_a_dead_run_reads_interrupted() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let clock = ManualClock::new();
+        let ledger =
+            StoreLedger::begin(Arc::clone(&store), &clock, "ap_1", "alice", "c", "d").unwrap();
+        ledger.checkpoint("ap_1:1", "page_type").unwrap();
+        ledger.settle("ap_1:1", "done", None);
+        ledger.checkpoint("ap_1:2", "page_click").unwrap();
+        let rows = |store: &Store| {
+            store
+                .read(|c| {
+                    let mut s = c.prepare(
+                        "SELECT o.operation_id, o.status, r.state FROM autopilot_operations o
+                         JOIN autopilot_runs r ON r.id = o.run_id ORDER BY o.operation_id",
+                    )?;
+                    let v = s
+                        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                        .collect::<rusqlite::Result<Vec<(String, String, String)>>>();
+                    v
+                })
+                .unwrap()
+        };
+        assert_eq!(rows(&store)[1].1, "dispatched");
+        assert_eq!(recover(&store, 5).unwrap(), 1);
+        let after = rows(&store);
+        assert_eq!(
+            after[0],
+            ("ap_1:1".into(), "done".into(), "interrupted".into())
+        );
+        assert_eq!(
+            after[1],
+            ("ap_1:2".into(), "interrupted".into(), "interrupted".into())
+        );
+        // A run that ended keeps its state through a later recovery.
+        let l2 = StoreLedger::begin(Arc::clone(&store), &clock, "ap_2", "alice", "c", "d").unwrap();
+        l2.end(Ending::Stuck, "STUCK", 2);
+        assert_eq!(recover(&store, 6).unwrap(), 0);
+    }
+}
