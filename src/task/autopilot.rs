@@ -35,8 +35,10 @@
 //!   same value name) again while the page keeps the same URL and title.
 //! - **Every action is checkpointed before dispatch** through the caller's [`Ledger`] (durable
 //!   when `checkpoint` returns), then settled; an operation whose outcome is unknown stops the
-//!   run and is never sent again; a refused one (nothing sent, e.g. a stale generation) is
-//!   decided afresh on a fresh observation, at most [`REFUSALS`] times.
+//!   run and is never sent again; one refused on a stale generation (nothing sent) is decided
+//!   afresh on a fresh observation, at most [`REFUSALS`] times; any other refusal ends the run
+//!   with its code — a person taking the device back (`DEVICE_CONTROL_REVOKED`) stops it as it
+//!   stops every other browser tool.
 //! - **Progress** is one line per step, `Autopilot: <goal> — <step>` (masked goal; the step
 //!   names a control, page text), given to the caller's callback as it happens.
 //!
@@ -526,8 +528,11 @@ impl Loop<'_> {
                     refusals = 0;
                 }
                 Sent::Refused(e) => {
+                    // Only a page that changed under the decision is decided afresh; any other
+                    // refusal (the person took the device back, it went offline, …) ends the
+                    // run as it ends every other browser tool.
                     refusals += 1;
-                    if refusals > REFUSALS {
+                    if refusals > REFUSALS || e.code() != "STALE_OBSERVATION" {
                         return (Ending::Failed, e.code().into());
                     }
                 }
@@ -1036,6 +1041,8 @@ mod tests {
         title: Mutex<String>,
         sent: Mutex<Vec<String>>,
         lose: bool,
+        /// Clicks answer this refusal (nothing sent) while set.
+        refuse: Option<&'static str>,
     }
 
     impl Tab {
@@ -1053,6 +1060,7 @@ mod tests {
                 title: Mutex::new("Start".into()),
                 sent: Mutex::new(Vec::new()),
                 lose: false,
+                refuse: None,
             }
         }
     }
@@ -1074,6 +1082,16 @@ mod tests {
                         .lock()
                         .unwrap()
                         .push(format!("click {}", a.reference));
+                    match self.refuse {
+                        Some("STALE_OBSERVATION") => {
+                            *g += 1;
+                            return Err(Error::StaleObservation {
+                                cause: StaleCause::GenerationChanged,
+                            });
+                        }
+                        Some(_) => return Err(Error::DeviceControlRevoked),
+                        None => {}
+                    }
                     if self.lose {
                         return Err(Error::OutcomeUnknown {
                             reason: "lost".into(),
@@ -1266,6 +1284,35 @@ mod tests {
             out.actions[0].error_code.as_deref(),
             Some("OUTCOME_UNKNOWN")
         );
+    }
+
+    // R-LEASE-3 for autopilot: the person took the device back — the refused click ends the
+    // run at once; a stale one is decided afresh (at most twice more).
+    #[test]
+    fn r_auto_a_take_back_ends_the_run_and_a_stale_page_is_decided_afresh() {
+        let mut tab = Tab::new("hello");
+        tab.refuse = Some("DEVICE_CONTROL_REVOKED");
+        let script = [("ordinary", "o0", "v0"); 5];
+        let (out, _) = drive(&tab, &plan_of("go on", 9), &Book::default(), &script);
+        assert_eq!(
+            (out.ending, out.reason.as_str()),
+            (Ending::Failed, "DEVICE_CONTROL_REVOKED")
+        );
+        assert_eq!(tab.sent.lock().unwrap().len(), 1);
+        tab.refuse = Some("STALE_OBSERVATION");
+        tab.sent.lock().unwrap().clear();
+        let (out, seen) = drive(&tab, &plan_of("go on", 9), &Book::default(), &script);
+        assert_eq!(
+            (out.ending, out.reason.as_str()),
+            (Ending::Failed, "STALE_OBSERVATION")
+        );
+        assert_eq!(
+            tab.sent.lock().unwrap().len(),
+            3,
+            "first try and two fresh decisions"
+        );
+        assert_eq!(seen.len(), 3);
+        assert!(out.actions.iter().all(|a| a.status == "not_executed"));
     }
 
     #[test]
