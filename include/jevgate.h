@@ -166,6 +166,15 @@ typedef char *(*jevgate_provider_fn)(void *user_data, const char *request_json);
 typedef void (*jevgate_provider_free_fn)(void *user_data, char *response_json);
 
 /**
+ * Receives each `browser_autopilot` step as it happens: `line` is
+ * `Autopilot: <goal> — <step>` (values masked as `[name]`; the step names a control, page
+ * text), a NUL-terminated UTF-8 string borrowed for the call only (copy what you keep; do not
+ * free it). Called on the thread of `jevgate_call_tool_with_progress`, before the step's
+ * action is sent; keep it short and never call the gateway from it.
+ */
+typedef void (*jevgate_tool_progress_fn)(void *user_data, const char *line);
+
+/**
  * Receives each settled outcome line of a task as `progress_json`,
  * `{"taskId":…,"line":…,"reason":…}`: a NUL-terminated UTF-8 string borrowed for the call
  * only (copy what you keep; do not free it). Called on the task's thread, one line at a time
@@ -477,6 +486,21 @@ jevgate_status jevgate_call_tool(const jevgate_gateway *gateway,
                                  const char *call_json,
                                  char **result_json_out,
                                  jevgate_error **err_out);
+
+/**
+ * `jevgate_call_tool` with a progress callback (may be NULL): a `browser_autopilot` call
+ * gives `progress` each step's line (see `jevgate_tool_progress_fn`) with `user_data` first
+ * (R-AUTO); other tools never call it.
+ *
+ * # Safety
+ * As `jevgate_call_tool`; `progress` and `user_data` valid for the call.
+ */
+jevgate_status jevgate_call_tool_with_progress(const jevgate_gateway *gateway,
+                                               const char *call_json,
+                                               jevgate_tool_progress_fn progress,
+                                               void *user_data,
+                                               char **result_json_out,
+                                               jevgate_error **err_out);
 
 /**
  * Writes the nine browser tools' definitions as JSON: `format` is `"mcp"` or `"openai"`.

@@ -68,6 +68,15 @@ static char *call(jevgate_gateway *gw, const char *tool, const char *args) {
   return out;
 }
 
+/* Counts the progress lines and checks their shape: `Autopilot: <goal> — <step>`. */
+static void on_progress(void *user_data, const char *line) {
+  int *lines = user_data;
+  (*lines)++;
+  const char *prefix = "Autopilot: press the button \xE2\x80\x94 ";
+  EXPECT(strncmp(line, prefix, strlen(prefix)) == 0);
+  EXPECT(strstr(line, SECRET) == NULL);
+}
+
 static int field(const char *json, const char *key, char *out, size_t size) {
   char pattern[64];
   snprintf(pattern, sizeof pattern, "\"%s\":\"", key);
@@ -141,7 +150,16 @@ int main(int argc, char **argv) {
   EXPECT(r != NULL && strstr(r, "\"success\":true") != NULL);
   jevgate_string_free(r);
 
-  r = call(gw, "browser_autopilot", "{\"goal\":\"press the button\",\"values\":{\"name\":\"" SECRET "\"}}");
+  /* The first run with a progress callback: one line per step, as it happens. */
+  int lines = 0;
+  r = NULL;
+  EXPECT(jevgate_call_tool_with_progress(
+             gw,
+             "{\"owner\":\"person\",\"rootSession\":\"conv\",\"agentId\":\"assistant\","
+             "\"tool\":\"browser_autopilot\",\"args\":{\"goal\":\"press the button\","
+             "\"values\":{\"name\":\"" SECRET "\"}}}",
+             on_progress, &lines, &r, &err) == JEVGATE_OK);
+  EXPECT(lines == 2); /* the press, then done */
   EXPECT(r != NULL && strstr(r, "\"state\":\"done\"") != NULL);
   EXPECT(r != NULL && strstr(r, "\"tool\":\"page_click\"") != NULL);
   EXPECT(r != NULL && strstr(r, "Autopilot: press the button") != NULL);

@@ -180,7 +180,7 @@ impl Gateway {
             args,
         )
         .by_agent(owner.agent_id.clone());
-        self.autopilot_inner(&call)
+        self.autopilot_inner(&call, &|_| {})
     }
 
     /// `capabilities_list`: the browser-task gate for the owner's agent on the live

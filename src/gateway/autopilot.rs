@@ -62,10 +62,32 @@ impl Gateway {
         tools
     }
 
+    /// [`Gateway::call_tool`] with a progress callback: a `browser_autopilot` call gives it
+    /// each step's line as it happens, `Autopilot: <goal> — <step>` (R-AUTO; the goal with
+    /// every value masked as `[name]`, the step naming a control — page text, for the person's
+    /// screen, not for a model). Called on this thread, before the step's action is sent; the
+    /// other tools never call it.
+    ///
+    /// ```
+    /// use jevgate::device::ToolCall;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let gw = jevgate::Gateway::open(jevgate::GatewayOptions::new(dir.path(), Default::default())).unwrap();
+    /// let call = ToolCall::new("alice", "conv-1", "browser_autopilot", serde_json::json!({"goal": "search"}));
+    /// let answer = gw.call_tool_with_progress(&call, &|line| println!("{line}"));
+    /// assert_eq!(answer.error_code(), Some("UNKNOWN_TOOL")); // Jev is not configured
+    /// gw.close();
+    /// ```
+    pub fn call_tool_with_progress(&self, call: &ToolCall, progress: &dyn Fn(&str)) -> ToolResult {
+        if call.tool == AUTOPILOT_TOOL {
+            return self.autopilot_tool(call, progress);
+        }
+        self.call_tool(call)
+    }
+
     /// Runs `browser_autopilot` for `call` (see the module comment). Always answers
     /// `{success, result}` or `{success:false, errorCode, message}`.
-    pub(super) fn autopilot_tool(&self, call: &ToolCall) -> ToolResult {
-        match self.autopilot_inner(call) {
+    pub(super) fn autopilot_tool(&self, call: &ToolCall, progress: &dyn Fn(&str)) -> ToolResult {
+        match self.autopilot_inner(call, progress) {
             Ok(v) => ToolResult::Success(v),
             Err(e) => ToolResult::Failure {
                 error_code: e.code().into(),
@@ -74,7 +96,11 @@ impl Gateway {
         }
     }
 
-    pub(super) fn autopilot_inner(&self, call: &ToolCall) -> crate::Result<Value> {
+    pub(super) fn autopilot_inner(
+        &self,
+        call: &ToolCall,
+        progress: &dyn Fn(&str),
+    ) -> crate::Result<Value> {
         self.check_open()?;
         if !self.jev_configured() {
             // Not listed without Jev: to the caller it does not exist.
@@ -128,7 +154,7 @@ impl Gateway {
         let drive = Drive {
             evaluate: &evaluate,
             ledger: &ledger,
-            progress: &|_| {},
+            progress,
             clock: clock.as_ref(),
             cancel: &cancel,
             budget: self.device_limits().batch_timeout,

@@ -51,7 +51,7 @@ impl Gateway {
             };
         }
         if call.tool == crate::task::autopilot::AUTOPILOT_TOOL {
-            return self.autopilot_tool(call);
+            return self.autopilot_tool(call, &|_| {});
         }
         self.device_service().call_tool(self.leases(), call)
     }

@@ -179,8 +179,9 @@ impl PyGateway {
 
     /// Runs one browser tool for a root session: {"success": True, "result": ...} or
     /// {"success": False, "errorCode": ..., "message": ...}. `agent_id`: whose Jev
-    /// evaluations "browser_autopilot" makes.
-    #[pyo3(signature = (owner, root_session, tool, args = None, *, device_id = None, inline_images = false, agent_id = None))]
+    /// evaluations "browser_autopilot" makes; `on_progress`: called with each of its step
+    /// lines ("Autopilot: <goal> — <step>") as they happen.
+    #[pyo3(signature = (owner, root_session, tool, args = None, *, device_id = None, inline_images = false, agent_id = None, on_progress = None))]
     #[allow(clippy::too_many_arguments)] // reason: mirrors the Python keyword signature
     fn call_tool<'py>(
         &self,
@@ -192,6 +193,7 @@ impl PyGateway {
         device_id: Option<String>,
         inline_images: bool,
         agent_id: Option<String>,
+        on_progress: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         crate::device::call_tool(
             py,
@@ -203,6 +205,7 @@ impl PyGateway {
             device_id,
             inline_images,
             agent_id,
+            on_progress,
         )
     }
 

@@ -114,9 +114,11 @@ def test_autopilot_fills_and_submits_a_form_once_and_the_model_never_sees_a_valu
             channel = gw.serve_channel()
             with jevgate.LocalBrowser() as browser, jevgate.DeviceWorker(channel.url, paired["token"], browser):
                 assert gw.call_tool(OWNER, "conv", "browser_navigate", {"url": site.base + "/"})["success"]
+                lines: list = []
                 r = gw.call_tool(OWNER, "conv", "browser_autopilot",
                                  {"goal": "sign up with the first name and the email",
-                                  "values": {"first": FIRST, "email": EMAIL}}, agent_id="assistant")
+                                  "values": {"first": FIRST, "email": EMAIL}}, agent_id="assistant",
+                                 on_progress=lines.append)
                 assert r["success"], r
                 result = r["result"]
                 assert result["state"] == "done" and result["reason"] == "GOAL_REACHED", result
@@ -125,6 +127,7 @@ def test_autopilot_fills_and_submits_a_form_once_and_the_model_never_sees_a_valu
                 progress = result["untrustedContent"]["data"]["progress"]
                 assert progress[0] == ('Autopilot: sign up with the first name and the email — '
                                        'type [first] into textbox "First name"')
+                assert lines == progress, "each step's line, as it happened"
                 deadline = time.monotonic() + 5
                 while not site.posts and time.monotonic() < deadline:
                     time.sleep(0.01)

@@ -395,6 +395,7 @@ class Gateway:
         device_id: Optional[str] = None,
         inline_images: bool = False,
         agent_id: Optional[str] = None,
+        on_progress: Optional[Callable[[str], Any]] = None,
     ) -> Dict[str, Any]:
         """{"success": True, "result": ...} or {"success": False, "errorCode": ..., "message": ...}."""
     def artifact(self, root_session: str, artifact_id: str) -> Tuple[str, bytes]: ...
