@@ -478,7 +478,7 @@ impl Loop<'_> {
                 self.line("stopped: stuck (the same action again on an unchanged page)");
                 return (Ending::Stuck, "STUCK".into());
             }
-            let name = self.masker.mask(&short(&control.name));
+            let name = short(&self.masker.mask(&control.name));
             let role = if control.role.is_empty() {
                 "control"
             } else {
@@ -565,7 +565,7 @@ impl Loop<'_> {
     fn line(&mut self, step: &str) {
         let line = format!(
             "Autopilot: {} — {step}",
-            self.masker.mask(&short(&self.plan.goal))
+            short(&self.masker.mask(&self.plan.goal))
         );
         (self.drive.progress)(&line);
         self.outcome.progress.push(line);
@@ -630,7 +630,7 @@ impl Loop<'_> {
                 let verb = if c.editable { "fill" } else { "press" };
                 (
                     format!("o{i}"),
-                    format!("{verb} {role} \"{}\"", self.masker.mask(&short(&c.name))),
+                    format!("{verb} {role} \"{}\"", short(&self.masker.mask(&c.name))),
                 )
             })
             .collect();
@@ -734,20 +734,21 @@ impl Loop<'_> {
         Ok((kind, pick))
     }
 
-    /// The evaluation's state: the masked goal, the value names, what was done, and the
-    /// bounded, masked page evidence inside the untrusted envelope.
+    /// The evaluation's state: the masked goal and the value names, then — inside the
+    /// untrusted envelope — what was done (it names the page's controls) and the bounded,
+    /// masked page evidence.
     fn state(&self, obs: &Observation, offered: &[&Control]) -> String {
         let names: Vec<&str> = self.plan.values.iter().map(|(n, _)| n.as_str()).collect();
         let mut page = format!(
             "URL: {}\nTitle: {}\n",
-            self.masker.mask(&short_n(&obs.url, 300)),
-            self.masker.mask(&short(&obs.title))
+            short_n(&self.masker.mask(&obs.url), 300),
+            short(&self.masker.mask(&obs.title))
         );
         if let Some(d) = &obs.dialog {
             page.push_str(&format!(
                 "Open {} dialog: {}\n",
                 short(&d.kind),
-                self.masker.mask(&short_n(&d.message, 300))
+                short_n(&self.masker.mask(&d.message), 300)
             ));
         }
         page.push_str("Controls:\n");
@@ -759,20 +760,22 @@ impl Loop<'_> {
             };
             page.push_str(&format!(
                 "- {role} \"{}\"\n",
-                self.masker.mask(&short(&c.name))
+                short(&self.masker.mask(&c.name))
             ));
         }
         page.push_str("Text:\n");
         // Masked whole first (a value cut in half by the bound would escape the mask).
-        let text = self.masker.mask(&short_n(&obs.text, OBSERVE_TEXT));
+        let text = short_n(&self.masker.mask(&obs.text), OBSERVE_TEXT);
         page.push_str(&short_n(&text, EVIDENCE_TEXT_CHARS));
+        // What was done names the page's controls: page text, so inside the envelope too.
         let done = if self.history.is_empty() {
             "nothing yet".to_string()
         } else {
             self.history.join("; ")
         };
+        let page = format!("Done so far on this tab: {done}\n{page}");
         format!(
-            "The agent's goal: {}\nValues that can be typed, by name only: {}\nDone so far: {done}\nThe page:\n{}",
+            "The agent's goal: {}\nValues that can be typed, by name only: {}\nThe page:\n{}",
             self.masker.mask(&self.plan.goal),
             if names.is_empty() {
                 "none".to_string()
@@ -1313,6 +1316,27 @@ mod tests {
         );
         assert_eq!(seen.len(), 3);
         assert!(out.actions.iter().all(|a| a.status == "not_executed"));
+    }
+
+    // A value that straddles the bound of a shown name is masked before the cut, so no part of
+    // it reaches the model; the actions done so far are inside the envelope with the page.
+    #[test]
+    fn r_auto_a_value_at_a_cut_is_masked_whole_and_history_is_page_text() {
+        let mut tab = Tab::new("hello");
+        tab.controls[0].name = format!("{}Secret Sam", "x".repeat(SHOWN_CHARS - 4));
+        let (out, seen) = drive(
+            &tab,
+            &plan_of("go on", 3),
+            &Book::default(),
+            &[("ordinary", "o0", "v0"), ("ordinary", "done", "v0")],
+        );
+        assert_eq!(out.ending, Ending::Done);
+        let all = seen.join("\n");
+        assert!(!all.contains("Secr"), "{all}");
+        let state: Value = serde_json::from_str(&seen[1]).unwrap();
+        let state = state["state"].as_str().unwrap();
+        let open = state.find(crate::untrusted::UNTRUSTED_OPEN).unwrap();
+        assert!(state.find("Done so far on this tab: press button").unwrap() > open);
     }
 
     #[test]
