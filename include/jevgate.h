@@ -169,6 +169,15 @@ typedef char *(*jevgate_provider_fn)(void *user_data, const char *request_json);
 typedef void (*jevgate_provider_free_fn)(void *user_data, char *response_json);
 
 /**
+ * Receives each `browser_autopilot` step as it happens: `line` is
+ * `Autopilot: <goal> — <step>` (values masked as `[name]`; the step names a control, page
+ * text), a NUL-terminated UTF-8 string borrowed for the call only (copy what you keep; do not
+ * free it). Called on the thread of `jevgate_call_tool_with_progress`, before the step's
+ * action is sent; keep it short and never call the gateway from it.
+ */
+typedef void (*jevgate_tool_progress_fn)(void *user_data, const char *line);
+
+/**
  * Receives each settled outcome line of a task as `progress_json`,
  * `{"taskId":…,"line":…,"reason":…}`: a NUL-terminated UTF-8 string borrowed for the call
  * only (copy what you keep; do not free it). Called on the task's thread, one line at a time
@@ -231,6 +240,21 @@ void jevgate_string_free(char *s);
 jevgate_status jevgate_agent_tool_definitions(const char *format,
                                               char **tools_json_out,
                                               jevgate_error **err_out);
+
+/**
+ * Writes the tools `jevgate_call_agent_tool` runs on `gateway` as a JSON array in `format`:
+ * the agent tools of `jevgate_agent_tool_definitions`, and `browser_autopilot` (on the
+ * principal's paired browser) when Jev is configured (R-AUTO). Free with
+ * `jevgate_string_free`. `INVALID_ARGUMENT` (`format`) for any other format.
+ *
+ * # Safety
+ * `gateway` a live handle; `format` NUL-terminated; `tools_json_out` writable; `err_out` NULL
+ * or writable.
+ */
+jevgate_status jevgate_gateway_agent_tools(const jevgate_gateway *gateway,
+                                           const char *format,
+                                           char **tools_json_out,
+                                           jevgate_error **err_out);
 
 /**
  * Runs the agent tool `name` for the owner `owner_json` (`{"agentId", "principalId",
@@ -453,7 +477,8 @@ void jevgate_channel_free(jevgate_channel *channel);
 
 /**
  * Runs one browser tool: `call_json` is
- * `{"owner","rootSession","tool","args"?,"deviceId"?,"inlineImages"?}`. Writes the tool result
+ * `{"owner","rootSession","tool","args"?,"deviceId"?,"inlineImages"?,"agentId"?}` (`agentId`:
+ * whose Jev evaluations `browser_autopilot` makes). Writes the tool result
  * `{"success":true,"result":…}` or `{"success":false,"errorCode":…,"message":…}` — a tool
  * failure is a result, not a call failure (the status is still `JEVGATE_OK`).
  *
@@ -466,6 +491,21 @@ jevgate_status jevgate_call_tool(const jevgate_gateway *gateway,
                                  jevgate_error **err_out);
 
 /**
+ * `jevgate_call_tool` with a progress callback (may be NULL): a `browser_autopilot` call
+ * gives `progress` each step's line (see `jevgate_tool_progress_fn`) with `user_data` first
+ * (R-AUTO); other tools never call it.
+ *
+ * # Safety
+ * As `jevgate_call_tool`; `progress` and `user_data` valid for the call.
+ */
+jevgate_status jevgate_call_tool_with_progress(const jevgate_gateway *gateway,
+                                               const char *call_json,
+                                               jevgate_tool_progress_fn progress,
+                                               void *user_data,
+                                               char **result_json_out,
+                                               jevgate_error **err_out);
+
+/**
  * Writes the nine browser tools' definitions as JSON: `format` is `"mcp"` or `"openai"`.
  *
  * # Safety
@@ -474,6 +514,21 @@ jevgate_status jevgate_call_tool(const jevgate_gateway *gateway,
 jevgate_status jevgate_tool_definitions(const char *format,
                                         char **tools_json_out,
                                         jevgate_error **err_out);
+
+/**
+ * Writes the device tools `gateway` serves through `jevgate_call_tool` as a JSON array in
+ * `format` (`"mcp"` or `"openai"`): the nine of `jevgate_tool_definitions`, and
+ * `browser_autopilot` tenth when Jev is configured (R-DEV-TOOLS, R-AUTO). Free with
+ * `jevgate_string_free`. `INVALID_ARGUMENT` (`format`) for any other format.
+ *
+ * # Safety
+ * `gateway` a live handle; `format` NUL-terminated; `tools_json_out` writable; `err_out` NULL
+ * or writable.
+ */
+jevgate_status jevgate_gateway_tool_definitions(const jevgate_gateway *gateway,
+                                                const char *format,
+                                                char **tools_json_out,
+                                                jevgate_error **err_out);
 
 /**
  * Deletes every screenshot artifact of `root_session` (call it when that conversation ends)

@@ -1012,6 +1012,11 @@ fn issue21_page_text_reaches_the_mcp_client_only_inside_the_envelope() {
             "{tool} missing: {names:?}"
         );
     }
+    // Jev is configured: the agent tools carry browser_autopilot too (issue 26 item 8).
+    assert!(
+        names.contains(&"browser_autopilot".to_string()),
+        "{names:?}"
+    );
     let listed = mcp.ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
     let expected = jevgate::task::agent_tool_definitions(jevgate::device::ToolFormat::Mcp);
     for def in expected.as_array().unwrap() {

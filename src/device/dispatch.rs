@@ -40,7 +40,13 @@ pub struct ToolCall {
     pub device_id: Option<String>,
     /// Return screenshots inline (`image`, base64) instead of storing them as artifacts.
     pub inline_images: bool,
+    /// The agent making the call: `browser_autopilot`'s Jev evaluations are its (access
+    /// check, usage records); `None` attributes them to [`AUTOPILOT_AGENT`].
+    pub agent_id: Option<String>,
 }
+
+/// The agent `browser_autopilot`'s evaluations are attributed to when a call names none.
+pub const AUTOPILOT_AGENT: &str = "browser-autopilot";
 
 impl ToolCall {
     /// A call with no explicit device and artifacts for screenshots.
@@ -57,6 +63,7 @@ impl ToolCall {
             args,
             device_id: None,
             inline_images: false,
+            agent_id: None,
         }
     }
 
@@ -66,8 +73,14 @@ impl ToolCall {
         self
     }
 
-    /// Parses `{"owner","rootSession","tool","args"?,"deviceId"?,"inlineImages"?}` (the C
-    /// `call_json`; `args` defaults to `{}`), or `INVALID_ARGUMENT` (`call_json`).
+    /// Names the agent making the call (see [`ToolCall::agent_id`]).
+    pub fn by_agent(mut self, agent_id: impl Into<String>) -> ToolCall {
+        self.agent_id = Some(agent_id.into());
+        self
+    }
+
+    /// Parses `{"owner","rootSession","tool","args"?,"deviceId"?,"inlineImages"?,"agentId"?}`
+    /// (the C `call_json`; `args` defaults to `{}`), or `INVALID_ARGUMENT` (`call_json`).
     pub fn from_json(json: &str) -> Result<ToolCall, Error> {
         #[derive(serde::Deserialize)]
         #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -81,11 +94,13 @@ impl ToolCall {
             device_id: Option<String>,
             #[serde(default)]
             inline_images: bool,
+            #[serde(default)]
+            agent_id: Option<String>,
         }
         let c: CallJson = crate::args::from_json(
             "call_json",
             json,
-            "{owner, rootSession, tool, args?, deviceId?, inlineImages?}",
+            "{owner, rootSession, tool, args?, deviceId?, inlineImages?, agentId?}",
         )?;
         Ok(ToolCall {
             owner: c.owner,
@@ -94,6 +109,7 @@ impl ToolCall {
             args: c.args.unwrap_or_else(|| json!({})),
             device_id: c.device_id,
             inline_images: c.inline_images,
+            agent_id: c.agent_id,
         })
     }
 }
@@ -372,6 +388,17 @@ impl DeviceService {
             1 => Ok(browsers.remove(0)),
             _ => Err(Error::DeviceSelectionRequired),
         }
+    }
+
+    /// The browser device a call of `owner` uses (`device_id`, or the one browser), for a tool
+    /// the gateway runs itself over primitives (`browser_autopilot`): the same selection and
+    /// refusals as every tool (`DEVICE_NOT_PAIRED`, `DEVICE_SELECTION_REQUIRED`).
+    pub(crate) fn select_browser(
+        &self,
+        owner: &str,
+        device_id: Option<&str>,
+    ) -> Result<String, Error> {
+        self.select(owner, device_id).map(|d| d.id)
     }
 
     fn prepare(

@@ -101,7 +101,7 @@ pub use artifacts::Artifact;
 pub(crate) use artifacts::Purger;
 pub use caps::DeviceLimits;
 pub use channel::{ChannelOptions, ChannelTls};
-pub use dispatch::{ToolCall, ToolResult};
+pub use dispatch::{ToolCall, ToolResult, AUTOPILOT_AGENT};
 pub use executor::{
     truncate_chars, ToolExecutor, WorkerFailure, MAX_WORKER_MESSAGE_CHARS, OUTCOME_UNKNOWN,
     RESULT_CAP_EXCEEDED, WORKER_CODES,

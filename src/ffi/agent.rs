@@ -32,6 +32,32 @@ pub unsafe extern "C" fn jevgate_agent_tool_definitions(
     })
 }
 
+/// Writes the tools `jevgate_call_agent_tool` runs on `gateway` as a JSON array in `format`:
+/// the agent tools of `jevgate_agent_tool_definitions`, and `browser_autopilot` (on the
+/// principal's paired browser) when Jev is configured (R-AUTO). Free with
+/// `jevgate_string_free`. `INVALID_ARGUMENT` (`format`) for any other format.
+///
+/// # Safety
+/// `gateway` a live handle; `format` NUL-terminated; `tools_json_out` writable; `err_out` NULL
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_gateway_agent_tools(
+    gateway: *const jevgate_gateway,
+    format: *const c_char,
+    tools_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let f: ToolFormat = unsafe { str_arg("format", format) }?.parse()?;
+        let tools_json_out = out_arg("tools_json_out", tools_json_out)?;
+        // SAFETY: writable per the contract.
+        unsafe { tools_json_out.write_json(&gw.agent_tools(f)) }
+    })
+}
+
 /// Runs the agent tool `name` for the owner `owner_json` (`{"agentId", "principalId",
 /// "conversationId"}`) with the tool call's arguments `args_json` (a JSON object, as an LLM's
 /// function call carries it; NULL or `""` is `{}`) and writes the tool's result as JSON to

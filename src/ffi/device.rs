@@ -136,7 +136,8 @@ pub unsafe extern "C" fn jevgate_channel_free(channel: *mut jevgate_channel) {
 }
 
 /// Runs one browser tool: `call_json` is
-/// `{"owner","rootSession","tool","args"?,"deviceId"?,"inlineImages"?}`. Writes the tool result
+/// `{"owner","rootSession","tool","args"?,"deviceId"?,"inlineImages"?,"agentId"?}` (`agentId`:
+/// whose Jev evaluations `browser_autopilot` makes). Writes the tool result
 /// `{"success":true,"result":…}` or `{"success":false,"errorCode":…,"message":…}` — a tool
 /// failure is a result, not a call failure (the status is still `JEVGATE_OK`).
 ///
@@ -162,6 +163,50 @@ pub unsafe extern "C" fn jevgate_call_tool(
     })
 }
 
+/// Receives each `browser_autopilot` step as it happens: `line` is
+/// `Autopilot: <goal> — <step>` (values masked as `[name]`; the step names a control, page
+/// text), a NUL-terminated UTF-8 string borrowed for the call only (copy what you keep; do not
+/// free it). Called on the thread of `jevgate_call_tool_with_progress`, before the step's
+/// action is sent; keep it short and never call the gateway from it.
+pub type jevgate_tool_progress_fn =
+    Option<unsafe extern "C" fn(user_data: *mut std::ffi::c_void, line: *const c_char)>;
+
+/// `jevgate_call_tool` with a progress callback (may be NULL): a `browser_autopilot` call
+/// gives `progress` each step's line (see `jevgate_tool_progress_fn`) with `user_data` first
+/// (R-AUTO); other tools never call it.
+///
+/// # Safety
+/// As `jevgate_call_tool`; `progress` and `user_data` valid for the call.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_call_tool_with_progress(
+    gateway: *const jevgate_gateway,
+    call_json: *const c_char,
+    progress: jevgate_tool_progress_fn,
+    user_data: *mut std::ffi::c_void,
+    result_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let json = unsafe { str_arg("call_json", call_json) }?;
+        let result_json_out = out_arg("result_json_out", result_json_out)?;
+        let call = ToolCall::from_json(json)?;
+        let tell = |line: &str| {
+            let Some(progress) = progress else { return };
+            // A line with a NUL (never expected) is dropped, not a panic.
+            let Ok(line) = CString::new(line) else { return };
+            // SAFETY: the host's contract: callable on this thread with its user_data; the
+            // string lives until the call returns.
+            unsafe { progress(user_data, line.as_ptr()) };
+        };
+        let result = gw.call_tool_with_progress(&call, &tell).to_json();
+        // SAFETY: writable per the contract.
+        unsafe { result_json_out.write_json(&result) }
+    })
+}
+
 /// Writes the nine browser tools' definitions as JSON: `format` is `"mcp"` or `"openai"`.
 ///
 /// # Safety
@@ -178,6 +223,32 @@ pub unsafe extern "C" fn jevgate_tool_definitions(
         let tools_json_out = out_arg("tools_json_out", tools_json_out)?;
         // SAFETY: writable per the contract.
         unsafe { tools_json_out.write_json(&crate::device::tool_definitions(f)) }
+    })
+}
+
+/// Writes the device tools `gateway` serves through `jevgate_call_tool` as a JSON array in
+/// `format` (`"mcp"` or `"openai"`): the nine of `jevgate_tool_definitions`, and
+/// `browser_autopilot` tenth when Jev is configured (R-DEV-TOOLS, R-AUTO). Free with
+/// `jevgate_string_free`. `INVALID_ARGUMENT` (`format`) for any other format.
+///
+/// # Safety
+/// `gateway` a live handle; `format` NUL-terminated; `tools_json_out` writable; `err_out` NULL
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_gateway_tool_definitions(
+    gateway: *const jevgate_gateway,
+    format: *const c_char,
+    tools_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let f: ToolFormat = unsafe { str_arg("format", format) }?.parse()?;
+        let tools_json_out = out_arg("tools_json_out", tools_json_out)?;
+        // SAFETY: writable per the contract.
+        unsafe { tools_json_out.write_json(&gw.device_tool_definitions(f)) }
     })
 }
 

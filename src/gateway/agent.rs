@@ -67,6 +67,10 @@ impl Gateway {
             serde_json::from_str(args_json)
                 .map_err(|e| Error::invalid_json("args_json", "a JSON object", &e))?
         };
+        if name == crate::task::autopilot::AUTOPILOT_TOOL {
+            owner.check()?;
+            return self.agent_autopilot(owner, args);
+        }
         let call = AgentCall::parse(name, &args)?;
         owner.check()?;
         self.check_open()?;
@@ -167,6 +171,19 @@ impl Gateway {
                 })
             }
         }
+    }
+
+    /// `browser_autopilot` for the owner's agent, on the principal's paired browser for the
+    /// conversation (R-AUTO): the device tool's result, or its failure as an error.
+    fn agent_autopilot(&self, owner: &TaskOwner, args: Value) -> Result<Value> {
+        let call = crate::device::ToolCall::new(
+            owner.principal_id.clone(),
+            owner.conversation_id.clone(),
+            crate::task::autopilot::AUTOPILOT_TOOL,
+            args,
+        )
+        .by_agent(owner.agent_id.clone());
+        self.autopilot_inner(&call, &|_| {})
     }
 
     /// `capabilities_list`: the browser-task gate for the owner's agent on the live

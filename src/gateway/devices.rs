@@ -50,6 +50,9 @@ impl Gateway {
                 message: e.to_string(),
             };
         }
+        if call.tool == crate::task::autopilot::AUTOPILOT_TOOL {
+            return self.autopilot_tool(call, &|_| {});
+        }
         self.device_service().call_tool(self.leases(), call)
     }
 

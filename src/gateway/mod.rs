@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 mod agent;
+mod autopilot;
 mod browsers;
 mod devices;
 mod jev;
@@ -160,6 +161,7 @@ impl Gateway {
             options.task_limits,
         )?;
         task_service.set_retention(options.config.gateway.tasks.retention());
+        crate::task::autopilot_store::recover(&store, clock.wall_millis())?;
         log::info!("gateway opened (schema {})", crate::store::SCHEMA_VERSION);
         let gateway = Gateway {
             inner: Arc::new(Inner {

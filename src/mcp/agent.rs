@@ -9,7 +9,7 @@
 
 use super::provider::{ToolFailure, ToolOutput, ToolProvider};
 use jevgate::device::ToolFormat;
-use jevgate::task::{agent_tool_definitions, TaskOwner};
+use jevgate::task::TaskOwner;
 use jevgate::CancelToken;
 use jevgate::Gateway;
 use serde_json::Value;
@@ -29,7 +29,7 @@ impl AgentTools {
 
 impl ToolProvider for AgentTools {
     fn definitions(&self) -> Vec<Value> {
-        match agent_tool_definitions(ToolFormat::Mcp) {
+        match self.gw.agent_tools(ToolFormat::Mcp) {
             Value::Array(tools) => tools,
             _ => Vec::new(),
         }

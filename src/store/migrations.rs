@@ -23,6 +23,7 @@ const MIGRATIONS: &[Migration] = &[
     v6_tasks,
     v7_private_receipts,
     v8_task_commands,
+    v9_autopilot_receipts,
 ];
 
 /// v1: store identity and the per-gateway secret.
@@ -219,6 +220,36 @@ fn v8_task_commands(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
             PRIMARY KEY (task_id, id)
         ) STRICT;
         CREATE UNIQUE INDEX task_commands_by_seq ON task_commands (task_id, seq);",
+    )
+}
+
+/// v9 (issue 26 item 8, R-AUTO): the receipts of `browser_autopilot` runs on a paired device —
+/// one row per run (who, which device, how it ended) and one per action, written before the
+/// action is dispatched (`dispatched`), then settled. No goal, value, argument or page text is a
+/// column; operation ids name the run (`<run id>:<n>`).
+fn v9_autopilot_receipts(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "CREATE TABLE autopilot_runs (
+            id TEXT PRIMARY KEY NOT NULL,
+            principal_id TEXT NOT NULL,
+            conversation_id TEXT NOT NULL,
+            device_id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            reason TEXT,
+            steps INTEGER NOT NULL,
+            started_ms INTEGER NOT NULL,
+            ended_ms INTEGER
+        ) STRICT;
+        CREATE INDEX autopilot_runs_by_owner ON autopilot_runs (principal_id, started_ms);
+        CREATE TABLE autopilot_operations (
+            operation_id TEXT PRIMARY KEY NOT NULL,
+            run_id TEXT NOT NULL REFERENCES autopilot_runs (id) ON DELETE CASCADE,
+            tool TEXT NOT NULL,
+            dispatched_ms INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            error_code TEXT
+        ) STRICT;
+        CREATE INDEX autopilot_operations_by_run ON autopilot_operations (run_id);",
     )
 }
 

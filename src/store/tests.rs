@@ -231,7 +231,8 @@ fn v5_migration_copies_paired_devices_owners() {
         let s = open(dir.path()).unwrap();
         s.write(|tx| {
             tx.execute_batch(
-                "DROP TABLE device_owners; DROP TABLE task_commands;
+                "DROP TABLE autopilot_operations; DROP TABLE autopilot_runs;
+                 DROP TABLE device_owners; DROP TABLE task_commands;
                  DROP TABLE task_operations; DROP TABLE task_requests; DROP TABLE tasks;
                  INSERT INTO devices (device_id, owner, installation_id, name, capability,
                     token_hash, paired_at) VALUES
@@ -274,7 +275,8 @@ fn v7_migration_drops_kept_observations_and_indexes_closed_tasks() {
         let s = open(dir.path()).unwrap();
         s.write(|tx| {
             tx.execute_batch(
-                "DROP INDEX tasks_closed_by_age;
+                "DROP TABLE autopilot_operations; DROP TABLE autopilot_runs;
+                 DROP INDEX tasks_closed_by_age;
                  DROP TABLE task_commands;
                  ALTER TABLE tasks DROP COLUMN spawn;
                  ALTER TABLE tasks DROP COLUMN control;

@@ -13,6 +13,8 @@
 //! task, and never put commands, typed text, page text or results into logs or errors: they
 //! live only in the task's rows, for its owner.
 
+pub(crate) mod autopilot;
+pub(crate) mod autopilot_store;
 pub(crate) mod bench;
 mod control;
 mod device_target;

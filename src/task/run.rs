@@ -1712,7 +1712,7 @@ fn target_failure(e: &Error) -> Part {
     }
 }
 
-enum Class {
+pub(super) enum Class {
     NotExecuted,
     Failed,
     Unknown,
@@ -1721,7 +1721,7 @@ enum Class {
 /// What an error from a dispatched mutation says about its outcome. Refusals that by contract
 /// sent nothing are "not executed"; a navigation that failed is a known failure; everything
 /// else (a timeout, a tab or browser that died, a channel cut after sending) is unknown.
-fn classify(e: &Error) -> Class {
+pub(super) fn classify(e: &Error) -> Class {
     match e.code() {
         "STALE_OBSERVATION"
         | "HISTORY_UNAVAILABLE"

@@ -343,6 +343,53 @@ x.send('body');
         "xboxinner" => r#"<title>Cross box inner</title><form><h3>Sign up</h3><p>Join the club.</p>
 <button type="button" onclick="b('join')">Join</button></form>"#
             .to_string(),
+        // Autopilot fixtures (issue 26 item 8, R-AUTO). A sign-in page (a password field: the
+        // autopilot hands back without pressing anything).
+        "aplogin" => r#"<title>Sign in</title><h1>Sign in</h1><form onsubmit="event.preventDefault();b('signin')">
+<label>Username <input name="user" oninput="b('ap-typed')"></label>
+<label>Password <input type="password" name="pw"></label>
+<button type="submit">Sign in</button></form>"#
+            .to_string(),
+        // A cookie consent banner over an ordinary form.
+        "apconsent" => r#"<title>Shop</title><h1>Shop</h1>
+<div role="dialog" aria-label="Cookie consent"><p>We use cookies to improve your visit. Accept all cookies?</p>
+<button onclick="b('accept')">Accept all</button><button onclick="b('reject')">Reject</button></div>
+<label>Search <input name="q" oninput="b('ap-typed')"></label>"#
+            .to_string(),
+        // A search whose results page echoes the query in its title, its text and its URL; the
+        // page counts `q:<query>` on load.
+        "apecho" => r#"<title>Echo search</title><h1>Find</h1>
+<form action="/p/apecho" method="get" role="search"><input type="search" name="q" aria-label="Search"></form>
+<p id="out">No query yet</p>
+<script>var q=new URLSearchParams(location.search).get('q');
+if(q){document.title='Results for '+q;document.getElementById('out').textContent='You searched for '+q+'.';b('q:'+q);}</script>"#
+            .to_string(),
+        // A page with a link to another origin (`localhost`, same port) and a cross-origin frame
+        // with a field: typing into either is refused.
+        "apxorigin" => r#"<title>Partner</title><h1>Partner</h1>
+<label>Home name <input name="home" oninput="b('home-typed')"></label>
+<a id="away">Partner site</a>
+<iframe id="xf" title="Partner frame" style="width:500px;height:160px"></iframe>
+<script>var o='http://localhost:'+location.port;document.getElementById('away').href=o+'/p/apaway';
+document.getElementById('xf').src=o+'/p/apxinner';</script>"#
+            .to_string(),
+        "apxinner" => r#"<title>Frame form</title><label>Cross name <input name="xname" oninput="b('frame-typed')"></label>"#
+            .to_string(),
+        "apaway" => r#"<title>Away</title><h1>Another site</h1>
+<label>Away name <input name="away" oninput="b('away-typed')"></label>"#
+            .to_string(),
+        // A button that does nothing a page shows (it only counts its real presses).
+        "apstuck" => r#"<title>Stuck</title><h1>Nothing happens</h1>
+<button onclick="b('nothing')">Do nothing</button>"#
+            .to_string(),
+        // A two-field form: Submit counts `submitted` and `values:<first>|<email>` once, then
+        // the page says thanks (same URL, new title).
+        "apform" => r#"<title>Sign up for news</title><h1>News</h1>
+<form id="f" onsubmit="event.preventDefault();b('submitted');b('values:'+f.first.value+'|'+f.email.value);document.title='Thanks';document.body.innerHTML='<h1>Thank you</h1>'">
+<label>First name <input name="first"></label>
+<label>Email <input name="email"></label>
+<button type="submit" onclick="b('press:submit',event)">Submit</button></form>"#
+            .to_string(),
         other => {
             // `forms-N`: N forms of one button each; `oneform-N`: one form of N buttons and N
             // paragraphs (the shapes of the container linearity test).

@@ -180,6 +180,8 @@ pub fn call_tool<'py>(
     args: Option<&Bound<'py, PyAny>>,
     device_id: Option<String>,
     inline_images: bool,
+    agent_id: Option<String>,
+    on_progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let args = match args {
         Some(a) => py_to_json("args", a)?,
@@ -188,9 +190,23 @@ pub fn call_tool<'py>(
     let mut call = ToolCall::new(owner, root_session, tool, args);
     call.device_id = device_id;
     call.inline_images = inline_images;
+    call.agent_id = agent_id;
     // Ctrl-C stops the wait; the call ends in the background within its own deadline
     let gw = gw.clone();
-    let result = crate::interrupt::interruptible(py, move || gw.call_tool(&call), || {})?;
+    let result = crate::interrupt::interruptible(
+        py,
+        move || {
+            // Each browser_autopilot step's line, on the call's thread; an exception (or
+            // interpreter shutdown) loses that line only.
+            let tell = |line: &str| {
+                if let Some(f) = &on_progress {
+                    let _ = Python::try_attach(|py| f.bind(py).call1((line,)).map(|_| ()));
+                }
+            };
+            gw.call_tool_with_progress(&call, &tell)
+        },
+        || {},
+    )?;
     json_to_py(py, &result.to_json().to_string())
 }
 

@@ -81,6 +81,22 @@ impl PyGateway {
         crate::task::agent_tool_definitions(py, format)
     }
 
+    /// The tools `call_agent_tool` runs on this gateway in `format`: the agent tools, and
+    /// "browser_autopilot" (on the principal's paired browser) when Jev is configured.
+    #[pyo3(signature = (format = "mcp"))]
+    fn agent_tools<'py>(&self, py: Python<'py>, format: &str) -> PyResult<Bound<'py, PyAny>> {
+        let f: jevgate::device::ToolFormat = format.parse().py_err()?;
+        json_to_py(py, &self.inner.agent_tools(f).to_string())
+    }
+
+    /// The device tools `call_tool` serves on this gateway in `format`: the nine, and
+    /// "browser_autopilot" tenth when Jev is configured (R-AUTO).
+    #[pyo3(signature = (format = "mcp"))]
+    fn tool_definitions<'py>(&self, py: Python<'py>, format: &str) -> PyResult<Bound<'py, PyAny>> {
+        let f: jevgate::device::ToolFormat = format.parse().py_err()?;
+        json_to_py(py, &self.inner.device_tool_definitions(f).to_string())
+    }
+
     /// Runs the agent tool `name` for `owner` ({"agentId", "principalId", "conversationId"})
     /// with `args` (a dict, the JSON text of an LLM's function call, or None) and returns its
     /// result dict: one line wires a model's tool calls to jevgate. Commands and answers are
@@ -162,8 +178,10 @@ impl PyGateway {
     }
 
     /// Runs one browser tool for a root session: {"success": True, "result": ...} or
-    /// {"success": False, "errorCode": ..., "message": ...}.
-    #[pyo3(signature = (owner, root_session, tool, args = None, *, device_id = None, inline_images = false))]
+    /// {"success": False, "errorCode": ..., "message": ...}. `agent_id`: whose Jev
+    /// evaluations "browser_autopilot" makes; `on_progress`: called with each of its step
+    /// lines ("Autopilot: <goal> — <step>") as they happen.
+    #[pyo3(signature = (owner, root_session, tool, args = None, *, device_id = None, inline_images = false, agent_id = None, on_progress = None))]
     #[allow(clippy::too_many_arguments)] // reason: mirrors the Python keyword signature
     fn call_tool<'py>(
         &self,
@@ -174,6 +192,8 @@ impl PyGateway {
         args: Option<&Bound<'py, PyAny>>,
         device_id: Option<String>,
         inline_images: bool,
+        agent_id: Option<String>,
+        on_progress: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         crate::device::call_tool(
             py,
@@ -184,6 +204,8 @@ impl PyGateway {
             args,
             device_id,
             inline_images,
+            agent_id,
+            on_progress,
         )
     }
 

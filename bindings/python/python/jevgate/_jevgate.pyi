@@ -374,6 +374,10 @@ class Gateway:
         """Browser tasks: spawn, status, wait, command, cancel, list, receipts."""
     def agent_tool_definitions(self, format: str = "mcp") -> List[Dict[str, Any]]:
         """The agent tools (capabilities_list, the task tools, jev_evaluate) in "mcp" or "openai" form."""
+    def agent_tools(self, format: str = "mcp") -> List[Dict[str, Any]]:
+        """What call_agent_tool runs here: the agent tools, plus browser_autopilot when Jev is configured."""
+    def tool_definitions(self, format: str = "mcp") -> List[Dict[str, Any]]:
+        """The device tools call_tool serves here: nine, plus browser_autopilot when Jev is configured."""
     def call_agent_tool(
         self, owner: Mapping[str, str], name: str, args: Optional[Union[str, Mapping[str, Any]]] = None
     ) -> Dict[str, Any]:
@@ -394,6 +398,8 @@ class Gateway:
         *,
         device_id: Optional[str] = None,
         inline_images: bool = False,
+        agent_id: Optional[str] = None,
+        on_progress: Optional[Callable[[str], Any]] = None,
     ) -> Dict[str, Any]:
         """{"success": True, "result": ...} or {"success": False, "errorCode": ..., "message": ...}."""
     def artifact(self, root_session: str, artifact_id: str) -> Tuple[str, bytes]: ...
