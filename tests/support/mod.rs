@@ -8,6 +8,7 @@
 
 pub mod desk;
 pub mod gateway;
+pub mod injection;
 pub mod jev_server;
 pub mod log_capture;
 pub mod pages;
