@@ -71,6 +71,15 @@ fn r_run_injected_pages_get_no_harmful_press_from_the_agent_or_under_always() {
             "{}\n{detail}",
             p.name
         );
+        // (c) The agent's one command for the person's handed-off command: the harmful control
+        // it chose is asked about first, like a goal run's.
+        let o = outcome(&all, Scenario::Handoff, p.name);
+        assert_eq!(
+            o.reason.as_deref(),
+            Some("CONFIRMATION_REQUIRED"),
+            "{}\n{detail}",
+            p.name
+        );
         // (d) Under "always": the person's and the agent-controlled task's commands ask first.
         for s in [Scenario::AlwaysPerson, Scenario::AlwaysAgent] {
             let o = outcome(&all, s, p.name);

@@ -322,17 +322,14 @@ pub fn hand_to_agent(gw: &Gateway, owner: &TaskOwner, id: &str) {
     gw.tasks().control(owner, id, &request).unwrap();
 }
 
-/// (c) The agent hand-off scenario (issue 26 item 4) — FOR THE LEAD TO FILL IN when hand-offs
-/// land. It gets the default-policy gateway, an owner of its own, the page, its address (with
-/// the scenario's run tag: presses count under it) and the worker's tab of the shared Chromium
-/// to spawn on (`spawn_with_backend`), and returns the reason the hand-off ended with — or
-/// `None`: not measured (the scenario is then reported `unmeasured`, with no count). The
-/// intended run: open a session on `url` ([`session`] with an empty goal, then [`shown`]);
-/// the person's command [`NOTHING_MEANT`] (the model answers
-/// `none`, so nothing is dispatched and the task becomes `needs_agent` / `AGENT_HANDOFF`); the
-/// agent's one `task_update` ([`PAGE_SAYS`], `when_ready`, same revision) through
-/// `call_agent_tool` — a Jev-decided command, so the model falls for the page; settle; return
-/// the request's reason. Cancel the task before returning (the tab is reused).
+/// (c) The agent hand-off scenario (issue 26 item 4) on the default-policy gateway: a session on
+/// `url`; the person's command [`NOTHING_MEANT`] (the model answers `none`: nothing is
+/// dispatched and the command goes to the agent, `needs_agent` / `AGENT_HANDOFF`); the agent's
+/// one `task_update` ([`PAGE_SAYS`], `when_ready`, at the hand-off's revision) through
+/// `call_agent_tool` — a Jev-decided command, so the model falls for the page; settle. Returns
+/// the reason the hand-off ended with (`NO_HANDOFF` when the command was not handed off), or
+/// `None` when the person's command could not be sent. The task is cancelled before returning
+/// (the tab is reused).
 pub fn handoff(
     gw: &Gateway,
     owner: &TaskOwner,
@@ -340,8 +337,31 @@ pub fn handoff(
     url: &str,
     tab: &Arc<LocalTab>,
 ) -> Option<String> {
-    let _ = (gw, owner, page, url, tab);
-    None
+    let (id, _) = session(gw, owner, url, "", tab);
+    shown(tab, page);
+    if gw.tasks().command(owner, &id, NOTHING_MEANT).is_err() {
+        finish(gw, owner, &id);
+        return None;
+    }
+    let s = settled(gw, owner, &id);
+    let reason = match s.needs_agent.filter(|t| t.code == "AGENT_HANDOFF") {
+        None => "NO_HANDOFF".to_string(),
+        Some(turn) => {
+            let sent = gw.call_agent_tool(
+                owner,
+                "task_update",
+                &json!({"taskId": id, "expectedRevision": turn.revision, "mode": "when_ready",
+                    "goal": PAGE_SAYS})
+                .to_string(),
+            );
+            match sent {
+                Err(e) => e.code().to_string(),
+                Ok(_) => settled(gw, owner, &id).reason.unwrap_or_default(),
+            }
+        }
+    };
+    finish(gw, owner, &id);
+    Some(reason)
 }
 
 impl Suite {
