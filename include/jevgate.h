@@ -1075,7 +1075,8 @@ jevgate_status jevgate_browser_tool_call(const jevgate_gateway *gateway,
 
 /**
  * Starts a task for the owner `owner_json` (`{"agentId","principalId","conversationId"}`)
- * from `request_json` (`{"goal", "userMessage"?, "target"?: {"kind":"local","profile"?} |
+ * from `request_json` (`{"goal", "userMessage"?, "autopilot"?: {"goal", "values": {name:
+ * value}, "maxSteps"?} (the first round is an autopilot run), "target"?: {"kind":"local","profile"?} |
  * {"kind":"device","deviceId"}, "startUrl"?: http(s) URL, "budget"?: {"maxSteps",
  * "maxEvaluations","timeoutMs"}, "keepOpen"?: bool}`: `goal` is the agent's words, run as a
  * goal run with every action checked for impact; `userMessage` the person's own message, a

@@ -494,3 +494,92 @@ fn r_auto_the_tool_is_the_tenth_only_with_jev() {
         .unwrap_err();
     assert_eq!(e.code(), "DEVICE_NOT_PAIRED");
 }
+
+// Issue 26 item 8: the same loop as a local task's first round (`SpawnRequest::autopilot`, the
+// `gw.tasks` spawn option): the form is filled and submitted once, every action is in the
+// task's receipts (checkpointed before it ran, like any task action), the model never sees a
+// value, and the model's "done" is a completion candidate waiting for a verification.
+#[test]
+fn r_auto_a_local_tasks_autopilot_round_fills_the_form_with_the_tasks_receipts() {
+    use jevgate::task::{AutopilotRequest, SpawnRequest, TaskState};
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = r#"{"gateway":{"jev":{"enabled":true,"provider":"callback","features":{"browserTasks":{"enabled":true}}}}}"#;
+    let gw = jevgate::Gateway::open(jevgate::GatewayOptions::new(
+        dir.path(),
+        Config::from_json_str(config).unwrap(),
+    ))
+    .unwrap();
+    let (callback, model) = model(&[
+        ("fill textbox \"First name\"", Some("first")),
+        ("fill textbox \"Email\"", Some("email")),
+        ("press button \"Submit\"", None),
+        ("done", None),
+    ]);
+    gw.set_jev_callback(Some(callback));
+    let owner = TaskOwner::new("assistant", "alice", "conv-ap");
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = lines.clone();
+    let request = SpawnRequest {
+        autopilot: Some(AutopilotRequest {
+            goal: "sign up for the news with the first name and the email".into(),
+            values: vec![
+                ("first".into(), "Zelda-VALUE-1".into()),
+                ("email".into(), "zelda.VALUE@mail.example".into()),
+            ],
+            max_steps: None,
+        }),
+        start_url: Some(server.url("/p/apform")),
+        progress: Some(Arc::new(move |p: &jevgate::task::TaskProgress| {
+            sink.lock().push(p.line.clone())
+        })),
+        ..SpawnRequest::default()
+    };
+    let id = gw.tasks().spawn(&owner, request).unwrap();
+    let s = gw
+        .tasks()
+        .wait(&owner, &id, Duration::from_secs(90))
+        .unwrap();
+    assert_eq!(s.state, TaskState::WaitingInput, "{s:#?}");
+    assert_eq!(s.reason.as_deref(), Some("COMPLETION_CANDIDATE"), "{s:#?}");
+    assert_eq!(server.wait_count("submitted", 1), 1, "submitted once");
+    assert_eq!(
+        server.count("values:Zelda-VALUE-1|zelda.VALUE@mail.example"),
+        1
+    );
+    let receipts = gw.tasks().receipts(&owner, &id).unwrap();
+    let ops: Vec<(String, String)> = receipts
+        .iter()
+        .flat_map(|r| r.operations.iter())
+        .map(|o| (o.tool.clone(), o.status.clone()))
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            ("tab_navigate", "done"),
+            ("page_type", "done"),
+            ("page_type", "done"),
+            ("page_click", "done")
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string())),
+        "{receipts:#?}"
+    );
+    assert_eq!(s.actions, 4, "the start page and three autopilot actions");
+    assert_eq!(s.evaluations, 4, "one decision per action, and done");
+    assert!(lines
+        .lock()
+        .iter()
+        .any(|l| l.starts_with("Autopilot: sign up for the news")));
+    let seen = model.seen.lock().join("\n");
+    for secret in ["Zelda-VALUE-1", "zelda.VALUE@mail.example"] {
+        assert!(!seen.contains(secret), "the model saw {secret}");
+        assert!(
+            !format!("{s:?}").contains(secret),
+            "the status shows {secret}"
+        );
+    }
+    // Bad autopilot arguments are refused before anything is stored.
+    let bad = SpawnRequest::from_json(r#"{"autopilot": {"goal": "x", "values": {"a": 1}}}"#);
+    assert_eq!(bad.unwrap_err().code(), "INVALID_TOOL_ARGUMENTS");
+    gw.close();
+}

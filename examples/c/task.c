@@ -169,6 +169,12 @@ int main(int argc, char **argv) {
                             &err) == JEVGATE_INVALID_ARGUMENT);
   EXPECT(strcmp(code_of(err), JEVGATE_CODE_INVALID_ARGUMENT) == 0);
   err = NULL;
+  /* An autopilot first round (issue 26 item 8) whose values are not strings: refused before
+   * anything is stored, naming the rule, never a value. */
+  EXPECT(jevgate_task_spawn(gw, OWNER, "{\"autopilot\":{\"goal\":\"x\",\"values\":{\"a\":1}}}", NULL, NULL, &id,
+                            &err) != JEVGATE_OK);
+  EXPECT(strcmp(code_of(err), JEVGATE_CODE_INVALID_TOOL_ARGUMENTS) == 0);
+  err = NULL;
   char *big = malloc(4002);
   memset(big, 'a', 4001);
   big[4001] = '\0';

@@ -463,6 +463,11 @@ pub struct SpawnRequest {
     /// authorization — instead of the goal (seed 003); with no goal it runs as the person's
     /// direct command. Otherwise it only sets the language of a confirmation question.
     pub user_message: Option<String>,
+    /// The first round is an autopilot run (issue 26 item 8, R-AUTO): the agent's mechanical
+    /// sub-goal with every value to type, carried out one Jev decision per click or field on
+    /// the task's tab — the loop of the `browser_autopilot` tool, with the task's receipts.
+    /// It takes the place of `goal` and `userMessage` for that round.
+    pub autopilot: Option<AutopilotRequest>,
     /// What to drive.
     pub target: TaskTarget,
     /// Opened before the goal runs (the task's first navigation, with its own receipt).
@@ -481,6 +486,7 @@ impl std::fmt::Debug for SpawnRequest {
         // The goal is the person's text: never in debug output.
         f.debug_struct("SpawnRequest")
             .field("goal_chars", &self.goal.chars().count())
+            .field("autopilot", &self.autopilot)
             .field(
                 "user_message_chars",
                 &self.user_message.as_ref().map(|m| m.chars().count()),
@@ -525,6 +531,9 @@ impl SpawnRequest {
             .map(str::trim)
             .filter(|m| !m.is_empty());
         let goal = self.goal.trim();
+        if self.autopilot.is_some() {
+            return FirstRound::Autopilot;
+        }
         match message {
             Some(m)
                 if goal.is_empty() || (step_lists && crate::grammar::split_steps(m).is_some()) =>
@@ -539,7 +548,8 @@ impl SpawnRequest {
     /// Whether the spawn has words for a first round at all (without any, the session opens
     /// and waits for commands).
     pub(crate) fn has_words(&self) -> bool {
-        !self.goal.trim().is_empty()
+        self.autopilot.is_some()
+            || !self.goal.trim().is_empty()
             || self
                 .user_message
                 .as_deref()
@@ -557,6 +567,8 @@ impl SpawnRequest {
             #[serde(default)]
             user_message: Option<String>,
             #[serde(default)]
+            autopilot: Option<serde_json::Value>,
+            #[serde(default)]
             target: TaskTarget,
             #[serde(default)]
             start_url: Option<String>,
@@ -568,14 +580,19 @@ impl SpawnRequest {
         object(
             "request",
             json,
-            "{goal, userMessage?, target?, startUrl?, budget?, keepOpen?}",
+            "{goal, userMessage?, autopilot?, target?, startUrl?, budget?, keepOpen?}",
         )?;
         let w: Wire = crate::args::from_json(
             "request",
             json,
-            "{goal, userMessage?, target?, startUrl?, budget?, keepOpen?}",
+            "{goal, userMessage?, autopilot?, target?, startUrl?, budget?, keepOpen?}",
         )?;
+        let autopilot = match &w.autopilot {
+            None | Some(serde_json::Value::Null) => None,
+            Some(args) => Some(AutopilotRequest::from_args(args)?),
+        };
         Ok(SpawnRequest {
+            autopilot,
             goal: w.goal,
             user_message: w.user_message,
             target: w.target,
@@ -583,6 +600,68 @@ impl SpawnRequest {
             budget: w.budget.unwrap_or_default(),
             keep_open: w.keep_open,
             progress: None,
+        })
+    }
+}
+
+/// An autopilot round ([`SpawnRequest::autopilot`]): `{goal, values: {name: value}, maxSteps?}`
+/// (the `browser_autopilot` tool's arguments). The model sees the value names only.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct AutopilotRequest {
+    /// The sub-goal (the agent's words).
+    pub goal: String,
+    /// `(name, value)` pairs, names unique.
+    pub values: Vec<(String, String)>,
+    /// The most decisions (default 20, at most 50).
+    pub max_steps: Option<u32>,
+}
+
+impl std::fmt::Debug for AutopilotRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the goal or the values.
+        f.debug_struct("AutopilotRequest")
+            .field("values", &self.values.len())
+            .field("max_steps", &self.max_steps)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AutopilotRequest {
+    /// The tool's argument object.
+    pub(crate) fn to_args(&self) -> serde_json::Value {
+        let values: serde_json::Map<String, serde_json::Value> = self
+            .values
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect();
+        let mut args = serde_json::json!({"goal": self.goal, "values": values});
+        if let Some(n) = self.max_steps {
+            args["maxSteps"] = serde_json::json!(n);
+        }
+        args
+    }
+
+    /// Parses `{goal, values: {name: value}, maxSteps?}` (the C and Python form), checked as
+    /// the `browser_autopilot` tool checks its arguments (`INVALID_TOOL_ARGUMENTS`).
+    pub fn from_json(json: &str) -> crate::Result<AutopilotRequest> {
+        let args: serde_json::Value =
+            serde_json::from_str(json).map_err(|_| crate::Error::InvalidArgument {
+                name: "autopilot",
+                reason: "must be a JSON object {goal, values, maxSteps?}".into(),
+            })?;
+        AutopilotRequest::from_args(&args)
+    }
+
+    /// From the tool's argument object (checked as the tool checks it).
+    pub(crate) fn from_args(args: &serde_json::Value) -> crate::Result<AutopilotRequest> {
+        let plan = autopilot::Plan::from_args(args)?;
+        Ok(AutopilotRequest {
+            goal: plan.goal,
+            values: plan.values,
+            max_steps: args
+                .get("maxSteps")
+                .and_then(serde_json::Value::as_u64)
+                .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
         })
     }
 }
@@ -596,6 +675,8 @@ pub(crate) enum FirstRound {
     Goal(String),
     /// No words: the session is ready.
     Ready,
+    /// An autopilot run (issue 26 item 8).
+    Autopilot,
 }
 
 /// A task's state (R-TSK).

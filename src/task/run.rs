@@ -202,6 +202,8 @@ pub(crate) struct Run<'a> {
     /// A text helper is configured (issue 26 item 7): it resolves a Jev-decided field's text
     /// and, for the person's single direct command, a named site (`navigate`).
     pub text_helper: bool,
+    /// The round is an autopilot run of this plan (issue 26 item 8).
+    pub autopilot: Option<super::autopilot::Plan>,
 }
 
 /// The least confidence of Jev's `navigate` choice (seed 003: "an uncertain NAVIGATE is
@@ -253,6 +255,43 @@ enum Part {
         code: String,
         line: String,
     },
+}
+
+/// The task's receipts for an autopilot run's actions (issue 26 item 8): the checkpoint commits
+/// under the fence before the action is sent; the result is queued with the request's others.
+struct TaskLedger<'a> {
+    task_id: &'a str,
+    seq: u32,
+    writer: &'a Writer,
+    clock: &'a dyn Clock,
+    fence: &'a Fence,
+    results: &'a std::cell::RefCell<Vec<(Pending, &'static str)>>,
+}
+
+impl super::autopilot::Ledger for TaskLedger<'_> {
+    fn checkpoint(&self, operation_id: &str, tool: &'static str) -> crate::Result<()> {
+        let (task, seq, now) = (self.task_id.to_string(), self.seq, self.clock.wall_millis());
+        let op = operation_id.to_string();
+        let writer = self.writer;
+        match self.fence.pass(|| {
+            writer.write(Box::new(move |tx| {
+                records::checkpoint(tx, &task, seq, &op, tool, now)
+            }))
+        }) {
+            Err(reason) => Err(Error::StateConflict { reason }),
+            Ok(r) => r,
+        }
+    }
+
+    fn settle(&self, operation_id: &str, status: &'static str, error_code: Option<&str>) {
+        let (op, code) = (operation_id.to_string(), error_code.map(str::to_string));
+        let stored = self.writer.submit(Box::new(move |tx| {
+            records::settle_operation(tx, &op, status, code.as_deref(), None)
+        }));
+        if let Ok(pending) = stored {
+            self.results.borrow_mut().push((pending, "autopilot"));
+        }
+    }
 }
 
 /// What dispatching one decided action came to.
@@ -555,6 +594,9 @@ impl Run<'_> {
     }
 
     fn run_request(&mut self, text: &str) -> Report {
+        if let Some(plan) = self.autopilot.take() {
+            return self.autopilot_round(&plan);
+        }
         let trimmed = text.trim();
         if trimmed.is_empty() {
             self.emit(lines::READY, "SESSION_READY");
@@ -1426,6 +1468,96 @@ impl Run<'_> {
                 _ => Reply::Unread,
             },
             Err(_) => Reply::Unread,
+        }
+    }
+
+    /// An autopilot run as the round (issue 26 item 8, R-AUTO): the loop of
+    /// [`super::autopilot`], each action checkpointed in this task's receipts before it is
+    /// dispatched (under the fence, like every action of a task), its evaluations counted
+    /// against the task's budget. The model judging the sub-goal reached is a completion
+    /// candidate; a hand-back, `stuck` or a budget is not done; an unknown outcome is unknown.
+    fn autopilot_round(&mut self, plan: &super::autopilot::Plan) -> Report {
+        use super::autopilot::{self as ap, Ending as ApEnding};
+        let run_id = format!("{}:{}:ap", self.task_id, self.seq);
+        let evaluations = std::cell::Cell::new(0u32);
+        let results = std::cell::RefCell::new(Vec::new());
+        let budget_left = self
+            .budget
+            .max_evaluations
+            .saturating_sub(self.counters.evaluations);
+        let ledger = TaskLedger {
+            task_id: self.task_id,
+            seq: self.seq,
+            writer: self.writer,
+            clock: self.clock,
+            fence: self.fence,
+            results: &results,
+        };
+        let (host, cancel) = (self.host, self.cancel);
+        let evaluate = |call: &EvaluateCall| {
+            if evaluations.get() >= budget_left {
+                return Err(Error::InvalidInput {
+                    name: "budget",
+                    reason: "EVALUATION_BUDGET".into(),
+                });
+            }
+            evaluations.set(evaluations.get() + 1);
+            host.evaluate(call, cancel)
+        };
+        let progress = |line: &str| self.emit(line, "AUTOPILOT");
+        let now = self.clock.now();
+        let drive = ap::Drive {
+            evaluate: &evaluate,
+            ledger: &ledger,
+            progress: &progress,
+            clock: self.clock,
+            cancel: self.cancel,
+            budget: self.deadline.saturating_duration_since(now),
+            run_id: &run_id,
+            agent_id: &self.owner.agent_id,
+            session_id: Some(&self.owner.conversation_id),
+            task_id: Some(self.task_id),
+        };
+        let out = ap::autopilot(self.backend, plan, &drive);
+        self.counters.evaluations = self.counters.evaluations.saturating_add(evaluations.get());
+        self.counters.actions = self
+            .counters
+            .actions
+            .saturating_add(u32::try_from(out.actions.len()).unwrap_or(u32::MAX));
+        self.counters.results.extend(results.into_inner());
+        for line in &out.progress {
+            lines::push_log(&mut self.counters.log, "autopilot".into(), line.clone());
+        }
+        let (ending, reason) = match out.ending {
+            ApEnding::Done => (
+                Ending::Done,
+                super::verify::COMPLETION_CANDIDATE.to_string(),
+            ),
+            ApEnding::Unknown => (Ending::Unknown, "OUTCOME_UNKNOWN".to_string()),
+            ApEnding::Cancelled => (Ending::Cancelled, "CANCELLED".to_string()),
+            ApEnding::HandedBack
+            | ApEnding::Stuck
+            | ApEnding::BudgetExhausted
+            | ApEnding::Failed => (Ending::NotDone, out.reason.clone()),
+        };
+        let line = match ending {
+            Ending::Done => lines::done("the autopilot reached its goal"),
+            Ending::Unknown => lines::unknown("autopilot", "OUTCOME_UNKNOWN"),
+            _ => lines::not_done(
+                &format!("the autopilot stopped ({})", out.ending.as_str()),
+                &reason,
+            ),
+        };
+        self.emit(&line, &reason);
+        Report {
+            ending,
+            reason,
+            line,
+            step_run: None,
+            remaining: Vec::new(),
+            field: None,
+            confirmation: None,
+            needs_agent: None,
         }
     }
 

@@ -49,6 +49,8 @@ struct Words {
     handoff: bool,
     /// The person controls the task (a read request or hand-off needs it).
     user_control: bool,
+    /// The round is the spawn's autopilot run (issue 26 item 8).
+    autopilot: bool,
 }
 
 /// A command waiting in a session's queue.
@@ -158,6 +160,8 @@ struct Live {
     goal_run: bool,
     /// The running request is the agent's one command for a hand-off (issue 26 item 4).
     handoff_run: bool,
+    /// The running request is the spawn's autopilot run (issue 26 item 8).
+    autopilot_run: bool,
     /// The person's command the agent has a turn for (issue 26 items 3, 4): its code and
     /// whether the hand-off's one command was sent. Until the person's next command settles.
     agent_turn: Option<(&'static str, bool)>,
@@ -213,6 +217,7 @@ impl Live {
             agent_words: false,
             goal_run: false,
             handoff_run: false,
+            autopilot_run: false,
             agent_turn: None,
             session_start: false,
             person_thai: None,
@@ -677,6 +682,9 @@ fn check_request(r: &SpawnRequest) -> Result<()> {
     check_text("goal", &r.goal, true)?;
     if let Some(m) = &r.user_message {
         check_text("userMessage", m, true)?;
+    }
+    if let Some(a) = &r.autopilot {
+        super::autopilot::Plan::from_args(&a.to_args())?;
     }
     if let Some(url) = &r.start_url {
         let ok = url.len() <= 2048
@@ -1411,6 +1419,11 @@ impl TaskService {
                         g
                     }
                     FirstRound::Ready => String::new(),
+                    FirstRound::Autopilot => {
+                        l.autopilot_run = true;
+                        l.agent_words = true;
+                        String::new()
+                    }
                 }
             };
             (
@@ -1493,6 +1506,7 @@ impl TaskService {
                     person_thai: l.person_thai,
                     handoff: std::mem::take(&mut l.handoff_run),
                     user_control: !l.agent,
+                    autopilot: std::mem::take(&mut l.autopilot_run),
                 };
                 Some((
                     l.owner.clone(),
@@ -1850,6 +1864,11 @@ impl TaskService {
                 && pending.is_none(),
             handoff: words.handoff,
             text_helper: self.shared.host.has_text_helper(),
+            autopilot: request
+                .autopilot
+                .as_ref()
+                .filter(|_| words.autopilot)
+                .and_then(|a| super::autopilot::Plan::from_args(&a.to_args()).ok()),
         };
         let mut reply = Reply::Other;
         let mut report = match gate {

@@ -95,7 +95,7 @@ impl PyTasks {
 impl PyTasks {
     /// Starts a task for `owner` and returns its status right after the start (a dict, as
     /// `status` returns it; its id, a UUID, is `["id"]`).
-    #[pyo3(signature = (owner, goal = String::new(), *, user_message = None, target = None, start_url = None, budget = None, keep_open = false, on_outcome = None))]
+    #[pyo3(signature = (owner, goal = String::new(), *, user_message = None, autopilot = None, target = None, start_url = None, budget = None, keep_open = false, on_outcome = None))]
     #[allow(clippy::too_many_arguments)] // reason: mirrors the Python keyword signature
     fn spawn<'py>(
         &self,
@@ -103,6 +103,7 @@ impl PyTasks {
         owner: &Bound<'py, PyAny>,
         goal: String,
         user_message: Option<String>,
+        autopilot: Option<&Bound<'_, PyAny>>,
         target: Option<&Bound<'_, PyAny>>,
         start_url: Option<String>,
         budget: Option<&Bound<'_, PyAny>>,
@@ -119,9 +120,21 @@ impl PyTasks {
             }
         }
         // The request is built once, from the keywords; only the dicts go through JSON.
+        let autopilot = match json_arg::<serde_json::Value>(
+            "autopilot",
+            "{goal, values: {name: value}, maxSteps?}",
+            autopilot,
+        )? {
+            None => None,
+            Some(args) => Some(
+                jevgate::task::AutopilotRequest::from_json(&args.to_string())
+                    .map_err(crate::errors::to_py)?,
+            ),
+        };
         let request = SpawnRequest {
             goal,
             user_message,
+            autopilot,
             target: json_arg::<TaskTarget>(
                 "target",
                 "{kind: \"local\", profile?} or {kind: \"device\", deviceId}",

@@ -139,3 +139,36 @@ def test_autopilot_fills_and_submits_a_form_once_and_the_model_never_sees_a_valu
             assert usage["total"] == 4, "the evaluations are the calling agent's"
     finally:
         site.close()
+
+
+@pytest.mark.chromium
+@pytest.mark.timeout(120)
+def test_a_local_tasks_autopilot_round_fills_the_form_once(tmp_path):
+    """Issue 26 item 8: the same loop as a gw.tasks spawn option on a local task: the form is
+    submitted once with the given values, each action is in the task's receipts, the model
+    never sees a value, and the run ends a completion candidate; bad arguments are refused."""
+    site = Site()
+    seen: list = []
+    script = [('fill textbox "First name"', "first"), ('fill textbox "Email"', "email"),
+              ('press button "Submit"', None), ("done", None)]
+    config = {"gateway": {"jev": {"enabled": True, "provider": "callback",
+                                  "features": {"browserTasks": {"enabled": True}}}}}
+    owner = {"agentId": "assistant", "principalId": "alice", "conversationId": "conv-ap"}
+    try:
+        with jevgate.Gateway(tmp_path, config) as gw:
+            gw.set_jev_callback(scripted(script, seen))
+            with pytest.raises(jevgate.Error) as info:
+                gw.tasks.spawn(owner, autopilot={"goal": "x", "values": {"a": 1}})
+            assert info.value.code == "INVALID_TOOL_ARGUMENTS"
+            task = gw.tasks.spawn(owner, autopilot={
+                "goal": "sign up with the first name and the email",
+                "values": {"first": FIRST, "email": EMAIL}}, start_url=site.base + "/")["id"]
+            s = gw.tasks.wait(owner, task, 90.0)
+            assert (s["state"], s["reason"]) == ("waiting_input", "COMPLETION_CANDIDATE"), s
+            assert site.posts == [{"first": [FIRST], "email": [EMAIL]}]
+            tools = [op["tool"] for r in gw.tasks.receipts(owner, task) for op in r["operations"]]
+            assert tools == ["tab_navigate", "page_type", "page_type", "page_click"], tools
+            assert not any(FIRST in r or EMAIL in r for r in seen)
+            gw.tasks.cancel(owner, task)
+    finally:
+        site.close()

@@ -232,6 +232,7 @@ class Tasks:
         goal: str = ...,
         *,
         user_message: Optional[str] = None,
+        autopilot: Optional[Mapping[str, Any]] = None,
         target: Optional[Mapping[str, Any]] = None,
         start_url: Optional[str] = None,
         budget: Optional[Mapping[str, Any]] = None,
@@ -245,7 +246,10 @@ class Tasks:
         either is not that shape). `goal` is the agent's words: a goal run toward it, each action
         checked for impact first (words with no action: the session is ready). `user_message` is
         the person's own message: a step list there runs verbatim as theirs, and with no goal it
-        runs as their direct command. With neither, the session opens and waits for commands. `on_outcome` receives
+        runs as their direct command. `autopilot` {"goal", "values": {name: value}, "maxSteps"?}
+        makes the first round an autopilot run (the browser_autopilot loop with the task's
+        receipts; the model sees value names only; ArgumentError-family INVALID_TOOL_ARGUMENTS
+        for bad arguments). With none, the session opens and waits for commands. `on_outcome` receives
         {"taskId", "line", "reason"} for each settled outcome line, on the task's thread with
         the GIL taken; what it raises is dropped (the task goes on)."""
     def status(self, owner: Mapping[str, Any], id: str) -> Dict[str, Any]: ...
