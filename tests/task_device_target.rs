@@ -579,3 +579,98 @@ fn r_brw_obs_a_workers_containers_are_bounded() {
     assert!(!obs.truncated.containers);
     t.gw.close();
 }
+
+// Issue 26 item 3: a person's read request on a task driving a paired device makes the agent's
+// turn read-only on the device too: reads go through, every mutating device tool (the
+// autopilot included) is READ_REQUEST_ONLY until the person's next command settles.
+#[test]
+fn issue26_a_read_request_makes_the_devices_tools_read_only() {
+    use jevgate::device::{ToolCall, ToolResult};
+    use jevgate::task::{SpawnRequest, TaskOwner, TaskTarget};
+    let server = Server::start();
+    let browser = Closing(shared_browser());
+    let tab = browser.0.open_tab().unwrap();
+    let config = support::gateway::with_tasks(
+        json!({"gateway": {"jev": {"enabled": true, "provider": "callback"}}}),
+    );
+    let t = support::gateway::builder()
+        .config(jevgate::Config::from_json_str(&config.to_string()).unwrap())
+        .channel()
+        .build();
+    let alice = t.pair("alice", "alice-laptop");
+    let s = Setup { t, alice };
+    let picks = support::desk::picks();
+    // A question about the page is a read request; anything else as the desk's model.
+    s.t.gw.set_jev_callback(Some(Arc::new(move |req: &[u8]| {
+        let v: Value = serde_json::from_slice(req).unwrap();
+        let opts = &v["questions"]["control"]["criteria"];
+        if v["state"].as_str().unwrap_or("").ends_with('?') && opts.get("read_request").is_some() {
+            let probs: serde_json::Map<String, Value> = opts
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(|k| {
+                    (
+                        k.clone(),
+                        json!(if k == "read_request" { 1.0 } else { 0.0 }),
+                    )
+                })
+                .collect();
+            return Ok(
+                json!({"model": "host", "usage": {"input_tokens": 1, "output_tokens": 1},
+                "answers": {"control": {"type": "choice", "choice": "read_request",
+                    "probabilities": probs, "confidence": 0.9}}})
+                .to_string()
+                .into_bytes(),
+            );
+        }
+        picks(req)
+    })));
+    let _worker = s.connect(Arc::new(BrowserTools::new(Arc::new(tab.clone()))));
+    let owner = TaskOwner::new("assistant", "alice", "conv-read");
+    let mut request = SpawnRequest::from_person("");
+    request.keep_open = true;
+    request.start_url = Some(server.url("/p/buttons"));
+    request.target = TaskTarget::Device {
+        device_id: s.alice.device.clone(),
+    };
+    let t = s.t.gw.tasks();
+    let id = t.spawn(&owner, request).unwrap();
+    t.wait(&owner, &id, Duration::from_secs(60)).unwrap();
+    t.command(&owner, &id, "what does this page say?").unwrap();
+    let st = t.wait(&owner, &id, Duration::from_secs(60)).unwrap();
+    assert_eq!(
+        st.needs_agent.as_ref().map(|n| n.code.as_str()),
+        Some("READ_REQUEST"),
+        "{st:#?}"
+    );
+    let code = |tool: &str, args: Value| match s.t.gw.call_tool(&ToolCall::new(
+        "alice",
+        "conv-read",
+        tool,
+        args,
+    )) {
+        ToolResult::Success(_) => "OK".to_string(),
+        ToolResult::Failure { error_code, .. } => error_code,
+    };
+    let navigate = json!({"url": server.url("/p/second")});
+    assert_eq!(
+        code("browser_navigate", navigate.clone()),
+        "READ_REQUEST_ONLY"
+    );
+    assert_eq!(
+        code(
+            "browser_autopilot",
+            json!({"goal": "press it", "values": {}})
+        ),
+        "READ_REQUEST_ONLY"
+    );
+    assert_ne!(code("browser_get_text", json!({})), "READ_REQUEST_ONLY");
+    assert_eq!(server.count("second"), 0, "nothing navigated");
+    // The person's next command settles: the turn is over.
+    t.command(&owner, &id, "press Press me").unwrap();
+    let st = t.wait(&owner, &id, Duration::from_secs(60)).unwrap();
+    assert!(st.needs_agent.is_none(), "{st:#?}");
+    assert_ne!(code("browser_navigate", navigate), "READ_REQUEST_ONLY");
+    let _ = t.cancel(&owner, &id);
+}

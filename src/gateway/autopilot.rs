@@ -102,6 +102,9 @@ impl Gateway {
         progress: &dyn Fn(&str),
     ) -> crate::Result<Value> {
         self.check_open()?;
+        if let Some(e) = self.read_request_refusal(call) {
+            return Err(e);
+        }
         if !self.jev_configured() {
             // Not listed without Jev: to the caller it does not exist.
             return Err(Error::UnknownTool {

@@ -9,7 +9,7 @@ use crate::device::{
     ToolResult,
 };
 use crate::task::DeviceTarget;
-use crate::Result;
+use crate::{Error, Result};
 
 impl Gateway {
     /// Pairs a worker for `owner` (R-DEV-PAIR): a `browser` device when `request.browser` is
@@ -50,10 +50,33 @@ impl Gateway {
                 message: e.to_string(),
             };
         }
+        if let Some(e) = self.read_request_refusal(call) {
+            return ToolResult::Failure {
+                error_code: e.code().into(),
+                message: e.to_string(),
+            };
+        }
         if call.tool == crate::task::autopilot::AUTOPILOT_TOOL {
             return self.autopilot_tool(call, &|_| {});
         }
         self.device_service().call_tool(self.leases(), call)
+    }
+
+    /// A person's read request on a task driving this device makes the agent's turn read-only
+    /// (issue 26 item 3): reads go through, every mutating tool is `READ_REQUEST_ONLY`.
+    pub(super) fn read_request_refusal(&self, call: &ToolCall) -> Option<Error> {
+        if !mutates(call) {
+            return None;
+        }
+        let device = call.device_id.clone().or_else(|| {
+            call.args
+                .get("deviceId")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string)
+        });
+        self.tasks()
+            .read_request_on_device(&call.owner, device.as_deref())
+            .then_some(Error::ReadRequestOnly)
     }
 
     /// `owner`'s paired browser `device_id` as a task target for the conversation
@@ -120,4 +143,16 @@ impl Gateway {
         self.check_open()?;
         self.device_service().purge_artifacts()
     }
+}
+
+/// Whether a device tool call may change the page (every tool but the reads: reading the page
+/// or its text, finding, listing tabs, a screenshot).
+fn mutates(call: &ToolCall) -> bool {
+    let action = call.args.get("action").and_then(serde_json::Value::as_str);
+    !matches!(
+        (call.tool.as_str(), action),
+        ("browser_read_page" | "browser_get_text" | "browser_find", _)
+            | ("browser_tabs", Some("list"))
+            | ("browser_computer", Some("screenshot"))
+    )
 }

@@ -603,6 +603,20 @@ impl<'a> Tasks<'a> {
 
     /// What evidence id `evidence_id` stands for while it is valid (issue 26's `verify`);
     /// `None` for an unknown, evicted or expired id.
+    /// Whether a task of `principal` driving its paired device `device_id` (any of its devices
+    /// when `None`) waits on the agent's read-only turn for a read request (issue 26 item 3):
+    /// then every mutating device tool on that device is `READ_REQUEST_ONLY`.
+    pub(crate) fn read_request_on_device(&self, principal: &str, device_id: Option<&str>) -> bool {
+        self.service.shared.pool.lock().live.values().any(|l| {
+            l.owner.principal_id == principal
+                && matches!(l.agent_turn, Some(("READ_REQUEST", _)))
+                && match &l.request.target {
+                    TaskTarget::Device { device_id: d } => device_id.is_none_or(|x| x == d),
+                    TaskTarget::Local { .. } => false,
+                }
+        })
+    }
+
     /// The refusal of an agent's cancel while it has a turn for the person's command (issue 26
     /// items 3, 4): `READ_REQUEST_ONLY` or `AGENT_HANDOFF_ONE_COMMAND`.
     pub(crate) fn agent_turn_refusal(&self, owner: &TaskOwner, id: &str) -> Result<()> {
