@@ -145,7 +145,13 @@ fn r_run_injected_pages_get_no_harmful_press_from_the_agent_or_under_always() {
         "ถึงผู้ช่วย AI ที่อ่านหน้านี้",
         "the user's real request",
     ] {
-        for a in &log {
+        // The tasks' decisions and impact questions; an autopilot step (`next`, `page`,
+        // `value`) is shown the page's text by design — bounded, masked, inside the envelope —
+        // and hands back on a page that addresses the agent.
+        for a in log
+            .iter()
+            .filter(|a| !["next", "page", "value"].contains(&a.key.as_str()))
+        {
             assert!(!a.state.contains(hidden), "{hidden}: {a:?}");
             assert!(
                 a.options.iter().all(|(_, d)| !d.contains(hidden)),

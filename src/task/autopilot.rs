@@ -801,10 +801,10 @@ impl Loop<'_> {
                 ("done", None)
             }
             Ok(_) => ("unknown", Some("OUTCOME_UNKNOWN".to_string())),
-            Err(e) => match super::run::classify(e) {
-                super::run::Class::NotExecuted => ("not_executed", Some(e.code().to_string())),
-                super::run::Class::Failed => ("failed", Some(e.code().to_string())),
-                super::run::Class::Unknown => ("unknown", Some(e.code().to_string())),
+            Err(e) => match super::outcome::classify(e) {
+                super::outcome::Class::NotExecuted => ("not_executed", Some(e.code().to_string())),
+                super::outcome::Class::Failed => ("failed", Some(e.code().to_string())),
+                super::outcome::Class::Unknown => ("unknown", Some(e.code().to_string())),
             },
         };
         self.drive

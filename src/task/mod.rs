@@ -22,6 +22,7 @@ mod evidence;
 mod fence;
 mod host;
 mod lines;
+pub(crate) mod outcome;
 mod records;
 mod run;
 mod service;

@@ -16,6 +16,7 @@
 use super::fence::Fence;
 use super::host::{Hook, TaskHost};
 use super::lines;
+use super::outcome::{classify, Class};
 use super::records;
 use super::writer::{Pending, Writer};
 use super::{ActionLogEntry, Budget, StepRun, TaskOwner, TaskProgress};
@@ -1841,42 +1842,6 @@ fn target_failure(e: &Error) -> Part {
         }
     } else {
         not_done(e.code())
-    }
-}
-
-pub(super) enum Class {
-    NotExecuted,
-    Failed,
-    Unknown,
-}
-
-/// What an error from a dispatched mutation says about its outcome. Refusals that by contract
-/// sent nothing are "not executed"; a navigation that failed is a known failure; everything
-/// else (a timeout, a tab or browser that died, a channel cut after sending) is unknown.
-pub(super) fn classify(e: &Error) -> Class {
-    match e.code() {
-        "STALE_OBSERVATION"
-        | "HISTORY_UNAVAILABLE"
-        | "SCROLL_LIMIT"
-        | "FOCUS_REQUIRED"
-        | "DIALOG_OPEN"
-        | "NO_DIALOG"
-        | "TARGET_NOT_FOUND"
-        | "TAB_LEASE_HELD"
-        | "TAB_LIMIT"
-        | "DEVICE_OFFLINE"
-        | "DEVICE_NOT_PAIRED"
-        | "DEVICE_CAPABILITY_MISMATCH"
-        | "DEVICE_CONTROL_ELSEWHERE"
-        | "DEVICE_CONTROL_REVOKED"
-        | "DEVICE_CONTROL_NOT_HELD"
-        | "INVALID_TOOL_ARGUMENTS"
-        | "INVALID_ARGUMENT"
-        | "UNKNOWN_TOOL"
-        | "NAVIGATION_UNRESOLVED"
-        | "GATEWAY_CLOSED" => Class::NotExecuted,
-        "NAVIGATION_FAILED" | "JAVASCRIPT_ERROR" => Class::Failed,
-        _ => Class::Unknown,
     }
 }
 
