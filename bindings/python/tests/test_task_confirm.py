@@ -6,6 +6,7 @@ presses; the callback model answers the impact question honestly and sees only t
 
 import http.server
 import json
+import sys
 import threading
 import time
 
@@ -226,3 +227,82 @@ def test_a_read_request_and_a_handoff_go_to_the_agent(tmp_path):
             gw.tasks.cancel(OWNER, task)
     finally:
         site.close()
+
+
+class Helper:
+    """A loopback text helper speaking the OpenAI chat wire format (`gateway.jev.thinking`):
+    answers `{"text": …}` and records what it was sent."""
+
+    def __init__(self, text: str) -> None:
+        self.seen: list = []
+        helper = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                helper.seen.append(self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode())
+                body = json.dumps({"choices": [{"message": {"role": "assistant",
+                                                            "content": json.dumps({"text": text})}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+FORM = (
+    "<title>SECRET-TITLE</title><p>SECRET-PAGE-TEXT</p>"
+    "<label>Origin <input id=o oninput=\"fetch('/beacon?n=typed:'+encodeURIComponent(this.value),"
+    "{method:'POST'})\"></label>"
+).encode()
+
+
+@pytest.mark.chromium
+@pytest.mark.timeout(120)
+def test_the_text_helper_fills_a_decided_field_from_the_command_only(tmp_path, monkeypatch):
+    """Issue 26 item 7: with `gateway.jev.thinking`, a Jev-decided text entry types the value
+    the text helper resolves from the person's command; the helper never sees the page's
+    title, path, query or text."""
+    site = Site()
+    helper = Helper("Chiang Mai")
+    monkeypatch.setenv("JEVGATE_TEST_PY_HELPER_KEY", "k")
+    monkeypatch.setattr(sys.modules[__name__], "PAGE", FORM)
+    config = {"gateway": {"jev": {"enabled": True, "provider": "callback",
+                                  "thinking": {"baseUrl": helper.base + "/v1", "model": "small",
+                                               "apiKeyEnv": "JEVGATE_TEST_PY_HELPER_KEY"},
+                                  "features": {"browserTasks": {"enabled": True}}}}}
+
+    def field_model(request):
+        options = request["questions"]["control"]["criteria"]
+        pick = next((k for k, d in options.items() if "Origin" in d), "none")
+        return {"model": "m", "usage": {"input_tokens": 1, "output_tokens": 1}, "answers": {"control": {
+            "type": "choice", "choice": pick, "confidence": 0.9,
+            "probabilities": {k: (1.0 if k == pick else 0.0) for k in options}}}}
+
+    try:
+        with jevgate.Gateway(tmp_path, config) as gw:
+            gw.set_jev_callback(field_model)
+            task = gw.tasks.spawn(OWNER, keep_open=True, start_url=site.base + "/secret-path?q=SECRET-QUERY")["id"]
+            gw.tasks.wait(OWNER, task, WAIT)
+            gw.tasks.command(OWNER, task, "choose Chiang Mai as the origin")
+            s = gw.tasks.wait(OWNER, task, WAIT)
+            assert s["outcome"].startswith("Done: "), s
+            assert site.presses("typed:Chiang%20Mai", 1) == 1
+            assert len(helper.seen) == 1 and "choose Chiang Mai as the origin" in helper.seen[0]
+            for secret in ("SECRET-TITLE", "SECRET-PAGE-TEXT", "secret-path", "SECRET-QUERY"):
+                assert secret not in helper.seen[0], secret
+            gw.tasks.cancel(OWNER, task)
+    finally:
+        site.close()
+        helper.close()
