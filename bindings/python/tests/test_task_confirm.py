@@ -212,7 +212,10 @@ def test_a_read_request_and_a_handoff_go_to_the_agent(tmp_path):
             with pytest.raises(jevgate.TaskError) as e:
                 agent(gw, "task_command", taskId=task, command="press Alpha")
             assert e.value.code == "READ_REQUEST_ONLY"
-            agent(gw, "task_status", taskId=task)
+            # The agent answers from fresh evidence: reads are allowed in its read-only turn.
+            fresh = agent(gw, "task_status", taskId=task, browserEvidence="fresh")
+            assert fresh["browserEvidence"]["available"] is True, fresh
+            assert "Delete account" in json.dumps(fresh["untrustedContent"]["data"]["evidence"])
             assert site.presses("alpha", 0) == 0
             gw.tasks.command(OWNER, task, "press the shiny one")
             s = gw.tasks.wait(OWNER, task, WAIT)
