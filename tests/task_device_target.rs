@@ -599,33 +599,8 @@ fn issue26_a_read_request_makes_the_devices_tools_read_only() {
         .build();
     let alice = t.pair("alice", "alice-laptop");
     let s = Setup { t, alice };
-    let picks = support::desk::picks();
-    // A question about the page is a read request; anything else as the desk's model.
-    s.t.gw.set_jev_callback(Some(Arc::new(move |req: &[u8]| {
-        let v: Value = serde_json::from_slice(req).unwrap();
-        let opts = &v["questions"]["control"]["criteria"];
-        if v["state"].as_str().unwrap_or("").ends_with('?') && opts.get("read_request").is_some() {
-            let probs: serde_json::Map<String, Value> = opts
-                .as_object()
-                .unwrap()
-                .keys()
-                .map(|k| {
-                    (
-                        k.clone(),
-                        json!(if k == "read_request" { 1.0 } else { 0.0 }),
-                    )
-                })
-                .collect();
-            return Ok(
-                json!({"model": "host", "usage": {"input_tokens": 1, "output_tokens": 1},
-                "answers": {"control": {"type": "choice", "choice": "read_request",
-                    "probabilities": probs, "confidence": 0.9}}})
-                .to_string()
-                .into_bytes(),
-            );
-        }
-        picks(req)
-    })));
+    s.t.gw
+        .set_jev_callback(Some(support::desk::picks_reading()));
     let _worker = s.connect(Arc::new(BrowserTools::new(Arc::new(tab.clone()))));
     let owner = TaskOwner::new("assistant", "alice", "conv-read");
     let mut request = SpawnRequest::from_person("");

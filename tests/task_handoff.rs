@@ -36,34 +36,7 @@ fn open(dir: &std::path::Path) -> Gateway {
     )
     .unwrap();
     let gw = Gateway::open(GatewayOptions::new(dir, config)).unwrap();
-    let picks = support::desk::picks();
-    // A question about the page ("…?") is a read request; the rest as the desk's model.
-    gw.set_jev_callback(Some(Arc::new(move |req: &[u8]| {
-        let v: Value = serde_json::from_slice(req).unwrap();
-        let state = v["state"].as_str().unwrap_or("");
-        let opts = &v["questions"]["control"]["criteria"];
-        if state.trim_end().ends_with('?') && opts.get("read_request").is_some() {
-            let probs: serde_json::Map<String, Value> = opts
-                .as_object()
-                .unwrap()
-                .keys()
-                .map(|k| {
-                    (
-                        k.clone(),
-                        json!(if k == "read_request" { 1.0 } else { 0.0 }),
-                    )
-                })
-                .collect();
-            return Ok(
-                json!({"model": "host", "usage": {"input_tokens": 1, "output_tokens": 1},
-                "answers": {"control": {"type": "choice", "choice": "read_request",
-                    "probabilities": probs, "confidence": 0.9}}})
-                .to_string()
-                .into_bytes(),
-            );
-        }
-        picks(req)
-    })));
+    gw.set_jev_callback(Some(support::desk::picks_reading()));
     gw
 }
 

@@ -867,3 +867,54 @@ fn r_tsk_ctl_accepted_commands_run_after_a_restart_in_order() {
     assert_eq!(t.receipts(&owner(), &id).unwrap().len(), 3);
     gw.close();
 }
+
+// Issue 26 item 4, R-TSK-CTL: the agent's turn for the person's handed-off command outlives a
+// restart — after it, the re-admitted session still takes only the hand-off's one update from
+// the agent (a command is AGENT_HANDOFF_ONE_COMMAND, not the plain EXECUTION_DENIED).
+#[test]
+fn r_tsk_ctl_a_hand_off_outlives_a_restart() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gw = callback_gateway(dir.path());
+    let t = gw.tasks();
+    let mut request = SpawnRequest::from_person("");
+    request.start_url = Some(server.url("/p/crash"));
+    request.keep_open = true;
+    let id = t.spawn(&owner(), request).unwrap();
+    t.wait(&owner(), &id, WAIT).unwrap();
+    t.command(&owner(), &id, "press Nowhere").unwrap();
+    let s = t.wait(&owner(), &id, WAIT).unwrap();
+    let turn = s.needs_agent.clone().expect("handed off");
+    assert_eq!(turn.code, "AGENT_HANDOFF");
+    gw.close();
+
+    let gw = callback_gateway(dir.path());
+    let s = gw.tasks().status(&owner(), &id).unwrap();
+    assert_eq!(s.state, TaskState::WaitingInput, "re-admitted: {s:#?}");
+    assert_eq!(s.needs_agent.as_ref(), Some(&turn));
+    let e = gw
+        .call_agent_tool(
+            &owner(),
+            "task_command",
+            &serde_json::json!({"taskId": id, "command": "press Alpha"}).to_string(),
+        )
+        .unwrap_err();
+    assert_eq!(e.code(), "AGENT_HANDOFF_ONE_COMMAND", "{e}");
+    let update = |gw: &Gateway| {
+        gw.call_agent_tool(
+            &owner(),
+            "task_update",
+            &serde_json::json!({"taskId": id, "expectedRevision": turn.revision,
+                "goal": "press Alpha"})
+            .to_string(),
+        )
+    };
+    update(&gw).expect("the hand-off's one update");
+    gw.tasks().wait(&owner(), &id, WAIT).unwrap();
+    gw.close();
+    let gw = callback_gateway(dir.path());
+    let s = gw.tasks().status(&owner(), &id).unwrap();
+    assert!(s.needs_agent.as_ref().is_some_and(|t| t.used), "{s:#?}");
+    assert_eq!(update(&gw).unwrap_err().code(), "AGENT_HANDOFF_USED");
+    gw.close();
+}

@@ -295,6 +295,23 @@ impl super::autopilot::Ledger for TaskLedger<'_> {
     }
 }
 
+impl Part {
+    /// How a request that is this one part ends: its ending, reason and outcome line.
+    fn ending(self) -> (Ending, String, String) {
+        match self {
+            Part::Done { line, .. } => (Ending::Done, "DONE".to_string(), line),
+            Part::Note { code } => (
+                Ending::NotDone,
+                code.to_string(),
+                lines::not_done(lines::not_done_words(code), code),
+            ),
+            Part::NotDone { code, line } => (Ending::NotDone, code, line),
+            Part::Unknown { line } => (Ending::Unknown, "OUTCOME_UNKNOWN".into(), line),
+            Part::Stop { code, line } => (stop_ending(&code), code, line),
+        }
+    }
+}
+
 /// What dispatching one decided action came to.
 enum Acted {
     Part(Part),
@@ -326,6 +343,25 @@ enum Sent {
 }
 
 impl Run<'_> {
+    /// One Jev evaluation for this task (the owner's agent, conversation and task), counted
+    /// against the request's evaluation budget.
+    fn evaluate(
+        &mut self,
+        state: impl Into<crate::jev::Content>,
+        questions: Questions,
+    ) -> crate::Result<crate::jev::Evaluation> {
+        let call = EvaluateCall {
+            agent_id: self.owner.agent_id.clone(),
+            session_id: Some(self.owner.conversation_id.clone()),
+            task_id: Some(self.task_id.to_string()),
+            request_id: None,
+            state: state.into(),
+            questions,
+        };
+        self.counters.evaluations = self.counters.evaluations.saturating_add(1);
+        self.host.evaluate(&call, self.cancel)
+    }
+
     fn hook(&self, at: &'static str) {
         if let Some(h) = self.hook {
             h(at);
@@ -697,17 +733,7 @@ impl Run<'_> {
             }
             _ => None,
         };
-        let (ending, reason, line) = match part {
-            Part::Done { line, .. } => (Ending::Done, "DONE".to_string(), line),
-            Part::Note { code } => (
-                Ending::NotDone,
-                code.to_string(),
-                lines::not_done(lines::not_done_words(code), code),
-            ),
-            Part::NotDone { code, line } => (Ending::NotDone, code, line),
-            Part::Unknown { line } => (Ending::Unknown, "OUTCOME_UNKNOWN".into(), line),
-            Part::Stop { code, line } => (stop_ending(&code), code, line),
-        };
+        let (ending, reason, line) = part.ending();
         lines::push_log(
             &mut self.counters.log,
             lines::log_command(command, typed.as_deref()),
@@ -941,14 +967,7 @@ impl Run<'_> {
                     changing = 0;
                     continue 'run;
                 }
-                Part::Note { code } => (
-                    Ending::NotDone,
-                    code.to_string(),
-                    lines::not_done(lines::not_done_words(code), code),
-                ),
-                Part::NotDone { code, line } => (Ending::NotDone, code, line),
-                Part::Unknown { line } => (Ending::Unknown, "OUTCOME_UNKNOWN".into(), line),
-                Part::Stop { code, line } => (stop_ending(&code), code, line),
+                other => other.ending(),
             };
             lines::push_log(
                 &mut self.counters.log,
@@ -1027,16 +1046,7 @@ impl Run<'_> {
                 "actionsDone": done,
             })),
         });
-        let call = EvaluateCall {
-            agent_id: self.owner.agent_id.clone(),
-            session_id: Some(self.owner.conversation_id.clone()),
-            task_id: Some(self.task_id.to_string()),
-            request_id: None,
-            state: state.to_string().into(),
-            questions: question,
-        };
-        self.counters.evaluations = self.counters.evaluations.saturating_add(1);
-        let evaluation = match self.host.evaluate(&call, self.cancel) {
+        let evaluation = match self.evaluate(state.to_string(), question) {
             Ok(e) => e,
             Err(e) => return GoalStep::Fail(jev_failure(&e)),
         };
@@ -1396,16 +1406,7 @@ impl Run<'_> {
             Ok(q) => q,
             Err(_) => return Some(not_done("JEV_INVALID_REQUEST")),
         };
-        let call = EvaluateCall {
-            agent_id: self.owner.agent_id.clone(),
-            session_id: Some(self.owner.conversation_id.clone()),
-            task_id: Some(self.task_id.to_string()),
-            request_id: None,
-            state: evidence.to_string().into(),
-            questions: question,
-        };
-        self.counters.evaluations = self.counters.evaluations.saturating_add(1);
-        let routine = match self.host.evaluate(&call, self.cancel) {
+        let routine = match self.evaluate(evidence.to_string(), question) {
             Ok(e) => match e.answer("routine") {
                 Some(EvalAnswer::Noul { noul }) => *noul,
                 _ => return Some(not_done("JEV_MALFORMED_RESPONSE")),
@@ -1450,16 +1451,7 @@ impl Run<'_> {
             Ok(q) => q,
             Err(()) => return Reply::Unread,
         };
-        let call = EvaluateCall {
-            agent_id: self.owner.agent_id.clone(),
-            session_id: Some(self.owner.conversation_id.clone()),
-            task_id: Some(self.task_id.to_string()),
-            request_id: None,
-            state: reply.to_string().into(),
-            questions: question,
-        };
-        self.counters.evaluations = self.counters.evaluations.saturating_add(1);
-        match self.host.evaluate(&call, self.cancel) {
+        match self.evaluate(reply.to_string(), question) {
             Ok(e) => match e.answer("reply") {
                 Some(EvalAnswer::Choice { choice, .. }) => match choice.as_str() {
                     "yes" => Reply::Yes,
@@ -1482,10 +1474,30 @@ impl Run<'_> {
         let run_id = format!("{}:{}:ap", self.task_id, self.seq);
         let evaluations = std::cell::Cell::new(0u32);
         let results = std::cell::RefCell::new(Vec::new());
+        // One evaluation per step: the task's evaluation budget bounds the run's steps.
         let budget_left = self
             .budget
             .max_evaluations
             .saturating_sub(self.counters.evaluations);
+        if budget_left == 0 {
+            let (ending, reason, line) = not_done("EVALUATION_BUDGET").ending();
+            self.emit(&line, &reason);
+            return Report {
+                ending,
+                reason,
+                line,
+                step_run: None,
+                remaining: Vec::new(),
+                field: None,
+                confirmation: None,
+                needs_agent: None,
+            };
+        }
+        let plan = &super::autopilot::Plan {
+            goal: plan.goal.clone(),
+            values: plan.values.clone(),
+            steps: plan.steps.min(budget_left),
+        };
         let ledger = TaskLedger {
             task_id: self.task_id,
             seq: self.seq,
@@ -1496,13 +1508,7 @@ impl Run<'_> {
         };
         let (host, cancel) = (self.host, self.cancel);
         let evaluate = |call: &EvaluateCall| {
-            if evaluations.get() >= budget_left {
-                return Err(Error::InvalidInput {
-                    name: "budget",
-                    reason: "EVALUATION_BUDGET".into(),
-                });
-            }
-            evaluations.set(evaluations.get() + 1);
+            evaluations.set(evaluations.get().saturating_add(1));
             host.evaluate(call, cancel)
         };
         let progress = |line: &str| self.emit(line, "AUTOPILOT");
@@ -1619,16 +1625,7 @@ impl Run<'_> {
             Ok(q) => q,
             Err(_) => return Decision::Fail(not_done("JEV_INVALID_REQUEST")),
         };
-        let call = EvaluateCall {
-            agent_id: self.owner.agent_id.clone(),
-            session_id: Some(self.owner.conversation_id.clone()),
-            task_id: Some(self.task_id.to_string()),
-            request_id: None,
-            state: command.into(),
-            questions: question,
-        };
-        self.counters.evaluations = self.counters.evaluations.saturating_add(1);
-        let evaluation = match self.host.evaluate(&call, self.cancel) {
+        let evaluation = match self.evaluate(command, question) {
             Ok(e) => e,
             Err(e) => return Decision::Fail(jev_failure(&e)),
         };

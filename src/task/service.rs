@@ -835,6 +835,14 @@ impl TaskService {
             };
             let question_words = words_of(&control["question"]);
             let paused_words = words_of(&control["pausedWords"]);
+            // The agent's turn for the person's last command outlives the process too: its
+            // gates (READ_REQUEST_ONLY, the hand-off's one update) hold after a restart.
+            let turn = &control["needsAgent"];
+            let agent_turn = match turn["code"].as_str() {
+                Some("READ_REQUEST") => Some(("READ_REQUEST", turn["used"] == true)),
+                Some("AGENT_HANDOFF") => Some(("AGENT_HANDOFF", turn["used"] == true)),
+                _ => None,
+            };
             let queue: VecDeque<Queued> = r
                 .queue
                 .into_iter()
@@ -861,6 +869,7 @@ impl TaskService {
                 paused_steps: serde_json::from_value(control["pausedSteps"].clone()).ok(),
                 paused_words,
                 question_words,
+                agent_turn,
                 hold_open: true,
                 agent: task.controller == "agent",
                 changed_nothing: control["changedNothing"].as_bool().unwrap_or(false),
@@ -1319,6 +1328,7 @@ impl TaskService {
                             l.running_command = Some(q.id);
                             l.agent_words = q.agent;
                             l.goal_run = q.goal;
+                            l.handoff_run = q.handoff;
                         }
                     }
                     l.started = true;
@@ -2463,7 +2473,9 @@ impl TaskService {
             pool.live.get(id).map(|l| {
                 (
                     l.closing || l.cancel.is_cancelled(),
-                    l.started,
+                    // A re-admitted session ran before the restart: an update is its next
+                    // command, never a replaced goal.
+                    l.started || l.readmitted,
                     l.changed_nothing,
                     l.replans.clone(),
                 )
@@ -2601,7 +2613,7 @@ impl TaskService {
                 return Err(Error::AutomationSessionClosed);
             }
             l.replans = chain;
-            if not_started && !l.started {
+            if not_started && !l.started && !l.readmitted {
                 l.request.goal = update.goal.clone();
                 return Ok(());
             }

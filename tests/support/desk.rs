@@ -296,3 +296,36 @@ pub fn picks() -> jevgate::jev::JevCallback {
         )
     })
 }
+
+/// [`picks`], except that a command ending in "?" (a question about the page) is a read
+/// request whenever one is offered (issue 26 item 3).
+pub fn picks_reading() -> jevgate::jev::JevCallback {
+    let picks = picks();
+    Arc::new(move |req: &[u8]| {
+        let v: Value = serde_json::from_slice(req).unwrap();
+        let opts = &v["questions"]["control"]["criteria"];
+        if !(v["state"].as_str().unwrap_or("").trim_end().ends_with('?')
+            && opts.get("read_request").is_some())
+        {
+            return picks(req);
+        }
+        let probs: serde_json::Map<String, Value> = opts
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| {
+                (
+                    k.clone(),
+                    json!(if k == "read_request" { 1.0 } else { 0.0 }),
+                )
+            })
+            .collect();
+        Ok(
+            json!({"model": "host", "usage": {"input_tokens": 1, "output_tokens": 1},
+            "answers": {"control": {"type": "choice", "choice": "read_request",
+                "probabilities": probs, "confidence": 0.9}}})
+            .to_string()
+            .into_bytes(),
+        )
+    })
+}
