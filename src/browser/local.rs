@@ -32,6 +32,10 @@ use super::oplog::{check_operation_id, outcome_of, OperationLog};
 use super::tab::TabShared;
 use crate::{Error, Result};
 
+/// How long a crashed tab's replacement may take to answer its first call before a second
+/// replacement is tried (see `Inner::replace_tab`).
+const REPLACEMENT_FIRST_ANSWER: Duration = Duration::from_secs(3);
+
 /// Routes events to tabs by session: a tab's own session and the sessions of its
 /// out-of-process frames (which only attach and detach here; their other events are not the
 /// tab's — a frame's dialogs are reported on the tab's own session).
@@ -512,8 +516,25 @@ impl Inner {
     /// `note` said once in its next action result; `old`'s handles follow it. `old` is closed
     /// (best effort). The caller holds `old`'s busy flag.
     pub(crate) fn replace_tab(&self, old: &Arc<TabShared>, note: &str) -> Result<Arc<TabShared>> {
-        let target = self.create_target("about:blank")?;
-        let fresh = self.attach(&target)?;
+        let open = |first_answer| {
+            let target = self.create_target("about:blank")?;
+            self.attach_within(&target, first_answer).inspect_err(|_| {
+                // Best effort: a tab that did not start is not left behind.
+                let _ = self.call("Target.closeTarget", json!({ "targetId": target }), None);
+            })
+        };
+        // Right after a crash Chromium may give the fresh tab a renderer process the crash
+        // already killed (it has not noticed yet): its first call then never answers. A
+        // second fresh tab gets a live one, so the first is given a few seconds, not the whole
+        // call timeout (a fresh blank tab answers in well under one even on a loaded machine).
+        let quick = self.opts.call_timeout.min(REPLACEMENT_FIRST_ANSWER);
+        let fresh = open(quick).or_else(|e| {
+            log::warn!(
+                "a replacement tab did not start ({}); trying once more",
+                e.code()
+            );
+            open(self.opts.call_timeout)
+        })?;
         {
             let mut tabs = self.tabs.lock();
             tabs.retain(|t| !Arc::ptr_eq(t, &fresh));
@@ -549,6 +570,11 @@ impl Inner {
     }
 
     fn attach(&self, target_id: &str) -> Result<Arc<TabShared>> {
+        self.attach_within(target_id, self.opts.call_timeout)
+    }
+
+    /// [`Self::attach`] whose tab must answer its first call within `first_answer`.
+    fn attach_within(&self, target_id: &str, first_answer: Duration) -> Result<Arc<TabShared>> {
         let attached = self.call(
             "Target.attachToTarget",
             json!({ "targetId": target_id, "flatten": true }),
@@ -569,7 +595,15 @@ impl Inner {
             .by_session
             .lock()
             .insert(session.clone(), tab.clone());
-        self.call("Page.enable", json!({}), Some(&session))?;
+        let enabled = self
+            .cdp
+            .call("Page.enable", json!({}), Some(&session), first_answer)
+            .map_err(|e| e.into_error("Page.enable"));
+        if let Err(e) = enabled {
+            // Not a tab: its session's events have nowhere to go.
+            self.router.by_session.lock().remove(&session);
+            return Err(e);
+        }
         // The tab's journal (console, page errors, requests) starts with the tab; without
         // these domains the tab still works and its journal stays empty — as in strict data
         // handling, which never enables them.
