@@ -1,17 +1,27 @@
-//! A channel server's configuration ([`ChannelOptions`], [`ChannelTls`]) and the state its
-//! accept thread and connection threads share (`Shared`): below both `server.rs` (which binds and
-//! accepts) and `connection.rs` (which serves one worker), so neither needs the other's file.
+//! A channel server's configuration ([`ChannelOptions`], [`ChannelTls`]) and the state its I/O
+//! threads share (`Shared`: options, flags, the connection budgets): below both `server.rs`
+//! (which binds, accepts and runs the I/O threads) and `connection.rs` (one worker's state
+//! machine), so neither needs the other's file.
 //!
-//! It holds values and flags only: it must never open a socket or start a thread.
+//! It holds values, flags and counters only: it must never open a socket or start a thread.
 
 use super::hub::Hub;
 use super::registry::Registry;
 use crate::{Error, Result};
 use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+/// The default of [`ChannelOptions::max_connections`]. Kept as the default (and clamped to the
+/// open-file limit with a log line) when a host leaves it at this value.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+/// The largest first (authenticate) message, in bytes: an unauthenticated socket never makes
+/// the gateway hold more than this for its message.
+pub const MAX_FIRST_MESSAGE_BYTES: usize = 8 * 1024;
 
 /// TLS for the channel (`wss://`): a rustls server configuration.
 #[derive(Clone)]
@@ -111,7 +121,8 @@ pub struct ChannelOptions {
     pub addr: String,
     /// Serve `wss://` with this TLS configuration.
     pub tls: Option<ChannelTls>,
-    /// The WebSocket handshake and the first (authenticate) frame must arrive within this.
+    /// The WebSocket handshake and the first (authenticate) frame must arrive within this, on
+    /// the gateway's clock.
     pub auth_timeout: Duration,
     /// How often the gateway pings an idle worker.
     pub ping_interval: Duration,
@@ -120,21 +131,55 @@ pub struct ChannelOptions {
     /// The largest message (and frame) a worker may send, in bytes; larger closes the
     /// connection with 1009 `MESSAGE_TOO_BIG`.
     pub max_message_bytes: usize,
-    /// Connections served at once; more are dropped at accept.
+    /// Authenticated devices connected at once; one more is refused at authentication with
+    /// 1013 `CONNECTION_LIMIT` (a device that reconnects replaces its own connection and is
+    /// never refused). At start the soft open-file limit is raised to the hard one; the default
+    /// is then lowered to fit (with a log line), while a value a host set above what fits is an
+    /// `INVALID_ARGUMENT`.
     pub max_connections: usize,
+    /// Sockets not yet authenticated, at once: their own budget, so they can never push a
+    /// paired device's connection out. More are closed at accept.
+    pub max_unauthenticated: usize,
+    /// Sockets not yet authenticated from one address, at once.
+    pub max_unauthenticated_per_address: usize,
+    /// The I/O threads that serve every connection (0: the number of cores, at most 4).
+    pub io_threads: usize,
+    /// A worker whose unread outgoing bytes stay above this for [`Self::slow_reader_timeout`]
+    /// is closed (its in-flight commands end unknown if sent, `DEVICE_OFFLINE` if not); while
+    /// above it, nothing more is read from that worker.
+    pub slow_reader_bytes: usize,
+    /// See [`Self::slow_reader_bytes`].
+    pub slow_reader_timeout: Duration,
 }
 
 impl ChannelOptions {
-    /// Defaults: auth 10 s, ping every 20 s, idle 60 s, messages ≤ 1 MiB, 256 connections.
+    /// Defaults: auth 5 s, ping every 20 s, idle 60 s, messages ≤ 1 MiB, 10,000 devices, 256
+    /// unauthenticated sockets (16 per address), I/O threads = cores (≤ 4), a slow reader
+    /// closed after 10 s above 1 MiB unread.
     pub fn new(addr: impl Into<String>) -> ChannelOptions {
         ChannelOptions {
             addr: addr.into(),
             tls: None,
-            auth_timeout: Duration::from_secs(10),
+            auth_timeout: Duration::from_secs(5),
             ping_interval: Duration::from_secs(20),
             idle_timeout: Duration::from_secs(60),
             max_message_bytes: 1 << 20,
-            max_connections: 256,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_unauthenticated: 256,
+            max_unauthenticated_per_address: 16,
+            io_threads: 0,
+            slow_reader_bytes: 1 << 20,
+            slow_reader_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// The I/O threads to run: [`Self::io_threads`], or the cores (at most 4) for 0.
+    pub(crate) fn io_thread_count(&self) -> usize {
+        match self.io_threads {
+            0 => std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(4),
+            n => n,
         }
     }
 
@@ -158,35 +203,147 @@ impl ChannelOptions {
         positive("auth_timeout", self.auth_timeout)?;
         positive("ping_interval", self.ping_interval)?;
         positive("idle_timeout", self.idle_timeout)?;
-        if self.max_message_bytes < 1024 || self.max_connections == 0 {
+        positive("slow_reader_timeout", self.slow_reader_timeout)?;
+        let at_least = |name: &'static str, value: usize, min: usize, reason: &str| {
+            if value < min {
+                Err(Error::InvalidArgument {
+                    name,
+                    reason: reason.into(),
+                })
+            } else {
+                Ok(())
+            }
+        };
+        at_least(
+            "max_message_bytes",
+            self.max_message_bytes,
+            1024,
+            "must allow at least 1024 bytes",
+        )?;
+        at_least(
+            "max_connections",
+            self.max_connections,
+            1,
+            "must be positive",
+        )?;
+        at_least(
+            "max_unauthenticated",
+            self.max_unauthenticated,
+            1,
+            "must be positive",
+        )?;
+        at_least(
+            "max_unauthenticated_per_address",
+            self.max_unauthenticated_per_address,
+            1,
+            "must be positive",
+        )?;
+        at_least(
+            "slow_reader_bytes",
+            self.slow_reader_bytes,
+            1024,
+            "must be at least 1024",
+        )?;
+        if self.io_threads > 64 {
             return Err(Error::InvalidArgument {
-                name: "max_message_bytes",
-                reason: "messages must allow at least 1024 bytes and one connection".into(),
+                name: "io_threads",
+                reason: "at most 64".into(),
             });
         }
         Ok(())
     }
 }
 
-/// State shared by a server's accept thread and its connection threads.
+/// State shared by a server's I/O threads (and the handle that stops them).
 pub(crate) struct Shared {
     pub options: ChannelOptions,
     pub registry: Arc<Registry>,
     pub hub: Arc<Hub>,
     pub stopping: AtomicBool,
-    pub live: AtomicUsize,
-    pub accept: Mutex<Option<JoinHandle<()>>>,
+    /// Sockets accepted and not yet authenticated (or refused).
+    pub unauthenticated: AtomicUsize,
+    /// The same, per peer address (entries at zero are removed).
+    pub per_address: Mutex<HashMap<IpAddr, usize>>,
+    /// Authenticated connections (until their socket is closed).
+    pub devices: AtomicUsize,
+    /// Wakes each I/O thread (set once they exist).
+    pub wakers: Mutex<Vec<Arc<dyn Fn() + Send + Sync>>>,
+    pub threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Shared {
+    /// Takes one unauthenticated slot for `addr`, if both budgets allow.
+    pub fn admit(&self, addr: IpAddr) -> bool {
+        let mut per = self.per_address.lock();
+        let here = per.get(&addr).copied().unwrap_or(0);
+        if here >= self.options.max_unauthenticated_per_address {
+            return false;
+        }
+        let taken = self
+            .unauthenticated
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.options.max_unauthenticated).then_some(n + 1)
+            });
+        if taken.is_err() {
+            return false;
+        }
+        per.insert(addr, here + 1);
+        true
+    }
+
+    /// Gives back a slot taken by [`Shared::admit`].
+    pub fn release(&self, addr: IpAddr) {
+        let mut per = self.per_address.lock();
+        if let Some(n) = per.get_mut(&addr) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                per.remove(&addr);
+            }
+        }
+        drop(per);
+        let _ = self
+            .unauthenticated
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    }
+
+    /// Takes one device slot unless the cap is reached (`replacing`: the device is connected
+    /// already and this connection replaces its own, so it is never refused).
+    pub fn take_device_slot(&self, replacing: bool) -> bool {
+        if replacing {
+            self.devices.fetch_add(1, Ordering::AcqRel);
+            return true;
+        }
+        self.devices
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.options.max_connections).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    /// Gives back a slot taken by [`Shared::take_device_slot`].
+    pub fn release_device_slot(&self) {
+        let _ = self
+            .devices
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    }
+
+    /// Stops every I/O thread (they close their connections first) and joins them. Idempotent;
+    /// from an I/O thread itself it only asks.
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::Release);
-        self.hub.wake_all();
-        let accept = self.accept.lock().take();
-        if let Some(thread) = accept {
-            if thread.thread().id() != std::thread::current().id() {
-                let _ = thread.join();
+        for wake in self.wakers.lock().iter() {
+            wake();
+        }
+        let me = std::thread::current().id();
+        let threads: Vec<JoinHandle<()>> = {
+            let mut threads = self.threads.lock();
+            if threads.iter().any(|t| t.thread().id() == me) {
+                return;
             }
+            threads.drain(..).collect()
+        };
+        for thread in threads {
+            let _ = thread.join();
         }
     }
 }

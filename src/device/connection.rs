@@ -1,15 +1,18 @@
-//! One worker connection, on its own thread (R-DEV-CHAN, R-DEV-VER): the WebSocket handshake
-//! ([`super::wire`]; only [`CHANNEL_PATH`], others 404, a request that is not an upgrade 4xx), first-frame authentication within a deadline, the
-//! protocol check, then a loop that sleeps until the worker sends something or a frame is
-//! queued ([`super::wake`]), writes queued frames, pings an idle worker and routes results to
-//! waiting commands. Every timer (the authentication deadline, the keepalive, the close grace)
-//! is on the gateway's clock (R-CLK).
+//! One worker connection as a state machine that an I/O thread drives (R-DEV-CHAN, R-DEV-VER):
+//! the WebSocket handshake ([`super::wire`]; only [`CHANNEL_PATH`], others 404, a request that is
+//! not an upgrade 4xx), first-frame authentication within a deadline (the first message at most
+//! [`MAX_FIRST_MESSAGE_BYTES`]), the protocol check and the device cap, then the live phase:
+//! write queued frames, read what the worker sent, route results to waiting commands, ping an
+//! idle worker, close a slow reader; then an orderly or a failed close. Every timer (the
+//! authentication deadline, the keepalive, the slow reader, the close grace) is on the
+//! gateway's clock (R-CLK).
 //!
-//! This thread alone touches its socket. It must never panic on network input, wait without a
-//! deadline, or log a token or a frame's content; a malformed or oversized message closes only
-//! this connection, with a clear close code, and after any protocol or I/O failure the socket is
-//! never read again (one best-effort close frame, then a lingering close that discards what the
-//! worker still sends):
+//! [`Connection::drive`] never blocks: it does what its socket allows now and says when it
+//! wants to be driven again ([`Connection::due`], or as soon as its socket is ready). It must
+//! never panic on network input, hold a lock across socket I/O, or log a token or a frame's
+//! content; a malformed or oversized message closes only this connection, with a clear close
+//! code, and after any protocol or I/O failure the socket is never parsed again (one
+//! best-effort close frame, then a lingering close that discards what the worker still sends):
 //!
 //! | code | reason | when |
 //! |---|---|---|
@@ -17,232 +20,630 @@
 //! | 1008 | `AUTHENTICATION_FAILED` | first frame not an authenticate with a valid token |
 //! | 1008 | `UPGRADE_REQUIRED` | a browser worker without protocol 2 |
 //! | 1008 | `DEVICE_UNPAIRED` | the device was unpaired or re-paired |
+//! | 1013 | `CONNECTION_LIMIT` | `max_connections` devices are connected already |
 //! | 1007 | `MALFORMED_FRAME` | not a JSON frame object / invalid UTF-8 |
 //! | 1003 | `BINARY_FRAMES_UNSUPPORTED` | a binary message |
-//! | 1009 | `MESSAGE_TOO_BIG` | over `max_message_bytes` |
+//! | 1009 | `MESSAGE_TOO_BIG` | over `max_message_bytes` (over 8 KiB for the first message) |
 //! | 1002 | `PROTOCOL_ERROR` | a WebSocket protocol violation |
 //! | 1001 | `GATEWAY_CLOSING` / `KEEPALIVE_TIMEOUT` | shutdown / silent for `idle_timeout` with a ping unanswered |
 //! | 4000 | `REPLACED_BY_NEW_CONNECTION` | the same device connected again |
+//! | — | (no frame: the socket is just closed) | a slow reader: over `slow_reader_bytes` unread for `slow_reader_timeout` |
 
-use super::channel::Shared;
+use super::channel::{Shared, MAX_FIRST_MESSAGE_BYTES};
 use super::frames::{self, parse_worker_frame, WorkerFrame, CHANNEL_PATH, PROTOCOL_VERSION};
+use super::hub::{Conn, Nudge};
 use super::registry::Capability;
-use super::wire::{self, Message, WireError};
-use crate::clock::Instant;
-use std::net::TcpStream;
+use super::wire::{self, Message, Role, Socket, WireError};
+use crate::clock::{Clock, GraceBound, Instant};
+use std::io::{Read, Write};
+use std::net::{IpAddr, Shutdown};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
-/// How long a read waits before the loop checks its queue, timers and stop flag.
-const POLL: Duration = Duration::from_millis(10);
-/// How long a blocked write may take before the connection is given up.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
-/// The longest sleep between two looks at the stop flag when nothing else wakes the thread.
-const MAX_WAIT: Duration = Duration::from_millis(500);
-/// How long a closing connection waits for the worker's close reply.
-const CLOSE_GRACE: Duration = Duration::from_millis(500);
+/// The socket under a connection: mio's TCP stream, plain or TLS.
+pub(crate) type Io = super::socket::Io<rustls::ServerConnection, mio::net::TcpStream>;
 
-type Io = super::socket::Io<rustls::ServerConnection>;
+/// How long a closing connection waits for the worker's close reply (or lingers).
+pub(crate) const CLOSE_GRACE: Duration = Duration::from_millis(500);
+/// How many messages (or lingering reads) one turn handles before letting other connections
+/// of the same I/O thread have theirs.
+const MESSAGES_PER_TURN: usize = 64;
+/// One read of the HTTP head.
+const HEAD_READ: usize = 2048;
+/// "Never" on the gateway's clock: no timer.
+pub(crate) const NEVER: Instant = Instant::from_origin(Duration::MAX);
 
-/// Serves one accepted TCP connection to the end.
-pub(crate) fn serve(stream: TcpStream, shared: &Shared) {
-    let options = &shared.options;
-    // Every timer of the connection is on the gateway's clock (R-CLK).
-    let clock = &**shared.hub.clock();
-    let auth_deadline = clock.now() + options.auth_timeout;
-    let _ = stream.set_nodelay(true);
-    // A second handle on the same socket, for `poll`, switching it to non-blocking and the
-    // lingering close.
-    let Ok(tcp) = stream.try_clone() else {
-        return;
-    };
-    if stream.set_read_timeout(Some(POLL)).is_err()
-        || stream.set_write_timeout(Some(WRITE_TIMEOUT)).is_err()
-    {
-        return;
+/// What a connection needs from its I/O thread after a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Turn {
+    /// Wait for the socket, a nudge or [`Connection::due`].
+    Wait,
+    /// It stopped before its socket said "would block" (its turn's budget ran out): drive it
+    /// again soon, without waiting.
+    More,
+    /// It is closing: drive it with `tick` on every timer tick until it finishes.
+    Closing,
+    /// It is over: drop it (which closes the socket).
+    Finished,
+}
+
+/// Which budget a connection holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Counted {
+    Unauthenticated,
+    Device,
+}
+
+/// After a close frame is written: wait for the worker's reply (an orderly close), or end our
+/// side and discard what still comes (after a failure).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    AwaitReply,
+    Linger,
+}
+
+struct Live {
+    ws: Socket<Io>,
+    conn: Arc<Conn>,
+    last_heard: Instant,
+    last_ping: Instant,
+    /// Since when a ping has gone unanswered (anything heard answers it).
+    unanswered: Option<Instant>,
+    /// Since when the unread outgoing bytes have been above `slow_reader_bytes`.
+    over_since: Option<Instant>,
+}
+
+enum Phase {
+    /// Reading the HTTP head.
+    Head {
+        io: Io,
+        head: Vec<u8>,
+        searched: usize,
+    },
+    /// Writing the 101 answer (then `upgrade` holds the bytes read past the head) or a refusal
+    /// (then `None`: linger).
+    Answer {
+        io: Io,
+        out: Vec<u8>,
+        at: usize,
+        upgrade: Option<Vec<u8>>,
+    },
+    /// Waiting for the authenticate frame.
+    Auth {
+        ws: Socket<Io>,
+    },
+    Live(Box<Live>),
+    /// A close frame is queued (or was received and answered).
+    Closing {
+        ws: Socket<Io>,
+        ending: Ending,
+        bound: GraceBound,
+    },
+    /// Our side is shut; discarding what the worker still sends.
+    Linger {
+        io: Io,
+        bound: GraceBound,
+    },
+    Done,
+}
+
+/// One accepted connection, from its handshake to its close.
+pub(crate) struct Connection {
+    shared: Arc<Shared>,
+    peer: IpAddr,
+    phase: Phase,
+    counted: Counted,
+    /// The handshake and the authenticate frame must be done by then.
+    auth_deadline: Instant,
+    due: Instant,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Phase::Live(live) = std::mem::replace(&mut self.phase, Phase::Done) {
+            end_live(&self.shared, &live.conn);
+        }
+        match self.counted {
+            Counted::Unauthenticated => self.shared.release(self.peer),
+            Counted::Device => self.shared.release_device_slot(),
+        }
     }
-    let io = match &options.tls {
-        None => Io::Plain(stream),
-        Some(tls) => match rustls::ServerConnection::new(tls.config()) {
-            Ok(conn) => Io::Tls(Box::new(rustls::StreamOwned::new(conn, stream))),
-            Err(_) => return,
-        },
-    };
-    let mut keep_going = || clock.now() < auth_deadline && !shared.stopping.load(Ordering::Acquire);
-    let mut ws = match wire::accept(io, CHANNEL_PATH, options.max_message_bytes, &mut keep_going) {
-        Ok(ws) => ws,
-        Err(wire::HandshakeError::Refused) => {
-            wire::linger(&tcp, &mut crate::clock::Grace::new(clock, CLOSE_GRACE));
-            return;
-        }
-        Err(_) => return,
-    };
+}
 
-    // First frame: authenticate (R-DEV-CHAN), protocol check (R-DEV-VER).
-    let (token, protocol) = loop {
-        if clock.now() >= auth_deadline {
-            ws.close(
-                &tcp,
-                Some((1008, "AUTHENTICATION_TIMEOUT")),
-                CLOSE_GRACE,
-                clock,
-            );
-            return;
-        }
-        if shared.stopping.load(Ordering::Acquire) {
-            ws.close(&tcp, Some((1001, "GATEWAY_CLOSING")), CLOSE_GRACE, clock);
-            return;
-        }
-        let refusal = match ws.read() {
-            Ok(Message::Text(text)) => match parse_worker_frame(&text) {
-                Ok(WorkerFrame::Authenticate { token, protocol }) => break (token, protocol),
-                Ok(_) => (1008, "AUTHENTICATION_FAILED"),
-                Err(_) => (1007, "MALFORMED_FRAME"),
+fn end_live(shared: &Shared, conn: &Arc<Conn>) {
+    conn.shut();
+    shared.hub.unregister(conn);
+    log::info!("device {} disconnected", conn.device_id());
+}
+
+fn clock(shared: &Shared) -> &dyn Clock {
+    &**shared.hub.clock()
+}
+
+impl Connection {
+    /// A connection for an accepted socket whose unauthenticated slot (for `peer`) the caller
+    /// took with [`Shared::admit`]; the slot is given back when the connection is dropped.
+    /// `None` (slot given back) when TLS cannot be set up.
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        stream: mio::net::TcpStream,
+        peer: IpAddr,
+    ) -> Option<Connection> {
+        let _ = stream.set_nodelay(true);
+        let now = clock(&shared).now();
+        let auth_deadline = now + shared.options.auth_timeout;
+        let mut connection = Connection {
+            shared,
+            peer,
+            phase: Phase::Done,
+            counted: Counted::Unauthenticated,
+            auth_deadline,
+            due: auth_deadline,
+        };
+        let io = match &connection.shared.options.tls {
+            None => Io::Plain(stream),
+            Some(tls) => match rustls::ServerConnection::new(tls.config()) {
+                Ok(conn) => Io::Tls(Box::new(rustls::StreamOwned::new(conn, stream))),
+                Err(_) => return None,
             },
-            Ok(Message::Binary) => (1003, "BINARY_FRAMES_UNSUPPORTED"),
-            Ok(Message::Close(_)) => {
-                ws.close(&tcp, None, CLOSE_GRACE, clock);
-                return;
+        };
+        connection.phase = Phase::Head {
+            io,
+            head: Vec::new(),
+            searched: 0,
+        };
+        Some(connection)
+    }
+
+    /// When the connection wants to be driven even if its socket says nothing ([`NEVER`]: no
+    /// timer).
+    pub(crate) fn due(&self) -> Instant {
+        self.due
+    }
+
+    /// The TCP stream, to register it with the I/O thread's poll.
+    pub(crate) fn tcp_mut(&mut self) -> Option<&mut mio::net::TcpStream> {
+        let io = match &mut self.phase {
+            Phase::Head { io, .. } | Phase::Answer { io, .. } | Phase::Linger { io, .. } => io,
+            Phase::Auth { ws } | Phase::Closing { ws, .. } => ws.stream_mut(),
+            Phase::Live(live) => live.ws.stream_mut(),
+            Phase::Done => return None,
+        };
+        Some(match io {
+            Io::Plain(s) => s,
+            Io::Tls(s) => &mut s.sock,
+        })
+    }
+
+    /// Does what the socket allows now. `tick`: a timer tick for a closing connection (its
+    /// grace counts down on these).
+    pub(crate) fn drive(&mut self, tick: bool, nudge: &mut dyn FnMut() -> Nudge) -> Turn {
+        let shared = Arc::clone(&self.shared);
+        loop {
+            let now = clock(&shared).now();
+            let phase = std::mem::replace(&mut self.phase, Phase::Done);
+            let (next, flow) = match phase {
+                Phase::Head { io, head, searched } => self.head(now, io, head, searched),
+                Phase::Answer {
+                    io,
+                    out,
+                    at,
+                    upgrade,
+                } => self.answer(now, io, out, at, upgrade),
+                Phase::Auth { ws } => self.auth(now, ws, nudge),
+                Phase::Live(live) => self.live(now, live),
+                Phase::Closing { ws, ending, bound } => closing(&shared, tick, ws, ending, bound),
+                Phase::Linger { io, bound } => linger(&shared, tick, io, bound),
+                Phase::Done => (Phase::Done, Flow::Finished),
+            };
+            self.phase = next;
+            match flow {
+                Flow::Again => continue,
+                Flow::Wait => return Turn::Wait,
+                Flow::More => return Turn::More,
+                Flow::Finished => {
+                    self.phase = Phase::Done;
+                    return Turn::Finished;
+                }
+                Flow::Closing => {
+                    self.due = NEVER;
+                    return Turn::Closing;
+                }
             }
-            Ok(Message::Ping | Message::Pong) => {
-                let _ = ws.flush();
+        }
+    }
+
+    fn head(&mut self, now: Instant, mut io: Io, mut head: Vec<u8>, mut searched: usize) -> Step {
+        if self.shared.stopping.load(Ordering::Acquire) || now >= self.auth_deadline {
+            // Abandoned: nothing was promised to this socket.
+            return (Phase::Done, Flow::Finished);
+        }
+        let mut chunk = [0u8; HEAD_READ];
+        loop {
+            match io.read(&mut chunk) {
+                Ok(0) => return (Phase::Done, Flow::Finished),
+                Ok(n) => {
+                    head.extend_from_slice(&chunk[..n.min(HEAD_READ)]);
+                    let answer = match wire::head_end(&head, &mut searched) {
+                        Ok(None) => continue,
+                        Ok(Some(end)) => {
+                            let rest = head.split_off(end);
+                            match wire::upgrade_answer(&head, CHANNEL_PATH) {
+                                Ok(response) => (response, Some(rest)),
+                                Err(status) => (wire::refusal(status), None),
+                            }
+                        }
+                        Err(status) => (wire::refusal(status), None),
+                    };
+                    let phase = Phase::Answer {
+                        io,
+                        out: answer.0.into_bytes(),
+                        at: 0,
+                        upgrade: answer.1,
+                    };
+                    return (phase, Flow::Again);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if wire::is_would_block(&e) => {
+                    self.due = self.auth_deadline;
+                    return (Phase::Head { io, head, searched }, Flow::Wait);
+                }
+                Err(_) => return (Phase::Done, Flow::Finished),
+            }
+        }
+    }
+
+    fn answer(
+        &mut self,
+        now: Instant,
+        mut io: Io,
+        out: Vec<u8>,
+        mut at: usize,
+        upgrade: Option<Vec<u8>>,
+    ) -> Step {
+        if self.shared.stopping.load(Ordering::Acquire) || now >= self.auth_deadline {
+            return (Phase::Done, Flow::Finished);
+        }
+        let blocked = loop {
+            if at >= out.len() {
+                match io.flush() {
+                    Ok(()) => break false,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) if wire::is_would_block(&e) => break true,
+                    Err(_) => return (Phase::Done, Flow::Finished),
+                }
                 continue;
             }
-            Err(WireError::WouldBlock) => continue,
-            Err(e) => {
-                ws.fail_close(&tcp, e.close(), CLOSE_GRACE, clock);
-                return;
+            match io.write(&out[at..]) {
+                Ok(0) => return (Phase::Done, Flow::Finished),
+                Ok(n) => at += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if wire::is_would_block(&e) => break true,
+                Err(_) => return (Phase::Done, Flow::Finished),
             }
         };
-        ws.close(&tcp, Some(refusal), CLOSE_GRACE, clock);
-        return;
-    };
-    let record = match token.map(|t| shared.registry.authenticate(&t)) {
-        Some(Ok(Some(record))) => record,
-        Some(Err(e)) => {
-            log::warn!("device authentication could not be checked: {}", e.code());
-            ws.close(&tcp, Some((1011, "INTERNAL_ERROR")), CLOSE_GRACE, clock);
-            return;
+        if blocked {
+            self.due = self.auth_deadline;
+            let phase = Phase::Answer {
+                io,
+                out,
+                at,
+                upgrade,
+            };
+            return (phase, Flow::Wait);
         }
-        _ => {
-            log::info!("device channel authentication refused");
-            ws.close(
-                &tcp,
-                Some((1008, "AUTHENTICATION_FAILED")),
-                CLOSE_GRACE,
-                clock,
-            );
-            return;
+        match upgrade {
+            Some(rest) => {
+                let max = self.shared.options.max_message_bytes;
+                let ws = Socket::new(io, Role::Server, max.min(MAX_FIRST_MESSAGE_BYTES), rest);
+                (Phase::Auth { ws }, Flow::Again)
+            }
+            None => start_linger(&self.shared, io),
         }
-    };
-    if let Err(e) = shared.registry.record_authentication(&record.id, protocol) {
-        log::warn!("device protocol not recorded: {}", e.code());
-    }
-    if record.capability == Capability::Browser && protocol.is_none_or(|p| p < PROTOCOL_VERSION) {
-        log::info!("device {} refused: extension out of date", record.id);
-        ws.close(&tcp, Some((1008, "UPGRADE_REQUIRED")), CLOSE_GRACE, clock);
-        return;
     }
 
-    let conn = shared.hub.register(&record.id);
-    log::info!("device {} connected", record.id);
-    // From here on the socket is non-blocking and the thread sleeps in `Wake::wait` until the
-    // worker sends something, a frame is queued for it, or a timer is due.
-    if tcp.set_nonblocking(true).is_err() {
-        conn.shut();
-        shared.hub.unregister(&conn);
-        return;
-    }
-    // `Err` ends the connection: `Some(code)` is sent on a healthy socket, a failure closes
-    // with `fail_close` (its own code, if any, and never another read).
-    enum End {
-        Close(u16, &'static str),
-        Peer,
-        Failed(WireError),
-    }
-    let _ = ws.send_text(&frames::ready(conn.device_id()));
-    // Keepalive on the gateway's clock (R-CLK): a ping every `ping_interval`; the worker is
-    // dropped once it said nothing for `idle_timeout` *and* left unanswered a ping sent at an
-    // earlier instant of that clock. The second condition keeps a live worker connected when a
-    // manual clock jumps past `idle_timeout` in one step (it is probed first, at the new
-    // instant, and answers); on real time it changes nothing, a silent worker having been
-    // pinged before (or, with `ping_interval` ≥ `idle_timeout`, being probed one poll before).
-    let mut last_heard = clock.now();
-    let mut last_ping = clock.now();
-    // Since when a ping has gone unanswered (anything heard answers it).
-    let mut unanswered: Option<Instant> = None;
-    let end: End = 'conn: loop {
+    fn auth(&mut self, now: Instant, mut ws: Socket<Io>, nudge: &mut dyn FnMut() -> Nudge) -> Step {
+        let shared = Arc::clone(&self.shared);
         if shared.stopping.load(Ordering::Acquire) {
-            break End::Close(1001, "GATEWAY_CLOSING");
+            return close(&shared, ws, Some((1001, "GATEWAY_CLOSING")));
         }
-        if let Some((code, reason)) = conn.close_request() {
-            break End::Close(code, reason);
+        if now >= self.auth_deadline {
+            return close(&shared, ws, Some((1008, "AUTHENTICATION_TIMEOUT")));
         }
-        for item in conn.drain_outgoing() {
-            item.mark_sent();
-            if let Err(e) = ws.send_text(&item.text) {
-                break 'conn End::Failed(e);
-            }
-        }
-        // Everything the worker sent so far, before any timer is judged.
-        loop {
-            match ws.read() {
-                Ok(message) => {
-                    last_heard = clock.now();
-                    unanswered = None;
-                    match message {
-                        Message::Text(text) => match parse_worker_frame(&text) {
-                            Ok(WorkerFrame::Result { id, outcome }) => conn.complete(&id, outcome),
-                            Ok(WorkerFrame::Ping) => {
-                                conn.queue(frames::pong());
-                                continue 'conn;
-                            }
-                            Ok(_) => {}
-                            Err(_) => break 'conn End::Close(1007, "MALFORMED_FRAME"),
-                        },
-                        Message::Binary => {
-                            break 'conn End::Close(1003, "BINARY_FRAMES_UNSUPPORTED")
+        let (token, protocol) = loop {
+            let refusal = match ws.read() {
+                Ok(Message::Text(text)) => match parse_worker_frame(&text) {
+                    Ok(WorkerFrame::Authenticate { token, protocol }) => break (token, protocol),
+                    Ok(_) => (1008, "AUTHENTICATION_FAILED"),
+                    Err(_) => (1007, "MALFORMED_FRAME"),
+                },
+                Ok(Message::Binary) => (1003, "BINARY_FRAMES_UNSUPPORTED"),
+                Ok(Message::Close(_)) => return close(&shared, ws, None),
+                Ok(Message::Ping | Message::Pong) => continue,
+                Err(WireError::WouldBlock) => {
+                    if ws.pending() {
+                        if let Err(e) = ws.flush() {
+                            return fail(&shared, ws, e.close());
                         }
-                        Message::Close(_) => break 'conn End::Peer,
-                        Message::Ping => continue 'conn,
-                        Message::Pong => {}
                     }
+                    self.due = self.auth_deadline;
+                    return (Phase::Auth { ws }, Flow::Wait);
                 }
-                Err(WireError::WouldBlock) => break,
-                Err(e) => break 'conn End::Failed(e),
+                Err(e) => return fail(&shared, ws, e.close()),
+            };
+            return close(&shared, ws, Some(refusal));
+        };
+        let record = match token.map(|t| shared.registry.authenticate(&t)) {
+            Some(Ok(Some(record))) => record,
+            Some(Err(e)) => {
+                log::warn!("device authentication could not be checked: {}", e.code());
+                return close(&shared, ws, Some((1011, "INTERNAL_ERROR")));
             }
-        }
-        let now = clock.now();
-        let silent = now - last_heard >= options.idle_timeout;
-        if silent && unanswered.is_some_and(|since| since < now) {
-            break End::Close(1001, "KEEPALIVE_TIMEOUT");
-        }
-        if (silent && unanswered.is_none()) || now - last_ping >= options.ping_interval {
-            last_ping = now;
-            unanswered.get_or_insert(now);
-            if let Err(e) = ws.send_ping() {
-                break End::Failed(e);
+            _ => {
+                log::info!("device channel authentication refused");
+                return close(&shared, ws, Some((1008, "AUTHENTICATION_FAILED")));
             }
+        };
+        if let Err(e) = shared.registry.record_authentication(&record.id, protocol) {
+            log::warn!("device protocol not recorded: {}", e.code());
         }
-        if ws.pending() {
-            if let Err(e) = ws.flush() {
-                break End::Failed(e);
-            }
+        if record.capability == Capability::Browser && protocol.is_none_or(|p| p < PROTOCOL_VERSION)
+        {
+            log::info!("device {} refused: extension out of date", record.id);
+            return close(&shared, ws, Some((1008, "UPGRADE_REQUIRED")));
         }
-        let now = clock.now();
-        let next_ping = options.ping_interval.saturating_sub(now - last_ping);
-        let idle = options.idle_timeout.saturating_sub(now - last_heard);
-        let wait = next_ping.min(idle).min(MAX_WAIT).max(POLL);
-        conn.wait(&tcp, ws.pending(), wait);
-    };
-    conn.shut();
-    shared.hub.unregister(&conn);
-    // Closing waits (bounded) for the worker's reply with ordinary timed reads.
-    match end {
-        End::Close(code, reason) => ws.close(&tcp, Some((code, reason)), CLOSE_GRACE, clock),
-        // The close reply is already queued.
-        End::Peer => ws.close(&tcp, None, CLOSE_GRACE, clock),
-        End::Failed(e) => ws.fail_close(&tcp, e.close(), CLOSE_GRACE, clock),
+        if !shared.take_device_slot(shared.hub.online(&record.id)) {
+            log::warn!(
+                "device channel at its connection limit; device {} refused",
+                record.id
+            );
+            return close(&shared, ws, Some((1013, "CONNECTION_LIMIT")));
+        }
+        shared.release(self.peer);
+        self.counted = Counted::Device;
+        ws.set_max_message(shared.options.max_message_bytes);
+        let conn = shared.hub.register(&record.id, nudge());
+        log::info!("device {} connected", record.id);
+        let _ = ws.send_text(&frames::ready(conn.device_id()));
+        let live = Live {
+            ws,
+            conn,
+            last_heard: now,
+            last_ping: now,
+            unanswered: None,
+            over_since: None,
+        };
+        (Phase::Live(Box::new(live)), Flow::Again)
     }
-    log::info!("device {} disconnected", conn.device_id());
+
+    fn live(&mut self, now: Instant, mut live: Box<Live>) -> Step {
+        let shared = Arc::clone(&self.shared);
+        let options = &shared.options;
+        let ending = |live: Box<Live>| {
+            end_live(&shared, &live.conn);
+            live.ws
+        };
+        if shared.stopping.load(Ordering::Acquire) {
+            return close(&shared, ending(live), Some((1001, "GATEWAY_CLOSING")));
+        }
+        if let Some(code) = live.conn.close_request() {
+            return close(&shared, ending(live), Some(code));
+        }
+        for item in live.conn.drain_outgoing() {
+            item.mark_sent();
+            if let Err(e) = live.ws.send_text(&item.text) {
+                return fail(&shared, ending(live), e.close());
+            }
+        }
+        // Everything the worker sent so far, before any timer is judged — unless it does not
+        // read what it is sent: then it is not read either, until it catches up.
+        let mut more = false;
+        if live.ws.backlog() <= options.slow_reader_bytes {
+            let mut budget = MESSAGES_PER_TURN;
+            loop {
+                if budget == 0 {
+                    more = true;
+                    break;
+                }
+                budget -= 1;
+                let message = match live.ws.read() {
+                    Ok(message) => message,
+                    Err(WireError::WouldBlock) => break,
+                    Err(e) => return fail(&shared, ending(live), e.close()),
+                };
+                live.last_heard = now;
+                live.unanswered = None;
+                match message {
+                    Message::Text(text) => match parse_worker_frame(&text) {
+                        Ok(WorkerFrame::Result { id, outcome }) => live.conn.complete(&id, outcome),
+                        Ok(WorkerFrame::Ping) => {
+                            if let Err(e) = live.ws.send_text(&frames::pong()) {
+                                return fail(&shared, ending(live), e.close());
+                            }
+                        }
+                        Ok(_) => {}
+                        Err(_) => {
+                            return close(&shared, ending(live), Some((1007, "MALFORMED_FRAME")))
+                        }
+                    },
+                    Message::Binary => {
+                        let code = (1003, "BINARY_FRAMES_UNSUPPORTED");
+                        return close(&shared, ending(live), Some(code));
+                    }
+                    // The reply is queued already.
+                    Message::Close(_) => return close(&shared, ending(live), None),
+                    Message::Ping | Message::Pong => {}
+                }
+            }
+        }
+        // Keepalive on the gateway's clock (R-CLK): a ping every `ping_interval`; the worker
+        // is dropped once it said nothing for `idle_timeout` *and* left unanswered a ping sent
+        // at an earlier instant of that clock. The second condition keeps a live worker
+        // connected when a manual clock jumps past `idle_timeout` in one step (it is probed
+        // first, at the new instant, and answers).
+        let silent = now - live.last_heard >= options.idle_timeout;
+        if silent && live.unanswered.is_some_and(|since| since < now) {
+            return close(&shared, ending(live), Some((1001, "KEEPALIVE_TIMEOUT")));
+        }
+        if (silent && live.unanswered.is_none()) || now - live.last_ping >= options.ping_interval {
+            live.last_ping = now;
+            live.unanswered.get_or_insert(now);
+            if let Err(e) = live.ws.send_ping() {
+                return fail(&shared, ending(live), e.close());
+            }
+        }
+        if live.ws.pending() {
+            if let Err(e) = live.ws.flush() {
+                return fail(&shared, ending(live), e.close());
+            }
+        }
+        if live.ws.backlog() > options.slow_reader_bytes {
+            let since = *live.over_since.get_or_insert(now);
+            if now - since >= options.slow_reader_timeout {
+                log::warn!(
+                    "device {} closed: it left its commands unread too long",
+                    live.conn.device_id()
+                );
+                return fail(&shared, ending(live), None);
+            }
+        } else {
+            live.over_since = None;
+        }
+        let mut due =
+            (live.last_ping + options.ping_interval).min(live.last_heard + options.idle_timeout);
+        if let Some(since) = live.over_since {
+            due = due.min(since + options.slow_reader_timeout);
+        }
+        // A timer that is due already (a ping unanswered at this very instant) waits for the
+        // clock to move on, instead of spinning.
+        self.due = due.max(now + Duration::from_nanos(1));
+        (
+            Phase::Live(live),
+            if more { Flow::More } else { Flow::Wait },
+        )
+    }
+}
+
+/// What a phase does next.
+enum Flow {
+    /// Run the (new) phase now.
+    Again,
+    Wait,
+    More,
+    Closing,
+    Finished,
+}
+
+type Step = (Phase, Flow);
+
+/// An orderly close: `code` is sent (`None`: a close frame was received and its reply is
+/// queued), then the worker's reply awaited within [`CLOSE_GRACE`].
+fn close(shared: &Shared, mut ws: Socket<Io>, code: Option<(u16, &'static str)>) -> Step {
+    if let Some((code, reason)) = code {
+        if ws.send_close(code, reason).is_err() {
+            return start_linger(shared, ws.into_inner());
+        }
+    }
+    let bound = GraceBound::new(clock(shared), CLOSE_GRACE);
+    let phase = Phase::Closing {
+        ws,
+        ending: Ending::AwaitReply,
+        bound,
+    };
+    (phase, Flow::Again)
+}
+
+/// The close after a failure: one best-effort close frame with `code` if the socket can still
+/// be written, then the lingering close. Never parses another byte.
+fn fail(shared: &Shared, mut ws: Socket<Io>, code: Option<(u16, &'static str)>) -> Step {
+    let (broken, _, _) = ws.state();
+    if broken {
+        return start_linger(shared, ws.into_inner());
+    }
+    if let Some((code, reason)) = code {
+        let _ = ws.send_close(code, reason);
+    }
+    let bound = GraceBound::new(clock(shared), CLOSE_GRACE);
+    let phase = Phase::Closing {
+        ws,
+        ending: Ending::Linger,
+        bound,
+    };
+    (phase, Flow::Again)
+}
+
+fn start_linger(shared: &Shared, io: Io) -> Step {
+    let _ = io.tcp().shutdown(Shutdown::Write);
+    let bound = GraceBound::new(clock(shared), CLOSE_GRACE);
+    (Phase::Linger { io, bound }, Flow::Again)
+}
+
+/// A turn of a closing connection: the grace counts down on ticks (and on the clock).
+fn over(shared: &Shared, tick: bool, bound: &mut GraceBound) -> bool {
+    let clock = clock(shared);
+    if tick {
+        bound.next(clock, super::server::TICK).is_none()
+    } else {
+        // Only the clock's own instant: a socket event spends no grace.
+        bound.next(clock, Duration::from_nanos(1)).is_none()
+    }
+}
+
+fn closing(
+    shared: &Shared,
+    tick: bool,
+    mut ws: Socket<Io>,
+    ending: Ending,
+    mut bound: GraceBound,
+) -> Step {
+    if over(shared, tick, &mut bound) {
+        return (Phase::Done, Flow::Finished);
+    }
+    match ws.flush() {
+        Ok(true) => {}
+        Ok(false) => {
+            let phase = Phase::Closing { ws, ending, bound };
+            return (phase, Flow::Closing);
+        }
+        Err(_) if ending == Ending::Linger => return start_linger(shared, ws.into_inner()),
+        Err(_) => return (Phase::Done, Flow::Finished),
+    }
+    if ending == Ending::Linger {
+        return start_linger(shared, ws.into_inner());
+    }
+    for _ in 0..MESSAGES_PER_TURN {
+        match ws.read() {
+            Ok(Message::Close(_)) => {
+                let _ = ws.flush();
+                return (Phase::Done, Flow::Finished);
+            }
+            Ok(_) => {}
+            Err(WireError::WouldBlock) => {
+                let phase = Phase::Closing { ws, ending, bound };
+                return (phase, Flow::Closing);
+            }
+            Err(_) => return (Phase::Done, Flow::Finished),
+        }
+    }
+    (Phase::Closing { ws, ending, bound }, Flow::Closing)
+}
+
+fn linger(shared: &Shared, tick: bool, io: Io, mut bound: GraceBound) -> Step {
+    if over(shared, tick, &mut bound) {
+        return (Phase::Done, Flow::Finished);
+    }
+    let mut sink = [0u8; 16 * 1024];
+    for _ in 0..MESSAGES_PER_TURN {
+        match io.tcp().read(&mut sink) {
+            Ok(0) => return (Phase::Done, Flow::Finished),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if wire::is_would_block(&e) => {
+                return (Phase::Linger { io, bound }, Flow::Closing)
+            }
+            Err(_) => return (Phase::Done, Flow::Finished),
+        }
+    }
+    (Phase::Linger { io, bound }, Flow::Closing)
 }

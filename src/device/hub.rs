@@ -1,9 +1,9 @@
 //! Live worker connections: which device is online, the outgoing queue of each connection, and
 //! the commands waiting for a result (R-DEV-CHAN, R-DEV-FAIL).
 //!
-//! A [`Conn`] is shared by its connection thread (which alone touches the socket) and by the
-//! dispatching threads (which only queue frames and wait on a slot), so no lock is ever held
-//! across socket I/O. A command is marked *sent* before its bytes are written: if the worker
+//! A [`Conn`] is shared by the I/O thread that serves its socket (which alone touches it) and by
+//! the dispatching threads (which only queue frames, nudge the I/O thread and wait on a slot),
+//! so no lock is ever held across socket I/O. A command is marked *sent* before its bytes are written: if the worker
 //! goes away afterwards its outcome is unknown and it is never re-sent; if it goes away before,
 //! the command was not delivered and the device is reported offline. A command abandoned at its
 //! deadline or on a cancel is taken out of the queue if it was never written (nothing reached
@@ -12,7 +12,6 @@
 
 use super::executor::{ToolExecutor, WorkerFailure, OUTCOME_UNKNOWN};
 use super::frames;
-use super::socket::Wake;
 use crate::clock::{wait_slice, SharedClock};
 use crate::CancelToken;
 use parking_lot::{Condvar, Mutex};
@@ -84,32 +83,21 @@ pub(crate) struct Conn {
     device_id: String,
     ids: Arc<AtomicU64>,
     state: Mutex<ConnState>,
-    wake: Wake,
+    /// Tells the I/O thread serving this connection to look at it (never blocks).
+    nudge: Nudge,
 }
+
+/// Wakes the I/O thread that serves a connection, for that connection.
+pub(crate) type Nudge = Box<dyn Fn() + Send + Sync>;
 
 impl Conn {
     pub fn device_id(&self) -> &str {
         &self.device_id
     }
 
-    /// The connection thread's wait for its socket or a queued frame (see [`Wake`]).
-    pub fn wait(&self, socket: &std::net::TcpStream, write: bool, timeout: Duration) {
-        self.wake.wait(socket, write, timeout);
-    }
-
-    /// Wakes the connection thread (a frame was queued, a close asked for, the server stops).
+    /// Wakes the connection's I/O thread (a frame was queued, a close asked for).
     pub fn notify(&self) {
-        self.wake.notify();
-    }
-
-    /// Queues a frame (e.g. a pong) for the connection thread.
-    pub fn queue(&self, text: String) {
-        let mut s = self.state.lock();
-        if s.alive {
-            s.outgoing.push_back(Outgoing { text, slot: None });
-            drop(s);
-            self.notify();
-        }
+        (self.nudge)();
     }
 
     /// Takes everything queued for writing.
@@ -318,9 +306,10 @@ impl Hub {
         &self.clock
     }
 
-    /// Registers an authenticated connection for `device_id`; a previous connection of the same
-    /// device is asked to close (a second connection replaces the first).
-    pub fn register(&self, device_id: &str) -> Arc<Conn> {
+    /// Registers an authenticated connection for `device_id`, whose I/O thread `nudge` wakes; a
+    /// previous connection of the same device is asked to close (a second connection replaces
+    /// the first).
+    pub fn register(&self, device_id: &str, nudge: Nudge) -> Arc<Conn> {
         let conn = Arc::new(Conn {
             serial: self.serials.fetch_add(1, Ordering::Relaxed),
             clock: Arc::clone(&self.clock),
@@ -330,7 +319,7 @@ impl Hub {
                 alive: true,
                 ..ConnState::default()
             }),
-            wake: Wake::new(),
+            nudge,
         });
         let previous = self
             .conns
@@ -351,13 +340,6 @@ impl Hub {
             .is_some_and(|c| c.serial == conn.serial)
         {
             conns.remove(&conn.device_id);
-        }
-    }
-
-    /// Wakes every connection thread (the server is stopping).
-    pub fn wake_all(&self) {
-        for conn in self.conns.lock().values() {
-            conn.notify();
         }
     }
 
@@ -407,14 +389,14 @@ mod tests {
     #[test]
     fn disconnect_before_delivery_is_offline_and_after_is_unknown() {
         let hub = Hub::new(crate::clock::system());
-        let conn = hub.register("dev_a");
+        let conn = hub.register("dev_a", Box::new(|| {}));
         let waiting = run(&conn);
         wait_queued(&conn);
         conn.shut();
         let failure = waiting.join().unwrap().unwrap_err();
         assert!(failure.not_sent);
 
-        let conn = hub.register("dev_b");
+        let conn = hub.register("dev_b", Box::new(|| {}));
         let waiting = run(&conn);
         wait_queued(&conn);
         for item in conn.drain_outgoing() {
@@ -430,7 +412,7 @@ mod tests {
     #[test]
     fn results_are_routed_by_id_and_a_replaced_connection_fails_its_commands() {
         let hub = Hub::new(crate::clock::system());
-        let conn = hub.register("dev_a");
+        let conn = hub.register("dev_a", Box::new(|| {}));
         let waiting = run(&conn);
         wait_queued(&conn);
         let sent = conn.drain_outgoing();
@@ -446,7 +428,7 @@ mod tests {
         for item in conn.drain_outgoing() {
             item.mark_sent();
         }
-        let replacement = hub.register("dev_a");
+        let replacement = hub.register("dev_a", Box::new(|| {}));
         assert_eq!(
             conn.close_request(),
             Some((4000, "REPLACED_BY_NEW_CONNECTION"))
@@ -466,7 +448,7 @@ mod tests {
         let hub = Hub::new(Arc::new(clock.clone()));
         for written in [false, true] {
             for cancelled in [false, true] {
-                let conn = hub.register("dev_a");
+                let conn = hub.register("dev_a", Box::new(|| {}));
                 let cancel = CancelToken::new();
                 let waiting = {
                     let (conn, cancel) = (Arc::clone(&conn), cancel.clone());

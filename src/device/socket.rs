@@ -15,15 +15,26 @@ use std::net::TcpStream;
 use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
-/// A plain TCP stream, or TLS over one (`C` is rustls' client or server connection).
-pub(crate) enum Io<C> {
+/// A plain TCP stream, or TLS over one (`C` is rustls' client or server connection; `T` the
+/// TCP stream: the standard one for the worker, mio's for the gateway's I/O threads).
+pub(crate) enum Io<C, T: Read + Write = TcpStream> {
     /// `ws://`.
-    Plain(TcpStream),
+    Plain(T),
     /// `wss://`.
-    Tls(Box<rustls::StreamOwned<C, TcpStream>>),
+    Tls(Box<rustls::StreamOwned<C, T>>),
 }
 
-impl<C, S> Read for Io<C>
+impl<C, T: Read + Write> Io<C, T> {
+    /// The TCP stream under it (for shutdown and the lingering close, never for data).
+    pub(crate) fn tcp(&self) -> &T {
+        match self {
+            Io::Plain(s) => s,
+            Io::Tls(s) => &s.sock,
+        }
+    }
+}
+
+impl<C, S, T: Read + Write> Read for Io<C, T>
 where
     C: DerefMut + Deref<Target = rustls::ConnectionCommon<S>>,
     S: rustls::SideData,
@@ -36,7 +47,7 @@ where
     }
 }
 
-impl<C, S> Write for Io<C>
+impl<C, S, T: Read + Write> Write for Io<C, T>
 where
     C: DerefMut + Deref<Target = rustls::ConnectionCommon<S>>,
     S: rustls::SideData,

@@ -21,8 +21,12 @@ use std::time::Duration;
 
 /// The largest HTTP head (request or response) accepted in the handshake.
 pub(crate) const MAX_HEAD: usize = 8192;
-/// How much one socket read asks for.
-const READ_CHUNK: usize = 64 * 1024;
+/// How much one socket read asks for (a buffer on the stack: a connection's own read buffer
+/// only ever holds bytes that arrived).
+const READ_CHUNK: usize = 32 * 1024;
+/// A buffer emptied with more capacity than this gives it back (an idle connection keeps
+/// almost nothing, whatever the size of the last message).
+const KEEP_CAPACITY: usize = 4 * 1024;
 /// RFC 6455 §1.3.
 const ACCEPT_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
@@ -149,16 +153,13 @@ impl<S: Read + Write> Socket<S> {
                 self.rbuf.drain(..self.rpos);
                 self.rpos = 0;
             }
-            let len = self.rbuf.len();
-            self.rbuf.resize(len + READ_CHUNK, 0);
-            let got = self.stream.read(&mut self.rbuf[len..]);
-            self.rbuf.truncate(len + *got.as_ref().unwrap_or(&0));
-            match got {
+            let mut chunk = [0u8; READ_CHUNK];
+            match self.stream.read(&mut chunk) {
                 Ok(0) => {
                     self.read_done = true;
                     return Err(WireError::Io(io::ErrorKind::UnexpectedEof));
                 }
-                Ok(_) => {}
+                Ok(n) => self.rbuf.extend_from_slice(&chunk[..n.min(READ_CHUNK)]),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if is_would_block(&e) => return Err(WireError::WouldBlock),
                 Err(e) => {
@@ -218,8 +219,9 @@ impl<S: Read + Write> Socket<S> {
                 key = Some([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]);
                 at += 4;
             }
+            // Not reserved ahead: the buffer grows with what arrives, never with what a header
+            // announces (a peer announcing big frames and sending little gets nothing).
             if buf.len() < at + len {
-                self.rbuf.reserve(at + len - buf.len());
                 return Ok(None);
             }
             let start = self.rpos + at;
@@ -235,6 +237,9 @@ impl<S: Read + Write> Socket<S> {
                 self.rpos = 0;
                 let payload = self.rbuf[start..end].to_vec();
                 self.rbuf.clear();
+                if self.rbuf.capacity() > KEEP_CAPACITY {
+                    self.rbuf = Vec::new();
+                }
                 return self.frame(fin, opcode, &payload);
             }
             let payload = self.rbuf[start..end].to_vec();
@@ -398,6 +403,9 @@ impl<S: Read + Write> Socket<S> {
         }
         self.wbuf.clear();
         self.wpos = 0;
+        if self.wbuf.capacity() > KEEP_CAPACITY {
+            self.wbuf = Vec::new();
+        }
         match self.stream.flush() {
             Ok(()) => {
                 self.needs_flush = false;
@@ -412,6 +420,34 @@ impl<S: Read + Write> Socket<S> {
         self.broken = true;
         self.read_done = true;
         WireError::Io(kind)
+    }
+
+    /// How many queued bytes are not written yet (to the stream: TLS may hold more).
+    pub(crate) fn backlog(&self) -> usize {
+        self.wbuf.len() - self.wpos
+    }
+
+    /// Changes the largest message accepted from now on (the first, authenticating message of
+    /// a connection is held to a smaller limit than the rest).
+    pub(crate) fn set_max_message(&mut self, max_message: usize) {
+        self.max_message = max_message;
+        self.max_write = max_message.saturating_mul(4).max(1 << 20);
+    }
+
+    /// The stream, for the close that follows a failure (nothing more is parsed).
+    pub(crate) fn into_inner(self) -> S {
+        self.stream
+    }
+
+    /// The stream, mutably (for the owner's I/O on a failed socket: never to read or write
+    /// around this type while it is healthy).
+    pub(crate) fn stream_mut(&mut self) -> &mut S {
+        &mut self.stream
+    }
+
+    /// Whether the socket failed (nothing more is read or written) or reading ended.
+    pub(crate) fn state(&self) -> (bool, bool, bool) {
+        (self.broken, self.read_done, self.close_sent)
     }
 
     /// Something is queued and not yet written.
@@ -555,19 +591,14 @@ fn read_head<S: Read>(
     let mut searched = 0;
     let mut chunk = [0u8; 2048];
     loop {
-        if let Some(at) = buf[searched..].windows(4).position(|w| w == b"\r\n\r\n") {
-            let end = searched + at + 4;
-            let rest = buf.split_off(end);
-            return Ok((buf, rest));
-        }
-        searched = buf.len().saturating_sub(3);
-        if buf.len() > MAX_HEAD {
-            return Err(HandshakeError::Refused);
-        }
-        // Every HTTP head starts with a method or `HTTP/` in capitals: anything else (a TLS
-        // hello on the plain port, garbage) is answered at once, not waited for.
-        if buf.first().is_some_and(|b| !b.is_ascii_uppercase()) {
-            return Err(HandshakeError::Status(400));
+        match head_end(&buf, &mut searched) {
+            Ok(Some(end)) => {
+                let rest = buf.split_off(end);
+                return Ok((buf, rest));
+            }
+            Ok(None) => {}
+            Err(431) => return Err(HandshakeError::Refused),
+            Err(status) => return Err(HandshakeError::Status(status)),
         }
         if !keep_going() {
             return Err(HandshakeError::Abandoned);
@@ -579,6 +610,31 @@ fn read_head<S: Read>(
             Err(e) => return Err(HandshakeError::Io(e.kind())),
         }
     }
+}
+
+/// Where the HTTP head in `buf` ends (just past its blank line), `None` while it is incomplete,
+/// or the status that refuses it: 431 past [`MAX_HEAD`], 400 when it cannot be HTTP. `searched`
+/// carries how far earlier calls looked, so feeding a head in pieces is linear in its length.
+pub(crate) fn head_end(buf: &[u8], searched: &mut usize) -> Result<Option<usize>, u16> {
+    let from = (*searched).min(buf.len());
+    if let Some(at) = buf[from..].windows(4).position(|w| w == b"\r\n\r\n") {
+        let end = from + at + 4;
+        return if end > MAX_HEAD + 4 {
+            Err(431)
+        } else {
+            Ok(Some(end))
+        };
+    }
+    *searched = buf.len().saturating_sub(3);
+    if buf.len() > MAX_HEAD {
+        return Err(431);
+    }
+    // Every HTTP head starts with a method or `HTTP/` in capitals: anything else (a TLS hello
+    // on the plain port, garbage) is answered at once, not waited for.
+    if buf.first().is_some_and(|b| !b.is_ascii_uppercase()) {
+        return Err(400);
+    }
+    Ok(None)
 }
 
 /// A parsed head: its first line and headers (names lower-cased).
@@ -627,16 +683,69 @@ fn accept_key(key: &str) -> String {
     data_encoding::BASE64.encode(ctx.finish().as_ref())
 }
 
-fn refuse<S: Write>(stream: &mut S, status: &str, extra: &str) -> HandshakeError {
-    let response =
-        format!("HTTP/1.1 {status}\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n");
-    let _ = stream.write_all(response.as_bytes());
+#[cfg(test)]
+fn refuse<S: Write>(stream: &mut S, status: u16) -> HandshakeError {
+    let _ = stream.write_all(refusal(status).as_bytes());
     let _ = stream.flush();
     HandshakeError::Refused
 }
 
-/// The server side: reads the upgrade request, answers 101 for `path` (or 400 / 404 / 426, then
-/// gives up), and returns the socket. `keep_going` is asked between reads.
+/// The refusal of a head that is not an upgrade to this server's WebSocket, for `status`
+/// (400, 404, 405, 426, 431), with no body.
+pub(crate) fn refusal(status: u16) -> String {
+    let (line, extra) = match status {
+        404 => ("404 Not Found", ""),
+        405 => ("405 Method Not Allowed", "Allow: GET\r\n"),
+        426 => (
+            "426 Upgrade Required",
+            "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n",
+        ),
+        431 => ("431 Request Header Fields Too Large", ""),
+        _ => ("400 Bad Request", ""),
+    };
+    format!("HTTP/1.1 {line}\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n")
+}
+
+/// The server's answer to a complete request head: the 101 response that upgrades it to the
+/// WebSocket at `path`, or the status that refuses it (see [`refusal`]). Pure; linear in the
+/// head.
+pub(crate) fn upgrade_answer(head: &[u8], path: &str) -> Result<String, u16> {
+    let request = parse_head(head).ok_or(400u16)?;
+    let mut parts = request.first.split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(400);
+    };
+    if version != "HTTP/1.1" {
+        return Err(400);
+    }
+    if target.split('?').next() != Some(path) {
+        return Err(404);
+    }
+    if method != "GET" {
+        return Err(405);
+    }
+    if !request.has_token("upgrade", "websocket")
+        || !request.has_token("connection", "upgrade")
+        || request.header("sec-websocket-version") != Some("13")
+    {
+        return Err(426);
+    }
+    let key = match request.header("sec-websocket-key") {
+        Some(k) if data_encoding::BASE64.decode(k.as_bytes()).map(|b| b.len()) == Ok(16) => k,
+        _ => return Err(400),
+    };
+    Ok(format!(
+        "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+        accept_key(key)
+    ))
+}
+
+/// The server side over a blocking-style stream: reads the upgrade request, answers 101 for
+/// `path` (or 400 / 404 / 426, then gives up), and returns the socket. `keep_going` is asked
+/// between reads. (The gateway's event loop feeds [`head_end`] and [`upgrade_answer`] itself.)
+#[cfg(test)]
 pub(crate) fn accept<S: Read + Write>(
     mut stream: S,
     path: &str,
@@ -645,53 +754,14 @@ pub(crate) fn accept<S: Read + Write>(
 ) -> Result<Socket<S>, HandshakeError> {
     let (head, rest) = match read_head(&mut stream, keep_going) {
         Ok(h) => h,
-        Err(HandshakeError::Refused) => {
-            return Err(refuse(
-                &mut stream,
-                "431 Request Header Fields Too Large",
-                "",
-            ))
-        }
-        Err(HandshakeError::Status(_)) => return Err(refuse(&mut stream, "400 Bad Request", "")),
+        Err(HandshakeError::Refused) => return Err(refuse(&mut stream, 431)),
+        Err(HandshakeError::Status(_)) => return Err(refuse(&mut stream, 400)),
         Err(e) => return Err(e),
     };
-    let Some(request) = parse_head(&head) else {
-        return Err(refuse(&mut stream, "400 Bad Request", ""));
+    let response = match upgrade_answer(&head, path) {
+        Ok(r) => r,
+        Err(status) => return Err(refuse(&mut stream, status)),
     };
-    let mut parts = request.first.split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(refuse(&mut stream, "400 Bad Request", ""));
-    };
-    if version != "HTTP/1.1" {
-        return Err(refuse(&mut stream, "400 Bad Request", ""));
-    }
-    if target.split('?').next() != Some(path) {
-        return Err(refuse(&mut stream, "404 Not Found", ""));
-    }
-    if method != "GET" {
-        return Err(refuse(
-            &mut stream,
-            "405 Method Not Allowed",
-            "Allow: GET\r\n",
-        ));
-    }
-    let upgrade = "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n";
-    if !request.has_token("upgrade", "websocket")
-        || !request.has_token("connection", "upgrade")
-        || request.header("sec-websocket-version") != Some("13")
-    {
-        return Err(refuse(&mut stream, "426 Upgrade Required", upgrade));
-    }
-    let key = match request.header("sec-websocket-key") {
-        Some(k) if data_encoding::BASE64.decode(k.as_bytes()).map(|b| b.len()) == Ok(16) => k,
-        _ => return Err(refuse(&mut stream, "400 Bad Request", "")),
-    };
-    let response = format!(
-        "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: {}\r\n\r\n",
-        accept_key(key)
-    );
     write_head(&mut stream, response.as_bytes(), keep_going)?;
     Ok(Socket::new(stream, Role::Server, max_message, rest))
 }
