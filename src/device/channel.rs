@@ -254,16 +254,57 @@ impl ChannelOptions {
     }
 }
 
+/// The unauthenticated sockets' budget: at most `max_total` at once, `max_per_address` from one
+/// address. Pure bookkeeping (the server holds it under a lock).
+#[derive(Debug)]
+pub(crate) struct Admissions {
+    max_total: usize,
+    max_per_address: usize,
+    total: usize,
+    per_address: HashMap<IpAddr, usize>,
+}
+
+impl Admissions {
+    pub fn new(max_total: usize, max_per_address: usize) -> Admissions {
+        Admissions {
+            max_total,
+            max_per_address,
+            total: 0,
+            per_address: HashMap::new(),
+        }
+    }
+
+    /// Takes a slot for `addr` if both limits allow.
+    pub fn admit(&mut self, addr: IpAddr) -> bool {
+        let here = self.per_address.get(&addr).copied().unwrap_or(0);
+        if here >= self.max_per_address || self.total >= self.max_total {
+            return false;
+        }
+        self.per_address.insert(addr, here + 1);
+        self.total += 1;
+        true
+    }
+
+    /// Gives back a slot of `addr` (an address at zero is forgotten).
+    pub fn release(&mut self, addr: IpAddr) {
+        if let Some(n) = self.per_address.get_mut(&addr) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_address.remove(&addr);
+            }
+            self.total = self.total.saturating_sub(1);
+        }
+    }
+}
+
 /// State shared by a server's I/O threads (and the handle that stops them).
 pub(crate) struct Shared {
     pub options: ChannelOptions,
     pub registry: Arc<Registry>,
     pub hub: Arc<Hub>,
     pub stopping: AtomicBool,
-    /// Sockets accepted and not yet authenticated (or refused).
-    pub unauthenticated: AtomicUsize,
-    /// The same, per peer address (entries at zero are removed).
-    pub per_address: Mutex<HashMap<IpAddr, usize>>,
+    /// Sockets accepted and not yet authenticated (or refused), in all and per address.
+    pub unauthenticated: Mutex<Admissions>,
     /// Authenticated connections (until their socket is closed).
     pub devices: AtomicUsize,
     /// Wakes each I/O thread (set once they exist).
@@ -274,36 +315,12 @@ pub(crate) struct Shared {
 impl Shared {
     /// Takes one unauthenticated slot for `addr`, if both budgets allow.
     pub fn admit(&self, addr: IpAddr) -> bool {
-        let mut per = self.per_address.lock();
-        let here = per.get(&addr).copied().unwrap_or(0);
-        if here >= self.options.max_unauthenticated_per_address {
-            return false;
-        }
-        let taken = self
-            .unauthenticated
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < self.options.max_unauthenticated).then_some(n + 1)
-            });
-        if taken.is_err() {
-            return false;
-        }
-        per.insert(addr, here + 1);
-        true
+        self.unauthenticated.lock().admit(addr)
     }
 
     /// Gives back a slot taken by [`Shared::admit`].
     pub fn release(&self, addr: IpAddr) {
-        let mut per = self.per_address.lock();
-        if let Some(n) = per.get_mut(&addr) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                per.remove(&addr);
-            }
-        }
-        drop(per);
-        let _ = self
-            .unauthenticated
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        self.unauthenticated.lock().release(addr);
     }
 
     /// Takes one device slot unless the cap is reached (`replacing`: the device is connected
@@ -345,5 +362,35 @@ impl Shared {
         for thread in threads {
             let _ = thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Issue 24 item 2: per address and in all; a release frees exactly one slot and an address
+    // at zero is forgotten (the map holds only addresses with sockets waiting).
+    #[test]
+    fn admissions_hold_both_limits_and_forget_an_address_at_zero() {
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let c: IpAddr = "10.0.0.3".parse().unwrap();
+        let mut adm = Admissions::new(5, 2);
+        assert!(adm.admit(a) && adm.admit(a));
+        assert!(!adm.admit(a), "a third from one address");
+        assert!(adm.admit(b) && adm.admit(b) && adm.admit(c));
+        assert!(!adm.admit(c), "a sixth in all");
+        adm.release(a);
+        assert!(!adm.admit(b));
+        assert!(adm.admit(a));
+        for addr in [a, a, b, b, c] {
+            adm.release(addr);
+        }
+        assert_eq!(adm.total, 0);
+        assert!(adm.per_address.is_empty());
+        // A release of an address that holds nothing changes nothing.
+        adm.release(c);
+        assert_eq!(adm.total, 0);
     }
 }

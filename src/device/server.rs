@@ -13,7 +13,7 @@
 //! is due (a due timer waits for the clock to move, at least [`TICK`]), and never leave a
 //! thread running after stop returns.
 
-use super::channel::{ChannelOptions, Shared, DEFAULT_MAX_CONNECTIONS};
+use super::channel::{Admissions, ChannelOptions, Shared, DEFAULT_MAX_CONNECTIONS};
 use super::connection::{Connection, Turn, NEVER};
 use super::hub::{Hub, Nudge};
 use super::registry::Registry;
@@ -22,7 +22,7 @@ use crate::{Error, Result};
 use mio::{Events, Interest, Poll, Token, Waker};
 use parking_lot::Mutex;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -119,13 +119,16 @@ pub(crate) fn serve(
         reason: format!("{what}: {}", e.kind()),
     };
     let count = options.io_thread_count();
+    let admissions = Admissions::new(
+        options.max_unauthenticated,
+        options.max_unauthenticated_per_address,
+    );
     let shared = Arc::new(Shared {
         options,
         registry,
         hub,
         stopping: AtomicBool::new(false),
-        unauthenticated: AtomicUsize::new(0),
-        per_address: Mutex::new(HashMap::new()),
+        unauthenticated: Mutex::new(admissions),
         devices: AtomicUsize::new(0),
         wakers: Mutex::new(Vec::new()),
         threads: Mutex::new(Vec::new()),

@@ -989,6 +989,29 @@ mod tests {
     }
 
     #[test]
+    fn buffers_grow_with_what_arrives_and_shrink_when_emptied() {
+        // Issue 24 item 2: a header announcing 1 MiB followed by 10 bytes makes the socket hold
+        // 10 bytes, not 1 MiB (nothing is reserved ahead of what arrives).
+        let mut announced = vec![0x81, 0xFF];
+        announced.extend_from_slice(&(1u64 << 20).to_be_bytes());
+        announced.extend_from_slice(&[1, 2, 3, 4]);
+        announced.extend_from_slice(&[b'x'; 10]);
+        let (mut s, _) = server(announced, 2 << 20);
+        assert_eq!(s.read(), Err(WireError::WouldBlock));
+        assert!(s.rbuf.capacity() <= KEEP_CAPACITY, "{}", s.rbuf.capacity());
+        // A 300 KB message is read whole; afterwards the buffers are given back.
+        let big = "y".repeat(300_000);
+        let (mut s, _) = server(client_frame(true, 1, big.as_bytes()), 1 << 20);
+        assert_eq!(s.read(), Ok(Message::Text(big.clone())));
+        assert!(s.rbuf.capacity() <= KEEP_CAPACITY, "{}", s.rbuf.capacity());
+        s.send_text(&big).unwrap();
+        assert!(s.wbuf.capacity() >= 300_000);
+        assert_eq!(s.flush(), Ok(true));
+        assert!(s.wbuf.capacity() <= KEEP_CAPACITY, "{}", s.wbuf.capacity());
+        assert_eq!(s.backlog(), 0);
+    }
+
+    #[test]
     fn a_20_mb_declared_frame_is_refused_from_its_header() {
         let mut input = vec![0x81, 0xFF];
         input.extend_from_slice(&(20u64 << 20).to_be_bytes());
