@@ -459,6 +459,23 @@ jevgate_status jevgate_serve_channel(const jevgate_gateway *gateway,
                                      jevgate_error **err_out);
 
 /**
+ * Starts the device-worker channel with options: `options_json` is
+ * `{"addr"?, "maxConnections"?, "maxUnauthenticated"?, "maxUnauthenticatedPerAddress"?,
+ * "ioThreads"?, "authTimeoutMs"?, "pingIntervalMs"?, "idleTimeoutMs"?, "maxMessageBytes"?,
+ * "slowReaderBytes"?, "slowReaderTimeoutMs"?, "tlsCertPem"?, "tlsKeyPem"?}` (NULL or `{}`:
+ * the defaults on `127.0.0.1:0` — 10,000 devices, 256 unauthenticated sockets, 16 per
+ * address, an I/O thread per core up to 4). `INVALID_ARGUMENT` names a bad field; a
+ * `maxConnections` above the open-file limit is one too.
+ *
+ * # Safety
+ * `gateway` a live handle; `options_json` NULL or NUL-terminated; `channel_out` writable.
+ */
+jevgate_status jevgate_serve_channel_with(const jevgate_gateway *gateway,
+                                          const char *options_json,
+                                          jevgate_channel **channel_out,
+                                          jevgate_error **err_out);
+
+/**
  * The channel's bound port, or 0 for NULL.
  *
  * # Safety

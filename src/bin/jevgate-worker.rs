@@ -26,8 +26,9 @@ The device token is read from --token-file, else from JEVGATE_DEVICE_TOKEN.
 --ca-file       trust these PEM certificates for wss:// instead of the public web roots
 --chromium      the Chromium executable (default: JEVGATE_CHROMIUM, /usr/bin/chromium, …)
 --reconnect     when the connection breaks or the gateway goes away (1001), connect again
-                (backoff 0.5 s doubling to 30 s); never after a refusal, an unpair (1008) or a
-                newer connection of the same device (4000)
+                (backoff 0.5 s doubling to 30 s), also when the gateway is at its connection
+                limit (1013); never after a refusal, an unpair (1008) or a newer connection of
+                the same device (4000)
 --exit-on-stdin-eof  stop (closing the browser) when standard input closes";
 
 struct Args {
@@ -199,8 +200,11 @@ fn serve(
             Ok(w) => Arc::new(w),
             Err(e) => {
                 eprintln!("jevgate-worker: {} {e}", e.code());
-                // A refusal (unpaired, bad token, out of date) or a first failure is final.
-                if !reconnect || !connected_once || refusal_code(&e).is_some() {
+                // A refusal (unpaired, bad token, out of date) or a first failure is final; a
+                // gateway at its connection limit (1013 CONNECTION_LIMIT) is tried again later.
+                let code = refusal_code(&e);
+                let try_later = code == Some(1013);
+                if !reconnect || (!connected_once && !try_later) || (code.is_some() && !try_later) {
                     return ExitCode::from(1);
                 }
                 if !control.pause(backoff) {

@@ -112,7 +112,8 @@ impl ChannelTls {
 ///
 /// ```
 /// let options = jevgate::device::ChannelOptions::new("127.0.0.1:0");
-/// assert_eq!(options.auth_timeout, std::time::Duration::from_secs(10));
+/// assert_eq!(options.auth_timeout, std::time::Duration::from_secs(5));
+/// assert_eq!(options.max_connections, 10_000);
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -181,6 +182,62 @@ impl ChannelOptions {
                 .min(4),
             n => n,
         }
+    }
+
+    /// Options from JSON (the C and configuration form): `{"addr"?, "maxConnections"?,
+    /// "maxUnauthenticated"?, "maxUnauthenticatedPerAddress"?, "ioThreads"?, "authTimeoutMs"?,
+    /// "pingIntervalMs"?, "idleTimeoutMs"?, "maxMessageBytes"?, "slowReaderBytes"?,
+    /// "slowReaderTimeoutMs"?, "tlsCertPem"?, "tlsKeyPem"?}`; what is absent keeps its default
+    /// (`addr`: `127.0.0.1:0`). Unknown fields, wrong types and a half TLS pair are
+    /// `INVALID_ARGUMENT`; values are checked when the channel starts.
+    ///
+    /// ```
+    /// let o = jevgate::device::ChannelOptions::from_json(r#"{"maxConnections": 50}"#).unwrap();
+    /// assert_eq!(o.max_connections, 50);
+    /// assert!(jevgate::device::ChannelOptions::from_json(r#"{"maxConections": 50}"#).is_err());
+    /// ```
+    pub fn from_json(json: &str) -> Result<ChannelOptions> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        struct Settings {
+            addr: Option<String>,
+            max_connections: Option<usize>,
+            max_unauthenticated: Option<usize>,
+            max_unauthenticated_per_address: Option<usize>,
+            io_threads: Option<usize>,
+            auth_timeout_ms: Option<u64>,
+            ping_interval_ms: Option<u64>,
+            idle_timeout_ms: Option<u64>,
+            max_message_bytes: Option<usize>,
+            slow_reader_bytes: Option<usize>,
+            slow_reader_timeout_ms: Option<u64>,
+            tls_cert_pem: Option<String>,
+            tls_key_pem: Option<String>,
+        }
+        let s: Settings = crate::args::from_json(
+            "options_json",
+            json,
+            "{addr?, maxConnections?, maxUnauthenticated?, maxUnauthenticatedPerAddress?, ioThreads?, authTimeoutMs?, pingIntervalMs?, idleTimeoutMs?, maxMessageBytes?, slowReaderBytes?, slowReaderTimeoutMs?, tlsCertPem?, tlsKeyPem?}",
+        )?;
+        let mut o = ChannelOptions::new(s.addr.unwrap_or_else(|| "127.0.0.1:0".into()));
+        let ms = Duration::from_millis;
+        o.max_connections = s.max_connections.unwrap_or(o.max_connections);
+        o.max_unauthenticated = s.max_unauthenticated.unwrap_or(o.max_unauthenticated);
+        o.max_unauthenticated_per_address = s
+            .max_unauthenticated_per_address
+            .unwrap_or(o.max_unauthenticated_per_address);
+        o.io_threads = s.io_threads.unwrap_or(o.io_threads);
+        o.auth_timeout = s.auth_timeout_ms.map_or(o.auth_timeout, ms);
+        o.ping_interval = s.ping_interval_ms.map_or(o.ping_interval, ms);
+        o.idle_timeout = s.idle_timeout_ms.map_or(o.idle_timeout, ms);
+        o.max_message_bytes = s.max_message_bytes.unwrap_or(o.max_message_bytes);
+        o.slow_reader_bytes = s.slow_reader_bytes.unwrap_or(o.slow_reader_bytes);
+        o.slow_reader_timeout = s.slow_reader_timeout_ms.map_or(o.slow_reader_timeout, ms);
+        o.tls = ChannelTls::from_optional_pem(
+            s.tls_cert_pem.as_deref().map(str::as_bytes),
+            s.tls_key_pem.as_deref().map(str::as_bytes),
+        )?;
+        Ok(o)
     }
 
     /// Serves `wss://` with `tls`.

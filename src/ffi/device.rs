@@ -108,6 +108,36 @@ pub unsafe extern "C" fn jevgate_serve_channel(
     })
 }
 
+/// Starts the device-worker channel with options: `options_json` is
+/// `{"addr"?, "maxConnections"?, "maxUnauthenticated"?, "maxUnauthenticatedPerAddress"?,
+/// "ioThreads"?, "authTimeoutMs"?, "pingIntervalMs"?, "idleTimeoutMs"?, "maxMessageBytes"?,
+/// "slowReaderBytes"?, "slowReaderTimeoutMs"?, "tlsCertPem"?, "tlsKeyPem"?}` (NULL or `{}`:
+/// the defaults on `127.0.0.1:0` — 10,000 devices, 256 unauthenticated sockets, 16 per
+/// address, an I/O thread per core up to 4). `INVALID_ARGUMENT` names a bad field; a
+/// `maxConnections` above the open-file limit is one too.
+///
+/// # Safety
+/// `gateway` a live handle; `options_json` NULL or NUL-terminated; `channel_out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_serve_channel_with(
+    gateway: *const jevgate_gateway,
+    options_json: *const c_char,
+    channel_out: *mut *mut jevgate_channel,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let options = unsafe { opt_str_arg("options_json", options_json) }?;
+        let channel_out = out_arg("channel_out", channel_out)?;
+        let options = ChannelOptions::from_json(options.unwrap_or("{}"))?;
+        let handle = gw.serve_channel(options)?;
+        // SAFETY: writable per the contract.
+        unsafe { channel_out.write_handle(jevgate_channel { handle }) }
+    })
+}
+
 /// The channel's bound port, or 0 for NULL.
 ///
 /// # Safety

@@ -153,14 +153,36 @@ pub fn devices<'py>(
     to_py_json(py, serde_json::to_string(&list))
 }
 
+/// The channel's limits as Python passes them (None: the default).
+pub struct ChannelLimits {
+    pub max_connections: Option<u64>,
+    pub max_unauthenticated: Option<u64>,
+    pub max_unauthenticated_per_address: Option<u64>,
+    pub io_threads: Option<u64>,
+}
+
 pub fn serve_channel(
     py: Python<'_>,
     gw: &jevgate::Gateway,
     addr: String,
     tls_cert_pem: Option<Vec<u8>>,
     tls_key_pem: Option<Vec<u8>>,
+    limits: ChannelLimits,
 ) -> PyResult<PyChannelHandle> {
     let mut options = ChannelOptions::new(addr);
+    let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+    if let Some(v) = limits.max_connections {
+        options.max_connections = size(v);
+    }
+    if let Some(v) = limits.max_unauthenticated {
+        options.max_unauthenticated = size(v);
+    }
+    if let Some(v) = limits.max_unauthenticated_per_address {
+        options.max_unauthenticated_per_address = size(v);
+    }
+    if let Some(v) = limits.io_threads {
+        options.io_threads = size(v);
+    }
     if let Some(tls) =
         ChannelTls::from_optional_pem(tls_cert_pem.as_deref(), tls_key_pem.as_deref()).py_err()?
     {

@@ -166,15 +166,39 @@ impl PyGateway {
     }
 
     /// Starts the device-worker WebSocket channel on `addr` ("127.0.0.1:0" picks a port).
-    #[pyo3(signature = (addr = "127.0.0.1:0".to_string(), *, tls_cert_pem = None, tls_key_pem = None))]
+    /// Limits (None keeps the default): `max_connections` devices (10,000; one more is refused
+    /// with 1013 CONNECTION_LIMIT), `max_unauthenticated` sockets not yet authenticated (256)
+    /// and `max_unauthenticated_per_address` (16), `io_threads` (0: a thread per core, at most
+    /// 4).
+    #[pyo3(signature = (
+        addr = "127.0.0.1:0".to_string(),
+        *,
+        tls_cert_pem = None,
+        tls_key_pem = None,
+        max_connections = None,
+        max_unauthenticated = None,
+        max_unauthenticated_per_address = None,
+        io_threads = None
+    ))]
+    #[allow(clippy::too_many_arguments)] // reason: mirrors the Python keyword signature
     fn serve_channel(
         &self,
         py: Python<'_>,
         addr: String,
         tls_cert_pem: Option<Vec<u8>>,
         tls_key_pem: Option<Vec<u8>>,
+        max_connections: Option<u64>,
+        max_unauthenticated: Option<u64>,
+        max_unauthenticated_per_address: Option<u64>,
+        io_threads: Option<u64>,
     ) -> PyResult<crate::device::PyChannelHandle> {
-        crate::device::serve_channel(py, &self.inner, addr, tls_cert_pem, tls_key_pem)
+        let limits = crate::device::ChannelLimits {
+            max_connections,
+            max_unauthenticated,
+            max_unauthenticated_per_address,
+            io_threads,
+        };
+        crate::device::serve_channel(py, &self.inner, addr, tls_cert_pem, tls_key_pem, limits)
     }
 
     /// Runs one browser tool for a root session: {"success": True, "result": ...} or

@@ -391,7 +391,15 @@ class Gateway:
     def unpair(self, owner: str, device_id: str) -> None: ...
     def devices(self, owner: str) -> List[Dict[str, Any]]: ...
     def serve_channel(
-        self, addr: str = ..., *, tls_cert_pem: Optional[bytes] = None, tls_key_pem: Optional[bytes] = None
+        self,
+        addr: str = ...,
+        *,
+        tls_cert_pem: Optional[bytes] = None,
+        tls_key_pem: Optional[bytes] = None,
+        max_connections: Optional[int] = None,
+        max_unauthenticated: Optional[int] = None,
+        max_unauthenticated_per_address: Optional[int] = None,
+        io_threads: Optional[int] = None,
     ) -> ChannelHandle: ...
     def call_tool(
         self,
