@@ -10,9 +10,12 @@
 //! `JEVGATE_SCALE_ROLE`. The clients are a small non-blocking WebSocket client on mio: upgrade,
 //! authenticate (protocol 2), answer every command at once and every ping with a pong.
 //!
+//! With TLS (`wss://`, rustls on both sides) the same is measured for N = 1,000
+//! (`JEVGATE_SCALE_TLS_N`, 0 to skip): `rss_per_conn_kb_tls` in the final line.
+//!
 //! Final line: `channel_scale: n=… rss_per_conn_kb=… threads=… connect_ms=… p50_us=… p99_us=…
-//! p50_ratio=… busy1000_p99_us=…` (for the largest N; one `channel_scale_n:` line per N before
-//! it).
+//! p50_ratio=… busy1000_p99_us=… rss_per_conn_kb_tls=…` (for the largest N; one
+//! `channel_scale_n:` line per run before it).
 
 use jevgate::device::{BrowserInfo, ChannelOptions, PairRequest, ToolCall};
 use jevgate::{Gateway, GatewayOptions};
@@ -57,26 +60,41 @@ fn driver() {
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect();
+    let tls_n: usize = std::env::var("JEVGATE_SCALE_TLS_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
     let exe = std::env::current_exe().unwrap();
-    let mut last = None;
-    for n in ns {
+    let run = |n: usize, tls: bool| {
         let out = Command::new(&exe)
             .env(ROLE, "server")
             .env("JEVGATE_SCALE_THIS_N", n.to_string())
+            .env("JEVGATE_SCALE_THIS_TLS", if tls { "1" } else { "0" })
             .stderr(Stdio::inherit())
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout).to_string();
         print!("{text}");
         assert!(out.status.success(), "the server for n={n} failed");
-        last = text
-            .lines()
+        text.lines()
             .find(|l| l.starts_with("channel_scale_n:"))
-            .map(|l| l.replacen("channel_scale_n:", "channel_scale:", 1));
+            .map(str::to_string)
+            .unwrap_or_default()
+    };
+    let mut last = String::new();
+    for n in ns {
+        last = run(n, false).replacen("channel_scale_n:", "channel_scale:", 1);
     }
-    if let Some(line) = last {
-        println!("{line}");
-    }
+    let tls_kb = if tls_n > 0 {
+        let line = run(tls_n, true);
+        line.split_whitespace()
+            .find_map(|f| f.strip_prefix("rss_per_conn_kb="))
+            .unwrap_or("-")
+            .to_string()
+    } else {
+        "-".to_string()
+    };
+    println!("{last} rss_per_conn_kb_tls={tls_kb}");
 }
 
 // ----- the server: a gateway, N paired devices, the clients in a child process -----
@@ -106,10 +124,25 @@ fn us(d: Duration) -> f64 {
 
 fn server() {
     raise_open_files();
-    let n: usize = std::env::var("JEVGATE_SCALE_THIS_N").unwrap().parse().unwrap();
+    let n: usize = std::env::var("JEVGATE_SCALE_THIS_N")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let tls = std::env::var("JEVGATE_SCALE_THIS_TLS").as_deref() == Ok("1");
     let dir = tempfile::tempdir().unwrap();
     let gw = Arc::new(Gateway::open(GatewayOptions::new(dir.path(), Default::default())).unwrap());
     let mut options = ChannelOptions::new("127.0.0.1:0");
+    let cert_file = dir.path().join("cert.pem");
+    if tls {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        std::fs::write(&cert_file, cert.cert.pem()).unwrap();
+        let tls = jevgate::device::ChannelTls::from_pem(
+            cert.cert.pem().as_bytes(),
+            cert.signing_key.serialize_pem().as_bytes(),
+        )
+        .unwrap();
+        options = options.with_tls(tls);
+    }
     // One address connects them all: its handshakes in flight may reach the client's window.
     options.max_unauthenticated_per_address = 256;
     options.max_connections = options.max_connections.max(n);
@@ -144,6 +177,11 @@ fn server() {
         .env(ROLE, "client")
         .arg(channel.local_addr().to_string())
         .arg(&token_file)
+        .arg(if tls {
+            cert_file.as_os_str()
+        } else {
+            "-".as_ref()
+        })
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -157,7 +195,14 @@ fn server() {
         .unwrap_or_else(|| panic!("client said {ready:?}"));
     // Every device online as the gateway sees it.
     let deadline = Instant::now() + Duration::from_secs(120);
-    while gw.devices("bench").unwrap().iter().filter(|d| d.online).count() < n {
+    while gw
+        .devices("bench")
+        .unwrap()
+        .iter()
+        .filter(|d| d.online)
+        .count()
+        < n
+    {
         assert!(Instant::now() < deadline, "not every device came online");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -235,11 +280,12 @@ fn server() {
     let p99 = pct(&mut idle_calls, 99);
     let busy_p50 = pct(&mut busy_calls, 50);
     let busy_p99 = pct(&mut busy_calls, 99);
+    let tls_word = if tls { " (wss)" } else { "" };
     println!(
-        "n={n}: RSS {rss_before} kB → {rss_after} kB ({rss_per_conn_kb:.1} kB per connection), threads {threads_before} → {threads_after}, connected in {connect_ms:.0} ms"
+        "n={n}{tls_word}: RSS {rss_before} kB → {rss_after} kB ({rss_per_conn_kb:.1} kB per connection), threads {threads_before} → {threads_after}, connected in {connect_ms:.0} ms"
     );
     println!(
-        "n={n}: browser_computer click p50 {:.1} µs p99 {:.1} µs idle; p50 {:.1} µs p99 {:.1} µs with {busy} devices busy ({} background calls in {:?}); tcp echo p50 {:.1} µs ({frame_len} bytes)",
+        "n={n}{tls_word}: browser_computer click p50 {:.1} µs p99 {:.1} µs idle; p50 {:.1} µs p99 {:.1} µs with {busy} devices busy ({} background calls in {:?}); tcp echo p50 {:.1} µs ({frame_len} bytes)",
         us(p50),
         us(p99),
         us(busy_p50),
@@ -301,6 +347,7 @@ enum State {
 
 struct Client {
     stream: MioStream,
+    tls: Option<rustls::ClientConnection>,
     state: State,
     token: String,
     rbuf: Vec<u8>,
@@ -345,7 +392,28 @@ fn parse(buf: &[u8]) -> Option<(u8, Vec<u8>, usize)> {
 }
 
 impl Client {
+    /// Queues bytes to send (through TLS when there is TLS).
+    fn queue(&mut self, bytes: &[u8]) {
+        match &mut self.tls {
+            Some(tls) => tls.writer().write_all(bytes).unwrap(),
+            None => self.wbuf.extend_from_slice(bytes),
+        }
+    }
+
     fn flush(&mut self) {
+        if let Some(tls) = &mut self.tls {
+            while tls.wants_write() {
+                match tls.write_tls(&mut self.stream) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                    Err(_) => {
+                        self.state = State::Closed;
+                        return;
+                    }
+                }
+            }
+            return;
+        }
         while !self.wbuf.is_empty() {
             match self.stream.write(&self.wbuf) {
                 Ok(n) => {
@@ -364,7 +432,35 @@ impl Client {
     fn service(&mut self, key: [u8; 4]) -> bool {
         let mut became_ready = false;
         let mut chunk = [0u8; 16 * 1024];
-        loop {
+        if let Some(tls) = &mut self.tls {
+            loop {
+                match tls.read_tls(&mut self.stream) {
+                    Ok(0) => {
+                        self.state = State::Closed;
+                        break;
+                    }
+                    Ok(_) => {
+                        if tls.process_new_packets().is_err() {
+                            self.state = State::Closed;
+                            break;
+                        }
+                        loop {
+                            match tls.reader().read(&mut chunk) {
+                                Ok(0) => break,
+                                Ok(n) => self.rbuf.extend_from_slice(&chunk[..n]),
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        self.state = State::Closed;
+                        break;
+                    }
+                }
+            }
+        }
+        while self.tls.is_none() {
             match self.stream.read(&mut chunk) {
                 Ok(0) => {
                     self.state = State::Closed;
@@ -383,7 +479,9 @@ impl Client {
                 assert!(self.rbuf.starts_with(b"HTTP/1.1 101"), "upgrade refused");
                 self.rbuf.drain(..end + 4);
                 let auth = json!({"type": "authenticate", "authorization": format!("Device {}", self.token), "protocol": 2});
-                frame(1, auth.to_string().as_bytes(), key, &mut self.wbuf);
+                let mut out = Vec::new();
+                frame(1, auth.to_string().as_bytes(), key, &mut out);
+                self.queue(&out);
                 self.state = State::Authenticating;
             }
         }
@@ -400,13 +498,19 @@ impl Client {
                             }
                             Some("command") => {
                                 let answer = json!({"type": "result", "id": v["id"], "success": true, "result": {"clicked": true}});
-                                frame(1, answer.to_string().as_bytes(), key, &mut self.wbuf);
+                                let mut out = Vec::new();
+                                frame(1, answer.to_string().as_bytes(), key, &mut out);
+                                self.queue(&out);
                             }
                             _ => {}
                         }
                     }
                     8 => self.state = State::Closed,
-                    9 => frame(10, &payload, key, &mut self.wbuf),
+                    9 => {
+                        let mut out = Vec::new();
+                        frame(10, &payload, key, &mut out);
+                        self.queue(&out);
+                    }
                     _ => {}
                 }
             }
@@ -426,6 +530,23 @@ fn client() {
         .map(str::to_string)
         .collect();
     let n = tokens.len();
+    let tls_config = (args[3] != "-").then(|| {
+        use rustls::pki_types::pem::PemObject;
+        let pem = std::fs::read(&args[3]).unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
+            roots.add(cert.unwrap()).unwrap();
+        }
+        Arc::new(
+            rustls::ClientConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+        )
+    });
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = Arc::clone(&stop);
@@ -451,18 +572,28 @@ fn client() {
             let _ = stream.set_nodelay(true);
             let id = clients.len();
             poll.registry()
-                .register(&mut stream, Token(id), Interest::READABLE | Interest::WRITABLE)
+                .register(
+                    &mut stream,
+                    Token(id),
+                    Interest::READABLE | Interest::WRITABLE,
+                )
                 .unwrap();
+            let tls = tls_config.as_ref().map(|config| {
+                let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+                rustls::ClientConnection::new(Arc::clone(config), name).unwrap()
+            });
             let mut client = Client {
                 stream,
+                tls,
                 state: State::Upgrading,
                 token,
                 rbuf: Vec::new(),
-                wbuf: format!(
-                    "GET {PATH} HTTP/1.1\r\nHost: {addr}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
-                )
-                .into_bytes(),
+                wbuf: Vec::new(),
             };
+            let upgrade = format!(
+                "GET {PATH} HTTP/1.1\r\nHost: {addr}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+            );
+            client.queue(upgrade.as_bytes());
             client.flush();
             clients.push(client);
             in_flight += 1;
