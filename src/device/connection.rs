@@ -32,7 +32,7 @@
 use super::channel::{Shared, MAX_FIRST_MESSAGE_BYTES};
 use super::frames::{self, parse_worker_frame, WorkerFrame, CHANNEL_PATH, PROTOCOL_VERSION};
 use super::hub::{Conn, Nudge};
-use super::registry::Capability;
+use super::registry::{Capability, DeviceRecord};
 use super::wire::{self, Message, Role, Socket, WireError};
 use crate::clock::{Clock, GraceBound, Instant};
 use std::io::{Read, Write};
@@ -53,6 +53,47 @@ const MESSAGES_PER_TURN: usize = 64;
 const HEAD_READ: usize = 2048;
 /// "Never" on the gateway's clock: no timer.
 pub(crate) const NEVER: Instant = Instant::from_origin(Duration::MAX);
+
+/// What a connection asks of the I/O thread that drives it.
+pub(crate) trait Host {
+    /// A nudge that wakes this thread for this connection (for the hub).
+    fn nudge(&mut self) -> Nudge;
+    /// Hands an authenticate frame's token to the checker thread ([`check`]); its verdict
+    /// comes back through [`Connection::checked`] and a drive.
+    fn check(&mut self, token: Option<String>, protocol: Option<u64>);
+}
+
+/// The checker's answer to an authenticate frame.
+pub(crate) enum Verdict {
+    /// A paired device, its authentication recorded.
+    Device(DeviceRecord),
+    /// Closed with this code and reason.
+    Refused(u16, &'static str),
+}
+
+/// The store's part of an authentication (run on the checker thread, off the I/O threads):
+/// the token looked up, the protocol recorded, an out-of-date browser refused.
+pub(crate) fn check(shared: &Shared, token: Option<String>, protocol: Option<u64>) -> Verdict {
+    let record = match token.map(|t| shared.registry.authenticate(&t)) {
+        Some(Ok(Some(record))) => record,
+        Some(Err(e)) => {
+            log::warn!("device authentication could not be checked: {}", e.code());
+            return Verdict::Refused(1011, "INTERNAL_ERROR");
+        }
+        _ => {
+            log::info!("device channel authentication refused");
+            return Verdict::Refused(1008, "AUTHENTICATION_FAILED");
+        }
+    };
+    if let Err(e) = shared.registry.record_authentication(&record.id, protocol) {
+        log::warn!("device protocol not recorded: {}", e.code());
+    }
+    if record.capability == Capability::Browser && protocol.is_none_or(|p| p < PROTOCOL_VERSION) {
+        log::info!("device {} refused: extension out of date", record.id);
+        return Verdict::Refused(1008, "UPGRADE_REQUIRED");
+    }
+    Verdict::Device(record)
+}
 
 /// What a connection needs from its I/O thread after a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +153,11 @@ enum Phase {
     /// Waiting for the authenticate frame.
     Auth {
         ws: Socket<Io>,
+    },
+    /// The checker thread looks the token up (nothing more is read meanwhile).
+    Checking {
+        ws: Socket<Io>,
+        verdict: Option<Verdict>,
     },
     Live(Box<Live>),
     /// A close frame is queued (or was received and answered).
@@ -206,7 +252,9 @@ impl Connection {
     pub(crate) fn tcp_mut(&mut self) -> Option<&mut mio::net::TcpStream> {
         let io = match &mut self.phase {
             Phase::Head { io, .. } | Phase::Answer { io, .. } | Phase::Linger { io, .. } => io,
-            Phase::Auth { ws } | Phase::Closing { ws, .. } => ws.stream_mut(),
+            Phase::Auth { ws } | Phase::Checking { ws, .. } | Phase::Closing { ws, .. } => {
+                ws.stream_mut()
+            }
             Phase::Live(live) => live.ws.stream_mut(),
             Phase::Done => return None,
         };
@@ -218,7 +266,7 @@ impl Connection {
 
     /// Does what the socket allows now. `tick`: a timer tick for a closing connection (its
     /// grace counts down on these).
-    pub(crate) fn drive(&mut self, tick: bool, nudge: &mut dyn FnMut() -> Nudge) -> Turn {
+    pub(crate) fn drive(&mut self, tick: bool, host: &mut dyn Host) -> Turn {
         let shared = Arc::clone(&self.shared);
         loop {
             let now = clock(&shared).now();
@@ -231,7 +279,8 @@ impl Connection {
                     at,
                     upgrade,
                 } => self.answer(now, io, out, at, upgrade),
-                Phase::Auth { ws } => self.auth(now, ws, nudge),
+                Phase::Auth { ws } => self.auth(now, ws, host),
+                Phase::Checking { ws, verdict } => self.checking(ws, verdict, host),
                 Phase::Live(live) => self.live(now, live),
                 Phase::Closing { ws, ending, bound } => closing(&shared, tick, ws, ending, bound),
                 Phase::Linger { io, bound } => linger(&shared, tick, io, bound),
@@ -343,7 +392,7 @@ impl Connection {
         }
     }
 
-    fn auth(&mut self, now: Instant, mut ws: Socket<Io>, nudge: &mut dyn FnMut() -> Nudge) -> Step {
+    fn auth(&mut self, now: Instant, mut ws: Socket<Io>, host: &mut dyn Host) -> Step {
         let shared = Arc::clone(&self.shared);
         if shared.stopping.load(Ordering::Acquire) {
             return close(&shared, ws, Some((1001, "GATEWAY_CLOSING")));
@@ -374,25 +423,38 @@ impl Connection {
             };
             return close(&shared, ws, Some(refusal));
         };
-        let record = match token.map(|t| shared.registry.authenticate(&t)) {
-            Some(Ok(Some(record))) => record,
-            Some(Err(e)) => {
-                log::warn!("device authentication could not be checked: {}", e.code());
-                return close(&shared, ws, Some((1011, "INTERNAL_ERROR")));
+        // The store's part (a lookup and a durable write) runs on the checker thread, never on
+        // this I/O thread: the other connections of the thread are not held up by it.
+        host.check(token, protocol);
+        self.due = NEVER;
+        (Phase::Checking { ws, verdict: None }, Flow::Wait)
+    }
+
+    /// Takes the checker's verdict (ignored unless the connection is waiting for one).
+    pub(crate) fn checked(&mut self, verdict: Verdict) {
+        if let Phase::Checking { verdict: slot, .. } = &mut self.phase {
+            *slot = Some(verdict);
+        }
+    }
+
+    fn checking(
+        &mut self,
+        mut ws: Socket<Io>,
+        verdict: Option<Verdict>,
+        host: &mut dyn Host,
+    ) -> Step {
+        let shared = Arc::clone(&self.shared);
+        if shared.stopping.load(Ordering::Acquire) {
+            return close(&shared, ws, Some((1001, "GATEWAY_CLOSING")));
+        }
+        let record = match verdict {
+            None => return (Phase::Checking { ws, verdict }, Flow::Wait),
+            Some(Verdict::Refused(code, reason)) => {
+                return close(&shared, ws, Some((code, reason)))
             }
-            _ => {
-                log::info!("device channel authentication refused");
-                return close(&shared, ws, Some((1008, "AUTHENTICATION_FAILED")));
-            }
+            Some(Verdict::Device(record)) => record,
         };
-        if let Err(e) = shared.registry.record_authentication(&record.id, protocol) {
-            log::warn!("device protocol not recorded: {}", e.code());
-        }
-        if record.capability == Capability::Browser && protocol.is_none_or(|p| p < PROTOCOL_VERSION)
-        {
-            log::info!("device {} refused: extension out of date", record.id);
-            return close(&shared, ws, Some((1008, "UPGRADE_REQUIRED")));
-        }
+        let now = clock(&shared).now();
         if !shared.take_device_slot(shared.hub.online(&record.id)) {
             log::warn!(
                 "device channel at its connection limit; device {} refused",
@@ -403,7 +465,7 @@ impl Connection {
         shared.release(self.peer);
         self.counted = Counted::Device;
         ws.set_max_message(shared.options.max_message_bytes);
-        let conn = shared.hub.register(&record.id, nudge());
+        let conn = shared.hub.register(&record.id, host.nudge());
         log::info!("device {} connected", record.id);
         let _ = ws.send_text(&frames::ready(conn.device_id()));
         let live = Live {

@@ -14,7 +14,7 @@
 //! thread running after stop returns.
 
 use super::channel::{Admissions, ChannelOptions, Shared, DEFAULT_MAX_CONNECTIONS};
-use super::connection::{Connection, Turn, NEVER};
+use super::connection::{self as connection, Connection, Host, Turn, Verdict, NEVER};
 use super::hub::{Hub, Nudge};
 use super::registry::Registry;
 use crate::clock::{Clock, Instant};
@@ -25,6 +25,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -159,8 +160,29 @@ pub(crate) fn serve(
             }) as Arc<dyn Fn() + Send + Sync>
         })
         .collect();
+    // The checker: the store's part of every authentication, off the I/O threads. It ends when
+    // the last I/O thread (holding a sender) has ended.
+    let (checks, pending_checks) = mpsc::channel::<Check>();
+    let checker = {
+        let shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("jevgate-channel-auth".into())
+            .spawn(move || {
+                for job in pending_checks {
+                    let verdict = connection::check(&shared, job.token, job.protocol);
+                    job.inbox
+                        .queue
+                        .lock()
+                        .verdicts
+                        .push((job.key, job.serial, verdict));
+                    let _ = job.inbox.waker.wake();
+                }
+            })
+            .map_err(|e| io("start the checker thread", e))?
+    };
     for (index, poll) in polls.into_iter().enumerate() {
         let thread = IoThread {
+            checks: checks.clone(),
             index,
             poll,
             inbox: Arc::clone(&inboxes[index]),
@@ -188,6 +210,9 @@ pub(crate) fn serve(
             }
         }
     }
+    drop(checks);
+    // Joined after the I/O threads (whose senders end it).
+    shared.threads.lock().push(checker);
     log::info!("device channel listening on {addr} ({count} I/O threads)");
     Ok((
         ChannelHandle {
@@ -257,6 +282,16 @@ fn open_file_limit() -> Option<u64> {
 struct InboxQueue {
     accepted: Vec<Connection>,
     nudged: Vec<(usize, u64)>,
+    verdicts: Vec<(usize, u64, Verdict)>,
+}
+
+/// An authenticate frame for the checker thread, and where its verdict goes.
+struct Check {
+    inbox: Arc<Inbox>,
+    key: usize,
+    serial: u64,
+    token: Option<String>,
+    protocol: Option<u64>,
 }
 
 struct Inbox {
@@ -274,6 +309,7 @@ struct Slot {
 }
 
 struct IoThread {
+    checks: mpsc::Sender<Check>,
     index: usize,
     poll: Poll,
     inbox: Arc<Inbox>,
@@ -419,9 +455,21 @@ impl IoThread {
     }
 
     fn take_inbox(&mut self) {
-        let InboxQueue { accepted, nudged } = std::mem::take(&mut *self.inbox.queue.lock());
+        let InboxQueue {
+            accepted,
+            nudged,
+            verdicts,
+        } = std::mem::take(&mut *self.inbox.queue.lock());
         for conn in accepted {
             self.insert(conn);
+        }
+        for (key, serial, verdict) in verdicts {
+            if let Some(slot) = self.slots.get_mut(key).and_then(Option::as_mut) {
+                if slot.serial == serial {
+                    slot.conn.checked(verdict);
+                    self.drive(key, serial, false);
+                }
+            }
         }
         for (key, serial) in nudged {
             if let Some(slot) = self.slots.get(key).and_then(Option::as_ref) {
@@ -510,19 +558,14 @@ impl IoThread {
         if slot.serial != serial {
             return;
         }
-        let inbox = &self.inbox;
-        let flag = &slot.nudged;
-        let mut nudge = || -> Nudge {
-            let inbox = Arc::clone(inbox);
-            let flag = Arc::clone(flag);
-            Box::new(move || {
-                if !flag.swap(true, Ordering::AcqRel) {
-                    inbox.queue.lock().nudged.push((key, serial));
-                    let _ = inbox.waker.wake();
-                }
-            })
+        let mut host = ThreadHost {
+            inbox: &self.inbox,
+            flag: &slot.nudged,
+            checks: &self.checks,
+            key,
+            serial,
         };
-        let turn = slot.conn.drive(tick, &mut nudge);
+        let turn = slot.conn.drive(tick, &mut host);
         match turn {
             Turn::Finished => {
                 if let Some(mut slot) = self.slots[key].take() {
@@ -547,6 +590,48 @@ impl IoThread {
         if due < slot.scheduled {
             slot.scheduled = due;
             self.timers.push(Reverse((due, key, serial)));
+        }
+    }
+}
+
+/// What a connection asks of its I/O thread, for one turn.
+struct ThreadHost<'a> {
+    inbox: &'a Arc<Inbox>,
+    flag: &'a Arc<AtomicBool>,
+    checks: &'a mpsc::Sender<Check>,
+    key: usize,
+    serial: u64,
+}
+
+impl Host for ThreadHost<'_> {
+    fn nudge(&mut self) -> Nudge {
+        let inbox = Arc::clone(self.inbox);
+        let flag = Arc::clone(self.flag);
+        let (key, serial) = (self.key, self.serial);
+        Box::new(move || {
+            if !flag.swap(true, Ordering::AcqRel) {
+                inbox.queue.lock().nudged.push((key, serial));
+                let _ = inbox.waker.wake();
+            }
+        })
+    }
+
+    fn check(&mut self, token: Option<String>, protocol: Option<u64>) {
+        let job = Check {
+            inbox: Arc::clone(self.inbox),
+            key: self.key,
+            serial: self.serial,
+            token,
+            protocol,
+        };
+        if let Err(mpsc::SendError(job)) = self.checks.send(job) {
+            // The checker is gone (the server stops): refused like a store failure.
+            job.inbox.queue.lock().verdicts.push((
+                job.key,
+                job.serial,
+                Verdict::Refused(1011, "INTERNAL_ERROR"),
+            ));
+            let _ = job.inbox.waker.wake();
         }
     }
 }
