@@ -51,6 +51,9 @@ pub(crate) const CLOSE_GRACE: Duration = Duration::from_millis(500);
 const MESSAGES_PER_TURN: usize = 64;
 /// One read of the HTTP head.
 const HEAD_READ: usize = 2048;
+/// The shortest wait of an I/O thread that has timers (none is spun on) and the step at which a
+/// closing connection's grace counts down.
+pub(crate) const TICK: Duration = Duration::from_millis(10);
 /// "Never" on the gateway's clock: no timer.
 pub(crate) const NEVER: Instant = Instant::from_origin(Duration::MAX);
 
@@ -645,7 +648,7 @@ fn start_linger(shared: &Shared, io: Io) -> Step {
 fn over(shared: &Shared, tick: bool, bound: &mut GraceBound) -> bool {
     let clock = clock(shared);
     if tick {
-        bound.next(clock, super::server::TICK).is_none()
+        bound.next(clock, TICK).is_none()
     } else {
         // Only the clock's own instant: a socket event spends no grace.
         bound.next(clock, Duration::from_nanos(1)).is_none()

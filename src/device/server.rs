@@ -14,7 +14,7 @@
 //! thread running after stop returns.
 
 use super::channel::{Admissions, ChannelOptions, Shared, DEFAULT_MAX_CONNECTIONS};
-use super::connection::{self as connection, Connection, Host, Turn, Verdict, NEVER};
+use super::connection::{self as connection, Connection, Host, Turn, Verdict, NEVER, TICK};
 use super::hub::{Hub, Nudge};
 use super::registry::Registry;
 use crate::clock::{Clock, Instant};
@@ -75,9 +75,6 @@ impl ChannelHandle {
     }
 }
 
-/// The shortest wait of an I/O thread that has timers (none is spun on) and the step at which a
-/// closing connection's grace counts down.
-pub(crate) const TICK: Duration = Duration::from_millis(10);
 /// The longest wait of an I/O thread: how often it looks at a clock that does not follow real
 /// time even when nothing is due.
 const MAX_WAIT: Duration = Duration::from_millis(500);
