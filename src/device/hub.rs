@@ -105,7 +105,7 @@ impl Conn {
         self.state.lock().outgoing.drain(..).collect()
     }
 
-    /// Asks the connection thread to close with `code` and `reason`.
+    /// Asks the connection's I/O thread to close it with `code` and `reason`.
     pub fn request_close(&self, code: u16, reason: &'static str) {
         let mut s = self.state.lock();
         if s.close.is_none() {

@@ -1,8 +1,10 @@
 //! The channel's socket plumbing, shared by the gateway's connections and the worker: the
 //! plain-or-TLS stream the WebSocket of `wire.rs` runs over, and the wait without polling.
 //!
-//! A connection thread sleeps in `poll(2)` until its socket is readable (or writable, when
-//! output is pending), another thread wakes it because a frame was queued, or a timer is due.
+//! The worker's connection thread sleeps in `poll(2)` ([`Wake`]) until its socket is readable
+//! (or writable, when output is pending), another thread wakes it because a frame was queued,
+//! or a timer is due. (The gateway's side serves all its connections from a few I/O threads on
+//! mio instead: `server.rs`.)
 //! The wake-up is one byte over a Unix socket pair, so it needs nothing but the standard library
 //! and `poll`. This is what keeps a tool call's round trip through the channel at loopback speed
 //! (a read-timeout loop costs up to its timeout on each hop). On platforms without `poll` the
