@@ -204,7 +204,7 @@ fn serve(
                 // gateway at its connection limit (1013 CONNECTION_LIMIT) is tried again later.
                 let code = refusal_code(&e);
                 let try_later = code == Some(1013);
-                if !reconnect || (!connected_once && !try_later) || (code.is_some() && !try_later) {
+                if !reconnect || (!try_later && (!connected_once || code.is_some())) {
                     return ExitCode::from(1);
                 }
                 if !control.pause(backoff) {

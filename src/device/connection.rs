@@ -622,8 +622,7 @@ fn close(shared: &Shared, mut ws: Socket<Io>, code: Option<(u16, &'static str)>)
 /// The close after a failure: one best-effort close frame with `code` if the socket can still
 /// be written, then the lingering close. Never parses another byte.
 fn fail(shared: &Shared, mut ws: Socket<Io>, code: Option<(u16, &'static str)>) -> Step {
-    let (broken, _, _) = ws.state();
-    if broken {
+    if ws.is_broken() {
         return start_linger(shared, ws.into_inner());
     }
     if let Some((code, reason)) = code {

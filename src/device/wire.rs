@@ -445,9 +445,9 @@ impl<S: Read + Write> Socket<S> {
         &mut self.stream
     }
 
-    /// Whether the socket failed (nothing more is read or written) or reading ended.
-    pub(crate) fn state(&self) -> (bool, bool, bool) {
-        (self.broken, self.read_done, self.close_sent)
+    /// Whether an I/O failure broke the socket (nothing more is read or written).
+    pub(crate) fn is_broken(&self) -> bool {
+        self.broken
     }
 
     /// Something is queued and not yet written.
