@@ -153,10 +153,19 @@ def _accepting_silent_provider():
             except OSError:
                 return
 
-    threading.Thread(target=accept, daemon=True).start()
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
 
     def stop():
+        # shutdown() wakes the blocked accept() (close() alone does not on Linux, and a
+        # connection it accepted after the loop below would be left unclosed for the GC);
+        # the thread is joined before the accepted connections are closed.
+        try:
+            srv.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         srv.close()
+        acceptor.join(5)
         for c in conns:
             c.close()
 
