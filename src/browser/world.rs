@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::{Error, Result};
 
 /// The page library, evaluated once per isolated world.
-pub(crate) const PAGE_JS: &str = include_str!("page.js");
+pub(crate) const PAGE_JS: &str = include_str!("../../extension/page.js");
 /// The isolated world's name.
 pub(crate) const WORLD: &str = "jevgate";
 

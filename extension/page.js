@@ -1,4 +1,5 @@
-// jevgate page library (src/browser/page.js), installed in an isolated world of the main frame
+// jevgate page library (extension/page.js: the one page script, injected by the browser extension
+// and include_str!'d by the local Chromium backend), installed in an isolated world of the main frame
 // and of every out-of-process (cross-site) frame, so page scripts can neither see nor tamper
 // with it. It owns the walk over the composed tree (open shadow roots, same-origin iframes),
 // refs for one walk, hit-testing and focusing. A cross-origin iframe is a slot: the walk marks

@@ -1,0 +1,601 @@
+// The nine browser_* tools of R-DEV-TOOLS on the agent's tabs, with the result shapes of
+// src/browser/tools.rs (BrowserTools over the local backend), so the extension and
+// jevgate-worker answer the same on the same page. Agent tabs are those the extension opened
+// for the agent and those the person shared from the popup, kept in one tab group; every other
+// tab is invisible here (never listed, never attached to).
+//
+// It trusts nothing it is sent (the gateway validated the arguments, and every value is still
+// read defensively); it never logs page content, typed text, field values or URLs, and never
+// reads a sensitive field (the page script's rule). Browser-batch runs are the gateway's.
+
+import { CODES, ToolFailure } from "./protocol.js";
+import { TabDriver, Run, refused, stale } from "./driver.js";
+import { charEvents, keyEvents, parseKey } from "./keys.js";
+import { cut, snapshotText, TEXT_DEFAULT_CHARS, MAX_SNAPSHOT } from "./snapshot.js";
+
+const SCREENSHOT_MAX_BASE64 = 150000;
+const JAVASCRIPT_MAX_CHARS = 20000;
+const KEYED_CHARS = 256;
+const MAX_SCROLL_SCREENS = 5;
+const GROUP_TITLE = "Agent";
+
+/** @param {any} args @param {string} key @returns {string|null} */
+function str(args, key) {
+  return args && typeof args[key] === "string" ? args[key] : null;
+}
+
+/** @param {any} args @param {string} key @returns {number|null} */
+function uint(args, key) {
+  const v = args ? args[key] : undefined;
+  return Number.isInteger(v) && v >= 0 ? v : null;
+}
+
+/**
+ * `back`/`forward`, or the URL to open (a bare domain gets https://).
+ * @param {string} url @returns {{history: "back"|"forward"} | {url: string}}
+ */
+export function navigationTarget(url) {
+  if (url === "back" || url === "forward") return { history: url };
+  const t = url.trim();
+  const colon = t.indexOf(":");
+  if (colon > 0) {
+    const scheme = t.slice(0, colon);
+    const after = t.slice(colon + 1).split(/[/?#]/)[0];
+    const port = after.length > 0 && /^[0-9]+$/.test(after);
+    if (/^[A-Za-z][A-Za-z0-9+.-]*$/.test(scheme) && !port) return { url };
+  }
+  return { url: `https://${url}` };
+}
+
+/** Whether a URL may be opened in an agent tab. @param {string} url */
+function openable(url) {
+  return /^https?:\/\//i.test(url) || url === "about:blank";
+}
+
+/**
+ * The agent's tabs (persisted in chrome.storage.session so a suspended worker finds them
+ * again) and their drivers.
+ */
+export class AgentTabs {
+  constructor() {
+    /** @type {number[]} */
+    this.ids = [];
+    /** @type {number|null} */
+    this.current = null;
+    /** @type {number|null} */
+    this.groupId = null;
+    /** @type {Map<number, TabDriver>} */
+    this.drivers = new Map();
+    this.loaded = false;
+  }
+
+  async load() {
+    if (this.loaded) return;
+    const s = await chrome.storage.session.get("agentTabs");
+    /** @type {any} */
+    const v = s.agentTabs;
+    if (v && Array.isArray(v.ids)) {
+      this.ids = v.ids.filter((/** @type {unknown} */ n) => Number.isInteger(n));
+      this.current = Number.isInteger(v.current) ? v.current : null;
+      this.groupId = Number.isInteger(v.groupId) ? v.groupId : null;
+    }
+    this.loaded = true;
+  }
+
+  async save() {
+    await chrome.storage.session.set({ agentTabs: { ids: this.ids, current: this.current, groupId: this.groupId } });
+  }
+
+  /** @param {number} tabId */
+  has(tabId) {
+    return this.ids.includes(tabId);
+  }
+
+  /** @param {number} tabId */
+  driver(tabId) {
+    let d = this.drivers.get(tabId);
+    if (!d) {
+      d = new TabDriver(tabId);
+      this.drivers.set(tabId, d);
+    }
+    return d;
+  }
+
+  /** Adds a tab to the agent's set and group. @param {number} tabId */
+  async add(tabId) {
+    await this.load();
+    if (!this.ids.includes(tabId)) this.ids.push(tabId);
+    this.current = tabId;
+    try {
+      const groupId = await chrome.tabs.group(this.groupId !== null ? { tabIds: [tabId], groupId: this.groupId } : { tabIds: [tabId] });
+      if (this.groupId !== groupId) {
+        this.groupId = groupId;
+        await chrome.tabGroups.update(groupId, { title: GROUP_TITLE, color: "blue" });
+      }
+    } catch (_) {
+      // The group may be gone (the person ungrouped it) or unsupported: start a new one next
+      // time; the tab is an agent tab either way.
+      this.groupId = null;
+    }
+    await this.save();
+  }
+
+  /** A tab closed or no longer the agent's. @param {number} tabId */
+  async remove(tabId) {
+    await this.load();
+    const d = this.drivers.get(tabId);
+    if (d) {
+      d.gone = true;
+      d.changed();
+      this.drivers.delete(tabId);
+    }
+    if (!this.ids.includes(tabId)) return;
+    this.ids = this.ids.filter((id) => id !== tabId);
+    if (this.current === tabId) this.current = null;
+    await this.save();
+  }
+
+  /** The agent's live tabs, in order, with their URL and title. */
+  async list() {
+    await this.load();
+    const out = [];
+    for (const id of [...this.ids]) {
+      try {
+        const t = await chrome.tabs.get(id);
+        out.push({ id, url: t.url || t.pendingUrl || "", title: t.title || "" });
+      } catch (_) {
+        await this.remove(id);
+      }
+    }
+    return out;
+  }
+
+  /** Opens a new agent tab. @param {string} url */
+  async create(url) {
+    const t = await chrome.tabs.create({ url, active: false });
+    if (t.id === undefined) throw new ToolFailure(CODES.EXECUTION_FAILED, "the tab could not be opened");
+    await this.add(t.id);
+    return t.id;
+  }
+
+  /** The current agent tab's driver, opening a blank agent tab when there is none. */
+  async currentDriver() {
+    await this.load();
+    if (this.current === null || !this.ids.includes(this.current)) {
+      const live = await this.list();
+      this.current = live.length ? live[live.length - 1].id : await this.create("about:blank");
+      await this.save();
+    }
+    return this.driver(this.current);
+  }
+}
+
+/**
+ * Serves the nine tools from the agent's tabs.
+ */
+export class Tools {
+  /** @param {AgentTabs} tabs */
+  constructor(tabs) {
+    this.tabs = tabs;
+    /** @type {number|null} the generation whose refs were handed out last */
+    this.handedOut = null;
+    this.ops = 0;
+  }
+
+  op() {
+    this.ops += 1;
+    return `ext-${Date.now().toString(36)}-${this.ops}`;
+  }
+
+  /** @param {Run} run */
+  async tab(run) {
+    const d = await this.tabs.currentDriver();
+    await d.attach(run);
+    return d;
+  }
+
+  refGeneration() {
+    if (this.handedOut === null) {
+      throw new ToolFailure(CODES.EXECUTION_FAILED, "no refs handed out yet: read the page first (browser_read_page or browser_find)");
+    }
+    return this.handedOut;
+  }
+
+  /** @param {Run} run @param {TabDriver} d */
+  async currentGeneration(run, d) {
+    const o = await d.settled(run, () => d.observe(run, { maxControls: 1, maxTextChars: 1 }));
+    return { generation: o.generation, focus: /** @type {string|null} */ (o.walked.focus ?? null) };
+  }
+
+  /** @param {Run} run @param {TabDriver} d @param {number|null} maxChars */
+  async snapshot(run, d, maxChars) {
+    const o = await d.settled(run, () => d.observe(run, { maxControls: 1, maxTextChars: 1, tree: true }));
+    const max = Math.min(maxChars ?? TEXT_DEFAULT_CHARS, MAX_SNAPSHOT);
+    let text, truncated;
+    if (o.dialog) {
+      [text, truncated] = [`- dialog ${JSON.stringify(o.dialog.type)}: ${o.dialog.message}`, false];
+    } else {
+      [text, truncated] = snapshotText(o.walked.tree || null, max);
+    }
+    this.handedOut = o.generation;
+    return { generation: o.generation, url: o.url, title: o.title, text, truncated };
+  }
+
+  /** A mutating tool's answer with the fresh snapshot. @param {Run} run @param {TabDriver} d @param {ReturnType<TabDriver["result"]>} action */
+  async afterAction(run, d, action) {
+    /** @type {any} */
+    const out = { operationId: action.operationId, navigationStarted: action.navigationStarted, settled: action.settled };
+    if (action.notes.length) out.notes = action.notes;
+    if (action.dialog) {
+      out.dialog = action.dialog;
+      return out;
+    }
+    try {
+      out.snapshot = await this.snapshot(run, d, null);
+    } catch (e) {
+      if (!(e instanceof ToolFailure) || e.code !== CODES.EXECUTION_FAILED) throw e;
+      out.snapshotError = e.message;
+    }
+    return out;
+  }
+
+  /** Makes the agent tab at `index` current. @param {number} index */
+  async selectTab(index) {
+    const list = await this.tabs.list();
+    const t = list[index];
+    if (!t) throw new ToolFailure(CODES.TAB_UNAVAILABLE, "no tab with that tabId");
+    if (this.tabs.current !== t.id) {
+      this.tabs.current = t.id;
+      await this.tabs.save();
+      this.handedOut = null;
+    }
+  }
+
+  /** @param {Run} run @param {any} args */
+  async browserTabs(run, args) {
+    const action = str(args, "action") || "list";
+    const list = await this.tabs.list();
+    const byIndex = () => {
+      const i = uint(args, "tabId");
+      if (i === null) throw new ToolFailure(CODES.EXECUTION_FAILED, "`tabId` is required to switch or close a tab");
+      const t = list[i];
+      if (!t) throw new ToolFailure(CODES.TAB_UNAVAILABLE, "no tab with that tabId");
+      return t.id;
+    };
+    switch (action) {
+      case "list":
+        break;
+      case "create": {
+        const u = str(args, "url");
+        let url = "about:blank";
+        if (u !== null) {
+          const target = navigationTarget(u);
+          if ("url" in target) url = target.url;
+        }
+        if (!openable(url)) throw refused("NAVIGATION_FAILED", "navigation failed: only http(s) addresses open in an agent tab");
+        await run.race(this.tabs.create(url));
+        break;
+      }
+      case "switch": {
+        this.tabs.current = byIndex();
+        await this.tabs.save();
+        break;
+      }
+      case "close": {
+        const id = byIndex();
+        await run.race(chrome.tabs.remove(id));
+        await this.tabs.remove(id);
+        break;
+      }
+      default:
+        throw new ToolFailure(CODES.EXECUTION_FAILED, "unknown action: one of list, create, switch, close");
+    }
+    if (action !== "list") this.handedOut = null;
+    const after = await this.tabs.list();
+    return { tabs: after.map((t, i) => ({ tabId: i, url: t.url, title: t.title, current: t.id === this.tabs.current })) };
+  }
+
+  /** @param {Run} run @param {any} args */
+  async navigate(run, args) {
+    const d = await this.tab(run);
+    const target = navigationTarget(str(args, "url") || "");
+    const operationId = this.op();
+    if ("history" in target) {
+      const { generation } = await this.currentGeneration(run, d);
+      d.checkGeneration(generation);
+      const h = await d.send(run, "Page.getNavigationHistory", {});
+      const index = h.currentIndex + (target.history === "back" ? -1 : 1);
+      const entry = h.entries[index];
+      if (!entry) throw refused("HISTORY_UNAVAILABLE", "no history entry in that direction; nothing was sent");
+      const marks = d.marks();
+      await d.send(run, "Page.navigateToHistoryEntry", { entryId: entry.id });
+      const settled = await d.waitSettled(run, marks);
+      const r = d.result(operationId, "tab_history", marks.started);
+      r.navigationStarted = true;
+      r.settled = settled;
+      return this.afterAction(run, d, r);
+    }
+    if (!openable(target.url)) throw refused("NAVIGATION_FAILED", "navigation failed: only http(s) addresses open in an agent tab");
+    if (d.dialog) {
+      // Navigating away always works: the page's dialog is dismissed first.
+      try {
+        await d.send(run, "Page.handleJavaScriptDialog", { accept: d.dialog.type === "beforeunload" });
+      } catch (_) { /* closed meanwhile */ }
+      d.dialog = null;
+    }
+    const marks = d.marks();
+    const res = await d.send(run, "Page.navigate", { url: target.url });
+    if (res && typeof res.errorText === "string" && res.errorText) {
+      const cls = res.errorText.replace(/[^A-Za-z0-9_:]/g, "").slice(0, 80);
+      throw refused("NAVIGATION_FAILED", `navigation failed: ${cls}`);
+    }
+    const settled = await d.waitSettled(run, marks);
+    const r = d.result(operationId, "tab_navigate", marks.started);
+    r.navigationStarted = true;
+    r.settled = settled;
+    return this.afterAction(run, d, r);
+  }
+
+  /** @param {Run} run @param {TabDriver} d @param {string} key */
+  async press(run, d, key) {
+    for (const ev of keyEvents(key)) {
+      await d.input(run, "Input.dispatchKeyEvent", ev);
+      if (d.dialog) break;
+    }
+  }
+
+  /** @param {Run} run @param {any} args */
+  async computer(run, args) {
+    const d = await this.tab(run);
+    switch (str(args, "action") || "") {
+      case "click": {
+        const reference = str(args, "ref");
+        const coordinate = args && Array.isArray(args.coordinate) && args.coordinate.length === 2 ? args.coordinate : null;
+        const operationId = this.op();
+        if (reference !== null) {
+          const generation = this.refGeneration();
+          const fp = d.checkGeneration(generation);
+          const v = await d.page(run, `point(...${JSON.stringify([reference, fp])})`);
+          d.targetStatus(v);
+          const before = d.startedSeq;
+          await d.clickAt(run, Number(v.x) || 0, Number(v.y) || 0);
+          if (v.nav) await d.navGrace(run, before);
+          return this.afterAction(run, d, d.result(operationId, "page_click", before));
+        }
+        if (coordinate) {
+          const { generation } = await this.currentGeneration(run, d);
+          const fp = d.checkGeneration(generation);
+          d.targetStatus(await d.page(run, `check(${JSON.stringify(fp)})`));
+          const [x, y] = coordinate.map((/** @type {unknown} */ n) => (typeof n === "number" ? n : -1));
+          const before = d.startedSeq;
+          await d.clickAt(run, x, y);
+          return this.afterAction(run, d, d.result(operationId, "mouse_click", before));
+        }
+        throw new ToolFailure(CODES.EXECUTION_FAILED, "click needs a `ref` or a `coordinate`");
+      }
+      case "type": {
+        const text = str(args, "text") || "";
+        let generation, reference = str(args, "ref");
+        if (reference !== null) generation = this.refGeneration();
+        else {
+          const g = await this.currentGeneration(run, d);
+          if (!g.focus) throw new ToolFailure(CODES.EXECUTION_FAILED, "FOCUS_REQUIRED: no field has keyboard focus; pass the field's `ref`");
+          [generation, reference] = [g.generation, g.focus];
+        }
+        const operationId = this.op();
+        const fp = d.checkGeneration(generation);
+        d.targetStatus(await d.page(run, `focusField(...${JSON.stringify([reference, fp])})`));
+        const before = d.startedSeq;
+        const chars = [...text];
+        let pending = "";
+        for (const c of chars.slice(0, KEYED_CHARS)) {
+          const events = charEvents(c);
+          if (events) {
+            if (pending) {
+              await d.input(run, "Input.insertText", { text: pending });
+              pending = "";
+            }
+            for (const ev of events) await d.input(run, "Input.dispatchKeyEvent", ev);
+          } else pending += c;
+          if (d.dialog) return this.afterAction(run, d, d.result(operationId, "page_type", before));
+        }
+        pending += chars.slice(KEYED_CHARS).join("");
+        if (pending) await d.input(run, "Input.insertText", { text: pending });
+        return this.afterAction(run, d, d.result(operationId, "page_type", before));
+      }
+      case "key": {
+        const key = parseKey(str(args, "text") || "");
+        if (!key) {
+          throw new ToolFailure(CODES.EXECUTION_FAILED,
+            "unsupported key: one of Enter, Tab, Escape, Backspace, ArrowUp, ArrowDown, ArrowLeft, ArrowRight (no combinations)");
+        }
+        const { generation } = await this.currentGeneration(run, d);
+        const operationId = this.op();
+        const fp = d.checkGeneration(generation);
+        d.targetStatus(await d.page(run, `check(${JSON.stringify(fp)})`));
+        const before = d.startedSeq;
+        await this.press(run, d, key);
+        return this.afterAction(run, d, d.result(operationId, "page_keypress", before));
+      }
+      case "scroll": {
+        const dir = str(args, "scroll_direction") || "down";
+        if (dir !== "up" && dir !== "down") throw new ToolFailure(CODES.EXECUTION_FAILED, "only up and down scrolling is supported");
+        const screens = Math.min(Math.max(uint(args, "scroll_amount") ?? 1, 1), MAX_SCROLL_SCREENS);
+        let last = null;
+        for (let n = 0; n < screens; n++) {
+          const { generation } = await this.currentGeneration(run, d);
+          const operationId = this.op();
+          const fp = d.checkGeneration(generation);
+          d.targetStatus(await d.page(run, `check(${JSON.stringify(fp)})`));
+          const s = await d.page(run, "scroll()");
+          const atLimit = dir === "up" ? s.atTop !== false : s.atBottom !== false;
+          if (atLimit) {
+            if (n > 0) break;
+            throw refused("SCROLL_LIMIT", "the page is already scrolled to that limit; nothing was sent");
+          }
+          const top = Number(s.top) || 0;
+          const view = Number(s.view) || 600;
+          const at = await d.page(run, "wheelPoint()");
+          const delta = Math.max(view * 0.8, 40);
+          const before = d.startedSeq;
+          await d.input(run, "Input.dispatchMouseEvent", {
+            type: "mouseWheel", x: Number(at.x) || 0, y: Number(at.y) || 0, deltaX: 0, deltaY: dir === "up" ? -delta : delta,
+          });
+          const end = Date.now() + 2000;
+          let prev = top, moved = false;
+          while (Date.now() < end) {
+            await run.sleep(15);
+            const now = Number((await d.page(run, "scroll()")).top);
+            const cur = Number.isFinite(now) ? now : prev;
+            if (moved && Math.abs(cur - prev) < 0.5) break;
+            moved = moved || Math.abs(cur - top) >= 1;
+            prev = cur;
+          }
+          last = d.result(operationId, "page_scroll", before);
+        }
+        if (!last) throw new ToolFailure(CODES.EXECUTION_FAILED, "nothing scrolled");
+        return this.afterAction(run, d, last);
+      }
+      case "screenshot":
+      case "zoom": {
+        let region = null;
+        if (args.action === "zoom") {
+          const r = Array.isArray(args.region) ? args.region.filter((/** @type {unknown} */ n) => typeof n === "number") : [];
+          if (r.length !== 4 || !(r[2] > r[0] && r[3] > r[1])) {
+            throw new ToolFailure(CODES.EXECUTION_FAILED, "zoom needs a `region` [x0, y0, x1, y1] with x1 > x0 and y1 > y0");
+          }
+          region = { x: r[0], y: r[1], width: r[2] - r[0], height: r[3] - r[1] };
+        }
+        return this.screenshot(run, d, region);
+      }
+      default:
+        throw new ToolFailure(CODES.EXECUTION_FAILED, "unknown action: one of click, type, key, scroll, screenshot, zoom");
+    }
+  }
+
+  /**
+   * A JPEG of the viewport (or a region), downscaled here until it fits 150,000 base64
+   * characters before it is ever sent (seed 000).
+   * @param {Run} run @param {TabDriver} d @param {{x: number, y: number, width: number, height: number}|null} region
+   */
+  async screenshot(run, d, region) {
+    const refusal = d.refusal();
+    if (refusal) throw refusal;
+    const generation = d.generation;
+    const metrics = await d.send(run, "Page.getLayoutMetrics", {});
+    const view = metrics.cssLayoutViewport || {};
+    const vw = view.clientWidth || 1280, vh = view.clientHeight || 800;
+    const rect = region
+      ? { x: Math.max(0, region.x), y: Math.max(0, region.y), width: Math.min(Math.max(region.width, 1), 16000), height: Math.min(Math.max(region.height, 1), 16000) }
+      : { x: view.pageX || 0, y: view.pageY || 0, width: vw, height: vh };
+    let quality = 80, scale = 1.0;
+    for (let i = 0; i < 12; i++) {
+      const shot = await d.send(run, "Page.captureScreenshot", {
+        format: "jpeg", quality, captureBeyondViewport: false,
+        clip: { x: rect.x, y: rect.y, width: rect.width, height: rect.height, scale },
+      });
+      const data = typeof shot.data === "string" ? shot.data : "";
+      if (data && data.length <= SCREENSHOT_MAX_BASE64) {
+        return {
+          image: data, mediaType: "image/jpeg",
+          width: Math.round(rect.width * scale), height: Math.round(rect.height * scale), generation,
+        };
+      }
+      const over = Math.max(data.length, 1) / SCREENSHOT_MAX_BASE64;
+      if (quality > 30) quality = over > 2.5 ? 30 : quality === 80 ? 60 : quality === 60 ? 45 : 30;
+      else scale = Math.max(scale / Math.sqrt(over) * 0.9, 0.02);
+    }
+    throw new ToolFailure(CODES.EXECUTION_FAILED, "EXECUTION_FAILED: the screenshot stays over the size cap at the smallest scale");
+  }
+
+  /**
+   * Runs one tool; the result has the shape jevgate-worker's has.
+   * @param {string} tool @param {any} args @param {Run} run
+   */
+  async run(tool, args, run) {
+    args = args && typeof args === "object" && !Array.isArray(args) ? args : {};
+    const tabIndex = uint(args, "tabId");
+    if (tabIndex !== null && tool !== "browser_tabs") await this.selectTab(tabIndex);
+    switch (tool) {
+      case "browser_navigate":
+        return this.navigate(run, args);
+      case "browser_read_page": {
+        const d = await this.tab(run);
+        if (str(args, "filter") === "interactive") {
+          const o = await d.settled(run, () => d.observe(run, {}));
+          this.handedOut = o.generation;
+          const lines = (o.walked.controls || []).map((/** @type {any} */ c) => `- ${c.role} ${JSON.stringify(c.name)} [ref=${c.ref}]`);
+          return { generation: o.generation, url: o.url, title: o.title, text: lines.join("\n"), truncated: !!(o.walked.truncated && o.walked.truncated.controls) };
+        }
+        return this.snapshot(run, d, uint(args, "max_chars"));
+      }
+      case "browser_get_text": {
+        const d = await this.tab(run);
+        const max = Math.min(uint(args, "max_chars") ?? TEXT_DEFAULT_CHARS, MAX_SNAPSHOT);
+        const o = await d.settled(run, () => d.observe(run, { maxControls: 1, maxTextChars: max + 1 }));
+        const [text, cutHere] = cut(String(o.walked.text || ""), max);
+        return { generation: o.generation, text, truncated: cutHere || !!(o.walked.truncated && o.walked.truncated.text) };
+      }
+      case "browser_find": {
+        const d = await this.tab(run);
+        const words = (str(args, "query") || "").split(/\s+/).filter((w) => w).map((w) => w.toLowerCase());
+        const o = await d.settled(run, () => d.observe(run, {}));
+        const matches = (o.walked.controls || []).filter((/** @type {any} */ c) => {
+          const hay = `${c.role} ${c.name}`.toLowerCase();
+          return words.every((w) => hay.includes(w));
+        }).slice(0, 20);
+        this.handedOut = o.generation;
+        return { generation: o.generation, matches };
+      }
+      case "browser_computer":
+        return this.computer(run, args);
+      case "browser_form_input": {
+        const v = args.value;
+        let value;
+        if (typeof v === "string") value = v;
+        else if (typeof v === "boolean" || typeof v === "number") value = String(v);
+        else throw new ToolFailure(CODES.EXECUTION_FAILED, "`value` must be a string, boolean or number");
+        const d = await this.tab(run);
+        const generation = this.refGeneration();
+        const operationId = this.op();
+        const fp = d.checkGeneration(generation);
+        const before = d.startedSeq;
+        d.targetStatus(await d.page(run, `setValue(...${JSON.stringify([str(args, "ref") || "", fp, value])})`));
+        return this.afterAction(run, d, d.result(operationId, "form_input", before));
+      }
+      case "browser_javascript": {
+        const d = await this.tab(run);
+        const refusal = d.refusal();
+        if (refusal) throw refusal;
+        const res = await d.send(run, "Runtime.evaluate", {
+          expression: str(args, "code") || "", returnByValue: true, awaitPromise: true, userGesture: true,
+          timeout: Math.max(1, Math.min(60000, run.deadline - Date.now())),
+        });
+        if (res.exceptionDetails) throw new ToolFailure(CODES.JAVASCRIPT_ERROR, "the script failed: the script threw an exception");
+        const value = res.result && "value" in res.result ? res.result.value : null;
+        let json;
+        try {
+          json = JSON.stringify(value === undefined ? null : value);
+        } catch (_) {
+          throw new ToolFailure(CODES.JAVASCRIPT_ERROR, "the script failed: the result is not serializable");
+        }
+        const [text] = cut(json, JAVASCRIPT_MAX_CHARS);
+        let out;
+        try {
+          out = JSON.parse(text);
+        } catch (_) {
+          out = text;
+        }
+        return { value: out };
+      }
+      case "browser_tabs":
+        return this.browserTabs(run, args);
+      case "browser_batch":
+        throw new ToolFailure(CODES.EXECUTION_FAILED, "browser_batch is run by the gateway one action at a time");
+      default:
+        throw new ToolFailure(CODES.EXECUTION_FAILED, "unknown tool, or its arguments do not match the primitive");
+    }
+  }
+}
+
+export { Run, stale };
