@@ -21,8 +21,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
-use support::pages::{SECRET_CARD, SECRET_PASSWORD};
-use support::{shared_browser, Closing, Server};
+use support::{conformance, shared_browser, Closing, Server};
 
 fn gateway() -> (tempfile::TempDir, Gateway, ChannelHandle) {
     let t = support::gateway::builder().channel().build();
@@ -53,7 +52,9 @@ fn find_ref(gw: &Gateway, query: &str) -> String {
         .to_string()
 }
 
-// R-DEV-TOOLS end to end: every tool through the channel on a real Chromium.
+// R-DEV-TOOLS end to end: every tool through the channel on a real Chromium — the one
+// conformance suite every device runs (tests/support/conformance.rs; the extension runs it in
+// tests/extension_conformance.rs).
 #[test]
 fn r_dev_tools_every_tool_through_the_reference_worker_on_a_real_browser() {
     let server = Server::start();
@@ -69,181 +70,14 @@ fn r_dev_tools_every_tool_through_the_reference_worker_on_a_real_browser() {
     assert_eq!(worker.device_id(), device);
     assert!(gw.devices("alice").unwrap()[0].online);
 
-    // Navigate returns a fresh snapshot (R-BRW-SNAP), page text unwrapped inside the one
-    // JSON envelope — never a second, nested envelope.
-    let nav = call(
-        &gw,
-        "browser_navigate",
-        json!({"url": server.url("/p/buttons")}),
-    );
-    let snap = &data(&nav)["snapshot"];
-    assert_eq!(snap["title"], "Buttons");
-    let text = snap["text"].as_str().unwrap();
-    assert!(
-        text.contains("Press me") && text.contains("[ref="),
-        "{text}"
-    );
-    assert!(!text.contains("untrusted-page-content"), "{text}");
-
-    // Click by ref: exactly one real click.
-    let press = find_ref(&gw, "Press me");
-    let click = call(
-        &gw,
-        "browser_computer",
-        json!({"action": "click", "ref": press}),
-    );
-    assert!(click.is_success(), "{click:?}");
-    assert_eq!(server.wait_count("go", 1), 1);
-
-    // A ref from before the page changed is refused, not applied to another element.
-    let press = find_ref(&gw, "Press me");
-    let js = call(
-        &gw,
-        "browser_javascript",
-        json!({"code": "document.body.prepend(document.createElement('button')); document.title"}),
-    );
-    assert_eq!(data(&js)["value"], "Buttons");
-    let stale = call(
-        &gw,
-        "browser_computer",
-        json!({"action": "click", "ref": press}),
-    );
-    assert_eq!(stale.error_code(), Some("execution_failed"), "{stale:?}");
-    assert!(stale.to_json()["message"]
-        .as_str()
-        .unwrap()
-        .starts_with("STALE_OBSERVATION"));
-    assert_eq!(server.count("go"), 1);
-
-    // Text and its cap at the edge (R-DEV-CAPS).
-    let text = call(&gw, "browser_get_text", json!({}));
-    assert!(data(&text)["text"]
-        .as_str()
-        .unwrap()
-        .contains("Buttons page"));
-    let cut = call(&gw, "browser_get_text", json!({"max_chars": 5}));
-    assert_eq!(cut.result().unwrap()["truncated"], true, "{cut:?}");
-    assert_eq!(data(&cut)["text"].as_str().unwrap().chars().count(), 5);
-    let tree = call(&gw, "browser_read_page", json!({"filter": "interactive"}));
-    assert!(data(&tree)["text"]
-        .as_str()
-        .unwrap()
-        .contains("\"Press me\""));
-
-    // Screenshot: a private artifact of this root session (R-DEV-SHOT).
-    let shot = call(&gw, "browser_computer", json!({"action": "screenshot"}));
-    let id = shot.result().unwrap()["artifactId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert_eq!(shot.result().unwrap()["mediaType"], "image/jpeg");
-    let art = gw.artifact("conv-1", &id).unwrap();
-    assert_eq!(&art.bytes[..2], &[0xFF, 0xD8]);
-    assert_eq!(
-        gw.artifact("conv-2", &id).unwrap_err().code(),
-        "ARTIFACT_NOT_FOUND"
-    );
-    let zoom = call(
-        &gw,
-        "browser_computer",
-        json!({"action": "zoom", "region": [0, 0, 200, 100]}),
-    );
-    assert!(zoom.result().unwrap()["artifactId"].is_string(), "{zoom:?}");
-
-    // Forms: form_input, typing into a field, a key press that submits.
-    call(
-        &gw,
-        "browser_navigate",
-        json!({"url": server.url("/p/form")}),
-    );
-    let comment = find_ref(&gw, "Comment");
-    let set = call(
-        &gw,
-        "browser_form_input",
-        json!({"ref": comment, "value": "hello"}),
-    );
-    assert!(set.is_success(), "{set:?}");
-    let value = call(
-        &gw,
-        "browser_javascript",
-        json!({"code": "document.getElementById('comment').value"}),
-    );
-    assert_eq!(data(&value)["value"], "hello");
-    let search = find_ref(&gw, "searchbox");
-    let typed = call(
-        &gw,
-        "browser_computer",
-        json!({"action": "type", "ref": search, "text": "cats"}),
-    );
-    assert!(typed.is_success(), "{typed:?}");
-    let key = call(
-        &gw,
-        "browser_computer",
-        json!({"action": "key", "text": "Enter"}),
-    );
-    assert!(key.is_success(), "{key:?}");
-    assert_eq!(server.wait_count("submit:cats", 1), 1);
-    let chord = call(
-        &gw,
-        "browser_computer",
-        json!({"action": "key", "text": "ctrl+a"}),
-    );
-    assert_eq!(chord.error_code(), Some("execution_failed"));
-
-    // History and a batch run by the gateway one action at a time.
-    let batch = call(
-        &gw,
-        "browser_batch",
-        json!({"actions": [
-            {"tool": "browser_navigate", "args": {"url": server.url("/p/second")}},
-            {"tool": "browser_navigate", "args": {"url": "back"}},
-            {"tool": "browser_get_text", "args": {}}
-        ]}),
-    );
-    let b = batch.result().unwrap();
-    assert_eq!(b["completed"], 3, "{b}");
-    let last = &b["actions"][2]["result"]["untrustedContent"]["data"]["text"];
-    assert!(last.as_str().unwrap().contains("Search form"), "{last}");
-
-    // A click that starts a slow navigation: the answer's snapshot waits (bounded) for the new
-    // page instead of answering NAVIGATION_PENDING.
-    call(
-        &gw,
-        "browser_navigate",
-        json!({"url": server.url("/p/slowthird")}),
-    );
-    let link = find_ref(&gw, "Slow link");
-    let slow = call(
-        &gw,
-        "browser_computer",
-        json!({"action": "click", "ref": link}),
-    );
-    assert_eq!(data(&slow)["snapshot"]["title"], "Third", "{slow:?}");
-
-    // Sensitive values never leave the page (R-BRW-OBS, R-LOG).
-    call(
-        &gw,
-        "browser_navigate",
-        json!({"url": server.url("/p/sensitive")}),
-    );
-    let mut seen = String::new();
-    for (tool, args) in [
-        ("browser_read_page", json!({})),
-        ("browser_read_page", json!({"filter": "interactive"})),
-        ("browser_get_text", json!({})),
-        ("browser_find", json!({"query": "password"})),
-    ] {
-        let r = call(&gw, tool, args);
-        assert!(r.is_success(), "{tool}: {r:?}");
-        seen.push_str(&r.to_json().to_string());
-    }
-    assert!(seen.contains("Password"));
-    assert!(!seen.contains(SECRET_PASSWORD) && !seen.contains(SECRET_CARD));
-
-    // Tabs: the tab list of this browser includes the worker's tab as current.
-    let tabs = call(&gw, "browser_tabs", json!({"action": "list"}));
-    let list = data(&tabs)["tabs"].as_array().unwrap().clone();
-    assert!(list.iter().any(|t| t["current"] == true));
+    let dev = conformance::Device {
+        gw: &gw,
+        owner: "alice".into(),
+        conversation: "conv-1".into(),
+        device: device.clone(),
+    };
+    let transcript = conformance::every_tool(&dev, &server);
+    assert!(transcript.len() >= 25, "{}", transcript.len());
 
     // Unpairing closes the worker's channel: it ends, and the device is gone.
     gw.unpair("alice", &device).unwrap();

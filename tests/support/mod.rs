@@ -3,10 +3,14 @@
 //! the last test using it drops its handle; in submodules, an in-memory page for task tests and
 //! the callback model that drives it (`desk`), a gateway builder with a channel and
 //! paired workers (`gateway`), a scripted device worker (`worker`), the capturing logger of the
-//! R-LOG tests (`log_capture`), a scripted Jev provider (`jev_server`) and the fixture pages.
+//! R-LOG tests (`log_capture`), a scripted Jev provider (`jev_server`), the fixture pages, the
+//! one device-tool conformance suite every device runs (`conformance`) and a Chromium with the
+//! browser extension loaded (`extension`).
 #![allow(dead_code)] // each test binary uses a different part of the support module
 
+pub mod conformance;
 pub mod desk;
+pub mod extension;
 pub mod gateway;
 pub mod injection;
 pub mod jev_server;

@@ -1,0 +1,63 @@
+//! The browser extension as a device (issue 22 item 6, R-DEV-TOOLS, R-DEV-CAPS, R-DEV-SHOT,
+//! R-BRW-SNAP, R-BRW-OBS): a real headless Chromium with `extension/` loaded, paired with a
+//! gateway, answers the one conformance suite every device runs — and answers it the same as
+//! the reference worker (BrowserTools on a local Chromium, what `jevgate-worker` runs) on the
+//! same fixture pages, step by step, once operation ids, generation numbers, artifact ids and
+//! the fixture server's port are taken out.
+
+mod support;
+
+use jevgate::browser::BrowserTools;
+use jevgate::device::{DeviceWorker, WorkerOptions};
+use std::sync::Arc;
+use std::time::Duration;
+use support::conformance::{assert_same, every_tool, Device};
+use support::extension::{gateway_address, ExtensionBrowser};
+use support::{shared_browser, Closing, Server};
+
+// Issue 22 item 6: the same suite, the same answers, on the reference worker and the extension.
+#[test]
+fn issue22_the_extension_answers_the_conformance_suite_like_the_reference_worker() {
+    let t = support::gateway::builder().channel().build();
+    let channel = t.channel();
+
+    // The reference worker on a local Chromium.
+    let reference = {
+        let server = Server::start();
+        let browser = Closing(shared_browser());
+        let tab = browser.0.open_tab().unwrap();
+        let alice = t.pair("alice", "alice-install");
+        let worker = DeviceWorker::connect(
+            WorkerOptions::new(channel.url(), alice.token.clone()),
+            Arc::new(BrowserTools::new(Arc::new(tab.clone()))),
+        )
+        .unwrap();
+        t.wait_online(&alice, true);
+        let dev = Device {
+            gw: &t.gw,
+            owner: "alice".into(),
+            conversation: "conv-a".into(),
+            device: alice.device.clone(),
+        };
+        let transcript = every_tool(&dev, &server);
+        worker.close();
+        tab.close().unwrap();
+        transcript
+    };
+
+    // The extension in its own Chromium.
+    let server = Server::start();
+    let ext = ExtensionBrowser::launch();
+    let bob = t.pair("bob", "bob-install");
+    ext.store_pairing(&gateway_address(channel), &bob.device, &bob.token_text());
+    t.wait_online(&bob, true);
+    ext.wait_conn("online", Duration::from_secs(10));
+    let dev = Device {
+        gw: &t.gw,
+        owner: "bob".into(),
+        conversation: "conv-b".into(),
+        device: bob.device.clone(),
+    };
+    let got = every_tool(&dev, &server);
+    assert_same(&reference, &got);
+}

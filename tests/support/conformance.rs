@@ -1,0 +1,331 @@
+//! One device-tool conformance suite for every device (issue 22 item 6): the nine browser
+//! tools through `gw.call_tool` on the held fixture pages, against whatever device a test hands
+//! it — the reference worker (`jevgate-worker`'s executor on a local Chromium) or the browser
+//! extension — asserting the behaviour R-DEV-TOOLS, R-DEV-CAPS, R-DEV-SHOT, R-BRW-SNAP and
+//! R-BRW-OBS name, and returning a transcript of every answer with what legitimately differs
+//! between two runs taken out (operation ids, generation numbers, artifact ids, the fixture
+//! server's port, and a batch's byte count, which counts the operation ids), so two devices' transcripts can be compared for equality.
+//!
+//! Owns: the sequence of calls and its assertions. Never: starts a device or a gateway (the
+//! caller does), or sleeps (the fixture server's counts are bounded polls).
+
+use super::pages::{SECRET_CARD, SECRET_PASSWORD};
+use super::Server;
+use jevgate::device::{ToolCall, ToolResult};
+use jevgate::untrusted::UNTRUSTED_NOTICE;
+use jevgate::Gateway;
+use serde_json::{json, Value};
+
+/// A paired, connected browser device as the suite drives it.
+pub struct Device<'a> {
+    pub gw: &'a Gateway,
+    pub owner: String,
+    pub conversation: String,
+    pub device: String,
+}
+
+impl Device<'_> {
+    /// Calls `tool` on this device (its `deviceId` added to the arguments).
+    pub fn call(&self, tool: &str, mut args: Value) -> ToolResult {
+        args["deviceId"] = json!(self.device);
+        self.gw
+            .call_tool(&ToolCall::new(&self.owner, &self.conversation, tool, args))
+    }
+
+    /// The ref of the first control `browser_find` matches for `query`.
+    pub fn find_ref(&self, query: &str) -> String {
+        let found = data(&self.call("browser_find", json!({ "query": query })));
+        found["matches"][0]["ref"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no match for {query}: {found}"))
+            .to_string()
+    }
+}
+
+/// The page-derived data of a successful answer (inside the one untrusted envelope).
+pub fn data(r: &ToolResult) -> Value {
+    let v = r.result().unwrap_or_else(|| panic!("failed: {r:?}"));
+    assert_eq!(v["untrustedContent"]["notice"], UNTRUSTED_NOTICE);
+    v["untrustedContent"]["data"].clone()
+}
+
+/// An answer with what differs between two equal runs taken out.
+fn normal(v: &Value, base: &str) -> Value {
+    match v {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| {
+                    !matches!(
+                        k.as_str(),
+                        "operationId"
+                            | "generation"
+                            | "generationBefore"
+                            | "artifactId"
+                            // a batch's size counts the operation ids' bytes
+                            | "resultBytes"
+                    )
+                })
+                .map(|(k, v)| (k.clone(), normal(v, base)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|i| normal(i, base)).collect()),
+        Value::String(s) => Value::String(s.replace(base, "BASE")),
+        other => other.clone(),
+    }
+}
+
+/// Every step's name and normalised answer, in order.
+pub type Transcript = Vec<(String, Value)>;
+
+struct Recorder<'a, 'b> {
+    dev: &'a Device<'b>,
+    base: String,
+    out: Transcript,
+}
+
+impl Recorder<'_, '_> {
+    fn call(&mut self, step: &str, tool: &str, args: Value) -> ToolResult {
+        let r = self.dev.call(tool, args);
+        let shown = match r.result() {
+            Some(v) => normal(v, &self.base),
+            None => json!({
+                "errorCode": r.error_code(),
+                "message": r.to_json()["message"],
+            }),
+        };
+        self.out.push((step.to_string(), shown));
+        r
+    }
+}
+
+/// The nine tools on the fixture pages of `server` (a server of this run only: its beacon
+/// counts prove every click happened exactly once).
+pub fn every_tool(dev: &Device<'_>, server: &Server) -> Transcript {
+    let mut rec = Recorder {
+        dev,
+        base: server.base.clone(),
+        out: Vec::new(),
+    };
+
+    // Navigate returns a fresh snapshot (R-BRW-SNAP), page text unwrapped inside the one JSON
+    // envelope — never a second, nested envelope.
+    let nav = rec.call(
+        "navigate buttons",
+        "browser_navigate",
+        json!({"url": server.url("/p/buttons")}),
+    );
+    let snap = &data(&nav)["snapshot"];
+    assert_eq!(snap["title"], "Buttons", "{nav:?}");
+    let text = snap["text"].as_str().unwrap();
+    assert!(
+        text.contains("Press me") && text.contains("[ref="),
+        "{text}"
+    );
+    assert!(!text.contains("untrusted-page-content"), "{text}");
+
+    // Click by ref: exactly one real click.
+    rec.call("find press", "browser_find", json!({"query": "Press me"}));
+    let press = dev.find_ref("Press me");
+    let click = rec.call(
+        "click press",
+        "browser_computer",
+        json!({"action": "click", "ref": press}),
+    );
+    assert!(click.is_success(), "{click:?}");
+    assert_eq!(server.wait_count("go", 1), 1);
+
+    // A ref from before the page changed is refused, not applied to another element.
+    let press = dev.find_ref("Press me");
+    let js = rec.call(
+        "javascript changes the page",
+        "browser_javascript",
+        json!({"code": "document.body.prepend(document.createElement('button')); document.title"}),
+    );
+    assert_eq!(data(&js)["value"], "Buttons");
+    let stale = rec.call(
+        "stale click",
+        "browser_computer",
+        json!({"action": "click", "ref": press}),
+    );
+    assert_eq!(stale.error_code(), Some("execution_failed"), "{stale:?}");
+    assert!(stale.to_json()["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("STALE_OBSERVATION"));
+    assert_eq!(server.count("go"), 1);
+
+    // Text and its cap at the edge (R-DEV-CAPS).
+    let text = rec.call("get text", "browser_get_text", json!({}));
+    assert!(data(&text)["text"]
+        .as_str()
+        .unwrap()
+        .contains("Buttons page"));
+    let cut = rec.call("get text cut", "browser_get_text", json!({"max_chars": 5}));
+    assert_eq!(cut.result().unwrap()["truncated"], true, "{cut:?}");
+    assert_eq!(data(&cut)["text"].as_str().unwrap().chars().count(), 5);
+    let tree = rec.call(
+        "read page interactive",
+        "browser_read_page",
+        json!({"filter": "interactive"}),
+    );
+    assert!(data(&tree)["text"]
+        .as_str()
+        .unwrap()
+        .contains("\"Press me\""));
+    let small = rec.call(
+        "read page cut",
+        "browser_read_page",
+        json!({"max_chars": 60}),
+    );
+    assert_eq!(data(&small)["truncated"], true, "{small:?}");
+
+    // Screenshot: a private artifact of this root session (R-DEV-SHOT).
+    let shot = rec.call(
+        "screenshot",
+        "browser_computer",
+        json!({"action": "screenshot"}),
+    );
+    let id = shot.result().unwrap_or_else(|| panic!("{shot:?}"))["artifactId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(shot.result().unwrap()["mediaType"], "image/jpeg");
+    let art = dev.gw.artifact(&dev.conversation, &id).unwrap();
+    assert_eq!(&art.bytes[..2], &[0xFF, 0xD8]);
+    assert_eq!(
+        dev.gw.artifact("conv-other", &id).unwrap_err().code(),
+        "ARTIFACT_NOT_FOUND"
+    );
+    let zoom = rec.call(
+        "zoom",
+        "browser_computer",
+        json!({"action": "zoom", "region": [0, 0, 200, 100]}),
+    );
+    assert!(zoom.result().unwrap()["artifactId"].is_string(), "{zoom:?}");
+
+    // Forms: form_input, typing into a field, a key press that submits.
+    rec.call(
+        "navigate form",
+        "browser_navigate",
+        json!({"url": server.url("/p/form")}),
+    );
+    let comment = dev.find_ref("Comment");
+    let set = rec.call(
+        "form input",
+        "browser_form_input",
+        json!({"ref": comment, "value": "hello"}),
+    );
+    assert!(set.is_success(), "{set:?}");
+    let value = rec.call(
+        "read the value",
+        "browser_javascript",
+        json!({"code": "document.getElementById('comment').value"}),
+    );
+    assert_eq!(data(&value)["value"], "hello");
+    let search = dev.find_ref("searchbox");
+    let typed = rec.call(
+        "type",
+        "browser_computer",
+        json!({"action": "type", "ref": search, "text": "cats"}),
+    );
+    assert!(typed.is_success(), "{typed:?}");
+    let key = rec.call(
+        "key enter",
+        "browser_computer",
+        json!({"action": "key", "text": "Enter"}),
+    );
+    assert!(key.is_success(), "{key:?}");
+    assert_eq!(server.wait_count("submit:cats", 1), 1);
+    let chord = rec.call(
+        "key chord refused",
+        "browser_computer",
+        json!({"action": "key", "text": "ctrl+a"}),
+    );
+    assert_eq!(chord.error_code(), Some("execution_failed"));
+
+    // History and a batch run by the gateway one action at a time.
+    let batch = rec.call(
+        "batch",
+        "browser_batch",
+        json!({"actions": [
+            {"tool": "browser_navigate", "args": {"url": server.url("/p/second")}},
+            {"tool": "browser_navigate", "args": {"url": "back"}},
+            {"tool": "browser_get_text", "args": {}}
+        ]}),
+    );
+    let b = batch.result().unwrap();
+    assert_eq!(b["completed"], 3, "{b}");
+    let last = &b["actions"][2]["result"]["untrustedContent"]["data"]["text"];
+    assert!(last.as_str().unwrap().contains("Search form"), "{last}");
+
+    // A click that starts a slow navigation: the answer's snapshot waits (bounded) for the new
+    // page instead of answering NAVIGATION_PENDING.
+    rec.call(
+        "navigate slow third",
+        "browser_navigate",
+        json!({"url": server.url("/p/slowthird")}),
+    );
+    let link = dev.find_ref("Slow link");
+    let slow = rec.call(
+        "click slow link",
+        "browser_computer",
+        json!({"action": "click", "ref": link}),
+    );
+    assert_eq!(data(&slow)["snapshot"]["title"], "Third", "{slow:?}");
+
+    rec.call(
+        "navigate sensitive",
+        "browser_navigate",
+        json!({"url": server.url("/p/sensitive")}),
+    );
+    // Sensitive values never leave the page (R-BRW-OBS, R-LOG).
+    let mut seen = String::new();
+    for (step, tool, args) in [
+        ("sensitive read", "browser_read_page", json!({})),
+        (
+            "sensitive interactive",
+            "browser_read_page",
+            json!({"filter": "interactive"}),
+        ),
+        ("sensitive text", "browser_get_text", json!({})),
+        (
+            "sensitive find",
+            "browser_find",
+            json!({"query": "password"}),
+        ),
+    ] {
+        let r = rec.call(step, tool, args);
+        assert!(r.is_success(), "{tool}: {r:?}");
+        seen.push_str(&r.to_json().to_string());
+    }
+    assert!(seen.contains("Password"));
+    assert!(!seen.contains(SECRET_PASSWORD) && !seen.contains(SECRET_CARD));
+
+    // A script that throws is a javascript_error.
+    let threw = rec.call(
+        "javascript throws",
+        "browser_javascript",
+        json!({"code": "throw new Error('boom')"}),
+    );
+    assert_eq!(threw.error_code(), Some("javascript_error"), "{threw:?}");
+
+    // Tabs: the list holds the device's current tab.
+    let tabs = dev.call("browser_tabs", json!({"action": "list"}));
+    let list = data(&tabs)["tabs"].as_array().unwrap().clone();
+    assert!(list.iter().any(|t| t["current"] == true), "{tabs:?}");
+    rec.out
+}
+
+/// Asserts two transcripts are equal step by step (the first difference named).
+pub fn assert_same(expected: &Transcript, got: &Transcript) {
+    assert_eq!(
+        expected.iter().map(|(s, _)| s).collect::<Vec<_>>(),
+        got.iter().map(|(s, _)| s).collect::<Vec<_>>()
+    );
+    for ((step, want), (_, have)) in expected.iter().zip(got) {
+        assert_eq!(
+            want, have,
+            "step `{step}` differs:\nreference worker: {want}\ndevice: {have}"
+        );
+    }
+}
