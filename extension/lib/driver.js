@@ -113,6 +113,16 @@ function debuggerFailure(message) {
   return null;
 }
 
+/** Whether the tab still exists. @param {number} tabId */
+async function tabExists(tabId) {
+  try {
+    await chrome.tabs.get(tabId);
+    return true;
+  } catch (_) {
+    return false;
+  }
+}
+
 /**
  * A tab's DevTools connection and page state.
  */
@@ -258,19 +268,42 @@ export class TabDriver {
     if (!this.attached) {
       throw new ToolFailure(CODES.DEBUGGER_UNAVAILABLE, "the debugger was detached from the tab");
     }
+    const gone = this.whenGone();
     try {
-      return await run.race(chrome.debugger.sendCommand({ tabId: this.tabId }, method, params));
+      return await run.race(Promise.race([chrome.debugger.sendCommand({ tabId: this.tabId }, method, params), gone.promise]));
     } catch (e) {
       if (e instanceof ToolFailure) throw e;
       const message = /** @type {Error} */ (e).message || "";
-      if (this.gone) throw new ToolFailure(CODES.TAB_UNAVAILABLE, "the tab is unavailable");
+      if (this.gone || !(await tabExists(this.tabId))) {
+        this.gone = true;
+        throw new ToolFailure(CODES.TAB_UNAVAILABLE, "the tab is unavailable");
+      }
       const f = debuggerFailure(message);
       if (f) throw f;
       // DevTools' own message names the method's failure, never page content.
       const err = new Error(message.slice(0, 200));
       /** @type {any} */ (err).devtools = true;
       throw err;
+    } finally {
+      gone.cancel();
     }
+  }
+
+  /** Rejects with tab_unavailable once the tab is gone (closed while a call waits). */
+  whenGone() {
+    /** @type {() => void} */
+    let check = () => {};
+    /** @type {Promise<never>} */
+    const promise = new Promise((_, reject) => {
+      check = () => {
+        if (!this.gone) return;
+        this.waiters.delete(check);
+        reject(new ToolFailure(CODES.TAB_UNAVAILABLE, "the tab is unavailable"));
+      };
+      this.waiters.add(check);
+      check();
+    });
+    return { promise, cancel: () => this.waiters.delete(check) };
   }
 
   /** Input that a dialog it opens does not fail. @param {Run} run @param {string} method @param {any} params */
