@@ -424,3 +424,49 @@ fn issue22_a_protocol_1_build_is_refused_upgrade_required() {
     let r = call(&t.gw, "conv-1", &bob.device, "browser_get_text", json!({}));
     assert!(!r.is_success(), "{r:?}");
 }
+
+// Issue 22 item 4 + 6 (R-TSK, R-TSK-RCPT, SPEC §6): a task whose target is the extension runs
+// through the primitives (tab_navigate, observe, page_scroll, page_type, operation_status…),
+// receipts and all; the search happened once and the extension's record of the last mutation
+// says executed; an id never sent reads unknown.
+#[test]
+fn issue22_a_task_runs_on_the_extension_with_receipts() {
+    use jevgate::browser::{BrowserBackend, OperationState};
+    use jevgate::task::{SpawnRequest, TaskOwner, TaskState, TaskTarget};
+    let _serial = serial();
+    let w = World::new();
+    let owner = TaskOwner::new("assistant", "bob", "conv-task");
+    let mut request = SpawnRequest::from_person("1. scroll down\n2. ค้นหา cats");
+    request.start_url = Some(w.server.url("/p/taskhome"));
+    request.target = TaskTarget::Device {
+        device_id: w.bob.device.clone(),
+    };
+    let tasks = w.t.gw.tasks();
+    let id = tasks.spawn(&owner, request).unwrap();
+    let status = tasks.wait(&owner, &id, Duration::from_secs(90)).unwrap();
+    assert_eq!(
+        (status.state, status.reason.as_deref()),
+        (TaskState::WaitingInput, Some("COMPLETION_CANDIDATE")),
+        "{status:#?}"
+    );
+    assert_eq!(w.server.wait_count("search", 1), 1);
+    let receipts = tasks.receipts(&owner, &id).unwrap();
+    let tools: Vec<&str> = receipts[0]
+        .operations
+        .iter()
+        .map(|o| o.tool.as_str())
+        .collect();
+    assert_eq!(tools, ["tab_navigate", "page_scroll", "page_type"]);
+    let last = status.last_dispatched_mutation.clone().unwrap();
+    let target =
+        w.t.gw
+            .device_target("bob", "conv-task", &w.bob.device)
+            .unwrap();
+    let record = target.operation_status(&last.operation_id).unwrap();
+    assert_eq!(record.status, OperationState::Executed, "{record:?}");
+    assert_eq!(
+        target.operation_status("never-sent").unwrap().status,
+        OperationState::Unknown
+    );
+    assert_eq!(w.server.count("search"), 1, "nothing was replayed");
+}

@@ -151,6 +151,12 @@ export class TabDriver {
     this.world = null;
     /** @type {Set<() => void>} */
     this.waiters = new Set();
+    /** Set once the running operation's first input went out (its record's "sent"). */
+    this.sent = false;
+  }
+
+  markSent() {
+    this.sent = true;
   }
 
   /** Wakes every waiter (an event changed the state). */
@@ -308,6 +314,7 @@ export class TabDriver {
 
   /** Input that a dialog it opens does not fail. @param {Run} run @param {string} method @param {any} params */
   async input(run, method, params) {
+    this.sent = true;
     await this.send(run, method, params);
   }
 

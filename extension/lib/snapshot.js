@@ -190,19 +190,20 @@ export function cutLines(text, maxChars) {
 }
 
 /**
- * The snapshot text of a walked tree with the tool surface's note, as BrowserTools::snapshot
- * gives it: `[text, truncated]`.
- * @param {TreeNode|null} tree @param {number} max
- * @returns {[string, boolean]}
+ * The snapshot text of a walked tree with the note of `surface` (the tool's, as
+ * BrowserTools::snapshot gives it, or the backend's `snapshot` primitive's):
+ * `[text, truncated, total]`.
+ * @param {TreeNode|null} tree @param {number} max @param {"tool"|"backend"} [surface]
+ * @returns {[string, boolean, number]}
  */
-export function snapshotText(tree, max) {
-  if (!tree) return ["", false];
+export function snapshotText(tree, max, surface = "tool") {
+  if (!tree) return ["", false, 0];
   const [text, truncated, total] = formatTree(tree, max);
-  if (!truncated) return [text, false];
+  if (!truncated) return [text, false, total];
   // Room for the longer of the two surfaces' notes (as the local backend leaves it).
   const room = Math.max(charCount(truncationNote(max, total, "backend")),
     charCount(truncationNote(max, total, "tool"))) + 1;
   const body = cutLines(text, Math.max(0, max - room));
-  const note = truncationNote(charCount(body), total, "tool");
-  return [body ? body + "\n" + note : note, true];
+  const note = truncationNote(charCount(body), total, surface);
+  return [body ? body + "\n" + note : note, true, total];
 }

@@ -152,7 +152,9 @@ export class AgentTabs {
 
   /** Opens a new agent tab. @param {string} url */
   async create(url) {
-    const t = await chrome.tabs.create({ url, active: false });
+    // Active: a background tab is not rendered, and input that needs a frame (the wheel) would
+    // wait for one; the person sees the agent work in its own tab.
+    const t = await chrome.tabs.create({ url, active: true });
     if (t.id === undefined) throw new ToolFailure(CODES.EXECUTION_FAILED, "the tab could not be opened");
     await this.add(t.id);
     return t.id;
@@ -179,12 +181,15 @@ export class Tools {
     this.tabs = tabs;
     /** @type {number|null} the generation whose refs were handed out last */
     this.handedOut = null;
-    this.ops = 0;
+    this.opCount = 0;
+    this.ops = new OperationLog();
+    /** @type {string|null} the tab lease's id (tab_lease) */
+    this.lease = null;
   }
 
   op() {
-    this.ops += 1;
-    return `ext-${Date.now().toString(36)}-${this.ops}`;
+    this.opCount += 1;
+    return `ext-${Date.now().toString(36)}-${this.opCount}`;
   }
 
   /** @param {Run} run */
@@ -295,27 +300,12 @@ export class Tools {
     return { tabs: after.map((t, i) => ({ tabId: i, url: t.url, title: t.title, current: t.id === this.tabs.current })) };
   }
 
-  /** @param {Run} run @param {any} args */
-  async navigate(run, args) {
-    const d = await this.tab(run);
-    const target = navigationTarget(str(args, "url") || "");
-    const operationId = this.op();
-    if ("history" in target) {
-      const { generation } = await this.currentGeneration(run, d);
-      d.checkGeneration(generation);
-      const h = await d.send(run, "Page.getNavigationHistory", {});
-      const index = h.currentIndex + (target.history === "back" ? -1 : 1);
-      const entry = h.entries[index];
-      if (!entry) throw refused("HISTORY_UNAVAILABLE", "no history entry in that direction; nothing was sent");
-      const marks = d.marks();
-      await d.send(run, "Page.navigateToHistoryEntry", { entryId: entry.id });
-      const settled = await d.waitSettled(run, marks);
-      const r = d.result(operationId, "tab_history", marks.started);
-      r.navigationStarted = true;
-      r.settled = settled;
-      return this.afterAction(run, d, r);
-    }
-    if (!openable(target.url)) throw refused("NAVIGATION_FAILED", "navigation failed: only http(s) addresses open in an agent tab");
+  // ---- The backend's primitives (SPEC §6; the shapes of src/browser/backend.rs), on which
+  // ---- the tools are built as BrowserTools builds them on the local backend.
+
+  /** @param {Run} run @param {TabDriver} d @param {string} operationId @param {string} url */
+  async tabNavigate(run, d, operationId, url) {
+    if (!openable(url)) throw refused("NAVIGATION_FAILED", "navigation failed: only http(s) addresses open in an agent tab");
     if (d.dialog) {
       // Navigating away always works: the page's dialog is dismissed first.
       try {
@@ -324,7 +314,8 @@ export class Tools {
       d.dialog = null;
     }
     const marks = d.marks();
-    const res = await d.send(run, "Page.navigate", { url: target.url });
+    d.markSent();
+    const res = await d.send(run, "Page.navigate", { url });
     if (res && typeof res.errorText === "string" && res.errorText) {
       const cls = res.errorText.replace(/[^A-Za-z0-9_:]/g, "").slice(0, 80);
       throw refused("NAVIGATION_FAILED", `navigation failed: ${cls}`);
@@ -333,11 +324,161 @@ export class Tools {
     const r = d.result(operationId, "tab_navigate", marks.started);
     r.navigationStarted = true;
     r.settled = settled;
-    return this.afterAction(run, d, r);
+    return r;
+  }
+
+  /** @param {Run} run @param {TabDriver} d @param {string} operationId @param {number} generation @param {"back"|"forward"} direction */
+  async tabHistory(run, d, operationId, generation, direction) {
+    d.checkGeneration(generation);
+    const h = await d.send(run, "Page.getNavigationHistory", {});
+    const entry = h.entries[h.currentIndex + (direction === "back" ? -1 : 1)];
+    if (!entry) throw refused("HISTORY_UNAVAILABLE", "no history entry in that direction; nothing was sent");
+    const marks = d.marks();
+    d.markSent();
+    await d.send(run, "Page.navigateToHistoryEntry", { entryId: entry.id });
+    const settled = await d.waitSettled(run, marks);
+    const r = d.result(operationId, "tab_history", marks.started);
+    r.navigationStarted = true;
+    r.settled = settled;
+    return r;
+  }
+
+  /** @param {Run} run @param {TabDriver} d @param {string} operationId @param {number} generation @param {string} reference */
+  async pageClick(run, d, operationId, generation, reference) {
+    const fp = d.checkGeneration(generation);
+    const v = await d.page(run, `point(...${JSON.stringify([reference, fp])})`);
+    d.targetStatus(v);
+    const before = d.startedSeq;
+    await d.clickAt(run, Number(v.x) || 0, Number(v.y) || 0);
+    if (v.nav) await d.navGrace(run, before);
+    return d.result(operationId, "page_click", before);
+  }
+
+  /** @param {Run} run @param {TabDriver} d @param {string} operationId @param {number} generation @param {number} x @param {number} y */
+  async mouseClick(run, d, operationId, generation, x, y) {
+    const fp = d.checkGeneration(generation);
+    d.targetStatus(await d.page(run, `check(${JSON.stringify(fp)})`));
+    const before = d.startedSeq;
+    await d.clickAt(run, x, y);
+    return d.result(operationId, "mouse_click", before);
+  }
+
+  /**
+   * @param {Run} run @param {TabDriver} d @param {string} operationId @param {number} generation
+   * @param {string} reference @param {string} text @param {boolean} submit
+   */
+  async pageType(run, d, operationId, generation, reference, text, submit) {
+    const fp = d.checkGeneration(generation);
+    d.targetStatus(await d.page(run, `focusField(...${JSON.stringify([reference, fp])})`));
+    const before = d.startedSeq;
+    d.markSent();
+    const chars = [...text];
+    let pending = "";
+    for (const c of chars.slice(0, KEYED_CHARS)) {
+      const events = charEvents(c);
+      if (events) {
+        if (pending) {
+          await d.input(run, "Input.insertText", { text: pending });
+          pending = "";
+        }
+        for (const ev of events) await d.input(run, "Input.dispatchKeyEvent", ev);
+      } else pending += c;
+      if (d.dialog) return d.result(operationId, "page_type", before);
+    }
+    pending += chars.slice(KEYED_CHARS).join("");
+    if (pending) await d.input(run, "Input.insertText", { text: pending });
+    if (submit && !d.dialog) await this.press(run, d, "Enter");
+    return d.result(operationId, "page_type", before);
+  }
+
+  /** @param {Run} run @param {TabDriver} d @param {string} operationId @param {number} generation @param {string} key @param {number} count */
+  async pageKeypress(run, d, operationId, generation, key, count) {
+    if (!(count >= 1 && count <= 20)) throw refused("INVALID_ARGUMENT", "invalid argument `count`: must be 1 to 20");
+    const fp = d.checkGeneration(generation);
+    d.targetStatus(await d.page(run, `check(${JSON.stringify(fp)})`));
+    const before = d.startedSeq;
+    for (let i = 0; i < count; i++) {
+      await this.press(run, d, key);
+      if (d.dialog) break;
+    }
+    return d.result(operationId, "page_keypress", before);
+  }
+
+  /** One screen. @param {Run} run @param {TabDriver} d @param {string} operationId @param {number} generation @param {string} dir */
+  async pageScroll(run, d, operationId, generation, dir) {
+    const fp = d.checkGeneration(generation);
+    d.targetStatus(await d.page(run, `check(${JSON.stringify(fp)})`));
+    const s = await d.page(run, "scroll()");
+    const atLimit = dir === "up" ? s.atTop !== false : s.atBottom !== false;
+    if (atLimit) throw refused("SCROLL_LIMIT", "the page is already scrolled to that limit; nothing was sent");
+    const top = Number(s.top) || 0;
+    const view = Number(s.view) || 600;
+    const at = await d.page(run, "wheelPoint()");
+    const delta = Math.max(view * 0.8, 40);
+    const before = d.startedSeq;
+    await d.input(run, "Input.dispatchMouseEvent", {
+      type: "mouseWheel", x: Number(at.x) || 0, y: Number(at.y) || 0, deltaX: 0, deltaY: dir === "up" ? -delta : delta,
+    });
+    // Wheel scrolling is asynchronous: done when it moved and then held still for one poll.
+    const end = Date.now() + 2000;
+    let prev = top, moved = false;
+    while (Date.now() < end) {
+      await run.sleep(15);
+      const now = Number((await d.page(run, "scroll()")).top);
+      const cur = Number.isFinite(now) ? now : prev;
+      if (moved && Math.abs(cur - prev) < 0.5) break;
+      moved = moved || Math.abs(cur - top) >= 1;
+      prev = cur;
+    }
+    return d.result(operationId, "page_scroll", before);
+  }
+
+  /** @param {Run} run @param {TabDriver} d @param {string} operationId @param {number} generation @param {string} reference @param {string} value */
+  async formInput(run, d, operationId, generation, reference, value) {
+    const fp = d.checkGeneration(generation);
+    const before = d.startedSeq;
+    const v = await d.page(run, `setValue(...${JSON.stringify([reference, fp, value])})`);
+    if (v && v.status === "ok") d.markSent();
+    d.targetStatus(v);
+    return d.result(operationId, "form_input", before);
+  }
+
+  /** The script's JSON value as text, cut. @param {Run} run @param {TabDriver} d @param {string} code */
+  async javascript(run, d, code) {
+    const refusal = d.refusal();
+    if (refusal) throw refusal;
+    d.markSent();
+    const res = await d.send(run, "Runtime.evaluate", {
+      expression: code, returnByValue: true, awaitPromise: true, userGesture: true,
+      timeout: Math.max(1, Math.min(60000, run.deadline - Date.now())),
+    });
+    if (res.exceptionDetails) throw new ToolFailure(CODES.JAVASCRIPT_ERROR, "the script failed: the script threw an exception");
+    const value = res.result && "value" in res.result ? res.result.value : null;
+    let json;
+    try {
+      json = JSON.stringify(value === undefined ? null : value);
+    } catch (_) {
+      throw new ToolFailure(CODES.JAVASCRIPT_ERROR, "the script failed: the result is not serializable");
+    }
+    return cut(json, JAVASCRIPT_MAX_CHARS);
+  }
+
+  // ---- The nine tools.
+
+  /** @param {Run} run @param {any} args */
+  async navigate(run, args) {
+    const d = await this.tab(run);
+    const target = navigationTarget(str(args, "url") || "");
+    if ("history" in target) {
+      const { generation } = await this.currentGeneration(run, d);
+      return this.afterAction(run, d, await this.tabHistory(run, d, this.op(), generation, target.history));
+    }
+    return this.afterAction(run, d, await this.tabNavigate(run, d, this.op(), target.url));
   }
 
   /** @param {Run} run @param {TabDriver} d @param {string} key */
   async press(run, d, key) {
+    d.markSent();
     for (const ev of keyEvents(key)) {
       await d.input(run, "Input.dispatchKeyEvent", ev);
       if (d.dialog) break;
@@ -351,30 +492,17 @@ export class Tools {
       case "click": {
         const reference = str(args, "ref");
         const coordinate = args && Array.isArray(args.coordinate) && args.coordinate.length === 2 ? args.coordinate : null;
-        const operationId = this.op();
         if (reference !== null) {
-          const generation = this.refGeneration();
-          const fp = d.checkGeneration(generation);
-          const v = await d.page(run, `point(...${JSON.stringify([reference, fp])})`);
-          d.targetStatus(v);
-          const before = d.startedSeq;
-          await d.clickAt(run, Number(v.x) || 0, Number(v.y) || 0);
-          if (v.nav) await d.navGrace(run, before);
-          return this.afterAction(run, d, d.result(operationId, "page_click", before));
+          return this.afterAction(run, d, await this.pageClick(run, d, this.op(), this.refGeneration(), reference));
         }
         if (coordinate) {
           const { generation } = await this.currentGeneration(run, d);
-          const fp = d.checkGeneration(generation);
-          d.targetStatus(await d.page(run, `check(${JSON.stringify(fp)})`));
           const [x, y] = coordinate.map((/** @type {unknown} */ n) => (typeof n === "number" ? n : -1));
-          const before = d.startedSeq;
-          await d.clickAt(run, x, y);
-          return this.afterAction(run, d, d.result(operationId, "mouse_click", before));
+          return this.afterAction(run, d, await this.mouseClick(run, d, this.op(), generation, x, y));
         }
         throw new ToolFailure(CODES.EXECUTION_FAILED, "click needs a `ref` or a `coordinate`");
       }
       case "type": {
-        const text = str(args, "text") || "";
         let generation, reference = str(args, "ref");
         if (reference !== null) generation = this.refGeneration();
         else {
@@ -382,26 +510,7 @@ export class Tools {
           if (!g.focus) throw new ToolFailure(CODES.EXECUTION_FAILED, "FOCUS_REQUIRED: no field has keyboard focus; pass the field's `ref`");
           [generation, reference] = [g.generation, g.focus];
         }
-        const operationId = this.op();
-        const fp = d.checkGeneration(generation);
-        d.targetStatus(await d.page(run, `focusField(...${JSON.stringify([reference, fp])})`));
-        const before = d.startedSeq;
-        const chars = [...text];
-        let pending = "";
-        for (const c of chars.slice(0, KEYED_CHARS)) {
-          const events = charEvents(c);
-          if (events) {
-            if (pending) {
-              await d.input(run, "Input.insertText", { text: pending });
-              pending = "";
-            }
-            for (const ev of events) await d.input(run, "Input.dispatchKeyEvent", ev);
-          } else pending += c;
-          if (d.dialog) return this.afterAction(run, d, d.result(operationId, "page_type", before));
-        }
-        pending += chars.slice(KEYED_CHARS).join("");
-        if (pending) await d.input(run, "Input.insertText", { text: pending });
-        return this.afterAction(run, d, d.result(operationId, "page_type", before));
+        return this.afterAction(run, d, await this.pageType(run, d, this.op(), generation, reference, str(args, "text") || "", false));
       }
       case "key": {
         const key = parseKey(str(args, "text") || "");
@@ -410,12 +519,7 @@ export class Tools {
             "unsupported key: one of Enter, Tab, Escape, Backspace, ArrowUp, ArrowDown, ArrowLeft, ArrowRight (no combinations)");
         }
         const { generation } = await this.currentGeneration(run, d);
-        const operationId = this.op();
-        const fp = d.checkGeneration(generation);
-        d.targetStatus(await d.page(run, `check(${JSON.stringify(fp)})`));
-        const before = d.startedSeq;
-        await this.press(run, d, key);
-        return this.afterAction(run, d, d.result(operationId, "page_keypress", before));
+        return this.afterAction(run, d, await this.pageKeypress(run, d, this.op(), generation, key, 1));
       }
       case "scroll": {
         const dir = str(args, "scroll_direction") || "down";
@@ -424,34 +528,13 @@ export class Tools {
         let last = null;
         for (let n = 0; n < screens; n++) {
           const { generation } = await this.currentGeneration(run, d);
-          const operationId = this.op();
-          const fp = d.checkGeneration(generation);
-          d.targetStatus(await d.page(run, `check(${JSON.stringify(fp)})`));
-          const s = await d.page(run, "scroll()");
-          const atLimit = dir === "up" ? s.atTop !== false : s.atBottom !== false;
-          if (atLimit) {
-            if (n > 0) break;
-            throw refused("SCROLL_LIMIT", "the page is already scrolled to that limit; nothing was sent");
+          try {
+            last = await this.pageScroll(run, d, this.op(), generation, dir);
+          } catch (e) {
+            // Reaching the end after moving is not a failure.
+            if (n > 0 && e instanceof ToolFailure && e.message.startsWith("SCROLL_LIMIT")) break;
+            throw e;
           }
-          const top = Number(s.top) || 0;
-          const view = Number(s.view) || 600;
-          const at = await d.page(run, "wheelPoint()");
-          const delta = Math.max(view * 0.8, 40);
-          const before = d.startedSeq;
-          await d.input(run, "Input.dispatchMouseEvent", {
-            type: "mouseWheel", x: Number(at.x) || 0, y: Number(at.y) || 0, deltaX: 0, deltaY: dir === "up" ? -delta : delta,
-          });
-          const end = Date.now() + 2000;
-          let prev = top, moved = false;
-          while (Date.now() < end) {
-            await run.sleep(15);
-            const now = Number((await d.page(run, "scroll()")).top);
-            const cur = Number.isFinite(now) ? now : prev;
-            if (moved && Math.abs(cur - prev) < 0.5) break;
-            moved = moved || Math.abs(cur - top) >= 1;
-            prev = cur;
-          }
-          last = d.result(operationId, "page_scroll", before);
         }
         if (!last) throw new ToolFailure(CODES.EXECUTION_FAILED, "nothing scrolled");
         return this.afterAction(run, d, last);
@@ -466,7 +549,8 @@ export class Tools {
           }
           region = { x: r[0], y: r[1], width: r[2] - r[0], height: r[3] - r[1] };
         }
-        return this.screenshot(run, d, region);
+        const shot = await this.screenshot(run, d, region);
+        return { image: shot.data, mediaType: `image/${shot.format}`, width: shot.width, height: shot.height, generation: shot.generation };
       }
       default:
         throw new ToolFailure(CODES.EXECUTION_FAILED, "unknown action: one of click, type, key, scroll, screenshot, zoom");
@@ -488,7 +572,7 @@ export class Tools {
     const rect = region
       ? { x: Math.max(0, region.x), y: Math.max(0, region.y), width: Math.min(Math.max(region.width, 1), 16000), height: Math.min(Math.max(region.height, 1), 16000) }
       : { x: view.pageX || 0, y: view.pageY || 0, width: vw, height: vh };
-    let quality = 80, scale = 1.0;
+    let quality = 80, scale = 1;
     for (let i = 0; i < 12; i++) {
       const shot = await d.send(run, "Page.captureScreenshot", {
         format: "jpeg", quality, captureBeyondViewport: false,
@@ -497,8 +581,8 @@ export class Tools {
       const data = typeof shot.data === "string" ? shot.data : "";
       if (data && data.length <= SCREENSHOT_MAX_BASE64) {
         return {
-          image: data, mediaType: "image/jpeg",
-          width: Math.round(rect.width * scale), height: Math.round(rect.height * scale), generation,
+          format: "jpeg", data, width: Math.round(rect.width * scale), height: Math.round(rect.height * scale),
+          quality, scale, generation,
         };
       }
       const over = Math.max(data.length, 1) / SCREENSHOT_MAX_BASE64;
@@ -557,29 +641,11 @@ export class Tools {
         else throw new ToolFailure(CODES.EXECUTION_FAILED, "`value` must be a string, boolean or number");
         const d = await this.tab(run);
         const generation = this.refGeneration();
-        const operationId = this.op();
-        const fp = d.checkGeneration(generation);
-        const before = d.startedSeq;
-        d.targetStatus(await d.page(run, `setValue(...${JSON.stringify([str(args, "ref") || "", fp, value])})`));
-        return this.afterAction(run, d, d.result(operationId, "form_input", before));
+        return this.afterAction(run, d, await this.formInput(run, d, this.op(), generation, str(args, "ref") || "", value));
       }
       case "browser_javascript": {
         const d = await this.tab(run);
-        const refusal = d.refusal();
-        if (refusal) throw refusal;
-        const res = await d.send(run, "Runtime.evaluate", {
-          expression: str(args, "code") || "", returnByValue: true, awaitPromise: true, userGesture: true,
-          timeout: Math.max(1, Math.min(60000, run.deadline - Date.now())),
-        });
-        if (res.exceptionDetails) throw new ToolFailure(CODES.JAVASCRIPT_ERROR, "the script failed: the script threw an exception");
-        const value = res.result && "value" in res.result ? res.result.value : null;
-        let json;
-        try {
-          json = JSON.stringify(value === undefined ? null : value);
-        } catch (_) {
-          throw new ToolFailure(CODES.JAVASCRIPT_ERROR, "the script failed: the result is not serializable");
-        }
-        const [text] = cut(json, JAVASCRIPT_MAX_CHARS);
+        const [text] = await this.javascript(run, d, str(args, "code") || "");
         let out;
         try {
           out = JSON.parse(text);
@@ -593,8 +659,216 @@ export class Tools {
       case "browser_batch":
         throw new ToolFailure(CODES.EXECUTION_FAILED, "browser_batch is run by the gateway one action at a time");
       default:
-        throw new ToolFailure(CODES.EXECUTION_FAILED, "unknown tool, or its arguments do not match the primitive");
+        return this.primitive(tool, args, run);
     }
+  }
+
+  /**
+   * One backend primitive (SPEC §6) in the local backend's result shapes, for a task whose
+   * target is this device. A mutation's operationId is recorded (chrome.storage.session) so
+   * `operation_status` answers what became of it; an id is used once.
+   * @param {string} tool @param {any} args @param {Run} run
+   */
+  async primitive(tool, args, run) {
+    const bad = (/** @type {string} */ name, /** @type {string} */ why) => refused("INVALID_ARGUMENT", `invalid argument \`${name}\`: ${why}`);
+    const gen = () => {
+      const g = uint(args, "generation");
+      if (g === null) throw bad("command", "`generation` must be a non-negative integer");
+      return g;
+    };
+    const need = (/** @type {string} */ k) => {
+      const v = str(args, k);
+      if (v === null) throw bad("command", `\`${k}\` must be a string`);
+      return v;
+    };
+    switch (tool) {
+      case "operation_status": {
+        const id = str(args, "operationId") || "";
+        if (!id || id.length > 200) throw bad("operationId", "must be 1 to 200 characters");
+        return this.ops.status(id);
+      }
+      case "tab_lease": {
+        const action = str(args, "action");
+        if (action === "acquire") {
+          if (this.lease) throw refused("TAB_LEASE_HELD", "the tab is leased by another holder");
+          this.lease = `lease-${Date.now().toString(36)}-${++this.ops.seq}`;
+          return { held: true, leaseId: this.lease };
+        }
+        if (action === "release") {
+          if (this.lease && this.lease !== str(args, "leaseId")) throw refused("TAB_LEASE_HELD", "the tab is leased by another holder");
+          this.lease = null;
+          return { held: false };
+        }
+        throw bad("command", "`action` must be acquire or release");
+      }
+      default:
+        break;
+    }
+    const d = await this.tab(run);
+    const read = async (/** @type {{maxControls?: number, maxTextChars?: number, tree?: boolean}} */ opts) =>
+      d.settled(run, () => d.observe(run, opts));
+    switch (tool) {
+      case "observe": {
+        const o = await read({ maxControls: uint(args, "maxControls") ?? 2000, maxTextChars: uint(args, "maxTextChars") ?? TEXT_DEFAULT_CHARS });
+        return this.observation(run, d, o);
+      }
+      case "snapshot": {
+        const o = await read({ maxControls: 1, maxTextChars: 1, tree: true });
+        const max = Math.min(uint(args, "maxChars") ?? TEXT_DEFAULT_CHARS, MAX_SNAPSHOT);
+        const [text, truncated, total] = o.dialog
+          ? [`- dialog ${JSON.stringify(o.dialog.type)}: ${o.dialog.message}`, false, 0]
+          : snapshotText(o.walked.tree || null, max, "backend");
+        /** @type {any} */
+        const out = { generation: o.generation, url: o.url, title: o.title, text: wrapText(text), truncated };
+        if (truncated) out.totalChars = total;
+        return out;
+      }
+      case "get_text": {
+        const max = Math.min(uint(args, "maxChars") ?? TEXT_DEFAULT_CHARS, MAX_SNAPSHOT);
+        const o = await read({ maxControls: 1, maxTextChars: max + 1 });
+        const [text, cutHere] = cut(String(o.walked.text || ""), max);
+        return { generation: o.generation, text: wrapText(text), truncated: cutHere || !!(o.walked.truncated && o.walked.truncated.text) };
+      }
+      case "find": {
+        const words = need("query").split(/\s+/).filter((w) => w).map((w) => w.toLowerCase());
+        const o = await read({});
+        const controls = (o.walked.controls || []).filter((/** @type {any} */ c) =>
+          words.every((w) => `${c.role} ${c.name}`.toLowerCase().includes(w))).slice(0, uint(args, "maxResults") ?? 20);
+        return { generation: o.generation, controls };
+      }
+      default:
+        break;
+    }
+    const operationId = str(args, "operationId");
+    if (tool === "page_screenshot") {
+      const r = args.region;
+      const region = r && typeof r === "object" ? { x: Number(r.x) || 0, y: Number(r.y) || 0, width: Number(r.width) || 1, height: Number(r.height) || 1 } : null;
+      return this.screenshot(run, d, region);
+    }
+    /** @type {Record<string, () => Promise<any>>} */
+    const mutations = {
+      page_click: () => this.pageClick(run, d, operationId || "", gen(), need("ref")),
+      mouse_click: () => this.mouseClick(run, d, operationId || "", gen(), Number(args.x), Number(args.y)),
+      page_type: () => this.pageType(run, d, operationId || "", gen(), need("ref"), need("text"), args.submit === true),
+      page_keypress: () => {
+        const key = parseKey(need("key"));
+        if (!key) throw bad("command", "`key` must be a named key");
+        return this.pageKeypress(run, d, operationId || "", gen(), key, uint(args, "count") ?? 1);
+      },
+      page_scroll: () => this.pageScroll(run, d, operationId || "", gen(), need("direction")),
+      tab_navigate: () => this.tabNavigate(run, d, operationId || "", need("url")),
+      tab_history: () => {
+        const dir = need("direction");
+        if (dir !== "back" && dir !== "forward") throw bad("command", "`direction` must be back or forward");
+        return this.tabHistory(run, d, operationId || "", gen(), dir);
+      },
+      form_input: () => this.formInput(run, d, operationId || "", gen(), need("ref"), need("value")),
+      javascript: async () => {
+        const [json, truncated] = await this.javascript(run, d, need("code"));
+        return { operationId: operationId || "", value: wrapText(json), truncated };
+      },
+    };
+    const go = mutations[tool];
+    if (!go) throw new ToolFailure(CODES.EXECUTION_FAILED, "EXECUTION_FAILED: this device does not serve that primitive");
+    if (!operationId || operationId.length > 200) throw bad("operationId", "must be 1 to 200 characters");
+    if (!(await this.ops.begin(operationId, tool))) {
+      throw bad("operationId", "already used on this browser; read operation_status instead (nothing was sent)");
+    }
+    d.sent = false;
+    try {
+      const out = await go();
+      await this.ops.finish(operationId, "completed", null);
+      if (out && typeof out === "object" && Array.isArray(out.notes) && out.notes.length === 0) delete out.notes;
+      if (out && out.dialog === null) delete out.dialog;
+      return out;
+    } catch (e) {
+      const message = e instanceof Error ? e.message : "";
+      const code = /^([A-Z_]+): /.exec(message)?.[1] || (e instanceof ToolFailure ? e.code.toUpperCase() : "EXECUTION_FAILED");
+      const outcome = !d.sent ? "refused" : code === "JAVASCRIPT_ERROR" || code === "NAVIGATION_FAILED" ? "failed" : "lost";
+      await this.ops.finish(operationId, outcome, code);
+      throw e;
+    }
+  }
+
+  /** An observation in the backend's shape. @param {Run} run @param {TabDriver} d @param {any} o */
+  async observation(run, d, o) {
+    const w = o.walked;
+    /** @type {any} */
+    const out = {
+      generation: o.generation, url: o.url, title: o.title,
+      truncated: {
+        controls: !!(w.truncated && w.truncated.controls),
+        title: [...String(w.title || "")].length > 300,
+        url: [...String(w.url || "")].length > 2048,
+      },
+      focus: w.focus ?? null,
+      scroll: { atTop: w.scroll ? w.scroll.atTop !== false : true, atBottom: w.scroll ? w.scroll.atBottom !== false : true },
+      controls: w.controls || [],
+      text: String(w.text || ""),
+    };
+    if (w.truncated && w.truncated.text) out.truncated.text = true;
+    if (w.truncated && w.truncated.containers) out.truncated.containers = true;
+    if (Array.isArray(w.containers) && w.containers.length) out.containers = w.containers;
+    if (o.dialog) out.dialog = o.dialog;
+    try {
+      const h = await d.send(run, "Page.getNavigationHistory", {});
+      out.navigation = { canGoBack: h.currentIndex > 0, canGoForward: h.currentIndex + 1 < h.entries.length };
+    } catch (e) {
+      if (!(e instanceof ToolFailure) || e.code !== CODES.EXECUTION_FAILED) throw e;
+    }
+    return out;
+  }
+}
+
+/** The untrusted envelope of src/untrusted.rs (wrap_text), around page text. @param {string} text */
+export function wrapText(text) {
+  const neutral = text.replace(/<(\/?)(untrusted-page-content)/gi, "&lt;$1$2");
+  return `<untrusted-page-content>\n${neutral}\n</untrusted-page-content>`;
+}
+
+/**
+ * The record of operations by id (chrome.storage.session, bounded): what `operation_status`
+ * answers, as the local backend's oplog does.
+ */
+export class OperationLog {
+  constructor() {
+    this.seq = 0;
+  }
+
+  /** @returns {Promise<Record<string, {tool: string, outcome: string, errorCode: string|null, at: number}>>} */
+  async all() {
+    const s = await chrome.storage.session.get("operations");
+    return s.operations && typeof s.operations === "object" ? /** @type {any} */ (s.operations) : {};
+  }
+
+  /** @param {string} id @param {string} tool */
+  async begin(id, tool) {
+    const all = await this.all();
+    if (all[id]) return false;
+    all[id] = { tool, outcome: "running", errorCode: null, at: Date.now() };
+    const keys = Object.keys(all);
+    for (const k of keys.slice(0, Math.max(0, keys.length - 1000))) delete all[k];
+    await chrome.storage.session.set({ operations: all });
+    return true;
+  }
+
+  /** @param {string} id @param {string} outcome @param {string|null} errorCode */
+  async finish(id, outcome, errorCode) {
+    const all = await this.all();
+    if (!all[id]) return;
+    all[id] = { ...all[id], outcome, errorCode, at: Date.now() };
+    await chrome.storage.session.set({ operations: all });
+  }
+
+  /** @param {string} id */
+  async status(id) {
+    const e = (await this.all())[id];
+    if (!e) return { operationId: id, status: "unknown", outcome: "not_recorded" };
+    const status = e.outcome === "completed" || e.outcome === "failed" ? "executed" : e.outcome === "refused" ? "not_executed" : "unknown";
+    /** @type {any} */
+    const out = { operationId: id, status, outcome: e.outcome, tool: e.tool, atMs: e.at };
+    if (e.errorCode) out.errorCode = e.errorCode;
+    return out;
   }
 }
 

@@ -87,6 +87,9 @@ impl Recorder<'_, '_> {
     fn call(&mut self, step: &str, tool: &str, args: Value) -> ToolResult {
         let r = self.dev.call(tool, args);
         let shown = match r.result() {
+            // An image's size and bytes are the browser window's (a person's window, a headless
+            // one), not the device's: a screenshot compares by its media type.
+            Some(v) if v.get("mediaType").is_some() => json!({"mediaType": v["mediaType"]}),
             Some(v) => normal(v, &self.base),
             None => json!({
                 "errorCode": r.error_code(),
