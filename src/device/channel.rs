@@ -6,7 +6,9 @@
 //! It holds values, flags and counters only: it must never open a socket or start a thread.
 
 use super::hub::Hub;
+use super::pairing::PairingCodes;
 use super::registry::Registry;
+use crate::lease::Leases;
 use crate::{Error, Result};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -359,6 +361,10 @@ pub(crate) struct Shared {
     pub options: ChannelOptions,
     pub registry: Arc<Registry>,
     pub hub: Arc<Hub>,
+    /// The gateway's pairing codes (the pairing route redeems them on the checker thread).
+    pub pairing: Arc<PairingCodes>,
+    /// The gateway's leases (a device paired through the route gets its owner recorded).
+    pub leases: Leases,
     pub stopping: AtomicBool,
     /// Sockets accepted and not yet authenticated (or refused), in all and per address.
     pub unauthenticated: Mutex<Admissions>,

@@ -131,7 +131,9 @@ pub(crate) mod fixture {
             let devices =
                 DeviceService::open(Arc::clone(&store), clock, &leases, dir.path().to_path_buf())
                     .unwrap();
-            let channel = devices.serve(ChannelOptions::new("127.0.0.1:0")).unwrap();
+            let channel = devices
+                .serve(&leases, ChannelOptions::new("127.0.0.1:0"))
+                .unwrap();
             let pairing = devices
                 .pair(
                     &leases,

@@ -1,6 +1,8 @@
 //! One worker connection as a state machine that an I/O thread drives (R-DEV-CHAN, R-DEV-VER):
 //! the WebSocket handshake ([`super::wire`]; only [`CHANNEL_PATH`], others 404, a request that is
-//! not an upgrade 4xx), first-frame authentication within a deadline (the first message at most
+//! not an upgrade 4xx) or the pairing route's one HTTP exchange ([`super::http`]: its body read
+//! within the same deadline, the store's part on the checker thread, one answer, then the
+//! close), first-frame authentication within a deadline (the first message at most
 //! [`MAX_FIRST_MESSAGE_BYTES`]), the protocol check and the device cap, then the live phase:
 //! write queued frames, read what the worker sent, route results to waiting commands, ping an
 //! idle worker, close a slow reader; then an orderly or a failed close. Every timer (the
@@ -31,6 +33,7 @@
 
 use super::channel::{Shared, MAX_FIRST_MESSAGE_BYTES};
 use super::frames::{self, parse_worker_frame, WorkerFrame, CHANNEL_PATH, PROTOCOL_VERSION};
+use super::http::{self, PairBody, Reply, Route};
 use super::hub::{Conn, Nudge};
 use super::registry::{Capability, DeviceRecord};
 use super::wire::{self, Message, Role, Socket, WireError};
@@ -64,6 +67,9 @@ pub(crate) trait Host {
     /// Hands an authenticate frame's token to the checker thread ([`check`]); its verdict
     /// comes back through [`Connection::checked`] and a drive.
     fn check(&mut self, token: Option<String>, protocol: Option<u64>);
+    /// Hands a pairing request's body to the checker thread ([`pair`]); its answer comes back
+    /// through [`Connection::checked`] and a drive.
+    fn pair(&mut self, peer: IpAddr, body: Vec<u8>);
 }
 
 /// The checker's answer to an authenticate frame.
@@ -72,6 +78,8 @@ pub(crate) enum Verdict {
     Device(DeviceRecord),
     /// Closed with this code and reason.
     Refused(u16, &'static str),
+    /// The pairing route's answer.
+    Replied(Reply),
 }
 
 /// The store's part of an authentication (run on the checker thread, off the I/O threads):
@@ -96,6 +104,42 @@ pub(crate) fn check(shared: &Shared, token: Option<String>, protocol: Option<u64
         return Verdict::Refused(1008, "UPGRADE_REQUIRED");
     }
     Verdict::Device(record)
+}
+
+/// The store's part of a pairing request (run on the checker thread, off the I/O threads): the
+/// address's failure window, the body's shape, the code redeemed (once), the device paired for
+/// the code's owner. Logs codes and device ids only — never the pairing code or the token.
+pub(crate) fn pair(shared: &Shared, peer: IpAddr, body: &[u8]) -> Reply {
+    if let Err(retry_after) = shared.pairing.may_try(peer) {
+        log::info!("device pairing refused: too many wrong codes from {peer}");
+        return Reply::rate_limited(retry_after);
+    }
+    let body = match PairBody::parse(body) {
+        Ok(body) => body,
+        Err(message) => return Reply::error(400, "INVALID_INPUT", &message),
+    };
+    let request = body.request();
+    if let Err(e) = request.validate() {
+        return Reply::error(400, "INVALID_INPUT", &e.to_string());
+    }
+    let Some(owner) = shared.pairing.redeem(&body.pairing_code) else {
+        shared.pairing.failed(peer);
+        log::info!("device pairing refused: a wrong, used or expired code from {peer}");
+        return Reply::code_invalid();
+    };
+    match super::pairing::pair_device(
+        &shared.registry,
+        &shared.hub,
+        &shared.leases,
+        &owner,
+        &request,
+    ) {
+        Ok(pairing) => Reply::paired(&pairing.device.id, pairing.token.expose()),
+        Err(e) => {
+            log::warn!("device pairing failed: {}", e.code());
+            Reply::error(500, e.code(), "the device could not be paired; try again")
+        }
+    }
 }
 
 /// What a connection needs from its I/O thread after a turn.
@@ -152,6 +196,19 @@ enum Phase {
         out: Vec<u8>,
         at: usize,
         upgrade: Option<Vec<u8>>,
+    },
+    /// Reading a pairing request's body (`want` bytes), for the CORS `origin`.
+    Body {
+        io: Io,
+        body: Vec<u8>,
+        want: usize,
+        origin: Option<String>,
+    },
+    /// The checker thread pairs (nothing more is read meanwhile).
+    Pairing {
+        io: Io,
+        origin: Option<String>,
+        reply: Option<Reply>,
     },
     /// Waiting for the authenticate frame.
     Auth {
@@ -254,7 +311,11 @@ impl Connection {
     /// The TCP stream, to register it with the I/O thread's poll.
     pub(crate) fn tcp_mut(&mut self) -> Option<&mut mio::net::TcpStream> {
         let io = match &mut self.phase {
-            Phase::Head { io, .. } | Phase::Answer { io, .. } | Phase::Linger { io, .. } => io,
+            Phase::Head { io, .. }
+            | Phase::Answer { io, .. }
+            | Phase::Body { io, .. }
+            | Phase::Pairing { io, .. }
+            | Phase::Linger { io, .. } => io,
             Phase::Auth { ws } | Phase::Checking { ws, .. } | Phase::Closing { ws, .. } => {
                 ws.stream_mut()
             }
@@ -282,6 +343,13 @@ impl Connection {
                     at,
                     upgrade,
                 } => self.answer(now, io, out, at, upgrade),
+                Phase::Body {
+                    io,
+                    body,
+                    want,
+                    origin,
+                } => self.body(now, io, body, want, origin, host),
+                Phase::Pairing { io, origin, reply } => self.pairing(now, io, origin, reply),
                 Phase::Auth { ws } => self.auth(now, ws, host),
                 Phase::Checking { ws, verdict } => self.checking(ws, verdict, host),
                 Phase::Live(live) => self.live(now, live),
@@ -321,9 +389,24 @@ impl Connection {
                         Ok(None) => continue,
                         Ok(Some(end)) => {
                             let rest = head.split_off(end);
-                            match wire::upgrade_answer(&head, CHANNEL_PATH) {
-                                Ok(response) => (response, Some(rest)),
-                                Err(status) => (wire::refusal(status), None),
+                            match http::route(&head, CHANNEL_PATH) {
+                                Route::Upgrade(response) => (response, Some(rest)),
+                                Route::Refuse(status) => (wire::refusal(status), None),
+                                Route::Reply(reply, origin) => {
+                                    return self.reply(now, io, &reply, origin.as_deref())
+                                }
+                                Route::Body { length, origin } => {
+                                    let mut body = rest;
+                                    // Bytes past the announced length are not the body.
+                                    body.truncate(length);
+                                    let phase = Phase::Body {
+                                        io,
+                                        body,
+                                        want: length,
+                                        origin,
+                                    };
+                                    return (phase, Flow::Again);
+                                }
                             }
                         }
                         Err(status) => (wire::refusal(status), None),
@@ -395,6 +478,82 @@ impl Connection {
         }
     }
 
+    /// Answers the pairing route with `reply`, then closes. The answer gets its own short
+    /// deadline (a 408 is sent when the request's deadline has just passed).
+    fn reply(&mut self, now: Instant, io: Io, reply: &Reply, origin: Option<&str>) -> Step {
+        self.auth_deadline = self.auth_deadline.max(now + CLOSE_GRACE);
+        let phase = Phase::Answer {
+            io,
+            out: http::response(reply, origin).into_bytes(),
+            at: 0,
+            upgrade: None,
+        };
+        (phase, Flow::Again)
+    }
+
+    fn body(
+        &mut self,
+        now: Instant,
+        mut io: Io,
+        mut body: Vec<u8>,
+        want: usize,
+        origin: Option<String>,
+        host: &mut dyn Host,
+    ) -> Step {
+        if self.shared.stopping.load(Ordering::Acquire) {
+            return (Phase::Done, Flow::Finished);
+        }
+        if now >= self.auth_deadline {
+            // A slow or lying client (a Content-Length above what it sends).
+            return self.reply(now, io, &Reply::timed_out(), origin.as_deref());
+        }
+        let mut chunk = [0u8; HEAD_READ];
+        while body.len() < want {
+            let room = (want - body.len()).min(HEAD_READ);
+            match io.read(&mut chunk[..room]) {
+                Ok(0) => return (Phase::Done, Flow::Finished),
+                Ok(n) => body.extend_from_slice(&chunk[..n.min(room)]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if wire::is_would_block(&e) => {
+                    self.due = self.auth_deadline;
+                    let phase = Phase::Body {
+                        io,
+                        body,
+                        want,
+                        origin,
+                    };
+                    return (phase, Flow::Wait);
+                }
+                Err(_) => return (Phase::Done, Flow::Finished),
+            }
+        }
+        // The store's part runs on the checker thread, never on this I/O thread.
+        host.pair(self.peer, body);
+        self.due = NEVER;
+        let phase = Phase::Pairing {
+            io,
+            origin,
+            reply: None,
+        };
+        (phase, Flow::Wait)
+    }
+
+    fn pairing(
+        &mut self,
+        now: Instant,
+        io: Io,
+        origin: Option<String>,
+        reply: Option<Reply>,
+    ) -> Step {
+        if self.shared.stopping.load(Ordering::Acquire) {
+            return (Phase::Done, Flow::Finished);
+        }
+        match reply {
+            None => (Phase::Pairing { io, origin, reply }, Flow::Wait),
+            Some(reply) => self.reply(now, io, &reply, origin.as_deref()),
+        }
+    }
+
     fn auth(&mut self, now: Instant, mut ws: Socket<Io>, host: &mut dyn Host) -> Step {
         let shared = Arc::clone(&self.shared);
         if shared.stopping.load(Ordering::Acquire) {
@@ -435,8 +594,10 @@ impl Connection {
 
     /// Takes the checker's verdict (ignored unless the connection is waiting for one).
     pub(crate) fn checked(&mut self, verdict: Verdict) {
-        if let Phase::Checking { verdict: slot, .. } = &mut self.phase {
-            *slot = Some(verdict);
+        match (&mut self.phase, verdict) {
+            (Phase::Pairing { reply, .. }, Verdict::Replied(answer)) => *reply = Some(answer),
+            (Phase::Checking { verdict: slot, .. }, verdict) => *slot = Some(verdict),
+            _ => {}
         }
     }
 
@@ -455,6 +616,7 @@ impl Connection {
             Some(Verdict::Refused(code, reason)) => {
                 return close(&shared, ws, Some((code, reason)))
             }
+            Some(Verdict::Replied(_)) => return close(&shared, ws, Some((1011, "INTERNAL_ERROR"))),
             Some(Verdict::Device(record)) => record,
         };
         let now = clock(&shared).now();

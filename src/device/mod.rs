@@ -88,7 +88,9 @@ mod connection;
 mod dispatch;
 mod executor;
 pub(crate) mod frames;
+mod http;
 mod hub;
+mod pairing;
 mod primitive;
 mod registry;
 mod server;
@@ -106,6 +108,8 @@ pub use executor::{
     truncate_chars, ToolExecutor, WorkerFailure, MAX_WORKER_MESSAGE_CHARS, OUTCOME_UNKNOWN,
     RESULT_CAP_EXCEEDED, WORKER_CODES,
 };
+pub use http::{MAX_PAIR_BODY, PAIR_PATH};
+pub use pairing::{PairingCode, MAX_CODE_TTL};
 pub(crate) use primitive::{PrimitiveSender, PRIMITIVES};
 pub use registry::{
     BrowserInfo, Capability, Device, DeviceToken, PairRequest, Pairing, LABEL_BROWSER,
@@ -130,6 +134,7 @@ use std::sync::Arc;
 pub(crate) struct DeviceService {
     registry: Arc<registry::Registry>,
     hub: Arc<hub::Hub>,
+    pairing: Arc<pairing::PairingCodes>,
     servers: Mutex<Vec<Arc<channel::Shared>>>,
     limits: Arc<RwLock<DeviceLimits>>,
     artifacts: Arc<artifacts::Artifacts>,
@@ -161,6 +166,7 @@ impl DeviceService {
         Ok(DeviceService {
             registry,
             hub: Arc::new(hub::Hub::new(Arc::clone(&clock))),
+            pairing: Arc::new(pairing::PairingCodes::new(Arc::clone(&clock))),
             servers: Mutex::new(Vec::new()),
             limits: Arc::new(RwLock::new(DeviceLimits::default())),
             artifacts: Arc::new(artifacts::Artifacts::new(
@@ -183,15 +189,14 @@ impl DeviceService {
     }
 
     pub fn pair(&self, leases: &Leases, owner: &str, request: &PairRequest) -> Result<Pairing> {
-        let (record, token) = self.registry.pair(owner, request)?;
-        leases.set_device_owner(&record.id, owner)?;
-        // A re-paired device's old token stops working, including on an open connection.
-        self.hub.disconnect(&record.id, 1008, "DEVICE_UNPAIRED");
-        log::info!("device {} paired", record.id);
-        Ok(Pairing {
-            device: record.to_device(false),
-            token,
-        })
+        pairing::pair_device(&self.registry, &self.hub, leases, owner, request)
+    }
+
+    /// A one-time pairing code for `owner` (R-DEV-PAIR, issue 22 item 2).
+    pub fn pairing_code(&self, owner: &str, ttl: std::time::Duration) -> Result<PairingCode> {
+        let code = self.pairing.mint(owner, ttl)?;
+        log::info!("pairing code minted");
+        Ok(code)
     }
 
     pub fn unpair(&self, owner: &str, device_id: &str) -> Result<()> {
@@ -212,9 +217,14 @@ impl DeviceService {
             .collect())
     }
 
-    pub fn serve(&self, options: ChannelOptions) -> Result<ChannelHandle> {
-        let (handle, shared) =
-            server::serve(options, Arc::clone(&self.registry), Arc::clone(&self.hub))?;
+    pub fn serve(&self, leases: &Leases, options: ChannelOptions) -> Result<ChannelHandle> {
+        let (handle, shared) = server::serve(
+            options,
+            Arc::clone(&self.registry),
+            Arc::clone(&self.hub),
+            Arc::clone(&self.pairing),
+            leases.clone(),
+        )?;
         let mut servers = self.servers.lock();
         servers.retain(|s| !s.stopping.load(std::sync::atomic::Ordering::Acquire));
         servers.push(shared);

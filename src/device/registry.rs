@@ -47,6 +47,18 @@ pub struct PairRequest {
 }
 
 impl PairRequest {
+    /// `INVALID_ARGUMENT` naming the first field out of bounds (1..=256 characters, the
+    /// browser's 1..=128, no control characters); never echoes a value.
+    pub(crate) fn validate(&self) -> Result<()> {
+        text_arg("installationId", &self.installation_id, 256)?;
+        text_arg("name", &self.name, 256)?;
+        if let Some(b) = &self.browser {
+            text_arg("browser.name", &b.name, 128)?;
+            text_arg("browser.version", &b.version, 128)?;
+        }
+        Ok(())
+    }
+
     /// Parses `{"installationId","name","browser"?:{"name","version"}}` — the C
     /// `request_json`, the Python `request` dict — or `INVALID_ARGUMENT` (`request_json`).
     pub fn from_json(json: &str) -> Result<PairRequest> {
@@ -190,7 +202,7 @@ impl DeviceRecord {
     }
 }
 
-fn text_arg(name: &'static str, value: &str, max: usize) -> Result<()> {
+pub(crate) fn text_arg(name: &'static str, value: &str, max: usize) -> Result<()> {
     let n = value.chars().count();
     if n == 0 || n > max || value.chars().any(char::is_control) {
         return Err(Error::InvalidArgument {
@@ -249,12 +261,7 @@ impl Registry {
     /// Pairs (or re-pairs) `request.installation_id` for `owner` (R-DEV-PAIR).
     pub fn pair(&self, owner: &str, request: &PairRequest) -> Result<(DeviceRecord, DeviceToken)> {
         text_arg("owner", owner, 256)?;
-        text_arg("installationId", &request.installation_id, 256)?;
-        text_arg("name", &request.name, 256)?;
-        if let Some(b) = &request.browser {
-            text_arg("browser.name", &b.name, 128)?;
-            text_arg("browser.version", &b.version, 128)?;
-        }
+        request.validate()?;
         let token = DeviceToken(format!("jgd_{}", random_hex(32)?));
         let hash = token_hash(&token.0);
         let new_id = random_id("dev_")?;

@@ -16,8 +16,10 @@
 use super::channel::{Admissions, ChannelOptions, Shared, DEFAULT_MAX_CONNECTIONS};
 use super::connection::{self as connection, Connection, Host, Turn, Verdict, NEVER, TICK};
 use super::hub::{Hub, Nudge};
+use super::pairing::PairingCodes;
 use super::registry::Registry;
 use crate::clock::{Clock, Instant};
+use crate::lease::Leases;
 use crate::{Error, Result};
 use mio::{Events, Interest, Poll, Token, Waker};
 use parking_lot::Mutex;
@@ -90,6 +92,8 @@ pub(crate) fn serve(
     mut options: ChannelOptions,
     registry: Arc<Registry>,
     hub: Arc<Hub>,
+    pairing: Arc<PairingCodes>,
+    leases: Leases,
 ) -> Result<(ChannelHandle, Arc<Shared>)> {
     options.validate()?;
     fit_open_files(&mut options)?;
@@ -125,6 +129,8 @@ pub(crate) fn serve(
         options,
         registry,
         hub,
+        pairing,
+        leases,
         stopping: AtomicBool::new(false),
         unauthenticated: Mutex::new(admissions),
         devices: AtomicUsize::new(0),
@@ -157,8 +163,8 @@ pub(crate) fn serve(
             }) as Arc<dyn Fn() + Send + Sync>
         })
         .collect();
-    // The checker: the store's part of every authentication, off the I/O threads. It ends when
-    // the last I/O thread (holding a sender) has ended.
+    // The checker: the store's part of every authentication and of every pairing request, off
+    // the I/O threads. It ends when the last I/O thread (holding a sender) has ended.
     let (checks, pending_checks) = mpsc::channel::<Check>();
     let checker = {
         let shared = Arc::clone(&shared);
@@ -166,7 +172,14 @@ pub(crate) fn serve(
             .name("jevgate-channel-auth".into())
             .spawn(move || {
                 for job in pending_checks {
-                    let verdict = connection::check(&shared, job.token, job.protocol);
+                    let verdict = match job.work {
+                        Work::Authenticate { token, protocol } => {
+                            connection::check(&shared, token, protocol)
+                        }
+                        Work::Pair { peer, body } => {
+                            Verdict::Replied(connection::pair(&shared, peer, &body))
+                        }
+                    };
                     job.inbox
                         .queue
                         .lock()
@@ -282,13 +295,25 @@ struct InboxQueue {
     verdicts: Vec<(usize, u64, Verdict)>,
 }
 
-/// An authenticate frame for the checker thread, and where its verdict goes.
+/// An authenticate frame or a pairing request for the checker thread, and where its verdict
+/// goes.
 struct Check {
     inbox: Arc<Inbox>,
     key: usize,
     serial: u64,
-    token: Option<String>,
-    protocol: Option<u64>,
+    work: Work,
+}
+
+/// The store's part the checker does.
+enum Work {
+    Authenticate {
+        token: Option<String>,
+        protocol: Option<u64>,
+    },
+    Pair {
+        peer: std::net::IpAddr,
+        body: Vec<u8>,
+    },
 }
 
 struct Inbox {
@@ -614,20 +639,37 @@ impl Host for ThreadHost<'_> {
     }
 
     fn check(&mut self, token: Option<String>, protocol: Option<u64>) {
+        self.submit(Work::Authenticate { token, protocol });
+    }
+
+    fn pair(&mut self, peer: std::net::IpAddr, body: Vec<u8>) {
+        self.submit(Work::Pair { peer, body });
+    }
+}
+
+impl ThreadHost<'_> {
+    fn submit(&mut self, work: Work) {
         let job = Check {
             inbox: Arc::clone(self.inbox),
             key: self.key,
             serial: self.serial,
-            token,
-            protocol,
+            work,
         };
         if let Err(mpsc::SendError(job)) = self.checks.send(job) {
             // The checker is gone (the server stops): refused like a store failure.
-            job.inbox.queue.lock().verdicts.push((
-                job.key,
-                job.serial,
-                Verdict::Refused(1011, "INTERNAL_ERROR"),
-            ));
+            let verdict = match job.work {
+                Work::Authenticate { .. } => Verdict::Refused(1011, "INTERNAL_ERROR"),
+                Work::Pair { .. } => Verdict::Replied(super::http::Reply::error(
+                    503,
+                    "GATEWAY_CLOSING",
+                    "the gateway is closing",
+                )),
+            };
+            job.inbox
+                .queue
+                .lock()
+                .verdicts
+                .push((job.key, job.serial, verdict));
             let _ = job.inbox.waker.wake();
         }
     }

@@ -638,13 +638,13 @@ pub(crate) fn head_end(buf: &[u8], searched: &mut usize) -> Result<Option<usize>
 }
 
 /// A parsed head: its first line and headers (names lower-cased).
-struct Head<'a> {
-    first: &'a str,
-    headers: Vec<(String, &'a str)>,
+pub(crate) struct Head<'a> {
+    pub(crate) first: &'a str,
+    pub(crate) headers: Vec<(String, &'a str)>,
 }
 
 impl Head<'_> {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n == name)
@@ -652,7 +652,7 @@ impl Head<'_> {
     }
 
     /// The header's comma-separated tokens contain `token` (case-insensitive).
-    fn has_token(&self, name: &str, token: &str) -> bool {
+    pub(crate) fn has_token(&self, name: &str, token: &str) -> bool {
         self.headers
             .iter()
             .filter(|(n, _)| n == name)
@@ -661,7 +661,7 @@ impl Head<'_> {
     }
 }
 
-fn parse_head(head: &[u8]) -> Option<Head<'_>> {
+pub(crate) fn parse_head(head: &[u8]) -> Option<Head<'_>> {
     let text = std::str::from_utf8(head).ok()?;
     let mut lines = text.strip_suffix("\r\n\r\n")?.split("\r\n");
     let first = lines.next()?;

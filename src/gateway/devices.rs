@@ -5,8 +5,8 @@
 
 use super::Gateway;
 use crate::device::{
-    Artifact, ChannelHandle, ChannelOptions, Device, DeviceLimits, PairRequest, Pairing, ToolCall,
-    ToolResult,
+    Artifact, ChannelHandle, ChannelOptions, Device, DeviceLimits, PairRequest, Pairing,
+    PairingCode, ToolCall, ToolResult,
 };
 use crate::task::DeviceTarget;
 use crate::{Error, Result};
@@ -19,6 +19,25 @@ impl Gateway {
     pub fn pair(&self, owner: &str, request: &PairRequest) -> Result<Pairing> {
         self.check_open()?;
         self.device_service().pair(self.leases(), owner, request)
+    }
+
+    /// A one-time pairing code for `owner` (R-DEV-PAIR, issue 22 item 2): the person types it
+    /// into the browser extension, which redeems it once at `POST /devices/pair` on the channel
+    /// listener for a device token. `ttl` is at most 10 minutes (more, or zero, is
+    /// `INVALID_ARGUMENT`); the code (`XXXX-XXXX`, 40 random bits) is shown this once and kept
+    /// only hashed, in memory — a restart forgets unredeemed codes.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let gw = jevgate::Gateway::open(jevgate::GatewayOptions::new(dir.path(), Default::default())).unwrap();
+    /// let code = gw.pairing_code("alice", std::time::Duration::from_secs(300)).unwrap();
+    /// assert_eq!(code.expose().len(), 9);
+    /// assert!(gw.pairing_code("alice", std::time::Duration::from_secs(601)).is_err());
+    /// # gw.close();
+    /// ```
+    pub fn pairing_code(&self, owner: &str, ttl: std::time::Duration) -> Result<PairingCode> {
+        self.check_open()?;
+        self.device_service().pairing_code(owner, ttl)
     }
 
     /// Unpairs `owner`'s device and closes its connection. `DEVICE_NOT_PAIRED` when `owner` has
@@ -38,7 +57,7 @@ impl Gateway {
     /// gateway's: [`Gateway::close`] stops and joins them.
     pub fn serve_channel(&self, options: ChannelOptions) -> Result<ChannelHandle> {
         self.check_open()?;
-        self.device_service().serve(options)
+        self.device_service().serve(self.leases(), options)
     }
 
     /// Runs a browser tool for an agent (R-DEV-FAIL, R-DEV-CAPS): never fails as a Rust error,
