@@ -35,11 +35,12 @@ fn call(gw: &Gateway, conversation: &str, device: &str, tool: &str, mut args: Va
     gw.call_tool(&ToolCall::new("bob", conversation, tool, args))
 }
 
-/// A gateway with a channel, a fixture server and the extension paired as bob's device.
+/// A gateway with a channel, a fixture server and the extension paired as bob's device through
+/// its options page with a pairing code.
 struct World {
     server: Server,
     ext: ExtensionBrowser,
-    bob: Paired,
+    device: String,
     t: TestGateway,
 }
 
@@ -50,23 +51,26 @@ impl World {
 
     fn with(ext: ExtensionBrowser) -> World {
         let t = support::gateway::builder().channel().build();
-        let bob = t.pair("bob", "bob-install");
-        ext.store_pairing(
-            &gateway_address(t.channel()),
-            &bob.device,
-            &bob.token_text(),
-        );
-        t.wait_online(&bob, true);
+        let device = ext.pair_with_code(&t.gw, t.channel(), "bob");
         World {
             server: Server::start(),
             ext,
-            bob,
+            device,
             t,
         }
     }
 
+    /// bob's device as the gateway's helpers name it.
+    fn bob(&self) -> Paired {
+        Paired {
+            owner: "bob".into(),
+            device: self.device.clone(),
+            token: jevgate::device::DeviceToken::new("unknown-to-the-test"),
+        }
+    }
+
     fn call(&self, tool: &str, args: Value) -> ToolResult {
-        call(&self.t.gw, "conv-1", &self.bob.device, tool, args)
+        call(&self.t.gw, "conv-1", &self.device, tool, args)
     }
 
     /// The extension's record of its commands (chrome.storage.session).
@@ -158,7 +162,7 @@ fn issue22_a_take_back_cancels_the_command_in_flight_in_the_extension() {
             .t
             .gw
             .leases()
-            .take_back(&w.bob.device, &ControlCaller::owner("bob"))
+            .take_back(&w.device, &ControlCaller::owner("bob"))
             .unwrap());
         let answer = long.join().unwrap();
         assert_eq!(answer.error_code(), Some("cancelled"), "{answer:?}");
@@ -195,8 +199,7 @@ fn issue22_the_extension_reconnects_after_a_gateway_restart_and_never_replays() 
         .serve_channel(support::gateway::channel_options())
         .unwrap();
     let addr = channel.local_addr();
-    let bob = support::gateway::pair(&gw, "bob", "bob-install");
-    ext.store_pairing(&gateway_address(&channel), &bob.device, &bob.token_text());
+    let device = ext.pair_with_code(&gw, &channel, "bob");
     let online = |gw: &Gateway| {
         let deadline = Instant::now() + Duration::from_secs(30);
         while !gw.devices("bob").unwrap().iter().any(|d| d.online) {
@@ -208,7 +211,7 @@ fn issue22_the_extension_reconnects_after_a_gateway_restart_and_never_replays() 
     let nav = call(
         &gw,
         "conv-1",
-        &bob.device,
+        &device,
         "browser_navigate",
         json!({"url": server.url("/p/buttons")}),
     );
@@ -218,7 +221,7 @@ fn issue22_the_extension_reconnects_after_a_gateway_restart_and_never_replays() 
             call(
                 &gw,
                 "conv-1",
-                &bob.device,
+                &device,
                 "browser_javascript",
                 json!({ "code": LONG }),
             )
@@ -238,7 +241,7 @@ fn issue22_the_extension_reconnects_after_a_gateway_restart_and_never_replays() 
         .unwrap();
     online(&gw);
     ext.wait_conn("online", Duration::from_secs(10));
-    let text = call(&gw, "conv-1", &bob.device, "browser_get_text", json!({}));
+    let text = call(&gw, "conv-1", &device, "browser_get_text", json!({}));
     assert!(text.is_success(), "{text:?}");
     // Never replayed: the long script started once, and the page was loaded once.
     assert_eq!(server.count("long-started"), 1);
@@ -361,7 +364,13 @@ fn issue22_the_token_is_in_no_log_and_not_in_sync_storage() {
     let w = World::new();
     let nav = w.call("browser_navigate", json!({"url": w.server.url("/p/form")}));
     assert!(nav.is_success(), "{nav:?}");
-    let token = w.bob.token_text();
+    let token = w
+        .ext
+        .in_extension("chrome.storage.local.get('token').then(s => s.token)")
+        .as_str()
+        .expect("a token in local storage")
+        .to_string();
+    assert!(token.len() >= 20);
     let sync = w.ext.in_extension("chrome.storage.sync.get(null)");
     assert_eq!(sync, json!({}), "sync storage holds {sync}");
     let local = w.ext.in_extension("chrome.storage.local.get(null)");
@@ -385,10 +394,11 @@ fn issue22_the_token_is_in_no_log_and_not_in_sync_storage() {
         "chrome.storage.local.get('token').then(s => !s.token)",
         Duration::from_secs(10),
     );
-    w.t.wait_online(&w.bob, false);
+    w.t.wait_online(&w.bob(), false);
 
-    // The harness's own DevTools client (tungstenite) carried the token into the options page
-    // (store_pairing); every other record — the gateway's and every library it uses — is read.
+    // The harness's own DevTools client (tungstenite) read the token out of the extension's
+    // storage for this check; every other record — the gateway's and every library it uses — is
+    // read.
     let logs: Vec<_> = support::log_capture::records()
         .into_iter()
         .filter(|r| !r.target.starts_with("tungstenite"))
@@ -413,15 +423,13 @@ fn issue22_a_protocol_1_build_is_refused_upgrade_required() {
     let dir = support::extension::build_with_protocol(build.path(), 1);
     let ext = ExtensionBrowser::launch_with(&[dir]);
     let t = support::gateway::builder().channel().build();
-    let bob = t.pair("bob", "bob-install");
-    ext.store_pairing(
-        &gateway_address(t.channel()),
-        &bob.device,
-        &bob.token_text(),
-    );
+    let code = t.gw.pairing_code("bob", Duration::from_secs(300)).unwrap();
+    let message = ext.submit_pairing(&gateway_address(t.channel()), code.expose());
+    assert_eq!(message, "Paired.");
     ext.wait_conn("upgrade_required", Duration::from_secs(20));
     assert!(!t.gw.devices("bob").unwrap()[0].online);
-    let r = call(&t.gw, "conv-1", &bob.device, "browser_get_text", json!({}));
+    let device = t.gw.devices("bob").unwrap()[0].id.clone();
+    let r = call(&t.gw, "conv-1", &device, "browser_get_text", json!({}));
     assert!(!r.is_success(), "{r:?}");
 }
 
@@ -439,7 +447,7 @@ fn issue22_a_task_runs_on_the_extension_with_receipts() {
     let mut request = SpawnRequest::from_person("1. scroll down\n2. ค้นหา cats");
     request.start_url = Some(w.server.url("/p/taskhome"));
     request.target = TaskTarget::Device {
-        device_id: w.bob.device.clone(),
+        device_id: w.device.clone(),
     };
     let tasks = w.t.gw.tasks();
     let id = tasks.spawn(&owner, request).unwrap();
@@ -458,10 +466,7 @@ fn issue22_a_task_runs_on_the_extension_with_receipts() {
         .collect();
     assert_eq!(tools, ["tab_navigate", "page_scroll", "page_type"]);
     let last = status.last_dispatched_mutation.clone().unwrap();
-    let target =
-        w.t.gw
-            .device_target("bob", "conv-task", &w.bob.device)
-            .unwrap();
+    let target = w.t.gw.device_target("bob", "conv-task", &w.device).unwrap();
     let record = target.operation_status(&last.operation_id).unwrap();
     assert_eq!(record.status, OperationState::Executed, "{record:?}");
     assert_eq!(
@@ -469,4 +474,79 @@ fn issue22_a_task_runs_on_the_extension_with_receipts() {
         OperationState::Unknown
     );
     assert_eq!(w.server.count("search"), 1, "nothing was replayed");
+}
+
+// Issue 22 item 2 (R-DEV-PAIR): a person pairs through the options page — a wrong, a reused and
+// an expired code (on the gateway's manual clock) all get the one clear answer, a good code
+// typed in lower case with spaces pairs, too many failures are rate limited with the wait
+// named, and the token is kept in chrome.storage.local only.
+#[test]
+fn issue22_pairing_through_the_options_page_with_good_wrong_reused_and_expired_codes() {
+    let _serial = serial();
+    let clock = jevgate::clock::ManualClock::new();
+    let t = support::gateway::builder().clock(&clock).channel().build();
+    let ext = ExtensionBrowser::launch();
+    let addr = gateway_address(t.channel());
+    let invalid = "That pairing code is wrong, already used or expired. Ask for a new one.";
+
+    assert_eq!(ext.submit_pairing(&addr, "ABCD-EFGH"), invalid);
+    assert!(t.gw.devices("bob").unwrap().is_empty());
+
+    let code = t.gw.pairing_code("bob", Duration::from_secs(300)).unwrap();
+    let typed = code.expose().to_lowercase().replace('-', " ");
+    assert_eq!(ext.submit_pairing(&addr, &typed), "Paired.");
+    let page = ext.options();
+    let shown = ext.wait_eval(
+        &page,
+        "document.getElementById('device-id').textContent",
+        Duration::from_secs(10),
+    );
+    let devices = t.gw.devices("bob").unwrap();
+    assert_eq!(devices.len(), 1);
+    assert_eq!(shown, json!(devices[0].id));
+    ext.wait_conn("online", Duration::from_secs(20));
+    let stored = ext.eval(
+        &page,
+        "Promise.all([chrome.storage.local.get('token'), chrome.storage.sync.get(null)])
+           .then(([l, s]) => [typeof l.token === 'string' && l.token.length >= 20, Object.keys(s).length])",
+    );
+    assert_eq!(stored, json!([true, 0]));
+    // The code field was cleared and the page never shows the token.
+    assert_eq!(
+        ext.eval(&page, "document.getElementById('code').value"),
+        json!("")
+    );
+
+    // Unpair, then the same code again: used.
+    ext.eval(&page, "document.getElementById('unpair').click(); true");
+    ext.wait_eval(
+        &page,
+        "chrome.storage.local.get('token').then(s => !s.token)",
+        Duration::from_secs(10),
+    );
+    assert_eq!(ext.submit_pairing(&addr, code.expose()), invalid);
+
+    // Expired on the gateway's clock.
+    let short = t.gw.pairing_code("bob", Duration::from_secs(60)).unwrap();
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(ext.submit_pairing(&addr, short.expose()), invalid);
+
+    // Five failures in the gateway's minute (the expired try and four more; the first two left
+    // the window): the next try is refused
+    // with the wait named, even with a good code.
+    clock.advance(Duration::from_secs(1));
+    for _ in 0..4 {
+        assert_eq!(ext.submit_pairing(&addr, "WXYZ-WXYZ"), invalid);
+    }
+    let good = t.gw.pairing_code("bob", Duration::from_secs(300)).unwrap();
+    let limited = ext.submit_pairing(&addr, good.expose());
+    assert!(
+        limited.starts_with("Too many failed tries from this address. Try again in "),
+        "{limited}"
+    );
+    assert_eq!(
+        t.gw.devices("bob").unwrap().len(),
+        1,
+        "nothing more was paired"
+    );
 }

@@ -1,6 +1,6 @@
 //! The browser extension as a device (issue 22 item 6, R-DEV-TOOLS, R-DEV-CAPS, R-DEV-SHOT,
 //! R-BRW-SNAP, R-BRW-OBS): a real headless Chromium with `extension/` loaded, paired with a
-//! gateway, answers the one conformance suite every device runs — and answers it the same as
+//! gateway through its options page with a pairing code, answers the one conformance suite every device runs — and answers it the same as
 //! the reference worker (BrowserTools on a local Chromium, what `jevgate-worker` runs) on the
 //! same fixture pages, step by step, once operation ids, generation numbers, artifact ids and
 //! the fixture server's port are taken out.
@@ -12,7 +12,7 @@ use jevgate::device::{DeviceWorker, WorkerOptions};
 use std::sync::Arc;
 use std::time::Duration;
 use support::conformance::{assert_same, every_tool, Device};
-use support::extension::{gateway_address, ExtensionBrowser};
+use support::extension::ExtensionBrowser;
 use support::{shared_browser, Closing, Server};
 
 // Issue 22 item 6: the same suite, the same answers, on the reference worker and the extension.
@@ -48,15 +48,13 @@ fn issue22_the_extension_answers_the_conformance_suite_like_the_reference_worker
     // The extension in its own Chromium.
     let server = Server::start();
     let ext = ExtensionBrowser::launch();
-    let bob = t.pair("bob", "bob-install");
-    ext.store_pairing(&gateway_address(channel), &bob.device, &bob.token_text());
-    t.wait_online(&bob, true);
+    let device = ext.pair_with_code(&t.gw, channel, "bob");
     ext.wait_conn("online", Duration::from_secs(10));
     let dev = Device {
         gw: &t.gw,
         owner: "bob".into(),
         conversation: "conv-b".into(),
-        device: bob.device.clone(),
+        device,
     };
     let got = every_tool(&dev, &server);
     assert_same(&reference, &got);

@@ -253,6 +253,11 @@ pub(crate) fn response(reply: &Reply, origin: Option<&str>) -> String {
                 "Access-Control-Allow-Methods: POST\r\nAccess-Control-Allow-Headers: content-type\r\nAccess-Control-Max-Age: 600\r\n",
             );
         }
+        if reply.retry_after.is_some() {
+            // Not a CORS-safelisted header: the extension's options page reads the wait only
+            // when it is exposed (issue 22).
+            out.push_str("Access-Control-Expose-Headers: Retry-After\r\n");
+        }
     }
     if reply.status == 405 {
         out.push_str("Allow: POST, OPTIONS\r\n");
@@ -413,6 +418,15 @@ mod tests {
             None,
         );
         assert!(limited.contains("Retry-After: 2\r\n"), "{limited}");
+        assert!(!limited.contains("Access-Control"), "{limited}");
+        let exposed = response(
+            &Reply::rate_limited(std::time::Duration::from_secs(3)),
+            Some(EXT),
+        );
+        assert!(
+            exposed.contains("Access-Control-Expose-Headers: Retry-After\r\n"),
+            "{exposed}"
+        );
     }
 
     #[test]

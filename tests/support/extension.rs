@@ -445,3 +445,46 @@ impl ExtensionBrowser {
         );
     }
 }
+
+impl ExtensionBrowser {
+    /// Pairs the extension with `gw` for `owner` the way a person does: the host mints a
+    /// one-time code, the person types the channel's address and the code into the options
+    /// page. Waits until the gateway sees the device online; returns its id (as the options
+    /// page shows it).
+    pub fn pair_with_code(
+        &self,
+        gw: &jevgate::Gateway,
+        channel: &jevgate::device::ChannelHandle,
+        owner: &str,
+    ) -> String {
+        let code = gw
+            .pairing_code(owner, Duration::from_secs(300))
+            .expect("a pairing code");
+        let message = self.submit_pairing(&gateway_address(channel), code.expose());
+        assert_eq!(message, "Paired.", "pairing failed");
+        let page = self.options();
+        let device = self
+            .wait_eval(
+                &page,
+                "document.getElementById('device-id').textContent",
+                Duration::from_secs(10),
+            )
+            .as_str()
+            .unwrap()
+            .to_string();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !gw
+            .devices(owner)
+            .unwrap()
+            .iter()
+            .any(|d| d.id == device && d.online)
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the paired extension never came online"
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        device
+    }
+}
