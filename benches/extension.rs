@@ -1,0 +1,137 @@
+//! The browser extension beside the reference worker in one run (issue 22 "Benchmark"): a
+//! `browser_computer` click by ref and a `browser_read_page` round trip through
+//! `gw.call_tool`, over the same loopback channel, on the same fixture page — once served by
+//! the reference worker's executor (`BrowserTools` on a local Chromium, what `jevgate-worker`
+//! runs) and once by the extension in its own headless Chromium, paired through its options
+//! page with a code. p50 and p99 of each, and the extension's p50 over the worker's.
+//!
+//! Goal: ≤ 1.5× the reference worker. `JEVGATE_BENCH_ROUNDS` rounds (default 40). Final line:
+//! `extension: click_p50_ms=… click_p99_ms=… worker_click_p50_ms=… worker_click_p99_ms=…
+//! click_ratio=… read_p50_ms=… read_p99_ms=… worker_read_p50_ms=… worker_read_p99_ms=… read_ratio=…`
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use jevgate::browser::BrowserTools;
+use jevgate::device::{DeviceWorker, ToolCall, WorkerOptions};
+use jevgate::Gateway;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::extension::ExtensionBrowser;
+use support::{shared_browser, Closing, Server};
+
+fn call(gw: &Gateway, owner: &str, device: &str, tool: &str, mut args: Value) -> Value {
+    args["deviceId"] = json!(device);
+    let r = gw.call_tool(&ToolCall::new(owner, format!("conv-{owner}"), tool, args));
+    assert!(r.is_success(), "{tool}: {r:?}");
+    r.result().unwrap().clone()
+}
+
+/// `(click times, read_page times)` over `rounds` rounds on the device.
+fn measure(
+    gw: &Gateway,
+    owner: &str,
+    device: &str,
+    server: &Server,
+    rounds: usize,
+) -> (Vec<Duration>, Vec<Duration>) {
+    call(
+        gw,
+        owner,
+        device,
+        "browser_navigate",
+        json!({"url": server.url("/p/buttons")}),
+    );
+    let (mut clicks, mut reads) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let t = Instant::now();
+        let page = call(gw, owner, device, "browser_read_page", json!({}));
+        reads.push(t.elapsed());
+        let text = page["untrustedContent"]["data"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let line = text
+            .lines()
+            .find(|l| l.contains("\"Press me\""))
+            .expect("the button");
+        let reference = line
+            .split("[ref=")
+            .nth(1)
+            .and_then(|r| r.split(']').next())
+            .unwrap()
+            .to_string();
+        let t = Instant::now();
+        call(
+            gw,
+            owner,
+            device,
+            "browser_computer",
+            json!({"action": "click", "ref": reference}),
+        );
+        clicks.push(t.elapsed());
+    }
+    (clicks, reads)
+}
+
+fn pct(v: &mut [Duration], p: usize) -> f64 {
+    v.sort();
+    let i = ((v.len() * p).div_ceil(100))
+        .saturating_sub(1)
+        .min(v.len() - 1);
+    v[i].as_secs_f64() * 1e3
+}
+
+fn main() {
+    let rounds: usize = std::env::var("JEVGATE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(40)
+        .max(2);
+    let t = support::gateway::builder().channel().build();
+    let server = Server::start();
+
+    let (mut w_clicks, mut w_reads) = {
+        let browser = Closing(shared_browser());
+        let tab = browser.0.open_tab().unwrap();
+        let alice = t.pair("alice", "alice-install");
+        let worker = DeviceWorker::connect(
+            WorkerOptions::new(t.channel().url(), alice.token.clone()),
+            Arc::new(BrowserTools::new(Arc::new(tab.clone()))),
+        )
+        .unwrap();
+        t.wait_online(&alice, true);
+        let out = measure(&t.gw, "alice", &alice.device, &server, rounds);
+        worker.close();
+        let _ = tab.close();
+        out
+    };
+
+    let ext = ExtensionBrowser::launch();
+    let device = ext.pair_with_code(&t.gw, t.channel(), "bob");
+    let (mut e_clicks, mut e_reads) = measure(&t.gw, "bob", &device, &server, rounds);
+
+    let (ec50, ec99, wc50, wc99) = (
+        pct(&mut e_clicks, 50),
+        pct(&mut e_clicks, 99),
+        pct(&mut w_clicks, 50),
+        pct(&mut w_clicks, 99),
+    );
+    let (er50, er99, wr50, wr99) = (
+        pct(&mut e_reads, 50),
+        pct(&mut e_reads, 99),
+        pct(&mut w_reads, 50),
+        pct(&mut w_reads, 99),
+    );
+    println!("{rounds} rounds each on /p/buttons");
+    println!("click     extension p50 {ec50:.2} ms p99 {ec99:.2} ms | reference worker p50 {wc50:.2} ms p99 {wc99:.2} ms");
+    println!("read_page extension p50 {er50:.2} ms p99 {er99:.2} ms | reference worker p50 {wr50:.2} ms p99 {wr99:.2} ms");
+    println!(
+        "extension: click_p50_ms={ec50:.2} click_p99_ms={ec99:.2} worker_click_p50_ms={wc50:.2} worker_click_p99_ms={wc99:.2} click_ratio={:.2} read_p50_ms={er50:.2} read_p99_ms={er99:.2} worker_read_p50_ms={wr50:.2} worker_read_p99_ms={wr99:.2} read_ratio={:.2}",
+        ec50 / wc50,
+        er50 / wr50
+    );
+    drop(ext);
+    t.gw.close();
+}
