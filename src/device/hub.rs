@@ -85,6 +85,8 @@ pub(crate) struct Conn {
     state: Mutex<ConnState>,
     /// Tells the I/O thread serving this connection to look at it (never blocks).
     nudge: Nudge,
+    /// The worker asked for `status` frames: lease changes of its device nudge it.
+    status: std::sync::atomic::AtomicBool,
 }
 
 /// Wakes the I/O thread that serves a connection, for that connection.
@@ -98,6 +100,16 @@ impl Conn {
     /// Wakes the connection's I/O thread (a frame was queued, a close asked for).
     pub fn notify(&self) {
         (self.nudge)();
+    }
+
+    /// The worker asked for `status` frames (its I/O thread sends them).
+    pub fn want_status(&self) {
+        self.status.store(true, Ordering::Release);
+    }
+
+    /// Whether the worker asked for `status` frames.
+    pub fn wants_status(&self) -> bool {
+        self.status.load(Ordering::Acquire)
     }
 
     /// Takes everything queued for writing.
@@ -320,6 +332,7 @@ impl Hub {
                 ..ConnState::default()
             }),
             nudge,
+            status: std::sync::atomic::AtomicBool::new(false),
         });
         let previous = self
             .conns
@@ -351,6 +364,15 @@ impl Hub {
     /// Whether the device's worker is connected.
     pub fn online(&self, device_id: &str) -> bool {
         self.conns.lock().contains_key(device_id)
+    }
+
+    /// A lease change of `device`: its connection is nudged if its worker asked for `status`
+    /// frames (it re-reads the lease and sends one if anything changed).
+    pub fn control_changed(&self, device_id: &str) {
+        let conn = self.conns.lock().get(device_id).cloned();
+        if let Some(conn) = conn.filter(|c| c.wants_status()) {
+            conn.notify();
+        }
     }
 
     /// Closes the device's connection (unpaired, re-paired).

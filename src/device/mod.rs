@@ -163,9 +163,17 @@ impl DeviceService {
         for (device, owner) in registry.owners()? {
             leases.set_device_owner(&device, &owner)?;
         }
+        let hub = Arc::new(hub::Hub::new(Arc::clone(&clock)));
+        // Lease changes reach the workers that asked for `status` frames (issue 22 item 3).
+        let watched = Arc::downgrade(&hub);
+        leases.set_control_watcher(Arc::new(move |device: &str| {
+            if let Some(hub) = watched.upgrade() {
+                hub.control_changed(device);
+            }
+        }));
         Ok(DeviceService {
             registry,
-            hub: Arc::new(hub::Hub::new(Arc::clone(&clock))),
+            hub,
             pairing: Arc::new(pairing::PairingCodes::new(Arc::clone(&clock))),
             servers: Mutex::new(Vec::new()),
             limits: Arc::new(RwLock::new(DeviceLimits::default())),

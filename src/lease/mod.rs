@@ -213,6 +213,9 @@ pub trait SessionHooks: Send + Sync {
     fn apply(&self, effect: &Effect);
 }
 
+/// Told a device id after a control transition ([`Leases::set_control_watcher`]).
+pub(crate) type ControlWatcher = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// Cancels an in-flight command when a person takes the device back.
 type CancelHook = Box<dyn FnOnce() + Send>;
 
@@ -253,6 +256,9 @@ struct Inner {
     owners_write: Mutex<()>,
     sessions: Mutex<SessionTable>,
     hooks: RwLock<Option<Arc<dyn SessionHooks>>>,
+    /// Told the device after every control transition (outside the lock): the device channel
+    /// re-reads the lease for a worker that asked for `status` frames.
+    control_watcher: RwLock<Option<ControlWatcher>>,
     next_id: AtomicU64,
     closed: std::sync::atomic::AtomicBool,
 }
@@ -420,6 +426,7 @@ impl Leases {
                 owners_write: Mutex::new(()),
                 sessions: Mutex::new(SessionTable::default()),
                 hooks: RwLock::new(None),
+                control_watcher: RwLock::new(None),
                 next_id: AtomicU64::new(1),
                 closed: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -479,7 +486,33 @@ impl Leases {
         if let Some((version, snapshot)) = persist {
             self.persist(device, version, &snapshot);
         }
+        let watcher = self.inner.control_watcher.read().clone();
+        if let Some(watch) = watcher {
+            watch(device);
+        }
         out
+    }
+
+    /// Registers what is told a device's id after each of its control transitions (acquire,
+    /// renew, take-back, release; refused calls too), outside every lock of this manager. It
+    /// must be quick and must not call back into the lease manager's transitions.
+    pub(crate) fn set_control_watcher(&self, watcher: ControlWatcher) {
+        *self.inner.control_watcher.write() = Some(watcher);
+    }
+
+    /// Whether an agent drives `device` now (a live hold; the revoked window is no hold), and
+    /// until when: the hold's end on the gateway's monotonic clock and as Unix ms.
+    pub(crate) fn control_until(&self, device: &str) -> Option<(Instant, i64)> {
+        let now = self.inner.clock.now();
+        let status = {
+            let control = self.inner.control.lock();
+            control.table.get(device)?.status(None, now)
+        };
+        if !status.held || status.revoked {
+            return None;
+        }
+        let end = status.expires_at?;
+        Some((end, self.wall_ms(end, now)))
     }
 
     fn persist(&self, device: &str, version: u64, snapshot: &control::Snapshot) {
