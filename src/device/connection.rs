@@ -647,7 +647,7 @@ impl Connection {
         log::info!("device {} connected", record.id);
         let _ = ws.send_text(&frames::ready(conn.device_id()));
         let status = if self.wants_status {
-            conn.want_status();
+            shared.hub.want_status(&conn);
             // The first status right after ready; later ones when the lease changes.
             let control = shared.leases.control_until(conn.device_id());
             let _ = ws.send_text(&status_frame(control));

@@ -102,8 +102,8 @@ impl Conn {
         (self.nudge)();
     }
 
-    /// The worker asked for `status` frames (its I/O thread sends them).
-    pub fn want_status(&self) {
+    /// The worker asked for `status` frames (through [`Hub::want_status`]).
+    fn want_status(&self) {
         self.status.store(true, Ordering::Release);
     }
 
@@ -297,6 +297,8 @@ fn offline() -> WorkerFailure {
 /// Every live connection, one per device.
 pub(crate) struct Hub {
     conns: Mutex<HashMap<String, Arc<Conn>>>,
+    /// Some worker ever asked for `status` frames: until then a lease change costs no lock.
+    any_status: std::sync::atomic::AtomicBool,
     serials: AtomicU64,
     ids: Arc<AtomicU64>,
     clock: SharedClock,
@@ -307,6 +309,7 @@ impl Hub {
     pub fn new(clock: SharedClock) -> Hub {
         Hub {
             conns: Mutex::new(HashMap::new()),
+            any_status: std::sync::atomic::AtomicBool::new(false),
             serials: AtomicU64::new(0),
             ids: Arc::new(AtomicU64::new(0)),
             clock,
@@ -356,6 +359,12 @@ impl Hub {
         }
     }
 
+    /// `conn`'s worker asked for `status` frames: lease changes of its device nudge it.
+    pub fn want_status(&self, conn: &Conn) {
+        self.any_status.store(true, Ordering::Release);
+        conn.want_status();
+    }
+
     /// The device's live connection.
     pub fn get(&self, device_id: &str) -> Option<Arc<Conn>> {
         self.conns.lock().get(device_id).cloned()
@@ -369,6 +378,9 @@ impl Hub {
     /// A lease change of `device`: its connection is nudged if its worker asked for `status`
     /// frames (it re-reads the lease and sends one if anything changed).
     pub fn control_changed(&self, device_id: &str) {
+        if !self.any_status.load(Ordering::Acquire) {
+            return;
+        }
         let conn = self.conns.lock().get(device_id).cloned();
         if let Some(conn) = conn.filter(|c| c.wants_status()) {
             conn.notify();

@@ -258,7 +258,9 @@ struct Inner {
     hooks: RwLock<Option<Arc<dyn SessionHooks>>>,
     /// Told the device after every control transition (outside the lock): the device channel
     /// re-reads the lease for a worker that asked for `status` frames.
-    control_watcher: RwLock<Option<ControlWatcher>>,
+    /// Set once; read without a lock write, so the contended acquire path gains no shared
+    /// cache line.
+    control_watcher: std::sync::OnceLock<ControlWatcher>,
     next_id: AtomicU64,
     closed: std::sync::atomic::AtomicBool,
 }
@@ -426,7 +428,7 @@ impl Leases {
                 owners_write: Mutex::new(()),
                 sessions: Mutex::new(SessionTable::default()),
                 hooks: RwLock::new(None),
-                control_watcher: RwLock::new(None),
+                control_watcher: std::sync::OnceLock::new(),
                 next_id: AtomicU64::new(1),
                 closed: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -486,8 +488,7 @@ impl Leases {
         if let Some((version, snapshot)) = persist {
             self.persist(device, version, &snapshot);
         }
-        let watcher = self.inner.control_watcher.read().clone();
-        if let Some(watch) = watcher {
+        if let Some(watch) = self.inner.control_watcher.get() {
             watch(device);
         }
         out
@@ -496,8 +497,11 @@ impl Leases {
     /// Registers what is told a device's id after each of its control transitions (acquire,
     /// renew, take-back, release; refused calls too), outside every lock of this manager. It
     /// must be quick and must not call back into the lease manager's transitions.
+    /// Once per manager: a second watcher is ignored (one device service per gateway).
     pub(crate) fn set_control_watcher(&self, watcher: ControlWatcher) {
-        *self.inner.control_watcher.write() = Some(watcher);
+        if self.inner.control_watcher.set(watcher).is_err() {
+            log::debug!("a second control watcher was ignored");
+        }
     }
 
     /// Whether an agent drives `device` now (a live hold; the revoked window is no hold), and
