@@ -426,6 +426,21 @@ jevgate_status jevgate_pair(const jevgate_gateway *gateway,
                             jevgate_error **err_out);
 
 /**
+ * Mints a one-time pairing code for `owner`, valid `ttl_ms` milliseconds (1 ..= 600,000;
+ * else `INVALID_ARGUMENT`), and writes `{"code":"ABCD-EFGH","expiresAt":<unix ms>}`. The person
+ * types the code into the browser extension, which redeems it once at `POST /devices/pair` on
+ * the channel listener. The code is shown this once; only its hash is kept (in memory).
+ *
+ * # Safety
+ * `gateway` a live handle; `owner` NUL-terminated; `code_json_out` writable.
+ */
+jevgate_status jevgate_pairing_code(const jevgate_gateway *gateway,
+                                    const char *owner,
+                                    uint64_t ttl_ms,
+                                    char **code_json_out,
+                                    jevgate_error **err_out);
+
+/**
  * Unpairs `owner`'s device: its token stops working and an open connection is closed.
  *
  * # Safety

@@ -180,6 +180,9 @@ struct Live {
     unanswered: Option<Instant>,
     /// Since when the unread outgoing bytes have been above `slow_reader_bytes`.
     over_since: Option<Instant>,
+    /// For a worker that asked for `status` frames: the end of the control hold its last frame
+    /// announced (`None`: not controlled). `None` for a worker that did not ask.
+    status: Option<Option<Instant>>,
 }
 
 enum Phase {
@@ -243,6 +246,8 @@ pub(crate) struct Connection {
     /// The handshake and the authenticate frame must be done by then.
     auth_deadline: Instant,
     due: Instant,
+    /// The authenticate frame asked for `status` frames.
+    wants_status: bool,
 }
 
 impl Drop for Connection {
@@ -286,6 +291,7 @@ impl Connection {
             counted: Counted::Unauthenticated,
             auth_deadline,
             due: auth_deadline,
+            wants_status: false,
         };
         let io = match &connection.shared.options.tls {
             None => Io::Plain(stream),
@@ -565,7 +571,14 @@ impl Connection {
         let (token, protocol) = loop {
             let refusal = match ws.read() {
                 Ok(Message::Text(text)) => match parse_worker_frame(&text) {
-                    Ok(WorkerFrame::Authenticate { token, protocol }) => break (token, protocol),
+                    Ok(WorkerFrame::Authenticate {
+                        token,
+                        protocol,
+                        status,
+                    }) => {
+                        self.wants_status = status;
+                        break (token, protocol);
+                    }
                     Ok(_) => (1008, "AUTHENTICATION_FAILED"),
                     Err(_) => (1007, "MALFORMED_FRAME"),
                 },
@@ -633,6 +646,15 @@ impl Connection {
         let conn = shared.hub.register(&record.id, host.nudge());
         log::info!("device {} connected", record.id);
         let _ = ws.send_text(&frames::ready(conn.device_id()));
+        let status = if self.wants_status {
+            shared.hub.want_status(&conn);
+            // The first status right after ready; later ones when the lease changes.
+            let control = shared.leases.control_until(conn.device_id());
+            let _ = ws.send_text(&status_frame(control));
+            Some(control.map(|(end, _)| end))
+        } else {
+            None
+        };
         let live = Live {
             ws,
             conn,
@@ -640,6 +662,7 @@ impl Connection {
             last_ping: now,
             unanswered: None,
             over_since: None,
+            status,
         };
         (Phase::Live(Box::new(live)), Flow::Again)
     }
@@ -661,6 +684,18 @@ impl Connection {
             item.mark_sent();
             if let Err(e) = live.ws.send_text(&item.text) {
                 return fail(&shared, ending(live), e.close());
+            }
+        }
+        if let Some(announced) = live.status {
+            // The lease as it is now: a frame when the hold began, ended or moved its end
+            // (a renewal, a take-back, a release, an expiry at the announced end).
+            let control = shared.leases.control_until(live.conn.device_id());
+            let end = control.map(|(end, _)| end);
+            if end != announced {
+                live.status = Some(end);
+                if let Err(e) = live.ws.send_text(&status_frame(control)) {
+                    return fail(&shared, ending(live), e.close());
+                }
             }
         }
         // Everything the worker sent so far, before any timer is judged — unless it does not
@@ -742,6 +777,10 @@ impl Connection {
         if let Some(since) = live.over_since {
             due = due.min(since + options.slow_reader_timeout);
         }
+        if let Some(Some(end)) = live.status {
+            // Re-read the lease at the announced end: an unrenewed hold expires then.
+            due = due.min(end);
+        }
         // A timer that is due already (a ping unanswered at this very instant) waits for the
         // clock to move on, instead of spinning.
         self.due = due.max(now + Duration::from_nanos(1));
@@ -750,6 +789,12 @@ impl Connection {
             if more { Flow::More } else { Flow::Wait },
         )
     }
+}
+
+/// The `status` frame for a control hold (its end on the gateway's clock and in Unix ms) or
+/// none. The autopilot line is not known to the channel yet: always `null`.
+fn status_frame(control: Option<(Instant, i64)>) -> String {
+    frames::status(control.is_some(), control.map(|(_, ms)| ms), None)
 }
 
 /// What a phase does next.

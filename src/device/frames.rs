@@ -1,7 +1,8 @@
 //! The channel's JSON frames (R-DEV-CHAN), parsed and built as pure functions.
 //!
 //! Worker → gateway: `authenticate`, `result`, `ping`, `pong`. Gateway → worker: `ready`,
-//! `command`, `cancel`, `pong`. Every frame is one JSON object in one text message.
+//! `command`, `cancel`, `pong`, and `status` to a worker that asked for it (`"features":
+//! ["status"]` in its authenticate frame). Every frame is one JSON object in one text message.
 //!
 //! Parsing never panics and never copies a field it does not need; a frame that is not a JSON
 //! object with a string `type`, or whose known fields have the wrong types, is
@@ -20,12 +21,15 @@ pub const PROTOCOL_VERSION: u64 = 2;
 /// A frame sent by a worker.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WorkerFrame {
-    /// `{"type":"authenticate","authorization":"Device <token>","protocol":2}`.
+    /// `{"type":"authenticate","authorization":"Device <token>","protocol":2,"features"?:[…]}`.
     Authenticate {
         /// The token after `Device `, or `None` when the header is not of that form.
         token: Option<String>,
         /// The protocol number; `None` when omitted or not a non-negative integer.
         protocol: Option<u64>,
+        /// `features` names `"status"`: the worker wants `status` frames. A `features` that is
+        /// not an array of strings asks for nothing.
+        status: bool,
     },
     /// `{"type":"result","id","success":true,"result"}` or
     /// `{"type":"result","id","success":false,"errorCode","message"}`.
@@ -63,7 +67,7 @@ fn str_field<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<Option<&'a st
 /// ```
 /// use jevgate::unstable::frames::{parse_worker_frame, WorkerFrame};
 /// let f = parse_worker_frame(r#"{"type":"authenticate","authorization":"Device abc","protocol":2}"#).unwrap();
-/// assert_eq!(f, WorkerFrame::Authenticate { token: Some("abc".into()), protocol: Some(2) });
+/// assert_eq!(f, WorkerFrame::Authenticate { token: Some("abc".into()), protocol: Some(2), status: false });
 /// assert!(parse_worker_frame("not json").is_err());
 /// ```
 pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, FrameError> {
@@ -84,7 +88,16 @@ pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, FrameError> {
                 Some(Value::Number(n)) => n.as_u64(),
                 Some(_) => None,
             };
-            Ok(WorkerFrame::Authenticate { token, protocol })
+            // The first few entries only: linear in nothing a worker chooses.
+            let status = obj
+                .get("features")
+                .and_then(Value::as_array)
+                .is_some_and(|f| f.iter().take(32).any(|x| x.as_str() == Some("status")));
+            Ok(WorkerFrame::Authenticate {
+                token,
+                protocol,
+                status,
+            })
         }
         "result" => {
             let id = str_field(&obj, "id")?
@@ -131,6 +144,14 @@ pub fn command(id: &str, tool: &str, args: &Value, deadline_ms: u64) -> String {
 /// `{"type":"cancel","id"}`.
 pub fn cancel(id: &str) -> String {
     json!({"type": "cancel", "id": id}).to_string()
+}
+
+/// `{"type":"status","controlled","until","autopilot"}`: whether an agent holds the device's
+/// control lease, until when (Unix ms, `null` when not controlled), and the autopilot line
+/// (`Autopilot: <goal> — <step>`, `null` when none).
+pub fn status(controlled: bool, until: Option<i64>, autopilot: Option<&str>) -> String {
+    json!({"type": "status", "controlled": controlled, "until": until, "autopilot": autopilot})
+        .to_string()
 }
 
 /// `{"type":"pong"}`.
@@ -304,7 +325,8 @@ mod tests {
             parse_worker_frame(&authenticate("tok", 2)),
             Ok(WorkerFrame::Authenticate {
                 token: Some("tok".into()),
-                protocol: Some(2)
+                protocol: Some(2),
+                status: false
             })
         );
         assert_eq!(
@@ -321,7 +343,8 @@ mod tests {
             f,
             Ok(WorkerFrame::Authenticate {
                 token: None,
-                protocol: None
+                protocol: None,
+                status: false
             })
         );
         let f = parse_worker_frame(
@@ -331,8 +354,40 @@ mod tests {
             f,
             Ok(WorkerFrame::Authenticate {
                 token: Some("t".into()),
-                protocol: None
+                protocol: None,
+                status: false
             })
+        );
+        for (features, status) in [
+            (r#"["status"]"#, true),
+            (r#"["later", "status"]"#, true),
+            (r#"[]"#, false),
+            (r#""status""#, false),
+            (r#"[{"status": true}]"#, false),
+            (r#"null"#, false),
+        ] {
+            let f = parse_worker_frame(&format!(
+                r#"{{"type":"authenticate","authorization":"Device t","protocol":2,"features":{features}}}"#
+            ));
+            assert_eq!(
+                f,
+                Ok(WorkerFrame::Authenticate {
+                    token: Some("t".into()),
+                    protocol: Some(2),
+                    status
+                }),
+                "{features}"
+            );
+        }
+        let v: Value = serde_json::from_str(&status(true, Some(5), None)).unwrap();
+        assert_eq!(
+            v,
+            json!({"type": "status", "controlled": true, "until": 5, "autopilot": null})
+        );
+        assert_eq!(
+            parse_gateway_frame(&status(false, None, None)),
+            Ok(GatewayFrame::Unknown),
+            "a worker that does not know it ignores it"
         );
     }
 }

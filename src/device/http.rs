@@ -8,7 +8,7 @@
 //! | answer | when |
 //! |---|---|
 //! | 200 `{deviceId, token}` | a good code: the device is paired for the code's owner |
-//! | 204 | `OPTIONS` preflight (CORS headers only for a `chrome-extension://` origin) |
+//! | 204 | `OPTIONS` preflight (CORS headers only for a `chrome-extension://` origin, with Private Network Access allowed: the gateway is often on loopback or a LAN) |
 //! | 400 `INVALID_INPUT` | not the JSON shape, a field out of bounds, a bad `Content-Length` |
 //! | 401 `PAIRING_CODE_INVALID` | a wrong, used or expired code (one answer for all three) |
 //! | 405 | another method (`Allow: POST, OPTIONS`) |
@@ -250,7 +250,7 @@ pub(crate) fn response(reply: &Reply, origin: Option<&str>) -> String {
         ));
         if reply.status == 204 {
             out.push_str(
-                "Access-Control-Allow-Methods: POST\r\nAccess-Control-Allow-Headers: content-type\r\nAccess-Control-Max-Age: 600\r\n",
+                "Access-Control-Allow-Methods: POST\r\nAccess-Control-Allow-Headers: content-type\r\nAccess-Control-Allow-Private-Network: true\r\nAccess-Control-Max-Age: 600\r\n",
             );
         }
         if reply.retry_after.is_some() {
@@ -409,6 +409,7 @@ mod tests {
         );
         assert!(pre.contains("Access-Control-Allow-Methods: POST\r\n"));
         assert!(pre.contains("Access-Control-Allow-Headers: content-type\r\n"));
+        assert!(pre.contains("Access-Control-Allow-Private-Network: true\r\n"));
         assert!(pre.contains("Content-Length: 0\r\n"));
         let plain = response(&Reply::code_invalid(), None);
         assert!(!plain.contains("Access-Control"));

@@ -85,6 +85,8 @@ pub(crate) struct Conn {
     state: Mutex<ConnState>,
     /// Tells the I/O thread serving this connection to look at it (never blocks).
     nudge: Nudge,
+    /// The worker asked for `status` frames: lease changes of its device nudge it.
+    status: std::sync::atomic::AtomicBool,
 }
 
 /// Wakes the I/O thread that serves a connection, for that connection.
@@ -98,6 +100,16 @@ impl Conn {
     /// Wakes the connection's I/O thread (a frame was queued, a close asked for).
     pub fn notify(&self) {
         (self.nudge)();
+    }
+
+    /// The worker asked for `status` frames (through [`Hub::want_status`]).
+    fn want_status(&self) {
+        self.status.store(true, Ordering::Release);
+    }
+
+    /// Whether the worker asked for `status` frames.
+    pub fn wants_status(&self) -> bool {
+        self.status.load(Ordering::Acquire)
     }
 
     /// Takes everything queued for writing.
@@ -285,6 +297,8 @@ fn offline() -> WorkerFailure {
 /// Every live connection, one per device.
 pub(crate) struct Hub {
     conns: Mutex<HashMap<String, Arc<Conn>>>,
+    /// Some worker ever asked for `status` frames: until then a lease change costs no lock.
+    any_status: std::sync::atomic::AtomicBool,
     serials: AtomicU64,
     ids: Arc<AtomicU64>,
     clock: SharedClock,
@@ -295,6 +309,7 @@ impl Hub {
     pub fn new(clock: SharedClock) -> Hub {
         Hub {
             conns: Mutex::new(HashMap::new()),
+            any_status: std::sync::atomic::AtomicBool::new(false),
             serials: AtomicU64::new(0),
             ids: Arc::new(AtomicU64::new(0)),
             clock,
@@ -320,6 +335,7 @@ impl Hub {
                 ..ConnState::default()
             }),
             nudge,
+            status: std::sync::atomic::AtomicBool::new(false),
         });
         let previous = self
             .conns
@@ -343,6 +359,12 @@ impl Hub {
         }
     }
 
+    /// `conn`'s worker asked for `status` frames: lease changes of its device nudge it.
+    pub fn want_status(&self, conn: &Conn) {
+        self.any_status.store(true, Ordering::Release);
+        conn.want_status();
+    }
+
     /// The device's live connection.
     pub fn get(&self, device_id: &str) -> Option<Arc<Conn>> {
         self.conns.lock().get(device_id).cloned()
@@ -351,6 +373,18 @@ impl Hub {
     /// Whether the device's worker is connected.
     pub fn online(&self, device_id: &str) -> bool {
         self.conns.lock().contains_key(device_id)
+    }
+
+    /// A lease change of `device`: its connection is nudged if its worker asked for `status`
+    /// frames (it re-reads the lease and sends one if anything changed).
+    pub fn control_changed(&self, device_id: &str) {
+        if !self.any_status.load(Ordering::Acquire) {
+            return;
+        }
+        let conn = self.conns.lock().get(device_id).cloned();
+        if let Some(conn) = conn.filter(|c| c.wants_status()) {
+            conn.notify();
+        }
     }
 
     /// Closes the device's connection (unpaired, re-paired).

@@ -29,6 +29,20 @@
 //! either  → WebSocket ping/pong; the worker may also send {"type":"ping"} → {"type":"pong"}
 //! ```
 //!
+//! A worker that adds `"features":["status"]` to its authenticate frame also gets
+//! `{"type":"status","controlled":true,"until":<unix ms>,"autopilot":null}` after `ready` and on
+//! every change of its device's control lease (acquired, renewed, released, taken back,
+//! expired); other workers never do.
+//!
+//! # Pairing with a code
+//!
+//! [`Gateway::pairing_code`](crate::Gateway::pairing_code) mints a one-time code
+//! ([`PairingCode`], at most [`MAX_CODE_TTL`]); the same listener that serves the channel answers
+//! `POST` [`PAIR_PATH`] with `{installationId, name, browser, pairingCode}` (at most
+//! [`MAX_PAIR_BODY`] bytes) → `{deviceId, token}` for the code's owner, CORS for a
+//! `chrome-extension://` origin; a wrong, used or expired code is one `401
+//! PAIRING_CODE_INVALID`, and wrong codes are rate limited per address (`429 RATE_LIMITED`).
+//!
 //! Worker results per tool: `{"text"}` for read_page/get_text (the text capped to `max_chars`,
 //! the fields beside it to 2,000 characters), `{"value"}` for javascript (serialized value
 //! capped), `{"image","mediaType"}` for browser_computer's screenshot/zoom (base64 ≤ 150,000
@@ -163,9 +177,17 @@ impl DeviceService {
         for (device, owner) in registry.owners()? {
             leases.set_device_owner(&device, &owner)?;
         }
+        let hub = Arc::new(hub::Hub::new(Arc::clone(&clock)));
+        // Lease changes reach the workers that asked for `status` frames (issue 22 item 3).
+        let watched = Arc::downgrade(&hub);
+        leases.set_control_watcher(Arc::new(move |device: &str| {
+            if let Some(hub) = watched.upgrade() {
+                hub.control_changed(device);
+            }
+        }));
         Ok(DeviceService {
             registry,
-            hub: Arc::new(hub::Hub::new(Arc::clone(&clock))),
+            hub,
             pairing: Arc::new(pairing::PairingCodes::new(Arc::clone(&clock))),
             servers: Mutex::new(Vec::new()),
             limits: Arc::new(RwLock::new(DeviceLimits::default())),

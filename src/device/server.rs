@@ -6,7 +6,9 @@
 //!
 //! It owns sockets, threads, the budgets at accept (unauthenticated sockets: their own cap and
 //! a cap per address, so they never displace a paired device) and the timers; each connection's
-//! handshake, authentication, frames and close are its state machine in [`super::connection`].
+//! handshake, authentication, frames and close are its state machine in [`super::connection`],
+//! which also answers the pairing route (`POST /devices/pair`, [`super::http`]) on the same port.
+//! The checker thread does the store's part of every authentication and pairing request.
 //! A tool call queues its frame on the connection and nudges the connection's I/O thread (one
 //! waker per thread). It must never block an I/O thread on one client (every connection step is
 //! non-blocking, every wait has a deadline on the gateway's clock), never spin on a timer that

@@ -35,6 +35,33 @@ pub unsafe extern "C" fn jevgate_pair(
     })
 }
 
+/// Mints a one-time pairing code for `owner`, valid `ttl_ms` milliseconds (1 ..= 600,000;
+/// else `INVALID_ARGUMENT`), and writes `{"code":"ABCD-EFGH","expiresAt":<unix ms>}`. The person
+/// types the code into the browser extension, which redeems it once at `POST /devices/pair` on
+/// the channel listener. The code is shown this once; only its hash is kept (in memory).
+///
+/// # Safety
+/// `gateway` a live handle; `owner` NUL-terminated; `code_json_out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn jevgate_pairing_code(
+    gateway: *const jevgate_gateway,
+    owner: *const c_char,
+    ttl_ms: u64,
+    code_json_out: *mut *mut c_char,
+    err_out: *mut *mut jevgate_error,
+) -> jevgate_status {
+    ffi_boundary!(err_out, {
+        // SAFETY: forwarded contract.
+        let gw = unsafe { gateway_ref(gateway) }?;
+        // SAFETY: forwarded contract.
+        let owner = unsafe { str_arg("owner", owner) }?;
+        let code_json_out = out_arg("code_json_out", code_json_out)?;
+        let code = gw.pairing_code(owner, std::time::Duration::from_millis(ttl_ms))?;
+        // SAFETY: writable per the contract.
+        unsafe { code_json_out.write_json(&code) }
+    })
+}
+
 /// Unpairs `owner`'s device: its token stops working and an open connection is closed.
 ///
 /// # Safety

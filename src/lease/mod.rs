@@ -213,6 +213,9 @@ pub trait SessionHooks: Send + Sync {
     fn apply(&self, effect: &Effect);
 }
 
+/// Told a device id after a control transition ([`Leases::set_control_watcher`]).
+pub(crate) type ControlWatcher = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// Cancels an in-flight command when a person takes the device back.
 type CancelHook = Box<dyn FnOnce() + Send>;
 
@@ -253,6 +256,11 @@ struct Inner {
     owners_write: Mutex<()>,
     sessions: Mutex<SessionTable>,
     hooks: RwLock<Option<Arc<dyn SessionHooks>>>,
+    /// Told the device after every control transition (outside the lock): the device channel
+    /// re-reads the lease for a worker that asked for `status` frames.
+    /// Set once; read without a lock write, so the contended acquire path gains no shared
+    /// cache line.
+    control_watcher: std::sync::OnceLock<ControlWatcher>,
     next_id: AtomicU64,
     closed: std::sync::atomic::AtomicBool,
 }
@@ -420,6 +428,7 @@ impl Leases {
                 owners_write: Mutex::new(()),
                 sessions: Mutex::new(SessionTable::default()),
                 hooks: RwLock::new(None),
+                control_watcher: std::sync::OnceLock::new(),
                 next_id: AtomicU64::new(1),
                 closed: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -479,7 +488,35 @@ impl Leases {
         if let Some((version, snapshot)) = persist {
             self.persist(device, version, &snapshot);
         }
+        if let Some(watch) = self.inner.control_watcher.get() {
+            watch(device);
+        }
         out
+    }
+
+    /// Registers what is told a device's id after each of its control transitions (acquire,
+    /// renew, take-back, release; refused calls too), outside every lock of this manager. It
+    /// must be quick and must not call back into the lease manager's transitions.
+    /// Once per manager: a second watcher is ignored (one device service per gateway).
+    pub(crate) fn set_control_watcher(&self, watcher: ControlWatcher) {
+        if self.inner.control_watcher.set(watcher).is_err() {
+            log::debug!("a second control watcher was ignored");
+        }
+    }
+
+    /// Whether an agent drives `device` now (a live hold; the revoked window is no hold), and
+    /// until when: the hold's end on the gateway's monotonic clock and as Unix ms.
+    pub(crate) fn control_until(&self, device: &str) -> Option<(Instant, i64)> {
+        let now = self.inner.clock.now();
+        let status = {
+            let control = self.inner.control.lock();
+            control.table.get(device)?.status(None, now)
+        };
+        if !status.held || status.revoked {
+            return None;
+        }
+        let end = status.expires_at?;
+        Some((end, self.wall_ms(end, now)))
     }
 
     fn persist(&self, device: &str, version: u64, snapshot: &control::Snapshot) {

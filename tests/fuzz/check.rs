@@ -254,7 +254,9 @@ pub fn frames(bytes: &[u8]) {
         Ok(WorkerFrame::Authenticate {
             token: got,
             protocol,
+            status,
         }) => {
+            assert!(!status, "the builder asks for no feature");
             assert_eq!(protocol, Some(2));
             let want = token.trim();
             assert_eq!(got.as_deref(), (!want.is_empty()).then_some(want));

@@ -154,6 +154,23 @@ impl PyGateway {
         crate::device::pair(py, &self.inner, owner, request)
     }
 
+    /// A one-time pairing code for `owner`, valid `ttl` seconds (more than 0, at most 600):
+    /// {"code": "ABCD-EFGH", "expiresAt": <unix ms>}. The person types it into the browser
+    /// extension, which redeems it once at POST /devices/pair on the channel listener.
+    #[pyo3(signature = (owner, *, ttl = 300.0))]
+    fn pairing_code<'py>(
+        &self,
+        py: Python<'py>,
+        owner: String,
+        ttl: f64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        // A NaN, negative or unrepresentable ttl is the core's own refusal of a bad ttl.
+        let ttl = std::time::Duration::try_from_secs_f64(ttl).unwrap_or(std::time::Duration::ZERO);
+        let gw = &self.inner;
+        let code = py.detach(|| gw.pairing_code(&owner, ttl)).py_err()?;
+        crate::device::to_py_json(py, serde_json::to_string(&code))
+    }
+
     /// Unpairs a device (its token stops working; an open connection is closed).
     fn unpair(&self, py: Python<'_>, owner: String, device_id: String) -> PyResult<()> {
         let gw = &self.inner;

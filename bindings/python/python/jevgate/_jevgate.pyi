@@ -388,6 +388,9 @@ class Gateway:
         """Run one agent tool for the owner; page-derived text only under "untrustedContent"."""
     def pair(self, owner: str, request: Mapping[str, Any]) -> Dict[str, Any]:
         """{"device": {...}, "token": "..."}; the token is shown once."""
+    def pairing_code(self, owner: str, *, ttl: float = 300.0) -> Dict[str, Any]:
+        """{"code": "ABCD-EFGH", "expiresAt": <unix ms>}: a one-time code, ttl seconds (0 < ttl <= 600),
+        redeemed once by the extension at POST /devices/pair; shown once, kept only hashed."""
     def unpair(self, owner: str, device_id: str) -> None: ...
     def devices(self, owner: str) -> List[Dict[str, Any]]: ...
     def serve_channel(
