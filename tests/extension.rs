@@ -550,3 +550,63 @@ fn issue22_pairing_through_the_options_page_with_good_wrong_reused_and_expired_c
         "nothing more was paired"
     );
 }
+
+// Issue 22 items 3 + 5 (R-DEV-CHAN, R-LEASE-1..3): the extension asks for the gateway's status
+// frame; the popup and the action badge show "AI" while an agent holds the device's control
+// lease, and nothing once the person took it back; Stop shows on the badge until Resume.
+#[test]
+fn issue22_the_badge_shows_ai_while_an_agent_holds_the_control_lease() {
+    let _serial = serial();
+    let w = World::new();
+    let badge = |want: &str| {
+        w.ext.wait_eval(
+            &w.ext.options(),
+            &format!(
+                "chrome.action.getBadgeText({{}}).then(t => t === {})",
+                json!(want)
+            ),
+            Duration::from_secs(10),
+        );
+    };
+    badge("");
+    let nav = w.call(
+        "browser_navigate",
+        json!({"url": w.server.url("/p/buttons")}),
+    );
+    assert!(nav.is_success(), "{nav:?}");
+    badge("AI");
+    let state = w
+        .ext
+        .in_extension("chrome.runtime.sendMessage({kind: 'state'})");
+    assert_eq!(state["status"]["controlled"], true, "{state}");
+    assert!(state["status"]["until"].as_i64().unwrap() > 0, "{state}");
+    // The popup says so.
+    let popup = w.ext.open(&format!(
+        "chrome-extension://{}/popup.html",
+        support::extension::EXTENSION_ID
+    ));
+    let said = w.ext.wait_eval(
+        &popup,
+        "(document.getElementById('controller') || {}).textContent || ''",
+        Duration::from_secs(10),
+    );
+    assert!(
+        said.as_str()
+            .unwrap()
+            .starts_with("An agent is driving this browser"),
+        "{said}"
+    );
+    w.ext.close_target(&popup.target);
+
+    assert!(w
+        .t
+        .gw
+        .leases()
+        .take_back(&w.device, &ControlCaller::owner("bob"))
+        .unwrap());
+    badge("");
+    w.ext.popup_press("stop");
+    badge("STOP");
+    w.ext.popup_press("resume");
+    badge("");
+}
