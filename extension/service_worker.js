@@ -21,6 +21,8 @@ const PROTOCOL = 2;
 const ALARM = "jevgate-reconnect";
 /** The most operation records kept. */
 const MAX_OPS = 200;
+/** The longest a command may run, whatever deadline it carries. */
+const MAX_BUDGET_MS = 10 * 60 * 1000;
 /** Answer a command this long before the gateway's own deadline. */
 const DEADLINE_MARGIN_MS = 500;
 
@@ -223,7 +225,8 @@ async function pump() {
       if (!c) break;
       const controller = new AbortController();
       running = { id: c.id, controller };
-      const budget = c.deadlineMs ?? 60000;
+      // The gateway's deadline, bounded (a timer past 2^31 ms would fire at once).
+      const budget = Math.min(c.deadlineMs ?? 60000, MAX_BUDGET_MS);
       const run = new Run(controller.signal, Date.now() + Math.max(0, budget - DEADLINE_MARGIN_MS));
       await record(c.id, c.tool, "running").catch(() => {});
       let frame, outcome;

@@ -260,6 +260,14 @@ fn issue22_a_tab_closed_under_a_command_is_tab_unavailable() {
         json!({"url": w.server.url("/p/buttons")}),
     );
     assert!(nav.is_success(), "{nav:?}");
+    // The tab the extension opened for the agent sits in the one "Agent" tab group.
+    let grouped = w.ext.in_extension(
+        "chrome.tabGroups.query({title: 'Agent'}).then(gs => Promise.all(gs.map(g => chrome.tabs.query({groupId: g.id}))))
+           .then(tabs => tabs.flat().map(t => t.url))",
+    );
+    let grouped = grouped.as_array().unwrap();
+    assert_eq!(grouped.len(), 1, "{grouped:?}");
+    assert!(grouped[0].as_str().unwrap().contains("/p/buttons"));
     std::thread::scope(|s| {
         let long = s.spawn(|| w.call("browser_javascript", json!({ "code": LONG })));
         w.server
