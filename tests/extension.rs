@@ -618,3 +618,50 @@ fn issue22_the_badge_shows_ai_while_an_agent_holds_the_control_lease() {
     w.ext.popup_press("resume");
     badge("");
 }
+
+// Issue 22 item 3 (MV3): the browser stops the extension's service worker (as it does an idle
+// one); the gateway sees the device go offline, and the worker's chrome.alarms alarm (every
+// 30 s) starts it again and it reconnects by itself, with the pairing it kept.
+#[test]
+fn issue22_a_stopped_service_worker_is_woken_by_its_alarm_and_reconnects() {
+    let _serial = serial();
+    let w = World::new();
+    // No extension page stays open: a page's messages would wake the worker, not the alarm.
+    let options = w.ext.options();
+    w.ext.close_target(&options.target);
+    let blank = w.ext.open("about:blank");
+    w.ext
+        .cdp
+        .call("ServiceWorker.enable", json!({}), Some(&blank.session));
+    w.ext.cdp.call(
+        "ServiceWorker.stopAllWorkers",
+        json!({}),
+        Some(&blank.session),
+    );
+    w.t.wait_online(&w.bob(), false);
+    let stopped = Instant::now();
+    let deadline = stopped + Duration::from_secs(50);
+    while !w
+        .t
+        .gw
+        .devices("bob")
+        .unwrap()
+        .iter()
+        .any(|d| d.id == w.device && d.online)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the service worker never came back"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!(
+        "back online {:?} after the worker was stopped",
+        stopped.elapsed()
+    );
+    let nav = w.call(
+        "browser_navigate",
+        json!({"url": w.server.url("/p/buttons")}),
+    );
+    assert!(nav.is_success(), "{nav:?}");
+}

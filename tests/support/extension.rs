@@ -248,6 +248,11 @@ impl ExtensionBrowser {
 
     /// Closes a tab the harness opened.
     pub fn close_target(&self, target: &str) {
+        let mut options = self.options.lock().unwrap();
+        if options.as_deref() == Some(target) {
+            *options = None;
+        }
+        drop(options);
         let _ = self
             .cdp
             .try_call("Target.closeTarget", json!({ "targetId": target }), None);
