@@ -49,9 +49,16 @@ let pumping = false;
 /** @type {{controlled: boolean, until: number|null, autopilot: string|null}} */
 let status = { controlled: false, until: null, autopilot: null };
 
+/** The Stop state: chrome.storage.session is its record (it outlives a suspended worker);
+ * this copy saves a storage read per command. @type {boolean|null} */
+let halted = null;
+
 async function stopped() {
-  const s = await chrome.storage.session.get("stopped");
-  return s.stopped === true;
+  if (halted === null) {
+    const s = await chrome.storage.session.get("stopped");
+    halted = s.stopped === true;
+  }
+  return halted;
 }
 
 async function updateBadge() {
@@ -70,8 +77,18 @@ function setConn(next) {
   chrome.storage.session.set({ conn }).catch(() => {});
 }
 
-/** Records what became of a command (bounded; chrome.storage.session). @param {string} id @param {string} tool @param {string} outcome */
-async function record(id, tool, outcome) {
+/** The record's writes, one after another (a command never waits for them). */
+let recording = Promise.resolve();
+
+/** Records what became of a command (bounded; chrome.storage.session), in order, without
+ * holding the command up. @param {string} id @param {string} tool @param {string} outcome */
+function record(id, tool, outcome) {
+  recording = recording.then(() => writeRecord(id, tool, outcome)).catch(() => {});
+  return recording;
+}
+
+/** @param {string} id @param {string} tool @param {string} outcome */
+async function writeRecord(id, tool, outcome) {
   const s = await chrome.storage.session.get("ops");
   /** @type {{id: string, tool: string, outcome: string, at: number}[]} */
   const ops = Array.isArray(s.ops) ? s.ops : [];
@@ -228,7 +245,6 @@ async function pump() {
       // The gateway's deadline, bounded (a timer past 2^31 ms would fire at once).
       const budget = Math.min(c.deadlineMs ?? 60000, MAX_BUDGET_MS);
       const run = new Run(controller.signal, Date.now() + Math.max(0, budget - DEADLINE_MARGIN_MS));
-      await record(c.id, c.tool, "running").catch(() => {});
       let frame, outcome;
       try {
         const result = await run.race(tools.run(c.tool, c.args, run));
@@ -242,7 +258,7 @@ async function pump() {
       }
       running = null;
       send(frame);
-      await record(c.id, c.tool, outcome).catch(() => {});
+      record(c.id, c.tool, outcome);
     }
   } finally {
     pumping = false;
@@ -251,12 +267,14 @@ async function pump() {
 
 /** The person's Stop: cancels the command in flight and refuses new ones until Resume. */
 async function stop() {
+  halted = true;
   await chrome.storage.session.set({ stopped: true });
   abortAll(new ToolFailure(CODES.BLOCKED_BY_USER, "the person pressed Stop in the extension"), true);
   updateBadge();
 }
 
 async function resume() {
+  halted = false;
   await chrome.storage.session.set({ stopped: false });
   updateBadge();
 }
