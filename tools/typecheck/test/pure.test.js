@@ -1,7 +1,7 @@
 // The extension's pure functions (extension/lib/protocol.js, snapshot.js, keys.js) under
 // node:test: frame shapes of protocol 2, hostile frames, gateway addresses, pairing codes, the
 // backoff, and the snapshot format's budget and sensitive rule. Run by scripts/test with
-// `node --experimental-default-type=module --test tools/typecheck/test/`.
+// `node --test tools/typecheck/test/`.
 import test from "node:test";
 import assert from "node:assert/strict";
 import * as p from "../../../extension/lib/protocol.js";
