@@ -665,3 +665,37 @@ fn issue22_a_stopped_service_worker_is_woken_by_its_alarm_and_reconnects() {
     );
     assert!(nav.is_success(), "{nav:?}");
 }
+
+// Issue 22 item 4 (seed 000 "Limits", R-DEV-CAPS, R-DEV-SHOT): a page of noise, whose JPEG is far
+// over 150,000 base64 characters at full size, is downscaled in the extension until it fits
+// before it is sent — the gateway stores it (a frame over the cap would be refused with
+// RESULT_CAP_EXCEEDED) and it is smaller than the viewport.
+#[test]
+fn issue22_a_screenshot_is_downscaled_in_the_extension_until_it_fits_the_cap() {
+    let _serial = serial();
+    let w = World::new();
+    let nav = w.call("browser_navigate", json!({"url": w.server.url("/p/noisy")}));
+    assert!(nav.is_success(), "{nav:?}");
+    let viewport = w.call(
+        "browser_javascript",
+        json!({"code": "[innerWidth, innerHeight]"}),
+    );
+    let viewport = support::conformance::data(&viewport)["value"].clone();
+    let shot = w.call("browser_computer", json!({"action": "screenshot"}));
+    let r = shot.result().unwrap_or_else(|| panic!("{shot:?}"));
+    let id = r["artifactId"].as_str().unwrap();
+    let art = w.t.gw.artifact("conv-1", id).unwrap();
+    assert_eq!(&art.bytes[..2], &[0xFF, 0xD8]);
+    // base64 of the stored bytes: 4 characters per 3 bytes.
+    assert!(
+        art.bytes.len().div_ceil(3) * 4 <= 150_000,
+        "{}",
+        art.bytes.len()
+    );
+    let size = &r["untrustedContent"]["data"];
+    let width = size["width"].as_u64().unwrap();
+    assert!(
+        width < viewport[0].as_u64().unwrap(),
+        "not downscaled: {size} in a {viewport} viewport"
+    );
+}
