@@ -699,3 +699,45 @@ fn issue22_a_screenshot_is_downscaled_in_the_extension_until_it_fits_the_cap() {
         "not downscaled: {size} in a {viewport} viewport"
     );
 }
+
+// SPEC §6 on the extension: a click that opens a confirm answers with the dialog instead of a
+// snapshot, reads refuse (DIALOG_OPEN) while it is open, and the handle_dialog primitive
+// answers it — the page sees the answer once.
+#[test]
+fn issue22_a_dialog_is_reported_and_answered_through_the_primitive() {
+    use jevgate::browser::{BrowserBackend, HandleDialogArgs};
+    let _serial = serial();
+    let w = World::new();
+    let nav = w.call(
+        "browser_navigate",
+        json!({"url": w.server.url("/p/dialogs")}),
+    );
+    assert!(nav.is_success(), "{nav:?}");
+    let found = w.call("browser_find", json!({"query": "Confirm"}));
+    let reference = support::conformance::data(&found)["matches"][0]["ref"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let click = w.call(
+        "browser_computer",
+        json!({"action": "click", "ref": reference}),
+    );
+    let data = support::conformance::data(&click);
+    assert_eq!(data["dialog"]["type"], "confirm", "{click:?}");
+    assert!(data.get("snapshot").is_none());
+    let target = w.t.gw.device_target("bob", "conv-1", &w.device).unwrap();
+    let answered = target
+        .handle_dialog(HandleDialogArgs {
+            accept: true,
+            prompt_text: None,
+        })
+        .unwrap();
+    assert_eq!(answered.tool, "handle_dialog");
+    assert!(answered.dialog.is_none(), "{answered:?}");
+    assert_eq!(w.server.wait_count("confirm:true", 1), 1);
+    let again = target.handle_dialog(HandleDialogArgs {
+        accept: true,
+        prompt_text: None,
+    });
+    assert_eq!(again.unwrap_err().code(), "NO_DIALOG");
+}

@@ -315,7 +315,25 @@ export class TabDriver {
   /** Input that a dialog it opens does not fail. @param {Run} run @param {string} method @param {any} params */
   async input(run, method, params) {
     this.sent = true;
-    await this.send(run, method, params);
+    // A dialog the input opens blocks the page, and DevTools answers the input only once the
+    // dialog is closed: the input was delivered, so its opening ends the wait (as the local
+    // backend's interruptible call does).
+    /** @type {() => void} */
+    let check = () => {};
+    const opened = new Promise((resolve) => {
+      check = () => {
+        if (!this.dialog) return;
+        this.waiters.delete(check);
+        resolve(undefined);
+      };
+      this.waiters.add(check);
+      check();
+    });
+    try {
+      await Promise.race([this.send(run, method, params), opened]);
+    } finally {
+      this.waiters.delete(check);
+    }
   }
 
   /** The isolated world's context (the page script installed). @param {Run} run */

@@ -739,6 +739,19 @@ export class Tools {
       default:
         break;
     }
+    if (tool === "handle_dialog") {
+      if (!d.dialog) throw refused("NO_DIALOG", "no dialog is open");
+      if (typeof args.accept !== "boolean") throw bad("command", "`accept` must be a boolean");
+      /** @type {any} */
+      const params = { accept: args.accept };
+      const promptText = str(args, "promptText");
+      if (promptText !== null) params.promptText = promptText;
+      const before = d.startedSeq;
+      await d.send(run, "Page.handleJavaScriptDialog", params);
+      await d.waitFor(run, () => !d.dialog || d.gone, 10000);
+      const r = d.result("", "handle_dialog", before);
+      return r.dialog ? { ...r, notes: undefined } : { ...r, dialog: undefined, notes: undefined };
+    }
     const operationId = str(args, "operationId");
     if (tool === "page_screenshot") {
       const r = args.region;
