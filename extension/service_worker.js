@@ -81,19 +81,20 @@ function setConn(next) {
 let recording = Promise.resolve();
 
 /** Records what became of a command (bounded; chrome.storage.session), in order, without
- * holding the command up. @param {string} id @param {string} tool @param {string} outcome */
-function record(id, tool, outcome) {
-  recording = recording.then(() => writeRecord(id, tool, outcome)).catch(() => {});
+ * holding the command up; `ms` is how long it ran here.
+ * @param {string} id @param {string} tool @param {string} outcome @param {number|null} [ms] */
+function record(id, tool, outcome, ms = null) {
+  recording = recording.then(() => writeRecord(id, tool, outcome, ms)).catch(() => {});
   return recording;
 }
 
-/** @param {string} id @param {string} tool @param {string} outcome */
-async function writeRecord(id, tool, outcome) {
+/** @param {string} id @param {string} tool @param {string} outcome @param {number|null} ms */
+async function writeRecord(id, tool, outcome, ms) {
   const s = await chrome.storage.session.get("ops");
-  /** @type {{id: string, tool: string, outcome: string, at: number}[]} */
+  /** @type {{id: string, tool: string, outcome: string, at: number, ms: number|null}[]} */
   const ops = Array.isArray(s.ops) ? s.ops : [];
   const i = ops.findIndex((o) => o.id === id);
-  const entry = { id, tool, outcome, at: Date.now() };
+  const entry = { id, tool, outcome, at: Date.now(), ms };
   if (i >= 0) ops[i] = entry;
   else ops.push(entry);
   await chrome.storage.session.set({ ops: ops.slice(-MAX_OPS) });
@@ -241,6 +242,7 @@ async function pump() {
       const c = queue.shift();
       if (!c) break;
       const controller = new AbortController();
+      const started = performance.now();
       running = { id: c.id, controller };
       // The gateway's deadline, bounded (a timer past 2^31 ms would fire at once).
       const budget = Math.min(c.deadlineMs ?? 60000, MAX_BUDGET_MS);
@@ -258,7 +260,7 @@ async function pump() {
       }
       running = null;
       send(frame);
-      record(c.id, c.tool, outcome);
+      record(c.id, c.tool, outcome, Math.round((performance.now() - started) * 100) / 100);
     }
   } finally {
     pumping = false;
