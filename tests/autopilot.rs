@@ -583,3 +583,147 @@ fn r_auto_a_local_tasks_autopilot_round_fills_the_form_with_the_tasks_receipts()
     assert_eq!(bad.unwrap_err().code(), "INVALID_TOOL_ARGUMENTS");
     gw.close();
 }
+
+// Issue 22 item 5 (R-AUTO, R-DEV-CHAN): a worker that asked for `status` frames — the
+// extension, whose popup shows it — is told each step's line `Autopilot: <goal> — <step>` as
+// the run reaches it, before the step's action arrives, and `null` once the run ended. The
+// values stay out of every frame.
+#[test]
+fn r_auto_each_step_line_reaches_a_status_worker_and_clears_when_the_run_ends() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use support::worker::{self, Ws};
+    use tungstenite::Message;
+
+    let t = builder()
+        .config(Config::from_json_str(CALLBACK).unwrap())
+        .channel()
+        .build();
+    let (callback, _model) = model(&[
+        ("fill textbox \"First name\"", Some("first")),
+        ("fill textbox \"Email\"", Some("email")),
+        ("press button \"Submit\"", None),
+        ("done", None),
+    ]);
+    t.gw.set_jev_callback(Some(callback));
+    let alice = t.pair("alice", "alice-laptop");
+    let server = Server::start();
+    let browser = Closing(shared_browser());
+    let tab = browser.0.open_tab().unwrap();
+    assert!(tab.navigate(&server.url("/p/apform")).unwrap().settled);
+
+    // A raw protocol-2 worker asking for `status`, serving commands from the tab. It records
+    // every frame in order: `status` lines and the tools of the commands it ran.
+    let mut ws: Ws = worker::open(t.channel().local_addr(), worker::PATH, None).unwrap();
+    let auth = json!({"type": "authenticate", "protocol": 2, "features": ["status"],
+        "authorization": format!("Device {}", alice.token_text())});
+    ws.send(Message::text(auth.to_string())).unwrap();
+    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let done = Arc::new(AtomicBool::new(false));
+    let serve = {
+        let (seen, done) = (Arc::clone(&seen), Arc::clone(&done));
+        let tools = BrowserTools::new(Arc::new(tab.clone()));
+        std::thread::spawn(move || loop {
+            let text = match ws.read() {
+                Ok(Message::Text(t)) => t.to_string(),
+                Ok(Message::Close(_)) => return,
+                Ok(_) => continue,
+                Err(tungstenite::Error::Io(e))
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut =>
+                {
+                    if done.load(Ordering::Acquire) {
+                        return;
+                    }
+                    continue;
+                }
+                Err(_) => return,
+            };
+            let frame: Value = serde_json::from_str(&text).unwrap();
+            seen.lock().push(frame.clone());
+            if frame["type"] != "command" {
+                continue;
+            }
+            let id = frame["id"].as_str().unwrap();
+            let answer = match tools.execute(
+                frame["tool"].as_str().unwrap(),
+                &frame["args"],
+                Duration::from_secs(30),
+                &CancelToken::new(),
+            ) {
+                Ok(result) => {
+                    json!({"type": "result", "id": id, "success": true, "result": result})
+                }
+                Err(f) => json!({"type": "result", "id": id, "success": false,
+                    "errorCode": f.code, "message": f.message}),
+            };
+            ws.send(Message::text(answer.to_string())).unwrap();
+        })
+    };
+    let end = Instant::now() + Duration::from_secs(5);
+    while !t.gw.devices("alice").unwrap()[0].online {
+        assert!(Instant::now() < end, "the raw worker never came online");
+        std::thread::yield_now();
+    }
+
+    let answer = t.gw.call_tool(&ToolCall::new(
+        "alice",
+        "conv-1",
+        "browser_autopilot",
+        json!({"goal": "sign up with the first name and the email",
+               "values": {"first": "Zelda-VALUE-1", "email": "zelda.VALUE@mail.example"}}),
+    ));
+    assert!(answer.is_success(), "{:?}", answer.to_json());
+    let result = answer.result().unwrap().clone();
+    assert_eq!(result["state"], "done", "{result}");
+    let lines = progress(&result);
+    // The last status (autopilot null) arrives once the run ended; wait for it, bounded.
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let frames = seen.lock().clone();
+        let last_line = frames
+            .iter()
+            .rfind(|f| f["type"] == "status")
+            .map(|f| f["autopilot"].clone());
+        if frames.iter().any(|f| f["autopilot"].is_string()) && last_line == Some(Value::Null) {
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "no cleared line after the run: {frames:?}"
+        );
+        std::thread::yield_now();
+    }
+    done.store(true, Ordering::Release);
+    let frames = seen.lock().clone();
+    // Every line of the run was shown, in order, and each action's line before the action.
+    let shown: Vec<&str> =
+        frames
+            .iter()
+            .filter_map(|f| f["autopilot"].as_str())
+            .fold(Vec::new(), |mut v, l| {
+                if v.last() != Some(&l) {
+                    v.push(l);
+                }
+                v
+            });
+    assert_eq!(shown, lines.iter().map(String::as_str).collect::<Vec<_>>());
+    let first_type = frames
+        .iter()
+        .position(|f| f["tool"] == "page_type")
+        .unwrap();
+    let first_line = frames
+        .iter()
+        .position(|f| f["autopilot"] == lines[0].as_str())
+        .unwrap();
+    assert!(first_line < first_type, "the line before its action");
+    for f in &frames {
+        if f["type"] == "status" {
+            assert!(f["controlled"].is_boolean(), "{f}");
+            let s = f.to_string();
+            assert!(!s.contains("Zelda") && !s.contains("VALUE"), "{s}");
+        }
+    }
+    t.gw.close();
+    serve.join().unwrap();
+    let _ = tab.close();
+}

@@ -952,6 +952,11 @@ pub trait BrowserBackend: Send + Sync {
         crate::clock::system()
     }
 
+    /// A line for the person watching this browser — an autopilot step, `Autopilot: <goal> —
+    /// <step>` — or `None` when the run ends. A paired device shows it (the extension's popup,
+    /// through the channel's `status` frame); a local browser has no one to show it to.
+    fn show_progress(&self, _line: Option<&str>) {}
+
     /// `observe` with default budgets.
     fn observe(&self) -> Result<Observation> {
         self.observe_with(ObserveArgs::default())

@@ -181,8 +181,9 @@ struct Live {
     /// Since when the unread outgoing bytes have been above `slow_reader_bytes`.
     over_since: Option<Instant>,
     /// For a worker that asked for `status` frames: the end of the control hold its last frame
-    /// announced (`None`: not controlled). `None` for a worker that did not ask.
-    status: Option<Option<Instant>>,
+    /// announced (`None`: not controlled) and the autopilot line it showed. `None` for a worker
+    /// that did not ask.
+    status: Option<(Option<Instant>, Option<String>)>,
 }
 
 enum Phase {
@@ -650,8 +651,9 @@ impl Connection {
             shared.hub.want_status(&conn);
             // The first status right after ready; later ones when the lease changes.
             let control = shared.leases.control_until(conn.device_id());
-            let _ = ws.send_text(&status_frame(control));
-            Some(control.map(|(end, _)| end))
+            let line = shared.hub.progress_line(conn.device_id());
+            let _ = ws.send_text(&status_frame(control, line.as_deref()));
+            Some((control.map(|(end, _)| end), line))
         } else {
             None
         };
@@ -686,14 +688,17 @@ impl Connection {
                 return fail(&shared, ending(live), e.close());
             }
         }
-        if let Some(announced) = live.status {
+        if let Some((announced, shown)) = &live.status {
             // The lease as it is now: a frame when the hold began, ended or moved its end
-            // (a renewal, a take-back, a release, an expiry at the announced end).
+            // (a renewal, a take-back, a release, an expiry at the announced end), or when an
+            // autopilot run's line changed.
             let control = shared.leases.control_until(live.conn.device_id());
             let end = control.map(|(end, _)| end);
-            if end != announced {
-                live.status = Some(end);
-                if let Err(e) = live.ws.send_text(&status_frame(control)) {
+            let line = shared.hub.progress_line(live.conn.device_id());
+            if end != *announced || line != *shown {
+                let frame = status_frame(control, line.as_deref());
+                live.status = Some((end, line));
+                if let Err(e) = live.ws.send_text(&frame) {
                     return fail(&shared, ending(live), e.close());
                 }
             }
@@ -777,7 +782,7 @@ impl Connection {
         if let Some(since) = live.over_since {
             due = due.min(since + options.slow_reader_timeout);
         }
-        if let Some(Some(end)) = live.status {
+        if let Some((Some(end), _)) = live.status {
             // Re-read the lease at the announced end: an unrenewed hold expires then.
             due = due.min(end);
         }
@@ -792,9 +797,9 @@ impl Connection {
 }
 
 /// The `status` frame for a control hold (its end on the gateway's clock and in Unix ms) or
-/// none. The autopilot line is not known to the channel yet: always `null`.
-fn status_frame(control: Option<(Instant, i64)>) -> String {
-    frames::status(control.is_some(), control.map(|(_, ms)| ms), None)
+/// none, with the autopilot line a run shows on the device (`null` when none).
+fn status_frame(control: Option<(Instant, i64)>, autopilot: Option<&str>) -> String {
+    frames::status(control.is_some(), control.map(|(_, ms)| ms), autopilot)
 }
 
 /// What a phase does next.

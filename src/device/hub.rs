@@ -294,9 +294,15 @@ fn offline() -> WorkerFailure {
     }
 }
 
+/// The longest autopilot line a `status` frame carries, in characters.
+pub(crate) const PROGRESS_LINE_CHARS: usize = 300;
+
 /// Every live connection, one per device.
 pub(crate) struct Hub {
     conns: Mutex<HashMap<String, Arc<Conn>>>,
+    /// Each device's current autopilot line (`Autopilot: <goal> — <step>`) while a run drives
+    /// it, for its worker's `status` frames. Kept by device, so a reconnect mid-run shows it.
+    progress: Mutex<HashMap<String, String>>,
     /// Some worker ever asked for `status` frames: until then a lease change costs no lock.
     any_status: std::sync::atomic::AtomicBool,
     serials: AtomicU64,
@@ -309,6 +315,7 @@ impl Hub {
     pub fn new(clock: SharedClock) -> Hub {
         Hub {
             conns: Mutex::new(HashMap::new()),
+            progress: Mutex::new(HashMap::new()),
             any_status: std::sync::atomic::AtomicBool::new(false),
             serials: AtomicU64::new(0),
             ids: Arc::new(AtomicU64::new(0)),
@@ -385,6 +392,29 @@ impl Hub {
         if let Some(conn) = conn.filter(|c| c.wants_status()) {
             conn.notify();
         }
+    }
+
+    /// The line an autopilot run shows on `device_id` (`Some`, at most [`PROGRESS_LINE_CHARS`]
+    /// characters kept) or its end (`None`): a worker that asked for `status` frames is told.
+    pub fn set_progress(&self, device_id: &str, line: Option<&str>) {
+        {
+            let mut lines = self.progress.lock();
+            match line {
+                Some(line) => {
+                    let kept: String = line.chars().take(PROGRESS_LINE_CHARS).collect();
+                    lines.insert(device_id.to_string(), kept);
+                }
+                None => {
+                    lines.remove(device_id);
+                }
+            }
+        }
+        self.control_changed(device_id);
+    }
+
+    /// The autopilot line `device_id` shows now, if a run drives it.
+    pub fn progress_line(&self, device_id: &str) -> Option<String> {
+        self.progress.lock().get(device_id).cloned()
     }
 
     /// Closes the device's connection (unpaired, re-paired).

@@ -126,6 +126,12 @@ impl PrimitiveSender {
         Arc::clone(&self.clock)
     }
 
+    /// Shows `line` (an autopilot step, `None` when the run ends) on `device_id`'s worker, if
+    /// it asked for `status` frames. Never blocks on the worker.
+    pub(crate) fn show_progress(&self, device_id: &str, line: Option<&str>) {
+        self.hub.set_progress(device_id, line);
+    }
+
     /// Sends primitive `tool` with `args` (a JSON object: `Command`'s serde `args`) to
     /// `device_id` of `owner`, for `root_session` under the device's control lease, once.
     /// Returns the worker's raw result; see the module comment for the failures.

@@ -381,6 +381,7 @@ pub(crate) fn autopilot(backend: &dyn BrowserBackend, plan: &Plan, drive: &Drive
         ops: 0,
     };
     let (ending, reason) = run.go();
+    backend.show_progress(None);
     run.finish(ending, reason)
 }
 
@@ -567,6 +568,7 @@ impl Loop<'_> {
             "Autopilot: {} — {step}",
             short(&self.masker.mask(&self.plan.goal))
         );
+        self.backend.show_progress(Some(&line));
         (self.drive.progress)(&line);
         self.outcome.progress.push(line);
     }

@@ -111,6 +111,10 @@ impl BrowserBackend for DeviceTarget {
     fn clock(&self) -> SharedClock {
         self.sender.clock()
     }
+
+    fn show_progress(&self, line: Option<&str>) {
+        self.sender.show_progress(&self.device_id, line);
+    }
 }
 
 #[cfg(test)]
