@@ -138,7 +138,12 @@ impl Gateway {
         let clock: SharedClock = options
             .clock
             .unwrap_or_else(|| Arc::new(SystemClock::new()));
-        let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock))?;
+        // `gateway.store`: the leases a fleet shares live in PostgreSQL (issue 23); the URL
+        // is read from its reference here and handed to the store only.
+        let fleet = crate::lease::Fleet::open(&options.config.gateway.store, &|name| {
+            std::env::var_os(name)
+        })?;
+        let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock), fleet)?;
         let devices = DeviceService::open(
             Arc::clone(&store),
             Arc::clone(&clock),
@@ -213,6 +218,12 @@ impl Gateway {
         self.check_open()?;
         config.validate()?;
         let _serial = self.inner.reload.lock();
+        if config.gateway.store != self.inner.live.read().config.gateway.store {
+            return Err(Error::config(
+                "gateway.store",
+                "cannot change while the gateway is open; close it and open it with the new store",
+            ));
+        }
         let names = config.secret_env_names();
         self.inner
             .tasks

@@ -12,6 +12,8 @@
 mod files;
 mod migrations;
 mod names;
+#[cfg(feature = "postgres")]
+pub(crate) mod pg;
 pub(crate) mod temp_dirs;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,274 @@
+//! The fleet: this process's place among the processes sharing one PostgreSQL store (issue 23
+//! item 2).
+//!
+//! Owns what [`super::Leases`] needs when `gateway.store.kind` is `"postgres"`: the shared
+//! lease rows (`pg.rs`), a listener thread on NOTIFY `jevgate_lease` that hands every changed
+//! device (and, after each reconnection, "re-check everything") to the lease manager so it
+//! cancels the in-flight commands of a tenure this process lost, and a heartbeat thread that
+//! keeps this process's liveness row fresh. A build without the cargo feature `postgres` has
+//! an uninhabited stand-in (`enum Fleet {}`): the lease manager's code is the same in both
+//! builds, and opening a `"postgres"` store there is refused with a clear error.
+//!
+//! It never prints the URL (it is a credential, resolved here and handed to the store only) and
+//! never decides a lease itself: the transitions are `control.rs`'s.
+
+use super::control::DeviceLease;
+use crate::clock::Instant;
+use crate::config::{StoreConfig, StoreKind};
+use crate::Result;
+use std::ffi::OsString;
+
+#[cfg(feature = "postgres")]
+pub(crate) use real::Fleet;
+#[cfg(not(feature = "postgres"))]
+pub(crate) use stand_in::Fleet;
+
+/// What a transition on a device's shared row left behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct After {
+    /// The device's fencing token after the transition.
+    pub token: u64,
+    /// The database clock when the transition ran (ms since the Unix epoch).
+    pub now_ms: u64,
+    /// The token of the tenure this transition took back (R-LEASE-3), if it did.
+    pub took_back: Option<u64>,
+}
+
+/// Called by the listener with a changed device, or `None` after a (re)connection.
+pub(crate) type Recheck = Box<dyn Fn(Option<&str>) + Send + Sync>;
+
+/// Whether `config` asks for the shared store (the only case a [`Fleet`] is opened).
+fn wants_fleet(config: &StoreConfig) -> bool {
+    config.kind == StoreKind::Postgres
+}
+
+#[cfg(not(feature = "postgres"))]
+mod stand_in {
+    use super::*;
+
+    /// No fleet in a build without the `postgres` feature: a value of this type cannot exist.
+    #[derive(Debug)]
+    pub(crate) enum Fleet {}
+
+    impl Fleet {
+        /// `None` for SQLite; a clear refusal for `"postgres"` (this build cannot reach it).
+        pub(crate) fn open(
+            config: &StoreConfig,
+            _env: &dyn Fn(&str) -> Option<OsString>,
+        ) -> Result<Option<Fleet>> {
+            if wants_fleet(config) {
+                return Err(crate::Error::config(
+                    "gateway.store.kind",
+                    "\"postgres\" needs a jevgate built with the cargo feature `postgres`",
+                ));
+            }
+            Ok(None)
+        }
+        pub(crate) fn start(&self, _recheck: Recheck) {
+            match *self {}
+        }
+        pub(crate) fn transition<T>(
+            &self,
+            _device: &str,
+            _f: impl FnOnce(&mut DeviceLease, Instant) -> T,
+        ) -> Result<(T, After)> {
+            match *self {}
+        }
+        pub(crate) fn read(&self, _device: &str) -> Result<(DeviceLease, After)> {
+            match *self {}
+        }
+        pub(crate) fn taken_back(&self, _device: &str) -> Result<Vec<u64>> {
+            match *self {}
+        }
+        pub(crate) fn devices_of(&self, _session: &str) -> Result<Vec<String>> {
+            match *self {}
+        }
+        pub(crate) fn owner(&self, _device: &str) -> Result<Option<String>> {
+            match *self {}
+        }
+        pub(crate) fn set_owner(&self, _device: &str, _owner: &str) -> Result<()> {
+            match *self {}
+        }
+        pub(crate) fn close(&self) {
+            match *self {}
+        }
+        pub(crate) fn process_id(&self) -> &str {
+            match *self {}
+        }
+        pub(crate) fn advance_clock_ms(&self, _ms: i64) {
+            match *self {}
+        }
+        pub(crate) fn live_processes(&self) -> Result<Vec<String>> {
+            match *self {}
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+mod real {
+    use super::super::pg::{FleetSettings, PgLeases, CHANNEL};
+    use super::*;
+    use crate::store::pg::PgStore;
+    use parking_lot::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::thread::JoinHandle;
+    use std::time::Duration;
+
+    /// This process's membership of a fleet.
+    pub(crate) struct Fleet {
+        leases: PgLeases,
+        settings: FleetSettings,
+        stop: Arc<AtomicBool>,
+        threads: Mutex<Vec<JoinHandle<()>>>,
+    }
+
+    impl std::fmt::Debug for Fleet {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("Fleet").finish_non_exhaustive()
+        }
+    }
+
+    impl Fleet {
+        /// `None` for SQLite; for `"postgres"`, reads the URL from its reference, connects,
+        /// migrates, and writes this process's first liveness row.
+        pub(crate) fn open(
+            config: &StoreConfig,
+            env: &dyn Fn(&str) -> Option<OsString>,
+        ) -> Result<Option<Fleet>> {
+            if !wants_fleet(config) {
+                return Ok(None);
+            }
+            let reference = config.url_ref().ok_or_else(|| {
+                crate::Error::config("gateway.store", "kind \"postgres\" needs urlEnv or urlFile")
+            })?;
+            let url = reference.resolve(env)?;
+            let store = Arc::new(PgStore::open(url.expose())?);
+            let process = crate::ids::random_id("proc_")?;
+            let leases = PgLeases::new(store, process);
+            leases.heartbeat()?;
+            Ok(Some(Fleet {
+                leases,
+                settings: FleetSettings::default(),
+                stop: Arc::new(AtomicBool::new(false)),
+                threads: Mutex::new(Vec::new()),
+            }))
+        }
+
+        /// Starts the listener (NOTIFY → `recheck(Some(device))`, reconnection →
+        /// `recheck(None)`) and the heartbeat thread.
+        pub(crate) fn start(&self, recheck: Recheck) {
+            let config = self.leases.store().config().clone();
+            let stop = Arc::clone(&self.stop);
+            let listener = std::thread::Builder::new()
+                .name("jevgate-fleet-listen".into())
+                .spawn(move || {
+                    crate::store::pg::listen_here(
+                        &config,
+                        CHANNEL,
+                        &stop,
+                        Duration::from_millis(500),
+                        &mut |device| recheck(device),
+                    );
+                });
+            let beat = PgLeases::new(
+                Arc::clone(self.leases.store()),
+                self.leases.process().to_string(),
+            );
+            let stop = Arc::clone(&self.stop);
+            let every = self.settings.heartbeat;
+            let heartbeat = std::thread::Builder::new()
+                .name("jevgate-fleet-heartbeat".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Acquire) {
+                        std::thread::park_timeout(every);
+                        if stop.load(Ordering::Acquire) {
+                            break;
+                        }
+                        if let Err(e) = beat.heartbeat() {
+                            log::warn!("fleet heartbeat failed: {}", e.code());
+                        }
+                    }
+                });
+            let mut threads = self.threads.lock();
+            for t in [listener, heartbeat] {
+                match t {
+                    Ok(handle) => threads.push(handle),
+                    Err(_) => log::error!("a fleet thread could not be started"),
+                }
+            }
+        }
+
+        pub(crate) fn transition<T>(
+            &self,
+            device: &str,
+            f: impl FnOnce(&mut DeviceLease, Instant) -> T,
+        ) -> Result<(T, After)> {
+            self.leases.transition(device, f)
+        }
+
+        pub(crate) fn read(&self, device: &str) -> Result<(DeviceLease, After)> {
+            self.leases.read(device)
+        }
+
+        pub(crate) fn taken_back(&self, device: &str) -> Result<Vec<u64>> {
+            self.leases.taken_back(device)
+        }
+
+        pub(crate) fn devices_of(&self, session: &str) -> Result<Vec<String>> {
+            self.leases.devices_of(session)
+        }
+
+        pub(crate) fn owner(&self, device: &str) -> Result<Option<String>> {
+            self.leases.owner(device)
+        }
+
+        pub(crate) fn set_owner(&self, device: &str, owner: &str) -> Result<()> {
+            self.leases.set_owner(device, owner)
+        }
+
+        /// This process's id in the fleet (its liveness row).
+        pub(crate) fn process_id(&self) -> &str {
+            self.leases.process()
+        }
+
+        /// Moves this process's view of the database clock (tests only).
+        pub(crate) fn advance_clock_ms(&self, ms: i64) {
+            self.leases.store().advance_clock_ms(ms);
+        }
+
+        /// The processes whose liveness row is fresh on the database clock.
+        pub(crate) fn live_processes(&self) -> Result<Vec<String>> {
+            self.leases.live_processes(self.settings.dead_after)
+        }
+
+        /// Stops the threads, removes this process's liveness row (it is gone, not dead) and
+        /// closes the connection. Leases held stay held: a closed process frees nothing early.
+        pub(crate) fn close(&self) {
+            if self.stop.swap(true, Ordering::AcqRel) {
+                return;
+            }
+            let threads: Vec<JoinHandle<()>> = self.threads.lock().drain(..).collect();
+            for t in &threads {
+                t.thread().unpark();
+            }
+            let me = std::thread::current().id();
+            for t in threads {
+                // The listener may be the one dropping the last handle on the gateway.
+                if t.thread().id() != me {
+                    let _ = t.join();
+                }
+            }
+            if let Err(e) = self.leases.forget_process() {
+                log::warn!("fleet liveness row not removed: {}", e.code());
+            }
+            self.leases.store().close();
+        }
+    }
+
+    impl Drop for Fleet {
+        fn drop(&mut self) {
+            self.close();
+        }
+    }
+}
