@@ -305,6 +305,7 @@ impl DeviceLease {
 /// The whole state of one device's lease as plain data (times in milliseconds since the
 /// clock's origin), for an engine that keeps it in a row and runs the same transitions on it
 /// (the PostgreSQL engine, `lease/pg.rs`).
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only the PostgreSQL engine keeps records
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Record {
     /// The holder and when its hold expires.
@@ -315,6 +316,7 @@ pub(crate) struct Record {
     notices: Vec<(String, u64, u64)>,
 }
 
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only the PostgreSQL engine keeps records
 impl Record {
     /// When the recorded hold expires (ms since the clock's origin), if there is one.
     pub(crate) fn hold_expires_ms(&self) -> Option<u64> {
@@ -322,14 +324,17 @@ impl Record {
     }
 }
 
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only the PostgreSQL engine keeps records
 fn ms(at: Instant) -> u64 {
     u64::try_from(at.since_origin().as_millis()).unwrap_or(u64::MAX)
 }
 
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only the PostgreSQL engine keeps records
 fn at(ms: u64) -> Instant {
     Instant::from_origin(Duration::from_millis(ms))
 }
 
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only the PostgreSQL engine keeps records
 impl DeviceLease {
     /// The whole state as plain data.
     pub(crate) fn to_record(&self) -> Record {
