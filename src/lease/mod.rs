@@ -58,6 +58,19 @@
 //! as `organization` and the same profile key (the rule hosts follow when they pick
 //! `organization` for [`BrowserCall`] and managed tool calls).
 
+//!
+//! # Several processes: the PostgreSQL store
+//!
+//! With `gateway.store.kind: "postgres"` (cargo feature `postgres`, issue 23) device control
+//! leases and owners live in the database every process of a fleet shares (`pg.rs`): each
+//! transition is the same pure one of `control.rs`, run on the device's locked row at the
+//! database's time, and the façade's control table stays empty. The clock policy above then
+//! reads: expiry is judged by the database's clock (one clock for the fleet; the host's clock
+//! is not consulted), and a restart of any process changes no row, so it frees nothing early.
+//! A take-back in one process cancels the in-flight commands of the lost tenure in every
+//! process: each command remembers the fencing token it was granted under, and `fleet.rs`'s
+//! listener hears the take-back (NOTIFY) and cancels the commands of that token here.
+
 pub(crate) mod control;
 mod fleet;
 #[cfg(feature = "postgres")]
