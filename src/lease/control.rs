@@ -376,6 +376,18 @@ impl DeviceLease {
     }
 }
 
+/// What a transition on a device's shared row left behind (the PostgreSQL engine, `pg.rs`;
+/// here so that engine and the fleet share it without a circle).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct After {
+    /// The device's fencing token after the transition.
+    pub token: u64,
+    /// The database clock when the transition ran (ms since the Unix epoch).
+    pub now_ms: u64,
+    /// The token of the tenure this transition took back (R-LEASE-3), if it did.
+    pub took_back: Option<u64>,
+}
+
 /// All devices' control leases.
 #[derive(Debug, Default)]
 pub struct ControlTable {

@@ -12,7 +12,7 @@
 //! It never prints the URL (it is a credential, resolved here and handed to the store only) and
 //! never decides a lease itself: the transitions are `control.rs`'s.
 
-use super::control::DeviceLease;
+use super::control::{After, DeviceLease};
 use crate::clock::Instant;
 use crate::config::{StoreConfig, StoreKind};
 use crate::Result;
@@ -22,17 +22,6 @@ use std::ffi::OsString;
 pub(crate) use real::Fleet;
 #[cfg(not(feature = "postgres"))]
 pub(crate) use stand_in::Fleet;
-
-/// What a transition on a device's shared row left behind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct After {
-    /// The device's fencing token after the transition.
-    pub token: u64,
-    /// The database clock when the transition ran (ms since the Unix epoch).
-    pub now_ms: u64,
-    /// The token of the tenure this transition took back (R-LEASE-3), if it did.
-    pub took_back: Option<u64>,
-}
 
 /// Called by the listener with a changed device, or `None` after a (re)connection.
 pub(crate) type Recheck = Box<dyn Fn(Option<&str>) + Send + Sync>;

@@ -17,8 +17,7 @@
 //! judges expiry by a host's clock, never frees a lease because a process restarted (the row
 //! outlives every process), and never names a holder in an error.
 
-use super::control::{DeviceLease, Record, MAX_NOTICES_PER_DEVICE};
-use super::fleet::After;
+use super::control::{After, DeviceLease, Record, MAX_NOTICES_PER_DEVICE};
 use crate::clock::Instant;
 use crate::store::pg::{PgStore, TxError};
 use crate::{Error, Result};

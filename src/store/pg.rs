@@ -360,7 +360,8 @@ pub(crate) fn listen_here(
             }
             // A connection that died quietly shows up on the next round trip (about each second).
             rounds = rounds.wrapping_add(1);
-            if client.is_closed() || (rounds % 10 == 0 && client.simple_query("").is_err()) {
+            if client.is_closed() || (rounds.is_multiple_of(10) && client.simple_query("").is_err())
+            {
                 break;
             }
         }
