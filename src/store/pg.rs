@@ -8,6 +8,10 @@
 //! the fleet: `clock_timestamp()` plus a test-only offset this store adds, the PostgreSQL
 //! counterpart of `ManualClock`), and a blocking LISTEN loop for NOTIFY.
 //!
+//! Its migrations are numbered like the SQLite store's (`migrations.rs`) and cover, for now,
+//! what the fleet shares (control leases, owners, liveness); the tables both engines will hold
+//! (ledger, usage, tasks, receipts) join this list with the later parts of issue 23.
+//!
 //! It never prints, logs or returns the URL or anything the server said in an error (only
 //! SQLSTATE codes and sentences written here); a connection it cannot (re)make is
 //! `STORE_UNAVAILABLE` (503, retryable). It holds no lease logic: `lease/pg.rs` does.
@@ -168,12 +172,15 @@ fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect> {
     Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
 }
 
-/// Connects once with `config` (TLS unless `sslmode=disable`) and sets the session up.
+/// Connects once with `config` and sets the session up. TLS when the URL's `sslmode` requires
+/// it (`require`: rustls, the server's certificate verified against the Mozilla roots and its
+/// host name — stricter than libpq's `require`); `prefer` (the default) and `disable` connect
+/// without, as an unverified "preferred" TLS would protect against nobody who can interpose.
 pub(crate) fn connect(config: &postgres::Config) -> Result<Client> {
-    let mut client = if config.get_ssl_mode() == postgres::config::SslMode::Disable {
-        config.connect(postgres::NoTls)
-    } else {
+    let mut client = if config.get_ssl_mode() == postgres::config::SslMode::Require {
         config.connect(tls()?)
+    } else {
+        config.connect(postgres::NoTls)
     }
     .map_err(|e| pg_error("connect", &e))?;
     client
