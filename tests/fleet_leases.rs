@@ -791,3 +791,66 @@ fn a_malformed_or_missing_url_is_refused_without_echoing_it() {
         "{err}"
     );
 }
+
+// R-LEASE-3 on the shared store, raced: a command's acquire in one gateway against a take-back
+// in another. Whenever the take-back dispossessed someone, it can only be the command's tenure,
+// whose hook must then run (within 1 s); when it found the device free, the hook never runs.
+#[test]
+fn a_take_back_racing_a_command_either_finds_it_and_cancels_it_or_comes_first() {
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let (a, _da) = open_gateway(&db.url_file);
+    let (b, _db) = open_gateway(&db.url_file);
+    let mut cancelled_runs = 0;
+    for i in 0..30 {
+        let device = format!("race-{i}");
+        b.leases().set_device_owner(&device, "person").unwrap();
+        let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let barrier = Arc::new(Barrier::new(2));
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let command = {
+            let (a, ran, barrier, device) = (
+                a.clone(),
+                Arc::clone(&ran),
+                Arc::clone(&barrier),
+                device.clone(),
+            );
+            std::thread::spawn(move || {
+                barrier.wait();
+                let result = a.leases().acquire_command(&device, "session", move || {
+                    ran.store(true, Ordering::SeqCst)
+                });
+                // The command stays registered until the checks below are done.
+                let _ = done_rx.recv();
+                result.map(|(grant, _guard)| grant.fencing_token)
+            })
+        };
+        barrier.wait();
+        let took = b.leases().take_back(&device, &person()).unwrap();
+        if took {
+            let deadline = Instant::now() + Duration::from_secs(1);
+            while !ran.load(Ordering::SeqCst) {
+                assert!(
+                    Instant::now() < deadline,
+                    "{device}: the command was not cancelled"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            cancelled_runs += 1;
+        }
+        done_tx.send(()).unwrap();
+        let result = command.join().unwrap();
+        if took {
+            assert!(
+                result.is_ok(),
+                "{device}: only the command's tenure could be taken back"
+            );
+        } else {
+            assert!(
+                !ran.load(Ordering::SeqCst),
+                "{device}: nothing to cancel, nothing cancelled"
+            );
+        }
+    }
+    eprintln!("{cancelled_runs} of 30 take-backs found the command");
+}

@@ -23,8 +23,13 @@ pub(crate) use real::Fleet;
 #[cfg(not(feature = "postgres"))]
 pub(crate) use stand_in::Fleet;
 
-/// Called by the listener with a changed device, or `None` after a (re)connection.
-pub(crate) type Recheck = Box<dyn Fn(Option<&str>) + Send + Sync>;
+/// What the listener tells the lease manager, and asks it.
+pub(crate) trait FleetNews: Send + Sync {
+    /// The devices this process has commands in flight on (re-checked after a reconnection).
+    fn devices_in_flight(&self) -> Vec<String>;
+    /// `device`'s tenures ended by a take-back, as just read: cancel the commands of those.
+    fn taken_back(&self, device: &str, tokens: Vec<u64>);
+}
 
 /// Whether `config` asks for the shared store (the only case a [`Fleet`] is opened).
 fn wants_fleet(config: &StoreConfig) -> bool {
@@ -53,7 +58,7 @@ mod stand_in {
             }
             Ok(None)
         }
-        pub(crate) fn start(&self, _recheck: Recheck) {
+        pub(crate) fn start(&self, _news: Box<dyn FleetNews>) {
             match *self {}
         }
         pub(crate) fn transition<T>(
@@ -64,9 +69,6 @@ mod stand_in {
             match *self {}
         }
         pub(crate) fn read(&self, _device: &str) -> Result<(DeviceLease, After)> {
-            match *self {}
-        }
-        pub(crate) fn taken_back(&self, _device: &str) -> Result<Vec<u64>> {
             match *self {}
         }
         pub(crate) fn devices_of(&self, _session: &str) -> Result<Vec<String>> {
@@ -144,9 +146,11 @@ mod real {
             }))
         }
 
-        /// Starts the listener (NOTIFY → `recheck(Some(device))`, reconnection →
-        /// `recheck(None)`) and the heartbeat thread.
-        pub(crate) fn start(&self, recheck: Recheck) {
+        /// Starts the listener and the heartbeat thread. The listener re-reads a device named
+        /// by a NOTIFY on its own connection (so a busy store connection never delays a
+        /// cancellation) and tells `news`; after each (re)connection it re-reads every device
+        /// with commands in flight, since notifications sent meanwhile are lost.
+        pub(crate) fn start(&self, news: Box<dyn FleetNews>) {
             let config = self.leases.store().config().clone();
             let stop = Arc::clone(&self.stop);
             let listener = std::thread::Builder::new()
@@ -157,7 +161,20 @@ mod real {
                         CHANNEL,
                         &stop,
                         Duration::from_millis(500),
-                        &mut |device| recheck(device),
+                        &mut |client, device| {
+                            // Only devices with commands in flight here need a re-read.
+                            let in_flight = news.devices_in_flight();
+                            let devices = match device {
+                                Some(d) => in_flight.into_iter().filter(|x| x == d).collect(),
+                                None => in_flight,
+                            };
+                            for d in devices {
+                                match PgLeases::taken_back_on(client, &d) {
+                                    Ok(tokens) => news.taken_back(&d, tokens),
+                                    Err(_) => log::warn!("fleet: a lease could not be re-read"),
+                                }
+                            }
+                        },
                     );
                 });
             let beat = PgLeases::new(
@@ -198,10 +215,6 @@ mod real {
 
         pub(crate) fn read(&self, device: &str) -> Result<(DeviceLease, After)> {
             self.leases.read(device)
-        }
-
-        pub(crate) fn taken_back(&self, device: &str) -> Result<Vec<u64>> {
-            self.leases.taken_back(device)
         }
 
         pub(crate) fn devices_of(&self, session: &str) -> Result<Vec<String>> {

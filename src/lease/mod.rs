@@ -373,6 +373,24 @@ impl Drop for BrowserCallGuard {
     }
 }
 
+/// The listener's view of the lease manager: held weakly, so it never keeps a closed gateway
+/// alive.
+struct News(std::sync::Weak<Inner>);
+
+impl fleet::FleetNews for News {
+    fn devices_in_flight(&self) -> Vec<String> {
+        self.0.upgrade().map_or_else(Vec::new, |inner| {
+            inner.control.lock().in_flight.keys().cloned().collect()
+        })
+    }
+
+    fn taken_back(&self, device: &str, tokens: Vec<u64>) {
+        if let Some(inner) = self.0.upgrade() {
+            Leases { inner }.cancel_taken_back(device, tokens);
+        }
+    }
+}
+
 /// Runs cancellation hooks in order, outside every lock; a panicking hook is logged.
 fn run_hooks(hooks: Vec<CancelHook>) {
     for cancel in hooks {
@@ -476,43 +494,9 @@ impl Leases {
         };
         if let Some(fleet) = &leases.inner.fleet {
             // The listener holds the manager weakly: it must not keep a closed gateway alive.
-            let weak = Arc::downgrade(&leases.inner);
-            fleet.start(Box::new(move |device| {
-                if let Some(inner) = weak.upgrade() {
-                    Leases { inner }.recheck(device);
-                }
-            }));
+            fleet.start(Box::new(News(Arc::downgrade(&leases.inner))));
         }
         Ok(leases)
-    }
-
-    /// The fleet's news (NOTIFY) about `device`, or "re-check everything" (`None`) after the
-    /// listener (re)connected: reads the tenures a take-back ended and cancels this process's
-    /// in-flight commands granted under them (R-LEASE-3 across processes).
-    fn recheck(&self, device: Option<&str>) {
-        let Some(fleet) = &self.inner.fleet else {
-            return;
-        };
-        let devices: Vec<String> = match device {
-            Some(d) => vec![d.to_string()],
-            None => self
-                .inner
-                .control
-                .lock()
-                .in_flight
-                .keys()
-                .cloned()
-                .collect(),
-        };
-        for device in devices {
-            if !self.inner.control.lock().in_flight.contains_key(&device) {
-                continue;
-            }
-            match fleet.taken_back(&device) {
-                Ok(tokens) => self.cancel_taken_back(&device, tokens),
-                Err(e) => log::warn!("fleet: a lease could not be re-read: {}", e.code()),
-            }
-        }
     }
 
     /// Records `tokens` (the device's tenures ended by a take-back) and runs, outside the

@@ -203,20 +203,22 @@ impl PgLeases {
         })
     }
 
-    /// The tokens of the device's last tenures ended by a take-back (oldest first).
-    pub(crate) fn taken_back(&self, device: &str) -> Result<Vec<u64>> {
-        self.store.tx("lease take-backs", |tx, _| {
-            let row = tx.query_opt(
-                "SELECT taken_back FROM jevgate_control_leases WHERE device_id = $1",
-                &[&device],
-            )?;
-            Ok(row
-                .map(|r| r.get::<_, Vec<i64>>(0))
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(|t| u64::try_from(t).ok())
-                .collect())
-        })
+    /// The tokens of the device's last tenures ended by a take-back (oldest first), read on
+    /// `client` (the listener's own connection).
+    pub(crate) fn taken_back_on(
+        client: &mut postgres::Client,
+        device: &str,
+    ) -> std::result::Result<Vec<u64>, postgres::Error> {
+        let row = client.query_opt(
+            "SELECT taken_back FROM jevgate_control_leases WHERE device_id = $1",
+            &[&device],
+        )?;
+        Ok(row
+            .map(|r| r.get::<_, Vec<i64>>(0))
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|t| u64::try_from(t).ok())
+            .collect())
     }
 
     /// Devices whose lease `session` holds or which owe it a notice.

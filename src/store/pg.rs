@@ -320,17 +320,22 @@ fn apply_migrations(client: &mut Client) -> Result<()> {
 }
 
 /// Listens on `channel` on a connection of its own until `stop` is set, calling `deliver`
-/// with each notification's payload, and with `None` after every (re)connection — the moment
-/// to re-check everything, since notifications sent while disconnected are lost. Reconnects
-/// every `retry` while the database cannot be reached. Blocking: run it on its own thread.
+/// with that connection (to re-read what changed without waiting for the store's shared one)
+/// and each distinct notification payload of a batch, and with `None` after every
+/// (re)connection — the moment to re-check everything, since notifications sent while
+/// disconnected are lost. Reconnects every `retry` while the database cannot be reached.
+/// Blocking: run it on its own thread.
 pub(crate) fn listen_here(
     config: &postgres::Config,
     channel: &str,
     stop: &AtomicBool,
     retry: Duration,
-    deliver: &mut dyn FnMut(Option<&str>),
+    deliver: &mut dyn FnMut(&mut Client, Option<&str>),
 ) {
+    use postgres::fallible_iterator::FallibleIterator;
     const POLL: Duration = Duration::from_millis(100);
+    /// At most this many payloads are taken per batch (the rest wait for the next round).
+    const MAX_BATCH: usize = 1024;
     while !stop.load(Ordering::Acquire) {
         let mut client = match connect(config) {
             Ok(c) => c,
@@ -343,24 +348,34 @@ pub(crate) fn listen_here(
             std::thread::sleep(retry);
             continue;
         }
-        deliver(None);
+        deliver(&mut client, None);
         let mut rounds = 0u32;
         while !stop.load(Ordering::Acquire) {
+            let mut batch = std::collections::BTreeSet::new();
             let mut failed = false;
             {
                 let mut notifications = client.notifications();
-                let mut iter = notifications.timeout_iter(POLL);
-                loop {
-                    use postgres::fallible_iterator::FallibleIterator;
-                    match iter.next() {
-                        Ok(Some(n)) => deliver(Some(n.payload())),
-                        Ok(None) => break,
-                        Err(_) => {
-                            failed = true;
-                            break;
+                match notifications.timeout_iter(POLL).next() {
+                    Ok(Some(n)) => {
+                        batch.insert(n.payload().to_string());
+                    }
+                    Ok(None) => {}
+                    Err(_) => failed = true,
+                }
+                // What else arrived with it, without waiting.
+                let mut ready = notifications.iter();
+                while !failed && !batch.is_empty() && batch.len() < MAX_BATCH {
+                    match ready.next() {
+                        Ok(Some(n)) => {
+                            batch.insert(n.payload().to_string());
                         }
+                        Ok(None) => break,
+                        Err(_) => failed = true,
                     }
                 }
+            }
+            for payload in &batch {
+                deliver(&mut client, Some(payload));
             }
             if failed {
                 break;
