@@ -113,6 +113,8 @@ pub struct Gateway {
 #[derive(Debug)]
 struct Inner {
     store: Arc<Store>,
+    /// The store a fleet shares (`gateway.store.kind: "postgres"`), closed last.
+    shared: Option<crate::store::SharedStore>,
     leases: Leases,
     devices: DeviceService,
     reaper: Mutex<Option<Reaper>>,
@@ -138,11 +140,17 @@ impl Gateway {
         let clock: SharedClock = options
             .clock
             .unwrap_or_else(|| Arc::new(SystemClock::new()));
-        // `gateway.store`: the leases a fleet shares live in PostgreSQL (issue 23); the URL
-        // is read from its reference here and handed to the store only.
-        let fleet = crate::lease::Fleet::open(&options.config.gateway.store, &|name| {
-            std::env::var_os(name)
-        })?;
+        // `gateway.store`: what a fleet shares lives in PostgreSQL (issue 23). The URL is read
+        // from its reference here, handed to the store only, and dropped.
+        let shared = match options.config.gateway.store.url_ref() {
+            None => None,
+            Some(reference) => {
+                crate::store::SharedStore::check_built()?;
+                let url = reference.resolve(&|name| std::env::var_os(name))?;
+                Some(crate::store::SharedStore::open(url.expose())?)
+            }
+        };
+        let fleet = crate::lease::Fleet::open(shared.as_ref())?;
         let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock), fleet)?;
         let devices = DeviceService::open(
             Arc::clone(&store),
@@ -150,7 +158,11 @@ impl Gateway {
             &leases,
             options.data_dir.clone(),
         )?;
-        let jev = JevClient::open(Arc::clone(&store), &options.jev_root_certificates)?;
+        let jev = JevClient::open(
+            Arc::clone(&store),
+            &options.jev_root_certificates,
+            shared.as_ref(),
+        )?;
         let reaper = Reaper::start(
             leases.clone(),
             devices.artifact_purger(),
@@ -171,6 +183,7 @@ impl Gateway {
         let gateway = Gateway {
             inner: Arc::new(Inner {
                 store,
+                shared,
                 leases,
                 devices,
                 reaper: Mutex::new(Some(reaper)),
@@ -338,6 +351,9 @@ impl Gateway {
         self.inner.leases.close_all();
         self.inner.jev.close();
         self.inner.store.close();
+        if let Some(shared) = &self.inner.shared {
+            shared.close();
+        }
         log::info!("gateway closed");
     }
 }

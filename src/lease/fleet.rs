@@ -7,16 +7,15 @@
 //! cancels the in-flight commands of a tenure this process lost, and a heartbeat thread that
 //! keeps this process's liveness row fresh. A build without the cargo feature `postgres` has
 //! an uninhabited stand-in (`enum Fleet {}`): the lease manager's code is the same in both
-//! builds, and opening a `"postgres"` store there is refused with a clear error.
+//! builds (the shared store it would need cannot exist there).
 //!
-//! It never prints the URL (it is a credential, resolved here and handed to the store only) and
-//! never decides a lease itself: the transitions are `control.rs`'s.
+//! It never sees the URL (the gateway resolves it and opens the shared store) and never
+//! decides a lease itself: the transitions are `control.rs`'s.
 
 use super::control::{After, DeviceLease};
 use crate::clock::Instant;
-use crate::config::{StoreConfig, StoreKind};
+use crate::store::SharedStore;
 use crate::Result;
-use std::ffi::OsString;
 
 #[cfg(feature = "postgres")]
 pub(crate) use real::Fleet;
@@ -24,16 +23,12 @@ pub(crate) use real::Fleet;
 pub(crate) use stand_in::Fleet;
 
 /// What the listener tells the lease manager, and asks it.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only a fleet listens
 pub(crate) trait FleetNews: Send + Sync {
     /// The devices this process has commands in flight on (re-checked after a reconnection).
     fn devices_in_flight(&self) -> Vec<String>;
     /// `device`'s tenures ended by a take-back, as just read: cancel the commands of those.
     fn taken_back(&self, device: &str, tokens: Vec<u64>);
-}
-
-/// Whether `config` asks for the shared store (the only case a [`Fleet`] is opened).
-fn wants_fleet(config: &StoreConfig) -> bool {
-    config.kind == StoreKind::Postgres
 }
 
 #[cfg(not(feature = "postgres"))]
@@ -45,18 +40,12 @@ mod stand_in {
     pub(crate) enum Fleet {}
 
     impl Fleet {
-        /// `None` for SQLite; a clear refusal for `"postgres"` (this build cannot reach it).
-        pub(crate) fn open(
-            config: &StoreConfig,
-            _env: &dyn Fn(&str) -> Option<OsString>,
-        ) -> Result<Option<Fleet>> {
-            if wants_fleet(config) {
-                return Err(crate::Error::config(
-                    "gateway.store.kind",
-                    "\"postgres\" needs a jevgate built with the cargo feature `postgres`",
-                ));
+        /// No fleet without a shared store (and none can exist in this build).
+        pub(crate) fn open(shared: Option<&SharedStore>) -> Result<Option<Fleet>> {
+            match shared {
+                None => Ok(None),
+                Some(s) => match *s {},
             }
-            Ok(None)
         }
         pub(crate) fn start(&self, _news: Box<dyn FleetNews>) {
             match *self {}
@@ -99,7 +88,6 @@ mod stand_in {
 mod real {
     use super::super::pg::{FleetSettings, PgLeases, CHANNEL};
     use super::*;
-    use crate::store::pg::PgStore;
     use parking_lot::Mutex;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
@@ -121,22 +109,14 @@ mod real {
     }
 
     impl Fleet {
-        /// `None` for SQLite; for `"postgres"`, reads the URL from its reference, connects,
-        /// migrates, and writes this process's first liveness row.
-        pub(crate) fn open(
-            config: &StoreConfig,
-            env: &dyn Fn(&str) -> Option<OsString>,
-        ) -> Result<Option<Fleet>> {
-            if !wants_fleet(config) {
+        /// `None` without a shared store; with one, this process joins the fleet: its first
+        /// liveness row is written.
+        pub(crate) fn open(shared: Option<&SharedStore>) -> Result<Option<Fleet>> {
+            let Some(shared) = shared else {
                 return Ok(None);
-            }
-            let reference = config.url_ref().ok_or_else(|| {
-                crate::Error::config("gateway.store", "kind \"postgres\" needs urlEnv or urlFile")
-            })?;
-            let url = reference.resolve(env)?;
-            let store = Arc::new(PgStore::open(url.expose())?);
+            };
             let process = crate::ids::random_id("proc_")?;
-            let leases = PgLeases::new(store, process);
+            let leases = PgLeases::new(Arc::clone(&shared.0), process);
             leases.heartbeat()?;
             Ok(Some(Fleet {
                 leases,
@@ -244,8 +224,9 @@ mod real {
             self.leases.live_processes(self.settings.dead_after)
         }
 
-        /// Stops the threads, removes this process's liveness row (it is gone, not dead) and
-        /// closes the connection. Leases held stay held: a closed process frees nothing early.
+        /// Stops the threads and removes this process's liveness row (it is gone, not dead);
+        /// the gateway closes the shared store after. Leases held stay held: a closed process
+        /// frees nothing early.
         pub(crate) fn close(&self) {
             if self.stop.swap(true, Ordering::AcqRel) {
                 return;
@@ -264,7 +245,6 @@ mod real {
             if let Err(e) = self.leases.forget_process() {
                 log::warn!("fleet liveness row not removed: {}", e.code());
             }
-            self.leases.store().close();
         }
     }
 

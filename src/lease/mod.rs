@@ -375,6 +375,7 @@ impl Drop for BrowserCallGuard {
 
 /// The listener's view of the lease manager: held weakly, so it never keeps a closed gateway
 /// alive.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only a fleet listens
 struct News(std::sync::Weak<Inner>);
 
 impl fleet::FleetNews for News {

@@ -37,13 +37,17 @@ struct Migration {
     body: &'static str,
 }
 
+/// The key of the fleet's random secret in `jevgate_meta` (created with v2).
+const FLEET_SECRET: &str = "fleet_secret";
+
 /// The PostgreSQL migrations, in order; `MIGRATIONS[i].version == i + 1`. Never edit a released
 /// one; add the next.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    // Device control leases (the pure state as JSON plus the columns the fleet queries), their
-    // owners, and one liveness row per process; times are milliseconds on the database clock.
-    body: "CREATE TABLE jevgate_control_leases (
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        // Device control leases (the pure state as JSON plus the columns the fleet queries), their
+        // owners, and one liveness row per process; times are milliseconds on the database clock.
+        body: "CREATE TABLE jevgate_control_leases (
             device_id TEXT PRIMARY KEY,
             state TEXT NOT NULL DEFAULT '{}',
             holder TEXT,
@@ -63,7 +67,24 @@ const MIGRATIONS: &[Migration] = &[Migration {
             started_at BIGINT NOT NULL,
             heartbeat_at BIGINT NOT NULL
         );",
-}];
+    },
+    Migration {
+        version: 2,
+        // The fleet's secret (keys the hashes of caller scopes and request ids, so no row holds
+        // a raw id) and the Jev request ledger (R-JEV-LEDGER) shared by every process.
+        body: "CREATE TABLE jevgate_meta (
+            key TEXT PRIMARY KEY,
+            value BYTEA NOT NULL
+        );
+        CREATE TABLE jevgate_request_ledger (
+            scope BYTEA NOT NULL,
+            request BYTEA NOT NULL,
+            expires_at BIGINT NOT NULL,
+            PRIMARY KEY (scope, request)
+        );
+        CREATE INDEX jevgate_request_ledger_expiry ON jevgate_request_ledger (expires_at);",
+    },
+];
 
 /// The newest PostgreSQL schema version this build knows.
 pub(crate) const PG_SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
@@ -256,6 +277,19 @@ impl PgStore {
         }
     }
 
+    /// The fleet's random secret (32 bytes, created with the schema): the key of the hashes
+    /// every process must compute alike.
+    pub(crate) fn fleet_secret(&self) -> Result<Vec<u8>> {
+        self.tx("read the fleet secret", |tx, _| {
+            Ok(tx
+                .query_one(
+                    "SELECT value FROM jevgate_meta WHERE key = $1",
+                    &[&FLEET_SECRET],
+                )?
+                .get(0))
+        })
+    }
+
     /// Drops the connection; later calls fail with `GATEWAY_CLOSED`. Idempotent.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
@@ -304,7 +338,27 @@ fn apply_migrations(client: &mut Client) -> Result<()> {
         let mut tx = client
             .transaction()
             .map_err(|e| pg_error("begin migration", &e))?;
+        let secret = if m.version == 2 {
+            let mut secret = [0u8; 32];
+            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut secret).map_err(
+                |_| Error::Internal {
+                    reason: "no randomness for the fleet secret".into(),
+                },
+            )?;
+            Some(secret)
+        } else {
+            None
+        };
         tx.batch_execute(m.body)
+            .and_then(|()| match secret {
+                Some(s) => tx
+                    .execute(
+                        "INSERT INTO jevgate_meta (key, value) VALUES ($1, $2)",
+                        &[&FLEET_SECRET, &&s[..]],
+                    )
+                    .map(drop),
+                None => Ok(()),
+            })
             .and_then(|()| {
                 tx.execute(
                     "INSERT INTO jevgate_migrations (version) VALUES ($1)",

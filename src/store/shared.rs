@@ -1,0 +1,60 @@
+//! The store a fleet of processes shares (issue 23): a handle on the PostgreSQL store that the
+//! lease manager and the Jev request ledger both use, one connection setup per gateway.
+//!
+//! Owns only the choice between the real handle (cargo feature `postgres`) and an uninhabited
+//! stand-in, so the callers' code is the same in both builds: without the feature, asking for
+//! a shared store is refused with a clear configuration error before any credential is read.
+//! It never sees the URL's reference or prints the URL.
+
+use crate::{Error, Result};
+
+/// The shared store of a fleet.
+#[cfg(feature = "postgres")]
+#[derive(Debug, Clone)]
+pub(crate) struct SharedStore(pub(crate) std::sync::Arc<super::pg::PgStore>);
+
+/// No shared store in a build without the `postgres` feature: a value cannot exist.
+#[cfg(not(feature = "postgres"))]
+#[derive(Debug, Clone)]
+pub(crate) enum SharedStore {}
+
+impl SharedStore {
+    /// `Ok` when this build can open a shared store; the configuration error otherwise
+    /// (called before the URL is read, so the refusal does not depend on the environment).
+    pub(crate) fn check_built() -> Result<()> {
+        if cfg!(feature = "postgres") {
+            Ok(())
+        } else {
+            Err(Error::config(
+                "gateway.store.kind",
+                "\"postgres\" needs a jevgate built with the cargo feature `postgres`",
+            ))
+        }
+    }
+
+    /// Connects to `url` and applies the missing migrations (once across processes).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn open(url: &str) -> Result<SharedStore> {
+        Ok(SharedStore(std::sync::Arc::new(super::pg::PgStore::open(
+            url,
+        )?)))
+    }
+
+    /// Drops the connection; later calls fail with `GATEWAY_CLOSED`. Idempotent.
+    pub(crate) fn close(&self) {
+        #[cfg(feature = "postgres")]
+        self.0.close();
+        #[cfg(not(feature = "postgres"))]
+        match *self {}
+    }
+
+    /// Refused: this build has no PostgreSQL client.
+    #[cfg(not(feature = "postgres"))]
+    pub(crate) fn open(_url: &str) -> Result<SharedStore> {
+        Self::check_built().and_then(|()| {
+            Err(Error::Internal {
+                reason: "no shared store in this build".into(),
+            })
+        })
+    }
+}
