@@ -562,7 +562,7 @@ fn a_killed_process_is_dead_after_10_s_of_database_time() {
 #[test]
 fn an_unreachable_store_is_store_unavailable_without_the_url() {
     if !cfg!(feature = "postgres") {
-        eprintln!("skipped: built without the cargo feature `postgres`");
+        support::pg::skip_note("built without the cargo feature `postgres`");
         return;
     }
     // A loopback port nobody listens on.
@@ -669,7 +669,7 @@ fn sslmode_require_never_falls_back_to_plain_text() {
 #[test]
 fn a_malformed_or_missing_url_is_refused_without_echoing_it() {
     if !cfg!(feature = "postgres") {
-        eprintln!("skipped: built without the cargo feature `postgres`");
+        support::pg::skip_note("built without the cargo feature `postgres`");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -8,12 +8,21 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Prints why a test is skipped where `cargo test` shows it: straight to the process's stderr
+/// (libtest captures what `eprintln!` prints for a passing test, which would hide the skip).
+pub fn skip_note(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {why}");
+}
+
 /// The cluster's URL, or `None` with the reason printed (a failure under `JEVGATE_REQUIRE_PG=1`).
 pub fn pg_url() -> Option<String> {
     let require = std::env::var("JEVGATE_REQUIRE_PG").is_ok_and(|v| v == "1");
     let skip = |why: &str| {
         assert!(!require, "JEVGATE_REQUIRE_PG=1 but {why}");
-        eprintln!("skipped: {why} (scripts/test runs this suite against a throw-away cluster)");
+        skip_note(&format!(
+            "{why} (scripts/test runs this suite against a throw-away cluster)"
+        ));
     };
     if !cfg!(feature = "postgres") {
         skip("this test binary was built without the cargo feature `postgres`");
