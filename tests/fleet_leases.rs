@@ -758,3 +758,34 @@ fn a_take_back_racing_a_command_either_finds_it_and_cancels_it_or_comes_first() 
     }
     eprintln!("{cancelled_runs} of 30 take-backs found the command");
 }
+
+// Item 1 / Also: the doctor checks the shared store — its URL reference, reachability, the
+// schema version and the database clock against the host's — and never prints the URL.
+#[test]
+fn the_doctor_checks_the_shared_store_without_printing_the_url() {
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let (gw, _dir) = open_gateway(&db.url_file);
+    let report = gw.doctor().unwrap();
+    let json = report.to_json();
+    let by_name = |name: &str| report.checks.iter().find(|c| c.name == name).cloned();
+    let shared = by_name("store.shared").expect("a store.shared check");
+    assert_eq!(shared.status, jevgate::config::CheckStatus::Ok, "{json}");
+    assert!(shared.detail.contains("schema version"), "{json}");
+    assert!(by_name("store.url").is_some(), "{json}");
+    let db_name = db.url.rsplit('/').next().unwrap();
+    assert!(
+        !json.contains(db_name) && !json.contains("postgresql://"),
+        "{json}"
+    );
+    // A database clock far from the host's is a warning.
+    jevgate::unstable::advance_store_clock_ms(gw.leases(), 5_000);
+    let report = gw.doctor().unwrap();
+    let shared = report
+        .checks
+        .iter()
+        .find(|c| c.name == "store.shared")
+        .unwrap();
+    assert_eq!(shared.status, jevgate::config::CheckStatus::Warn);
+    assert!(shared.detail.contains("ahead of"), "{}", shared.detail);
+}

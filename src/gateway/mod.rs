@@ -279,6 +279,20 @@ impl Gateway {
                 detail: e.to_string(),
             },
         });
+        // Issue 23: the shared store — reachable, migrated, its clock against this host's.
+        if let Some(shared) = &self.inner.shared {
+            let (verdict, detail) = shared.doctor(self.inner.clock.wall_millis());
+            checks.push(DoctorCheck {
+                name: "store.shared".into(),
+                status: match verdict {
+                    Ok(true) => CheckStatus::Ok,
+                    Ok(false) => CheckStatus::Warn,
+                    Err(_) => CheckStatus::Error,
+                },
+                code: verdict.err().map(|e| e.code()),
+                detail,
+            });
+        }
         // Issue 20 item 1: who else can read the data directory is reported, never changed.
         let exposure = self.inner.store.exposure();
         checks.push(DoctorCheck {

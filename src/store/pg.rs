@@ -277,6 +277,20 @@ impl PgStore {
         }
     }
 
+    /// For the doctor: the schema version recorded in the database and the database's clock
+    /// (ms since the Unix epoch, with the test offset), read in one round trip.
+    pub(crate) fn health(&self) -> Result<(i32, i64)> {
+        self.tx("check the shared store", |tx, clock| {
+            let version: i32 = tx
+                .query_one(
+                    "SELECT coalesce(max(version), 0) FROM jevgate_migrations",
+                    &[],
+                )?
+                .get(0);
+            Ok((version, clock.now_ms(tx)?))
+        })
+    }
+
     /// The fleet's random secret (32 bytes, created with the schema): the key of the hashes
     /// every process must compute alike.
     pub(crate) fn fleet_secret(&self) -> Result<Vec<u8>> {

@@ -8,6 +8,11 @@
 
 use crate::{Error, Result};
 
+/// The largest skew between the database's clock and a host's the doctor accepts without a
+/// warning (ms).
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only a real shared store is checked
+pub(crate) const MAX_SKEW_MS: u64 = 1_000;
+
 /// The shared store of a fleet.
 #[cfg(feature = "postgres")]
 #[derive(Debug, Clone)]
@@ -38,6 +43,38 @@ impl SharedStore {
         Ok(SharedStore(std::sync::Arc::new(super::pg::PgStore::open(
             url,
         )?)))
+    }
+
+    /// The doctor's check of the shared store (issue 23): reachable, migrated to the version
+    /// this build knows, and the database's clock against `host_wall_ms` (a skew above
+    /// [`MAX_SKEW_MS`] is a warning: expiry is judged by the database's clock, but times shown
+    /// to people come from the host's). `(ok?, detail)`; never the URL.
+    pub(crate) fn doctor(&self, host_wall_ms: i64) -> (Result<bool>, String) {
+        #[cfg(feature = "postgres")]
+        {
+            match self.0.health() {
+                Err(e) => {
+                    let detail = e.to_string();
+                    (Err(e), detail)
+                }
+                Ok((version, db_ms)) => {
+                    let skew = db_ms.saturating_sub(host_wall_ms);
+                    let migrated = version == super::pg::PG_SCHEMA_VERSION;
+                    let detail = format!(
+                        "PostgreSQL reachable; schema version {version} ({}); database clock {} ms {} this host's",
+                        if migrated { "current" } else { "not the version this build knows" },
+                        skew.unsigned_abs(),
+                        if skew >= 0 { "ahead of" } else { "behind" },
+                    );
+                    (Ok(migrated && skew.unsigned_abs() <= MAX_SKEW_MS), detail)
+                }
+            }
+        }
+        #[cfg(not(feature = "postgres"))]
+        {
+            let _ = host_wall_ms;
+            match *self {}
+        }
     }
 
     /// Drops the connection; later calls fail with `GATEWAY_CLOSED`. Idempotent.
