@@ -1183,25 +1183,29 @@ impl Leases {
     }
 }
 
-/// Tests only (re-exported by `jevgate::unstable`): moves `leases`' view of the shared store's
-/// clock by `ms` (the PostgreSQL counterpart of `ManualClock::advance`; expiry on the shared
-/// store is judged by the database's clock, never the host's). No effect on SQLite.
-#[doc(hidden)]
-pub fn advance_store_clock_ms(leases: &Leases, ms: i64) {
-    if let Some(fleet) = &leases.inner.fleet {
-        fleet.advance_clock_ms(ms);
-    }
-}
+/// Test hooks of the shared store, re-exported by `jevgate::unstable` only (never part of the
+/// lease API).
+pub(crate) mod test_hooks {
+    use super::{Leases, Result};
 
-/// Tests only (re-exported by `jevgate::unstable`): on the shared store, this process's id in
-/// the fleet and the ids of the processes alive now (fresh liveness rows on the database
-/// clock); `None` on SQLite.
-#[doc(hidden)]
-pub fn fleet_processes(leases: &Leases) -> Option<Result<(String, Vec<String>)>> {
-    let fleet = leases.inner.fleet.as_ref()?;
-    Some(
-        fleet
-            .live_processes()
-            .map(|live| (fleet.process_id().to_string(), live)),
-    )
+    /// Tests only (re-exported by `jevgate::unstable`): moves `leases`' view of the shared store's
+    /// clock by `ms` (the PostgreSQL counterpart of `ManualClock::advance`; expiry on the shared
+    /// store is judged by the database's clock, never the host's). No effect on SQLite.
+    pub fn advance_store_clock_ms(leases: &Leases, ms: i64) {
+        if let Some(fleet) = &leases.inner.fleet {
+            fleet.advance_clock_ms(ms);
+        }
+    }
+
+    /// Tests only (re-exported by `jevgate::unstable`): on the shared store, this process's id in
+    /// the fleet and the ids of the processes alive now (fresh liveness rows on the database
+    /// clock); `None` on SQLite.
+    pub fn fleet_processes(leases: &Leases) -> Option<Result<(String, Vec<String>)>> {
+        let fleet = leases.inner.fleet.as_ref()?;
+        Some(
+            fleet
+                .live_processes()
+                .map(|live| (fleet.process_id().to_string(), live)),
+        )
+    }
 }
