@@ -27,6 +27,7 @@
 #define JEVGATE_CODE_STORE_VERSION_UNSUPPORTED "STORE_VERSION_UNSUPPORTED"
 #define JEVGATE_CODE_STORE_LOCKED "STORE_LOCKED"
 #define JEVGATE_CODE_STORE_IO "STORE_IO"
+#define JEVGATE_CODE_STORE_UNAVAILABLE "STORE_UNAVAILABLE"
 #define JEVGATE_CODE_INVALID_ARGUMENT "INVALID_ARGUMENT"
 #define JEVGATE_CODE_DEVICE_CONTROL_ELSEWHERE "DEVICE_CONTROL_ELSEWHERE"
 #define JEVGATE_CODE_DEVICE_CONTROL_REVOKED "DEVICE_CONTROL_REVOKED"
@@ -886,7 +887,9 @@ void jevgate_manual_clock_free(jevgate_manual_clock *clock);
 
 /**
  * A browser call by `root_session` on `device_id` (R-LEASE-1..4): acquires or renews the
- * control lease. Writes `{"acquired":bool,"expiresAt":unix_ms}` to `*grant_json_out`.
+ * control lease. Writes `{"acquired":bool,"expiresAt":unix_ms,"fencingToken":n}` to
+ * `*grant_json_out`: the fencing token is the same for every renewal of one tenure and strictly
+ * greater for every later tenure of the device (fleet-wide on the PostgreSQL store).
  * Fails with `DEVICE_CONTROL_ELSEWHERE` or (once, after a take-back) `DEVICE_CONTROL_REVOKED`.
  *
  * # Safety
@@ -901,7 +904,7 @@ jevgate_status jevgate_lease_acquire(const jevgate_gateway *gateway,
 
 /**
  * Renews the caller's control lease without acquiring (`DEVICE_CONTROL_NOT_HELD`). Writes
- * `{"acquired":false,"expiresAt":unix_ms}`.
+ * `{"acquired":false,"expiresAt":unix_ms,"fencingToken":n}`.
  *
  * # Safety
  * As `jevgate_lease_acquire`.

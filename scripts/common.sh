@@ -11,3 +11,12 @@ apt_install() {
 ensure_chromium() {
   [ -n "${JEVGATE_CHROMIUM:-}" ] || [ -x /usr/bin/chromium ] || apt_install chromium
 }
+# The shared-store tests run a throw-away PostgreSQL 15 cluster (issue 23, scripts/pg-cluster).
+# Debian's package would create and start a "main" cluster of its own: told not to first, so
+# installing leaves no service running.
+ensure_postgresql() {
+  [ -x /usr/lib/postgresql/15/bin/initdb ] && return 0
+  as_root mkdir -p /etc/postgresql-common/createcluster.d
+  echo "create_main_cluster = false" | as_root tee /etc/postgresql-common/createcluster.d/jevgate.conf >/dev/null
+  apt_install postgresql-15 postgresql-client-15
+}

@@ -132,6 +132,15 @@ pub enum Error {
         reason: String,
     },
 
+    /// The shared store (PostgreSQL, `gateway.store.kind: "postgres"`) cannot be reached: the
+    /// connection was lost and could not be made again, or a statement timed out. Nothing was
+    /// changed by the failed call; try again later. The message never carries the URL.
+    #[error("store unavailable: {reason}")]
+    StoreUnavailable {
+        /// The operation and the kind of failure (written by jevgate, never the URL).
+        reason: String,
+    },
+
     /// An argument was invalid: a NULL pointer or invalid UTF-8 across the C ABI, or a value
     /// outside its documented range.
     #[error("invalid argument `{name}`: {reason}")]
@@ -694,6 +703,7 @@ error_table! {
     StoreVersionUnsupported => "STORE_VERSION_UNSUPPORTED", 500, Store, false, None;
     StoreLocked => "STORE_LOCKED", 409, Store, true, None;
     StoreIo => "STORE_IO", 500, Store, false, None;
+    StoreUnavailable => "STORE_UNAVAILABLE", 503, Store, true, None;
     InvalidArgument => "INVALID_ARGUMENT", 400, Argument, false, None;
     DeviceControlElsewhere => "DEVICE_CONTROL_ELSEWHERE", 409, Lease, true, None;
     DeviceControlRevoked => "DEVICE_CONTROL_REVOKED", 409, Lease, false, None;
@@ -793,6 +803,7 @@ impl Error {
             Error::StoreVersionUnsupported { .. } => ErrorKind::StoreVersionUnsupported,
             Error::StoreLocked => ErrorKind::StoreLocked,
             Error::StoreIo { .. } => ErrorKind::StoreIo,
+            Error::StoreUnavailable { .. } => ErrorKind::StoreUnavailable,
             Error::InvalidArgument { .. } => ErrorKind::InvalidArgument,
             Error::DeviceControlElsewhere => ErrorKind::DeviceControlElsewhere,
             Error::DeviceControlRevoked => ErrorKind::DeviceControlRevoked,
@@ -1060,6 +1071,14 @@ mod tests {
                 Error::store_io("open", "denied"),
                 "STORE_IO",
                 500,
+                ErrorFamily::Store,
+            ),
+            (
+                Error::StoreUnavailable {
+                    reason: "connect: timed out".into(),
+                },
+                "STORE_UNAVAILABLE",
+                503,
                 ErrorFamily::Store,
             ),
             (

@@ -21,6 +21,8 @@ pub use crate::lease::control::{ControlTable, Refusal};
 pub use crate::lease::profile::{
     profile_key_hash, SessionRefusal, SessionRequest, SessionTable, MAX_PINS,
 };
+/// The shared (PostgreSQL) store's test clock and liveness rows (issue 23).
+pub use crate::lease::test_hooks::{advance_store_clock_ms, fleet_processes};
 pub use crate::store::temp_dirs::private_temp_dir;
 /// Every owner's tasks, for the `jevgate task list` of the person who owns the directory.
 pub use crate::task::bench::{all_tasks, evidence_record, set_checkpoint_hook, ReceiptBench};

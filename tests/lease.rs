@@ -604,3 +604,81 @@ fn closing_the_gateway_closes_browser_sessions_and_refuses_lease_calls() {
         "GATEWAY_CLOSED"
     );
 }
+
+// Issue 23 item 2 (R-LEASE-1, -3): on SQLite a grant's fencing token is the device row's
+// version: the same through the renewals of one tenure, strictly greater for every later
+// tenure, and kept across a restart.
+#[test]
+fn fencing_tokens_name_one_tenure_each_and_only_grow() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    let gw = gateway(dir.path(), &clock);
+    let l = gw.leases();
+    l.set_device_owner("dev", "person").unwrap();
+    let a = l.acquire("dev", "a").unwrap();
+    assert!(a.fencing_token > 0);
+    assert_eq!(l.renew("dev", "a").unwrap().fencing_token, a.fencing_token);
+    assert_eq!(
+        l.acquire("dev", "a").unwrap().fencing_token,
+        a.fencing_token
+    );
+    assert!(l.take_back("dev", &owner()).unwrap());
+    assert_eq!(
+        l.acquire("dev", "a").unwrap_err().code(),
+        "DEVICE_CONTROL_REVOKED"
+    );
+    let a2 = l.acquire("dev", "a").unwrap();
+    assert!(a2.acquired && a2.fencing_token > a.fencing_token);
+    l.release_session("a").unwrap();
+    let b = l.acquire("dev", "b").unwrap();
+    assert!(b.fencing_token > a2.fencing_token);
+    clock.advance(secs(120));
+    let c = l.acquire("dev", "c").unwrap();
+    assert!(
+        c.acquired && c.fencing_token > b.fencing_token,
+        "expiry ends a tenure"
+    );
+    let json = serde_json::to_value(c).unwrap();
+    assert_eq!(json["fencingToken"], c.fencing_token);
+    gw.close();
+    let gw = gateway(dir.path(), &clock);
+    let again = gw.leases().acquire("dev", "c").unwrap();
+    assert!(!again.acquired, "restored across the restart");
+    assert_eq!(again.fencing_token, c.fencing_token);
+    assert!(gw.leases().acquire("other", "c").unwrap().fencing_token > 0);
+}
+
+// Issue 23 item 1: the store is chosen when the gateway opens and cannot change by reload.
+#[test]
+fn the_store_cannot_change_by_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    let gw = gateway(dir.path(), &clock);
+    let err = gw
+        .reload_json(r#"{"gateway":{"store":{"kind":"postgres","urlEnv":"FLEET_PG_URL"}}}"#)
+        .unwrap_err();
+    assert_eq!(err.code(), "JEV_INVALID_CONFIGURATION");
+    assert_eq!(err.path(), Some("gateway.store"));
+    assert_eq!(gw.generation(), 1);
+    gw.reload_json(r#"{"gateway":{"store":{"kind":"sqlite"}}}"#)
+        .unwrap();
+}
+
+// Issue 23 item 1: a build without the cargo feature `postgres` refuses `kind: "postgres"` with
+// a clear error, before anything is opened.
+#[cfg(not(feature = "postgres"))]
+#[test]
+fn a_build_without_the_postgres_feature_refuses_the_postgres_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config::from_json_str(
+        r#"{"gateway":{"store":{"kind":"postgres","urlEnv":"FLEET_PG_URL"}}}"#,
+    )
+    .unwrap();
+    let err = Gateway::open(GatewayOptions::new(dir.path(), config)).unwrap_err();
+    assert_eq!(err.code(), "JEV_INVALID_CONFIGURATION");
+    assert_eq!(err.path(), Some("gateway.store.kind"));
+    assert!(
+        err.to_string().contains("cargo feature `postgres`"),
+        "{err}"
+    );
+}

@@ -166,10 +166,13 @@ const UNSTABLE: &[&str] = &[
     "SessionRefusal",
     "SessionRequest",
     "SessionTable",
+    // The shared store's test clock and liveness rows (issue 23: tests/fleet_*.rs).
+    "advance_store_clock_ms",
     "all_tasks",
     "confine",
     "confine_upload",
     "evidence_record",
+    "fleet_processes",
     "frames",
     "private_temp_dir",
     "profile_key_hash",

@@ -181,6 +181,11 @@ pub fn doctor(config: &Config, env: &dyn Fn(&str) -> Option<OsString>) -> Doctor
             ));
         }
     }
+    // Issue 23: the shared store's URL reference (set, readable, private); the URL itself is
+    // never read into the report.
+    if let Some(r) = config.gateway.store.url_ref() {
+        checks.push(credential("store.url", &r, env));
+    }
     DoctorReport::new(checks)
 }
 

@@ -75,6 +75,62 @@ pub struct GatewayConfig {
     /// Browser tasks: how long their rows are kept.
     #[serde(default)]
     pub tasks: TasksConfig,
+    /// Where leases live: this process's SQLite file (the default) or the PostgreSQL database a
+    /// fleet of processes shares (issue 23). Fixed for the life of a gateway.
+    #[serde(default)]
+    pub store: StoreConfig,
+}
+
+/// Which engine keeps what several processes must agree on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreKind {
+    /// The embedded SQLite file in the data directory (one process).
+    #[default]
+    Sqlite,
+    /// A PostgreSQL database shared by every process of a fleet (cargo feature `postgres`).
+    Postgres,
+}
+
+/// `gateway.store`: `{"kind": "sqlite"}` (the default) or `{"kind": "postgres", "urlEnv": NAME}`
+/// / `{"kind": "postgres", "urlFile": "/abs/path"}` — exactly one reference. The URL is a
+/// credential (R-CFG-ENV, R-CFG-KEYFILE): named, never written in the configuration, never
+/// printed.
+///
+/// ```
+/// use jevgate::config::{Config, StoreKind};
+/// let c = Config::from_json_str(r#"{"gateway":{"store":{"kind":"postgres","urlEnv":"FLEET_PG_URL"}}}"#).unwrap();
+/// assert_eq!(c.gateway.store.kind, StoreKind::Postgres);
+/// assert_eq!(Config::default().gateway.store.kind, StoreKind::Sqlite);
+/// let e = Config::from_json_str(r#"{"gateway":{"store":{"kind":"postgres"}}}"#).unwrap_err();
+/// assert_eq!(e.path(), Some("gateway.store"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StoreConfig {
+    /// The engine (default `sqlite`).
+    #[serde(default)]
+    pub kind: StoreKind,
+    /// The environment variable holding the PostgreSQL URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_env: Option<String>,
+    /// An absolute path to a file holding only the PostgreSQL URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_file: Option<String>,
+}
+
+impl StoreConfig {
+    /// Where the PostgreSQL URL is read from (`None` for SQLite).
+    pub fn url_ref(&self) -> Option<CredentialRef> {
+        if self.kind != StoreKind::Postgres {
+            return None;
+        }
+        match (&self.url_env, &self.url_file) {
+            (Some(name), _) => Some(CredentialRef::Env(name.clone())),
+            (None, Some(path)) => Some(CredentialRef::File(path.clone())),
+            (None, None) => None,
+        }
+    }
 }
 
 /// `gateway.tasks`.
@@ -691,6 +747,9 @@ impl Config {
         }
         if let Some(b) = &jev.browser {
             names.extend(b.bindings.iter().filter_map(|b| b.api_key_env.clone()));
+        }
+        if let Some(CredentialRef::Env(name)) = self.gateway.store.url_ref() {
+            names.insert(name);
         }
         names
     }

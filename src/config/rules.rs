@@ -112,7 +112,36 @@ pub(super) fn validate(config: &Config) -> R {
         1,
         3650,
     )?;
+    store(&config.gateway.store)?;
     agents(&config.agents)
+}
+
+/// `gateway.store`: SQLite takes no reference; PostgreSQL takes exactly one, well-formed.
+fn store(s: &StoreConfig) -> R {
+    const P: &str = "gateway.store";
+    match s.kind {
+        StoreKind::Sqlite => {
+            if s.url_env.is_some() {
+                return fail(format!("{P}.urlEnv"), "is only for kind \"postgres\"");
+            }
+            if s.url_file.is_some() {
+                return fail(format!("{P}.urlFile"), "is only for kind \"postgres\"");
+            }
+            Ok(())
+        }
+        StoreKind::Postgres => match (&s.url_env, &s.url_file) {
+            (None, None) => fail(
+                P,
+                "kind \"postgres\" needs exactly one of urlEnv and urlFile (the URL is a credential)",
+            ),
+            (Some(_), Some(_)) => fail(
+                format!("{P}.urlFile"),
+                "urlEnv and urlFile are mutually exclusive; configure one",
+            ),
+            (Some(name), None) => key_env(&format!("{P}.urlEnv"), name),
+            (None, Some(file)) => key_file(&format!("{P}.urlFile"), file),
+        },
+    }
 }
 
 fn jev(j: &JevConfig) -> R {

@@ -127,7 +127,7 @@ pub(crate) mod fixture {
             let dir = tempfile::tempdir().unwrap();
             let store = Arc::new(Store::open(dir.path()).unwrap());
             let clock: SharedClock = Arc::new(SystemClock::new());
-            let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock)).unwrap();
+            let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock), None).unwrap();
             let devices =
                 DeviceService::open(Arc::clone(&store), clock, &leases, dir.path().to_path_buf())
                     .unwrap();

@@ -137,7 +137,9 @@ unsafe fn grant_call(
 }
 
 /// A browser call by `root_session` on `device_id` (R-LEASE-1..4): acquires or renews the
-/// control lease. Writes `{"acquired":bool,"expiresAt":unix_ms}` to `*grant_json_out`.
+/// control lease. Writes `{"acquired":bool,"expiresAt":unix_ms,"fencingToken":n}` to
+/// `*grant_json_out`: the fencing token is the same for every renewal of one tenure and strictly
+/// greater for every later tenure of the device (fleet-wide on the PostgreSQL store).
 /// Fails with `DEVICE_CONTROL_ELSEWHERE` or (once, after a take-back) `DEVICE_CONTROL_REVOKED`.
 ///
 /// # Safety
@@ -166,7 +168,7 @@ pub unsafe extern "C" fn jevgate_lease_acquire(
 }
 
 /// Renews the caller's control lease without acquiring (`DEVICE_CONTROL_NOT_HELD`). Writes
-/// `{"acquired":false,"expiresAt":unix_ms}`.
+/// `{"acquired":false,"expiresAt":unix_ms,"fencingToken":n}`.
 ///
 /// # Safety
 /// As `jevgate_lease_acquire`.

@@ -113,6 +113,8 @@ pub struct Gateway {
 #[derive(Debug)]
 struct Inner {
     store: Arc<Store>,
+    /// The store a fleet shares (`gateway.store.kind: "postgres"`), closed last.
+    shared: Option<crate::store::SharedStore>,
     leases: Leases,
     devices: DeviceService,
     reaper: Mutex<Option<Reaper>>,
@@ -138,14 +140,29 @@ impl Gateway {
         let clock: SharedClock = options
             .clock
             .unwrap_or_else(|| Arc::new(SystemClock::new()));
-        let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock))?;
+        // `gateway.store`: what a fleet shares lives in PostgreSQL (issue 23). The URL is read
+        // from its reference here, handed to the store only, and dropped.
+        let shared = match options.config.gateway.store.url_ref() {
+            None => None,
+            Some(reference) => {
+                crate::store::SharedStore::check_built()?;
+                let url = reference.resolve(&|name| std::env::var_os(name))?;
+                Some(crate::store::SharedStore::open(url.expose())?)
+            }
+        };
+        let fleet = crate::lease::Fleet::open(shared.as_ref())?;
+        let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock), fleet)?;
         let devices = DeviceService::open(
             Arc::clone(&store),
             Arc::clone(&clock),
             &leases,
             options.data_dir.clone(),
         )?;
-        let jev = JevClient::open(Arc::clone(&store), &options.jev_root_certificates)?;
+        let jev = JevClient::open(
+            Arc::clone(&store),
+            &options.jev_root_certificates,
+            shared.as_ref(),
+        )?;
         let reaper = Reaper::start(
             leases.clone(),
             devices.artifact_purger(),
@@ -166,6 +183,7 @@ impl Gateway {
         let gateway = Gateway {
             inner: Arc::new(Inner {
                 store,
+                shared,
                 leases,
                 devices,
                 reaper: Mutex::new(Some(reaper)),
@@ -213,6 +231,12 @@ impl Gateway {
         self.check_open()?;
         config.validate()?;
         let _serial = self.inner.reload.lock();
+        if config.gateway.store != self.inner.live.read().config.gateway.store {
+            return Err(Error::config(
+                "gateway.store",
+                "cannot change while the gateway is open; close it and open it with the new store",
+            ));
+        }
         let names = config.secret_env_names();
         self.inner
             .tasks
@@ -255,6 +279,20 @@ impl Gateway {
                 detail: e.to_string(),
             },
         });
+        // Issue 23: the shared store — reachable, migrated, its clock against this host's.
+        if let Some(shared) = &self.inner.shared {
+            let (verdict, detail) = shared.doctor(self.inner.clock.wall_millis());
+            checks.push(DoctorCheck {
+                name: "store.shared".into(),
+                status: match verdict {
+                    Ok(true) => CheckStatus::Ok,
+                    Ok(false) => CheckStatus::Warn,
+                    Err(_) => CheckStatus::Error,
+                },
+                code: verdict.err().map(|e| e.code()),
+                detail,
+            });
+        }
         // Issue 20 item 1: who else can read the data directory is reported, never changed.
         let exposure = self.inner.store.exposure();
         checks.push(DoctorCheck {
@@ -327,6 +365,9 @@ impl Gateway {
         self.inner.leases.close_all();
         self.inner.jev.close();
         self.inner.store.close();
+        if let Some(shared) = &self.inner.shared {
+            shared.close();
+        }
         log::info!("gateway closed");
     }
 }

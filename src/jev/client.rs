@@ -418,6 +418,8 @@ type Dispatched = (Result<Vec<u8>>, Option<Arc<LateUsage>>);
 pub(crate) struct JevClient {
     limiter: Arc<Limiter>,
     ledger: Mutex<Ledger>,
+    /// The fleet's ledger when the store is shared (issue 23): used instead of `ledger`.
+    shared_ledger: Option<super::shared_ledger::SharedLedger>,
     callback: RwLock<Option<JevCallback>>,
     pub(crate) http: Http,
     pool: IoPool,
@@ -466,11 +468,16 @@ struct Draft {
 }
 
 impl JevClient {
-    pub(crate) fn open(store: Arc<Store>, extra_roots: &[Vec<u8>]) -> Result<JevClient> {
+    pub(crate) fn open(
+        store: Arc<Store>,
+        extra_roots: &[Vec<u8>],
+        shared: Option<&crate::store::SharedStore>,
+    ) -> Result<JevClient> {
         let secret = store.gateway_secret()?;
         Ok(JevClient {
             limiter: Arc::new(Limiter::default()),
             ledger: Mutex::new(Ledger::new()),
+            shared_ledger: super::shared_ledger::SharedLedger::open(shared)?,
             callback: RwLock::new(None),
             http: Http::new(extra_roots),
             pool: IoPool::default(),
@@ -616,7 +623,12 @@ impl JevClient {
         let clock = ctx.clock();
         let mut ledger_entry = None;
         if let Some(id) = &call.request_id {
-            let refusal = self.ledger.lock().insert(&call.agent_id, id, clock.now());
+            // Across a fleet the shared ledger decides (an unreachable store is an error
+            // before anything is sent).
+            let refusal = match &self.shared_ledger {
+                Some(shared) => shared.insert(&call.agent_id, id)?,
+                None => self.ledger.lock().insert(&call.agent_id, id, clock.now()),
+            };
             match refusal {
                 Ok(()) => ledger_entry = Some(id.as_str()),
                 Err(LedgerRefusal::Conflict) => {
@@ -640,7 +652,10 @@ impl JevClient {
         // Until dispatch, a local rejection forgets the id: nothing was sent.
         let undo = |e: Error| -> Error {
             if let Some(id) = ledger_entry {
-                self.ledger.lock().release(&call.agent_id, id);
+                match &self.shared_ledger {
+                    Some(shared) => shared.release(&call.agent_id, id),
+                    None => self.ledger.lock().release(&call.agent_id, id),
+                }
             }
             e
         };

@@ -133,9 +133,80 @@ impl Ledger {
     }
 }
 
+/// What a shared (PostgreSQL) ledger holds for one insert, read under its lock at the
+/// database's time (ms): the rules of [`Ledger::insert`] decide on it ([`decide`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Seen {
+    /// The id is live in its caller's scope.
+    pub live: bool,
+    /// Live ids of the caller, and the earliest expiry among them.
+    pub caller: (usize, Option<i64>),
+    /// Live ids in all, and the earliest expiry among them.
+    pub total: (usize, Option<i64>),
+    /// The database's time.
+    pub now_ms: i64,
+}
+
+/// The ledger's rules over what a shared ledger [`Seen`]: a conflict, a full caller scope, a
+/// full ledger (each with the wait until its earliest id expires), or room.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only the PostgreSQL ledger asks
+pub(crate) fn decide(seen: &Seen) -> Result<(), LedgerRefusal> {
+    let wait = |oldest: Option<i64>| {
+        oldest.map_or(LEDGER_TTL, |e| {
+            Duration::from_millis(u64::try_from(e.saturating_sub(seen.now_ms)).unwrap_or(0))
+        })
+    };
+    if seen.live {
+        return Err(LedgerRefusal::Conflict);
+    }
+    if seen.caller.0 >= LEDGER_PER_CALLER {
+        return Err(LedgerRefusal::CallerFull(wait(seen.caller.1)));
+    }
+    if seen.total.0 >= LEDGER_CAPACITY {
+        return Err(LedgerRefusal::Full(wait(seen.total.1)));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shared_ledger_decides_by_the_same_rules() {
+        let seen = |live, caller, total| Seen {
+            live,
+            caller,
+            total,
+            now_ms: 1_000,
+        };
+        assert_eq!(decide(&seen(false, (0, None), (0, None))), Ok(()));
+        assert_eq!(
+            decide(&seen(true, (1, Some(2_000)), (1, Some(2_000)))),
+            Err(LedgerRefusal::Conflict)
+        );
+        assert_eq!(
+            decide(&seen(
+                false,
+                (LEDGER_PER_CALLER, Some(4_000)),
+                (LEDGER_PER_CALLER, Some(3_000))
+            )),
+            Err(LedgerRefusal::CallerFull(Duration::from_secs(3)))
+        );
+        assert_eq!(
+            decide(&seen(
+                false,
+                (3, Some(9_000)),
+                (LEDGER_CAPACITY, Some(1_500))
+            )),
+            Err(LedgerRefusal::Full(Duration::from_millis(500)))
+        );
+        assert_eq!(
+            decide(&seen(false, (0, None), (LEDGER_CAPACITY, Some(i64::MIN)))),
+            Err(LedgerRefusal::Full(Duration::ZERO)),
+            "saturating, never a panic"
+        );
+    }
 
     fn at(secs: u64) -> Instant {
         Instant::from_origin(Duration::from_secs(secs))

@@ -58,6 +58,7 @@ mod question;
 mod request;
 mod response;
 mod schema;
+mod shared_ledger;
 mod sum;
 mod thinking;
 mod usage;

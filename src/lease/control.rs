@@ -73,6 +73,9 @@ pub struct DeviceLease {
     notices: Vec<Notice>,
     /// Bumped whenever the persistable view (holder, notices) changes; renewals do not bump it.
     epoch: u64,
+    /// The version of the persisted row, kept by the façade (the SQLite engine's fencing
+    /// token: it grows with every persisted change, so every tenure has its own).
+    version: u64,
 }
 
 /// A persisted view of one device's lease (holder changes and notices only; renewals are not
@@ -103,6 +106,22 @@ impl DeviceLease {
     /// Changes whenever the persistable view changes (cheap change detection for the façade).
     pub fn epoch(&self) -> u64 {
         self.epoch
+    }
+
+    /// The persisted row's version (see the field); 0 before the first write.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The next version, for a write of the changed view; returns it.
+    pub(crate) fn bump_version(&mut self) -> u64 {
+        self.version = self.version.saturating_add(1);
+        self.version
+    }
+
+    /// Sets the version read back from the store on open.
+    pub(crate) fn set_version(&mut self, version: u64) {
+        self.version = version;
     }
 
     fn window_open(&self, now: Instant) -> Option<Instant> {
@@ -278,8 +297,95 @@ impl DeviceLease {
                 })
                 .collect(),
             epoch: 0,
+            version: 0,
         }
     }
+}
+
+/// The whole state of one device's lease as plain data (times in milliseconds since the
+/// clock's origin), for an engine that keeps it in a row and runs the same transitions on it
+/// (the PostgreSQL engine, `lease/pg.rs`).
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only the PostgreSQL engine keeps records
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Record {
+    /// The holder and when its hold expires.
+    #[serde(default)]
+    hold: Option<(String, u64)>,
+    /// Owed notices: session, window end, take-back time.
+    #[serde(default)]
+    notices: Vec<(String, u64, u64)>,
+}
+
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only the PostgreSQL engine keeps records
+impl Record {
+    /// When the recorded hold expires (ms since the clock's origin), if there is one.
+    pub(crate) fn hold_expires_ms(&self) -> Option<u64> {
+        self.hold.as_ref().map(|(_, e)| *e)
+    }
+}
+
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only the PostgreSQL engine keeps records
+fn ms(at: Instant) -> u64 {
+    u64::try_from(at.since_origin().as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only the PostgreSQL engine keeps records
+fn at(ms: u64) -> Instant {
+    Instant::from_origin(Duration::from_millis(ms))
+}
+
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only the PostgreSQL engine keeps records
+impl DeviceLease {
+    /// The whole state as plain data.
+    pub(crate) fn to_record(&self) -> Record {
+        Record {
+            hold: self
+                .hold
+                .as_ref()
+                .map(|h| (h.session.clone(), ms(h.expires_at))),
+            notices: self
+                .notices
+                .iter()
+                .map(|n| (n.session.clone(), ms(n.window_ends), ms(n.taken_at)))
+                .collect(),
+        }
+    }
+
+    /// The state a [`Record`] describes (bounded: at most [`MAX_NOTICES_PER_DEVICE`] notices).
+    pub(crate) fn from_record(r: &Record) -> DeviceLease {
+        DeviceLease {
+            hold: r.hold.as_ref().map(|(s, e)| Hold {
+                session: s.clone(),
+                expires_at: at(*e),
+            }),
+            notices: r
+                .notices
+                .iter()
+                .rev()
+                .take(MAX_NOTICES_PER_DEVICE)
+                .rev()
+                .map(|(s, w, t)| Notice {
+                    session: s.clone(),
+                    window_ends: at(*w),
+                    taken_at: at(*t),
+                })
+                .collect(),
+            epoch: 0,
+            version: 0,
+        }
+    }
+}
+
+/// What a transition on a device's shared row left behind (the PostgreSQL engine, `pg.rs`;
+/// here so that engine and the fleet share it without a circle).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct After {
+    /// The device's fencing token after the transition.
+    pub token: u64,
+    /// The database clock when the transition ran (ms since the Unix epoch).
+    pub now_ms: u64,
+    /// The token of the tenure this transition took back (R-LEASE-3), if it did.
+    pub took_back: Option<u64>,
 }
 
 /// All devices' control leases.
@@ -485,6 +591,20 @@ mod tests {
         assert!(l.notices.len() <= MAX_NOTICES_PER_DEVICE);
         let later = t(40 * 200 + 3600);
         assert!(l.is_empty(later));
+    }
+
+    #[test]
+    fn a_record_round_trips_the_whole_state() {
+        let mut l = DeviceLease::default();
+        l.touch("a", t(0)).unwrap();
+        l.take_back(t(5));
+        l.touch("b", t(200)).unwrap();
+        let back = DeviceLease::from_record(&l.to_record());
+        assert_eq!(back.to_record(), l.to_record());
+        assert_eq!(back.holder(t(201)), Some("b"));
+        let json = serde_json::to_string(&l.to_record()).unwrap();
+        let parsed: Record = serde_json::from_str(&json).unwrap();
+        assert_eq!(parsed, l.to_record());
     }
 
     // Clock policy: restore re-grants a full TTL and re-opens owed windows.

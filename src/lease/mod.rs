@@ -58,8 +58,26 @@
 //! as `organization` and the same profile key (the rule hosts follow when they pick
 //! `organization` for [`BrowserCall`] and managed tool calls).
 
+//!
+//! # Several processes: the PostgreSQL store
+//!
+//! With `gateway.store.kind: "postgres"` (cargo feature `postgres`, issue 23) device control
+//! leases and owners live in the database every process of a fleet shares (`pg.rs`): each
+//! transition is the same pure one of `control.rs`, run on the device's locked row at the
+//! database's time, and the façade's control table stays empty. The clock policy above then
+//! reads: expiry is judged by the database's clock (one clock for the fleet; the host's clock
+//! is not consulted), and a restart of any process changes no row, so it frees nothing early.
+//! A take-back in one process cancels the in-flight commands of the lost tenure in every
+//! process: each command remembers the fencing token it was granted under, and `fleet.rs`'s
+//! listener hears the take-back (NOTIFY) and cancels the commands of that token here.
+
 pub(crate) mod control;
+mod fleet;
+#[cfg(feature = "postgres")]
+mod pg;
 pub(crate) mod profile;
+
+pub(crate) use fleet::Fleet;
 
 use control::{ControlTable, DeviceLease, Refusal};
 pub use control::{Status, CONTROL_TTL};
@@ -115,6 +133,11 @@ pub struct LeaseGrant {
     pub acquired: bool,
     /// When the lease goes idle unless renewed (Unix ms, for display).
     pub expires_at: i64,
+    /// The tenure's fencing token (`fencingToken` in JSON): the same for every renewal of one
+    /// tenure, strictly greater for every later tenure of the device, so a downstream system
+    /// can refuse a write made under a lease that has since changed hands. On SQLite it is the
+    /// device row's version; on PostgreSQL the fleet-wide token of the device's row.
+    pub fencing_token: u64,
 }
 
 /// `control_status` (R-LEASE-4, R-LEASE-5), in the seed's shape.
@@ -223,14 +246,19 @@ struct InFlight {
     id: u64,
     session: String,
     cancel: CancelHook,
+    /// On the shared store: the tenure (fencing token) the command runs under, `None` while
+    /// its acquire is still in flight (see [`Leases::acquire_command`]).
+    token: Option<u64>,
 }
 
 #[derive(Default)]
 struct ControlState {
     table: ControlTable,
     owners: HashMap<String, String>,
-    versions: HashMap<String, u64>,
     in_flight: HashMap<String, Vec<InFlight>>,
+    /// On the shared store: per device with commands in flight, the tokens of the tenures a
+    /// take-back ended, as last read (a command granted under one of them is cancelled).
+    taken_back: HashMap<String, Vec<u64>>,
 }
 
 /// A value aligned (and so padded) to a 128-byte line: two 64-byte lines, as adjacent-line
@@ -263,6 +291,9 @@ struct Inner {
     control_watcher: std::sync::OnceLock<ControlWatcher>,
     next_id: AtomicU64,
     closed: std::sync::atomic::AtomicBool,
+    /// The shared store's leases when `gateway.store.kind` is `"postgres"` (issue 23); the
+    /// control table above then holds nothing and device owners live in the shared store too.
+    fleet: Option<Fleet>,
 }
 
 /// The thread-safe lease manager of a gateway. Cheap to clone.
@@ -305,6 +336,7 @@ impl Drop for CommandGuard {
             list.retain(|c| c.id != self.id);
             if list.is_empty() {
                 control.in_flight.remove(&self.device);
+                control.taken_back.remove(&self.device);
             }
         }
     }
@@ -349,6 +381,43 @@ impl Drop for BrowserCallGuard {
     }
 }
 
+/// The listener's view of the lease manager: held weakly, so it never keeps a closed gateway
+/// alive.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only a fleet listens
+struct News(std::sync::Weak<Inner>);
+
+impl fleet::FleetNews for News {
+    fn devices_in_flight(&self) -> Vec<String> {
+        self.0.upgrade().map_or_else(Vec::new, |inner| {
+            inner.control.lock().in_flight.keys().cloned().collect()
+        })
+    }
+
+    fn taken_back(&self, device: &str, tokens: Vec<u64>) {
+        if let Some(inner) = self.0.upgrade() {
+            let leases = Leases { inner };
+            leases.cancel_taken_back(device, tokens);
+            if let Some(watch) = leases.inner.control_watcher.get() {
+                watch(device);
+            }
+        }
+    }
+}
+
+/// Runs cancellation hooks in order, outside every lock; a panicking hook is logged.
+fn run_hooks(hooks: Vec<CancelHook>) {
+    for cancel in hooks {
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(cancel)).is_err() {
+            log::error!("a command cancellation hook panicked");
+        }
+    }
+}
+
+/// An instant on the shared store's clock (ms since the Unix epoch) as Unix ms.
+fn db_ms(at: Instant) -> i64 {
+    i64::try_from(at.since_origin().as_millis()).unwrap_or(i64::MAX)
+}
+
 fn refusal(r: Refusal) -> Error {
     match r {
         Refusal::Elsewhere => Error::DeviceControlElsewhere,
@@ -385,7 +454,11 @@ fn id_arg(name: &'static str, value: &str) -> Result<()> {
 
 impl Leases {
     /// Builds the manager and restores persisted control leases (see the clock policy).
-    pub(crate) fn open(store: Arc<Store>, clock: SharedClock) -> Result<Leases> {
+    pub(crate) fn open(
+        store: Arc<Store>,
+        clock: SharedClock,
+        fleet: Option<Fleet>,
+    ) -> Result<Leases> {
         let secret = store.gateway_secret()?;
         let now = clock.now();
         let rows: Vec<(String, Option<String>, String, i64)> = store.read(|c| {
@@ -414,12 +487,11 @@ impl Leases {
                 holder,
                 revoked_sessions,
             };
-            state.versions.insert(device.clone(), version.max(0) as u64);
-            state
-                .table
-                .insert(device, DeviceLease::restore(&snapshot, now));
+            let mut lease = DeviceLease::restore(&snapshot, now);
+            lease.set_version(version.max(0) as u64);
+            state.table.insert(device, lease);
         }
-        Ok(Leases {
+        let leases = Leases {
             inner: Arc::new(Inner {
                 clock,
                 store,
@@ -431,8 +503,80 @@ impl Leases {
                 control_watcher: std::sync::OnceLock::new(),
                 next_id: AtomicU64::new(1),
                 closed: std::sync::atomic::AtomicBool::new(false),
+                fleet,
             }),
-        })
+        };
+        if let Some(fleet) = &leases.inner.fleet {
+            // The listener holds the manager weakly: it must not keep a closed gateway alive.
+            fleet.start(Box::new(News(Arc::downgrade(&leases.inner))));
+        }
+        Ok(leases)
+    }
+
+    /// Records `tokens` (the device's tenures ended by a take-back) and runs, outside the
+    /// lock, the cancellation hooks of this process's commands granted under one of them.
+    fn cancel_taken_back(&self, device: &str, tokens: Vec<u64>) {
+        let hooks: Vec<CancelHook> = {
+            let mut control = self.inner.control.lock();
+            let ControlState {
+                in_flight,
+                taken_back,
+                ..
+            } = &mut *control;
+            let mut hooks = Vec::new();
+            if let Some(list) = in_flight.get_mut(device) {
+                let (cancel, keep): (Vec<_>, Vec<_>) = list
+                    .drain(..)
+                    .partition(|c| c.token.is_some_and(|t| tokens.contains(&t)));
+                *list = keep;
+                hooks.extend(cancel.into_iter().map(|c| c.cancel));
+                if list.is_empty() {
+                    in_flight.remove(device);
+                    taken_back.remove(device);
+                } else {
+                    taken_back.insert(device.to_string(), tokens);
+                }
+            }
+            hooks
+        };
+        run_hooks(hooks);
+    }
+
+    /// A command's acquire on the shared store was granted under `token`: the command takes
+    /// it, and is cancelled at once if a take-back of that tenure was already seen.
+    fn settle_command(&self, device: &str, id: u64, token: u64) {
+        let hook = {
+            let mut control = self.inner.control.lock();
+            let ControlState {
+                in_flight,
+                taken_back,
+                ..
+            } = &mut *control;
+            let lost = taken_back.get(device).is_some_and(|t| t.contains(&token));
+            match in_flight.get_mut(device) {
+                Some(list) => {
+                    if lost {
+                        list.iter()
+                            .position(|c| c.id == id)
+                            .map(|i| list.remove(i).cancel)
+                    } else {
+                        if let Some(c) = list.iter_mut().find(|c| c.id == id) {
+                            c.token = Some(token);
+                        }
+                        None
+                    }
+                }
+                None => None,
+            }
+        };
+        run_hooks(hook.into_iter().collect());
+    }
+
+    /// Stops the fleet's threads and closes the shared store's connection (gateway close).
+    pub(crate) fn close_fleet(&self) {
+        if let Some(fleet) = &self.inner.fleet {
+            fleet.close();
+        }
     }
 
     fn check_open(&self) -> Result<()> {
@@ -449,8 +593,13 @@ impl Leases {
         self.inner.clock.wall_millis().saturating_add(delta)
     }
 
-    /// Runs a transition on one device; persists the new snapshot if it changed.
-    fn transition<T>(&self, device: &str, f: impl FnOnce(&mut DeviceLease, Instant) -> T) -> T {
+    /// Runs a transition on one device; persists the new snapshot if it changed. Returns the
+    /// value and the device's version after it (the SQLite fencing token).
+    fn transition<T>(
+        &self,
+        device: &str,
+        f: impl FnOnce(&mut DeviceLease, Instant) -> T,
+    ) -> (T, u64) {
         self.transition_state(device, |lease, _, now| f(lease, now))
     }
 
@@ -458,40 +607,37 @@ impl Leases {
     /// under the one lock, so a lease change and the commands it concerns change together.
     ///
     /// The device's lease is looked up once (this is the acquire/renew hot path: `benches/lease`).
+    /// Returns `f`'s value and the device's version after it (the SQLite fencing token).
     fn transition_state<T>(
         &self,
         device: &str,
         f: impl FnOnce(&mut DeviceLease, &mut HashMap<String, Vec<InFlight>>, Instant) -> T,
-    ) -> T {
+    ) -> (T, u64) {
         let now = self.inner.clock.now();
-        let (out, persist) = {
+        let out_persist = {
             let mut control = self.inner.control.lock();
             let ControlState {
-                table,
-                versions,
-                in_flight,
-                ..
+                table, in_flight, ..
             } = &mut *control;
             let lease = table.device(device);
             let before = lease.epoch();
             let out = f(lease, in_flight, now);
+            let version = lease.version();
             let persist = if lease.epoch() != before {
-                let after = lease.snapshot();
-                let v = versions.entry(device.to_string()).or_insert(0);
-                *v += 1;
-                Some((*v, after))
+                Some((lease.bump_version(), lease.snapshot()))
             } else {
                 None
             };
-            (out, persist)
+            (out, persist.as_ref().map_or(version, |p| p.0), persist)
         };
+        let (out, version, persist) = out_persist;
         if let Some((version, snapshot)) = persist {
             self.persist(device, version, &snapshot);
         }
         if let Some(watch) = self.inner.control_watcher.get() {
             watch(device);
         }
-        out
+        (out, version)
     }
 
     /// Registers what is told a device's id after each of its control transitions (acquire,
@@ -504,9 +650,37 @@ impl Leases {
         }
     }
 
+    /// A transition of `device` on the shared store, then the control watcher told (as
+    /// [`Leases::transition`] does for the local engine).
+    fn shared_step<T>(
+        &self,
+        fleet: &Fleet,
+        device: &str,
+        f: impl FnOnce(&mut DeviceLease, Instant) -> T,
+    ) -> Result<(T, control::After)> {
+        let out = fleet.transition(device, f)?;
+        if let Some(watch) = self.inner.control_watcher.get() {
+            watch(device);
+        }
+        Ok(out)
+    }
+
     /// Whether an agent drives `device` now (a live hold; the revoked window is no hold), and
-    /// until when: the hold's end on the gateway's monotonic clock and as Unix ms.
+    /// until when: the hold's end on the gateway's monotonic clock and as Unix ms. On the
+    /// shared store the row is read (its end judged by the database's clock, carried over to
+    /// this gateway's clock as the time left); a store that cannot be read says "not held".
     pub(crate) fn control_until(&self, device: &str) -> Option<(Instant, i64)> {
+        if let Some(fleet) = &self.inner.fleet {
+            let (lease, after) = fleet.read(device).ok()?;
+            let db_now = Instant::from_origin(std::time::Duration::from_millis(after.now_ms));
+            let status = lease.status(None, db_now);
+            if !status.held || status.revoked {
+                return None;
+            }
+            let end = status.expires_at?;
+            let left = end.saturating_duration_since(db_now);
+            return Some((self.inner.clock.now() + left, db_ms(end)));
+        }
         let now = self.inner.clock.now();
         let status = {
             let control = self.inner.control.lock();
@@ -543,13 +717,22 @@ impl Leases {
         self.check_open()?;
         id_arg("device_id", device)?;
         id_arg("root_session", root_session)?;
+        if let Some(fleet) = &self.inner.fleet {
+            let (grant, after) = self.shared_step(fleet, device, |l, now| l.touch(root_session, now))?;
+            let grant = grant.map_err(refusal)?;
+            return Ok(LeaseGrant {
+                acquired: grant.acquired,
+                expires_at: db_ms(grant.expires_at),
+                fencing_token: after.token,
+            });
+        }
         let now = self.inner.clock.now();
-        let grant = self
-            .transition(device, |l, now| l.touch(root_session, now))
-            .map_err(refusal)?;
+        let (grant, token) = self.transition(device, |l, now| l.touch(root_session, now));
+        let grant = grant.map_err(refusal)?;
         Ok(LeaseGrant {
             acquired: grant.acquired,
             expires_at: self.wall_ms(grant.expires_at, now),
+            fencing_token: token,
         })
     }
 
@@ -558,13 +741,22 @@ impl Leases {
         self.check_open()?;
         id_arg("device_id", device)?;
         id_arg("root_session", root_session)?;
+        if let Some(fleet) = &self.inner.fleet {
+            let (grant, after) = self.shared_step(fleet, device, |l, now| l.renew(root_session, now))?;
+            let grant = grant.map_err(refusal)?;
+            return Ok(LeaseGrant {
+                acquired: false,
+                expires_at: db_ms(grant.expires_at),
+                fencing_token: after.token,
+            });
+        }
         let now = self.inner.clock.now();
-        let grant = self
-            .transition(device, |l, now| l.renew(root_session, now))
-            .map_err(refusal)?;
+        let (grant, token) = self.transition(device, |l, now| l.renew(root_session, now));
+        let grant = grant.map_err(refusal)?;
         Ok(LeaseGrant {
             acquired: false,
             expires_at: self.wall_ms(grant.expires_at, now),
+            fencing_token: token,
         })
     }
 
@@ -577,10 +769,14 @@ impl Leases {
             });
         }
         // An unknown owner is a refusal, never a pass (R-LEASE-7): the same answer as a
-        // stranger's, so it tells nobody whether the device has an owner.
-        let control = self.inner.control.lock();
-        match control.owners.get(device) {
-            Some(owner) if *owner == caller.principal => Ok(()),
+        // stranger's, so it tells nobody whether the device has an owner. On the shared store
+        // the fleet's record decides (the owner may have been set by another process).
+        let owner = match &self.inner.fleet {
+            Some(fleet) => fleet.owner(device)?,
+            None => self.inner.control.lock().owners.get(device).cloned(),
+        };
+        match owner {
+            Some(owner) if owner == caller.principal => Ok(()),
             _ => Err(Error::AccessDenied {
                 reason: "only the device's owner can use its control routes".into(),
             }),
@@ -596,6 +792,9 @@ impl Leases {
         id_arg("device_id", device)?;
         id_arg("owner", owner)?;
         let _serial = self.inner.owners_write.lock();
+        if let Some(fleet) = &self.inner.fleet {
+            return fleet.set_owner(device, owner);
+        }
         if self
             .inner
             .control
@@ -627,9 +826,27 @@ impl Leases {
     /// whether a holder was dispossessed (taking back a free device is a no-op).
     pub fn take_back(&self, device: &str, caller: &ControlCaller) -> Result<bool> {
         self.check_owner(device, caller)?;
+        if let Some(fleet) = &self.inner.fleet {
+            // This process's commands of the tenure are cancelled now; other processes' through
+            // the NOTIFY the transition sends (their listener re-reads the row).
+            let (session, after) = self.shared_step(fleet, device, |l, now| l.take_back(now))?;
+            if let Some(token) = after.took_back {
+                let mut tokens = self
+                    .inner
+                    .control
+                    .lock()
+                    .taken_back
+                    .get(device)
+                    .cloned()
+                    .unwrap_or_default();
+                tokens.push(token);
+                self.cancel_taken_back(device, tokens);
+            }
+            return Ok(session.is_some());
+        }
         // Dispossess and collect the holder's in-flight hooks in one transition: a command
         // registers under the same lock as its acquire, so none can slip between the two.
-        let hooks: Option<Vec<CancelHook>> =
+        let (hooks, _): (Option<Vec<CancelHook>>, u64) =
             self.transition_state(device, |lease, in_flight, now| {
                 let session = lease.take_back(now)?;
                 let hooks = match in_flight.get_mut(device) {
@@ -649,17 +866,24 @@ impl Leases {
         let Some(hooks) = hooks else {
             return Ok(false);
         };
-        for cancel in hooks {
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(cancel)).is_err() {
-                log::error!("a command cancellation hook panicked");
-            }
-        }
+        run_hooks(hooks);
         Ok(true)
     }
 
     /// `control_status` for the device's owner (R-LEASE-4, -5, -7).
     pub fn status(&self, device: &str, caller: &ControlCaller) -> Result<ControlStatus> {
         self.check_owner(device, caller)?;
+        if let Some(fleet) = &self.inner.fleet {
+            let (lease, after) = fleet.read(device)?;
+            let now = Instant::from_origin(std::time::Duration::from_millis(after.now_ms));
+            let status = lease.status(caller.root_session.as_deref(), now);
+            return Ok(ControlStatus {
+                held: status.held,
+                held_by_root_session: status.held_by_root_session,
+                expires_at: status.expires_at.map(db_ms),
+                revoked: status.revoked,
+            });
+        }
         let now = self.inner.clock.now();
         let status = {
             let control = self.inner.control.lock();
@@ -682,10 +906,22 @@ impl Leases {
     pub fn release_session(&self, root_session: &str) -> Result<usize> {
         self.check_open()?;
         id_arg("root_session", root_session)?;
+        if let Some(fleet) = &self.inner.fleet {
+            let mut changed = 0;
+            for device in fleet.devices_of(root_session)? {
+                let (did, _) =
+                    self.shared_step(fleet, &device, |l, now| l.release_session(root_session, now))?;
+                changed += usize::from(did);
+            }
+            return Ok(changed);
+        }
         let devices = self.inner.control.lock().table.devices_of(root_session);
         let mut changed = 0;
         for device in devices {
-            if self.transition(&device, |l, now| l.release_session(root_session, now)) {
+            if self
+                .transition(&device, |l, now| l.release_session(root_session, now))
+                .0
+            {
                 changed += 1;
             }
         }
@@ -695,6 +931,19 @@ impl Leases {
     /// The current holder of `device` — for the gateway's own routing and invariant checks.
     /// Never expose it to callers other than the holder.
     pub fn holder(&self, device: &str) -> Option<String> {
+        if let Some(fleet) = &self.inner.fleet {
+            return match fleet.read(device) {
+                Ok((lease, after)) => lease
+                    .holder(Instant::from_origin(std::time::Duration::from_millis(
+                        after.now_ms,
+                    )))
+                    .map(str::to_string),
+                Err(e) => {
+                    log::warn!("fleet: a lease could not be read: {}", e.code());
+                    None
+                }
+            };
+        }
         let now = self.inner.clock.now();
         self.inner
             .control
@@ -719,21 +968,55 @@ impl Leases {
         id_arg("device_id", device)?;
         id_arg("root_session", root_session)?;
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        if let Some(fleet) = &self.inner.fleet {
+            // Registered before the shared transition, without a tenure yet: news about the
+            // device that lands meanwhile passes it by; once granted it takes its token, and a
+            // take-back of that tenure (seen before or after) cancels it. On a refusal or an
+            // error the guard unregisters it unrun.
+            self.inner
+                .control
+                .lock()
+                .in_flight
+                .entry(device.to_string())
+                .or_default()
+                .push(InFlight {
+                    id,
+                    session: root_session.to_string(),
+                    cancel: Box::new(cancel),
+                    token: None,
+                });
+            let guard = CommandGuard {
+                leases: self.clone(),
+                device: device.to_string(),
+                id,
+            };
+            let (grant, after) = self.shared_step(fleet, device, |l, now| l.touch(root_session, now))?;
+            let grant = grant.map_err(refusal)?;
+            self.settle_command(device, id, after.token);
+            return Ok((
+                LeaseGrant {
+                    acquired: grant.acquired,
+                    expires_at: db_ms(grant.expires_at),
+                    fencing_token: after.token,
+                },
+                guard,
+            ));
+        }
         let now = self.inner.clock.now();
-        let grant = self
-            .transition_state(device, |lease, in_flight, now| {
-                let grant = lease.touch(root_session, now)?;
-                in_flight
-                    .entry(device.to_string())
-                    .or_default()
-                    .push(InFlight {
-                        id,
-                        session: root_session.to_string(),
-                        cancel: Box::new(cancel),
-                    });
-                Ok(grant)
-            })
-            .map_err(refusal)?;
+        let (grant, token) = self.transition_state(device, |lease, in_flight, now| {
+            let grant = lease.touch(root_session, now)?;
+            in_flight
+                .entry(device.to_string())
+                .or_default()
+                .push(InFlight {
+                    id,
+                    session: root_session.to_string(),
+                    cancel: Box::new(cancel),
+                    token: None,
+                });
+            Ok(grant)
+        });
+        let grant = grant.map_err(refusal)?;
         let guard = CommandGuard {
             leases: self.clone(),
             device: device.to_string(),
@@ -743,6 +1026,7 @@ impl Leases {
             LeaseGrant {
                 acquired: grant.acquired,
                 expires_at: self.wall_ms(grant.expires_at, now),
+                fencing_token: token,
             },
             guard,
         ))
@@ -761,6 +1045,36 @@ impl Leases {
         cancel: impl FnOnce() + Send + 'static,
     ) -> CommandGuard {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        if let Some(fleet) = &self.inner.fleet {
+            let guard = CommandGuard {
+                leases: self.clone(),
+                device: device.to_string(),
+                id,
+            };
+            let held = fleet.read(device).ok().and_then(|(lease, after)| {
+                let now = Instant::from_origin(std::time::Duration::from_millis(after.now_ms));
+                (lease.holder(now) == Some(root_session)).then_some(after.token)
+            });
+            match held {
+                Some(token) => {
+                    self.inner
+                        .control
+                        .lock()
+                        .in_flight
+                        .entry(device.to_string())
+                        .or_default()
+                        .push(InFlight {
+                            id,
+                            session: root_session.to_string(),
+                            cancel: Box::new(cancel),
+                            token: None,
+                        });
+                    self.settle_command(device, id, token);
+                }
+                None => run_hooks(vec![Box::new(cancel)]),
+            }
+            return guard;
+        }
         let now = self.inner.clock.now();
         let late: Option<CancelHook> = {
             let mut control = self.inner.control.lock();
@@ -778,6 +1092,7 @@ impl Leases {
                         id,
                         session: root_session.to_string(),
                         cancel: Box::new(cancel),
+                        token: None,
                     });
                 None
             } else {
@@ -928,10 +1243,38 @@ impl Leases {
         self.inner.closed.store(true, Ordering::Release);
         let effects = self.inner.sessions.lock().drain();
         self.apply(&effects);
+        self.close_fleet();
     }
 
     /// Live browser sessions.
     pub fn session_count(&self) -> usize {
         self.inner.sessions.lock().len()
+    }
+}
+
+/// Test hooks of the shared store, re-exported by `jevgate::unstable` only (never part of the
+/// lease API).
+pub(crate) mod test_hooks {
+    use super::{Leases, Result};
+
+    /// Tests only (re-exported by `jevgate::unstable`): moves `leases`' view of the shared store's
+    /// clock by `ms` (the PostgreSQL counterpart of `ManualClock::advance`; expiry on the shared
+    /// store is judged by the database's clock, never the host's). No effect on SQLite.
+    pub fn advance_store_clock_ms(leases: &Leases, ms: i64) {
+        if let Some(fleet) = &leases.inner.fleet {
+            fleet.advance_clock_ms(ms);
+        }
+    }
+
+    /// Tests only (re-exported by `jevgate::unstable`): on the shared store, this process's id in
+    /// the fleet and the ids of the processes alive now (fresh liveness rows on the database
+    /// clock); `None` on SQLite.
+    pub fn fleet_processes(leases: &Leases) -> Option<Result<(String, Vec<String>)>> {
+        let fleet = leases.inner.fleet.as_ref()?;
+        Some(
+            fleet
+                .live_processes()
+                .map(|live| (fleet.process_id().to_string(), live)),
+        )
     }
 }

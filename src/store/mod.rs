@@ -12,6 +12,9 @@
 mod files;
 mod migrations;
 mod names;
+#[cfg(feature = "postgres")]
+pub(crate) mod pg;
+mod shared;
 pub(crate) mod temp_dirs;
 #[cfg(test)]
 mod tests;
@@ -25,6 +28,7 @@ use std::path::{Path, PathBuf};
 pub use migrations::SCHEMA_VERSION;
 pub(crate) use names::sqlite_error;
 pub use names::{DB_FILE, LOCK_FILE};
+pub(crate) use shared::SharedStore;
 
 /// An open store. Cheap to share behind an `Arc`; every method is safe from any thread.
 #[derive(Debug)]

@@ -16,6 +16,7 @@ pub mod injection;
 pub mod jev_server;
 pub mod log_capture;
 pub mod pages;
+pub mod pg;
 pub mod worker;
 
 use std::collections::HashMap;

@@ -44,7 +44,9 @@ impl PyLeases {
 #[pymethods]
 impl PyLeases {
     /// A browser call: acquire a free lease or renew your own. Returns
-    /// {"acquired": bool, "expiresAt": unix_ms}. Raises LeaseError DEVICE_CONTROL_ELSEWHERE, or
+    /// {"acquired": bool, "expiresAt": unix_ms, "fencingToken": int} (the token is the same for
+    /// every renewal of one tenure, strictly greater for every later one). Raises LeaseError
+    /// DEVICE_CONTROL_ELSEWHERE, or
     /// DEVICE_CONTROL_REVOKED exactly once after the owner took the device back.
     fn acquire<'py>(
         &self,

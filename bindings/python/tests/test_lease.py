@@ -18,14 +18,19 @@ def clocked(tmp_path):
 def test_r_lease_1_acquire_renew_and_expiry(clocked):
     gw, clock = clocked
     grant = gw.leases.acquire("laptop", "conv-a")
-    assert grant == {"acquired": True, "expiresAt": clock.wall_ms + 120_000}
+    assert grant == {"acquired": True, "expiresAt": clock.wall_ms + 120_000, "fencingToken": grant["fencingToken"]}
+    assert grant["fencingToken"] >= 1
     clock.advance(100)
-    assert gw.leases.renew("laptop", "conv-a")["acquired"] is False
+    renewed = gw.leases.renew("laptop", "conv-a")
+    assert renewed["acquired"] is False
+    assert renewed["fencingToken"] == grant["fencingToken"], "one tenure, one token"
     clock.advance(119)
     with pytest.raises(jevgate.LeaseError):
         gw.leases.acquire("laptop", "conv-b")
     clock.advance(1)
-    assert gw.leases.acquire("laptop", "conv-b")["acquired"] is True
+    later = gw.leases.acquire("laptop", "conv-b")
+    assert later["acquired"] is True
+    assert later["fencingToken"] > grant["fencingToken"]
 
 
 def test_r_lease_2_elsewhere_names_nobody(clocked):

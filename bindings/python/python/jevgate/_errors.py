@@ -55,7 +55,8 @@ class ConfigError(Error, ValueError):
 
 class StoreError(Error):
     """The store could not be opened or used: ``STORE_CORRUPT``, ``STORE_VERSION_UNSUPPORTED``,
-    ``STORE_LOCKED`` (another gateway holds the data directory), ``STORE_IO``."""
+    ``STORE_LOCKED`` (another gateway holds the data directory), ``STORE_IO``,
+    ``STORE_UNAVAILABLE`` (503, retryable: the shared PostgreSQL store cannot be reached)."""
 
 
 class ArgumentError(Error, ValueError):

@@ -168,7 +168,9 @@ class Leases:
     """Device control leases of a gateway (SPEC §4.1)."""
 
     def acquire(self, device_id: str, root_session: str) -> Dict[str, Any]:
-        """Acquire or renew: {"acquired": bool, "expiresAt": unix_ms}; LeaseError otherwise."""
+        """Acquire or renew: {"acquired": bool, "expiresAt": unix_ms, "fencingToken": int} (the
+        same token for every renewal of one tenure, strictly greater for every later one);
+        LeaseError otherwise."""
     def renew(self, device_id: str, root_session: str) -> Dict[str, Any]: ...
     def take_back(self, device_id: str, principal: str, *, delegated: bool = False) -> bool:
         """The owner takes the device back; True when a holder was dispossessed.

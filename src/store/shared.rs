@@ -1,0 +1,97 @@
+//! The store a fleet of processes shares (issue 23): a handle on the PostgreSQL store that the
+//! lease manager and the Jev request ledger both use, one connection setup per gateway.
+//!
+//! Owns only the choice between the real handle (cargo feature `postgres`) and an uninhabited
+//! stand-in, so the callers' code is the same in both builds: without the feature, asking for
+//! a shared store is refused with a clear configuration error before any credential is read.
+//! It never sees the URL's reference or prints the URL.
+
+use crate::{Error, Result};
+
+/// The largest skew between the database's clock and a host's the doctor accepts without a
+/// warning (ms).
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only a real shared store is checked
+pub(crate) const MAX_SKEW_MS: u64 = 1_000;
+
+/// The shared store of a fleet.
+#[cfg(feature = "postgres")]
+#[derive(Debug, Clone)]
+pub(crate) struct SharedStore(pub(crate) std::sync::Arc<super::pg::PgStore>);
+
+/// No shared store in a build without the `postgres` feature: a value cannot exist.
+#[cfg(not(feature = "postgres"))]
+#[derive(Debug, Clone)]
+pub(crate) enum SharedStore {}
+
+impl SharedStore {
+    /// `Ok` when this build can open a shared store; the configuration error otherwise
+    /// (called before the URL is read, so the refusal does not depend on the environment).
+    pub(crate) fn check_built() -> Result<()> {
+        if cfg!(feature = "postgres") {
+            Ok(())
+        } else {
+            Err(Error::config(
+                "gateway.store.kind",
+                "\"postgres\" needs a jevgate built with the cargo feature `postgres`",
+            ))
+        }
+    }
+
+    /// Connects to `url` and applies the missing migrations (once across processes).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn open(url: &str) -> Result<SharedStore> {
+        Ok(SharedStore(std::sync::Arc::new(super::pg::PgStore::open(
+            url,
+        )?)))
+    }
+
+    /// The doctor's check of the shared store (issue 23): reachable, migrated to the version
+    /// this build knows, and the database's clock against `host_wall_ms` (a skew above
+    /// [`MAX_SKEW_MS`] is a warning: expiry is judged by the database's clock, but times shown
+    /// to people come from the host's). `(ok?, detail)`; never the URL.
+    pub(crate) fn doctor(&self, host_wall_ms: i64) -> (Result<bool>, String) {
+        #[cfg(feature = "postgres")]
+        {
+            match self.0.health() {
+                Err(e) => {
+                    let detail = e.to_string();
+                    (Err(e), detail)
+                }
+                Ok((version, db_ms)) => {
+                    let skew = db_ms.saturating_sub(host_wall_ms);
+                    let migrated = version == super::pg::PG_SCHEMA_VERSION;
+                    let detail = format!(
+                        "PostgreSQL reachable; schema version {version} ({}); database clock {} ms {} this host's",
+                        if migrated { "current" } else { "not the version this build knows" },
+                        skew.unsigned_abs(),
+                        if skew >= 0 { "ahead of" } else { "behind" },
+                    );
+                    (Ok(migrated && skew.unsigned_abs() <= MAX_SKEW_MS), detail)
+                }
+            }
+        }
+        #[cfg(not(feature = "postgres"))]
+        {
+            let _ = host_wall_ms;
+            match *self {}
+        }
+    }
+
+    /// Drops the connection; later calls fail with `GATEWAY_CLOSED`. Idempotent.
+    pub(crate) fn close(&self) {
+        #[cfg(feature = "postgres")]
+        self.0.close();
+        #[cfg(not(feature = "postgres"))]
+        match *self {}
+    }
+
+    /// Refused: this build has no PostgreSQL client.
+    #[cfg(not(feature = "postgres"))]
+    pub(crate) fn open(_url: &str) -> Result<SharedStore> {
+        Self::check_built().and_then(|()| {
+            Err(Error::Internal {
+                reason: "no shared store in this build".into(),
+            })
+        })
+    }
+}

@@ -1,0 +1,118 @@
+//! The throw-away PostgreSQL cluster of the shared-store tests (issue 23): its URL
+//! (`JEVGATE_PG_URL`; a skip with the reason printed without it or without the cargo feature
+//! `postgres`, a failure under `JEVGATE_REQUIRE_PG=1`), a fresh database per test with its URL in
+//! a 0600 file (`urlFile`), `psql` for checks made from outside jevgate, and gateways on it.
+
+use jevgate::{Config, Gateway, GatewayOptions};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Prints why a test is skipped where `cargo test` shows it: straight to the process's stderr
+/// (libtest captures what `eprintln!` prints for a passing test, which would hide the skip).
+pub fn skip_note(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {why}");
+}
+
+/// The cluster's URL, or `None` with the reason printed (a failure under `JEVGATE_REQUIRE_PG=1`).
+pub fn pg_url() -> Option<String> {
+    let require = std::env::var("JEVGATE_REQUIRE_PG").is_ok_and(|v| v == "1");
+    let skip = |why: &str| {
+        assert!(!require, "JEVGATE_REQUIRE_PG=1 but {why}");
+        skip_note(&format!(
+            "{why} (scripts/test runs this suite against a throw-away cluster)"
+        ));
+    };
+    if !cfg!(feature = "postgres") {
+        skip("this test binary was built without the cargo feature `postgres`");
+        return None;
+    }
+    match std::env::var("JEVGATE_PG_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            skip("JEVGATE_PG_URL is not set");
+            None
+        }
+    }
+}
+
+pub fn psql(url: &str, sql: &str) -> String {
+    let out = Command::new("psql")
+        .args([
+            url,
+            "-X",
+            "-q",
+            "-t",
+            "-A",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-c",
+            sql,
+        ])
+        .output()
+        .expect("psql runs");
+    assert!(
+        out.status.success(),
+        "psql failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// `url` with its database replaced by `db`.
+pub fn with_db(url: &str, db: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, format!("?{q}")),
+        None => (url, String::new()),
+    };
+    let authority_end = base
+        .find("://")
+        .map(|i| i + 3)
+        .and_then(|start| base[start..].find('/').map(|j| start + j))
+        .unwrap_or(base.len());
+    format!("{}/{db}{query}", &base[..authority_end])
+}
+
+/// A fresh database on the cluster and a 0600 file holding its URL (`urlFile`).
+pub struct Db {
+    pub url: String,
+    _dir: tempfile::TempDir,
+    pub url_file: PathBuf,
+}
+
+pub fn fresh_db(url: &str) -> Db {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let name = format!(
+        "jg_{}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed),
+        nanos
+    );
+    psql(url, &format!("CREATE DATABASE {name}"));
+    let db_url = with_db(url, &name);
+    let dir = tempfile::tempdir().unwrap();
+    let url_file = dir.path().join("pg-url");
+    std::fs::write(&url_file, format!("{db_url}\n")).unwrap();
+    Db {
+        url: db_url,
+        _dir: dir,
+        url_file,
+    }
+}
+
+pub fn pg_config(url_file: &Path) -> Config {
+    let json = serde_json::json!({"gateway": {"store": {"kind": "postgres", "urlFile": url_file}}});
+    Config::from_json_str(&json.to_string()).unwrap()
+}
+
+/// A gateway on the shared store, with a private data directory (kept alive with it).
+pub fn open_gateway(url_file: &Path) -> (Gateway, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::open(GatewayOptions::new(dir.path(), pg_config(url_file))).unwrap();
+    (gw, dir)
+}
