@@ -718,7 +718,8 @@ impl Leases {
         id_arg("device_id", device)?;
         id_arg("root_session", root_session)?;
         if let Some(fleet) = &self.inner.fleet {
-            let (grant, after) = self.shared_step(fleet, device, |l, now| l.touch(root_session, now))?;
+            let (grant, after) =
+                self.shared_step(fleet, device, |l, now| l.touch(root_session, now))?;
             let grant = grant.map_err(refusal)?;
             return Ok(LeaseGrant {
                 acquired: grant.acquired,
@@ -742,7 +743,8 @@ impl Leases {
         id_arg("device_id", device)?;
         id_arg("root_session", root_session)?;
         if let Some(fleet) = &self.inner.fleet {
-            let (grant, after) = self.shared_step(fleet, device, |l, now| l.renew(root_session, now))?;
+            let (grant, after) =
+                self.shared_step(fleet, device, |l, now| l.renew(root_session, now))?;
             let grant = grant.map_err(refusal)?;
             return Ok(LeaseGrant {
                 acquired: false,
@@ -909,8 +911,9 @@ impl Leases {
         if let Some(fleet) = &self.inner.fleet {
             let mut changed = 0;
             for device in fleet.devices_of(root_session)? {
-                let (did, _) =
-                    self.shared_step(fleet, &device, |l, now| l.release_session(root_session, now))?;
+                let (did, _) = self.shared_step(fleet, &device, |l, now| {
+                    l.release_session(root_session, now)
+                })?;
                 changed += usize::from(did);
             }
             return Ok(changed);
@@ -990,7 +993,8 @@ impl Leases {
                 device: device.to_string(),
                 id,
             };
-            let (grant, after) = self.shared_step(fleet, device, |l, now| l.touch(root_session, now))?;
+            let (grant, after) =
+                self.shared_step(fleet, device, |l, now| l.touch(root_session, now))?;
             let grant = grant.map_err(refusal)?;
             self.settle_command(device, id, after.token);
             return Ok((
