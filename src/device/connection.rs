@@ -682,12 +682,9 @@ impl Connection {
         if let Some(code) = live.conn.close_request() {
             return close(&shared, ending(live), Some(code));
         }
-        for item in live.conn.drain_outgoing() {
-            item.mark_sent();
-            if let Err(e) = live.ws.send_text(&item.text) {
-                return fail(&shared, ending(live), e.close());
-            }
-        }
+        // The queued commands are taken before the status is read and written after it: a
+        // step's autopilot line, set before its action was queued, reaches the worker first.
+        let queued = live.conn.drain_outgoing();
         if let Some((announced, shown)) = &live.status {
             // The lease as it is now: a frame when the hold began, ended or moved its end
             // (a renewal, a take-back, a release, an expiry at the announced end), or when an
@@ -701,6 +698,12 @@ impl Connection {
                 if let Err(e) = live.ws.send_text(&frame) {
                     return fail(&shared, ending(live), e.close());
                 }
+            }
+        }
+        for item in queued {
+            item.mark_sent();
+            if let Err(e) = live.ws.send_text(&item.text) {
+                return fail(&shared, ending(live), e.close());
             }
         }
         // Everything the worker sent so far, before any timer is judged — unless it does not
