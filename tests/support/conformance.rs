@@ -316,7 +316,171 @@ pub fn every_tool(dev: &Device<'_>, server: &Server) -> Transcript {
     let tabs = dev.call("browser_tabs", json!({"action": "list"}));
     let list = data(&tabs)["tabs"].as_array().unwrap().clone();
     assert!(list.iter().any(|t| t["current"] == true), "{tabs:?}");
+
+    frame_cases(&mut rec, server);
     rec.out
+}
+
+/// Navigates to `path` (its answer not recorded: a frame's document may still be attaching)
+/// and polls `browser_find` (bounded) until `query` is found inside a frame.
+fn open_framed(rec: &mut Recorder<'_, '_>, server: &Server, path: &str, query: &str) {
+    let nav = rec
+        .dev
+        .call("browser_navigate", json!({"url": server.url(path)}));
+    assert!(nav.is_success(), "{path}: {nav:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let found = data(&rec.dev.call("browser_find", json!({ "query": query })));
+        if found["matches"][0]["ref"].is_string() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{query} never appeared on {path}: {found}"
+        );
+    }
+}
+
+/// Iframes (R-BRW-OBS, R-BRW-ACT, R-BRW-STALE): same-origin, cross-origin (an out-of-process
+/// frame of another site), nested cross-origin, cross-origin inside same-origin, and a covered
+/// frame — read, found, clicked, typed into and filled by ref, on every device alike.
+fn frame_cases(rec: &mut Recorder<'_, '_>, server: &Server) {
+    let dev = rec.dev;
+
+    // A same-origin frame: walked inline, its button clicked once.
+    open_framed(rec, server, "/p/frames", "Frame button");
+    let read = rec.call("frames read", "browser_read_page", json!({}));
+    let text = data(&read)["text"].as_str().unwrap().to_string();
+    assert!(
+        text.contains("Inner frame") && text.contains("Frame button"),
+        "{text}"
+    );
+    rec.call(
+        "frames find",
+        "browser_find",
+        json!({"query": "Frame button"}),
+    );
+    let inner = dev.find_ref("Frame button");
+    let click = rec.call(
+        "frames click",
+        "browser_computer",
+        json!({"action": "click", "ref": inner}),
+    );
+    assert!(click.is_success(), "{click:?}");
+    assert_eq!(server.wait_count("inner", 1), 1);
+    rec.call("frames text", "browser_get_text", json!({}));
+
+    // A cross-origin frame: its controls carry frame refs, in page order.
+    open_framed(rec, server, "/p/xframes", "Cross button");
+    let read = rec.call("xframes read", "browser_read_page", json!({}));
+    let text = data(&read)["text"].as_str().unwrap().to_string();
+    let (top, cross, after) = (
+        text.find("Top button").unwrap_or(usize::MAX),
+        text.find("Cross button").unwrap_or(usize::MAX),
+        text.find("After button").unwrap_or(usize::MAX),
+    );
+    assert!(top < cross && cross < after && after < usize::MAX, "{text}");
+    assert!(!text.contains(SECRET_PASSWORD), "{text}");
+    rec.call(
+        "xframes interactive",
+        "browser_read_page",
+        json!({"filter": "interactive"}),
+    );
+    let text = rec.call("xframes text", "browser_get_text", json!({}));
+    let text = data(&text)["text"].as_str().unwrap().to_string();
+    assert!(text.contains("Inside the cross frame"), "{text}");
+    assert!(!text.contains(SECRET_PASSWORD), "{text}");
+    let found = rec.call(
+        "xframes find",
+        "browser_find",
+        json!({"query": "Cross button"}),
+    );
+    let cross = data(&found)["matches"][0]["ref"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(cross.starts_with('f'), "{cross}");
+    let click = rec.call(
+        "xframes click",
+        "browser_computer",
+        json!({"action": "click", "ref": cross}),
+    );
+    assert!(click.is_success(), "{click:?}");
+    assert_eq!(server.wait_count("xinner", 1), 1);
+    let name = dev.find_ref("Cross name");
+    let set = rec.call(
+        "xframes form input",
+        "browser_form_input",
+        json!({"ref": name, "value": "dog"}),
+    );
+    assert!(set.is_success(), "{set:?}");
+    let found = rec.call(
+        "xframes find name",
+        "browser_find",
+        json!({"query": "Cross name"}),
+    );
+    assert_eq!(data(&found)["matches"][0]["value"], "dog", "{found:?}");
+    let name = dev.find_ref("Cross name");
+    let typed = rec.call(
+        "xframes type",
+        "browser_computer",
+        json!({"action": "type", "ref": name, "text": "dogs"}),
+    );
+    assert!(typed.is_success(), "{typed:?}");
+    let key = rec.call(
+        "xframes key enter",
+        "browser_computer",
+        json!({"action": "key", "text": "Enter"}),
+    );
+    assert!(key.is_success(), "{key:?}");
+    assert_eq!(server.wait_count("xenter:dogs", 1), 1);
+    let shot = rec.call(
+        "xframes screenshot",
+        "browser_computer",
+        json!({"action": "screenshot"}),
+    );
+    assert!(shot.is_success(), "{shot:?}");
+    // Nested cross-origin frames, three sites deep.
+    open_framed(rec, server, "/p/xnest", "Deep button");
+    rec.call("xnest read", "browser_read_page", json!({}));
+    let deep = dev.find_ref("Deep button");
+    let click = rec.call(
+        "xnest click",
+        "browser_computer",
+        json!({"action": "click", "ref": deep}),
+    );
+    assert!(click.is_success(), "{click:?}");
+    assert_eq!(server.wait_count("deep", 1), 1);
+
+    // A cross-origin frame inside a same-origin frame.
+    open_framed(rec, server, "/p/xsame", "Deep button");
+    rec.call("xsame read", "browser_read_page", json!({}));
+    let deep = dev.find_ref("Deep button");
+    let click = rec.call(
+        "xsame click",
+        "browser_computer",
+        json!({"action": "click", "ref": deep}),
+    );
+    assert!(click.is_success(), "{click:?}");
+    assert_eq!(server.wait_count("deep", 2), 2);
+
+    // A covered frame: the click is refused, nothing reaches the frame.
+    open_framed(rec, server, "/p/xcovered", "Cross button");
+    let covered = dev.find_ref("Cross button");
+    let click = rec.call(
+        "xcovered click",
+        "browser_computer",
+        json!({"action": "click", "ref": covered}),
+    );
+    assert!(
+        click.to_json()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("TARGET_OBSCURED"),
+        "{click:?}"
+    );
+    assert_eq!(server.count("veil"), 0);
+    assert_eq!(server.count("xinner"), 1);
 }
 
 /// Asserts two transcripts are equal step by step (the first difference named).
