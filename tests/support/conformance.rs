@@ -318,6 +318,7 @@ pub fn every_tool(dev: &Device<'_>, server: &Server) -> Transcript {
     assert!(list.iter().any(|t| t["current"] == true), "{tabs:?}");
 
     frame_cases(&mut rec, server);
+    frame_primitives(&mut rec, server);
     rec.out
 }
 
@@ -495,4 +496,113 @@ pub fn assert_same(expected: &Transcript, got: &Transcript) {
             "step `{step}` differs:\nreference worker: {want}\ndevice: {have}"
         );
     }
+}
+
+/// A primitive's answer (or its error code and message), recorded as a tool's is.
+fn record<T: serde::Serialize>(
+    rec: &mut Recorder<'_, '_>,
+    step: &str,
+    r: &jevgate::Result<T>,
+) -> Value {
+    let shown = match r {
+        Ok(v) => normal(&serde_json::to_value(v).unwrap(), &rec.base),
+        Err(e) => json!({"errorCode": e.code(), "message": e.to_string()}),
+    };
+    rec.out.push((step.to_string(), shown.clone()));
+    shown
+}
+
+/// The SPEC §6 primitives a task controller uses (observe, snapshot, page_click, page_type,
+/// form_input) inside frames, through the device's target: observations carry frame refs,
+/// actions by frame ref reach the frame once.
+fn frame_primitives(rec: &mut Recorder<'_, '_>, server: &Server) {
+    use jevgate::browser::{BrowserBackend, ClickArgs, FormInputArgs, SnapshotArgs, TypeArgs};
+    let dev = rec.dev;
+    let target = dev
+        .gw
+        .device_target(&dev.owner, &dev.conversation, &dev.device)
+        .unwrap();
+    let named = |obs: &Value, name: &str| -> String {
+        obs["controls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {obs}"))["ref"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+
+    // Nested cross-origin frames: one observation, the deep button clicked by its frame ref.
+    open_framed(rec, server, "/p/xnest", "Deep button");
+    let obs = target.observe();
+    let shown = record(rec, "primitive observe xnest", &obs);
+    let obs = obs.unwrap();
+    let deep = named(&shown, "Deep button");
+    assert!(deep.starts_with("f2e"), "{shown}");
+    let clicked = target.page_click(ClickArgs {
+        operation_id: format!("conf-xnest-{}", dev.device),
+        generation: obs.generation,
+        reference: deep,
+    });
+    record(rec, "primitive click deep", &clicked);
+    assert!(clicked.is_ok(), "{clicked:?}");
+    assert_eq!(server.wait_count("deep", 3), 3);
+    let snap = target.snapshot(SnapshotArgs {
+        region: None,
+        max_chars: None,
+    });
+    let shown = record(rec, "primitive snapshot xnest", &snap);
+    assert!(
+        shown["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Deep text"),
+        "{shown}"
+    );
+
+    // A cross-origin frame's field: typed into with submit, then set by form_input.
+    open_framed(rec, server, "/p/xframes", "Cross name");
+    let obs = target.observe();
+    let shown = record(rec, "primitive observe xframes", &obs);
+    let obs = obs.unwrap();
+    let field = named(&shown, "Cross name");
+    let typed = target.page_type(TypeArgs {
+        operation_id: format!("conf-xtype-{}", dev.device),
+        generation: obs.generation,
+        reference: field.clone(),
+        text: "birds".into(),
+        submit: true,
+    });
+    record(rec, "primitive type", &typed);
+    assert!(typed.is_ok(), "{typed:?}");
+    assert_eq!(server.wait_count("xenter:birds", 1), 1);
+    let obs = target.observe().unwrap();
+    let set = target.form_input(FormInputArgs {
+        operation_id: format!("conf-xform-{}", dev.device),
+        generation: obs.generation,
+        reference: field,
+        value: "set by form".into(),
+    });
+    record(rec, "primitive form input", &set);
+    assert!(set.is_ok(), "{set:?}");
+    let obs = target.observe();
+    let shown = record(rec, "primitive observe after", &obs);
+    let value = shown["controls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "Cross name")
+        .map(|c| c["value"].clone());
+    assert_eq!(value, Some(json!("set by form")), "{shown}");
+    // A ref of a frame the observation never handed out is refused, nothing sent.
+    let obs = obs.unwrap();
+    let missing = target.page_click(ClickArgs {
+        operation_id: format!("conf-xmissing-{}", dev.device),
+        generation: obs.generation,
+        reference: "f9e1".into(),
+    });
+    record(rec, "primitive click unknown frame", &missing);
+    assert!(missing.is_err(), "{missing:?}");
 }
