@@ -465,6 +465,41 @@ fn frame_cases(rec: &mut Recorder<'_, '_>, server: &Server) {
     assert!(click.is_success(), "{click:?}");
     assert_eq!(server.wait_count("deep", 2), 2);
 
+    // The frame limits: four levels of cross-origin frames below the page are walked, the
+    // rest left out and said so (truncated); a dozen side by side are all walked in order.
+    open_framed(rec, server, "/p/xchain", "Level 4");
+    let chain = rec.call(
+        "xchain interactive",
+        "browser_read_page",
+        json!({"filter": "interactive"}),
+    );
+    let text = data(&chain)["text"].as_str().unwrap().to_string();
+    assert!(
+        text.contains("\"Level 4\"") && !text.contains("\"Level 5\""),
+        "{text}"
+    );
+    assert_eq!(chain.result().unwrap()["truncated"], true, "{chain:?}");
+    let level = dev.find_ref("Level 4");
+    assert!(level.starts_with("f4e"), "{level}");
+    open_framed(rec, server, "/p/xwide", "Wide button 11");
+    let wide = rec.call(
+        "xwide interactive",
+        "browser_read_page",
+        json!({"filter": "interactive"}),
+    );
+    let text = data(&wide)["text"].as_str().unwrap().to_string();
+    let at: Vec<usize> = (0..12)
+        .map(|i| {
+            text.find(&format!("\"Wide button {i}\""))
+                .unwrap_or(usize::MAX)
+        })
+        .collect();
+    assert!(
+        at.windows(2).all(|w| w[0] < w[1]) && at[11] < usize::MAX,
+        "{text}"
+    );
+    assert!(text.find("Wide after").unwrap_or(0) > at[11], "{text}");
+
     // A covered frame: the click is refused, nothing reaches the frame.
     open_framed(rec, server, "/p/xcovered", "Cross button");
     let covered = dev.find_ref("Cross button");
