@@ -500,6 +500,44 @@ fn frame_cases(rec: &mut Recorder<'_, '_>, server: &Server) {
     );
     assert!(text.find("Wide after").unwrap_or(0) > at[11], "{text}");
 
+    // A frame below the fold: scrolled into view, its button clicked once.
+    open_framed(rec, server, "/p/xfar", "Cross button");
+    let far = dev.find_ref("Cross button");
+    let click = rec.call(
+        "xfar click",
+        "browser_computer",
+        json!({"action": "click", "ref": far}),
+    );
+    assert!(click.is_success(), "{click:?}");
+    assert_eq!(server.wait_count("xinner", 2), 2);
+
+    // A dialog opened inside a cross-origin frame is reported in the click's answer.
+    open_framed(rec, server, "/p/xnest", "Middle alert");
+    let alert = dev.find_ref("Middle alert");
+    let click = rec.call(
+        "xnest alert click",
+        "browser_computer",
+        json!({"action": "click", "ref": alert}),
+    );
+    assert_eq!(
+        data(&click)["dialog"]["message"],
+        "From the middle",
+        "{click:?}"
+    );
+    let target = dev
+        .gw
+        .device_target(&dev.owner, &dev.conversation, &dev.device)
+        .unwrap();
+    let answered = jevgate::browser::BrowserBackend::handle_dialog(
+        &target,
+        jevgate::browser::HandleDialogArgs {
+            accept: true,
+            prompt_text: None,
+        },
+    );
+    assert!(answered.is_ok(), "{answered:?}");
+    assert_eq!(server.wait_count("after-mid-alert", 1), 1);
+
     // A covered frame: the click is refused, nothing reaches the frame.
     open_framed(rec, server, "/p/xcovered", "Cross button");
     let covered = dev.find_ref("Cross button");
@@ -516,7 +554,7 @@ fn frame_cases(rec: &mut Recorder<'_, '_>, server: &Server) {
         "{click:?}"
     );
     assert_eq!(server.count("veil"), 0);
-    assert_eq!(server.count("xinner"), 1);
+    assert_eq!(server.count("xinner"), 2);
 }
 
 /// Asserts two transcripts are equal step by step (the first difference named).
@@ -631,6 +669,30 @@ fn frame_primitives(rec: &mut Recorder<'_, '_>, server: &Server) {
         .find(|c| c["name"] == "Cross name")
         .map(|c| c["value"].clone());
     assert_eq!(value, Some(json!("set by form")), "{shown}");
+    // A change inside the frame makes the refs of the observation before it stale.
+    let add = named(&shown, "Cross add");
+    let top = named(&shown, "Top button");
+    let added = target.page_click(ClickArgs {
+        operation_id: format!("conf-xadd-{}", dev.device),
+        generation: obs.as_ref().unwrap().generation,
+        reference: add,
+    });
+    record(rec, "primitive click add", &added);
+    assert!(added.is_ok(), "{added:?}");
+    assert_eq!(server.wait_count("xadd", 1), 1);
+    let stale = target.page_click(ClickArgs {
+        operation_id: format!("conf-xstale-{}", dev.device),
+        generation: obs.as_ref().unwrap().generation,
+        reference: top,
+    });
+    record(rec, "primitive stale click", &stale);
+    assert_eq!(
+        stale.as_ref().map_err(|e| e.code()).unwrap_err(),
+        "STALE_OBSERVATION",
+        "{stale:?}"
+    );
+    assert_eq!(server.count("top"), 0);
+    let obs = target.observe();
     // A ref of a frame the observation never handed out is refused, nothing sent.
     let obs = obs.unwrap();
     let missing = target.page_click(ClickArgs {
