@@ -2,7 +2,12 @@
 // the running command's cancel signal and deadline), the page's navigation counters read from
 // DevTools events, the isolated world holding the one page script (extension/page.js, the
 // bytes the local Chromium backend injects), and the generation bookkeeping of R-BRW-OBS.
-// A port of the parts of src/browser/actions.rs and tab.rs the nine tools need.
+// Cross-origin (out-of-process) iframes are child targets auto-attached as flat sessions and
+// driven with `chrome.debugger.sendCommand({tabId, sessionId}, …)`: each gets its own isolated
+// world, its `<iframe>` element is named in its parent's world, and its walk is spliced in
+// (extension/lib/frames.js), at most MAX_FRAME_DEPTH levels deep, every call bounded by the
+// running command. A port of the parts of src/browser/actions.rs, tab.rs and frame_walk.rs the
+// nine tools and the primitives need.
 //
 // It must never log anything a page or a command carries (values, text, URLs), never read a
 // sensitive field (the page script's walk never does), and never attach to a tab that is not

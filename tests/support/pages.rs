@@ -211,6 +211,14 @@ if (d < 7) {
 for (let i = 0; i < 12; i++) document.write('<iframe title="Wide ' + i + '" style="width:120px;height:60px" src="http://localhost:' + location.port + '/p/xwideinner?i=' + i + '"></iframe>');
 </script><button onclick="b('wide-after')">Wide after</button>"#
             .to_string(),
+        // A hostile page: `n` (at most 1,000) cross-origin frames, each with a button.
+        "xmany" => r#"<title>Many frames</title><script>
+const n = Math.min(1000, +(new URLSearchParams(location.search).get('n') || 0));
+for (let i = 0; i < n; i++) document.write('<iframe title="Many" style="width:40px;height:30px" src="http://localhost:' + location.port + '/p/xmanyinner"></iframe>');
+</script><button onclick="b('many-after')">Many after</button>"#
+            .to_string(),
+        "xmanyinner" => r#"<title>Many inner</title><button onclick="b('many')">Many button</button>"#
+            .to_string(),
         "xwideinner" => r#"<title>Wide inner</title><script>
 const i = new URLSearchParams(location.search).get('i') || '';
 document.write('<button onclick="b(\'wide' + i.replace(/[^0-9]/g, '') + '\')">Wide button ' + i.replace(/[^0-9]/g, '') + '</button>');
