@@ -532,6 +532,13 @@ fn issue22_pairing_through_the_options_page_with_good_wrong_reused_and_expired_c
         "chrome.storage.local.get('token').then(s => !s.token)",
         Duration::from_secs(10),
     );
+    // The page says so once the worker answered; only then is the form used again (else its
+    // "Unpaired" could land on the next attempt's cleared message).
+    ext.wait_eval(
+        &page,
+        "document.getElementById('message').textContent.startsWith('Unpaired')",
+        Duration::from_secs(10),
+    );
     assert_eq!(ext.submit_pairing(&addr, code.expose()), invalid);
 
     // Expired on the gateway's clock.
