@@ -331,7 +331,7 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
 
 chrome.debugger.onEvent.addListener((source, method, params) => {
   if (source.tabId !== undefined && tabs.drivers.has(source.tabId)) {
-    tabs.driver(source.tabId).onEvent(method, params || {});
+    tabs.driver(source.tabId).onEvent(method, params || {}, source.sessionId);
   }
 });
 

@@ -2,7 +2,12 @@
 // the running command's cancel signal and deadline), the page's navigation counters read from
 // DevTools events, the isolated world holding the one page script (extension/page.js, the
 // bytes the local Chromium backend injects), and the generation bookkeeping of R-BRW-OBS.
-// A port of the parts of src/browser/actions.rs and tab.rs the nine tools need.
+// Cross-origin (out-of-process) iframes are child targets auto-attached as flat sessions and
+// driven with `chrome.debugger.sendCommand({tabId, sessionId}, …)`: each gets its own isolated
+// world, its `<iframe>` element is named in its parent's world, and its walk is spliced in
+// (extension/lib/frames.js), at most MAX_FRAME_DEPTH levels deep, every call bounded by the
+// running command. A port of the parts of src/browser/actions.rs, tab.rs and frame_walk.rs the
+// nine tools and the primitives need.
 //
 // It must never log anything a page or a command carries (values, text, URLs), never read a
 // sensitive field (the page script's walk never does), and never attach to a tab that is not
@@ -10,6 +15,7 @@
 
 import { CODES, ToolFailure } from "./protocol.js";
 import { cut } from "./snapshot.js";
+import { FrameSet, MAX_FRAME_DEPTH, cutToBudget, prefixRefs, splice, splitRef } from "./frames.js";
 
 const MAX_TITLE = 300;
 const MAX_URL = 2048;
@@ -153,6 +159,12 @@ export class TabDriver {
     this.waiters = new Set();
     /** Set once the running operation's first input went out (its record's "sent"). */
     this.sent = false;
+    /** The attached out-of-process frames, by DevTools session. */
+    this.frames = new FrameSet();
+    /** The main frame's own fingerprint at the last observation. */
+    this.mainFp = "";
+    /** @type {import("./frames.js").ObservedFrame[]} the frames the last observation covered */
+    this.obsFrames = [];
   }
 
   markSent() {
@@ -186,8 +198,21 @@ export class TabDriver {
     return true;
   }
 
-  /** @param {string} method @param {any} params */
-  onEvent(method, params) {
+  /** @param {string} method @param {any} params @param {string} [session] the child session it came from */
+  onEvent(method, params, session) {
+    if (method === "Target.attachedToTarget") {
+      const info = params.targetInfo || {};
+      if (info.type === "iframe" && typeof params.sessionId === "string" && typeof info.targetId === "string") {
+        this.frames.add(params.sessionId, info.targetId, session || "");
+      }
+      return;
+    }
+    if (method === "Target.detachedFromTarget") {
+      if (typeof params.sessionId === "string") this.frames.removeTree(params.sessionId);
+      return;
+    }
+    // A frame's own events are not the page's.
+    if (session) return;
     const main = (/** @type {string|undefined} */ frameId) => frameId === this.mainFrame;
     switch (method) {
       case "Page.frameNavigated":
@@ -236,6 +261,7 @@ export class TabDriver {
     this.detachReason = reason;
     if (reason === "target_closed") this.gone = true;
     this.world = null;
+    this.frames.clear();
     this.changed();
   }
 
@@ -259,7 +285,15 @@ export class TabDriver {
     }
     this.attached = true;
     this.detachReason = null;
+    this.frames.clear();
     await this.send(run, "Page.enable", {});
+    // Cross-origin frames are child targets: attached (flat sessions) so they can be walked.
+    try {
+      await this.send(run, "Target.setAutoAttach", { autoAttach: true, waitForDebuggerOnStart: false, flatten: true, filter: [{ type: "iframe" }] });
+    } catch (e) {
+      if (e instanceof ToolFailure) throw e;
+      // Without it the main frame is still driven; cross-origin frames stay unwalked.
+    }
     const tree = await this.send(run, "Page.getFrameTree", {});
     this.mainFrame = tree.frameTree.frame.id;
     this.world = null;
@@ -270,19 +304,31 @@ export class TabDriver {
    * @param {Run} run @param {string} method @param {any} params @returns {Promise<any>}
    */
   async send(run, method, params) {
+    return this.sendOn(run, "", method, params);
+  }
+
+  /**
+   * One DevTools call on the tab (`session` "") or one of its frames' sessions.
+   * @param {Run} run @param {string} session @param {string} method @param {any} params @returns {Promise<any>}
+   */
+  async sendOn(run, session, method, params) {
     if (this.gone) throw new ToolFailure(CODES.TAB_UNAVAILABLE, "the tab is unavailable");
     if (!this.attached) {
       throw new ToolFailure(CODES.DEBUGGER_UNAVAILABLE, "the debugger was detached from the tab");
     }
     const gone = this.whenGone();
     try {
-      return await run.race(Promise.race([chrome.debugger.sendCommand({ tabId: this.tabId }, method, params), gone.promise]));
+      return await run.race(Promise.race([chrome.debugger.sendCommand(session ? { tabId: this.tabId, sessionId: session } : { tabId: this.tabId }, method, params), gone.promise]));
     } catch (e) {
       if (e instanceof ToolFailure) throw e;
       const message = /** @type {Error} */ (e).message || "";
       if (this.gone || !(await tabExists(this.tabId))) {
         this.gone = true;
         throw new ToolFailure(CODES.TAB_UNAVAILABLE, "the tab is unavailable");
+      }
+      if (session && (/session|target/i.test(message) || !this.frames.bySession.has(session))) {
+        // The frame went away under the call: a changed page.
+        throw stale("GENERATION_CHANGED");
       }
       const f = debuggerFailure(message);
       if (f) throw f;
@@ -376,6 +422,297 @@ export class TabDriver {
     throw stale("GENERATION_CHANGED");
   }
 
+  /** The page script's world in the frame of `session`, created when missing. @param {Run} run @param {string} session */
+  async frameWorld(run, session) {
+    const f = this.frames.bySession.get(session);
+    if (!f) throw stale("GENERATION_CHANGED");
+    if (f.world !== null) return f.world;
+    const made = await this.sendOn(run, session, "Page.createIsolatedWorld", { frameId: f.frameId, worldName: WORLD, grantUniveralAccess: false });
+    const ctx = made.executionContextId;
+    const lib = await pageLibrary();
+    const installed = await this.sendOn(run, session, "Runtime.evaluate", { expression: `globalThis.__jevgate = ${lib}; 0`, contextId: ctx });
+    if (installed.exceptionDetails) throw new ToolFailure(CODES.EXECUTION_FAILED, "EXECUTION_FAILED: the page library failed to install in a frame");
+    const still = this.frames.bySession.get(session);
+    if (still) still.world = ctx;
+    return ctx;
+  }
+
+  /**
+   * Calls `__jevgate.<expr>` in the main frame (`session` "") or the frame of `session`.
+   * @param {Run} run @param {string} session @param {string} expr
+   */
+  async pageIn(run, session, expr) {
+    if (!session) return this.page(run, expr);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const ctx = await this.frameWorld(run, session);
+      let res;
+      try {
+        res = await this.sendOn(run, session, "Runtime.evaluate", { expression: `__jevgate.${expr}`, contextId: ctx, returnByValue: true });
+      } catch (e) {
+        if (!(e instanceof ToolFailure) && attempt === 0 && /ontext/.test(/** @type {Error} */ (e).message)) {
+          // The frame's document changed under us: a new world, once.
+          const f = this.frames.bySession.get(session);
+          if (f) f.world = null;
+          continue;
+        }
+        if (!(e instanceof ToolFailure) && !this.frames.bySession.has(session)) throw stale("GENERATION_CHANGED");
+        throw e;
+      }
+      if (res.exceptionDetails) throw new ToolFailure(CODES.EXECUTION_FAILED, "EXECUTION_FAILED: the page library threw");
+      try {
+        return JSON.parse(res.result && typeof res.result.value === "string" ? res.result.value : "null");
+      } catch (_) {
+        throw new ToolFailure(CODES.EXECUTION_FAILED, "EXECUTION_FAILED: the page library answered malformed JSON");
+      }
+    }
+    throw stale("GENERATION_CHANGED");
+  }
+
+  /** Asks every frame session not yet asked to auto-attach its nested frames. @param {Run} run */
+  async prepareFrames(run) {
+    for (let round = 0; round < MAX_FRAME_DEPTH; round++) {
+      const pending = this.frames.notReady();
+      if (!pending.length) return;
+      for (const session of pending) {
+        try {
+          await this.sendOn(run, session, "Target.setAutoAttach", { autoAttach: true, waitForDebuggerOnStart: false, flatten: true, filter: [{ type: "iframe" }] });
+        } catch (e) {
+          // A frame that refuses stays without nested frames; it is still walked.
+          if (e instanceof ToolFailure && e.code !== CODES.EXECUTION_FAILED) throw e;
+        }
+        const f = this.frames.bySession.get(session);
+        if (f) f.ready = true;
+      }
+    }
+  }
+
+  /**
+   * Names, in the world `ctx` of `session`, the `<iframe>` element of each out-of-process
+   * frame it hosts (DOM.getFrameOwner → DOM.resolveNode → the page script's `tag`).
+   * @param {Run} run @param {string} session @param {number} ctx
+   */
+  async tagChildren(run, session, ctx) {
+    for (const kid of this.frames.childrenOf(session)) {
+      if (kid.taggedIn && kid.taggedIn.ctx === ctx && kid.taggedIn.ok) continue;
+      let ok = false;
+      try {
+        ok = await this.tagOne(run, session, ctx, kid.frameId);
+      } catch (e) {
+        if (e instanceof ToolFailure && e.code !== CODES.EXECUTION_FAILED) throw e;
+      }
+      const f = this.frames.bySession.get(kid.session);
+      if (f) f.taggedIn = { ctx, ok };
+    }
+  }
+
+  /** @param {Run} run @param {string} session @param {number} ctx @param {string} frameId */
+  async tagOne(run, session, ctx, frameId) {
+    const owner = await this.sendOn(run, session, "DOM.getFrameOwner", { frameId });
+    if (!Number.isInteger(owner && owner.backendNodeId)) return false;
+    const obj = await this.sendOn(run, session, "DOM.resolveNode", { backendNodeId: owner.backendNodeId, executionContextId: ctx });
+    const id = obj && obj.object && obj.object.objectId;
+    if (typeof id !== "string") return false;
+    let tagged;
+    try {
+      tagged = await this.sendOn(run, session, "Runtime.callFunctionOn", {
+        objectId: id, returnByValue: true,
+        functionDeclaration: "function (k) { return __jevgate.tag(this, k); }",
+        arguments: [{ value: frameId }],
+      });
+    } finally {
+      try {
+        await this.sendOn(run, session, "Runtime.releaseObject", { objectId: id });
+      } catch (_) { /* released with its world */ }
+    }
+    return !tagged.exceptionDetails;
+  }
+
+  /**
+   * The walk of the main frame with every reachable out-of-process frame spliced in, and the
+   * composed fingerprint (main's, then each frame's).
+   * @param {Run} run @param {any} opts
+   */
+  async observeFrames(run, opts) {
+    if (this.frames.bySession.size) await this.prepareFrames(run);
+    /** @type {import("./frames.js").ObservedFrame[]} */
+    const frames = [];
+    const walk = await this.walkFrame(run, "", 0, 0, opts, frames);
+    if (frames.length) cutToBudget(walk, opts);
+    let fp = String(walk.fp || "");
+    frames.forEach((f, i) => { fp += `|${i + 1}:${f.session}:${f.fp}`; });
+    return { walk, frames, fp };
+  }
+
+  /**
+   * Walks one frame ("" = main, number `n`) and, depth first, the frames it hosts.
+   * @param {Run} run @param {string} session @param {number} n @param {number} depth @param {any} opts
+   * @param {import("./frames.js").ObservedFrame[]} frames
+   * @returns {Promise<any>}
+   */
+  async walkFrame(run, session, n, depth, opts, frames) {
+    if (this.frames.childrenOf(session).length) {
+      const ctx = session ? await this.frameWorld(run, session) : await this.worldContext(run);
+      await this.tagChildren(run, session, ctx);
+    }
+    const walk = await this.pageIn(run, session, `observe(${JSON.stringify(opts)})`);
+    if (!walk || typeof walk !== "object") throw new ToolFailure(CODES.EXECUTION_FAILED, "EXECUTION_FAILED: the page library answered malformed JSON");
+    walk.truncated = walk.truncated || {};
+    if (n > 0) prefixRefs(walk, n);
+    let missed = walk.untagged !== undefined;
+    const keys = (Array.isArray(walk.slots) ? walk.slots : []).map((/** @type {any} */ s) => s.key).filter((/** @type {any} */ k) => typeof k === "string");
+    const children = [];
+    for (const key of keys) {
+      const child = this.frames.sessionOf(session, key);
+      if (!child || depth >= MAX_FRAME_DEPTH) {
+        missed = true;
+        continue;
+      }
+      const at = frames.length;
+      frames.push({ session: child, frameId: key, parent: n, fp: "" });
+      try {
+        const w = await this.walkFrame(run, child, at + 1, depth + 1, opts, frames);
+        frames[at].fp = String(w.fp || "");
+        children.push({ key, walk: w });
+      } catch (e) {
+        // Cancelled, timed out, the tab gone: the command ends. A dialog ends the walk too.
+        if (e instanceof ToolFailure && e.code !== CODES.EXECUTION_FAILED) throw e;
+        if (this.dialog) throw e;
+        // Left out: the frames after it are numbered as if it was never there.
+        frames.length = at;
+        missed = true;
+      }
+    }
+    if (walk.slots !== undefined) splice(walk, children);
+    if (missed) walk.truncated.controls = true;
+    return walk;
+  }
+
+  /**
+   * Where a ref lives: frame `n` (0 = main), its session, the fingerprint to hold it to, and
+   * the ref inside it.
+   * @param {{fp: string, frames: import("./frames.js").ObservedFrame[]}} obs @param {string} ref
+   */
+  scopeOf(obs, ref) {
+    const notFound = () => refused("TARGET_NOT_FOUND", "target not found: the ref was not handed out by this generation");
+    const split = splitRef(ref);
+    if (!split) throw notFound();
+    const [n, inner] = split;
+    if (n === 0) return { n, session: "", fp: obs.fp, inner };
+    const f = obs.frames[n - 1];
+    if (!f) throw notFound();
+    return { n, session: f.session, fp: f.fp, inner };
+  }
+
+  /**
+   * Holds every observed out-of-process frame to its fingerprint; a frame gone or changed is
+   * GENERATION_CHANGED.
+   * @param {Run} run @param {{fp: string, frames: import("./frames.js").ObservedFrame[]}} obs
+   */
+  async checkFrames(run, obs) {
+    for (const f of obs.frames) {
+      if (!this.frames.bySession.has(f.session)) throw stale("GENERATION_CHANGED");
+      this.targetStatus(await this.pageIn(run, f.session, `check(${JSON.stringify(f.fp)})`));
+    }
+  }
+
+  /** The main frame and every observed frame held to their fingerprints. @param {Run} run @param {{fp: string, frames: import("./frames.js").ObservedFrame[]}} obs */
+  async checkAll(run, obs) {
+    this.targetStatus(await this.page(run, `check(${JSON.stringify(obs.fp)})`));
+    await this.checkFrames(run, obs);
+  }
+
+  /**
+   * The top-level viewport point of the ref `inner` of frame `n`, mapped through each
+   * enclosing `<iframe>` (each scrolled into view and hit-tested in its own parent).
+   * @param {Run} run @param {{fp: string, frames: import("./frames.js").ObservedFrame[]}} obs @param {number} n @param {string} inner
+   */
+  async framePoint(run, obs, n, inner) {
+    let cur = obs.frames[n - 1];
+    if (!cur) throw refused("TARGET_NOT_FOUND", "target not found: the ref was not handed out by this generation");
+    const v = await this.pageIn(run, cur.session, `point(...${JSON.stringify([inner, cur.fp])})`);
+    this.targetStatus(v);
+    let x = Number(v.x) || 0, y = Number(v.y) || 0;
+    for (;;) {
+      const parent = cur.parent === 0 ? null : obs.frames[cur.parent - 1];
+      const session = parent ? parent.session : "";
+      const fp = parent ? parent.fp : obs.fp;
+      const w = await this.pageIn(run, session, `framePoint(${JSON.stringify(cur.frameId)}, ${x}, ${y}, ${JSON.stringify(fp)})`);
+      this.targetStatus(w);
+      x = Number(w.x) || 0;
+      y = Number(w.y) || 0;
+      if (!parent) return { x, y };
+      cur = parent;
+    }
+  }
+
+  /**
+   * Evaluates `expression` (awaiting its promise) in our world of `session` ("" = main).
+   * @param {Run} run @param {string} session @param {string} expression
+   */
+  async evalWorld(run, session, expression) {
+    const ctx = session ? await this.frameWorld(run, session) : await this.worldContext(run);
+    return this.sendOn(run, session, "Runtime.evaluate", { expression, contextId: ctx, awaitPromise: true, returnByValue: true });
+  }
+
+  /**
+   * Before input to a point inside frame `n`: waits for the frame (four animation frames and
+   * 50 ms) and the page (two) to be drawn, so a frame just scrolled into view takes input.
+   * @param {Run} run @param {{fp: string, frames: import("./frames.js").ObservedFrame[]}} obs @param {number} n
+   */
+  async settleFrames(run, obs, n) {
+    const f = obs.frames[n - 1];
+    if (!f) return;
+    await this.evalWorld(run, f.session, "new Promise(r => { const t0 = performance.now(); let n = 0; " +
+      "const f = () => (++n >= 4 && performance.now() - t0 >= 50) ? r(true) : requestAnimationFrame(f); requestAnimationFrame(f); })");
+    await this.evalWorld(run, "", "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))");
+  }
+
+  /**
+   * Before a click at (`x`, `y`) inside frame `n`: moves the mouse there until the frame's own
+   * document saw a trusted mousemove (a capture listener in our world), at most 5 s.
+   * @param {Run} run @param {{fp: string, frames: import("./frames.js").ObservedFrame[]}} obs @param {number} n @param {number} x @param {number} y
+   */
+  async awaitFrameInput(run, obs, n, x, y) {
+    const f = obs.frames[n - 1];
+    if (!f) return;
+    await this.evalWorld(run, f.session, "(() => { const g = globalThis; if (!g.__jevgateInput) { " +
+      "g.__jevgateInput = { seen: false }; addEventListener('mousemove', e => { " +
+      "if (e.isTrusted) g.__jevgateInput.seen = true; }, true); } g.__jevgateInput.seen = false; return true; })()");
+    const end = Date.now() + 5000;
+    while (Date.now() < end) {
+      await this.input(run, "Input.dispatchMouseEvent", { type: "mouseMoved", x, y, button: "none", buttons: 0 });
+      if (this.dialog) return;
+      const seen = await this.evalWorld(run, f.session, "new Promise(r => { const g = globalThis.__jevgateInput; let n = 0; " +
+        "const f = () => (g.seen || ++n > 2) ? r(g.seen) : requestAnimationFrame(f); f(); })");
+      if (seen && seen.result && seen.result.value === true) return;
+    }
+  }
+
+  /** After a field in a frame was focused: waits (at most 1 s) until the frame holds the page's focus. @param {Run} run @param {string} session */
+  async waitFrameFocus(run, session) {
+    const end = Date.now() + 1000;
+    while ((await this.pageIn(run, session, "hasFocus()")) !== true && Date.now() < end) await run.sleep(10);
+  }
+
+  /**
+   * The viewport point of a ref's element (main frame or a frame), scrolled into view and
+   * hit-tested, and whether clicking it usually navigates (main-frame elements only).
+   * @param {Run} run @param {{fp: string, frames: import("./frames.js").ObservedFrame[]}} obs @param {string} ref @param {boolean} settle
+   */
+  async pointOf(run, obs, ref, settle) {
+    const scope = this.scopeOf(obs, ref);
+    await this.checkFrames(run, obs);
+    if (scope.n === 0) {
+      const v = await this.page(run, `point(...${JSON.stringify([scope.inner, obs.fp])})`);
+      this.targetStatus(v);
+      return { x: Number(v.x) || 0, y: Number(v.y) || 0, nav: !!v.nav, n: 0 };
+    }
+    await this.framePoint(run, obs, scope.n, scope.inner);
+    if (settle) await this.settleFrames(run, obs, scope.n);
+    const p = await this.framePoint(run, obs, scope.n, scope.inner);
+    return { x: p.x, y: p.y, nav: false, n: scope.n };
+  }
+
   /**
    * The walk plus generation bookkeeping. `null` tree unless `tree`.
    * @param {Run} run @param {{maxControls?: number, maxTextChars?: number, tree?: boolean}} opts
@@ -388,17 +725,20 @@ export class TabDriver {
     if (refusal) throw refusal;
     const docBefore = this.docSeq;
     if (this.pendingNav) throw stale("NAVIGATION_PENDING");
-    const walked = await this.page(run, `observe(${JSON.stringify({
+    const composed = await this.observeFrames(run, {
       maxControls: Math.max(1, opts.maxControls ?? 2000),
       maxTextChars: Math.min(opts.maxTextChars ?? 20000, 30000),
       ...(opts.tree ? { tree: true } : {}),
-    })})`);
+    });
+    const walked = composed.walk;
     if (this.pendingNav || this.docSeq !== docBefore) throw stale("NAVIGATION_PENDING");
-    if (this.generation === 0 || this.fp !== walked.fp || this.obsDoc !== docBefore) {
+    if (this.generation === 0 || this.fp !== composed.fp || this.obsDoc !== docBefore) {
       this.generation++;
-      this.fp = walked.fp;
+      this.fp = composed.fp;
       this.obsDoc = docBefore;
     }
+    this.mainFp = String(walked.fp || "");
+    this.obsFrames = composed.frames;
     return {
       generation: this.generation,
       url: cut(String(walked.url || ""), MAX_URL)[0],
@@ -427,12 +767,16 @@ export class TabDriver {
     }
   }
 
-  /** The fingerprint of the generation `generation`, or a refusal. @param {number} generation */
+  /**
+   * What the generation `generation` holds the page to (the main frame's fingerprint and the
+   * observed frames), or a refusal.
+   * @param {number} generation @returns {{fp: string, frames: import("./frames.js").ObservedFrame[]}}
+   */
   checkGeneration(generation) {
     const refusal = this.refusal();
     if (refusal) throw refusal;
     if (this.generation === 0 || generation !== this.generation || this.obsDoc !== this.docSeq) throw stale("GENERATION_CHANGED");
-    return this.fp;
+    return { fp: this.mainFp, frames: this.obsFrames };
   }
 
   /** Maps the page library's status to its refusal. @param {any} v */

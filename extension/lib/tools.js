@@ -345,19 +345,23 @@ export class Tools {
 
   /** @param {Run} run @param {TabDriver} d @param {string} operationId @param {number} generation @param {string} reference */
   async pageClick(run, d, operationId, generation, reference) {
-    const fp = d.checkGeneration(generation);
-    const v = await d.page(run, `point(...${JSON.stringify([reference, fp])})`);
-    d.targetStatus(v);
+    const obs = d.checkGeneration(generation);
+    const v = await d.pointOf(run, obs, reference, false);
     const before = d.startedSeq;
-    await d.clickAt(run, Number(v.x) || 0, Number(v.y) || 0);
+    if (v.n > 0) {
+      // Delivery, not timing: the frame acknowledges the mouse at the point first.
+      d.markSent();
+      await d.awaitFrameInput(run, obs, v.n, v.x, v.y);
+    }
+    await d.clickAt(run, v.x, v.y);
     if (v.nav) await d.navGrace(run, before);
     return d.result(operationId, "page_click", before);
   }
 
   /** @param {Run} run @param {TabDriver} d @param {string} operationId @param {number} generation @param {number} x @param {number} y */
   async mouseClick(run, d, operationId, generation, x, y) {
-    const fp = d.checkGeneration(generation);
-    d.targetStatus(await d.page(run, `check(${JSON.stringify(fp)})`));
+    const obs = d.checkGeneration(generation);
+    await d.checkAll(run, obs);
     const before = d.startedSeq;
     await d.clickAt(run, x, y);
     return d.result(operationId, "mouse_click", before);
@@ -368,8 +372,12 @@ export class Tools {
    * @param {string} reference @param {string} text @param {boolean} submit
    */
   async pageType(run, d, operationId, generation, reference, text, submit) {
-    const fp = d.checkGeneration(generation);
-    d.targetStatus(await d.page(run, `focusField(...${JSON.stringify([reference, fp])})`));
+    const obs = d.checkGeneration(generation);
+    const scope = d.scopeOf(obs, reference);
+    if (scope.n > 0) d.targetStatus(await d.page(run, `check(${JSON.stringify(obs.fp)})`));
+    await d.checkFrames(run, obs);
+    d.targetStatus(await d.pageIn(run, scope.session, `focusField(...${JSON.stringify([scope.inner, scope.fp])})`));
+    if (scope.session) await d.waitFrameFocus(run, scope.session);
     const before = d.startedSeq;
     d.markSent();
     const chars = [...text];
@@ -394,8 +402,7 @@ export class Tools {
   /** @param {Run} run @param {TabDriver} d @param {string} operationId @param {number} generation @param {string} key @param {number} count */
   async pageKeypress(run, d, operationId, generation, key, count) {
     if (!(count >= 1 && count <= 20)) throw refused("INVALID_ARGUMENT", "invalid argument `count`: must be 1 to 20");
-    const fp = d.checkGeneration(generation);
-    d.targetStatus(await d.page(run, `check(${JSON.stringify(fp)})`));
+    await d.checkAll(run, d.checkGeneration(generation));
     const before = d.startedSeq;
     for (let i = 0; i < count; i++) {
       await this.press(run, d, key);
@@ -406,8 +413,7 @@ export class Tools {
 
   /** One screen. @param {Run} run @param {TabDriver} d @param {string} operationId @param {number} generation @param {string} dir */
   async pageScroll(run, d, operationId, generation, dir) {
-    const fp = d.checkGeneration(generation);
-    d.targetStatus(await d.page(run, `check(${JSON.stringify(fp)})`));
+    await d.checkAll(run, d.checkGeneration(generation));
     const s = await d.page(run, "scroll()");
     const atLimit = dir === "up" ? s.atTop !== false : s.atBottom !== false;
     if (atLimit) throw refused("SCROLL_LIMIT", "the page is already scrolled to that limit; nothing was sent");
@@ -435,9 +441,12 @@ export class Tools {
 
   /** @param {Run} run @param {TabDriver} d @param {string} operationId @param {number} generation @param {string} reference @param {string} value */
   async formInput(run, d, operationId, generation, reference, value) {
-    const fp = d.checkGeneration(generation);
+    const obs = d.checkGeneration(generation);
+    const scope = d.scopeOf(obs, reference);
+    if (scope.n > 0) d.targetStatus(await d.page(run, `check(${JSON.stringify(obs.fp)})`));
+    await d.checkFrames(run, obs);
     const before = d.startedSeq;
-    const v = await d.page(run, `setValue(...${JSON.stringify([reference, fp, value])})`);
+    const v = await d.pageIn(run, scope.session, `setValue(...${JSON.stringify([scope.inner, scope.fp, value])})`);
     if (v && v.status === "ok") d.markSent();
     d.targetStatus(v);
     return d.result(operationId, "form_input", before);

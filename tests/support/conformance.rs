@@ -316,7 +316,245 @@ pub fn every_tool(dev: &Device<'_>, server: &Server) -> Transcript {
     let tabs = dev.call("browser_tabs", json!({"action": "list"}));
     let list = data(&tabs)["tabs"].as_array().unwrap().clone();
     assert!(list.iter().any(|t| t["current"] == true), "{tabs:?}");
+
+    frame_cases(&mut rec, server);
+    frame_primitives(&mut rec, server);
     rec.out
+}
+
+/// Navigates to `path` (its answer not recorded: a frame's document may still be attaching)
+/// and polls `browser_find` (bounded) until `query` is found inside a frame.
+fn open_framed(rec: &mut Recorder<'_, '_>, server: &Server, path: &str, query: &str) {
+    let nav = rec
+        .dev
+        .call("browser_navigate", json!({"url": server.url(path)}));
+    assert!(nav.is_success(), "{path}: {nav:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let found = data(&rec.dev.call("browser_find", json!({ "query": query })));
+        if found["matches"][0]["ref"].is_string() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{query} never appeared on {path}: {found}"
+        );
+    }
+}
+
+/// Iframes (R-BRW-OBS, R-BRW-ACT, R-BRW-STALE): same-origin, cross-origin (an out-of-process
+/// frame of another site), nested cross-origin, cross-origin inside same-origin, and a covered
+/// frame — read, found, clicked, typed into and filled by ref, on every device alike.
+fn frame_cases(rec: &mut Recorder<'_, '_>, server: &Server) {
+    let dev = rec.dev;
+
+    // A same-origin frame: walked inline, its button clicked once.
+    open_framed(rec, server, "/p/frames", "Frame button");
+    let read = rec.call("frames read", "browser_read_page", json!({}));
+    let text = data(&read)["text"].as_str().unwrap().to_string();
+    assert!(
+        text.contains("Inner frame") && text.contains("Frame button"),
+        "{text}"
+    );
+    rec.call(
+        "frames find",
+        "browser_find",
+        json!({"query": "Frame button"}),
+    );
+    let inner = dev.find_ref("Frame button");
+    let click = rec.call(
+        "frames click",
+        "browser_computer",
+        json!({"action": "click", "ref": inner}),
+    );
+    assert!(click.is_success(), "{click:?}");
+    assert_eq!(server.wait_count("inner", 1), 1);
+    rec.call("frames text", "browser_get_text", json!({}));
+
+    // A cross-origin frame: its controls carry frame refs, in page order.
+    open_framed(rec, server, "/p/xframes", "Cross button");
+    let read = rec.call("xframes read", "browser_read_page", json!({}));
+    let text = data(&read)["text"].as_str().unwrap().to_string();
+    let (top, cross, after) = (
+        text.find("Top button").unwrap_or(usize::MAX),
+        text.find("Cross button").unwrap_or(usize::MAX),
+        text.find("After button").unwrap_or(usize::MAX),
+    );
+    assert!(top < cross && cross < after && after < usize::MAX, "{text}");
+    assert!(!text.contains(SECRET_PASSWORD), "{text}");
+    rec.call(
+        "xframes interactive",
+        "browser_read_page",
+        json!({"filter": "interactive"}),
+    );
+    let text = rec.call("xframes text", "browser_get_text", json!({}));
+    let text = data(&text)["text"].as_str().unwrap().to_string();
+    assert!(text.contains("Inside the cross frame"), "{text}");
+    assert!(!text.contains(SECRET_PASSWORD), "{text}");
+    let found = rec.call(
+        "xframes find",
+        "browser_find",
+        json!({"query": "Cross button"}),
+    );
+    let cross = data(&found)["matches"][0]["ref"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(cross.starts_with('f'), "{cross}");
+    let click = rec.call(
+        "xframes click",
+        "browser_computer",
+        json!({"action": "click", "ref": cross}),
+    );
+    assert!(click.is_success(), "{click:?}");
+    assert_eq!(server.wait_count("xinner", 1), 1);
+    let name = dev.find_ref("Cross name");
+    let set = rec.call(
+        "xframes form input",
+        "browser_form_input",
+        json!({"ref": name, "value": "dog"}),
+    );
+    assert!(set.is_success(), "{set:?}");
+    let found = rec.call(
+        "xframes find name",
+        "browser_find",
+        json!({"query": "Cross name"}),
+    );
+    assert_eq!(data(&found)["matches"][0]["value"], "dog", "{found:?}");
+    let name = dev.find_ref("Cross name");
+    let typed = rec.call(
+        "xframes type",
+        "browser_computer",
+        json!({"action": "type", "ref": name, "text": "dogs"}),
+    );
+    assert!(typed.is_success(), "{typed:?}");
+    let key = rec.call(
+        "xframes key enter",
+        "browser_computer",
+        json!({"action": "key", "text": "Enter"}),
+    );
+    assert!(key.is_success(), "{key:?}");
+    assert_eq!(server.wait_count("xenter:dogs", 1), 1);
+    let shot = rec.call(
+        "xframes screenshot",
+        "browser_computer",
+        json!({"action": "screenshot"}),
+    );
+    assert!(shot.is_success(), "{shot:?}");
+    // Nested cross-origin frames, three sites deep.
+    open_framed(rec, server, "/p/xnest", "Deep button");
+    rec.call("xnest read", "browser_read_page", json!({}));
+    let deep = dev.find_ref("Deep button");
+    let click = rec.call(
+        "xnest click",
+        "browser_computer",
+        json!({"action": "click", "ref": deep}),
+    );
+    assert!(click.is_success(), "{click:?}");
+    assert_eq!(server.wait_count("deep", 1), 1);
+
+    // A cross-origin frame inside a same-origin frame.
+    open_framed(rec, server, "/p/xsame", "Deep button");
+    rec.call("xsame read", "browser_read_page", json!({}));
+    let deep = dev.find_ref("Deep button");
+    let click = rec.call(
+        "xsame click",
+        "browser_computer",
+        json!({"action": "click", "ref": deep}),
+    );
+    assert!(click.is_success(), "{click:?}");
+    assert_eq!(server.wait_count("deep", 2), 2);
+
+    // The frame limits: four levels of cross-origin frames below the page are walked, the
+    // rest left out and said so (truncated); a dozen side by side are all walked in order.
+    open_framed(rec, server, "/p/xchain", "Level 4");
+    let chain = rec.call(
+        "xchain interactive",
+        "browser_read_page",
+        json!({"filter": "interactive"}),
+    );
+    let text = data(&chain)["text"].as_str().unwrap().to_string();
+    assert!(
+        text.contains("\"Level 4\"") && !text.contains("\"Level 5\""),
+        "{text}"
+    );
+    assert_eq!(chain.result().unwrap()["truncated"], true, "{chain:?}");
+    let level = dev.find_ref("Level 4");
+    assert!(level.starts_with("f4e"), "{level}");
+    open_framed(rec, server, "/p/xwide", "Wide button 11");
+    let wide = rec.call(
+        "xwide interactive",
+        "browser_read_page",
+        json!({"filter": "interactive"}),
+    );
+    let text = data(&wide)["text"].as_str().unwrap().to_string();
+    let at: Vec<usize> = (0..12)
+        .map(|i| {
+            text.find(&format!("\"Wide button {i}\""))
+                .unwrap_or(usize::MAX)
+        })
+        .collect();
+    assert!(
+        at.windows(2).all(|w| w[0] < w[1]) && at[11] < usize::MAX,
+        "{text}"
+    );
+    assert!(text.find("Wide after").unwrap_or(0) > at[11], "{text}");
+
+    // A frame below the fold: scrolled into view, its button clicked once.
+    open_framed(rec, server, "/p/xfar", "Cross button");
+    let far = dev.find_ref("Cross button");
+    let click = rec.call(
+        "xfar click",
+        "browser_computer",
+        json!({"action": "click", "ref": far}),
+    );
+    assert!(click.is_success(), "{click:?}");
+    assert_eq!(server.wait_count("xinner", 2), 2);
+
+    // A dialog opened inside a cross-origin frame is reported in the click's answer.
+    open_framed(rec, server, "/p/xnest", "Middle alert");
+    let alert = dev.find_ref("Middle alert");
+    let click = rec.call(
+        "xnest alert click",
+        "browser_computer",
+        json!({"action": "click", "ref": alert}),
+    );
+    assert_eq!(
+        data(&click)["dialog"]["message"],
+        "From the middle",
+        "{click:?}"
+    );
+    let target = dev
+        .gw
+        .device_target(&dev.owner, &dev.conversation, &dev.device)
+        .unwrap();
+    let answered = jevgate::browser::BrowserBackend::handle_dialog(
+        &target,
+        jevgate::browser::HandleDialogArgs {
+            accept: true,
+            prompt_text: None,
+        },
+    );
+    assert!(answered.is_ok(), "{answered:?}");
+    assert_eq!(server.wait_count("after-mid-alert", 1), 1);
+
+    // A covered frame: the click is refused, nothing reaches the frame.
+    open_framed(rec, server, "/p/xcovered", "Cross button");
+    let covered = dev.find_ref("Cross button");
+    let click = rec.call(
+        "xcovered click",
+        "browser_computer",
+        json!({"action": "click", "ref": covered}),
+    );
+    assert!(
+        click.to_json()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("TARGET_OBSCURED"),
+        "{click:?}"
+    );
+    assert_eq!(server.count("veil"), 0);
+    assert_eq!(server.count("xinner"), 2);
 }
 
 /// Asserts two transcripts are equal step by step (the first difference named).
@@ -331,4 +569,137 @@ pub fn assert_same(expected: &Transcript, got: &Transcript) {
             "step `{step}` differs:\nreference worker: {want}\ndevice: {have}"
         );
     }
+}
+
+/// A primitive's answer (or its error code and message), recorded as a tool's is.
+fn record<T: serde::Serialize>(
+    rec: &mut Recorder<'_, '_>,
+    step: &str,
+    r: &jevgate::Result<T>,
+) -> Value {
+    let shown = match r {
+        Ok(v) => normal(&serde_json::to_value(v).unwrap(), &rec.base),
+        Err(e) => json!({"errorCode": e.code(), "message": e.to_string()}),
+    };
+    rec.out.push((step.to_string(), shown.clone()));
+    shown
+}
+
+/// The SPEC §6 primitives a task controller uses (observe, snapshot, page_click, page_type,
+/// form_input) inside frames, through the device's target: observations carry frame refs,
+/// actions by frame ref reach the frame once.
+fn frame_primitives(rec: &mut Recorder<'_, '_>, server: &Server) {
+    use jevgate::browser::{BrowserBackend, ClickArgs, FormInputArgs, SnapshotArgs, TypeArgs};
+    let dev = rec.dev;
+    let target = dev
+        .gw
+        .device_target(&dev.owner, &dev.conversation, &dev.device)
+        .unwrap();
+    let named = |obs: &Value, name: &str| -> String {
+        obs["controls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {obs}"))["ref"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+
+    // Nested cross-origin frames: one observation, the deep button clicked by its frame ref.
+    open_framed(rec, server, "/p/xnest", "Deep button");
+    let obs = target.observe();
+    let shown = record(rec, "primitive observe xnest", &obs);
+    let obs = obs.unwrap();
+    let deep = named(&shown, "Deep button");
+    assert!(deep.starts_with("f2e"), "{shown}");
+    let clicked = target.page_click(ClickArgs {
+        operation_id: format!("conf-xnest-{}", dev.device),
+        generation: obs.generation,
+        reference: deep,
+    });
+    record(rec, "primitive click deep", &clicked);
+    assert!(clicked.is_ok(), "{clicked:?}");
+    assert_eq!(server.wait_count("deep", 3), 3);
+    let snap = target.snapshot(SnapshotArgs {
+        region: None,
+        max_chars: None,
+    });
+    let shown = record(rec, "primitive snapshot xnest", &snap);
+    assert!(
+        shown["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Deep text"),
+        "{shown}"
+    );
+
+    // A cross-origin frame's field: typed into with submit, then set by form_input.
+    open_framed(rec, server, "/p/xframes", "Cross name");
+    let obs = target.observe();
+    let shown = record(rec, "primitive observe xframes", &obs);
+    let obs = obs.unwrap();
+    let field = named(&shown, "Cross name");
+    let typed = target.page_type(TypeArgs {
+        operation_id: format!("conf-xtype-{}", dev.device),
+        generation: obs.generation,
+        reference: field.clone(),
+        text: "birds".into(),
+        submit: true,
+    });
+    record(rec, "primitive type", &typed);
+    assert!(typed.is_ok(), "{typed:?}");
+    assert_eq!(server.wait_count("xenter:birds", 1), 1);
+    let obs = target.observe().unwrap();
+    let set = target.form_input(FormInputArgs {
+        operation_id: format!("conf-xform-{}", dev.device),
+        generation: obs.generation,
+        reference: field,
+        value: "set by form".into(),
+    });
+    record(rec, "primitive form input", &set);
+    assert!(set.is_ok(), "{set:?}");
+    let obs = target.observe();
+    let shown = record(rec, "primitive observe after", &obs);
+    let value = shown["controls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "Cross name")
+        .map(|c| c["value"].clone());
+    assert_eq!(value, Some(json!("set by form")), "{shown}");
+    // A change inside the frame makes the refs of the observation before it stale.
+    let add = named(&shown, "Cross add");
+    let top = named(&shown, "Top button");
+    let added = target.page_click(ClickArgs {
+        operation_id: format!("conf-xadd-{}", dev.device),
+        generation: obs.as_ref().unwrap().generation,
+        reference: add,
+    });
+    record(rec, "primitive click add", &added);
+    assert!(added.is_ok(), "{added:?}");
+    assert_eq!(server.wait_count("xadd", 1), 1);
+    let stale = target.page_click(ClickArgs {
+        operation_id: format!("conf-xstale-{}", dev.device),
+        generation: obs.as_ref().unwrap().generation,
+        reference: top,
+    });
+    record(rec, "primitive stale click", &stale);
+    assert_eq!(
+        stale.as_ref().map_err(|e| e.code()).unwrap_err(),
+        "STALE_OBSERVATION",
+        "{stale:?}"
+    );
+    assert_eq!(server.count("top"), 0);
+    let obs = target.observe();
+    // A ref of a frame the observation never handed out is refused, nothing sent.
+    let obs = obs.unwrap();
+    let missing = target.page_click(ClickArgs {
+        operation_id: format!("conf-xmissing-{}", dev.device),
+        generation: obs.generation,
+        reference: "f9e1".into(),
+    });
+    record(rec, "primitive click unknown frame", &missing);
+    assert!(missing.is_err(), "{missing:?}");
 }

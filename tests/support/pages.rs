@@ -195,6 +195,35 @@ c.putImageData(img, 0, 0);
             .to_string(),
         "xdeep" => r#"<title>Deep</title><p>Deep text</p><button onclick="b('deep')">Deep button</button>"#
             .to_string(),
+        // Cross-origin frames eight deep (each level the other site): a walk follows four
+        // levels below the page (MAX_FRAME_DEPTH) and says the rest was left out.
+        "xchain" => r#"<title>Chain</title><script>
+const d = +(new URLSearchParams(location.search).get('d') || 0);
+document.write('<button onclick="b(\'level' + d + '\')">Level ' + d + '</button>');
+if (d < 7) {
+  const h = location.hostname === 'localhost' ? '127.0.0.1' : 'localhost';
+  document.write('<iframe title="Level frame" style="width:95%;height:170px" src="http://' + h + ':' + location.port + '/p/xchain?d=' + (d + 1) + '"></iframe>');
+}
+</script>"#
+            .to_string(),
+        // Many cross-origin frames side by side, each walked in page order.
+        "xwide" => r#"<title>Wide</title><script>
+for (let i = 0; i < 12; i++) document.write('<iframe title="Wide ' + i + '" style="width:120px;height:60px" src="http://localhost:' + location.port + '/p/xwideinner?i=' + i + '"></iframe>');
+</script><button onclick="b('wide-after')">Wide after</button>"#
+            .to_string(),
+        // A hostile page: `n` (at most 1,000) cross-origin frames, each with a button.
+        "xmany" => r#"<title>Many frames</title><script>
+const n = Math.min(1000, +(new URLSearchParams(location.search).get('n') || 0));
+for (let i = 0; i < n; i++) document.write('<iframe title="Many" style="width:40px;height:30px" src="http://localhost:' + location.port + '/p/xmanyinner"></iframe>');
+</script><button onclick="b('many-after')">Many after</button>"#
+            .to_string(),
+        "xmanyinner" => r#"<title>Many inner</title><button onclick="b('many')">Many button</button>"#
+            .to_string(),
+        "xwideinner" => r#"<title>Wide inner</title><script>
+const i = new URLSearchParams(location.search).get('i') || '';
+document.write('<button onclick="b(\'wide' + i.replace(/[^0-9]/g, '') + '\')">Wide button ' + i.replace(/[^0-9]/g, '') + '</button>');
+</script>"#
+            .to_string(),
         // The managed tool family (issue 15): every control type, dialogs of all three kinds,
         // text that appears and disappears, a canvas for pixel clicks, focus order for chords.
         "mform" => r#"<title>Managed form</title><h1>Order form</h1>

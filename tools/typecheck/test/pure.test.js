@@ -80,3 +80,62 @@ test("keys", () => {
   assert.equal(k.charEvents("a")[0].code, "KeyA");
   assert.equal(k.charEvents("\u0e01"), null);
 });
+
+import * as fr from "../../../extension/lib/frames.js";
+
+test("frame refs split and never collide with main refs (frames.rs split_ref)", () => {
+  assert.deepEqual(fr.splitRef("e3"), [0, "e3"]);
+  assert.deepEqual(fr.splitRef("f2e13"), [2, "e13"]);
+  assert.equal(fr.splitRef("f0e1"), null);
+  assert.equal(fr.splitRef("fxe1"), null);
+  assert.equal(fr.splitRef("f3"), null);
+  assert.equal(fr.splitRef("f99999999999999999999e1"), null);
+  const walk = { controls: [{ ref: "e1", container: "k1" }], focus: "e1", containers: [{ id: "k1", kind: "form" }],
+    tree: { r: "root", c: [{ r: "button", ref: "e1", c: [] }, "text"] } };
+  fr.prefixRefs(walk, 4);
+  assert.equal(walk.controls[0].ref, "f4e1");
+  assert.equal(walk.controls[0].container, "f4k1");
+  assert.equal(walk.containers[0].id, "f4k1");
+  assert.equal(walk.focus, "f4e1");
+  assert.equal(/** @type {any} */ (walk.tree.c[0]).ref, "f4e1");
+});
+
+test("a frame's walk is spliced at its iframe's position (frames.rs splice)", () => {
+  const main = {
+    controls: [{ ref: "e1" }, { ref: "e2" }, { ref: "e3" }], text: "before\n\u0000\nafter", focus: null,
+    truncated: { controls: false, text: false }, slots: [{ key: "K", ci: 2 }],
+    tree: { r: "root", c: [{ r: "iframe", n: "X", slot: "K", c: [] }] },
+  };
+  const child = {
+    controls: [{ ref: "f1e1", container: "f1k1" }], text: "inside", focus: "f1e1", containers: [{ id: "f1k1", kind: "dialog" }],
+    truncated: { controls: true, text: false, containers: true }, tree: { r: "root", c: [{ r: "button", ref: "f1e1", c: [] }] },
+  };
+  fr.splice(main, [{ key: "K", walk: child }]);
+  assert.deepEqual(main.controls.map((c) => c.ref), ["e1", "e2", "f1e1", "e3"]);
+  assert.equal(main.text, "before\ninside\nafter");
+  assert.equal(main.focus, "f1e1");
+  assert.equal(main.truncated.controls, true);
+  assert.equal(/** @type {any} */ (main.truncated).containers, true);
+  assert.equal(/** @type {any} */ (main).containers[0].id, "f1k1");
+  assert.equal(/** @type {any} */ (main.tree.c[0].c[0]).ref, "f1e1");
+  const lone = { controls: [], text: "a\n\u0000\nb", focus: "e1", truncated: { controls: false }, slots: [{ key: "K", ci: 0 }] };
+  fr.splice(lone, []);
+  assert.equal(lone.text, "a\nb");
+  assert.equal(lone.focus, "e1");
+});
+
+test("removing a frame removes the frames nested in it; a composed walk is cut to its budget", () => {
+  const set = new fr.FrameSet();
+  set.add("A", "fa", "");
+  set.add("B", "fb", "A");
+  set.add("C", "fc", "");
+  set.removeTree("A");
+  assert.deepEqual([...set.bySession.keys()], ["C"]);
+  assert.equal(set.sessionOf("", "fc"), "C");
+  assert.deepEqual(set.notReady(), ["C"]);
+  const walk = { controls: [{}, {}, {}], text: "ab😀cd", truncated: {} };
+  fr.cutToBudget(walk, { maxControls: 2, maxTextChars: 3 });
+  assert.equal(walk.controls.length, 2);
+  assert.equal(walk.text, "ab😀");
+  assert.deepEqual(walk.truncated, { controls: true, text: true });
+});
