@@ -282,8 +282,20 @@ async function resume() {
 }
 
 async function unpair() {
-  await chrome.storage.local.remove(["token", "deviceId"]);
   const sock = ws;
+  if (sock && sock.readyState === WebSocket.OPEN && conn === "online") {
+    // The gateway forgets the device too (its token stops working there) and closes the
+    // channel with 1008 DEVICE_UNPAIRED; the token is removed here whatever it answers.
+    const closed = new Promise((resolve) => {
+      sock.addEventListener("close", () => resolve(undefined), { once: true });
+      setTimeout(() => resolve(undefined), 3000);
+    });
+    try {
+      sock.send(JSON.stringify({ type: "unpair" }));
+      await closed;
+    } catch (_) { /* closed already */ }
+  }
+  await chrome.storage.local.remove(["token", "deviceId"]);
   ws = null;
   clearTimers();
   abortAll(new ToolFailure(CODES.CANCELLED, "the extension was unpaired"), true);

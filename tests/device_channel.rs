@@ -1274,3 +1274,43 @@ fn r_log_tokens_page_text_and_field_values_never_reach_logs_or_errors() {
         }
     }
 }
+
+// Issue 22 (the extension's Unpair, R-DEV-PAIR): a worker that sends `unpair` on its own
+// authenticated connection makes the gateway forget the device — its token stops working —
+// and is closed 1008 DEVICE_UNPAIRED; a second `unpair` or another device's worker changes
+// nothing else.
+#[test]
+fn issue22_a_worker_that_unpairs_is_forgotten_and_its_token_stops_working() {
+    use support::worker::{authenticate, open, read_close, PATH};
+    let t = support::gateway::builder().channel().build();
+    let addr = t.channel().local_addr();
+    let gone = t.pair("alice", "gone");
+    let stays = t.pair("alice", "stays");
+    let mut ws = open(addr, PATH, None).unwrap();
+    authenticate(&mut ws, &gone.token_text(), Some(2)).unwrap();
+    let mut other = open(addr, PATH, None).unwrap();
+    authenticate(&mut other, &stays.token_text(), Some(2)).unwrap();
+    for _ in 0..2 {
+        ws.send(tungstenite::Message::text(r#"{"type":"unpair"}"#))
+            .unwrap();
+    }
+    let closed = read_close(&mut ws).expect("closed");
+    assert_eq!(
+        (closed.code, closed.reason.as_str()),
+        (1008, "DEVICE_UNPAIRED")
+    );
+    let ids: Vec<String> =
+        t.gw.devices("alice")
+            .unwrap()
+            .into_iter()
+            .map(|d| d.id)
+            .collect();
+    assert_eq!(ids, vec![stays.device.clone()]);
+    // The token is refused from now on.
+    let mut again = open(addr, PATH, None).unwrap();
+    let refused = authenticate(&mut again, &gone.token_text(), Some(2)).unwrap_err();
+    assert_eq!(refused.reason, "AUTHENTICATION_FAILED");
+    // The other device's connection is untouched.
+    let online = t.gw.devices("alice").unwrap();
+    assert!(online[0].online, "{online:?}");
+}

@@ -70,6 +70,9 @@ pub(crate) trait Host {
     /// Hands a pairing request's body to the checker thread ([`pair`]); its answer comes back
     /// through [`Connection::checked`] and a drive.
     fn pair(&mut self, peer: IpAddr, body: Vec<u8>);
+    /// Hands a live worker's `unpair` to the checker thread ([`unpair`]), which forgets the
+    /// device and closes its connection through the hub.
+    fn unpair(&mut self, device_id: String);
 }
 
 /// The checker's answer to an authenticate frame.
@@ -142,6 +145,18 @@ pub(crate) fn pair(shared: &Shared, peer: IpAddr, body: &[u8]) -> Reply {
     }
 }
 
+/// The store's part of a worker's `unpair` (run on the checker thread): the device is
+/// forgotten — its token stops working — and its connection closed with 1008
+/// `DEVICE_UNPAIRED`, as when the host unpairs it.
+pub(crate) fn unpair(shared: &Shared, device_id: &str) {
+    match shared.registry.unpair_device(device_id) {
+        Ok(true) => log::info!("device {device_id} unpaired by its worker"),
+        Ok(false) => {}
+        Err(e) => log::warn!("device {device_id} could not be unpaired: {}", e.code()),
+    }
+    shared.hub.disconnect(device_id, 1008, "DEVICE_UNPAIRED");
+}
+
 /// What a connection needs from its I/O thread after a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Turn {
@@ -184,6 +199,8 @@ struct Live {
     /// announced (`None`: not controlled) and the autopilot line it showed. `None` for a worker
     /// that did not ask.
     status: Option<(Option<Instant>, Option<String>)>,
+    /// The worker sent `unpair` (handed to the checker once).
+    unpairing: bool,
 }
 
 enum Phase {
@@ -359,7 +376,7 @@ impl Connection {
                 Phase::Pairing { io, origin, reply } => self.pairing(now, io, origin, reply),
                 Phase::Auth { ws } => self.auth(now, ws, host),
                 Phase::Checking { ws, verdict } => self.checking(ws, verdict, host),
-                Phase::Live(live) => self.live(now, live),
+                Phase::Live(live) => self.live(now, live, host),
                 Phase::Closing { ws, ending, bound } => closing(&shared, tick, ws, ending, bound),
                 Phase::Linger { io, bound } => linger(&shared, tick, io, bound),
                 Phase::Done => (Phase::Done, Flow::Finished),
@@ -665,11 +682,12 @@ impl Connection {
             unanswered: None,
             over_since: None,
             status,
+            unpairing: false,
         };
         (Phase::Live(Box::new(live)), Flow::Again)
     }
 
-    fn live(&mut self, now: Instant, mut live: Box<Live>) -> Step {
+    fn live(&mut self, now: Instant, mut live: Box<Live>, host: &mut dyn Host) -> Step {
         let shared = Arc::clone(&self.shared);
         let options = &shared.options;
         let ending = |live: Box<Live>| {
@@ -727,6 +745,11 @@ impl Connection {
                 match message {
                     Message::Text(text) => match parse_worker_frame(&text) {
                         Ok(WorkerFrame::Result { id, outcome }) => live.conn.complete(&id, outcome),
+                        Ok(WorkerFrame::Unpair) if !live.unpairing => {
+                            // Once per connection; the hub closes it when the store is done.
+                            live.unpairing = true;
+                            host.unpair(live.conn.device_id().to_string());
+                        }
                         Ok(WorkerFrame::Ping) => {
                             if let Err(e) = live.ws.send_text(&frames::pong()) {
                                 return fail(&shared, ending(live), e.close());

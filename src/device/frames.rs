@@ -41,6 +41,10 @@ pub enum WorkerFrame {
     },
     /// `{"type":"ping"}`: answered `{"type":"pong"}`.
     Ping,
+    /// `{"type":"unpair"}`: the person unpaired the browser (the extension's *Unpair*): the
+    /// gateway forgets the device — its token stops working — and closes the channel with 1008
+    /// `DEVICE_UNPAIRED`.
+    Unpair,
     /// `{"type":"pong"}`: keepalive answer.
     Pong,
     /// A well-formed frame of a type this gateway does not know (ignored).
@@ -125,6 +129,7 @@ pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, FrameError> {
             }
         }
         "ping" => Ok(WorkerFrame::Ping),
+        "unpair" => Ok(WorkerFrame::Unpair),
         "pong" => Ok(WorkerFrame::Pong),
         _ => Ok(WorkerFrame::Unknown),
     }

@@ -319,6 +319,18 @@ impl Registry {
         Ok(n > 0)
     }
 
+    /// Forgets `device_id` whoever owns it (its worker unpaired it over its own authenticated
+    /// connection); whether it was paired.
+    pub fn unpair_device(&self, device_id: &str) -> Result<bool> {
+        let n = self.store.write(|tx| {
+            tx.execute(
+                "DELETE FROM devices WHERE device_id = ?1",
+                params![device_id],
+            )
+        })?;
+        Ok(n > 0)
+    }
+
     /// `owner`'s devices, oldest pairing first.
     pub fn list(&self, owner: &str) -> Result<Vec<DeviceRecord>> {
         self.store.read(|c| {

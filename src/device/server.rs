@@ -181,6 +181,11 @@ pub(crate) fn serve(
                         Work::Pair { peer, body } => {
                             Verdict::Replied(connection::pair(&shared, peer, &body))
                         }
+                        Work::Unpair { device_id } => {
+                            // The connection is closed by the hub; nothing waits for a verdict.
+                            connection::unpair(&shared, &device_id);
+                            continue;
+                        }
                     };
                     job.inbox
                         .queue
@@ -316,6 +321,8 @@ enum Work {
         peer: std::net::IpAddr,
         body: Vec<u8>,
     },
+    /// The worker of an authenticated connection unpaired its device.
+    Unpair { device_id: String },
 }
 
 struct Inbox {
@@ -647,6 +654,10 @@ impl Host for ThreadHost<'_> {
     fn pair(&mut self, peer: std::net::IpAddr, body: Vec<u8>) {
         self.submit(Work::Pair { peer, body });
     }
+
+    fn unpair(&mut self, device_id: String) {
+        self.submit(Work::Unpair { device_id });
+    }
 }
 
 impl ThreadHost<'_> {
@@ -660,6 +671,8 @@ impl ThreadHost<'_> {
         if let Err(mpsc::SendError(job)) = self.checks.send(job) {
             // The checker is gone (the server stops): refused like a store failure.
             let verdict = match job.work {
+                // The server stops: every connection closes anyway.
+                Work::Unpair { .. } => return,
                 Work::Authenticate { .. } => Verdict::Refused(1011, "INTERNAL_ERROR"),
                 Work::Pair { .. } => Verdict::Replied(super::http::Reply::error(
                     503,
