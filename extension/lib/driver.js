@@ -531,12 +531,17 @@ export class TabDriver {
    * The walk of the main frame with every reachable out-of-process frame spliced in, and the
    * composed fingerprint (main's, then each frame's).
    * @param {Run} run @param {any} opts
+   * @param {{session: string, inner: string}|null} [region] a snapshot of that ref's subtree
    */
-  async observeFrames(run, opts) {
+  async observeFrames(run, opts, region = null) {
     if (this.frames.bySession.size) await this.prepareFrames(run);
     /** @type {import("./frames.js").ObservedFrame[]} */
     const frames = [];
-    const walk = await this.walkFrame(run, "", 0, 0, opts, frames);
+    /** @type {{region: {session: string, inner: string}|null, tree: any}} */
+    const cx = { region, tree: null };
+    const walk = await this.walkFrame(run, "", 0, 0, opts, frames, cx);
+    // A region inside a frame: that frame's walk answered its subtree (as the local backend).
+    if (region && region.session) walk.tree = cx.tree;
     if (frames.length) cutToBudget(walk, opts);
     let fp = String(walk.fp || "");
     frames.forEach((f, i) => { fp += `|${i + 1}:${f.session}:${f.fp}`; });
@@ -547,14 +552,18 @@ export class TabDriver {
    * Walks one frame ("" = main, number `n`) and, depth first, the frames it hosts.
    * @param {Run} run @param {string} session @param {number} n @param {number} depth @param {any} opts
    * @param {import("./frames.js").ObservedFrame[]} frames
+   * @param {{region: {session: string, inner: string}|null, tree: any}} cx the snapshot region
+   * (the frame's session and the ref inside it) and, once walked, its subtree
    * @returns {Promise<any>}
    */
-  async walkFrame(run, session, n, depth, opts, frames) {
+  async walkFrame(run, session, n, depth, opts, frames, cx) {
     if (this.frames.childrenOf(session).length) {
       const ctx = session ? await this.frameWorld(run, session) : await this.worldContext(run);
       await this.tagChildren(run, session, ctx);
     }
-    const walk = await this.pageIn(run, session, `observe(${JSON.stringify(opts)})`);
+    const owner = cx.region !== null && cx.region.session === session;
+    const own = owner && cx.region ? { ...opts, region: cx.region.inner } : opts;
+    const walk = await this.pageIn(run, session, `observe(${JSON.stringify(own)})`);
     if (!walk || typeof walk !== "object") throw new ToolFailure(CODES.EXECUTION_FAILED, "EXECUTION_FAILED: the page library answered malformed JSON");
     walk.truncated = walk.truncated || {};
     if (n > 0) prefixRefs(walk, n);
@@ -570,7 +579,7 @@ export class TabDriver {
       const at = frames.length;
       frames.push({ session: child, frameId: key, parent: n, fp: "" });
       try {
-        const w = await this.walkFrame(run, child, at + 1, depth + 1, opts, frames);
+        const w = await this.walkFrame(run, child, at + 1, depth + 1, opts, frames, cx);
         frames[at].fp = String(w.fp || "");
         children.push({ key, walk: w });
       } catch (e) {
@@ -584,6 +593,10 @@ export class TabDriver {
     }
     if (walk.slots !== undefined) splice(walk, children);
     if (missed) walk.truncated.controls = true;
+    if (owner && session) {
+      cx.tree = walk.tree === undefined ? null : walk.tree;
+      walk.tree = null;
+    }
     return walk;
   }
 
@@ -601,6 +614,22 @@ export class TabDriver {
     const f = obs.frames[n - 1];
     if (!f) throw notFound();
     return { n, session: f.session, fp: f.fp, inner };
+  }
+
+  /**
+   * Where a snapshot region lives: the main frame ("") or a frame of the last observation, and
+   * the ref inside it (src/browser/actions.rs region_scope).
+   * @param {string} region @returns {{session: string, inner: string}}
+   */
+  regionScope(region) {
+    const notFound = () => refused("TARGET_NOT_FOUND", "target not found: the region ref is not on the page");
+    const split = splitRef(region);
+    if (!split) throw notFound();
+    const [n, inner] = split;
+    if (n === 0) return { session: "", inner };
+    const f = this.obsFrames[n - 1];
+    if (!f) throw notFound();
+    return { session: f.session, inner };
   }
 
   /**
@@ -715,7 +744,9 @@ export class TabDriver {
 
   /**
    * The walk plus generation bookkeeping. `null` tree unless `tree`.
-   * @param {Run} run @param {{maxControls?: number, maxTextChars?: number, tree?: boolean}} opts
+   * @param {Run} run @param {{maxControls?: number, maxTextChars?: number, tree?: boolean, region?: string}} opts
+   * `region`: a snapshot of that ref's subtree only (in the main frame or a frame of the last
+   * observation); a ref that cannot be one is TARGET_NOT_FOUND.
    */
   async observe(run, opts) {
     if (this.dialog) {
@@ -725,11 +756,12 @@ export class TabDriver {
     if (refusal) throw refusal;
     const docBefore = this.docSeq;
     if (this.pendingNav) throw stale("NAVIGATION_PENDING");
+    const region = opts.tree && typeof opts.region === "string" ? this.regionScope(opts.region) : null;
     const composed = await this.observeFrames(run, {
       maxControls: Math.max(1, opts.maxControls ?? 2000),
       maxTextChars: Math.min(opts.maxTextChars ?? 20000, 30000),
       ...(opts.tree ? { tree: true } : {}),
-    });
+    }, region);
     const walked = composed.walk;
     if (this.pendingNav || this.docSeq !== docBefore) throw stale("NAVIGATION_PENDING");
     if (this.generation === 0 || this.fp !== composed.fp || this.obsDoc !== docBefore) {

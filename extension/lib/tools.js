@@ -714,7 +714,7 @@ export class Tools {
         break;
     }
     const d = await this.tab(run);
-    const read = async (/** @type {{maxControls?: number, maxTextChars?: number, tree?: boolean}} */ opts) =>
+    const read = async (/** @type {{maxControls?: number, maxTextChars?: number, tree?: boolean, region?: string}} */ opts) =>
       d.settled(run, () => d.observe(run, opts));
     switch (tool) {
       case "observe": {
@@ -722,8 +722,12 @@ export class Tools {
         return this.observation(run, d, o);
       }
       case "snapshot": {
-        const o = await read({ maxControls: 1, maxTextChars: 1, tree: true });
+        const region = typeof args.region === "string" ? args.region : undefined;
+        const o = await read({ maxControls: 1, maxTextChars: 1, tree: true, region });
         const max = Math.min(uint(args, "maxChars") ?? TEXT_DEFAULT_CHARS, MAX_SNAPSHOT);
+        if (!o.dialog && region !== undefined && !o.walked.tree) {
+          throw refused("TARGET_NOT_FOUND", "target not found: the region ref is not on the page");
+        }
         const [text, truncated, total] = o.dialog
           ? [`- dialog ${JSON.stringify(o.dialog.type)}: ${o.dialog.message}`, false, 0]
           : snapshotText(o.walked.tree || null, max, "backend");

@@ -634,6 +634,39 @@ fn frame_primitives(rec: &mut Recorder<'_, '_>, server: &Server) {
             .contains("Deep text"),
         "{shown}"
     );
+    // A snapshot of one region (R-BRW-SNAP): a ref inside the nested cross-origin frame, a ref
+    // of the main frame, and refs the page never handed out.
+    let obs = target.observe();
+    let shown = record(rec, "primitive observe xnest again", &obs);
+    let deep = named(&shown, "Deep button");
+    let top = named(&shown, "Nest top");
+    let region = |r: &str| {
+        target.snapshot(SnapshotArgs {
+            region: Some(r.to_string()),
+            max_chars: None,
+        })
+    };
+    let shown = record(rec, "primitive snapshot region in a frame", &region(&deep));
+    let text = shown["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("Deep button") && !text.contains("Nest top") && !text.contains("Middle"),
+        "{shown}"
+    );
+    let shown = record(rec, "primitive snapshot region of the page", &region(&top));
+    let text = shown["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("Nest top") && !text.contains("Deep"),
+        "{shown}"
+    );
+    for missing in ["e99999", "f9e1", "zz"] {
+        let r = region(missing);
+        record(rec, "primitive snapshot missing region", &r);
+        assert_eq!(
+            r.as_ref().map_err(|e| e.code()).unwrap_err(),
+            "TARGET_NOT_FOUND",
+            "{missing}: {r:?}"
+        );
+    }
 
     // A cross-origin frame's field: typed into with submit, then set by form_input.
     open_framed(rec, server, "/p/xframes", "Cross name");
