@@ -178,3 +178,44 @@ fn r_dev_chan_status_frames_only_on_change_and_through_tool_calls() {
     .unwrap();
     assert!(call.join().unwrap().is_success());
 }
+
+// Issue 23 (R-LEASE-1, -3, -6 across processes, review finding): on the shared store the
+// status frames of a worker connected here follow holds taken, taken back and released by
+// another gateway of the fleet — learned from the store's NOTIFY by the listener, never by a
+// database round trip on the channel's I/O thread.
+#[test]
+fn r_dev_chan_status_frames_follow_holds_taken_on_another_gateway_of_the_fleet() {
+    let Some(url) = support::pg::pg_url() else {
+        return;
+    };
+    let db = support::pg::fresh_db(&url);
+    let t = builder()
+        .config(support::pg::pg_config(&db.url_file))
+        .channel_with(quiet_channel())
+        .build();
+    let (other, _dir) = support::pg::open_gateway(&db.url_file);
+    let addr = t.channel().local_addr();
+    let p = t.pair("alice", "asks");
+    let mut ws = connect(addr, &p.token_text(), Some(json!(["status"])));
+    assert_eq!(next(&mut ws), status(false, None), "the first, after ready");
+
+    let grant = other.leases().acquire(&p.device, "conv-1").unwrap();
+    assert_eq!(
+        next(&mut ws),
+        status(true, Some(grant.expires_at)),
+        "acquired on the other gateway"
+    );
+    assert!(other
+        .leases()
+        .take_back(&p.device, &ControlCaller::owner("alice"))
+        .unwrap());
+    assert_eq!(next(&mut ws), status(false, None), "taken back there");
+    let e = other.leases().acquire(&p.device, "conv-1").unwrap_err();
+    assert_eq!(e.code(), "DEVICE_CONTROL_REVOKED");
+    // This gateway's own transitions are announced as before.
+    let here = t.gw.leases().acquire(&p.device, "conv-2").unwrap();
+    assert_eq!(next(&mut ws), status(true, Some(here.expires_at)), "here");
+    assert_eq!(other.leases().release_session("conv-2").unwrap(), 1);
+    assert_eq!(next(&mut ws), status(false, None), "released there");
+    other.close();
+}

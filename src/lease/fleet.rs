@@ -4,7 +4,9 @@
 //! Owns what [`super::Leases`] needs when `gateway.store.kind` is `"postgres"`: the shared
 //! lease rows (`pg.rs`), a listener thread on NOTIFY `jevgate_lease` that hands every changed
 //! device (and, after each reconnection, "re-check everything") to the lease manager so it
-//! cancels the in-flight commands of a tenure this process lost, and a heartbeat thread that
+//! cancels the in-flight commands of a tenure this process lost (and re-reads the holds
+//! status-asking device connections watch, so their I/O thread never waits on the database),
+//! and a heartbeat thread that
 //! keeps this process's liveness row fresh. A build without the cargo feature `postgres` has
 //! an uninhabited stand-in (`enum Fleet {}`): the lease manager's code is the same in both
 //! builds (the shared store it would need cannot exist there).
@@ -29,6 +31,13 @@ pub(crate) trait FleetNews: Send + Sync {
     fn devices_in_flight(&self) -> Vec<String>;
     /// `device`'s tenures ended by a take-back, as just read: cancel the commands of those.
     fn taken_back(&self, device: &str, tokens: Vec<u64>);
+    /// The devices whose hold a status-asking connection watches: all of them (after a
+    /// reconnection) or only those to read afresh.
+    fn watched(&self, all: bool) -> Vec<String>;
+    /// Whether a status-asking connection watches `device`'s hold.
+    fn is_watched(&self, device: &str) -> bool;
+    /// `device`'s lease as just read at `db_now_ms` on the database clock.
+    fn hold_read(&self, device: &str, lease: &DeviceLease, db_now_ms: u64);
 }
 
 #[cfg(not(feature = "postgres"))]
@@ -132,10 +141,19 @@ mod real {
         /// with commands in flight, since notifications sent meanwhile are lost.
         pub(crate) fn start(&self, news: Box<dyn FleetNews>) {
             let config = self.leases.store().config().clone();
+            let store = Arc::clone(self.leases.store());
             let stop = Arc::clone(&self.stop);
             let listener = std::thread::Builder::new()
                 .name("jevgate-fleet-listen".into())
                 .spawn(move || {
+                    let read_holds = |client: &mut postgres::Client, devices: Vec<String>| {
+                        for d in devices {
+                            match PgLeases::read_on(client, store.db_clock(), &d) {
+                                Ok((lease, now_ms)) => news.hold_read(&d, &lease, now_ms),
+                                Err(_) => log::warn!("fleet: a lease could not be re-read"),
+                            }
+                        }
+                    };
                     crate::store::pg::listen_here(
                         &config,
                         CHANNEL,
@@ -154,7 +172,15 @@ mod real {
                                     Err(_) => log::warn!("fleet: a lease could not be re-read"),
                                 }
                             }
+                            // And the holds status-asking connections watch.
+                            let watched = match device {
+                                Some(d) if news.is_watched(d) => vec![d.to_string()],
+                                Some(_) => Vec::new(),
+                                None => news.watched(true),
+                            };
+                            read_holds(client, watched);
                         },
+                        &mut |client| read_holds(client, news.watched(false)),
                     );
                 });
             let beat = PgLeases::new(

@@ -294,6 +294,30 @@ struct Inner {
     /// The shared store's leases when `gateway.store.kind` is `"postgres"` (issue 23); the
     /// control table above then holds nothing and device owners live in the shared store too.
     fleet: Option<Fleet>,
+    /// On the shared store: the holds announced to status-asking connections, so their I/O
+    /// thread never waits on the database ([`Leases::control_until`]).
+    holds: Mutex<FleetHolds>,
+}
+
+/// The most devices whose hold [`FleetHolds`] keeps (a status-asking connection each); past
+/// it the map starts again empty (every device is read afresh, never wrongly announced).
+const MAX_WATCHED_HOLDS: usize = 4096;
+
+/// A hold as a status frame announces it: its end on this gateway's monotonic clock and in
+/// Unix ms; `None` when no agent drives the device.
+type Announced = Option<(Instant, i64)>;
+
+/// On the shared store: per device a status-asking connection watches, its hold as this
+/// process last learned it — from its own transitions and from the listener, which re-reads a
+/// device named by another process's NOTIFY (acquire, take-back, release: every holder change)
+/// and every device marked `stale`.
+#[derive(Default)]
+struct FleetHolds {
+    known: HashMap<String, Announced>,
+    /// Devices to read afresh on the listener's next round (~100 ms): never read yet, or whose
+    /// announced end has passed (another process may have renewed it meanwhile; renewals send
+    /// no NOTIFY).
+    stale: std::collections::BTreeSet<String>,
 }
 
 /// The thread-safe lease manager of a gateway. Cheap to clone.
@@ -391,6 +415,35 @@ impl fleet::FleetNews for News {
         self.0.upgrade().map_or_else(Vec::new, |inner| {
             inner.control.lock().in_flight.keys().cloned().collect()
         })
+    }
+
+    fn watched(&self, all: bool) -> Vec<String> {
+        self.0.upgrade().map_or_else(Vec::new, |inner| {
+            let holds = inner.holds.lock();
+            if all {
+                holds.known.keys().chain(&holds.stale).cloned().collect()
+            } else {
+                holds.stale.iter().cloned().collect()
+            }
+        })
+    }
+
+    fn is_watched(&self, device: &str) -> bool {
+        self.0.upgrade().is_some_and(|inner| {
+            let holds = inner.holds.lock();
+            holds.known.contains_key(device) || holds.stale.contains(device)
+        })
+    }
+
+    fn hold_read(&self, device: &str, lease: &DeviceLease, db_now_ms: u64) {
+        if let Some(inner) = self.0.upgrade() {
+            let leases = Leases { inner };
+            let now = Instant::from_origin(std::time::Duration::from_millis(db_now_ms));
+            leases.learn_hold(device, &lease.status(None, now), db_now_ms, true);
+            if let Some(watch) = leases.inner.control_watcher.get() {
+                watch(device);
+            }
+        }
     }
 
     fn taken_back(&self, device: &str, tokens: Vec<u64>) {
@@ -504,6 +557,7 @@ impl Leases {
                 next_id: AtomicU64::new(1),
                 closed: std::sync::atomic::AtomicBool::new(false),
                 fleet,
+                holds: Mutex::new(FleetHolds::default()),
             }),
         };
         if let Some(fleet) = &leases.inner.fleet {
@@ -540,6 +594,23 @@ impl Leases {
             hooks
         };
         run_hooks(hooks);
+    }
+
+    /// On the shared store: registers command `id` of `root_session` on `device`, without a
+    /// tenure yet ([`Leases::settle_command`] gives it the token it was granted under).
+    fn register_in_flight(&self, device: &str, id: u64, root_session: &str, cancel: CancelHook) {
+        self.inner
+            .control
+            .lock()
+            .in_flight
+            .entry(device.to_string())
+            .or_default()
+            .push(InFlight {
+                id,
+                session: root_session.to_string(),
+                cancel,
+                token: None,
+            });
     }
 
     /// A command's acquire on the shared store was granted under `token`: the command takes
@@ -658,28 +729,71 @@ impl Leases {
         device: &str,
         f: impl FnOnce(&mut DeviceLease, Instant) -> T,
     ) -> Result<(T, control::After)> {
-        let out = fleet.transition(device, f)?;
+        let ((out, status), after) = fleet.transition(device, |l, now| {
+            let out = f(l, now);
+            (out, l.status(None, now))
+        })?;
+        self.learn_hold(device, &status, after.now_ms, false);
         if let Some(watch) = self.inner.control_watcher.get() {
             watch(device);
         }
-        Ok(out)
+        Ok((out, after))
+    }
+
+    /// On the shared store: `device`'s hold is `status` at `db_now_ms` on the database clock.
+    /// Kept only for a device a status-asking connection watches, unless `watch` (the listener's
+    /// first read of a device); its end carries over to this gateway's clock as the time left.
+    fn learn_hold(&self, device: &str, status: &Status, db_now_ms: u64, watch: bool) {
+        let announced = if status.held && !status.revoked {
+            status.expires_at.map(|end| {
+                let left = end.saturating_duration_since(Instant::from_origin(
+                    std::time::Duration::from_millis(db_now_ms),
+                ));
+                (self.inner.clock.now() + left, db_ms(end))
+            })
+        } else {
+            None
+        };
+        let mut holds = self.inner.holds.lock();
+        holds.stale.remove(device);
+        if let Some(known) = holds.known.get_mut(device) {
+            // The same end read again (e.g. this process's own NOTIFY) keeps its instant, so
+            // a connection sees no change.
+            if known.map(|(_, ms)| ms) != announced.map(|(_, ms)| ms) {
+                *known = announced;
+            }
+        } else if watch {
+            if holds.known.len() >= MAX_WATCHED_HOLDS {
+                holds.known.clear();
+            }
+            holds.known.insert(device.to_string(), announced);
+        }
     }
 
     /// Whether an agent drives `device` now (a live hold; the revoked window is no hold), and
-    /// until when: the hold's end on the gateway's monotonic clock and as Unix ms. On the
-    /// shared store the row is read (its end judged by the database's clock, carried over to
-    /// this gateway's clock as the time left); a store that cannot be read says "not held".
+    /// until when: the hold's end on the gateway's monotonic clock and as Unix ms.
+    ///
+    /// Called on the device channel's I/O thread, so it never waits on the database: on the
+    /// shared store it answers from the holds this process learned (see [`FleetHolds`]). A
+    /// device not known yet says "not held" and is read by the listener within a round, which
+    /// then tells the control watcher (a second status frame follows if it is held); a hold
+    /// whose announced end passed says "not held" and is read again the same way (a renewal by
+    /// another process is then announced as a new hold).
     pub(crate) fn control_until(&self, device: &str) -> Option<(Instant, i64)> {
-        if let Some(fleet) = &self.inner.fleet {
-            let (lease, after) = fleet.read(device).ok()?;
-            let db_now = Instant::from_origin(std::time::Duration::from_millis(after.now_ms));
-            let status = lease.status(None, db_now);
-            if !status.held || status.revoked {
-                return None;
-            }
-            let end = status.expires_at?;
-            let left = end.saturating_duration_since(db_now);
-            return Some((self.inner.clock.now() + left, db_ms(end)));
+        if self.inner.fleet.is_some() {
+            let now = self.inner.clock.now();
+            let mut holds = self.inner.holds.lock();
+            let known = holds.known.get(device).copied();
+            return match known {
+                Some(Some((end, ms))) if end > now => Some((end, ms)),
+                Some(None) => None,
+                _ => {
+                    if holds.stale.len() < MAX_WATCHED_HOLDS {
+                        holds.stale.insert(device.to_string());
+                    }
+                    None
+                }
+            };
         }
         let now = self.inner.clock.now();
         let status = {
@@ -976,18 +1090,7 @@ impl Leases {
             // device that lands meanwhile passes it by; once granted it takes its token, and a
             // take-back of that tenure (seen before or after) cancels it. On a refusal or an
             // error the guard unregisters it unrun.
-            self.inner
-                .control
-                .lock()
-                .in_flight
-                .entry(device.to_string())
-                .or_default()
-                .push(InFlight {
-                    id,
-                    session: root_session.to_string(),
-                    cancel: Box::new(cancel),
-                    token: None,
-                });
+            self.register_in_flight(device, id, root_session, Box::new(cancel));
             let guard = CommandGuard {
                 leases: self.clone(),
                 device: device.to_string(),
@@ -1061,18 +1164,7 @@ impl Leases {
             });
             match held {
                 Some(token) => {
-                    self.inner
-                        .control
-                        .lock()
-                        .in_flight
-                        .entry(device.to_string())
-                        .or_default()
-                        .push(InFlight {
-                            id,
-                            session: root_session.to_string(),
-                            cancel: Box::new(cancel),
-                            token: None,
-                        });
+                    self.register_in_flight(device, id, root_session, Box::new(cancel));
                     self.settle_command(device, id, token);
                 }
                 None => run_hooks(vec![Box::new(cancel)]),

@@ -19,7 +19,7 @@
 
 use super::control::{After, DeviceLease, Record, MAX_NOTICES_PER_DEVICE};
 use crate::clock::Instant;
-use crate::store::pg::{PgStore, TxError};
+use crate::store::pg::{DbClock, PgStore, TxError};
 use crate::{Error, Result};
 use std::sync::Arc;
 use std::time::Duration;
@@ -201,6 +201,29 @@ impl PgLeases {
                 },
             ))
         })
+    }
+
+    /// Reads `device`'s lease on `client` (the listener's own connection) at the database's
+    /// time as `clock` reads it: the state (empty when the device has no row) and that time.
+    pub(crate) fn read_on(
+        client: &mut postgres::Client,
+        clock: DbClock,
+        device: &str,
+    ) -> std::result::Result<(DeviceLease, u64), TxError> {
+        let row = client.query_opt(
+            "SELECT state FROM jevgate_control_leases WHERE device_id = $1",
+            &[&device],
+        )?;
+        let now_ms = clock.now_ms(client)?;
+        let lease = match row {
+            None => DeviceLease::default(),
+            Some(row) => {
+                let state: String = row.get(0);
+                let record: Record = serde_json::from_str(&state).map_err(|_| corrupt())?;
+                DeviceLease::from_record(&record)
+            }
+        };
+        Ok((lease, u64::try_from(now_ms).unwrap_or(0)))
     }
 
     /// The tokens of the device's last tenures ended by a take-back (oldest first), read on

@@ -115,7 +115,7 @@ impl DbClock {
     /// Milliseconds since the Unix epoch on the database's clock (plus the test offset).
     pub(crate) fn now_ms(
         &self,
-        tx: &mut Transaction<'_>,
+        tx: &mut impl postgres::GenericClient,
     ) -> std::result::Result<i64, postgres::Error> {
         let row = tx.query_one(
             "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint",
@@ -230,6 +230,14 @@ impl PgStore {
     /// The connection settings (for the listener's own connection).
     pub(crate) fn config(&self) -> &postgres::Config {
         &self.config
+    }
+
+    /// The database clock as this store reads it (with the test offset as it is now), for a
+    /// connection of its own (the listener's).
+    pub(crate) fn db_clock(&self) -> DbClock {
+        DbClock {
+            offset_ms: self.offset_ms.load(Ordering::Acquire),
+        }
     }
 
     /// Moves this store's view of the database clock by `ms` (tests only, through
@@ -391,14 +399,16 @@ fn apply_migrations(client: &mut Client) -> Result<()> {
 /// with that connection (to re-read what changed without waiting for the store's shared one)
 /// and each distinct notification payload of a batch, and with `None` after every
 /// (re)connection — the moment to re-check everything, since notifications sent while
-/// disconnected are lost. Reconnects every `retry` while the database cannot be reached.
-/// Blocking: run it on its own thread.
+/// disconnected are lost — and `tick` after every round (at least every 100 ms), for work
+/// asked of the listener's connection meanwhile. Reconnects every `retry` while the database
+/// cannot be reached. Blocking: run it on its own thread.
 pub(crate) fn listen_here(
     config: &postgres::Config,
     channel: &str,
     stop: &AtomicBool,
     retry: Duration,
     deliver: &mut dyn FnMut(&mut Client, Option<&str>),
+    tick: &mut dyn FnMut(&mut Client),
 ) {
     use postgres::fallible_iterator::FallibleIterator;
     const POLL: Duration = Duration::from_millis(100);
@@ -445,6 +455,7 @@ pub(crate) fn listen_here(
             for payload in &batch {
                 deliver(&mut client, Some(payload));
             }
+            tick(&mut client);
             if failed {
                 break;
             }
