@@ -9,8 +9,10 @@
 //! caller. It must never send anything, never retry, and never release the lease early: the
 //! returned [`Claim`] holds the command's registration until the caller drops it.
 
+use super::executor::ToolExecutor;
 use super::hub::{Conn, Hub};
 use super::registry::{Capability, DeviceRecord};
+use super::remote::Remote;
 use crate::lease::{CommandGuard, Leases};
 use crate::{CancelToken, Error};
 use std::sync::Arc;
@@ -55,6 +57,54 @@ pub(crate) fn claim(
     }
     Ok(Claim {
         conn,
+        cancel,
+        _command: command,
+    })
+}
+
+/// A device claimed for one command of tool dispatch: connected here, or to another process
+/// of the fleet (issue 23 item 4) — then its executor carries the command there.
+pub(crate) struct AnyClaim {
+    /// Runs the command: the device's live connection here, or the carrier to its process.
+    pub(crate) executor: Arc<dyn ToolExecutor>,
+    /// Fired when the person takes the device back while the command runs.
+    pub(crate) cancel: CancelToken,
+    _command: CommandGuard,
+}
+
+/// [`claim`] for tool dispatch: a device with no connection here that another live process of
+/// the fleet holds is claimed the same way (the same refusals in the same order, the lease
+/// acquired here with the command's cancellation hook) with an executor that carries the
+/// command to that process. A device connected nowhere is `DEVICE_OFFLINE`.
+pub(crate) fn claim_anywhere(
+    hub: &Hub,
+    remote: Option<&Remote>,
+    leases: &Leases,
+    device: &DeviceRecord,
+    root_session: &str,
+) -> Result<AnyClaim, Error> {
+    let executor: Arc<dyn ToolExecutor> = match (reach(hub, device), remote) {
+        (Ok(conn), _) => conn,
+        (Err(Error::DeviceOffline), Some(remote)) => {
+            let process = remote
+                .known(&device.id)?
+                .and_then(|e| e.process)
+                .ok_or(Error::DeviceOffline)?;
+            remote.executor(&device.id, process)
+        }
+        (Err(e), _) => return Err(e),
+    };
+    let cancel = CancelToken::new();
+    let (_, command) = {
+        let cancel = cancel.clone();
+        leases.acquire_command(&device.id, root_session, move || cancel.cancel())?
+    };
+    #[cfg(test)]
+    if let Some(hook) = AFTER_LEASE.with(|h| h.borrow_mut().take()) {
+        hook();
+    }
+    Ok(AnyClaim {
+        executor,
         cancel,
         _command: command,
     })

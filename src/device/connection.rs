@@ -662,6 +662,7 @@ impl Connection {
         self.counted = Counted::Device;
         ws.set_max_message(shared.options.max_message_bytes);
         let conn = shared.hub.register(&record.id, host.nudge());
+        shared.hub.announce(&record);
         log::info!("device {} connected", record.id);
         let _ = ws.send_text(&frames::ready(conn.device_id()));
         let status = if self.wants_status {

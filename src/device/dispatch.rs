@@ -12,7 +12,7 @@
 //! failure, and never log arguments or results.
 
 use super::caps::{self, DeviceLimits};
-use super::claim::claim;
+use super::claim::claim_anywhere;
 use super::executor::{ToolExecutor, WorkerFailure, OUTCOME_UNKNOWN};
 use super::registry::{Capability, DeviceRecord};
 use super::tools::{self, BatchRefusal, Tool};
@@ -370,16 +370,31 @@ enum Prepared {
 impl DeviceService {
     /// Picks the device for a call (R-DEV-FAIL, R-DEV-VER).
     fn select(&self, owner: &str, device_id: Option<&str>) -> Result<DeviceRecord, Error> {
+        // On the shared store a device paired with another process of the fleet is known by
+        // the row its connection left there (issue 23 item 4); this process's registry first.
+        let remote = self.remote.get();
         if let Some(id) = device_id {
-            let record = self
-                .registry
-                .get(owner, id)?
-                .ok_or(Error::DeviceNotPaired)?;
-            return Ok(record);
+            if let Some(record) = self.registry.get(owner, id)? {
+                return Ok(record);
+            }
+            return match remote {
+                Some(r) => r
+                    .known(id)?
+                    .map(|e| e.record)
+                    .filter(|d| d.owner == owner)
+                    .ok_or(Error::DeviceNotPaired),
+                None => Err(Error::DeviceNotPaired),
+            };
         }
-        let mut browsers: Vec<DeviceRecord> = self
-            .registry
-            .list(owner)?
+        let mut all = self.registry.list(owner)?;
+        if let Some(r) = remote {
+            for e in r.known_of(owner)? {
+                if e.record.owner == owner && !all.iter().any(|d| d.id == e.record.id) {
+                    all.push(e.record);
+                }
+            }
+        }
+        let mut browsers: Vec<DeviceRecord> = all
             .into_iter()
             .filter(|d| d.capability == Capability::Browser)
             .collect();
@@ -489,7 +504,13 @@ impl DeviceService {
             Err(e) => return ToolResult::from_error(&e),
         };
         // The device check, its connection, the lease and the cancellation hook (R-LEASE-3).
-        let claim = match claim(&self.hub, leases, &device, &call.root_session) {
+        let claim = match claim_anywhere(
+            &self.hub,
+            self.remote.get(),
+            leases,
+            &device,
+            &call.root_session,
+        ) {
             Ok(c) => c,
             Err(e) => return ToolResult::from_error(&e),
         };
@@ -497,7 +518,7 @@ impl DeviceService {
             service: self,
             call,
             device: &device,
-            executor: claim.conn.clone(),
+            executor: Arc::clone(&claim.executor),
             limits,
             cancel: claim.cancel.clone(),
         };

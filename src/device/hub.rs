@@ -12,6 +12,7 @@
 
 use super::executor::{ToolExecutor, WorkerFailure, OUTCOME_UNKNOWN};
 use super::frames;
+use super::registry::DeviceRecord;
 use crate::clock::{wait_slice, SharedClock};
 use crate::CancelToken;
 use parking_lot::{Condvar, Mutex};
@@ -308,7 +309,14 @@ pub(crate) struct Hub {
     serials: AtomicU64,
     ids: Arc<AtomicU64>,
     clock: SharedClock,
+    /// Told each device connected here (with its record) and gone from here (`None`): on the
+    /// shared store, `remote.rs` records which process holds each connection. Set once; it
+    /// must not block (it queues).
+    presence: std::sync::OnceLock<Presence>,
 }
+
+/// Told a device's connection arrived here (its record) or left (`None`). Must not block.
+pub(crate) type Presence = Arc<dyn Fn(&str, Option<&DeviceRecord>) + Send + Sync>;
 
 impl Hub {
     /// No connection yet; command deadlines are on `clock`.
@@ -320,6 +328,22 @@ impl Hub {
             serials: AtomicU64::new(0),
             ids: Arc::new(AtomicU64::new(0)),
             clock,
+            presence: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Registers what is told connections arriving and leaving (once; a second is ignored).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only a fleet watches
+    pub fn set_presence(&self, presence: Presence) {
+        if self.presence.set(presence).is_err() {
+            log::debug!("a second presence watcher was ignored");
+        }
+    }
+
+    /// `record`'s connection was just registered here: the presence watcher is told.
+    pub fn announce(&self, record: &DeviceRecord) {
+        if let Some(p) = self.presence.get() {
+            p(&record.id, Some(record));
         }
     }
 
@@ -363,6 +387,10 @@ impl Hub {
             .is_some_and(|c| c.serial == conn.serial)
         {
             conns.remove(&conn.device_id);
+            drop(conns);
+            if let Some(p) = self.presence.get() {
+                p(&conn.device_id, None);
+            }
         }
     }
 
@@ -423,6 +451,9 @@ impl Hub {
         if let Some(conn) = conn {
             conn.request_close(code, reason);
             conn.shut();
+            if let Some(p) = self.presence.get() {
+                p(device_id, None);
+            }
         }
     }
 }

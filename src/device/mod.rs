@@ -107,6 +107,7 @@ mod hub;
 mod pairing;
 mod primitive;
 mod registry;
+mod remote;
 mod server;
 mod socket;
 mod tools;
@@ -154,6 +155,9 @@ pub(crate) struct DeviceService {
     artifacts: Arc<artifacts::Artifacts>,
     /// The gateway's clock: every deadline of a call, a batch and a channel connection (R-CLK).
     clock: SharedClock,
+    /// On the shared store: commands for devices connected to another process (issue 23
+    /// item 4). Set once, by [`DeviceService::join_fleet`].
+    remote: std::sync::OnceLock<remote::Remote>,
 }
 
 impl std::fmt::Debug for DeviceService {
@@ -197,6 +201,7 @@ impl DeviceService {
                 Arc::clone(&clock),
             )),
             clock,
+            remote: std::sync::OnceLock::new(),
         })
     }
 
@@ -226,6 +231,9 @@ impl DeviceService {
             return Err(crate::Error::DeviceNotPaired);
         }
         self.hub.disconnect(device_id, 1008, "DEVICE_UNPAIRED");
+        if let Some(remote) = self.remote.get() {
+            remote.forget(device_id);
+        }
         log::info!("device {device_id} unpaired");
         Ok(())
     }
@@ -293,6 +301,20 @@ impl DeviceService {
         let servers = std::mem::take(&mut *self.servers.lock());
         for s in servers {
             s.stop();
+        }
+        if let Some(remote) = self.remote.get() {
+            remote.close();
+        }
+    }
+
+    /// On the shared store (issue 23 item 4): records which devices are connected to this
+    /// process, serves commands other processes carry to them, and lets this process's calls
+    /// reach devices connected elsewhere. Once; `shared` and `process` are the fleet's.
+    pub(crate) fn join_fleet(&self, shared: &crate::store::SharedStore, process: String) {
+        if self.remote.get().is_none() {
+            if let Ok(remote) = remote::Remote::start(shared, process, &self.hub) {
+                let _ = self.remote.set(remote);
+            }
         }
     }
 }

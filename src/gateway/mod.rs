@@ -158,6 +158,9 @@ impl Gateway {
             &leases,
             options.data_dir.clone(),
         )?;
+        if let (Some(shared), Some(process)) = (&shared, leases.fleet_process()) {
+            devices.join_fleet(shared, process);
+        }
         let jev = JevClient::open(
             Arc::clone(&store),
             &options.jev_root_certificates,

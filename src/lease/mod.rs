@@ -79,6 +79,14 @@ pub(crate) mod profile;
 
 pub(crate) use fleet::Fleet;
 
+/// Whether a process of the fleet is alive by its liveness row (for `device/remote.rs`).
+#[cfg(feature = "postgres")]
+pub(crate) mod pg_liveness {
+    pub(crate) use super::pg::is_alive;
+    /// A process whose liveness row is older than this on the database clock is dead.
+    pub(crate) const DEAD_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+}
+
 use control::{ControlTable, DeviceLease, Refusal};
 pub use control::{Status, CONTROL_TTL};
 use profile::profile_key_hash;
@@ -641,6 +649,14 @@ impl Leases {
             }
         };
         run_hooks(hook.into_iter().collect());
+    }
+
+    /// On the shared store: this process's id in the fleet (its liveness row).
+    pub(crate) fn fleet_process(&self) -> Option<String> {
+        self.inner
+            .fleet
+            .as_ref()
+            .map(|f| f.process_id().to_string())
     }
 
     /// Stops the fleet's threads and closes the shared store's connection (gateway close).

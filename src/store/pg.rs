@@ -84,6 +84,38 @@ const MIGRATIONS: &[Migration] = &[
         );
         CREATE INDEX jevgate_request_ledger_expiry ON jevgate_request_ledger (expires_at);",
     },
+    Migration {
+        version: 3,
+        // Devices connected to another process (issue 23 item 4): which process holds each
+        // device's WebSocket (NULL: none now; with what the callers' device selection needs,
+        // never a token),
+        // and the commands carried to it — arguments and results as JSON text, bounded by
+        // the channel's frame cap; times are milliseconds on the database clock.
+        body: "CREATE TABLE jevgate_device_connections (
+            device_id TEXT PRIMARY KEY,
+            process_id TEXT,
+            owner TEXT NOT NULL,
+            name TEXT NOT NULL,
+            capability TEXT NOT NULL,
+            last_protocol BIGINT,
+            connected_at BIGINT NOT NULL
+        );
+        CREATE INDEX jevgate_device_connections_owner ON jevgate_device_connections (owner);
+        CREATE TABLE jevgate_remote_commands (
+            id BIGSERIAL PRIMARY KEY,
+            device_id TEXT NOT NULL,
+            from_process TEXT NOT NULL,
+            to_process TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            args TEXT NOT NULL,
+            deadline_ms BIGINT NOT NULL,
+            state TEXT NOT NULL DEFAULT 'queued'
+                CHECK (state IN ('queued', 'sent', 'done', 'cancelled')),
+            result TEXT,
+            created_at BIGINT NOT NULL
+        );
+        CREATE INDEX jevgate_remote_commands_to ON jevgate_remote_commands (to_process, state);",
+    },
 ];
 
 /// The newest PostgreSQL schema version this build knows.

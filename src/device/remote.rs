@@ -1,0 +1,901 @@
+//! Devices connected to another process of a fleet (issue 23 item 4, R-DEV-CHAN, R-DEV-FAIL,
+//! R-LEASE-3): a device's WebSocket reaches one process, an agent's call may arrive at another.
+//!
+//! Owns, on the shared PostgreSQL store (cargo feature `postgres`), two tables and one NOTIFY
+//! channel (`jevgate_device`):
+//!
+//! - `jevgate_device_connections`: which process holds each device's connection, written by
+//!   that process when the connection arrives and removed when it leaves (queued by the hub's
+//!   presence watcher and written on this module's own thread, never on a channel I/O thread);
+//!   a row whose process's liveness row is dead (`lease/fleet.rs`: 10 s without a heartbeat)
+//!   or gone counts as no connection.
+//! - `jevgate_remote_commands`: one row per command carried to the holder — `queued` when the
+//!   caller inserts it (NOTIFY `run <holder> <id>`), `sent` when the holder takes it (before
+//!   anything is written to the worker), `done` with its result (NOTIFY `done <caller> <id>`),
+//!   or `cancelled` by the caller (a take-back, a lease lost, its deadline: NOTIFY
+//!   `cancel <holder> <id>`, and the holder cancels its in-flight command).
+//!
+//! The caller's process keeps every policy: device selection, the lease and its cancellation
+//! hook, caps, deadlines and the untrusted envelope stay with dispatch, which uses a
+//! [`RemoteDevice`] as the executor of the claimed device; the holder runs the command through
+//! its hub exactly as a local call and returns the worker's raw answer. The calling thread
+//! blocks on a condition variable the listener wakes (with a bounded re-read every 250 ms as
+//! the fallback for a lost notification).
+//!
+//! It must never re-send a command: a row is taken once (`queued` → `sent` in one UPDATE), and
+//! a holder that dies after taking it leaves the outcome unknown (`OUTCOME_UNKNOWN`), one that
+//! dies before leaves it unsent (`DEVICE_OFFLINE`). Arguments and results are bounded by the
+//! channel's frame cap and are never logged (codes, ids and sizes only). A build without the
+//! feature has an uninhabited stand-in: dispatch's code is the same in both builds.
+
+use super::executor::WorkerFailure;
+use super::registry::DeviceRecord;
+
+#[cfg(feature = "postgres")]
+pub(crate) use real::Remote;
+#[cfg(not(feature = "postgres"))]
+pub(crate) use stand_in::Remote;
+
+/// The largest arguments or result a carried command holds: the channel's default frame cap.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only a fleet carries commands
+pub(crate) const MAX_CARRIED_BYTES: usize = 1 << 20;
+
+/// Carried commands run at once on a holder; past it a command is answered
+/// `DEVICE_OFFLINE` unsent.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only a fleet carries commands
+const MAX_RUNNING: usize = 64;
+
+/// A failure as carried back in a result row.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only a fleet carries commands
+fn failure_json(f: &WorkerFailure) -> serde_json::Value {
+    serde_json::json!({"err": {"code": f.code, "message": f.message, "notSent": f.not_sent}})
+}
+
+/// A device connected to another live process, as the caller's dispatch sees it.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only a fleet carries commands
+pub(crate) struct Elsewhere {
+    /// What device selection needs (no token, no browser details).
+    pub(crate) record: DeviceRecord,
+    /// The other live process holding its connection now, if any.
+    pub(crate) process: Option<String>,
+}
+
+#[cfg(not(feature = "postgres"))]
+mod stand_in {
+    use super::*;
+    use crate::store::SharedStore;
+    use crate::Result;
+    use std::sync::Arc;
+
+    /// No fleet in a build without the `postgres` feature: a value of this type cannot exist.
+    #[derive(Debug)]
+    pub(crate) enum Remote {}
+
+    impl Remote {
+        pub(crate) fn start(
+            shared: &SharedStore,
+            _process: String,
+            _hub: &Arc<super::super::hub::Hub>,
+        ) -> Result<Remote> {
+            match *shared {}
+        }
+        pub(crate) fn known(&self, _device: &str) -> Result<Option<Elsewhere>> {
+            match *self {}
+        }
+        pub(crate) fn known_of(&self, _owner: &str) -> Result<Vec<Elsewhere>> {
+            match *self {}
+        }
+        pub(crate) fn forget(&self, _device: &str) {
+            match *self {}
+        }
+        pub(crate) fn executor(
+            &self,
+            _device: &str,
+            _process: String,
+        ) -> Arc<dyn super::super::executor::ToolExecutor> {
+            match *self {}
+        }
+        pub(crate) fn close(&self) {
+            match *self {}
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+mod real {
+    use super::super::executor::{ToolExecutor, OUTCOME_UNKNOWN};
+    use super::super::hub::{Hub, SendFailure};
+    use super::super::registry::Capability;
+    use super::*;
+    use crate::clock::wait_slice;
+    use crate::lease::pg_liveness::{is_alive, DEAD_AFTER};
+    use crate::store::pg::{listen_here, DbClock, PgStore, TxError};
+    use crate::store::SharedStore;
+    use crate::{CancelToken, Error, Result};
+    use parking_lot::{Condvar, Mutex};
+    use serde_json::Value;
+    use std::collections::{HashMap, VecDeque};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Weak};
+    use std::thread::JoinHandle;
+    use std::time::Duration;
+
+    /// The NOTIFY channel of carried commands.
+    const CHANNEL: &str = "jevgate_device";
+    /// The caller's fallback re-read of its command's row.
+    const REREAD: Duration = Duration::from_millis(250);
+    /// How long past its deadline a caller waits for the holder's own `timed_out` answer.
+    const GRACE: Duration = Duration::from_millis(500);
+
+    /// A caller's wait for one command's row to change.
+    #[derive(Default)]
+    struct Waiter {
+        woken: Mutex<bool>,
+        ready: Condvar,
+    }
+
+    impl Waiter {
+        fn wake(&self) {
+            *self.woken.lock() = true;
+            self.ready.notify_all();
+        }
+    }
+
+    /// A change of a device's row: its connection arrived here, left, or it was unpaired.
+    enum Presence {
+        Here(DeviceRecord),
+        Left,
+        Unpaired,
+    }
+
+    type Announce = (String, Presence);
+
+    struct Inner {
+        store: Arc<PgStore>,
+        process: String,
+        hub: Weak<Hub>,
+        /// Caller side: command id → its waiting thread.
+        waiters: Mutex<HashMap<i64, Arc<Waiter>>>,
+        /// Holder side: command id → the cancel token of the command running here.
+        running: Mutex<HashMap<i64, CancelToken>>,
+        /// Connections to record, in order, and the thread writing them.
+        announce: Mutex<VecDeque<Announce>>,
+        /// The devices connected here now, with their records (recorded afresh after the
+        /// listener reconnects).
+        here: Mutex<HashMap<String, DeviceRecord>>,
+        announced: Condvar,
+        stop: AtomicBool,
+    }
+
+    /// This process's part in carrying commands to devices connected elsewhere.
+    pub(crate) struct Remote {
+        inner: Arc<Inner>,
+        threads: Mutex<Vec<JoinHandle<()>>>,
+    }
+
+    impl std::fmt::Debug for Remote {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("Remote").finish_non_exhaustive()
+        }
+    }
+
+    fn corrupt() -> TxError {
+        TxError::Jevgate(Error::StoreCorrupt {
+            reason: "a remote command row is unreadable".into(),
+        })
+    }
+
+    fn ms(d: Duration) -> i64 {
+        i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    impl Remote {
+        /// Starts the listener and the thread recording this process's connections, and tells
+        /// `hub` to queue every connection arriving and leaving.
+        pub(crate) fn start(
+            shared: &SharedStore,
+            process: String,
+            hub: &Arc<Hub>,
+        ) -> Result<Remote> {
+            let inner = Arc::new(Inner {
+                store: Arc::clone(&shared.0),
+                process,
+                hub: Arc::downgrade(hub),
+                waiters: Mutex::new(HashMap::new()),
+                running: Mutex::new(HashMap::new()),
+                announce: Mutex::new(VecDeque::new()),
+                here: Mutex::new(HashMap::new()),
+                announced: Condvar::new(),
+                stop: AtomicBool::new(false),
+            });
+            let queue = Arc::downgrade(&inner);
+            hub.set_presence(Arc::new(move |device, record| {
+                if let Some(inner) = queue.upgrade() {
+                    {
+                        let mut here = inner.here.lock();
+                        match record {
+                            Some(r) => {
+                                here.insert(device.to_string(), r.clone());
+                            }
+                            None => {
+                                here.remove(device);
+                            }
+                        }
+                    }
+                    let mut q = inner.announce.lock();
+                    // Bounded: past it the oldest is dropped (the listener's next reconnection
+                    // records every connection afresh).
+                    if q.len() >= 4096 {
+                        q.pop_front();
+                    }
+                    q.push_back((
+                        device.to_string(),
+                        record.map_or(Presence::Left, |r| Presence::Here(r.clone())),
+                    ));
+                    inner.announced.notify_all();
+                }
+            }));
+            let mut threads = Vec::new();
+            let listen = Arc::clone(&inner);
+            let config = inner.store.config().clone();
+            match std::thread::Builder::new()
+                .name("jevgate-remote-listen".into())
+                .spawn(move || {
+                    let mut rounds = 0u32;
+                    listen_here(
+                        &config,
+                        CHANNEL,
+                        &listen.stop,
+                        Duration::from_millis(500),
+                        &mut |client, payload| match payload {
+                            Some(p) => listen.notified(p),
+                            None => listen.resync(client),
+                        },
+                        &mut |client| {
+                            // A lost notification: queued rows for this process are looked
+                            // for about every second.
+                            rounds = rounds.wrapping_add(1);
+                            if rounds.is_multiple_of(10) {
+                                listen.run_queued(client);
+                            }
+                        },
+                    );
+                }) {
+                Ok(t) => threads.push(t),
+                Err(_) => log::error!("the remote device listener could not be started"),
+            }
+            let writer = Arc::clone(&inner);
+            match std::thread::Builder::new()
+                .name("jevgate-remote-presence".into())
+                .spawn(move || writer.record_presence())
+            {
+                Ok(t) => threads.push(t),
+                Err(_) => log::error!("the remote device presence thread could not be started"),
+            }
+            Ok(Remote {
+                inner,
+                threads: Mutex::new(threads),
+            })
+        }
+
+        /// The device as the fleet knows it (a device that connected to some process once and
+        /// was not unpaired since), with the other live process holding its connection now.
+        pub(crate) fn known(&self, device: &str) -> Result<Option<Elsewhere>> {
+            Ok(self
+                .inner
+                .rows("device_id = $1", device)?
+                .into_iter()
+                .next())
+        }
+
+        /// `owner`'s devices as the fleet knows them (see [`Remote::known`]).
+        pub(crate) fn known_of(&self, owner: &str) -> Result<Vec<Elsewhere>> {
+            self.inner.rows("owner = $1", owner)
+        }
+
+        /// `device` was unpaired here: the fleet forgets it (its row is removed once the
+        /// queued changes before it are written).
+        pub(crate) fn forget(&self, device: &str) {
+            let mut q = self.inner.announce.lock();
+            q.push_back((device.to_string(), Presence::Unpaired));
+            self.inner.announced.notify_all();
+        }
+
+        /// The executor carrying commands for `device` to `process`.
+        pub(crate) fn executor(&self, device: &str, process: String) -> Arc<dyn ToolExecutor> {
+            Arc::new(RemoteDevice {
+                inner: Arc::clone(&self.inner),
+                device: device.to_string(),
+                process,
+            })
+        }
+
+        /// Stops the threads and removes this process's connection rows. Idempotent.
+        pub(crate) fn close(&self) {
+            if self.inner.stop.swap(true, Ordering::AcqRel) {
+                return;
+            }
+            self.inner.announced.notify_all();
+            let threads: Vec<JoinHandle<()>> = self.threads.lock().drain(..).collect();
+            let me = std::thread::current().id();
+            for t in threads {
+                if t.thread().id() != me {
+                    let _ = t.join();
+                }
+            }
+            let me = self.inner.process.clone();
+            let gone = self
+                .inner
+                .store
+                .tx("forget this process's connections", |tx, _| {
+                    tx.execute(
+                        "UPDATE jevgate_device_connections SET process_id = NULL
+                      WHERE process_id = $1",
+                        &[&me],
+                    )?;
+                    Ok(())
+                });
+            if let Err(e) = gone {
+                log::warn!("remote: connections not removed: {}", e.code());
+            }
+        }
+    }
+
+    impl Drop for Remote {
+        fn drop(&mut self) {
+            self.close();
+        }
+    }
+
+    impl Inner {
+        /// The fleet's device rows filtered by `filter` on `value`, each with the other live
+        /// process holding its connection (`None`: connected nowhere else alive).
+        fn rows(&self, filter: &str, value: &str) -> Result<Vec<Elsewhere>> {
+            let sql = format!(
+                "SELECT c.device_id, c.process_id, c.owner, c.name, c.capability,
+                        c.last_protocol, c.connected_at, p.heartbeat_at
+                   FROM jevgate_device_connections c
+                   LEFT JOIN jevgate_processes p ON p.process_id = c.process_id
+                  WHERE c.{filter}
+                  ORDER BY c.device_id LIMIT 256"
+            );
+            let me = self.process.clone();
+            self.store.tx("find a device's connection", |tx, clock| {
+                let rows = tx.query(sql.as_str(), &[&value])?;
+                let now = clock.now_ms(tx)?;
+                Ok(rows
+                    .into_iter()
+                    .map(|r| {
+                        let process: Option<String> = r.get(1);
+                        let alive = r
+                            .get::<_, Option<i64>>(7)
+                            .is_some_and(|beat| is_alive(beat, now, DEAD_AFTER));
+                        Elsewhere {
+                            process: process.filter(|p| alive && *p != me),
+                            record: DeviceRecord {
+                                id: r.get(0),
+                                owner: r.get(2),
+                                name: r.get(3),
+                                capability: if r.get::<_, String>(4) == "browser" {
+                                    Capability::Browser
+                                } else {
+                                    Capability::Shell
+                                },
+                                browser: None,
+                                last_protocol: r
+                                    .get::<_, Option<i64>>(5)
+                                    .map(|p| u64::try_from(p).unwrap_or(0)),
+                                paired_at: r.get(6),
+                                last_seen_at: None,
+                            },
+                        }
+                    })
+                    .collect())
+            })
+        }
+
+        /// Writes the queued connection changes in order until stopped.
+        fn record_presence(&self) {
+            loop {
+                let next = {
+                    let mut q = self.announce.lock();
+                    while q.is_empty() && !self.stop.load(Ordering::Acquire) {
+                        self.announced.wait_for(&mut q, Duration::from_secs(1));
+                    }
+                    if self.stop.load(Ordering::Acquire) {
+                        return;
+                    }
+                    q.pop_front()
+                };
+                let Some((device, record)) = next else {
+                    continue;
+                };
+                let me = self.process.clone();
+                let written = self.store.tx("record a device connection", |tx, clock| {
+                    match &record {
+                        Presence::Here(r) => {
+                            let now = clock.now_ms(tx)?;
+                            let capability = match r.capability {
+                                Capability::Browser => "browser",
+                                Capability::Shell => "shell",
+                            };
+                            let protocol = r.last_protocol.map(|p| i64::try_from(p).unwrap_or(0));
+                            tx.execute(
+                                "INSERT INTO jevgate_device_connections
+                                   (device_id, process_id, owner, name, capability, last_protocol,
+                                    connected_at)
+                                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                                 ON CONFLICT (device_id) DO UPDATE SET process_id = $2, owner = $3,
+                                   name = $4, capability = $5, last_protocol = $6,
+                                   connected_at = $7",
+                                &[
+                                    &device,
+                                    &me,
+                                    &r.owner,
+                                    &r.name,
+                                    &capability,
+                                    &protocol,
+                                    &now,
+                                ],
+                            )?;
+                        }
+                        Presence::Left => {
+                            tx.execute(
+                                "UPDATE jevgate_device_connections SET process_id = NULL
+                                  WHERE device_id = $1 AND process_id = $2",
+                                &[&device, &me],
+                            )?;
+                        }
+                        Presence::Unpaired => {
+                            tx.execute(
+                                "DELETE FROM jevgate_device_connections WHERE device_id = $1",
+                                &[&device],
+                            )?;
+                        }
+                    }
+                    Ok(())
+                });
+                if let Err(e) = written {
+                    log::warn!("remote: a device connection was not recorded: {}", e.code());
+                }
+            }
+        }
+
+        /// One NOTIFY payload: `run|cancel <holder> <id>` or `done <caller> <id>`.
+        fn notified(self: &Arc<Self>, payload: &str) {
+            let mut parts = payload.splitn(3, ' ');
+            let (Some(kind), Some(process), Some(id)) = (parts.next(), parts.next(), parts.next())
+            else {
+                return;
+            };
+            if process != self.process {
+                return;
+            }
+            let Ok(id) = id.parse::<i64>() else {
+                return;
+            };
+            match kind {
+                "run" => self.spawn_run(id),
+                "cancel" => {
+                    if let Some(token) = self.running.lock().get(&id) {
+                        token.cancel();
+                    }
+                }
+                "done" => {
+                    if let Some(w) = self.waiters.lock().get(&id) {
+                        w.wake();
+                    }
+                }
+                _ => {}
+            }
+        }
+
+        /// After a (re)connection of the listener: every waiter re-reads its row, commands
+        /// cancelled meanwhile are cancelled here, queued ones run, and this process's
+        /// connections are recorded afresh.
+        fn resync(self: &Arc<Self>, client: &mut postgres::Client) {
+            for w in self.waiters.lock().values() {
+                w.wake();
+            }
+            let running: Vec<i64> = self.running.lock().keys().copied().collect();
+            if !running.is_empty() {
+                if let Ok(rows) = client.query(
+                    "SELECT id FROM jevgate_remote_commands WHERE id = ANY($1) AND state = 'cancelled'",
+                    &[&running],
+                ) {
+                    let running = self.running.lock();
+                    for r in rows {
+                        if let Some(t) = running.get(&r.get::<_, i64>(0)) {
+                            t.cancel();
+                        }
+                    }
+                }
+            }
+            self.run_queued(client);
+            let here: Vec<Announce> = self
+                .here
+                .lock()
+                .iter()
+                .map(|(d, r)| (d.clone(), Presence::Here(r.clone())))
+                .collect();
+            let mut q = self.announce.lock();
+            q.extend(here);
+            self.announced.notify_all();
+        }
+
+        /// Runs the commands queued for this process (a lost `run` notification).
+        fn run_queued(self: &Arc<Self>, client: &mut postgres::Client) {
+            let Ok(rows) = client.query(
+                "SELECT id FROM jevgate_remote_commands
+                  WHERE to_process = $1 AND state = 'queued' ORDER BY id LIMIT 64",
+                &[&self.process],
+            ) else {
+                return;
+            };
+            for r in rows {
+                self.spawn_run(r.get(0));
+            }
+        }
+
+        /// Holder side: runs command `id` on its own thread (at most [`MAX_RUNNING`] at once).
+        fn spawn_run(self: &Arc<Self>, id: i64) {
+            let token = CancelToken::new();
+            {
+                let mut running = self.running.lock();
+                if running.contains_key(&id) {
+                    return;
+                }
+                if running.len() >= MAX_RUNNING {
+                    drop(running);
+                    self.finish(id, &Err(busy()));
+                    return;
+                }
+                running.insert(id, token.clone());
+            }
+            let me = Arc::clone(self);
+            let spawned = std::thread::Builder::new()
+                .name("jevgate-remote-run".into())
+                .spawn(move || {
+                    me.run(id, &token);
+                    me.running.lock().remove(&id);
+                });
+            if spawned.is_err() {
+                self.running.lock().remove(&id);
+                self.finish(id, &Err(busy()));
+            }
+        }
+
+        /// Takes command `id` (`queued` → `sent`, once), runs it through the hub as a local
+        /// call, and writes its answer.
+        fn run(&self, id: i64, cancel: &CancelToken) {
+            let me = self.process.clone();
+            let taken = self.store.tx("take a remote command", |tx, _| {
+                let row = tx.query_opt(
+                    "UPDATE jevgate_remote_commands SET state = 'sent'
+                      WHERE id = $1 AND to_process = $2 AND state = 'queued'
+                      RETURNING device_id, tool, args, deadline_ms",
+                    &[&id, &me],
+                )?;
+                Ok(row.map(|r| {
+                    (
+                        r.get::<_, String>(0),
+                        r.get::<_, String>(1),
+                        r.get::<_, String>(2),
+                        r.get::<_, i64>(3),
+                    )
+                }))
+            });
+            let (device, tool, args, deadline_ms) = match taken {
+                Ok(Some(t)) => t,
+                Ok(None) => return,
+                Err(e) => {
+                    log::warn!("remote: a command could not be taken: {}", e.code());
+                    return;
+                }
+            };
+            let answer = (|| {
+                let args: Value = serde_json::from_str(&args).map_err(|_| {
+                    WorkerFailure::new("execution_failed", "the carried arguments are unreadable")
+                })?;
+                let conn = self
+                    .hub
+                    .upgrade()
+                    .and_then(|h| h.get(&device))
+                    .ok_or_else(offline)?;
+                let deadline = Duration::from_millis(u64::try_from(deadline_ms).unwrap_or(0));
+                conn.send(&tool, &args, deadline, cancel).map_err(|f| match f {
+                    SendFailure::Answered(f) => f,
+                    SendFailure::Offline => offline(),
+                    SendFailure::Cancelled { written } => WorkerFailure {
+                        not_sent: !written,
+                        ..WorkerFailure::new("cancelled", "the command was cancelled")
+                    },
+                    SendFailure::TimedOut { written } => WorkerFailure {
+                        not_sent: !written,
+                        ..WorkerFailure::new(
+                            "timed_out",
+                            format!(
+                                "the command did not finish within {deadline_ms} ms and was cancelled; it may have partly run"
+                            ),
+                        )
+                    },
+                    SendFailure::Lost => lost(),
+                })
+            })();
+            self.finish(id, &answer);
+        }
+
+        /// Writes command `id`'s answer (unless the caller cancelled it) and tells the caller.
+        fn finish(&self, id: i64, answer: &std::result::Result<Value, WorkerFailure>) {
+            let mut text = match answer {
+                Ok(v) => serde_json::json!({ "ok": v }).to_string(),
+                Err(f) => failure_json(f).to_string(),
+            };
+            if text.len() > MAX_CARRIED_BYTES {
+                text = failure_json(&WorkerFailure::new(
+                    super::super::executor::RESULT_CAP_EXCEEDED,
+                    "the browser's answer is larger than a channel frame may be",
+                ))
+                .to_string();
+            }
+            let written = self.store.tx("answer a remote command", |tx, _| {
+                let caller = tx.query_opt(
+                    "UPDATE jevgate_remote_commands SET state = 'done', result = $2
+                      WHERE id = $1 AND state IN ('queued', 'sent') RETURNING from_process",
+                    &[&id, &text],
+                )?;
+                if let Some(r) = caller {
+                    let caller: String = r.get(0);
+                    tx.execute(
+                        "SELECT pg_notify($1, $2)",
+                        &[&CHANNEL, &format!("done {caller} {id}")],
+                    )?;
+                }
+                Ok(())
+            });
+            if let Err(e) = written {
+                log::warn!("remote: a command's answer was not written: {}", e.code());
+            }
+        }
+    }
+
+    fn offline() -> WorkerFailure {
+        WorkerFailure {
+            code: "DEVICE_OFFLINE".into(),
+            message: "the browser went offline before the command was delivered".into(),
+            not_sent: true,
+        }
+    }
+
+    fn busy() -> WorkerFailure {
+        WorkerFailure {
+            code: "DEVICE_OFFLINE".into(),
+            message: "the process holding the browser's connection is too busy; the command was not delivered".into(),
+            not_sent: true,
+        }
+    }
+
+    fn lost() -> WorkerFailure {
+        WorkerFailure::new(
+            OUTCOME_UNKNOWN,
+            "the browser disconnected while running the command; it may or may not have taken effect, and it was not retried",
+        )
+    }
+
+    /// Caller side: the executor of a device connected to `process`.
+    struct RemoteDevice {
+        inner: Arc<Inner>,
+        device: String,
+        process: String,
+    }
+
+    /// What the caller read of its command's row.
+    enum Seen {
+        Pending,
+        Done(String),
+        /// The holder is dead or gone; whether it had taken the command.
+        HolderGone {
+            taken: bool,
+        },
+        /// The row was cancelled (by this caller) or vanished.
+        Ended,
+    }
+
+    impl RemoteDevice {
+        fn read(&self, id: i64) -> Result<Seen> {
+            self.inner.store.tx("read a remote command", |tx, clock| {
+                let row = tx.query_opt(
+                    "SELECT c.state, c.result, p.heartbeat_at
+                       FROM jevgate_remote_commands c
+                       LEFT JOIN jevgate_processes p ON p.process_id = c.to_process
+                      WHERE c.id = $1",
+                    &[&id],
+                )?;
+                let Some(row) = row else {
+                    return Ok(Seen::Ended);
+                };
+                let state: String = row.get(0);
+                let now = clock.now_ms(tx)?;
+                let alive = row
+                    .get::<_, Option<i64>>(2)
+                    .is_some_and(|beat| is_alive(beat, now, DEAD_AFTER));
+                Ok(match state.as_str() {
+                    "done" => Seen::Done(row.get::<_, Option<String>>(1).ok_or_else(corrupt)?),
+                    "cancelled" => Seen::Ended,
+                    s if !alive => Seen::HolderGone { taken: s == "sent" },
+                    _ => Seen::Pending,
+                })
+            })
+        }
+
+        /// Cancels the row unless it is done: `Ok(Some(result))` when it was done meanwhile,
+        /// else whether the holder had taken it.
+        fn cancel_row(&self, id: i64) -> Result<std::result::Result<String, bool>> {
+            let to = self.process.clone();
+            self.inner.store.tx("cancel a remote command", |tx, _| {
+                let row = tx
+                    .query_opt(
+                        "SELECT state, result FROM jevgate_remote_commands WHERE id = $1 FOR UPDATE",
+                        &[&id],
+                    )?
+                    .ok_or_else(corrupt)?;
+                let state: String = row.get(0);
+                if state == "done" {
+                    return Ok(Ok(row.get::<_, Option<String>>(1).ok_or_else(corrupt)?));
+                }
+                if state != "cancelled" {
+                    tx.execute(
+                        "UPDATE jevgate_remote_commands SET state = 'cancelled' WHERE id = $1",
+                        &[&id],
+                    )?;
+                    tx.execute(
+                        "SELECT pg_notify($1, $2)",
+                        &[&CHANNEL, &format!("cancel {to} {id}")],
+                    )?;
+                }
+                Ok(Err(state == "sent"))
+            })
+        }
+    }
+
+    fn store_failure(e: &Error) -> WorkerFailure {
+        WorkerFailure {
+            code: "DEVICE_OFFLINE".into(),
+            message: format!(
+                "the shared store could not carry the command to the browser's process ({}); it was not delivered",
+                e.code()
+            ),
+            not_sent: true,
+        }
+    }
+
+    /// A result row's text as the executor's answer.
+    fn answer(text: &str) -> std::result::Result<Value, WorkerFailure> {
+        let bad = || WorkerFailure::new("execution_failed", "the carried answer is unreadable");
+        let v: Value = serde_json::from_str(text).map_err(|_| bad())?;
+        if let Some(ok) = v.get("ok") {
+            return Ok(ok.clone());
+        }
+        let err = v.get("err").ok_or_else(bad)?;
+        let code = err.get("code").and_then(Value::as_str).unwrap_or("");
+        let message = err.get("message").and_then(Value::as_str).unwrap_or("");
+        let mut f = match code {
+            "DEVICE_OFFLINE" | OUTCOME_UNKNOWN | "cancelled" | "timed_out" => {
+                WorkerFailure::new(code, message)
+            }
+            _ => WorkerFailure::from_worker(code, message),
+        };
+        f.not_sent = err.get("notSent").and_then(Value::as_bool).unwrap_or(false);
+        Err(f)
+    }
+
+    impl ToolExecutor for RemoteDevice {
+        fn execute(
+            &self,
+            tool: &str,
+            args: &Value,
+            deadline: Duration,
+            cancel: &CancelToken,
+        ) -> std::result::Result<Value, WorkerFailure> {
+            let args = args.to_string();
+            if args.len() > MAX_CARRIED_BYTES {
+                return Err(WorkerFailure {
+                    not_sent: true,
+                    ..WorkerFailure::new(
+                        "execution_failed",
+                        "the command's arguments are larger than a channel frame may be",
+                    )
+                });
+            }
+            let clock = self.inner.hub.upgrade().map(|h| Arc::clone(h.clock()));
+            let Some(clock) = clock else {
+                return Err(offline());
+            };
+            let (me, to, device, tool_name) = (
+                self.inner.process.clone(),
+                self.process.clone(),
+                self.device.clone(),
+                tool.to_string(),
+            );
+            let deadline_ms = ms(deadline);
+            let inserted = self.inner.store.tx("carry a command", |tx, db: DbClock| {
+                let now = db.now_ms(tx)?;
+                let id: i64 = tx
+                    .query_one(
+                        "INSERT INTO jevgate_remote_commands
+                           (device_id, from_process, to_process, tool, args, deadline_ms, created_at)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+                        &[&device, &me, &to, &tool_name, &args, &deadline_ms, &now],
+                    )?
+                    .get(0);
+                tx.execute(
+                    "SELECT pg_notify($1, $2)",
+                    &[&CHANNEL, &format!("run {to} {id}")],
+                )?;
+                Ok(id)
+            });
+            let id = match inserted {
+                Ok(id) => id,
+                Err(e) => return Err(store_failure(&e)),
+            };
+            let waiter = Arc::new(Waiter::default());
+            self.inner.waiters.lock().insert(id, Arc::clone(&waiter));
+            let registration = {
+                let w = Arc::clone(&waiter);
+                cancel.on_cancel(move || w.wake())
+            };
+            let end = clock.now() + deadline.saturating_add(GRACE);
+            let outcome = loop {
+                match self.read(id) {
+                    Ok(Seen::Done(text)) => break Some(answer(&text)),
+                    Ok(Seen::HolderGone { taken }) => {
+                        // Never re-sent: taken is unknown, untaken is not delivered.
+                        let _ = self.cancel_row(id);
+                        break Some(Err(if taken { lost() } else { offline() }));
+                    }
+                    Ok(Seen::Ended) => break Some(Err(offline())),
+                    Ok(Seen::Pending) | Err(_) => {}
+                }
+                if cancel.is_cancelled() {
+                    break None;
+                }
+                let Some(slice) = wait_slice(&*clock, end) else {
+                    break None;
+                };
+                let mut woken = waiter.woken.lock();
+                if !*woken {
+                    waiter.ready.wait_for(&mut woken, slice.min(REREAD));
+                }
+                *woken = false;
+            };
+            drop(registration);
+            self.inner.waiters.lock().remove(&id);
+            if let Some(outcome) = outcome {
+                return outcome;
+            }
+            // Cancelled or out of time: the row is cancelled (the holder cancels its command)
+            // unless its answer came first.
+            let written = match self.cancel_row(id) {
+                Ok(Ok(text)) => return answer(&text),
+                Ok(Err(taken)) => taken,
+                Err(_) => true,
+            };
+            let mut f = if cancel.is_cancelled() {
+                WorkerFailure::new(
+                    "cancelled",
+                    "a person took control of this browser back and the command was cancelled; do not retry unless asked to",
+                )
+            } else {
+                WorkerFailure::new(
+                    "timed_out",
+                    format!(
+                        "the command did not finish within {} ms and was cancelled; it may have partly run",
+                        deadline.as_millis()
+                    ),
+                )
+            };
+            f.not_sent = !written;
+            Err(f)
+        }
+    }
+}

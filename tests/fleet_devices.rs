@@ -1,0 +1,346 @@
+//! Devices connected to another process of a fleet (issue 23 item 4; R-DEV-CHAN, R-DEV-FAIL,
+//! R-LEASE-1..3 across processes): a worker connects to gateway A; an agent's tool call on
+//! gateway B (same PostgreSQL store) is carried to A through a command row and NOTIFY, under
+//! B's lease, caps and deadline; a take-back from A cancels it; a holder that dies after taking
+//! the command leaves the outcome unknown and nothing is re-sent; a device connected nowhere is
+//! `DEVICE_OFFLINE`.
+//!
+//! Needs the cargo feature `postgres` and a throw-away cluster in `JEVGATE_PG_URL` (see
+//! `tests/fleet_leases.rs`); skipped with the reason printed otherwise (a failure under
+//! `JEVGATE_REQUIRE_PG=1`). The holder that is killed is this test binary run again as a child
+//! with `JEVGATE_FLEET_DEVICE_CHILD` set (the `child_role` test does nothing without it).
+
+mod support;
+
+use jevgate::device::{ToolCall, ToolExecutor, WorkerFailure};
+use jevgate::lease::ControlCaller;
+use jevgate::CancelToken;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use support::gateway::{builder, Counting, Paired};
+use support::pg::{fresh_db, open_gateway, pg_config, pg_url, psql};
+
+/// A worker executor that reports each command reaching it and then waits for its cancel (or
+/// `deadline`), answering `cancelled` / `timed_out` as a real worker does.
+struct Blocking {
+    reached: mpsc::Sender<String>,
+    cancelled: Arc<AtomicUsize>,
+}
+
+impl ToolExecutor for Blocking {
+    fn execute(
+        &self,
+        tool: &str,
+        _args: &Value,
+        deadline: Duration,
+        cancel: &CancelToken,
+    ) -> Result<Value, WorkerFailure> {
+        let _ = self.reached.send(tool.to_string());
+        let end = Instant::now() + deadline;
+        while Instant::now() < end {
+            if cancel.is_cancelled() {
+                self.cancelled.fetch_add(1, Ordering::SeqCst);
+                return Err(WorkerFailure::new("cancelled", "cancelled"));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Err(WorkerFailure::new("timed_out", "timed out"))
+    }
+}
+
+fn call(device: &str, tool: &str, args: Value) -> ToolCall {
+    ToolCall::new("alice", "conv-1", tool, args).on_device(device)
+}
+
+/// Bounded wait until `f` holds.
+fn wait_until(what: &str, f: impl Fn() -> bool) {
+    let end = Instant::now() + Duration::from_secs(15);
+    while !f() {
+        assert!(Instant::now() < end, "never: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The process id the fleet knows `device`'s connection by (`None`: connected nowhere).
+fn holder_row(url: &str, device: &str) -> String {
+    psql(
+        url,
+        &format!(
+            "SELECT coalesce(process_id, 'none') FROM jevgate_device_connections WHERE device_id = '{device}'"
+        ),
+    )
+}
+
+/// The child role: gateway A holding a worker's connection whose executor blocks and prints
+/// `REACHED <tool>` for each command, until it is killed.
+#[test]
+fn child_role() {
+    let Ok(role) = std::env::var("JEVGATE_FLEET_DEVICE_CHILD") else {
+        return;
+    };
+    assert_eq!(role, "holder");
+    let url_file = PathBuf::from(std::env::var_os("JEVGATE_FLEET_URL_FILE").unwrap());
+    let t = builder().config(pg_config(&url_file)).channel().build();
+    let paired = t.pair("alice", "child-laptop");
+    let (tx, rx) = mpsc::channel();
+    let _worker = t.device_worker(
+        &paired,
+        Arc::new(Blocking {
+            reached: tx,
+            cancelled: Arc::new(AtomicUsize::new(0)),
+        }),
+    );
+    let say = |line: &str| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    };
+    say(&format!("DEVICE {}", paired.device));
+    for tool in rx {
+        say(&format!("REACHED {tool}"));
+    }
+    loop {
+        std::thread::park();
+    }
+}
+
+// Issue 23 item 4: a call on B reaches the worker connected to A, once; B holds the lease
+// (A's conversation is refused), B's caps and untrusted envelope apply; once the worker is gone
+// the call on B is DEVICE_OFFLINE and nothing reaches anything.
+#[test]
+fn r_dev_chan_a_call_on_one_gateway_runs_on_a_device_connected_to_another() {
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let a = builder().config(pg_config(&db.url_file)).channel().build();
+    let (b, _dir) = open_gateway(&db.url_file);
+    let paired: Paired = a.pair("alice", "laptop");
+    let long = "x".repeat(200_000);
+    let (executor, reached) = Counting::new(json!({ "text": long }));
+    let worker = a.device_worker(&paired, executor);
+    wait_until("A records the connection", || {
+        !holder_row(&db.url, &paired.device).contains("none")
+            && !holder_row(&db.url, &paired.device).is_empty()
+    });
+
+    let answer = b.call_tool(&call(&paired.device, "browser_get_text", json!({})));
+    assert!(answer.is_success(), "{:?}", answer.to_json());
+    assert_eq!(reached.load(Ordering::SeqCst), 1, "sent once");
+    let result = answer.result().unwrap();
+    // B's caps and envelope: the page text is untrusted and cut to B's cap.
+    assert_eq!(result["truncated"], true, "{result}");
+    let text = result["untrustedContent"]["data"]
+        .as_str()
+        .or_else(|| result["untrustedContent"]["data"]["text"].as_str())
+        .unwrap_or_default();
+    assert!(text.len() < long.len());
+    assert!(result["untrustedContent"]["notice"].is_string());
+
+    // The lease was taken on B by conv-1: A's other conversation is refused, and B's listing
+    // of alice's devices through the fleet is not needed for the call.
+    let e = a.gw.leases().acquire(&paired.device, "conv-2").unwrap_err();
+    assert_eq!(e.code(), "DEVICE_CONTROL_ELSEWHERE");
+    let refused = b.call_tool(
+        &ToolCall::new("alice", "conv-2", "browser_get_text", json!({})).on_device(&paired.device),
+    );
+    assert_eq!(refused.error_code(), Some("DEVICE_CONTROL_ELSEWHERE"));
+    // Another owner cannot reach it through the fleet either.
+    let stranger = b.call_tool(
+        &ToolCall::new("mallory", "conv-9", "browser_get_text", json!({}))
+            .on_device(&paired.device),
+    );
+    assert_eq!(stranger.error_code(), Some("DEVICE_NOT_PAIRED"));
+    assert_eq!(reached.load(Ordering::SeqCst), 1);
+
+    // Connected nowhere: the offline error, nothing sent.
+    worker.close();
+    a.wait_online(&paired, false);
+    wait_until("A records the disconnection", || {
+        holder_row(&db.url, &paired.device).contains("none")
+    });
+    let offline = b.call_tool(&call(&paired.device, "browser_get_text", json!({})));
+    assert_eq!(offline.error_code(), Some("DEVICE_OFFLINE"));
+    assert_eq!(reached.load(Ordering::SeqCst), 1);
+    b.close();
+}
+
+// R-LEASE-3 across processes: the person takes the device back on A while B's command runs on
+// A's worker; the command is cancelled there and B answers `cancelled`, within a few seconds.
+#[test]
+fn r_lease_3_a_take_back_on_the_holder_cancels_the_command_another_gateway_sent() {
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let a = builder().config(pg_config(&db.url_file)).channel().build();
+    let (b, _dir) = open_gateway(&db.url_file);
+    let paired = a.pair("alice", "laptop");
+    let (tx, rx) = mpsc::channel();
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let _worker = a.device_worker(
+        &paired,
+        Arc::new(Blocking {
+            reached: tx,
+            cancelled: Arc::clone(&cancelled),
+        }),
+    );
+    wait_until("A records the connection", || {
+        let row = holder_row(&db.url, &paired.device);
+        !row.is_empty() && !row.contains("none")
+    });
+    let b2 = b.clone();
+    let device = paired.device.clone();
+    let running = std::thread::spawn(move || {
+        b2.call_tool(&call(
+            &device,
+            "browser_computer",
+            json!({"action": "click", "ref": "e1"}),
+        ))
+    });
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(15)).unwrap(),
+        "browser_computer"
+    );
+    let taken = Instant::now();
+    assert!(a
+        .gw
+        .leases()
+        .take_back(&paired.device, &ControlCaller::owner("alice"))
+        .unwrap());
+    let answer = running.join().unwrap();
+    assert_eq!(
+        answer.error_code(),
+        Some("cancelled"),
+        "{:?}",
+        answer.to_json()
+    );
+    assert!(
+        taken.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        taken.elapsed()
+    );
+    wait_until("the worker's command was cancelled", || {
+        cancelled.load(Ordering::SeqCst) == 1
+    });
+    assert!(rx.try_recv().is_err(), "never re-sent");
+    let state = psql(&db.url, "SELECT state FROM jevgate_remote_commands");
+    assert_eq!(state.trim(), "cancelled");
+    b.close();
+}
+
+// Issue 23 item 4: the holder process is SIGKILLed after it took B's command and handed it to
+// the worker; B reports the outcome unknown (never offline, never a success) once the holder's
+// liveness row is dead on the database clock, and the command is not re-sent.
+#[test]
+fn r_dev_fail_a_holder_killed_mid_call_leaves_the_outcome_unknown_and_nothing_replayed() {
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let (b, _dir) = open_gateway(&db.url_file);
+    let mut child = spawn_holder(&db.url_file);
+    let lines = lines_of(&mut child.0);
+    let device = expect(&lines, "DEVICE ")
+        .trim_start_matches("DEVICE ")
+        .to_string();
+    wait_until("the child records the connection", || {
+        let row = holder_row(&db.url, &device);
+        !row.is_empty() && !row.contains("none")
+    });
+    let b2 = b.clone();
+    let d = device.clone();
+    let running = std::thread::spawn(move || {
+        b2.call_tool(&call(
+            &d,
+            "browser_computer",
+            json!({"action": "click", "ref": "e1"}),
+        ))
+    });
+    expect(&lines, "REACHED browser_computer");
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    // Dead after 10 s of database time: B's view of the clock moves on.
+    jevgate::unstable::advance_store_clock_ms(b.leases(), 11_000);
+    let answer = running.join().unwrap();
+    assert_eq!(
+        answer.error_code(),
+        Some("OUTCOME_UNKNOWN"),
+        "{:?}",
+        answer.to_json()
+    );
+    let rows = psql(
+        &db.url,
+        "SELECT count(*), min(state) FROM jevgate_remote_commands",
+    );
+    assert_eq!(rows.trim(), "1|cancelled", "one row, never re-queued");
+    while let Ok(line) = lines.recv_timeout(Duration::from_millis(300)) {
+        assert!(
+            !line.contains("REACHED"),
+            "nothing more reached the holder: {line}"
+        );
+    }
+    // And the device is connected nowhere alive now: offline, not sent.
+    let offline = b.call_tool(
+        &ToolCall::new("alice", "conv-1", "browser_get_text", json!({})).on_device(&device),
+    );
+    assert_eq!(offline.error_code(), Some("DEVICE_OFFLINE"));
+    assert_eq!(
+        psql(&db.url, "SELECT count(*) FROM jevgate_remote_commands").trim(),
+        "1"
+    );
+    b.close();
+}
+
+/// A child process killed when dropped (a failing test leaves none behind).
+struct Holder(std::process::Child);
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_holder(url_file: &Path) -> Holder {
+    Holder(
+        Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
+            .env("JEVGATE_FLEET_DEVICE_CHILD", "holder")
+            .env("JEVGATE_FLEET_URL_FILE", url_file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+fn lines_of(child: &mut std::process::Child) -> mpsc::Receiver<String> {
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// The child's next line holding `marker`, from it on (other lines skipped), within 30 s.
+fn expect(lines: &mpsc::Receiver<String>, marker: &str) -> String {
+    let end = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        let line = lines
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("the child never said {marker}"));
+        // The harness's own "test child_role ... " may lead the first line.
+        if let Some(at) = line.find(marker) {
+            return line[at..].to_string();
+        }
+    }
+}
