@@ -344,3 +344,68 @@ fn expect(lines: &mpsc::Receiver<String>, marker: &str) -> String {
         }
     }
 }
+
+/// POSTs a pairing request with `code` to the channel at `addr`: the status and the JSON body.
+fn post_pair(addr: std::net::SocketAddr, installation: &str, code: &str) -> (u16, Value) {
+    use std::io::Read;
+    let body = json!({
+        "installationId": installation,
+        "name": format!("Chrome on {installation}"),
+        "browser": {"name": "Chrome", "version": "131.0"},
+        "pairingCode": code,
+    })
+    .to_string();
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "POST /devices/pair HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+// R-DEV-PAIR across processes (issue 23): a code minted on A is redeemed through B's pairing
+// route (the device is B's, for A's owner), once: a second redemption anywhere is the one
+// `PAIRING_CODE_INVALID` answer; the store holds no code, only its keyed hash.
+#[test]
+fn r_dev_pair_a_code_minted_by_one_gateway_is_redeemed_once_by_another() {
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let a = builder().config(pg_config(&db.url_file)).channel().build();
+    let b = builder().config(pg_config(&db.url_file)).channel().build();
+    let code =
+        a.gw.pairing_code("alice", Duration::from_secs(300))
+            .unwrap();
+    let text = code.expose().to_string();
+    let stored = psql(
+        &db.url,
+        "SELECT encode(hash, 'hex'), owner FROM jevgate_pairing_codes",
+    );
+    assert!(stored.ends_with("|alice"), "{stored}");
+    assert!(!stored.contains(&text.replace('-', "")), "never the code");
+
+    let (status, paired) = post_pair(b.channel().local_addr(), "laptop", &text);
+    assert_eq!(status, 200, "{paired}");
+    let device = paired["deviceId"].as_str().unwrap().to_string();
+    assert!(b
+        .gw
+        .devices("alice")
+        .unwrap()
+        .iter()
+        .any(|d| d.id == device));
+    for gw in [&a, &b] {
+        let (status, answer) = post_pair(gw.channel().local_addr(), "other", &text);
+        assert_eq!(status, 401);
+        assert_eq!(answer["errorCode"], "PAIRING_CODE_INVALID");
+    }
+    assert_eq!(
+        psql(&db.url, "SELECT count(*) FROM jevgate_pairing_codes"),
+        "0"
+    );
+}

@@ -316,5 +316,9 @@ impl DeviceService {
                 let _ = self.remote.set(remote);
             }
         }
+        #[cfg(feature = "postgres")]
+        if let Err(e) = self.pairing.join_fleet(std::sync::Arc::clone(&shared.0)) {
+            log::warn!("pairing codes stay in this process: {}", e.code());
+        }
     }
 }

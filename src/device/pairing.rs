@@ -8,7 +8,9 @@
 //! ignoring spaces and dashes ([`normalise`]). Only its SHA-256 hash is kept, in memory, with
 //! its owner and its end on the gateway's monotonic clock: a restart forgets unredeemed codes
 //! (a person mints a new one), and a redeemed, expired or unknown code is one and the same
-//! answer. The route allows [`MAX_FAILURES`] wrong codes per address per [`FAILURE_WINDOW`] of
+//! answer. On the shared PostgreSQL store (issue 23) the codes live there instead — keyed by
+//! an HMAC under the fleet's secret, ending on the database clock, consumed by one atomic
+//! `DELETE … RETURNING` — so a code minted by one process is redeemed by any, once. The route allows [`MAX_FAILURES`] wrong codes per address per [`FAILURE_WINDOW`] of
 //! the gateway's clock ([`FailureWindow`], pure over explicit instants).
 //!
 //! [`pair_device`] is the one pairing path (the host's `Gateway::pair` and the route): the
@@ -190,6 +192,103 @@ pub(crate) struct PairingCodes {
     clock: SharedClock,
     codes: Mutex<HashMap<[u8; 32], Live>>,
     failures: Mutex<FailureWindow>,
+    /// On the shared store: the codes live there instead, so any process of the fleet redeems
+    /// a code another minted, and a restart forgets none (issue 23).
+    #[cfg(feature = "postgres")]
+    fleet: std::sync::OnceLock<fleet::FleetCodes>,
+}
+
+/// Pairing codes in the shared PostgreSQL store (issue 23): keyed by the code's HMAC-SHA-256
+/// under the fleet's secret (a database dump does not give 40-bit codes away to a brute
+/// force), ending on the database clock, single use by one `DELETE … RETURNING`.
+#[cfg(feature = "postgres")]
+mod fleet {
+    use crate::store::pg::PgStore;
+    use crate::{Error, Result};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    pub(crate) struct FleetCodes {
+        store: Arc<PgStore>,
+        key: ring::hmac::Key,
+    }
+
+    impl FleetCodes {
+        pub(crate) fn open(store: Arc<PgStore>) -> Result<FleetCodes> {
+            let secret = store.fleet_secret()?;
+            Ok(FleetCodes {
+                key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &secret),
+                store,
+            })
+        }
+
+        fn hash(&self, canonical: &str) -> Vec<u8> {
+            ring::hmac::sign(&self.key, canonical.as_bytes())
+                .as_ref()
+                .to_vec()
+        }
+
+        /// Records `canonical` for `owner` until `ttl` from now on the database clock; returns
+        /// that end (Unix ms). Expired codes are dropped first; at most `max` live codes.
+        pub(crate) fn mint(
+            &self,
+            canonical: &str,
+            owner: &str,
+            ttl: Duration,
+            max: usize,
+        ) -> Result<i64> {
+            let hash = self.hash(canonical);
+            let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+            let max = i64::try_from(max).unwrap_or(i64::MAX);
+            self.store.tx("mint a pairing code", |tx, clock| {
+                let now = clock.now_ms(tx)?;
+                tx.execute(
+                    "DELETE FROM jevgate_pairing_codes WHERE expires_at <= $1",
+                    &[&now],
+                )?;
+                let live: i64 = tx
+                    .query_one("SELECT count(*) FROM jevgate_pairing_codes", &[])?
+                    .get(0);
+                if live >= max {
+                    return Err(crate::store::pg::TxError::Jevgate(Error::InvalidArgument {
+                        name: "owner",
+                        reason: format!("{max} pairing codes are live already"),
+                    }));
+                }
+                let until = now.saturating_add(ttl_ms);
+                // A collision (2^-40 per live code) replaces the older code.
+                tx.execute(
+                    "INSERT INTO jevgate_pairing_codes (hash, owner, expires_at)
+                     VALUES ($1, $2, $3)
+                     ON CONFLICT (hash) DO UPDATE SET owner = $2, expires_at = $3",
+                    &[&hash, &owner, &until],
+                )?;
+                Ok(until)
+            })
+        }
+
+        /// Consumes `canonical`: its owner if it was live. A store that cannot be reached
+        /// redeems nothing (logged by code only).
+        pub(crate) fn redeem(&self, canonical: &str) -> Option<String> {
+            let hash = self.hash(canonical);
+            let result = self.store.tx("redeem a pairing code", |tx, clock| {
+                let row = tx.query_opt(
+                    "DELETE FROM jevgate_pairing_codes WHERE hash = $1
+                     RETURNING owner, expires_at",
+                    &[&hash],
+                )?;
+                let now = clock.now_ms(tx)?;
+                Ok(row.and_then(|r| (r.get::<_, i64>(1) > now).then(|| r.get::<_, String>(0))))
+            });
+            match result {
+                Ok(owner) => owner,
+                Err(e) => {
+                    log::warn!("pairing code not redeemed: {}", e.code());
+                    None
+                }
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for PairingCodes {
@@ -204,7 +303,18 @@ impl PairingCodes {
             clock,
             codes: Mutex::new(HashMap::new()),
             failures: Mutex::new(FailureWindow::new(MAX_FAILURES, FAILURE_WINDOW)),
+            #[cfg(feature = "postgres")]
+            fleet: std::sync::OnceLock::new(),
         }
+    }
+
+    /// On the shared store: codes are minted into and redeemed from it from now on.
+    #[cfg(feature = "postgres")]
+    pub fn join_fleet(&self, store: std::sync::Arc<crate::store::pg::PgStore>) -> Result<()> {
+        if self.fleet.get().is_none() {
+            let _ = self.fleet.set(fleet::FleetCodes::open(store)?);
+        }
+        Ok(())
     }
 
     /// A new single-use code for `owner`, valid for `ttl` (1 ms ..= 10 minutes) on the gateway's
@@ -227,6 +337,11 @@ impl PairingCodes {
         let canonical = normalise(&code).ok_or_else(|| Error::Internal {
             reason: "a minted pairing code does not read back".into(),
         })?;
+        #[cfg(feature = "postgres")]
+        if let Some(fleet) = self.fleet.get() {
+            let expires_at = fleet.mint(&canonical, owner, ttl, MAX_LIVE_CODES)?;
+            return Ok(PairingCode { code, expires_at });
+        }
         let now = self.clock.now();
         let until = now + ttl;
         let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
@@ -257,6 +372,10 @@ impl PairingCodes {
     /// code wins.
     pub fn redeem(&self, typed: &str) -> Option<String> {
         let canonical = normalise(typed)?;
+        #[cfg(feature = "postgres")]
+        if let Some(fleet) = self.fleet.get() {
+            return fleet.redeem(&canonical);
+        }
         let live = self.codes.lock().remove(&hash(&canonical))?;
         (self.clock.now() < live.until).then_some(live.owner)
     }

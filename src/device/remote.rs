@@ -569,12 +569,16 @@ mod real {
         /// call, and writes its answer.
         fn run(&self, id: i64, cancel: &CancelToken) {
             let me = self.process.clone();
-            let taken = self.store.tx("take a remote command", |tx, _| {
+            let taken = self.store.tx("take a remote command", |tx, clock| {
+                // Never a command whose deadline passed (its caller gave up or died): taking it
+                // late would run what nobody waits for.
+                let now = clock.now_ms(tx)?;
                 let row = tx.query_opt(
                     "UPDATE jevgate_remote_commands SET state = 'sent'
                       WHERE id = $1 AND to_process = $2 AND state = 'queued'
+                        AND created_at + deadline_ms > $3
                       RETURNING device_id, tool, args, deadline_ms",
-                    &[&id, &me],
+                    &[&id, &me, &now],
                 )?;
                 Ok(row.map(|r| {
                     (

@@ -116,6 +116,17 @@ const MIGRATIONS: &[Migration] = &[
         );
         CREATE INDEX jevgate_remote_commands_to ON jevgate_remote_commands (to_process, state);",
     },
+    Migration {
+        version: 4,
+        // One-time pairing codes any process redeems (R-DEV-PAIR, issue 23): the code's HMAC
+        // under the fleet secret (never the code), its owner, its end on the database clock.
+        body: "CREATE TABLE jevgate_pairing_codes (
+            hash BYTEA PRIMARY KEY,
+            owner TEXT NOT NULL,
+            expires_at BIGINT NOT NULL
+        );
+        CREATE INDEX jevgate_pairing_codes_expiry ON jevgate_pairing_codes (expires_at);",
+    },
 ];
 
 /// The newest PostgreSQL schema version this build knows.
