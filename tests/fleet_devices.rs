@@ -166,6 +166,13 @@ fn r_dev_chan_a_call_on_one_gateway_runs_on_a_device_connected_to_another() {
     let offline = b.call_tool(&call(&paired.device, "browser_get_text", json!({})));
     assert_eq!(offline.error_code(), Some("DEVICE_OFFLINE"));
     assert_eq!(reached.load(Ordering::SeqCst), 1);
+    // Unpaired on A: the fleet forgets it, and B answers as for any unknown device.
+    a.gw.unpair("alice", &paired.device).unwrap();
+    wait_until("A forgets the device in the store", || {
+        holder_row(&db.url, &paired.device).is_empty()
+    });
+    let unknown = b.call_tool(&call(&paired.device, "browser_get_text", json!({})));
+    assert_eq!(unknown.error_code(), Some("DEVICE_NOT_PAIRED"));
     b.close();
 }
 

@@ -155,6 +155,7 @@ pub(crate) fn unpair(shared: &Shared, device_id: &str) {
         Err(e) => log::warn!("device {device_id} could not be unpaired: {}", e.code()),
     }
     shared.hub.disconnect(device_id, 1008, "DEVICE_UNPAIRED");
+    shared.hub.unpaired(device_id);
 }
 
 /// What a connection needs from its I/O thread after a turn.

@@ -315,8 +315,20 @@ pub(crate) struct Hub {
     presence: std::sync::OnceLock<Presence>,
 }
 
-/// Told a device's connection arrived here (its record) or left (`None`). Must not block.
-pub(crate) type Presence = Arc<dyn Fn(&str, Option<&DeviceRecord>) + Send + Sync>;
+/// Told a device's connection arrived here (its record), left, or that the device was
+/// unpaired. Must not block.
+pub(crate) type Presence = Arc<dyn Fn(&str, Change<'_>) + Send + Sync>;
+
+/// What [`Presence`] is told about a device.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only a fleet reads it
+pub(crate) enum Change<'a> {
+    /// Its connection was registered here.
+    Here(&'a DeviceRecord),
+    /// Its connection here ended.
+    Left,
+    /// It was unpaired (by its owner or its worker): nobody may reach it any more.
+    Unpaired,
+}
 
 impl Hub {
     /// No connection yet; command deadlines are on `clock`.
@@ -343,7 +355,7 @@ impl Hub {
     /// `record`'s connection was just registered here: the presence watcher is told.
     pub fn announce(&self, record: &DeviceRecord) {
         if let Some(p) = self.presence.get() {
-            p(&record.id, Some(record));
+            p(&record.id, Change::Here(record));
         }
     }
 
@@ -389,7 +401,7 @@ impl Hub {
             conns.remove(&conn.device_id);
             drop(conns);
             if let Some(p) = self.presence.get() {
-                p(&conn.device_id, None);
+                p(&conn.device_id, Change::Left);
             }
         }
     }
@@ -440,6 +452,13 @@ impl Hub {
         self.control_changed(device_id);
     }
 
+    /// `device_id` was unpaired: the presence watcher is told (after its connection closed).
+    pub fn unpaired(&self, device_id: &str) {
+        if let Some(p) = self.presence.get() {
+            p(device_id, Change::Unpaired);
+        }
+    }
+
     /// The autopilot line `device_id` shows now, if a run drives it.
     pub fn progress_line(&self, device_id: &str) -> Option<String> {
         self.progress.lock().get(device_id).cloned()
@@ -452,7 +471,7 @@ impl Hub {
             conn.request_close(code, reason);
             conn.shut();
             if let Some(p) = self.presence.get() {
-                p(device_id, None);
+                p(device_id, Change::Left);
             }
         }
     }

@@ -231,9 +231,7 @@ impl DeviceService {
             return Err(crate::Error::DeviceNotPaired);
         }
         self.hub.disconnect(device_id, 1008, "DEVICE_UNPAIRED");
-        if let Some(remote) = self.remote.get() {
-            remote.forget(device_id);
-        }
+        self.hub.unpaired(device_id);
         log::info!("device {device_id} unpaired");
         Ok(())
     }

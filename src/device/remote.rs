@@ -85,9 +85,6 @@ mod stand_in {
         pub(crate) fn known_of(&self, _owner: &str) -> Result<Vec<Elsewhere>> {
             match *self {}
         }
-        pub(crate) fn forget(&self, _device: &str) {
-            match *self {}
-        }
         pub(crate) fn executor(
             &self,
             _device: &str,
@@ -104,7 +101,7 @@ mod stand_in {
 #[cfg(feature = "postgres")]
 mod real {
     use super::super::executor::{ToolExecutor, OUTCOME_UNKNOWN};
-    use super::super::hub::{Hub, SendFailure};
+    use super::super::hub::{Change, Hub, SendFailure};
     use super::super::registry::Capability;
     use super::*;
     use crate::clock::wait_slice;
@@ -209,29 +206,26 @@ mod real {
                 stop: AtomicBool::new(false),
             });
             let queue = Arc::downgrade(&inner);
-            hub.set_presence(Arc::new(move |device, record| {
+            hub.set_presence(Arc::new(move |device, change| {
                 if let Some(inner) = queue.upgrade() {
-                    {
-                        let mut here = inner.here.lock();
-                        match record {
-                            Some(r) => {
-                                here.insert(device.to_string(), r.clone());
-                            }
-                            None => {
-                                here.remove(device);
-                            }
+                    let presence = match change {
+                        Change::Here(r) => {
+                            inner.here.lock().insert(device.to_string(), r.clone());
+                            Presence::Here(r.clone())
                         }
-                    }
+                        Change::Left => {
+                            inner.here.lock().remove(device);
+                            Presence::Left
+                        }
+                        Change::Unpaired => Presence::Unpaired,
+                    };
                     let mut q = inner.announce.lock();
                     // Bounded: past it the oldest is dropped (the listener's next reconnection
                     // records every connection afresh).
                     if q.len() >= 4096 {
                         q.pop_front();
                     }
-                    q.push_back((
-                        device.to_string(),
-                        record.map_or(Presence::Left, |r| Presence::Here(r.clone())),
-                    ));
+                    q.push_back((device.to_string(), presence));
                     inner.announced.notify_all();
                 }
             }));
@@ -291,14 +285,6 @@ mod real {
         /// `owner`'s devices as the fleet knows them (see [`Remote::known`]).
         pub(crate) fn known_of(&self, owner: &str) -> Result<Vec<Elsewhere>> {
             self.inner.rows("owner = $1", owner)
-        }
-
-        /// `device` was unpaired here: the fleet forgets it (its row is removed once the
-        /// queued changes before it are written).
-        pub(crate) fn forget(&self, device: &str) {
-            let mut q = self.inner.announce.lock();
-            q.push_back((device.to_string(), Presence::Unpaired));
-            self.inner.announced.notify_all();
         }
 
         /// The executor carrying commands for `device` to `process`.
