@@ -121,6 +121,8 @@ mod real {
     const CHANNEL: &str = "jevgate_device";
     /// The caller's fallback re-read of its command's row.
     const REREAD: Duration = Duration::from_millis(250);
+    /// How long an ended command's row is kept past its deadline before its holder deletes it.
+    const KEEP_ENDED: Duration = Duration::from_secs(600);
     /// How long past its deadline a caller waits for the holder's own `timed_out` answer.
     const GRACE: Duration = Duration::from_millis(500);
 
@@ -251,6 +253,10 @@ mod real {
                             rounds = rounds.wrapping_add(1);
                             if rounds.is_multiple_of(10) {
                                 listen.run_queued(client);
+                            }
+                            // About every minute: rows addressed here that ended long ago.
+                            if rounds.is_multiple_of(600) {
+                                listen.prune(client);
                             }
                         },
                     );
@@ -507,6 +513,26 @@ mod real {
             let mut q = self.announce.lock();
             q.extend(here);
             self.announced.notify_all();
+        }
+
+        /// Deletes the rows addressed to this process whose deadline passed more than
+        /// [`KEEP_ENDED`] ago (never one being run: those are `sent` until answered).
+        fn prune(&self, client: &mut postgres::Client) {
+            let Ok(now) = self.store.db_clock().now_ms(client) else {
+                return;
+            };
+            let before = now.saturating_sub(ms(KEEP_ENDED));
+            if client
+                .execute(
+                    "DELETE FROM jevgate_remote_commands
+                      WHERE to_process = $1 AND state <> 'sent'
+                        AND created_at + deadline_ms < $2",
+                    &[&self.process, &before],
+                )
+                .is_err()
+            {
+                log::warn!("remote: ended commands were not pruned");
+            }
         }
 
         /// Runs the commands queued for this process (a lost `run` notification).
