@@ -1,8 +1,8 @@
 //! The browser extension in a real headless Chromium (issue 22): the person's brake (Stop /
 //! Resume), a take-back through the lease manager, the gateway restarting under a command, a
 //! tab closed under a command, a tab another debugger holds, the agent seeing only its own
-//! tabs, the token kept out of every log and out of `chrome.storage.sync`, and the protocol-1
-//! refusal (R-DEV-CHAN, R-DEV-VER, R-DEV-FAIL, R-LEASE-3, R-LOG).
+//! tabs, the token kept out of every log and out of `chrome.storage.sync`, the protocol-1
+//! refusal, and the packaged zip (R-DEV-CHAN, R-DEV-VER, R-DEV-FAIL, R-LEASE-3, R-LOG).
 //!
 //! Each test starts its own gateway, fixture server and Chromium (one per test); the tests of
 //! this binary run one at a time so two Chromiums never compete for the machine's two cores.
@@ -651,6 +651,68 @@ fn issue22_a_page_of_hundreds_of_cross_origin_frames_is_read_within_the_command_
         assert!(text.ends_with("\"Many after\" [ref=e1]"), "{text}");
     }
     assert!(took < Duration::from_secs(120), "{took:?}");
+    w.navigate("/p/buttons");
+    let text = w.call("browser_get_text", json!({}));
+    assert!(
+        support::conformance::data(&text)["text"]
+            .as_str()
+            .unwrap()
+            .contains("Buttons page"),
+        "{text:?}"
+    );
+}
+
+// Issue 22 item 7 (R-DEV-PAIR, R-DEV-TOOLS): the zip `scripts/package-extension` builds is the
+// whole extension — every file of extension/, byte for byte — and, unzipped and loaded the way
+// the README tells a person, it pairs through its options page and drives a page.
+#[test]
+fn issue22_the_packaged_zip_loads_pairs_and_drives_a_page() {
+    let _serial = serial();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let zip = dir.path().join("jevgate-extension.zip");
+    let built = std::process::Command::new(root.join("scripts/package-extension"))
+        .arg(&zip)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{built:?}");
+    let unpacked = dir.path().join("unpacked");
+    let unzipped = std::process::Command::new("python3")
+        .args(["-m", "zipfile", "-e"])
+        .arg(&zip)
+        .arg(&unpacked)
+        .output()
+        .unwrap();
+    assert!(unzipped.status.success(), "{unzipped:?}");
+    fn files(dir: &std::path::Path, at: &std::path::Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for entry in std::fs::read_dir(at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files(dir, &path, out);
+            } else {
+                let name = path
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.push((name, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    let (mut source, mut packed) = (Vec::new(), Vec::new());
+    let extension = support::extension::extension_dir();
+    files(&extension, &extension, &mut source);
+    files(&unpacked, &unpacked, &mut packed);
+    source.sort();
+    packed.sort();
+    assert!(source.iter().any(|(name, _)| name == "manifest.json"));
+    assert_eq!(
+        source.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+        packed.iter().map(|(n, _)| n).collect::<Vec<_>>()
+    );
+    assert!(source == packed, "a file differs in the zip");
+
+    let w = World::with(ExtensionBrowser::launch_with(&[unpacked]));
     w.navigate("/p/buttons");
     let text = w.call("browser_get_text", json!({}));
     assert!(
