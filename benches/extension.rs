@@ -14,14 +14,13 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use jevgate::browser::BrowserTools;
-use jevgate::device::{DeviceWorker, ToolCall, WorkerOptions};
+use jevgate::device::ToolCall;
 use jevgate::Gateway;
 use serde_json::{json, Value};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::conformance::ReferenceWorker;
 use support::extension::ExtensionBrowser;
-use support::{shared_browser, Closing, Server};
+use support::Server;
 
 fn call(gw: &Gateway, owner: &str, device: &str, tool: &str, mut args: Value) -> Value {
     args["deviceId"] = json!(device);
@@ -95,19 +94,8 @@ fn main() {
     let server = Server::start();
 
     let (mut w_clicks, mut w_reads) = {
-        let browser = Closing(shared_browser());
-        let tab = browser.0.open_tab().unwrap();
-        let alice = t.pair("alice", "alice-install");
-        let worker = DeviceWorker::connect(
-            WorkerOptions::new(t.channel().url(), alice.token.clone()),
-            Arc::new(BrowserTools::new(Arc::new(tab.clone()))),
-        )
-        .unwrap();
-        t.wait_online(&alice, true);
-        let out = measure(&t.gw, "alice", &alice.device, &server, rounds);
-        worker.close();
-        let _ = tab.close();
-        out
+        let worker = ReferenceWorker::start(&t, "alice", "alice-install");
+        measure(&t.gw, "alice", &worker.device, &server, rounds)
     };
 
     let ext = ExtensionBrowser::launch();
