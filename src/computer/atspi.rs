@@ -14,6 +14,7 @@
 use super::model::{self, RawNode};
 use std::collections::HashSet;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use zbus::blocking::Connection;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
@@ -119,6 +120,18 @@ pub struct Reading {
     pub objects: Vec<Object>,
     /// The reading stopped at a bound.
     pub truncated: bool,
+}
+
+/// Threads reading node details at once (their calls share the one connection).
+const DETAIL_THREADS: usize = 4;
+
+/// What `details` reads of one node.
+struct Details {
+    role: String,
+    name: String,
+    actions: Vec<String>,
+    text: Option<String>,
+    description: Option<String>,
 }
 
 /// A blocking client of the accessibility bus.
@@ -302,50 +315,12 @@ impl Atspi {
             if !shown && parent.is_some() {
                 continue;
             }
-            let Ok(role) = self.call::<_, String>(&o, I_ACCESSIBLE, "GetRoleName", &()) else {
-                continue;
-            };
-            let name = self
-                .string_property(&o, I_ACCESSIBLE, "Name")
-                .map(|n| model::bounded(&n, model::MAX_NAME_CHARS))
-                .unwrap_or_default();
-            let interfaces: Vec<String> = self
-                .call(&o, I_ACCESSIBLE, "GetInterfaces", &())
-                .unwrap_or_default();
-            let has = |i: &str| interfaces.iter().any(|x| x == i);
-            let mut actions = Vec::new();
-            if has(I_ACTION) {
-                let list: Vec<(String, String, String)> = self
-                    .call(&o, I_ACTION, "GetActions", &())
-                    .unwrap_or_default();
-                actions = list
-                    .into_iter()
-                    .take(16)
-                    .map(|(n, _, _)| model::bounded(&n, 40))
-                    .collect();
-            }
-            let sensitive = RawNode::is_sensitive(&role);
-            let text = if has(I_TEXT) && !sensitive {
-                self.text(&o).ok()
-            } else {
-                None
-            };
-            let mut node = RawNode {
+            // Role, name, actions and text are read afterwards, in parallel (`details`).
+            let node = RawNode {
                 parent,
-                role: model::bounded(&role, 40),
-                name,
-                description: String::new(),
                 states,
-                actions,
-                text,
+                ..RawNode::default()
             };
-            // The description (a tooltip) names only a control without a name.
-            if model::display_name(&node.name).is_empty() && model::is_control(&node) {
-                node.description = self
-                    .string_property(&o, I_ACCESSIBLE, "Description")
-                    .map(|d| model::bounded(&d, model::MAX_NAME_CHARS))
-                    .unwrap_or_default();
-            }
             let index = reading.nodes.len();
             reading.nodes.push(node);
             reading.objects.push(o.clone());
@@ -359,7 +334,90 @@ impl Atspi {
                 reading.truncated = true;
             }
         }
+        // The details of the nodes, by DETAIL_THREADS threads on the one connection: their
+        // calls are pipelined on the bus instead of waiting for each other's round trips.
+        let slots: Vec<parking_lot::Mutex<Option<Details>>> = (0..reading.nodes.len())
+            .map(|_| parking_lot::Mutex::new(None))
+            .collect();
+        let over = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for t in 0..DETAIL_THREADS {
+                let (slots, over, reading) = (&slots, &over, &reading);
+                scope.spawn(move || {
+                    for i in (t..reading.objects.len()).step_by(DETAIL_THREADS) {
+                        if started.elapsed() > WALK_BUDGET {
+                            over.store(true, Ordering::Relaxed);
+                            return;
+                        }
+                        *slots[i].lock() =
+                            self.details(&reading.objects[i], reading.nodes[i].states);
+                    }
+                });
+            }
+        });
+        reading.truncated |= over.load(Ordering::Relaxed);
+        for (node, slot) in reading.nodes.iter_mut().zip(slots) {
+            // A node that stopped answering keeps no role: neither a control nor text.
+            if let Some(d) = slot.into_inner() {
+                node.role = d.role;
+                node.name = d.name;
+                node.actions = d.actions;
+                node.text = d.text;
+                // The description (a tooltip) names only a control without a name.
+                node.description = d.description.unwrap_or_default();
+            }
+        }
         Ok(reading)
+    }
+
+    /// One node's role, name, actions, text (never a sensitive field's) and, when it has no
+    /// name, its description; `None` when it does not answer.
+    fn details(&self, o: &Object, states: u64) -> Option<Details> {
+        let role: String = self.call(o, I_ACCESSIBLE, "GetRoleName", &()).ok()?;
+        let name = self
+            .string_property(o, I_ACCESSIBLE, "Name")
+            .map(|n| model::bounded(&n, model::MAX_NAME_CHARS))
+            .unwrap_or_default();
+        let interfaces: Vec<String> = self
+            .call(o, I_ACCESSIBLE, "GetInterfaces", &())
+            .unwrap_or_default();
+        let has = |i: &str| interfaces.iter().any(|x| x == i);
+        let mut actions = Vec::new();
+        if has(I_ACTION) {
+            let list: Vec<(String, String, String)> = self
+                .call(o, I_ACTION, "GetActions", &())
+                .unwrap_or_default();
+            actions = list
+                .into_iter()
+                .take(16)
+                .map(|(n, _, _)| model::bounded(&n, 40))
+                .collect();
+        }
+        let text = if has(I_TEXT) && !RawNode::is_sensitive(&role) {
+            self.text(o).ok()
+        } else {
+            None
+        };
+        let probe = RawNode {
+            role: role.clone(),
+            states,
+            actions: actions.clone(),
+            ..RawNode::default()
+        };
+        let description = if model::display_name(&name).is_empty() && model::is_control(&probe) {
+            self.string_property(o, I_ACCESSIBLE, "Description")
+                .map(|d| model::bounded(&d, model::MAX_NAME_CHARS))
+                .ok()
+        } else {
+            None
+        };
+        Some(Details {
+            role: model::bounded(&role, 40),
+            name,
+            actions,
+            text,
+            description,
+        })
     }
 
     fn text(&self, o: &Object) -> Result<String, AtspiError> {
