@@ -54,7 +54,10 @@ impl ReceiptBench {
     /// Opens the store in `data_dir`, starts the writer and opens one task and request.
     pub fn open(data_dir: &Path) -> Result<ReceiptBench> {
         let store = Arc::new(Store::open(data_dir)?);
-        let writer = Writer::start(Arc::clone(&store), data_dir.to_path_buf())?;
+        let writer = Writer::start(
+            super::engine::TaskDb::Sqlite(Arc::clone(&store)),
+            data_dir.to_path_buf(),
+        )?;
         let now = now_ms();
         writer.write(Box::new(move |tx| {
             let owner = TaskOwner::new("bench", "bench", "bench");

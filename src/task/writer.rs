@@ -16,13 +16,18 @@
 //! pass stopped ([`records::sweep_closed`]). It never deletes an open task or one with an
 //! operation in doubt.
 //!
+//! On the fleet's PostgreSQL store (issue 23 item 3) a group is one transaction on the writer's
+//! own connection with the same savepoint per write, committed synchronously; the directory
+//! fsync is the SQLite file's only.
+//!
 //! It must never drop a write silently (a write that could not be committed returns its
 //! error), never hold a caller's lock while it waits, and never see arguments, field values or
 //! page content in anything it logs (it logs error codes only).
 
+use super::engine::TaskDb;
 use super::records::{self, SweepCursor};
 use crate::clock::{Instant, SharedClock};
-use crate::store::Store;
+use crate::store::db::Db;
 use crate::{Error, Result};
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
@@ -32,8 +37,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// One write: runs inside the group's transaction.
-pub(crate) type WriteFn =
-    Box<dyn FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<()> + Send>;
+pub(crate) type WriteFn = Box<dyn FnOnce(&dyn Db) -> rusqlite::Result<()> + Send>;
 
 /// The most writes one transaction carries.
 const MAX_GROUP: usize = 512;
@@ -145,7 +149,7 @@ impl std::fmt::Debug for Writer {
 
 impl Writer {
     /// Starts the writer on `store`; `data_dir` is fsynced after the first commit.
-    pub(crate) fn start(store: Arc<Store>, data_dir: PathBuf) -> Result<Writer> {
+    pub(crate) fn start(store: TaskDb, data_dir: PathBuf) -> Result<Writer> {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue::default()),
             wake: Condvar::new(),
@@ -195,7 +199,7 @@ impl Writer {
     /// value: a value is returned only once its write is durable.
     pub(crate) fn apply<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T> + Send + 'static,
+        f: impl FnOnce(&dyn Db) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let out: Arc<Mutex<Option<Result<T>>>> = Arc::new(Mutex::new(None));
         let cell = Arc::clone(&out);
@@ -311,7 +315,7 @@ impl Sweep {
     }
 }
 
-fn run(shared: &Shared, store: &Store, data_dir: &std::path::Path) {
+fn run(shared: &Shared, store: &TaskDb, data_dir: &std::path::Path) {
     let mut dir_synced = false;
     let mut sweep = Sweep::default();
     loop {
@@ -376,23 +380,23 @@ fn run(shared: &Shared, store: &Store, data_dir: &std::path::Path) {
 }
 
 /// One transaction for the group; each write in its own savepoint.
-fn commit_group(store: &Store, group: Vec<Job>, data_dir: &std::path::Path, synced: &mut bool) {
+fn commit_group(store: &TaskDb, group: Vec<Job>, data_dir: &std::path::Path, synced: &mut bool) {
     // The slots are taken out first: every caller gets an answer, even for writes the
     // transaction never reached.
     let slots: Vec<Arc<Slot>> = group.iter().map(|j| Arc::clone(&j.done)).collect();
     let mut verdicts: Vec<Result<()>> = Vec::with_capacity(group.len());
-    let committed = store.write(|tx| {
+    let committed = store.write_group(|tx| {
         for job in group {
-            // Cached statements: the savepoint pair is parsed once per connection, not per write.
-            tx.prepare_cached("SAVEPOINT w")?.execute([])?;
+            // On SQLite cached statements: the savepoint pair is parsed once per connection.
+            tx.batch("SAVEPOINT w")?;
             match (job.write)(tx) {
                 Ok(()) => {
-                    tx.prepare_cached("RELEASE w")?.execute([])?;
+                    tx.batch("RELEASE w")?;
                     verdicts.push(Ok(()));
                 }
                 Err(e) => {
-                    tx.prepare_cached("ROLLBACK TO w")?.execute([])?;
-                    tx.prepare_cached("RELEASE w")?.execute([])?;
+                    tx.batch("ROLLBACK TO w")?;
+                    tx.batch("RELEASE w")?;
                     verdicts.push(Err(crate::store::sqlite_error("write receipt", e)));
                 }
             }
@@ -401,7 +405,7 @@ fn commit_group(store: &Store, group: Vec<Job>, data_dir: &std::path::Path, sync
     });
     match committed {
         Ok(()) => {
-            if !*synced {
+            if !*synced && store.is_file() {
                 *synced = sync_dir(data_dir);
             }
             for (slot, v) in slots.iter().zip(verdicts) {
@@ -413,10 +417,12 @@ fn commit_group(store: &Store, group: Vec<Job>, data_dir: &std::path::Path, sync
             // Every write of the group fails; the ones the transaction never reached too.
             let code = e.code();
             for slot in &slots {
-                slot.set(Err(if code == "GATEWAY_CLOSED" {
-                    Error::GatewayClosed
-                } else {
-                    Error::store_io("commit receipts", code)
+                slot.set(Err(match code {
+                    "GATEWAY_CLOSED" => Error::GatewayClosed,
+                    "STORE_UNAVAILABLE" => Error::StoreUnavailable {
+                        reason: "commit receipts: the shared store is unreachable for now".into(),
+                    },
+                    _ => Error::store_io("commit receipts", code),
                 }));
             }
         }
@@ -437,14 +443,16 @@ fn sync_dir(dir: &std::path::Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     #[test]
     fn r_tsk_rcpt_writes_commit_before_returning_and_a_failing_write_fails_alone() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path()).unwrap());
-        let w = Writer::start(Arc::clone(&store), dir.path().to_path_buf()).unwrap();
+        let w =
+            Writer::start(TaskDb::Sqlite(Arc::clone(&store)), dir.path().to_path_buf()).unwrap();
         w.write(Box::new(|tx| {
-            tx.execute_batch("CREATE TABLE t (x INTEGER PRIMARY KEY)")
+            tx.batch("CREATE TABLE t (x INTEGER PRIMARY KEY)")
         }))
         .unwrap();
         let w = Arc::new(w);
@@ -455,15 +463,19 @@ mod tests {
                     for j in 0..50 {
                         let x = i * 1000 + j;
                         w.write(Box::new(move |tx| {
-                            tx.execute("INSERT INTO t (x) VALUES (?1)", [x]).map(|_| ())
+                            tx.execute("INSERT INTO t (x) VALUES (?1)", crate::store::db::dbp![x])
+                                .map(|_| ())
                         }))
                         .unwrap();
                     }
                     // A duplicate key fails alone; the others of its group still commit.
                     let e = w
                         .write(Box::new(move |tx| {
-                            tx.execute("INSERT INTO t (x) VALUES (?1)", [i * 1000])
-                                .map(|_| ())
+                            tx.execute(
+                                "INSERT INTO t (x) VALUES (?1)",
+                                crate::store::db::dbp![i * 1000],
+                            )
+                            .map(|_| ())
                         }))
                         .unwrap_err();
                     assert_eq!(e.code(), "STORE_IO");
@@ -490,9 +502,11 @@ mod tests {
     fn r_tsk_rcpt_a_panicking_write_and_a_close_leave_every_caller_answered() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path()).unwrap());
-        let w = Arc::new(Writer::start(Arc::clone(&store), dir.path().to_path_buf()).unwrap());
+        let w = Arc::new(
+            Writer::start(TaskDb::Sqlite(Arc::clone(&store)), dir.path().to_path_buf()).unwrap(),
+        );
         w.write(Box::new(|tx| {
-            tx.execute_batch("CREATE TABLE t (x INTEGER PRIMARY KEY)")
+            tx.batch("CREATE TABLE t (x INTEGER PRIMARY KEY)")
         }))
         .unwrap();
         let e = w
@@ -507,7 +521,8 @@ mod tests {
                     for j in 0..200 {
                         let x = i * 1000 + j;
                         match w.write(Box::new(move |tx| {
-                            tx.execute("INSERT INTO t (x) VALUES (?1)", [x]).map(|_| ())
+                            tx.execute("INSERT INTO t (x) VALUES (?1)", crate::store::db::dbp![x])
+                                .map(|_| ())
                         })) {
                             Ok(()) => ok += 1,
                             Err(e) => {
