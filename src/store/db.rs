@@ -355,27 +355,67 @@ pub(crate) fn to_pg_sql(sql: &str) -> String {
 }
 
 #[cfg(feature = "postgres")]
-pub(crate) use pg_impl::{PgDb, PgFailure};
+pub(crate) use pg_impl::{PgDb, PgFailure, Statements};
 
 #[cfg(feature = "postgres")]
 mod pg_impl {
     use super::{to_pg_sql, Db, DbRow, Engine, Val};
     use postgres::types::{IsNull, ToSql, Type};
     use std::cell::RefCell;
+    use std::collections::HashMap;
+
+    /// The most statements one connection keeps prepared (the records' SQL is a fixed set;
+    /// past this the cache starts over).
+    const MAX_STATEMENTS: usize = 512;
+
+    /// The statements prepared on one connection, by their SQL (as the records wrote it).
+    #[derive(Default)]
+    pub(crate) struct Statements(HashMap<String, postgres::Statement>);
+
+    impl Statements {
+        /// Forgets every statement (its connection is gone).
+        pub(crate) fn clear(&mut self) {
+            self.0.clear();
+        }
+    }
 
     /// A PostgreSQL transaction as a [`Db`].
     pub(crate) struct PgDb<'a, 'b> {
         tx: RefCell<&'a mut postgres::Transaction<'b>>,
         process: Option<&'a str>,
+        statements: RefCell<&'a mut Statements>,
     }
 
     impl<'a, 'b> PgDb<'a, 'b> {
-        /// `tx` as a [`Db`] writing for fleet process `process`.
-        pub(crate) fn new(tx: &'a mut postgres::Transaction<'b>, process: Option<&'a str>) -> Self {
+        /// `tx` as a [`Db`] writing for fleet process `process`, preparing each statement once
+        /// per connection (`statements`: that connection's).
+        pub(crate) fn new(
+            tx: &'a mut postgres::Transaction<'b>,
+            process: Option<&'a str>,
+            statements: &'a mut Statements,
+        ) -> Self {
             PgDb {
                 tx: RefCell::new(tx),
                 process,
+                statements: RefCell::new(statements),
             }
+        }
+
+        fn statement(&self, sql: &str) -> rusqlite::Result<postgres::Statement> {
+            let mut cache = self.statements.borrow_mut();
+            if let Some(st) = cache.0.get(sql) {
+                return Ok(st.clone());
+            }
+            let st = self
+                .tx
+                .borrow_mut()
+                .prepare(&to_pg_sql(sql))
+                .map_err(carry)?;
+            if cache.0.len() >= MAX_STATEMENTS {
+                cache.0.clear();
+            }
+            cache.0.insert(sql.to_string(), st.clone());
+            Ok(st)
         }
     }
 
@@ -483,21 +523,21 @@ mod pg_impl {
         }
 
         fn execute(&self, sql: &str, params: &[Val]) -> rusqlite::Result<usize> {
-            let sql = to_pg_sql(sql);
+            let st = self.statement(sql)?;
             let n = self
                 .tx
                 .borrow_mut()
-                .execute(sql.as_str(), &refs(params))
+                .execute(&st, &refs(params))
                 .map_err(carry)?;
             Ok(usize::try_from(n).unwrap_or(usize::MAX))
         }
 
         fn query(&self, sql: &str, params: &[Val]) -> rusqlite::Result<Vec<DbRow>> {
-            let sql = to_pg_sql(sql);
+            let st = self.statement(sql)?;
             let rows = self
                 .tx
                 .borrow_mut()
-                .query(sql.as_str(), &refs(params))
+                .query(&st, &refs(params))
                 .map_err(carry)?;
             rows.iter().map(read).collect()
         }

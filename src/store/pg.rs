@@ -211,6 +211,9 @@ impl DbClock {
 pub(crate) struct PgStore {
     config: postgres::Config,
     client: Mutex<Option<Client>>,
+    /// The statements the task records prepared on this connection (by their SQL), locked
+    /// after `client` and cleared with it.
+    statements: Mutex<super::db::Statements>,
     offset_ms: Arc<AtomicI64>,
     closed: AtomicBool,
 }
@@ -304,6 +307,7 @@ impl PgStore {
         Ok(PgStore {
             config,
             client: Mutex::new(Some(client)),
+            statements: Mutex::new(super::db::Statements::default()),
             offset_ms: Arc::new(AtomicI64::new(0)),
             closed: AtomicBool::new(false),
         })
@@ -338,6 +342,8 @@ impl PgStore {
         let mut guard = self.client.lock();
         if guard.as_ref().is_none_or(Client::is_closed) {
             *guard = None;
+            // Statements prepared on the lost connection are gone with it.
+            self.statements.lock().clear();
             *guard = Some(connect(&self.config)?);
         }
         let client = guard.as_mut().ok_or(Error::GatewayClosed)?;
@@ -393,6 +399,7 @@ impl PgStore {
         Ok(PgStore {
             config: self.config.clone(),
             client: Mutex::new(Some(client)),
+            statements: Mutex::new(super::db::Statements::default()),
             offset_ms: Arc::clone(&self.offset_ms),
             closed: AtomicBool::new(false),
         })
@@ -401,16 +408,24 @@ impl PgStore {
     /// Runs `f` over a [`Db`](super::db::Db) in one transaction committed before returning
     /// (synchronous commit: durable when this returns `Ok`), with the database clock's now
     /// (ms). A failure of `f` rolls everything back and is mapped like the SQLite store's.
-    /// `process` is the fleet process the writes are for ([`Db::process`](super::db::Db)).
+    /// `process` is the fleet process the writes are for ([`Db::process`](super::db::Db));
+    /// `clock`: read the database clock first (one more round trip) and hand it to `f`.
+    /// Statements are prepared once per connection.
     pub(crate) fn db_tx<T>(
         &self,
         op: &str,
         process: Option<&str>,
-        f: impl FnOnce(&dyn super::db::Db, i64) -> rusqlite::Result<T>,
+        clock: bool,
+        f: impl FnOnce(&dyn super::db::Db, Option<i64>) -> rusqlite::Result<T>,
     ) -> Result<T> {
-        self.tx(op, |tx, clock| {
-            let now = clock.now_ms(tx)?;
-            let db = super::db::PgDb::new(tx, process);
+        self.tx(op, |tx, db_clock| {
+            let now = if clock {
+                Some(db_clock.now_ms(tx)?)
+            } else {
+                None
+            };
+            let mut statements = self.statements.lock();
+            let db = super::db::PgDb::new(tx, process, &mut statements);
             f(&db, now).map_err(|e| match e {
                 rusqlite::Error::ToSqlConversionFailure(inner)
                     if inner.is::<super::db::PgFailure>() =>

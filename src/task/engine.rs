@@ -57,13 +57,19 @@ impl TaskDb {
     ) -> Result<TaskDb> {
         match (shared, member) {
             #[cfg(feature = "postgres")]
-            (Some(shared), Some(member)) => Ok(TaskDb::Shared(Arc::new(pg::Tasks::open(
-                &shared.0, member,
-            )?))),
+            (Some(shared), Some(member)) => TaskDb::shared(shared, member),
             #[cfg(not(feature = "postgres"))]
             (Some(s), _) => match *s {},
             _ => Ok(TaskDb::Sqlite(store)),
         }
+    }
+
+    /// The fleet's store, for process `member`.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn shared(shared: &SharedStore, member: Member) -> Result<TaskDb> {
+        Ok(TaskDb::Shared(Arc::new(pg::Tasks::open(
+            &shared.0, member,
+        )?)))
     }
 
     /// Runs `f` over a consistent read (a transaction on the shared store).
@@ -71,9 +77,10 @@ impl TaskDb {
         match self {
             TaskDb::Sqlite(s) => s.read(|c| f(c)),
             #[cfg(feature = "postgres")]
-            TaskDb::Shared(t) => t
-                .reads
-                .db_tx("read tasks", Some(&t.member.process), |db, _| f(db)),
+            TaskDb::Shared(t) => {
+                t.reads
+                    .db_tx("read tasks", Some(&t.member.process), false, |db, _| f(db))
+            }
         }
     }
 
@@ -87,12 +94,9 @@ impl TaskDb {
         match self {
             TaskDb::Sqlite(s) => s.write(|tx| f(tx, None)),
             #[cfg(feature = "postgres")]
-            TaskDb::Shared(t) => {
-                t.reads
-                    .db_tx("recover tasks", Some(&t.member.process), |db, now| {
-                        f(db, Some(now))
-                    })
-            }
+            TaskDb::Shared(t) => t
+                .reads
+                .db_tx("recover tasks", Some(&t.member.process), true, f),
         }
     }
 
@@ -104,10 +108,12 @@ impl TaskDb {
         match self {
             TaskDb::Sqlite(s) => s.write(|tx| f(tx)),
             #[cfg(feature = "postgres")]
-            TaskDb::Shared(t) => {
-                t.writes
-                    .db_tx("commit receipts", Some(&t.member.process), |db, _| f(db))
-            }
+            TaskDb::Shared(t) => t.writes.db_tx(
+                "commit receipts",
+                Some(&t.member.process),
+                false,
+                |db, _| f(db),
+            ),
         }
     }
 
