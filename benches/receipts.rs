@@ -364,13 +364,22 @@ fn pg_checkpoints(iterations: usize) -> Option<(Duration, Duration)> {
     #[cfg(feature = "postgres")]
     {
         let bench = ReceiptBench::open_shared(&url).unwrap();
+        // Operation ids are unique in the whole database, which earlier runs may have used.
+        let run = format!(
+            "{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or_default()
+        );
         for i in 0..200 {
-            bench.checkpoint(&format!("pg-warm-{i}")).unwrap();
+            bench.checkpoint(&format!("{run}-pg-warm-{i}")).unwrap();
         }
         let mut times = Vec::with_capacity(iterations);
         for i in 0..iterations {
             let t = Instant::now();
-            bench.checkpoint(&format!("pg-op-{i}")).unwrap();
+            bench.checkpoint(&format!("{run}-pg-op-{i}")).unwrap();
             times.push(t.elapsed());
         }
         bench.close();

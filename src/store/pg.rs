@@ -313,6 +313,36 @@ impl PgStore {
         })
     }
 
+    /// Tests only: a fresh database on the cluster at `url`, migrated, and a store on it.
+    #[cfg(test)]
+    pub(crate) fn open_fresh(url: &str) -> Result<PgStore> {
+        use std::sync::atomic::AtomicU64;
+        static N: AtomicU64 = AtomicU64::new(0);
+        let mut config = parse_url(url)?;
+        let name = format!(
+            "jg_unit_{}_{}_{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or_default()
+        );
+        connect(&config)?
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .map_err(|e| pg_error("create a test database", &e))?;
+        config.dbname(&name);
+        let mut client = connect(&config)?;
+        migrate(&mut client)?;
+        Ok(PgStore {
+            config,
+            client: Mutex::new(Some(client)),
+            statements: Mutex::new(super::db::Statements::default()),
+            offset_ms: Arc::new(AtomicI64::new(0)),
+            closed: AtomicBool::new(false),
+        })
+    }
+
     /// The connection settings (for the listener's own connection).
     pub(crate) fn config(&self) -> &postgres::Config {
         &self.config

@@ -1097,95 +1097,223 @@ mod tests {
     use crate::store::Store;
     use rusqlite::params;
 
+    /// One engine the records' properties are checked on (issue 23: the same tests on both).
+    enum TestEngine {
+        Sqlite {
+            store: Store,
+            _dir: tempfile::TempDir,
+        },
+        #[cfg(feature = "postgres")]
+        Postgres(Box<crate::store::pg::PgStore>, &'static str),
+    }
+
+    impl TestEngine {
+        fn write<T>(&self, f: impl FnOnce(&dyn Db) -> rusqlite::Result<T>) -> crate::Result<T> {
+            match self {
+                TestEngine::Sqlite { store, .. } => store.write(|tx| f(tx)),
+                #[cfg(feature = "postgres")]
+                TestEngine::Postgres(p, process) => {
+                    p.db_tx("test", Some(process), false, |db, _| f(db))
+                }
+            }
+        }
+
+        fn read<T>(&self, f: impl FnOnce(&dyn Db) -> rusqlite::Result<T>) -> crate::Result<T> {
+            self.write(f)
+        }
+    }
+
+    /// SQLite always; the fleet's PostgreSQL store too when `JEVGATE_PG_URL` names a cluster
+    /// (a fresh database each), with the reason printed when it does not (a failure under
+    /// `JEVGATE_REQUIRE_PG=1`).
+    fn engines() -> Vec<TestEngine> {
+        let dir = tempfile::tempdir().unwrap();
+        #[cfg_attr(not(feature = "postgres"), allow(unused_mut))] // reason: the PostgreSQL arm
+        let mut out = vec![TestEngine::Sqlite {
+            store: Store::open(dir.path()).unwrap(),
+            _dir: dir,
+        }];
+        let require = std::env::var("JEVGATE_REQUIRE_PG").is_ok_and(|v| v == "1");
+        match std::env::var("JEVGATE_PG_URL") {
+            #[cfg(feature = "postgres")]
+            Ok(url) if !url.is_empty() => out.push(TestEngine::Postgres(
+                Box::new(crate::store::pg::PgStore::open_fresh(&url).unwrap()),
+                "proc_test",
+            )),
+            _ => {
+                assert!(
+                    !require,
+                    "JEVGATE_REQUIRE_PG=1 but no PostgreSQL engine here"
+                );
+                use std::io::Write;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "records: PostgreSQL arm skipped (JEVGATE_PG_URL unset or no feature `postgres`)"
+                );
+            }
+        }
+        out
+    }
+
+    // Issue 23 item 3: on the shared store, recovery takes only the open tasks whose owner
+    // process is dead on the database clock (or unknown); a live process's task keeps running.
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn recovery_on_the_shared_store_takes_only_the_tasks_of_dead_processes() {
+        let Some(TestEngine::Postgres(pg, _)) = engines().into_iter().nth(1) else {
+            return;
+        };
+        let owner = TaskOwner::new("a", "p", "c");
+        let running = TaskUpdate {
+            state: Some(TaskState::Running),
+            ..Default::default()
+        };
+        for (process, id) in [("proc_live", "live"), ("proc_dead", "dead")] {
+            pg.db_tx("test", Some(process), false, |tx, _| {
+                insert_task(tx, id, &owner, &TaskTarget::default(), "g", 1)?;
+                update_task(tx, id, &running, 1)?;
+                begin_request(tx, id, 1, 1)?;
+                checkpoint(tx, id, 1, &format!("{id}:1:1"), "page_click", 1)
+            })
+            .unwrap();
+        }
+        let (me, dead_after) = ("proc_me", 10_000);
+        let scope = pg
+            .db_tx("test", Some(me), true, |tx, now| {
+                let now = now.unwrap_or_default();
+                // proc_live's heartbeat is fresh, proc_dead's is older than the threshold.
+                tx.execute(
+                    "INSERT INTO jevgate_processes (process_id, started_at, heartbeat_at)
+                     VALUES ('proc_live', ?1, ?1), ('proc_dead', ?2, ?2)",
+                    dbp![now - 1_000, now - dead_after - 1],
+                )?;
+                let scope = orphans(tx, now - dead_after, None)?;
+                let one = orphans(tx, now - dead_after, Some("live"))?;
+                Ok((scope, one))
+            })
+            .unwrap();
+        assert_eq!(scope.0.as_deref(), Some(r#"["dead"]"#));
+        assert_eq!(
+            scope.1.as_deref(),
+            Some("[]"),
+            "a live owner's task is not taken"
+        );
+        let (interrupted, _) = pg
+            .db_tx("test", Some(me), false, |tx, _| {
+                recover_in(tx, 9, scope.0.as_deref())
+            })
+            .unwrap();
+        assert_eq!(interrupted, 1);
+        let get = |id: &str| {
+            pg.db_tx("test", Some(me), false, |c, _| get_task(c, id))
+                .unwrap()
+                .unwrap()
+        };
+        assert_eq!(get("live").state, TaskState::Running);
+        let dead = get("dead");
+        assert_eq!(
+            (dead.state, dead.reason.as_deref()),
+            (TaskState::NeedsReconciliation, Some(INTERRUPTED))
+        );
+        assert_eq!(dead.last_dispatched_mutation.unwrap().status, "interrupted");
+        // Nothing is left to take: the dead owner's task is closed, the live one is not an orphan.
+        let again = pg
+            .db_tx("test", Some(me), true, |tx, now| {
+                orphans(tx, now.unwrap_or_default() - dead_after, None)
+            })
+            .unwrap();
+        assert_eq!(again.as_deref(), Some("[]"));
+    }
+
     // R-TSK-RCPT: what recovery makes of each shape a dead process can leave behind.
     #[test]
     fn r_tsk_rcpt_recovery_reports_interrupted_requests_and_never_leaves_one_running() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let owner = TaskOwner::new("a", "p", "c");
-        let target = TaskTarget::default();
-        store
-            .write(|tx| {
-                // a: a click checkpointed, no result stored.
-                insert_task(tx, "a", &owner, &target, "press x", 1)?;
-                update_task(
-                    tx,
-                    "a",
-                    &TaskUpdate {
-                        state: Some(TaskState::Running),
-                        ..Default::default()
-                    },
-                    1,
-                )?;
-                begin_request(tx, "a", 1, 1)?;
-                checkpoint(tx, "a", 1, "a:1:1", "page_click", 1)?;
-                // b: a request started, nothing dispatched yet.
-                insert_task(tx, "b", &owner, &target, "press y", 1)?;
-                update_task(
-                    tx,
-                    "b",
-                    &TaskUpdate {
-                        state: Some(TaskState::Running),
-                        ..Default::default()
-                    },
-                    1,
-                )?;
-                begin_request(tx, "b", 1, 1)?;
-                // c: a session waiting for its next command; everything settled.
-                insert_task(tx, "c", &owner, &target, "", 1)?;
-                update_task(
-                    tx,
-                    "c",
-                    &TaskUpdate {
-                        state: Some(TaskState::WaitingInput),
-                        ..Default::default()
-                    },
-                    1,
-                )?;
-                begin_request(tx, "c", 1, 1)?;
-                checkpoint(tx, "c", 1, "c:1:1", "page_scroll", 1)?;
-                settle_operation(tx, "c:1:1", "done", None, None)?;
-                end_request(tx, "c", 1, "done", "DONE", "Done: scrolled down", 2)?;
-                // d: already finished: untouched.
-                insert_task(tx, "d", &owner, &target, "x", 1)?;
-                update_task(
-                    tx,
-                    "d",
-                    &TaskUpdate {
-                        state: Some(TaskState::Completed),
-                        ..Default::default()
-                    },
-                    1,
-                )?;
-                Ok(())
-            })
-            .unwrap();
-        assert_eq!(store.write(|tx| recover(tx, 9)).unwrap().0, 2);
-        let get = |id: &str| store.read(|c| get_task(c, id)).unwrap().unwrap();
-        let a = get("a");
-        assert_eq!(a.state, TaskState::NeedsReconciliation);
-        assert_eq!(a.reason.as_deref(), Some(INTERRUPTED));
-        assert!(a.outcome.unwrap().starts_with("Unknown: "));
-        assert_eq!(a.last_dispatched_mutation.unwrap().status, "interrupted");
-        let b = get("b");
-        assert_eq!(
-            (b.state, b.reason.as_deref()),
-            (TaskState::Failed, Some(INTERRUPTED))
-        );
-        let c = get("c");
-        assert_eq!(
-            (c.state, c.reason.as_deref()),
-            (TaskState::Failed, Some(INTERRUPTED))
-        );
-        assert!(
-            c.outcome.unwrap().starts_with("Not done: "),
-            "nothing was in flight"
-        );
-        assert_eq!(get("d").state, TaskState::Completed);
-        let r = store.read(|c| receipts(c, "a")).unwrap();
-        assert_eq!(r[0].state, "interrupted");
-        // Idempotent: a second recovery finds nothing running.
-        assert_eq!(store.write(|tx| recover(tx, 10)).unwrap().0, 0);
+        for store in engines() {
+            let owner = TaskOwner::new("a", "p", "c");
+            let target = TaskTarget::default();
+            store
+                .write(|tx| {
+                    // a: a click checkpointed, no result stored.
+                    insert_task(tx, "a", &owner, &target, "press x", 1)?;
+                    update_task(
+                        tx,
+                        "a",
+                        &TaskUpdate {
+                            state: Some(TaskState::Running),
+                            ..Default::default()
+                        },
+                        1,
+                    )?;
+                    begin_request(tx, "a", 1, 1)?;
+                    checkpoint(tx, "a", 1, "a:1:1", "page_click", 1)?;
+                    // b: a request started, nothing dispatched yet.
+                    insert_task(tx, "b", &owner, &target, "press y", 1)?;
+                    update_task(
+                        tx,
+                        "b",
+                        &TaskUpdate {
+                            state: Some(TaskState::Running),
+                            ..Default::default()
+                        },
+                        1,
+                    )?;
+                    begin_request(tx, "b", 1, 1)?;
+                    // c: a session waiting for its next command; everything settled.
+                    insert_task(tx, "c", &owner, &target, "", 1)?;
+                    update_task(
+                        tx,
+                        "c",
+                        &TaskUpdate {
+                            state: Some(TaskState::WaitingInput),
+                            ..Default::default()
+                        },
+                        1,
+                    )?;
+                    begin_request(tx, "c", 1, 1)?;
+                    checkpoint(tx, "c", 1, "c:1:1", "page_scroll", 1)?;
+                    settle_operation(tx, "c:1:1", "done", None, None)?;
+                    end_request(tx, "c", 1, "done", "DONE", "Done: scrolled down", 2)?;
+                    // d: already finished: untouched.
+                    insert_task(tx, "d", &owner, &target, "x", 1)?;
+                    update_task(
+                        tx,
+                        "d",
+                        &TaskUpdate {
+                            state: Some(TaskState::Completed),
+                            ..Default::default()
+                        },
+                        1,
+                    )?;
+                    Ok(())
+                })
+                .unwrap();
+            assert_eq!(store.write(|tx| recover(tx, 9)).unwrap().0, 2);
+            let get = |id: &str| store.read(|c| get_task(c, id)).unwrap().unwrap();
+            let a = get("a");
+            assert_eq!(a.state, TaskState::NeedsReconciliation);
+            assert_eq!(a.reason.as_deref(), Some(INTERRUPTED));
+            assert!(a.outcome.unwrap().starts_with("Unknown: "));
+            assert_eq!(a.last_dispatched_mutation.unwrap().status, "interrupted");
+            let b = get("b");
+            assert_eq!(
+                (b.state, b.reason.as_deref()),
+                (TaskState::Failed, Some(INTERRUPTED))
+            );
+            let c = get("c");
+            assert_eq!(
+                (c.state, c.reason.as_deref()),
+                (TaskState::Failed, Some(INTERRUPTED))
+            );
+            assert!(
+                c.outcome.unwrap().starts_with("Not done: "),
+                "nothing was in flight"
+            );
+            assert_eq!(get("d").state, TaskState::Completed);
+            let r = store.read(|c| receipts(c, "a")).unwrap();
+            assert_eq!(r[0].state, "interrupted");
+            // Idempotent: a second recovery finds nothing running.
+            assert_eq!(store.write(|tx| recover(tx, 10)).unwrap().0, 0);
+        }
     }
 
     // Issue 21 item 3: recovery keeps open the sessions that waited for their next command on
@@ -1194,98 +1322,98 @@ mod tests {
     // one with an operation in doubt.
     #[test]
     fn r_tsk_ctl_recovery_keeps_waiting_sessions_for_readmission() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let owner = TaskOwner::new("a", "p", "c");
-        let target = TaskTarget::default();
-        let waiting = TaskUpdate {
-            state: Some(TaskState::WaitingInput),
-            ..Default::default()
-        };
-        store
-            .write(|tx| {
-                for (id, brought, op) in [
-                    ("e", false, "done"),
-                    ("f", true, "done"),
-                    ("g", false, "unknown"),
-                ] {
-                    insert_task(tx, id, &owner, &target, "", 1)?;
-                    set_spawn(
-                        tx,
-                        id,
-                        &format!(r#"{{"keepOpen":true,"brought":{brought}}}"#),
-                    )?;
-                    update_task(tx, id, &waiting, 1)?;
-                    begin_request(tx, id, 1, 1)?;
-                    checkpoint(tx, id, 1, &format!("{id}:1:1"), "page_click", 1)?;
-                    settle_operation(tx, &format!("{id}:1:1"), op, None, None)?;
-                    end_request(tx, id, 1, "done", "DONE", "Done: x", 2)?;
-                    for (n, kind, text) in [
-                        (1, "command", "press A"),
-                        (2, "answer", "12 Main St"),
-                        (3, "update", "then press B"),
+        for store in engines() {
+            let owner = TaskOwner::new("a", "p", "c");
+            let target = TaskTarget::default();
+            let waiting = TaskUpdate {
+                state: Some(TaskState::WaitingInput),
+                ..Default::default()
+            };
+            store
+                .write(|tx| {
+                    for (id, brought, op) in [
+                        ("e", false, "done"),
+                        ("f", true, "done"),
+                        ("g", false, "unknown"),
                     ] {
-                        insert_command(
+                        insert_task(tx, id, &owner, &target, "", 1)?;
+                        set_spawn(
                             tx,
-                            &NewCommand {
-                                task_id: id,
-                                id: &format!("{id}-cmd-{n}"),
-                                origin: "user",
-                                kind,
-                                text: Some(text),
-                                expected_revision: None,
-                            },
-                            "[text]".into(),
-                            kind != "answer",
-                            3,
+                            id,
+                            &format!(r#"{{"keepOpen":true,"brought":{brought}}}"#),
                         )?;
+                        update_task(tx, id, &waiting, 1)?;
+                        begin_request(tx, id, 1, 1)?;
+                        checkpoint(tx, id, 1, &format!("{id}:1:1"), "page_click", 1)?;
+                        settle_operation(tx, &format!("{id}:1:1"), op, None, None)?;
+                        end_request(tx, id, 1, "done", "DONE", "Done: x", 2)?;
+                        for (n, kind, text) in [
+                            (1, "command", "press A"),
+                            (2, "answer", "12 Main St"),
+                            (3, "update", "then press B"),
+                        ] {
+                            insert_command(
+                                tx,
+                                &NewCommand {
+                                    task_id: id,
+                                    id: &format!("{id}-cmd-{n}"),
+                                    origin: "user",
+                                    kind,
+                                    text: Some(text),
+                                    expected_revision: None,
+                                },
+                                "[text]".into(),
+                                kind != "answer",
+                                3,
+                            )?;
+                        }
                     }
-                }
-                Ok(())
-            })
-            .unwrap();
-        let (_, kept) = store.write(|tx| recover(tx, 9)).unwrap();
-        assert_eq!(kept.len(), 1, "{kept:#?}");
-        assert_eq!(kept[0].id, "e");
-        assert_eq!(kept[0].last_seq, 1);
-        assert_eq!(
-            kept[0].queue,
-            [
-                ("e-cmd-1".to_string(), "press A".to_string(), false, false),
-                // An update is the agent's goal: it runs as a goal run after the restart.
+                    Ok(())
+                })
+                .unwrap();
+            let (_, kept) = store.write(|tx| recover(tx, 9)).unwrap();
+            assert_eq!(kept.len(), 1, "{kept:#?}");
+            assert_eq!(kept[0].id, "e");
+            assert_eq!(kept[0].last_seq, 1);
+            assert_eq!(
+                kept[0].queue,
+                [
+                    ("e-cmd-1".to_string(), "press A".to_string(), false, false),
+                    // An update is the agent's goal: it runs as a goal run after the restart.
+                    (
+                        "e-cmd-3".to_string(),
+                        "then press B".to_string(),
+                        false,
+                        true
+                    )
+                ]
+            );
+            let get = |id: &str| store.read(|c| get_task(c, id)).unwrap().unwrap();
+            let state = |id: &str, cmd: &str| {
+                get(id)
+                    .commands
+                    .iter()
+                    .find(|c| c.command_id == cmd)
+                    .map(|c| c.state.clone())
+                    .unwrap()
+            };
+            assert_eq!(get("e").state, TaskState::WaitingInput);
+            assert_eq!(
                 (
-                    "e-cmd-3".to_string(),
-                    "then press B".to_string(),
-                    false,
-                    true
-                )
-            ]
-        );
-        let get = |id: &str| store.read(|c| get_task(c, id)).unwrap().unwrap();
-        let state = |id: &str, cmd: &str| {
-            get(id)
-                .commands
-                .iter()
-                .find(|c| c.command_id == cmd)
-                .map(|c| c.state.clone())
-                .unwrap()
-        };
-        assert_eq!(get("e").state, TaskState::WaitingInput);
-        assert_eq!(
-            (
-                state("e", "e-cmd-1"),
-                state("e", "e-cmd-2"),
-                state("e", "e-cmd-3")
-            ),
-            ("accepted".into(), "dropped".into(), "accepted".into())
-        );
-        assert_eq!(get("f").state, TaskState::Failed);
-        assert_eq!(state("f", "f-cmd-1"), "dropped");
-        assert_eq!(get("g").state, TaskState::NeedsReconciliation);
-        assert_eq!(state("g", "g-cmd-3"), "dropped");
-        // A second recovery keeps the same session.
-        let (_, again) = store.write(|tx| recover(tx, 10)).unwrap();
-        assert_eq!(again, kept);
+                    state("e", "e-cmd-1"),
+                    state("e", "e-cmd-2"),
+                    state("e", "e-cmd-3")
+                ),
+                ("accepted".into(), "dropped".into(), "accepted".into())
+            );
+            assert_eq!(get("f").state, TaskState::Failed);
+            assert_eq!(state("f", "f-cmd-1"), "dropped");
+            assert_eq!(get("g").state, TaskState::NeedsReconciliation);
+            assert_eq!(state("g", "g-cmd-3"), "dropped");
+            // A second recovery keeps the same session.
+            let (_, again) = store.write(|tx| recover(tx, 10)).unwrap();
+            assert_eq!(again, kept);
+        }
     }
 
     // Issue 21 defect 11: a retention pass is bounded (at most `scan` looked at, `batch`
