@@ -8,9 +8,11 @@
 //! the fleet: `clock_timestamp()` plus a test-only offset this store adds, the PostgreSQL
 //! counterpart of `ManualClock`), and a blocking LISTEN loop for NOTIFY.
 //!
-//! Its migrations are numbered like the SQLite store's (`migrations.rs`) and cover, for now,
-//! what the fleet shares (control leases, owners, liveness); the tables both engines will hold
-//! (ledger, usage, tasks, receipts) join this list with the later parts of issue 23.
+//! Its migrations are numbered like the SQLite store's (`migrations.rs`) and cover what the
+//! fleet shares (control leases, owners, liveness, the request ledger, tasks and receipts —
+//! the task tables with the SQLite ones' names and columns, as the task records run the same
+//! statements on both engines through `db.rs`); usage joins this list with a later part of
+//! issue 23.
 //!
 //! It never prints, logs or returns the URL or anything the server said in an error (only
 //! SQLSTATE codes and sentences written here); a connection it cannot (re)make is

@@ -1,9 +1,13 @@
-//! The task rows (R-TSK) and receipt rows (R-TSK-RCPT) in the gateway's SQLite file: every
-//! statement the task module runs, as functions over a connection or a transaction.
+//! The task rows (R-TSK) and receipt rows (R-TSK-RCPT) in the gateway's SQLite file or the
+//! fleet's PostgreSQL store (issue 23 item 3): every statement the task module runs, as
+//! functions over a [`Db`] (a connection or a transaction of either engine), written once in
+//! the portable subset `store/db.rs` describes; the few that cannot be (JSON paths, the
+//! `INDEXED BY` hint) carry one body per engine.
 //!
 //! Owns the mapping between [`TaskStatus`]/[`Receipt`] and the `tasks`, `task_requests` and
-//! `task_operations` tables (migration v6), and the startup recovery that turns every request
-//! left `running` by a dead process into `BROWSER_EXECUTION_INTERRUPTED`. It never decides
+//! `task_operations` tables (migration v6; PostgreSQL migration 3), and the startup recovery that
+//! turns every request left `running` by a dead process into `BROWSER_EXECUTION_INTERRUPTED` —
+//! on the shared store only the tasks whose owner process is dead ([`orphans`]). It never decides
 //! anything about a run, never checks owners (the service does, on every call) and never logs.
 
 use super::{
