@@ -17,8 +17,9 @@
 //! operation in doubt.
 //!
 //! On the fleet's PostgreSQL store (issue 23 item 3) a group is one transaction on the writer's
-//! own connection with the same savepoint per write, committed synchronously; the directory
-//! fsync is the SQLite file's only.
+//! own connection with the same savepoint per write (none for a group of one: its failure rolls
+//! the transaction back), committed synchronously; the directory fsync is the SQLite file's
+//! only.
 //!
 //! It must never drop a write silently (a write that could not be committed returns its
 //! error), never hold a caller's lock while it waits, and never see arguments, field values or
@@ -385,7 +386,23 @@ fn commit_group(store: &TaskDb, group: Vec<Job>, data_dir: &std::path::Path, syn
     // transaction never reached.
     let slots: Vec<Arc<Slot>> = group.iter().map(|j| Arc::clone(&j.done)).collect();
     let mut verdicts: Vec<Result<()>> = Vec::with_capacity(group.len());
+    // A group of one write on PostgreSQL needs no savepoint (two round trips fewer): when the
+    // write fails, the whole transaction rolls back and the write gets its own error.
+    let alone = group.len() == 1 && !store.is_file();
+    let mut failed_alone = false;
     let committed = store.write_group(|tx| {
+        if alone {
+            for job in group {
+                if let Err(e) = (job.write)(tx) {
+                    verdicts.push(Err(crate::store::sqlite_error("write receipt", e)));
+                    failed_alone = true;
+                    // Rolls the transaction back; the verdict above is what the caller sees.
+                    return Err(rusqlite::Error::InvalidQuery);
+                }
+                verdicts.push(Ok(()));
+            }
+            return Ok(());
+        }
         for job in group {
             // On SQLite cached statements: the savepoint pair is parsed once per connection.
             tx.batch("SAVEPOINT w")?;
@@ -408,6 +425,12 @@ fn commit_group(store: &TaskDb, group: Vec<Job>, data_dir: &std::path::Path, syn
             if !*synced && store.is_file() {
                 *synced = sync_dir(data_dir);
             }
+            for (slot, v) in slots.iter().zip(verdicts) {
+                slot.set(v);
+            }
+        }
+        // Nothing of the lone write committed: its own error.
+        Err(_) if failed_alone => {
             for (slot, v) in slots.iter().zip(verdicts) {
                 slot.set(v);
             }
@@ -494,6 +517,94 @@ mod tests {
             w.write(Box::new(|_| Ok(()))).unwrap_err().code(),
             "GATEWAY_CLOSED"
         );
+    }
+
+    // Issue 23 item 3: on the fleet's PostgreSQL store too, a write commits before it returns
+    // and a failing write fails alone — in a group of many (its savepoint) and alone (its
+    // transaction), with nothing of it committed.
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn r_tsk_rcpt_on_postgres_a_failing_write_fails_alone() {
+        let Some(url) = std::env::var("JEVGATE_PG_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+        else {
+            let require = std::env::var("JEVGATE_REQUIRE_PG").is_ok_and(|v| v == "1");
+            assert!(
+                !require,
+                "JEVGATE_REQUIRE_PG=1 but JEVGATE_PG_URL is not set"
+            );
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "skipped: JEVGATE_PG_URL is not set");
+            return;
+        };
+        let pg = crate::store::SharedStore(Arc::new(
+            crate::store::pg::PgStore::open_fresh(&url).unwrap(),
+        ));
+        let member = super::super::engine::Member {
+            process: "proc_writer_test".into(),
+            dead_after_ms: 10_000,
+        };
+        let db = TaskDb::shared(&pg, member).unwrap();
+        let w = Arc::new(Writer::start(db.clone(), std::env::temp_dir()).unwrap());
+        w.write(Box::new(|tx| {
+            tx.batch("CREATE TABLE t (x BIGINT PRIMARY KEY)")
+        }))
+        .unwrap();
+        // Alone: a duplicate fails with its own error and commits nothing.
+        w.write(Box::new(|tx| {
+            tx.execute("INSERT INTO t (x) VALUES (?1)", crate::store::db::dbp![1])
+                .map(|_| ())
+        }))
+        .unwrap();
+        let e = w
+            .write(Box::new(|tx| {
+                tx.execute("INSERT INTO t (x) VALUES (?1)", crate::store::db::dbp![2])?;
+                tx.execute("INSERT INTO t (x) VALUES (?1)", crate::store::db::dbp![1])
+                    .map(|_| ())
+            }))
+            .unwrap_err();
+        assert_eq!(e.code(), "STORE_IO");
+        // In groups: 8 threads racing, each with one duplicate.
+        let threads: Vec<_> = (0..8i64)
+            .map(|i| {
+                let w = Arc::clone(&w);
+                std::thread::spawn(move || {
+                    for j in 0..20 {
+                        let x = 100 + i * 1000 + j;
+                        w.write(Box::new(move |tx| {
+                            tx.execute("INSERT INTO t (x) VALUES (?1)", crate::store::db::dbp![x])
+                                .map(|_| ())
+                        }))
+                        .unwrap();
+                    }
+                    let e = w
+                        .write(Box::new(move |tx| {
+                            tx.execute(
+                                "INSERT INTO t (x) VALUES (?1)",
+                                crate::store::db::dbp![100 + i * 1000],
+                            )
+                            .map(|_| ())
+                        }))
+                        .unwrap_err();
+                    assert_eq!(e.code(), "STORE_IO");
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let n: i64 = db
+            .read(|c| c.query_row("SELECT count(*) FROM t", &[], |r| r.get(0)))
+            .unwrap();
+        assert_eq!(
+            n,
+            1 + 8 * 20,
+            "the row of the failed lone write (2) did not commit"
+        );
+        w.close();
+        db.close();
+        pg.close();
     }
 
     // R-TSK-RCPT: a write that panics is answered (INTERNAL) and the writer goes on; writes racing
