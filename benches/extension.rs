@@ -5,21 +5,22 @@
 //! runs) and once by the extension in its own headless Chromium, paired through its options
 //! page with a code. p50 and p99 of each, and the extension's p50 over the worker's.
 //!
-//! Goal: ≤ 1.5× the reference worker. `JEVGATE_BENCH_ROUNDS` rounds (default 40). Final line:
+//! Goal: ≤ 1.5× the reference worker. `JEVGATE_BENCH_ROUNDS` rounds (default 40).
+//! Before it, how long the commands ran inside the extension (p50/p99 of its own records); the
+//! rest of a round trip is the channel. Final line:
 //! `extension: click_p50_ms=… click_p99_ms=… worker_click_p50_ms=… worker_click_p99_ms=…
 //! click_ratio=… read_p50_ms=… read_p99_ms=… worker_read_p50_ms=… worker_read_p99_ms=… read_ratio=…`
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use jevgate::browser::BrowserTools;
-use jevgate::device::{DeviceWorker, ToolCall, WorkerOptions};
+use jevgate::device::ToolCall;
 use jevgate::Gateway;
 use serde_json::{json, Value};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::conformance::ReferenceWorker;
 use support::extension::ExtensionBrowser;
-use support::{shared_browser, Closing, Server};
+use support::Server;
 
 fn call(gw: &Gateway, owner: &str, device: &str, tool: &str, mut args: Value) -> Value {
     args["deviceId"] = json!(device);
@@ -93,24 +94,45 @@ fn main() {
     let server = Server::start();
 
     let (mut w_clicks, mut w_reads) = {
-        let browser = Closing(shared_browser());
-        let tab = browser.0.open_tab().unwrap();
-        let alice = t.pair("alice", "alice-install");
-        let worker = DeviceWorker::connect(
-            WorkerOptions::new(t.channel().url(), alice.token.clone()),
-            Arc::new(BrowserTools::new(Arc::new(tab.clone()))),
-        )
-        .unwrap();
-        t.wait_online(&alice, true);
-        let out = measure(&t.gw, "alice", &alice.device, &server, rounds);
-        worker.close();
-        let _ = tab.close();
-        out
+        let worker = ReferenceWorker::start(&t, "alice", "alice-install");
+        measure(&t.gw, "alice", &worker.device, &server, rounds)
     };
 
     let ext = ExtensionBrowser::launch();
     let device = ext.pair_with_code(&t.gw, t.channel(), "bob");
     let (mut e_clicks, mut e_reads) = measure(&t.gw, "bob", &device, &server, rounds);
+    // How long each command ran inside the extension (its own records, written once the
+    // commands pause): the rest of a round trip is the channel.
+    let want = (2 * rounds + 1).min(200);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let inside = loop {
+        let v = ext.in_extension(
+            "chrome.storage.session.get('ops').then(s => (s.ops || []).map(o => [o.tool, o.ms]))",
+        );
+        if v.as_array().map_or(0, Vec::len) >= want || Instant::now() >= deadline {
+            break v;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    let mut in_read: Vec<Duration> = Vec::new();
+    let mut in_click: Vec<Duration> = Vec::new();
+    for o in inside.as_array().into_iter().flatten() {
+        let ms = Duration::from_secs_f64(o[1].as_f64().unwrap_or(0.0) / 1e3);
+        match o[0].as_str() {
+            Some("browser_read_page") => in_read.push(ms),
+            Some("browser_computer") => in_click.push(ms),
+            _ => {}
+        }
+    }
+    if !in_read.is_empty() && !in_click.is_empty() {
+        println!(
+            "inside the extension: read_page p50 {:.2} ms p99 {:.2} ms | click p50 {:.2} ms p99 {:.2} ms",
+            pct(&mut in_read, 50),
+            pct(&mut in_read, 99),
+            pct(&mut in_click, 50),
+            pct(&mut in_click, 99)
+        );
+    }
 
     let (ec50, ec99, wc50, wc99) = (
         pct(&mut e_clicks, 50),

@@ -20,6 +20,10 @@
 //! callers (each steering its own session: `agent`, then `user`, with fresh ids).
 //! `JEVGATE_BENCH_COMMANDS` sets the commands timed (default 200), `JEVGATE_BENCH_VERBS` the
 //! verbs per caller (default 50).
+//! Then, with `JEVGATE_PG_URL` (and the cargo feature `postgres`), the same checkpoint on
+//! PostgreSQL (issue 23 "Benchmark": p50/p99 beside SQLite's, goal p50 ≤ 3× SQLite's p50), its
+//! numbers appended to the last line (`pg_p50_us=… pg_p99_us=… pg_p50_ratio=…`); skipped with
+//! the reason printed otherwise.
 //! Last two lines: `control: accept_to_dispatch_p50_us=… p99_us=… checkpoint_ratio=…
 //! verbs16_per_s=…`, then `receipts: p50_us=… p99_us=… fsync_p50_us=… fsync_p99_us=…
 //! p50_ratio=… p99_ratio=… producers16_per_s=… max_ms=…`.
@@ -294,6 +298,10 @@ fn main() {
     );
     bench.close();
 
+    // The fleet's store (issue 23 "Benchmark"): the same checkpoint through the same writer
+    // into PostgreSQL (loopback, synchronous commit), beside SQLite's in this run.
+    let pg = pg_checkpoints(iterations);
+
     let control_dir = tempfile::tempdir_in(dir.path()).unwrap();
     let (c50, c99, verbs_per_s) = control_plane(
         control_dir.path(),
@@ -316,12 +324,71 @@ fn main() {
         us(c99),
         us(c50) / us(p50)
     );
+    let pg = match pg {
+        Some((g50, g99)) => {
+            let ratio = us(g50) / us(p50);
+            println!(
+                "postgres: checkpoint p50={:.0}us p99={:.0}us; {ratio:.2}x SQLite's p50 (goal <=3x: {})",
+                us(g50),
+                us(g99),
+                verdict(ratio <= 3.0)
+            );
+            format!(
+                " pg_p50_us={:.0} pg_p99_us={:.0} pg_p50_ratio={ratio:.2}",
+                us(g50),
+                us(g99)
+            )
+        }
+        None => String::new(),
+    };
     println!(
-        "receipts: p50_us={:.0} p99_us={:.0} fsync_p50_us={:.0} fsync_p99_us={:.0} p50_ratio={r50:.2} p99_ratio={r99:.2} producers16_per_s={per_s:.0} max_ms={:.2}",
+        "receipts: p50_us={:.0} p99_us={:.0} fsync_p50_us={:.0} fsync_p99_us={:.0} p50_ratio={r50:.2} p99_ratio={r99:.2} producers16_per_s={per_s:.0} max_ms={:.2}{pg}",
         us(p50),
         us(p99),
         us(f50),
         us(f99),
         max.as_secs_f64() * 1e3
     );
+}
+
+/// Checkpoint p50/p99 on PostgreSQL (`JEVGATE_PG_URL`; the feature `postgres`), `None` with
+/// the reason printed when either is missing.
+fn pg_checkpoints(iterations: usize) -> Option<(Duration, Duration)> {
+    let url = match std::env::var("JEVGATE_PG_URL") {
+        Ok(u) if !u.is_empty() => u,
+        _ => {
+            println!("postgres: skipped (JEVGATE_PG_URL is not set)");
+            return None;
+        }
+    };
+    #[cfg(feature = "postgres")]
+    {
+        let bench = ReceiptBench::open_shared(&url).unwrap();
+        // Operation ids are unique in the whole database, which earlier runs may have used.
+        let run = format!(
+            "{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or_default()
+        );
+        for i in 0..200 {
+            bench.checkpoint(&format!("{run}-pg-warm-{i}")).unwrap();
+        }
+        let mut times = Vec::with_capacity(iterations);
+        for i in 0..iterations {
+            let t = Instant::now();
+            bench.checkpoint(&format!("{run}-pg-op-{i}")).unwrap();
+            times.push(t.elapsed());
+        }
+        bench.close();
+        Some((pct(&mut times, 50), pct(&mut times, 99)))
+    }
+    #[cfg(not(feature = "postgres"))]
+    {
+        let _ = (url, iterations);
+        println!("postgres: skipped (built without the cargo feature `postgres`)");
+        None
+    }
 }

@@ -61,14 +61,27 @@ async function stopped() {
   return halted;
 }
 
+/** What the badge shows now, null when unknown (set only when it changes: a lease renewal
+ * changes nothing there). @type {{text: string, color: string, title: string}|null} */
+let shown = null;
+
 async function updateBadge() {
   const halted = await stopped();
-  const text = halted ? "STOP" : status.controlled ? "AI" : "";
+  const want = {
+    text: halted ? "STOP" : status.controlled ? "AI" : "",
+    color: halted ? "#b00020" : "#1a73e8",
+    title: status.autopilot ? `jevgate — ${status.autopilot}` : "jevgate",
+  };
+  const was = shown;
+  shown = want;
   try {
-    await chrome.action.setBadgeText({ text });
-    await chrome.action.setBadgeBackgroundColor({ color: halted ? "#b00020" : "#1a73e8" });
-    await chrome.action.setTitle({ title: status.autopilot ? `jevgate — ${status.autopilot}` : "jevgate" });
-  } catch (_) { /* no action surface (headless) */ }
+    if (!was || want.text !== was.text) await chrome.action.setBadgeText({ text: want.text });
+    if (!was || want.color !== was.color) await chrome.action.setBadgeBackgroundColor({ color: want.color });
+    if (!was || want.title !== was.title) await chrome.action.setTitle({ title: want.title });
+  } catch (_) {
+    // No action surface (headless): tried again in full next time.
+    shown = null;
+  }
 }
 
 /** @param {Conn} next */
@@ -77,27 +90,73 @@ function setConn(next) {
   chrome.storage.session.set({ conn }).catch(() => {});
 }
 
-/** The record's writes, one after another (a command never waits for them). */
-let recording = Promise.resolve();
+/** How long the commands must pause before deferred state is written (chrome.storage.session). */
+const FLUSH_IDLE_MS = 50;
+/** The longest deferred state waits to be written while commands keep coming. */
+const FLUSH_MAX_MS = 500;
+
+/** Values waiting to be written to chrome.storage.session, by key (the latest of each). @type {Record<string, unknown>} */
+let unwritten = {};
+/** @type {ReturnType<typeof setTimeout>|null} */
+let flushTimer = null;
+/** When the oldest unwritten value was set (0: none). */
+let unwrittenSince = 0;
+
+/**
+ * Writes `value` under `key` in chrome.storage.session soon, off the command path: every
+ * storage call is a round trip through the browser process, the same process every DevTools
+ * call of a command goes through, so writes made between back-to-back commands (a record per
+ * command, a status frame per lease renewal) held each command's calls up (issue 22
+ * "Benchmark": read_page was ~2–4× the reference worker). Written once the commands pause
+ * for FLUSH_IDLE_MS, at the latest FLUSH_MAX_MS after the first unwritten value — long before
+ * an idle service worker can be suspended (30 s).
+ * @param {string} key @param {unknown} value
+ */
+function persistSoon(key, value) {
+  unwritten[key] = value;
+  const now = Date.now();
+  if (!unwrittenSince) unwrittenSince = now;
+  if (flushTimer !== null) clearTimeout(flushTimer);
+  const wait = Math.max(0, Math.min(FLUSH_IDLE_MS, unwrittenSince + FLUSH_MAX_MS - now));
+  flushTimer = setTimeout(flush, wait);
+}
+
+/** Writes every unwritten value now. */
+function flush() {
+  if (flushTimer !== null) clearTimeout(flushTimer);
+  flushTimer = null;
+  unwrittenSince = 0;
+  const values = unwritten;
+  unwritten = {};
+  if (Object.keys(values).length) chrome.storage.session.set(values).catch(() => {});
+}
+
+/** The operation records (chrome.storage.session "ops"), read once per service worker life.
+ * @type {{id: string, tool: string, outcome: string, at: number, ms: number|null}[]|null} */
+let ops = null;
+/** @type {Promise<void>|null} */
+let opsLoading = null;
 
 /** Records what became of a command (bounded; chrome.storage.session), in order, without
  * holding the command up; `ms` is how long it ran here.
  * @param {string} id @param {string} tool @param {string} outcome @param {number|null} [ms] */
-function record(id, tool, outcome, ms = null) {
-  recording = recording.then(() => writeRecord(id, tool, outcome, ms)).catch(() => {});
-  return recording;
-}
-
-/** @param {string} id @param {string} tool @param {string} outcome @param {number|null} ms */
-async function writeRecord(id, tool, outcome, ms) {
-  const s = await chrome.storage.session.get("ops");
-  /** @type {{id: string, tool: string, outcome: string, at: number, ms: number|null}[]} */
-  const ops = Array.isArray(s.ops) ? s.ops : [];
-  const i = ops.findIndex((o) => o.id === id);
+async function record(id, tool, outcome, ms = null) {
+  if (ops === null) {
+    opsLoading = opsLoading || chrome.storage.session.get("ops").then((s) => {
+      if (ops === null) ops = Array.isArray(s.ops) ? s.ops : [];
+    }, () => {
+      if (ops === null) ops = [];
+    });
+    await opsLoading;
+  }
+  const list = ops || [];
+  const i = list.findIndex((o) => o.id === id);
   const entry = { id, tool, outcome, at: Date.now(), ms };
-  if (i >= 0) ops[i] = entry;
-  else ops.push(entry);
-  await chrome.storage.session.set({ ops: ops.slice(-MAX_OPS) });
+  if (i >= 0) list[i] = entry;
+  else list.push(entry);
+  if (list.length > MAX_OPS) list.splice(0, list.length - MAX_OPS);
+  ops = list;
+  persistSoon("ops", list.slice());
 }
 
 /** @param {string} text */
@@ -224,8 +283,9 @@ async function onFrame(text) {
       break;
     }
     case "status":
+      // One per lease renewal, so one before most commands: kept off their path.
       status = { controlled: f.controlled, until: f.until, autopilot: f.autopilot };
-      chrome.storage.session.set({ status }).catch(() => {});
+      persistSoon("status", status);
       updateBadge();
       break;
     default:

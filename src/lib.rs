@@ -137,6 +137,8 @@ pub mod browser;
 mod cancel;
 mod caps;
 pub mod clock;
+#[cfg(feature = "computer")]
+mod computer;
 pub mod config;
 pub mod device;
 mod error;

@@ -26,3 +26,10 @@ pub use crate::lease::test_hooks::{advance_store_clock_ms, fleet_processes};
 pub use crate::store::temp_dirs::private_temp_dir;
 /// Every owner's tasks, for the `jevgate task list` of the person who owns the directory.
 pub use crate::task::bench::{all_tasks, evidence_record, set_checkpoint_hook, ReceiptBench};
+
+/// The Linux computer helper's AT-SPI observation and actions (issue 25; `jevgate-computer` and
+/// tests/computer_desktop.rs).
+#[cfg(feature = "computer")]
+pub mod computer {
+    pub use crate::computer::*;
+}

@@ -454,21 +454,7 @@ fn r_dev_pair_over_tls() {
     let t = builder()
         .channel_with(ChannelOptions::new("127.0.0.1:0").with_tls(tls))
         .build();
-    use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    for c in rustls::pki_types::CertificateDer::pem_slice_iter(cert_pem.as_bytes()) {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-    let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
-    let mut s = rustls::StreamOwned::new(conn, connect(addr(&t)));
+    let mut s = worker::tls_client(connect(addr(&t)), &cert_pem);
     let b = body("ext-1", &code(&t, "alice")).to_string();
     s.write_all(&post_raw(b.as_bytes(), "")).unwrap();
     let mut out = Vec::new();

@@ -1,105 +1,30 @@
 //! The browser extension in a real headless Chromium (issue 22): the person's brake (Stop /
 //! Resume), a take-back through the lease manager, the gateway restarting under a command, a
 //! tab closed under a command, a tab another debugger holds, the agent seeing only its own
-//! tabs, the token kept out of every log and out of `chrome.storage.sync`, and the protocol-1
-//! refusal (R-DEV-CHAN, R-DEV-VER, R-DEV-FAIL, R-LEASE-3, R-LOG).
+//! tabs, the token kept out of every log and out of `chrome.storage.sync`, the protocol-1
+//! refusal, and the packaged zip (R-DEV-CHAN, R-DEV-VER, R-DEV-FAIL, R-LEASE-3, R-LOG).
 //!
 //! Each test starts its own gateway, fixture server and Chromium (one per test); the tests of
 //! this binary run one at a time so two Chromiums never compete for the machine's two cores.
 
 mod support;
 
-use jevgate::device::{ChannelOptions, ToolCall, ToolResult};
+use jevgate::device::ChannelOptions;
 use jevgate::lease::ControlCaller;
 use jevgate::{Gateway, GatewayOptions};
 use serde_json::{json, Value};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use support::extension::{gateway_address, ExtensionBrowser};
-use support::gateway::{Paired, TestGateway};
+use support::extension::{
+    call_as_bob as call, during_long_command, gateway_address, wait_device_online,
+    ExtensionBrowser, World, LONG_SCRIPT,
+};
 use support::Server;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A page script that reports it started, then runs for 30 s (a long command).
-const LONG: &str = "(async () => { await fetch('/beacon?n=long-started'); \
-    await new Promise(r => setTimeout(r, 30000)); \
-    await fetch('/beacon?n=long-finished'); return 1; })()";
-
-fn call(gw: &Gateway, conversation: &str, device: &str, tool: &str, mut args: Value) -> ToolResult {
-    args["deviceId"] = json!(device);
-    gw.call_tool(&ToolCall::new("bob", conversation, tool, args))
-}
-
-/// A gateway with a channel, a fixture server and the extension paired as bob's device through
-/// its options page with a pairing code.
-struct World {
-    server: Server,
-    ext: ExtensionBrowser,
-    device: String,
-    t: TestGateway,
-}
-
-impl World {
-    fn new() -> World {
-        World::with(ExtensionBrowser::launch())
-    }
-
-    fn with(ext: ExtensionBrowser) -> World {
-        let t = support::gateway::builder().channel().build();
-        let device = ext.pair_with_code(&t.gw, t.channel(), "bob");
-        World {
-            server: Server::start(),
-            ext,
-            device,
-            t,
-        }
-    }
-
-    /// bob's device as the gateway's helpers name it.
-    fn bob(&self) -> Paired {
-        Paired {
-            owner: "bob".into(),
-            device: self.device.clone(),
-            token: jevgate::device::DeviceToken::new("unknown-to-the-test"),
-        }
-    }
-
-    fn call(&self, tool: &str, args: Value) -> ToolResult {
-        call(&self.t.gw, "conv-1", &self.device, tool, args)
-    }
-
-    /// The extension's record of its commands (chrome.storage.session).
-    fn ops(&self) -> Vec<Value> {
-        let v = self
-            .ext
-            .in_extension("chrome.storage.session.get('ops').then(s => s.ops || [])");
-        v.as_array().cloned().unwrap_or_default()
-    }
-
-    /// Waits until the extension recorded a command of `tool` that ended `outcome`.
-    fn wait_op(&self, tool: &str, outcome: &str) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if self
-                .ops()
-                .iter()
-                .any(|o| o["tool"] == tool && o["outcome"] == outcome)
-            {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no {tool} ended {outcome}: {:?}",
-                self.ops()
-            );
-            std::thread::sleep(Duration::from_millis(25));
-        }
-    }
 }
 
 // Issue 22 item 5: Stop in the popup cancels the command in flight (`blocked_by_user`), nothing
@@ -109,23 +34,13 @@ impl World {
 fn issue22_stop_cancels_the_command_in_flight_and_refuses_until_resume() {
     let _serial = serial();
     let w = World::new();
-    let nav = w.call(
-        "browser_navigate",
-        json!({"url": w.server.url("/p/buttons")}),
-    );
-    assert!(nav.is_success(), "{nav:?}");
-    std::thread::scope(|s| {
-        let long = s.spawn(|| w.call("browser_javascript", json!({ "code": LONG })));
-        assert_eq!(
-            w.server
-                .wait_count_within("long-started", 1, Duration::from_secs(20)),
-            1
-        );
+    w.navigate("/p/buttons");
+    let answer = w.during_long_command(|| {
+        assert_eq!(w.server.count("long-started"), 1);
         let state = w.ext.popup_press("stop");
         assert_eq!(state["stopped"], true);
-        let answer = long.join().unwrap();
-        assert_eq!(answer.error_code(), Some("blocked_by_user"), "{answer:?}");
     });
+    assert_eq!(answer.error_code(), Some("blocked_by_user"), "{answer:?}");
     let stored = w
         .ext
         .in_extension("chrome.storage.session.get('stopped').then(s => s.stopped)");
@@ -138,8 +53,7 @@ fn issue22_stop_cancels_the_command_in_flight_and_refuses_until_resume() {
 
     let state = w.ext.popup_press("resume");
     assert_eq!(state["stopped"], false);
-    let nav = w.call("browser_navigate", json!({"url": w.server.url("/p/form")}));
-    assert!(nav.is_success(), "{nav:?}");
+    w.navigate("/p/form");
     assert_eq!(w.server.count("load:form"), 1);
 }
 
@@ -149,24 +63,16 @@ fn issue22_stop_cancels_the_command_in_flight_and_refuses_until_resume() {
 fn issue22_a_take_back_cancels_the_command_in_flight_in_the_extension() {
     let _serial = serial();
     let w = World::new();
-    let nav = w.call(
-        "browser_navigate",
-        json!({"url": w.server.url("/p/buttons")}),
-    );
-    assert!(nav.is_success(), "{nav:?}");
-    std::thread::scope(|s| {
-        let long = s.spawn(|| w.call("browser_javascript", json!({ "code": LONG })));
-        w.server
-            .wait_count_within("long-started", 1, Duration::from_secs(20));
+    w.navigate("/p/buttons");
+    let answer = w.during_long_command(|| {
         assert!(w
             .t
             .gw
             .leases()
             .take_back(&w.device, &ControlCaller::owner("bob"))
             .unwrap());
-        let answer = long.join().unwrap();
-        assert_eq!(answer.error_code(), Some("cancelled"), "{answer:?}");
     });
+    assert_eq!(answer.error_code(), Some("cancelled"), "{answer:?}");
     // The extension stopped it (its record says so), not only the gateway.
     w.wait_op("browser_javascript", "cancelled");
     let told = w.call("browser_get_text", json!({}));
@@ -200,13 +106,7 @@ fn issue22_the_extension_reconnects_after_a_gateway_restart_and_never_replays() 
         .unwrap();
     let addr = channel.local_addr();
     let device = ext.pair_with_code(&gw, &channel, "bob");
-    let online = |gw: &Gateway| {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !gw.devices("bob").unwrap().iter().any(|d| d.online) {
-            assert!(Instant::now() < deadline, "the extension never came online");
-            std::thread::sleep(Duration::from_millis(25));
-        }
-    };
+    let online = |gw: &Gateway| wait_device_online(gw, "bob", None, Duration::from_secs(30));
     online(&gw);
     let nav = call(
         &gw,
@@ -216,21 +116,20 @@ fn issue22_the_extension_reconnects_after_a_gateway_restart_and_never_replays() 
         json!({"url": server.url("/p/buttons")}),
     );
     assert!(nav.is_success(), "{nav:?}");
-    std::thread::scope(|s| {
-        let long = s.spawn(|| {
+    let answer = during_long_command(
+        &server,
+        || {
             call(
                 &gw,
                 "conv-1",
                 &device,
                 "browser_javascript",
-                json!({ "code": LONG }),
+                json!({ "code": LONG_SCRIPT }),
             )
-        });
-        server.wait_count_within("long-started", 1, Duration::from_secs(20));
-        channel.stop();
-        let answer = long.join().unwrap();
-        assert_eq!(answer.error_code(), Some("OUTCOME_UNKNOWN"), "{answer:?}");
-    });
+        },
+        || channel.stop(),
+    );
+    assert_eq!(answer.error_code(), Some("OUTCOME_UNKNOWN"), "{answer:?}");
     drop(channel);
     gw.close();
     drop(gw);
@@ -255,11 +154,7 @@ fn issue22_the_extension_reconnects_after_a_gateway_restart_and_never_replays() 
 fn issue22_a_tab_closed_under_a_command_is_tab_unavailable() {
     let _serial = serial();
     let w = World::new();
-    let nav = w.call(
-        "browser_navigate",
-        json!({"url": w.server.url("/p/buttons")}),
-    );
-    assert!(nav.is_success(), "{nav:?}");
+    w.navigate("/p/buttons");
     // The tab the extension opened for the agent sits in the one "Agent" tab group.
     let grouped = w.ext.in_extension(
         "chrome.tabGroups.query({title: 'Agent'}).then(gs => Promise.all(gs.map(g => chrome.tabs.query({groupId: g.id}))))
@@ -268,10 +163,7 @@ fn issue22_a_tab_closed_under_a_command_is_tab_unavailable() {
     let grouped = grouped.as_array().unwrap();
     assert_eq!(grouped.len(), 1, "{grouped:?}");
     assert!(grouped[0].as_str().unwrap().contains("/p/buttons"));
-    std::thread::scope(|s| {
-        let long = s.spawn(|| w.call("browser_javascript", json!({ "code": LONG })));
-        w.server
-            .wait_count_within("long-started", 1, Duration::from_secs(20));
+    let answer = w.during_long_command(|| {
         let (target, _) = w
             .ext
             .pages()
@@ -279,12 +171,10 @@ fn issue22_a_tab_closed_under_a_command_is_tab_unavailable() {
             .find(|(_, url)| url.contains("/p/buttons"))
             .expect("the agent's tab");
         w.ext.close_target(&target);
-        let answer = long.join().unwrap();
-        assert_eq!(answer.error_code(), Some("tab_unavailable"), "{answer:?}");
     });
+    assert_eq!(answer.error_code(), Some("tab_unavailable"), "{answer:?}");
     // The agent's next command opens a fresh tab of its own.
-    let nav = w.call("browser_navigate", json!({"url": w.server.url("/p/form")}));
-    assert!(nav.is_success(), "{nav:?}");
+    w.navigate("/p/form");
 }
 
 // Issue 22 item 4: a tab the person shares where the debugger cannot attach answers
@@ -370,8 +260,7 @@ fn issue22_the_token_is_in_no_log_and_not_in_sync_storage() {
     let _serial = serial();
     support::log_capture::install(support::log_capture::everything);
     let w = World::new();
-    let nav = w.call("browser_navigate", json!({"url": w.server.url("/p/form")}));
-    assert!(nav.is_success(), "{nav:?}");
+    w.navigate("/p/form");
     let token = w
         .ext
         .in_extension("chrome.storage.local.get('token').then(s => s.token)")
@@ -394,14 +283,7 @@ fn issue22_the_token_is_in_no_log_and_not_in_sync_storage() {
     assert!(!shown.as_str().unwrap().contains(&token));
 
     // Unpair removes it, and the extension goes offline.
-    let page = w.ext.options();
-    w.ext
-        .eval(&page, "document.getElementById('unpair').click(); true");
-    w.ext.wait_eval(
-        &page,
-        "chrome.storage.local.get('token').then(s => !s.token)",
-        Duration::from_secs(10),
-    );
+    w.ext.unpair_from_options(&w.ext.options());
     w.t.wait_online(&w.bob(), false);
 
     // The harness's own DevTools client (tungstenite) read the token out of the extension's
@@ -526,12 +408,7 @@ fn issue22_pairing_through_the_options_page_with_good_wrong_reused_and_expired_c
     );
 
     // Unpair, then the same code again: used.
-    ext.eval(&page, "document.getElementById('unpair').click(); true");
-    ext.wait_eval(
-        &page,
-        "chrome.storage.local.get('token').then(s => !s.token)",
-        Duration::from_secs(10),
-    );
+    ext.unpair_from_options(&page);
     // The page says so once the worker answered; only then is the form used again (else its
     // "Unpaired" could land on the next attempt's cleared message).
     ext.wait_eval(
@@ -588,11 +465,7 @@ fn issue22_the_badge_shows_ai_while_an_agent_holds_the_control_lease() {
         );
     };
     badge("");
-    let nav = w.call(
-        "browser_navigate",
-        json!({"url": w.server.url("/p/buttons")}),
-    );
-    assert!(nav.is_success(), "{nav:?}");
+    w.navigate("/p/buttons");
     badge("AI");
     let state = w
         .ext
@@ -670,11 +543,7 @@ fn issue22_a_stopped_service_worker_is_woken_by_its_alarm_and_reconnects() {
         "back online {:?} after the worker was stopped",
         stopped.elapsed()
     );
-    let nav = w.call(
-        "browser_navigate",
-        json!({"url": w.server.url("/p/buttons")}),
-    );
-    assert!(nav.is_success(), "{nav:?}");
+    w.navigate("/p/buttons");
 }
 
 // Issue 22 item 4 (seed 000 "Limits", R-DEV-CAPS, R-DEV-SHOT): a page of noise, whose JPEG is far
@@ -685,8 +554,7 @@ fn issue22_a_stopped_service_worker_is_woken_by_its_alarm_and_reconnects() {
 fn issue22_a_screenshot_is_downscaled_in_the_extension_until_it_fits_the_cap() {
     let _serial = serial();
     let w = World::new();
-    let nav = w.call("browser_navigate", json!({"url": w.server.url("/p/noisy")}));
-    assert!(nav.is_success(), "{nav:?}");
+    w.navigate("/p/noisy");
     let viewport = w.call(
         "browser_javascript",
         json!({"code": "[innerWidth, innerHeight]"}),
@@ -719,11 +587,7 @@ fn issue22_a_dialog_is_reported_and_answered_through_the_primitive() {
     use jevgate::browser::{BrowserBackend, HandleDialogArgs};
     let _serial = serial();
     let w = World::new();
-    let nav = w.call(
-        "browser_navigate",
-        json!({"url": w.server.url("/p/dialogs")}),
-    );
-    assert!(nav.is_success(), "{nav:?}");
+    w.navigate("/p/dialogs");
     let found = w.call("browser_find", json!({"query": "Confirm"}));
     let reference = support::conformance::data(&found)["matches"][0]["ref"]
         .as_str()
@@ -787,11 +651,69 @@ fn issue22_a_page_of_hundreds_of_cross_origin_frames_is_read_within_the_command_
         assert!(text.ends_with("\"Many after\" [ref=e1]"), "{text}");
     }
     assert!(took < Duration::from_secs(120), "{took:?}");
-    let back = w.call(
-        "browser_navigate",
-        json!({"url": w.server.url("/p/buttons")}),
+    w.navigate("/p/buttons");
+    let text = w.call("browser_get_text", json!({}));
+    assert!(
+        support::conformance::data(&text)["text"]
+            .as_str()
+            .unwrap()
+            .contains("Buttons page"),
+        "{text:?}"
     );
-    assert!(back.is_success(), "{back:?}");
+}
+
+// Issue 22 item 7 (R-DEV-PAIR, R-DEV-TOOLS): the zip `scripts/package-extension` builds is the
+// whole extension — every file of extension/, byte for byte — and, unzipped and loaded the way
+// the README tells a person, it pairs through its options page and drives a page.
+#[test]
+fn issue22_the_packaged_zip_loads_pairs_and_drives_a_page() {
+    let _serial = serial();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let zip = dir.path().join("jevgate-extension.zip");
+    let built = std::process::Command::new(root.join("scripts/package-extension"))
+        .arg(&zip)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{built:?}");
+    let unpacked = dir.path().join("unpacked");
+    let unzipped = std::process::Command::new("python3")
+        .args(["-m", "zipfile", "-e"])
+        .arg(&zip)
+        .arg(&unpacked)
+        .output()
+        .unwrap();
+    assert!(unzipped.status.success(), "{unzipped:?}");
+    fn files(dir: &std::path::Path, at: &std::path::Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for entry in std::fs::read_dir(at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files(dir, &path, out);
+            } else {
+                let name = path
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.push((name, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    let (mut source, mut packed) = (Vec::new(), Vec::new());
+    let extension = support::extension::extension_dir();
+    files(&extension, &extension, &mut source);
+    files(&unpacked, &unpacked, &mut packed);
+    source.sort();
+    packed.sort();
+    assert!(source.iter().any(|(name, _)| name == "manifest.json"));
+    assert_eq!(
+        source.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+        packed.iter().map(|(n, _)| n).collect::<Vec<_>>()
+    );
+    assert!(source == packed, "a file differs in the zip");
+
+    let w = World::with(ExtensionBrowser::launch_with(&[unpacked]));
+    w.navigate("/p/buttons");
     let text = w.call("browser_get_text", json!({}));
     assert!(
         support::conformance::data(&text)["text"]

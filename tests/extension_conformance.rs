@@ -7,13 +7,10 @@
 
 mod support;
 
-use jevgate::browser::BrowserTools;
-use jevgate::device::{DeviceWorker, WorkerOptions};
-use std::sync::Arc;
 use std::time::Duration;
-use support::conformance::{assert_same, every_tool, Device};
+use support::conformance::{assert_same, every_tool, Device, ReferenceWorker};
 use support::extension::ExtensionBrowser;
-use support::{shared_browser, Closing, Server};
+use support::Server;
 
 // Issue 22 item 6: the same suite, the same answers, on the reference worker and the extension.
 #[test]
@@ -24,24 +21,15 @@ fn issue22_the_extension_answers_the_conformance_suite_like_the_reference_worker
     // The reference worker on a local Chromium.
     let reference = {
         let server = Server::start();
-        let browser = Closing(shared_browser());
-        let tab = browser.0.open_tab().unwrap();
-        let alice = t.pair("alice", "alice-install");
-        let worker = DeviceWorker::connect(
-            WorkerOptions::new(channel.url(), alice.token.clone()),
-            Arc::new(BrowserTools::new(Arc::new(tab.clone()))),
-        )
-        .unwrap();
-        t.wait_online(&alice, true);
+        let worker = ReferenceWorker::start(&t, "alice", "alice-install");
         let dev = Device {
             gw: &t.gw,
             owner: "alice".into(),
             conversation: "conv-a".into(),
-            device: alice.device.clone(),
+            device: worker.device.clone(),
         };
         let transcript = every_tool(&dev, &server);
         worker.close();
-        tab.close().unwrap();
         transcript
     };
 

@@ -1,7 +1,8 @@
 //! The Jev request ledger shared by a fleet through PostgreSQL (issue 23 item 3,
 //! R-JEV-LEDGER across processes): a caller's `requestId` is accepted once across every
 //! process for five minutes of the database's clock, rows hold keyed hashes only, and an id
-//! rejected before dispatch is released for the whole fleet.
+//! rejected before dispatch is released for the whole fleet; and the usage records of every
+//! process are the fleet's (R-JEV-USAGE, issue 23 item 3).
 //!
 //! Needs the cargo feature `postgres` and `JEVGATE_PG_URL` (see `tests/fleet_leases.rs`);
 //! skipped with the reason printed otherwise, failed under `JEVGATE_REQUIRE_PG=1`.
@@ -151,4 +152,40 @@ fn an_id_rejected_before_dispatch_is_released_for_the_fleet() {
     assert_eq!(err.code(), "JEV_CANCELLED");
     assert_eq!(verdict(&b, "assistant", "r2"), "ACCEPTED");
     assert_eq!(verdict(&a, "assistant", "r2"), "CONFLICT");
+}
+
+// R-JEV-USAGE across processes (issue 23 item 3): every process's usage records are in the
+// shared store — each evaluation's record committed before it returns — so any process pages
+// through the fleet's records of an agent, newest first.
+#[test]
+fn usage_records_are_shared_by_the_fleet() {
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let (a, _da) = open(&db.url_file);
+    let (b, _db) = open(&db.url_file);
+    assert_eq!(verdict(&a, "assistant", "u1"), "ACCEPTED");
+    assert_eq!(verdict(&b, "assistant", "u2"), "ACCEPTED");
+    assert_eq!(verdict(&b, "intern", "u3"), "ACCEPTED");
+    for gw in [&a, &b] {
+        let page = gw.usage("assistant", 10, 0).unwrap();
+        assert_eq!(page.total, 2);
+        assert_eq!(page.records.len(), 2);
+        assert!(page
+            .records
+            .iter()
+            .all(|r| r.agent_id == "assistant" && r.outcome == "OK"));
+        assert_eq!(gw.usage("intern", 10, 0).unwrap().total, 1);
+    }
+    let newest_first = a.usage("assistant", 1, 0).unwrap();
+    assert_eq!(newest_first.records.len(), 1);
+    assert!(newest_first.records[0].at_ms >= a.usage("assistant", 1, 1).unwrap().records[0].at_ms);
+    // Metadata only: no raw request id in the shared table.
+    assert_eq!(
+        psql(
+            &db.url,
+            "SELECT count(*) FROM jev_usage WHERE request_id_hash IN ('u1', 'u2', 'u3')"
+        ),
+        "0"
+    );
+    assert_eq!(psql(&db.url, "SELECT count(*) FROM jev_usage"), "3");
 }

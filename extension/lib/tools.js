@@ -854,17 +854,36 @@ export function wrapText(text) {
 
 /**
  * The record of operations by id (chrome.storage.session, bounded): what `operation_status`
- * answers, as the local backend's oplog does.
+ * answers, as the local backend's oplog does. Read from storage once per service worker life
+ * and kept here (this worker is its only writer); every change is written before the command
+ * goes on — a mutation's record before its first input — so a suspended worker finds it.
  */
 export class OperationLog {
   constructor() {
     this.seq = 0;
+    /** @type {Record<string, {tool: string, outcome: string, errorCode: string|null, at: number}>|null} */
+    this.cache = null;
   }
 
   /** @returns {Promise<Record<string, {tool: string, outcome: string, errorCode: string|null, at: number}>>} */
   async all() {
-    const s = await chrome.storage.session.get("operations");
-    return s.operations && typeof s.operations === "object" ? /** @type {any} */ (s.operations) : {};
+    if (this.cache === null) {
+      const s = await chrome.storage.session.get("operations");
+      if (this.cache === null) {
+        this.cache = s.operations && typeof s.operations === "object" ? /** @type {any} */ (s.operations) : {};
+      }
+    }
+    return /** @type {Record<string, {tool: string, outcome: string, errorCode: string|null, at: number}>} */ (this.cache);
+  }
+
+  /** Writes the record; after a failed write it is read again from storage (as it was). */
+  async write() {
+    try {
+      await chrome.storage.session.set({ operations: this.cache });
+    } catch (e) {
+      this.cache = null;
+      throw e;
+    }
   }
 
   /** @param {string} id @param {string} tool */
@@ -874,16 +893,17 @@ export class OperationLog {
     all[id] = { tool, outcome: "running", errorCode: null, at: Date.now() };
     const keys = Object.keys(all);
     for (const k of keys.slice(0, Math.max(0, keys.length - 1000))) delete all[k];
-    await chrome.storage.session.set({ operations: all });
+    await this.write();
     return true;
   }
 
   /** @param {string} id @param {string} outcome @param {string|null} errorCode */
   async finish(id, outcome, errorCode) {
     const all = await this.all();
-    if (!all[id]) return;
-    all[id] = { ...all[id], outcome, errorCode, at: Date.now() };
-    await chrome.storage.session.set({ operations: all });
+    const before = all[id];
+    if (!before) return;
+    all[id] = { ...before, outcome, errorCode, at: Date.now() };
+    await this.write();
   }
 
   /** @param {string} id */

@@ -173,8 +173,19 @@ impl Gateway {
         )?;
         let secret_names = options.config.secret_env_names();
         let host = Arc::new(tasks::Host::default());
-        let task_service = crate::task::TaskService::open(
+        // Tasks and receipts live where the fleet shares them (issue 23 item 3), else in the file.
+        let task_db = crate::task::engine::TaskDb::open(
             Arc::clone(&store),
+            shared.as_ref(),
+            leases
+                .fleet_member()
+                .map(|(process, dead_after)| crate::task::engine::Member {
+                    process,
+                    dead_after_ms: i64::try_from(dead_after.as_millis()).unwrap_or(i64::MAX),
+                }),
+        )?;
+        let task_service = crate::task::TaskService::open(
+            task_db,
             options.data_dir.clone(),
             Arc::clone(&clock),
             host.clone(),

@@ -481,7 +481,7 @@ impl JevClient {
             callback: RwLock::new(None),
             http: Http::new(extra_roots),
             pool: IoPool::default(),
-            usage: UsageLog::start(store)?,
+            usage: UsageLog::start(super::usage::UsageDb::open(Arc::clone(&store), shared))?,
             hash_key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &secret),
         })
     }
@@ -884,7 +884,7 @@ impl JevClient {
             }
         };
         let out = Arc::clone(&result);
-        let (late_io, store) = (Arc::clone(&late), Arc::clone(self.usage.store()));
+        let (late_io, store) = (Arc::clone(&late), self.usage.store().clone());
         self.pool.submit(Box::new(move || {
             let r =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).unwrap_or_else(|_| {

@@ -1,5 +1,7 @@
-//! Usage records (R-JEV-USAGE): one per evaluation, success or failure, in the SQLite store;
-//! the newest 10,000 are kept.
+//! Usage records (R-JEV-USAGE): one per evaluation, success or failure, in the SQLite store —
+//! or, when `gateway.store.kind` is `"postgres"`, in the store the fleet shares (issue 23 item
+//! 3: every process reads every process's records; the statements are the same on both engines,
+//! through `store::db`); the newest 10,000 are kept.
 //!
 //! A record holds metadata only — agent, session, task, a keyed hash of the request id,
 //! latency, outcome code, models, reported usage and billing. It must never hold state,
@@ -18,12 +20,50 @@
 //! usage is added to that record when it arrives ([`LateUsage`]).
 
 use super::response::{EvalBilling, Usage};
+use crate::store::db::{dbp, Db};
 use crate::store::Store;
 use crate::{Error, Result};
 use parking_lot::Mutex;
-use rusqlite::params;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+
+/// Where the records live: the gateway's SQLite file or the fleet's store.
+#[derive(Clone)]
+pub(crate) enum UsageDb {
+    Sqlite(Arc<Store>),
+    #[cfg(feature = "postgres")]
+    Shared(Arc<crate::store::pg::PgStore>),
+}
+
+impl UsageDb {
+    /// The fleet's store when the gateway has one, else the SQLite file.
+    pub(crate) fn open(store: Arc<Store>, shared: Option<&crate::store::SharedStore>) -> UsageDb {
+        match shared {
+            #[cfg(feature = "postgres")]
+            Some(s) => UsageDb::Shared(Arc::clone(&s.0)),
+            #[cfg(not(feature = "postgres"))]
+            Some(s) => match *s {},
+            None => UsageDb::Sqlite(store),
+        }
+    }
+
+    /// One transaction, committed (durable) before returning.
+    fn write<T>(&self, f: impl FnOnce(&dyn Db) -> rusqlite::Result<T>) -> Result<T> {
+        match self {
+            UsageDb::Sqlite(s) => s.write(|tx| f(tx)),
+            #[cfg(feature = "postgres")]
+            UsageDb::Shared(p) => p.db_tx("write usage", None, false, |db, _| f(db)),
+        }
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&dyn Db) -> rusqlite::Result<T>) -> Result<T> {
+        match self {
+            UsageDb::Sqlite(s) => s.read(|c| f(c)),
+            #[cfg(feature = "postgres")]
+            UsageDb::Shared(p) => p.db_tx("read usage", None, false, |db, _| f(db)),
+        }
+    }
+}
 
 /// Most records kept in the store.
 pub const USAGE_RETENTION: usize = 10_000;
@@ -157,7 +197,7 @@ struct LateState {
 
 impl LateUsage {
     /// Called by the I/O thread with the answer the caller no longer waited for.
-    pub(crate) fn answered(&self, store: &Store, charged: Charged) {
+    pub(crate) fn answered(&self, store: &UsageDb, charged: Charged) {
         if charged.is_empty() {
             return;
         }
@@ -181,7 +221,7 @@ impl LateUsage {
 
 /// Writes records (committed before their evaluation returns) and reads them.
 pub(crate) struct UsageLog {
-    store: Arc<Store>,
+    store: UsageDb,
     /// Records queued for the next commit, with their late-usage handles.
     pending: Mutex<Vec<(UsageRecord, Option<Arc<LateUsage>>)>>,
     /// Held while a group is written: records keep their order, and a caller that waited for it
@@ -196,7 +236,7 @@ impl std::fmt::Debug for UsageLog {
 }
 
 impl UsageLog {
-    pub(crate) fn start(store: Arc<Store>) -> Result<UsageLog> {
+    pub(crate) fn start(store: UsageDb) -> Result<UsageLog> {
         Ok(UsageLog {
             store,
             pending: Mutex::new(Vec::new()),
@@ -205,7 +245,7 @@ impl UsageLog {
     }
 
     /// The store, for late answers completing a record from an I/O thread.
-    pub(crate) fn store(&self) -> &Arc<Store> {
+    pub(crate) fn store(&self) -> &UsageDb {
         &self.store
     }
 
@@ -233,7 +273,7 @@ impl UsageLog {
             tx.execute(
                 "DELETE FROM jev_usage WHERE seq <= (SELECT seq FROM jev_usage ORDER BY seq
                  DESC LIMIT 1 OFFSET ?1)",
-                [USAGE_RETENTION as i64],
+                dbp![USAGE_RETENTION],
             )?;
             Ok(())
         });
@@ -261,17 +301,16 @@ impl UsageLog {
         self.store.read(|c| {
             let total: i64 = c.query_row(
                 "SELECT count(*) FROM jev_usage WHERE agent_id = ?1",
-                [agent_id],
+                dbp![agent_id],
                 |r| r.get(0),
             )?;
-            let mut stmt = c.prepare_cached(
+            let records = c.query_map(
                 "SELECT at_ms, agent_id, session_id, task_id, request_id_hash, generation,
                         provider, latency_ms, outcome, validation_reason, requested_model, model,
                         input_tokens, output_tokens, charged_credits, rate_version
                  FROM jev_usage WHERE agent_id = ?1 ORDER BY seq DESC LIMIT ?2 OFFSET ?3",
-            )?;
-            let records = stmt
-                .query_map(params![agent_id, limit, offset], |r| {
+                dbp![agent_id, limit, offset],
+                |r| {
                     let input: Option<i64> = r.get(12)?;
                     let output: Option<i64> = r.get(13)?;
                     let credits: Option<f64> = r.get(14)?;
@@ -281,9 +320,9 @@ impl UsageLog {
                         session_id: r.get(2)?,
                         task_id: r.get(3)?,
                         request_id_hash: r.get(4)?,
-                        generation: r.get::<_, i64>(5)? as u64,
+                        generation: r.get::<i64>(5)? as u64,
                         provider: r.get(6)?,
-                        latency_ms: r.get::<_, i64>(7)? as u64,
+                        latency_ms: r.get::<i64>(7)? as u64,
                         outcome: r.get(8)?,
                         validation_reason: r.get(9)?,
                         requested_model: r.get(10)?,
@@ -303,8 +342,8 @@ impl UsageLog {
                         }
                         Ok(rec)
                     })
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
+                },
+            )?;
             Ok(UsagePage {
                 records,
                 total: total as u64,
@@ -317,36 +356,37 @@ impl UsageLog {
     pub(crate) fn close(&self) {}
 }
 
-fn insert(tx: &rusqlite::Transaction<'_>, r: &UsageRecord) -> rusqlite::Result<i64> {
-    let mut stmt = tx.prepare_cached(
+fn insert(tx: &dyn Db, r: &UsageRecord) -> rusqlite::Result<i64> {
+    tx.query_row(
         "INSERT INTO jev_usage (at_ms, agent_id, session_id, task_id, request_id_hash,
             generation, provider, latency_ms, outcome, validation_reason, requested_model,
             model, input_tokens, output_tokens, charged_credits, rate_version)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-    )?;
-    stmt.execute(params![
-        r.at_ms,
-        r.agent_id,
-        r.session_id,
-        r.task_id,
-        r.request_id_hash,
-        r.generation as i64,
-        r.provider,
-        r.latency_ms.min(i64::MAX as u64) as i64,
-        r.outcome,
-        r.validation_reason,
-        r.requested_model,
-        r.model,
-        r.usage.map(|u| u.input_tokens.min(i64::MAX as u64) as i64),
-        r.usage.map(|u| u.output_tokens.min(i64::MAX as u64) as i64),
-        r.billing.as_ref().map(|b| b.charged_credits),
-        r.billing.as_ref().and_then(|b| b.rate_version.clone()),
-    ])?;
-    Ok(tx.last_insert_rowid())
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+         RETURNING seq",
+        dbp![
+            r.at_ms,
+            r.agent_id,
+            r.session_id,
+            r.task_id,
+            r.request_id_hash,
+            r.generation as i64,
+            r.provider,
+            r.latency_ms.min(i64::MAX as u64) as i64,
+            r.outcome,
+            r.validation_reason,
+            r.requested_model,
+            r.model,
+            r.usage.map(|u| u.input_tokens.min(i64::MAX as u64) as i64),
+            r.usage.map(|u| u.output_tokens.min(i64::MAX as u64) as i64),
+            r.billing.as_ref().map(|b| b.charged_credits),
+            r.billing.as_ref().and_then(|b| b.rate_version.clone()),
+        ],
+        |row| row.get(0),
+    )
 }
 
 /// Adds a late answer's usage to the record `row` (fields already set are kept).
-fn update(tx: &rusqlite::Transaction<'_>, row: i64, c: &Charged) -> rusqlite::Result<()> {
+fn update(tx: &dyn Db, row: i64, c: &Charged) -> rusqlite::Result<()> {
     tx.execute(
         "UPDATE jev_usage SET model = coalesce(model, ?2),
             input_tokens = coalesce(input_tokens, ?3),
@@ -354,7 +394,7 @@ fn update(tx: &rusqlite::Transaction<'_>, row: i64, c: &Charged) -> rusqlite::Re
             charged_credits = coalesce(charged_credits, ?5),
             rate_version = coalesce(rate_version, ?6)
          WHERE seq = ?1",
-        params![
+        dbp![
             row,
             c.model,
             c.usage.map(|u| u.input_tokens.min(i64::MAX as u64) as i64),

@@ -87,6 +87,9 @@ mod stand_in {
         pub(crate) fn advance_clock_ms(&self, _ms: i64) {
             match *self {}
         }
+        pub(crate) fn dead_after(&self) -> std::time::Duration {
+            match *self {}
+        }
         pub(crate) fn live_processes(&self) -> Result<Vec<String>> {
             match *self {}
         }
@@ -238,6 +241,11 @@ mod real {
         /// This process's id in the fleet (its liveness row).
         pub(crate) fn process_id(&self) -> &str {
             self.leases.process()
+        }
+
+        /// How old a liveness row may be before its process counts as dead.
+        pub(crate) fn dead_after(&self) -> Duration {
+            self.settings.dead_after
         }
 
         /// Moves this process's view of the database clock (tests only).

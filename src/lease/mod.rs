@@ -659,6 +659,13 @@ impl Leases {
             .map(|f| f.process_id().to_string())
     }
 
+    /// In a fleet: this process's id (its liveness row) and how old a liveness row may be
+    /// before its process counts as dead; `None` on SQLite.
+    pub(crate) fn fleet_member(&self) -> Option<(String, std::time::Duration)> {
+        let fleet = self.inner.fleet.as_ref()?;
+        Some((fleet.process_id().to_string(), fleet.dead_after()))
+    }
+
     /// Stops the fleet's threads and closes the shared store's connection (gateway close).
     pub(crate) fn close_fleet(&self) {
         if let Some(fleet) = &self.inner.fleet {

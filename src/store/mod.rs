@@ -9,6 +9,7 @@
 //! never opens a data directory that another live gateway holds (`STORE_LOCKED`), and never
 //! stores credentials or page content. What it creates is owner-only (`files.rs`).
 
+pub(crate) mod db;
 mod files;
 mod migrations;
 mod names;

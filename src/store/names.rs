@@ -15,7 +15,15 @@ pub const DB_FILE: &str = "jevgate.sqlite3";
 pub const LOCK_FILE: &str = "jevgate.lock";
 
 /// Maps a SQLite failure to a store error; corruption is told apart from I/O.
+/// A PostgreSQL failure carried through the task records' [`Db`](super::db::Db) is mapped as
+/// the shared store maps it (`STORE_UNAVAILABLE` for a lost connection; never its message).
 pub(crate) fn sqlite_error(op: &str, e: rusqlite::Error) -> Error {
+    #[cfg(feature = "postgres")]
+    if let rusqlite::Error::ToSqlConversionFailure(inner) = &e {
+        if let Some(super::db::PgFailure(pg)) = inner.downcast_ref::<super::db::PgFailure>() {
+            return super::pg::pg_error(op, pg);
+        }
+    }
     match e.sqlite_error_code() {
         Some(ErrorCode::NotADatabase) | Some(ErrorCode::DatabaseCorrupt) => Error::StoreCorrupt {
             reason: format!("{op}: {e}"),

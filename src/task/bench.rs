@@ -9,6 +9,7 @@
 //! It must stay thin: no behaviour of its own beyond wiring the real writer to the real record
 //! functions, and never hands out the store.
 
+use super::engine::TaskDb;
 use super::records;
 use super::writer::Writer;
 use super::{Receipt, TaskOwner, TaskStatus, TaskTarget, Tasks};
@@ -46,38 +47,76 @@ pub fn evidence_record(tasks: &Tasks<'_>, evidence_id: &str) -> Option<super::Ev
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct ReceiptBench {
-    store: Arc<Store>,
+    store: Option<Arc<Store>>,
+    shared: Option<crate::store::SharedStore>,
     writer: Writer,
+    task: String,
 }
 
 impl ReceiptBench {
     /// Opens the store in `data_dir`, starts the writer and opens one task and request.
     pub fn open(data_dir: &Path) -> Result<ReceiptBench> {
         let store = Arc::new(Store::open(data_dir)?);
-        let writer = Writer::start(Arc::clone(&store), data_dir.to_path_buf())?;
+        let writer = Writer::start(TaskDb::Sqlite(Arc::clone(&store)), data_dir.to_path_buf())?;
+        ReceiptBench::begin(Some(store), None, writer, TASK_ID.to_string())
+    }
+
+    /// The same on the fleet's PostgreSQL store at `url` (issue 23 "Benchmark"): the writer
+    /// on its own connection, a task of a random id (the database may be shared by runs).
+    #[cfg(feature = "postgres")]
+    pub fn open_shared(url: &str) -> Result<ReceiptBench> {
+        let shared = crate::store::SharedStore::open(url)?;
+        let member = super::engine::Member {
+            process: crate::ids::random_id("bench_")?,
+            dead_after_ms: 10_000,
+        };
+        let db = TaskDb::shared(&shared, member)?;
+        let writer = Writer::start(db, std::env::temp_dir())?;
+        let task = crate::ids::random_id("bench-task-")?;
+        ReceiptBench::begin(None, Some(shared), writer, task)
+    }
+
+    fn begin(
+        store: Option<Arc<Store>>,
+        shared: Option<crate::store::SharedStore>,
+        writer: Writer,
+        task: String,
+    ) -> Result<ReceiptBench> {
         let now = now_ms();
+        let id = task.clone();
         writer.write(Box::new(move |tx| {
             let owner = TaskOwner::new("bench", "bench", "bench");
-            records::insert_task(tx, TASK_ID, &owner, &TaskTarget::default(), "", now)?;
-            records::begin_request(tx, TASK_ID, 1, now)
+            records::insert_task(tx, &id, &owner, &TaskTarget::default(), "", now)?;
+            records::begin_request(tx, &id, 1, now)
         }))?;
-        Ok(ReceiptBench { store, writer })
+        Ok(ReceiptBench {
+            store,
+            shared,
+            writer,
+            task,
+        })
     }
 
     /// Commits the checkpoint of operation `operation_id` (unique per call) through the writer;
     /// returns when it is durable.
     pub fn checkpoint(&self, operation_id: &str) -> Result<()> {
         let op = operation_id.to_string();
+        let task = self.task.clone();
         let now = now_ms();
         self.writer.write(Box::new(move |tx| {
-            records::checkpoint(tx, TASK_ID, 1, &op, "page_scroll", now)
+            records::checkpoint(tx, &task, 1, &op, "page_scroll", now)
         }))
     }
 
     /// Stops the writer and closes the store.
     pub fn close(&self) {
         self.writer.close();
-        self.store.close();
+        if let Some(store) = &self.store {
+            store.close();
+        }
+        if let Some(shared) = &self.shared {
+            shared.close();
+        }
     }
 }
 

@@ -20,7 +20,8 @@ use super::{DispatchedMutation, TaskOwner, TaskState};
 use crate::browser::OperationRecord;
 use crate::clock::Instant;
 use crate::observation::{Control, Observation};
-use rusqlite::{Connection, OptionalExtension};
+use crate::store::db::{dbp, Db};
+use rusqlite::OptionalExtension;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
@@ -237,11 +238,11 @@ pub(crate) struct Recorded {
 }
 
 /// Reads what recorded evidence needs from the receipts of task `id` (read-only).
-pub(crate) fn read_recorded(c: &Connection, id: &str) -> rusqlite::Result<Recorded> {
+pub(crate) fn read_recorded(c: &dyn Db, id: &str) -> rusqlite::Result<Recorded> {
     let latest: Option<(u32, String)> = c
         .query_row(
             "SELECT seq, state FROM task_requests WHERE task_id = ?1 ORDER BY seq DESC LIMIT 1",
-            [id],
+            dbp![id],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?;
@@ -250,7 +251,7 @@ pub(crate) fn read_recorded(c: &Connection, id: &str) -> rusqlite::Result<Record
             "SELECT observation, dispatched_ms FROM task_operations
              WHERE task_id = ?1 AND observation IS NOT NULL
              ORDER BY request_seq DESC, rowid DESC LIMIT 1",
-            [id],
+            dbp![id],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?;

@@ -18,6 +18,7 @@ pub(crate) mod autopilot_store;
 pub(crate) mod bench;
 mod control;
 mod device_target;
+pub(crate) mod engine;
 mod evidence;
 mod fence;
 mod host;

@@ -8,6 +8,7 @@
 //! has slots, and never leave a thread behind after [`TaskService::close`].
 
 use super::control;
+use super::engine::TaskDb;
 use super::evidence::{self, Evidence, EvidenceIds, EvidenceRecord, EvidenceSource};
 use super::fence::Fence;
 use super::host::{Hook, OpenTarget, TaskHost};
@@ -25,7 +26,6 @@ use crate::browser::BrowserBackend;
 use crate::clock::Instant;
 use crate::clock::SharedClock;
 use crate::config::ConfirmHighImpact;
-use crate::store::Store;
 use crate::CancelToken;
 use crate::{Error, Result};
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -265,7 +265,7 @@ struct Pool {
 }
 
 struct Shared {
-    store: Arc<Store>,
+    store: TaskDb,
     writer: Writer,
     clock: SharedClock,
     host: Arc<dyn TaskHost>,
@@ -743,22 +743,42 @@ fn check_request(r: &SpawnRequest) -> Result<()> {
     Ok(())
 }
 
+/// Startup recovery and takeover (R-TSK-RCPT, issue 23 item 3). On SQLite (one process owns
+/// the file) every task left open is recovered; on the shared store only those whose owner
+/// process is dead — `only` limits it to one task (a call touching it) — so a live process's
+/// tasks stay its own. `(requests interrupted, sessions kept)`.
+fn recover(store: &TaskDb, now: i64, only: Option<&str>) -> Result<(usize, Vec<records::Readmit>)> {
+    let dead_after = store.member().map(|m| m.dead_after_ms);
+    store.write(|tx, db_now| {
+        let scope = match (db_now, dead_after) {
+            (Some(db_now), Some(dead_after)) => {
+                records::orphans(tx, db_now.saturating_sub(dead_after), only)?
+            }
+            _ => None,
+        };
+        match scope.as_deref() {
+            Some("[]") => Ok((0, Vec::new())),
+            scope => records::recover_in(tx, now, scope),
+        }
+    })
+}
+
 impl TaskService {
     /// Recovers the receipts a dead process left running (R-TSK-RCPT) and starts the writer
     /// and the session reaper.
     pub(crate) fn open(
-        store: Arc<Store>,
+        store: TaskDb,
         data_dir: std::path::PathBuf,
         clock: SharedClock,
         host: Arc<dyn TaskHost>,
         limits: TaskLimits,
     ) -> Result<TaskService> {
         let now = clock.wall_millis();
-        let (interrupted, kept) = store.write(|tx| records::recover(tx, now))?;
+        let (interrupted, kept) = recover(&store, now, None)?;
         if interrupted > 0 {
             log::warn!("{interrupted} task request(s) were interrupted by a stop; none is re-sent");
         }
-        let writer = Writer::start(Arc::clone(&store), data_dir)?;
+        let writer = Writer::start(store.clone(), data_dir)?;
         let service = TaskService {
             shared: Arc::new(Shared {
                 store,
@@ -947,10 +967,43 @@ impl TaskService {
             return Err(denied());
         }
         self.sweep();
-        match self.shared.store.read(|c| records::get_task(c, id))? {
-            Some(task) if task.owner == *owner => Ok(task),
-            _ => Err(denied()),
+        let task = match self.shared.store.read(|c| records::get_task(c, id))? {
+            Some(task) if task.owner == *owner => task,
+            _ => return Err(denied()),
+        };
+        if task.state.is_closed() || self.shared.store.member().is_none() {
+            return Ok(task);
         }
+        // Takeover (issue 23 item 3): an open task of a process that died is this one's now —
+        // its running request interrupted, nothing replayed, a waiting session re-admitted.
+        match self.take_over(id)? {
+            true => match self.shared.store.read(|c| records::get_task(c, id))? {
+                Some(task) => Ok(task),
+                None => Err(denied()),
+            },
+            false => Ok(task),
+        }
+    }
+
+    /// On the shared store: when task `id` is open and its owner process is dead (no liveness
+    /// row fresher than the dead threshold on the database clock), recovers it as a restart
+    /// would and re-admits it here; `true` when its row may have changed (read it again).
+    fn take_over(&self, id: &str) -> Result<bool> {
+        if self.shared.pool.lock().live.contains_key(id) {
+            return Ok(false);
+        }
+        let (interrupted, kept) = recover(
+            &self.shared.store,
+            self.shared.clock.wall_millis(),
+            Some(id),
+        )?;
+        if interrupted == 0 && kept.is_empty() {
+            // Nothing was running: the task may still have been taken over (closed).
+            return Ok(true);
+        }
+        log::warn!("a task of a stopped process was taken over: {interrupted} request(s) interrupted; none is re-sent");
+        self.readmit(kept);
+        Ok(true)
     }
 
     fn with_live(&self, mut t: TaskStatus) -> TaskStatus {
@@ -3213,6 +3266,7 @@ impl TaskService {
             }
         }
         self.shared.writer.close();
+        self.shared.store.close();
     }
 }
 

@@ -16,8 +16,9 @@
 
 use super::evidence::{Evidence, EvidenceRecord};
 use super::{TaskOwner, TaskStatus, MAX_COMMAND_CHARS};
+use crate::store::db::{dbp, Db, Engine};
 use crate::{Error, Result};
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::OptionalExtension;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
@@ -198,21 +199,21 @@ pub(crate) struct Facts {
 }
 
 /// Reads what a verification checks (read-only).
-pub(crate) fn read_facts(c: &Connection, id: &str) -> rusqlite::Result<Facts> {
+pub(crate) fn read_facts(c: &dyn Db, id: &str) -> rusqlite::Result<Facts> {
     let latest: Option<(u32, String, Option<String>)> = c
         .query_row(
             "SELECT seq, state, reason FROM task_requests WHERE task_id = ?1
              ORDER BY seq DESC LIMIT 1",
-            [id],
+            dbp![id],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .optional()?;
+    let sql = match c.engine() {
+        Engine::Sqlite => "SELECT json_extract(control, '$.verification') FROM tasks WHERE id = ?1",
+        Engine::Postgres => "SELECT control::jsonb ->> 'verification' FROM tasks WHERE id = ?1",
+    };
     let verification: Option<String> = c
-        .query_row(
-            "SELECT json_extract(control, '$.verification') FROM tasks WHERE id = ?1",
-            [id],
-            |r| r.get(0),
-        )
+        .query_row(sql, dbp![id], |r| r.get(0))
         .optional()?
         .flatten();
     let (latest, state, reason) = match latest {
@@ -291,7 +292,7 @@ pub(crate) enum Session {
 /// Sets the reason of request `seq` of task `id` — its receipt, the task's reason and the
 /// control receipt of the command it carried out — to a host verifier's verdict.
 pub(crate) fn set_request_reason(
-    tx: &Connection,
+    tx: &dyn Db,
     id: &str,
     seq: u32,
     reason: &str,
@@ -299,15 +300,15 @@ pub(crate) fn set_request_reason(
 ) -> rusqlite::Result<()> {
     tx.execute(
         "UPDATE task_requests SET reason = ?3 WHERE task_id = ?1 AND seq = ?2",
-        rusqlite::params![id, seq, reason],
+        dbp![id, seq, reason],
     )?;
     tx.execute(
         "UPDATE task_commands SET reason = ?3, updated_ms = ?4 WHERE task_id = ?1 AND request_seq = ?2",
-        rusqlite::params![id, seq, reason, now],
+        dbp![id, seq, reason, now],
     )?;
     tx.execute(
         "UPDATE tasks SET reason = ?2, updated_ms = ?3 WHERE id = ?1",
-        rusqlite::params![id, reason, now],
+        dbp![id, reason, now],
     )
     .map(|_| ())
 }

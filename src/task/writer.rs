@@ -16,13 +16,19 @@
 //! pass stopped ([`records::sweep_closed`]). It never deletes an open task or one with an
 //! operation in doubt.
 //!
+//! On the fleet's PostgreSQL store (issue 23 item 3) a group is one transaction on the writer's
+//! own connection with the same savepoint per write (none for a group of one: its failure rolls
+//! the transaction back), committed synchronously; the directory fsync is the SQLite file's
+//! only.
+//!
 //! It must never drop a write silently (a write that could not be committed returns its
 //! error), never hold a caller's lock while it waits, and never see arguments, field values or
 //! page content in anything it logs (it logs error codes only).
 
+use super::engine::TaskDb;
 use super::records::{self, SweepCursor};
 use crate::clock::{Instant, SharedClock};
-use crate::store::Store;
+use crate::store::db::Db;
 use crate::{Error, Result};
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
@@ -32,8 +38,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// One write: runs inside the group's transaction.
-pub(crate) type WriteFn =
-    Box<dyn FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<()> + Send>;
+pub(crate) type WriteFn = Box<dyn FnOnce(&dyn Db) -> rusqlite::Result<()> + Send>;
 
 /// The most writes one transaction carries.
 const MAX_GROUP: usize = 512;
@@ -145,7 +150,7 @@ impl std::fmt::Debug for Writer {
 
 impl Writer {
     /// Starts the writer on `store`; `data_dir` is fsynced after the first commit.
-    pub(crate) fn start(store: Arc<Store>, data_dir: PathBuf) -> Result<Writer> {
+    pub(crate) fn start(store: TaskDb, data_dir: PathBuf) -> Result<Writer> {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue::default()),
             wake: Condvar::new(),
@@ -195,7 +200,7 @@ impl Writer {
     /// value: a value is returned only once its write is durable.
     pub(crate) fn apply<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T> + Send + 'static,
+        f: impl FnOnce(&dyn Db) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let out: Arc<Mutex<Option<Result<T>>>> = Arc::new(Mutex::new(None));
         let cell = Arc::clone(&out);
@@ -311,7 +316,7 @@ impl Sweep {
     }
 }
 
-fn run(shared: &Shared, store: &Store, data_dir: &std::path::Path) {
+fn run(shared: &Shared, store: &TaskDb, data_dir: &std::path::Path) {
     let mut dir_synced = false;
     let mut sweep = Sweep::default();
     loop {
@@ -376,23 +381,39 @@ fn run(shared: &Shared, store: &Store, data_dir: &std::path::Path) {
 }
 
 /// One transaction for the group; each write in its own savepoint.
-fn commit_group(store: &Store, group: Vec<Job>, data_dir: &std::path::Path, synced: &mut bool) {
+fn commit_group(store: &TaskDb, group: Vec<Job>, data_dir: &std::path::Path, synced: &mut bool) {
     // The slots are taken out first: every caller gets an answer, even for writes the
     // transaction never reached.
     let slots: Vec<Arc<Slot>> = group.iter().map(|j| Arc::clone(&j.done)).collect();
     let mut verdicts: Vec<Result<()>> = Vec::with_capacity(group.len());
-    let committed = store.write(|tx| {
+    // A group of one write on PostgreSQL needs no savepoint (two round trips fewer): when the
+    // write fails, the whole transaction rolls back and the write gets its own error.
+    let alone = group.len() == 1 && !store.is_file();
+    let mut failed_alone = false;
+    let committed = store.write_group(|tx| {
+        if alone {
+            for job in group {
+                if let Err(e) = (job.write)(tx) {
+                    verdicts.push(Err(crate::store::sqlite_error("write receipt", e)));
+                    failed_alone = true;
+                    // Rolls the transaction back; the verdict above is what the caller sees.
+                    return Err(rusqlite::Error::InvalidQuery);
+                }
+                verdicts.push(Ok(()));
+            }
+            return Ok(());
+        }
         for job in group {
-            // Cached statements: the savepoint pair is parsed once per connection, not per write.
-            tx.prepare_cached("SAVEPOINT w")?.execute([])?;
+            // On SQLite cached statements: the savepoint pair is parsed once per connection.
+            tx.batch("SAVEPOINT w")?;
             match (job.write)(tx) {
                 Ok(()) => {
-                    tx.prepare_cached("RELEASE w")?.execute([])?;
+                    tx.batch("RELEASE w")?;
                     verdicts.push(Ok(()));
                 }
                 Err(e) => {
-                    tx.prepare_cached("ROLLBACK TO w")?.execute([])?;
-                    tx.prepare_cached("RELEASE w")?.execute([])?;
+                    tx.batch("ROLLBACK TO w")?;
+                    tx.batch("RELEASE w")?;
                     verdicts.push(Err(crate::store::sqlite_error("write receipt", e)));
                 }
             }
@@ -401,9 +422,15 @@ fn commit_group(store: &Store, group: Vec<Job>, data_dir: &std::path::Path, sync
     });
     match committed {
         Ok(()) => {
-            if !*synced {
+            if !*synced && store.is_file() {
                 *synced = sync_dir(data_dir);
             }
+            for (slot, v) in slots.iter().zip(verdicts) {
+                slot.set(v);
+            }
+        }
+        // Nothing of the lone write committed: its own error.
+        Err(_) if failed_alone => {
             for (slot, v) in slots.iter().zip(verdicts) {
                 slot.set(v);
             }
@@ -413,10 +440,12 @@ fn commit_group(store: &Store, group: Vec<Job>, data_dir: &std::path::Path, sync
             // Every write of the group fails; the ones the transaction never reached too.
             let code = e.code();
             for slot in &slots {
-                slot.set(Err(if code == "GATEWAY_CLOSED" {
-                    Error::GatewayClosed
-                } else {
-                    Error::store_io("commit receipts", code)
+                slot.set(Err(match code {
+                    "GATEWAY_CLOSED" => Error::GatewayClosed,
+                    "STORE_UNAVAILABLE" => Error::StoreUnavailable {
+                        reason: "commit receipts: the shared store is unreachable for now".into(),
+                    },
+                    _ => Error::store_io("commit receipts", code),
                 }));
             }
         }
@@ -437,14 +466,16 @@ fn sync_dir(dir: &std::path::Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     #[test]
     fn r_tsk_rcpt_writes_commit_before_returning_and_a_failing_write_fails_alone() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path()).unwrap());
-        let w = Writer::start(Arc::clone(&store), dir.path().to_path_buf()).unwrap();
+        let w =
+            Writer::start(TaskDb::Sqlite(Arc::clone(&store)), dir.path().to_path_buf()).unwrap();
         w.write(Box::new(|tx| {
-            tx.execute_batch("CREATE TABLE t (x INTEGER PRIMARY KEY)")
+            tx.batch("CREATE TABLE t (x INTEGER PRIMARY KEY)")
         }))
         .unwrap();
         let w = Arc::new(w);
@@ -455,15 +486,19 @@ mod tests {
                     for j in 0..50 {
                         let x = i * 1000 + j;
                         w.write(Box::new(move |tx| {
-                            tx.execute("INSERT INTO t (x) VALUES (?1)", [x]).map(|_| ())
+                            tx.execute("INSERT INTO t (x) VALUES (?1)", crate::store::db::dbp![x])
+                                .map(|_| ())
                         }))
                         .unwrap();
                     }
                     // A duplicate key fails alone; the others of its group still commit.
                     let e = w
                         .write(Box::new(move |tx| {
-                            tx.execute("INSERT INTO t (x) VALUES (?1)", [i * 1000])
-                                .map(|_| ())
+                            tx.execute(
+                                "INSERT INTO t (x) VALUES (?1)",
+                                crate::store::db::dbp![i * 1000],
+                            )
+                            .map(|_| ())
                         }))
                         .unwrap_err();
                     assert_eq!(e.code(), "STORE_IO");
@@ -484,15 +519,105 @@ mod tests {
         );
     }
 
+    // Issue 23 item 3: on the fleet's PostgreSQL store too, a write commits before it returns
+    // and a failing write fails alone — in a group of many (its savepoint) and alone (its
+    // transaction), with nothing of it committed.
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn r_tsk_rcpt_on_postgres_a_failing_write_fails_alone() {
+        let Some(url) = std::env::var("JEVGATE_PG_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+        else {
+            let require = std::env::var("JEVGATE_REQUIRE_PG").is_ok_and(|v| v == "1");
+            assert!(
+                !require,
+                "JEVGATE_REQUIRE_PG=1 but JEVGATE_PG_URL is not set"
+            );
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "skipped: JEVGATE_PG_URL is not set");
+            return;
+        };
+        let pg = crate::store::SharedStore(Arc::new(
+            crate::store::pg::PgStore::open_fresh(&url).unwrap(),
+        ));
+        let member = super::super::engine::Member {
+            process: "proc_writer_test".into(),
+            dead_after_ms: 10_000,
+        };
+        let db = TaskDb::shared(&pg, member).unwrap();
+        let w = Arc::new(Writer::start(db.clone(), std::env::temp_dir()).unwrap());
+        w.write(Box::new(|tx| {
+            tx.batch("CREATE TABLE t (x BIGINT PRIMARY KEY)")
+        }))
+        .unwrap();
+        // Alone: a duplicate fails with its own error and commits nothing.
+        w.write(Box::new(|tx| {
+            tx.execute("INSERT INTO t (x) VALUES (?1)", crate::store::db::dbp![1])
+                .map(|_| ())
+        }))
+        .unwrap();
+        let e = w
+            .write(Box::new(|tx| {
+                tx.execute("INSERT INTO t (x) VALUES (?1)", crate::store::db::dbp![2])?;
+                tx.execute("INSERT INTO t (x) VALUES (?1)", crate::store::db::dbp![1])
+                    .map(|_| ())
+            }))
+            .unwrap_err();
+        assert_eq!(e.code(), "STORE_IO");
+        // In groups: 8 threads racing, each with one duplicate.
+        let threads: Vec<_> = (0..8i64)
+            .map(|i| {
+                let w = Arc::clone(&w);
+                std::thread::spawn(move || {
+                    for j in 0..20 {
+                        let x = 100 + i * 1000 + j;
+                        w.write(Box::new(move |tx| {
+                            tx.execute("INSERT INTO t (x) VALUES (?1)", crate::store::db::dbp![x])
+                                .map(|_| ())
+                        }))
+                        .unwrap();
+                    }
+                    let e = w
+                        .write(Box::new(move |tx| {
+                            tx.execute(
+                                "INSERT INTO t (x) VALUES (?1)",
+                                crate::store::db::dbp![100 + i * 1000],
+                            )
+                            .map(|_| ())
+                        }))
+                        .unwrap_err();
+                    assert_eq!(e.code(), "STORE_IO");
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let n: i64 = db
+            .read(|c| c.query_row("SELECT count(*) FROM t", &[], |r| r.get(0)))
+            .unwrap();
+        assert_eq!(
+            n,
+            1 + 8 * 20,
+            "the row of the failed lone write (2) did not commit"
+        );
+        w.close();
+        db.close();
+        pg.close();
+    }
+
     // R-TSK-RCPT: a write that panics is answered (INTERNAL) and the writer goes on; writes racing
     // a close are each answered, Ok only when committed, GATEWAY_CLOSED after.
     #[test]
     fn r_tsk_rcpt_a_panicking_write_and_a_close_leave_every_caller_answered() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path()).unwrap());
-        let w = Arc::new(Writer::start(Arc::clone(&store), dir.path().to_path_buf()).unwrap());
+        let w = Arc::new(
+            Writer::start(TaskDb::Sqlite(Arc::clone(&store)), dir.path().to_path_buf()).unwrap(),
+        );
         w.write(Box::new(|tx| {
-            tx.execute_batch("CREATE TABLE t (x INTEGER PRIMARY KEY)")
+            tx.batch("CREATE TABLE t (x INTEGER PRIMARY KEY)")
         }))
         .unwrap();
         let e = w
@@ -507,7 +632,8 @@ mod tests {
                     for j in 0..200 {
                         let x = i * 1000 + j;
                         match w.write(Box::new(move |tx| {
-                            tx.execute("INSERT INTO t (x) VALUES (?1)", [x]).map(|_| ())
+                            tx.execute("INSERT INTO t (x) VALUES (?1)", crate::store::db::dbp![x])
+                                .map(|_| ())
                         })) {
                             Ok(()) => ok += 1,
                             Err(e) => {

@@ -736,3 +736,61 @@ fn frame_primitives(rec: &mut Recorder<'_, '_>, server: &Server) {
     record(rec, "primitive click unknown frame", &missing);
     assert!(missing.is_err(), "{missing:?}");
 }
+
+/// The reference worker a device is held to: `BrowserTools` on a tab of the shared local
+/// Chromium (what `jevgate-worker` runs), paired on `t`'s channel as `owner`'s device with
+/// `installation`, online once [`ReferenceWorker::start`] returns. Dropping it closes the
+/// worker, then its tab.
+pub struct ReferenceWorker {
+    pub device: String,
+    worker: Option<jevgate::device::DeviceWorker>,
+    tab: Option<jevgate::browser::LocalTab>,
+    _browser: super::Closing,
+}
+
+impl ReferenceWorker {
+    pub fn start(
+        t: &super::gateway::TestGateway,
+        owner: &str,
+        installation: &str,
+    ) -> ReferenceWorker {
+        let browser = super::Closing(super::shared_browser());
+        let tab = browser.0.open_tab().unwrap();
+        let paired = t.pair(owner, installation);
+        let worker = jevgate::device::DeviceWorker::connect(
+            jevgate::device::WorkerOptions::new(t.channel().url(), paired.token.clone()),
+            std::sync::Arc::new(jevgate::browser::BrowserTools::new(std::sync::Arc::new(
+                tab.clone(),
+            ))),
+        )
+        .unwrap();
+        t.wait_online(&paired, true);
+        ReferenceWorker {
+            device: paired.device,
+            worker: Some(worker),
+            tab: Some(tab),
+            _browser: browser,
+        }
+    }
+
+    /// Closes the worker, then its tab (which must close cleanly).
+    pub fn close(mut self) {
+        if let Some(w) = self.worker.take() {
+            w.close();
+        }
+        if let Some(tab) = self.tab.take() {
+            tab.close().unwrap();
+        }
+    }
+}
+
+impl Drop for ReferenceWorker {
+    fn drop(&mut self) {
+        if let Some(w) = self.worker.take() {
+            w.close();
+        }
+        if let Some(tab) = self.tab.take() {
+            let _ = tab.close();
+        }
+    }
+}

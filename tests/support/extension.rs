@@ -4,11 +4,20 @@
 //! code typed into the real form), press the popup's Stop and Resume, read the extension's
 //! storage, and open or close tabs the way a person would.
 //!
+//! Also the setup the extension's tests share: [`World`] (a gateway with a channel, a fixture
+//! server and the extension paired as bob's device), a long command to act under
+//! ([`during_long_command`]), and waiting for the device to come online.
+//!
 //! Owns: how a test starts, pairs and stops that browser. Never: asserts a behaviour of the
-//! extension or the gateway (tests do), or sleeps to wait for a condition (bounded polls).
+//! extension or the gateway (tests do; a helper only asserts its own setup step worked), or
+//! sleeps to wait for a condition (bounded polls).
 //! Chromium's stderr goes to a file in the profile directory so a test can check that no
 //! secret ever reached it.
 
+use super::gateway::{Paired, TestGateway};
+use super::Server;
+use jevgate::device::{ToolCall, ToolResult};
+use jevgate::Gateway;
 use serde_json::{json, Value};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -477,19 +486,158 @@ impl ExtensionBrowser {
             .as_str()
             .unwrap()
             .to_string();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !gw
-            .devices(owner)
-            .unwrap()
-            .iter()
-            .any(|d| d.id == device && d.online)
-        {
+        wait_device_online(gw, owner, Some(&device), Duration::from_secs(20));
+        device
+    }
+
+    /// Presses Unpair on the options page `page` and waits until the token is gone from the
+    /// extension's storage.
+    pub fn unpair_from_options(&self, page: &PageSession) {
+        self.eval(page, "document.getElementById('unpair').click(); true");
+        self.wait_eval(
+            page,
+            "chrome.storage.local.get('token').then(s => !s.token)",
+            Duration::from_secs(10),
+        );
+    }
+}
+
+/// Waits (bounded by `within`) until `gw` sees `device` of `owner` online — or, with `None`,
+/// any device of `owner`.
+pub fn wait_device_online(
+    gw: &jevgate::Gateway,
+    owner: &str,
+    device: Option<&str>,
+    within: Duration,
+) {
+    let deadline = Instant::now() + within;
+    while !gw
+        .devices(owner)
+        .unwrap()
+        .iter()
+        .any(|d| d.online && device.is_none_or(|id| d.id == id))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the paired extension never came online"
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// A page script that reports it started (`/beacon?n=long-started`), then runs for 30 s (a
+/// long command).
+pub const LONG_SCRIPT: &str = "(async () => { await fetch('/beacon?n=long-started'); \
+    await new Promise(r => setTimeout(r, 30000)); \
+    await fetch('/beacon?n=long-finished'); return 1; })()";
+
+/// Runs `command` (one that runs [`LONG_SCRIPT`]) on a thread, waits (at most 20 s) until the
+/// page says the script started, runs `meanwhile`, and returns the command's answer.
+pub fn during_long_command(
+    server: &Server,
+    command: impl FnOnce() -> ToolResult + Send,
+    meanwhile: impl FnOnce(),
+) -> ToolResult {
+    std::thread::scope(|s| {
+        let long = s.spawn(command);
+        server.wait_count_within("long-started", 1, Duration::from_secs(20));
+        meanwhile();
+        long.join().unwrap()
+    })
+}
+
+/// `tool` with `args` on `device` for bob in `conversation`.
+pub fn call_as_bob(
+    gw: &Gateway,
+    conversation: &str,
+    device: &str,
+    tool: &str,
+    mut args: Value,
+) -> ToolResult {
+    args["deviceId"] = json!(device);
+    gw.call_tool(&ToolCall::new("bob", conversation, tool, args))
+}
+
+/// A gateway with a channel, a fixture server and the extension paired as bob's device through
+/// its options page with a pairing code.
+pub struct World {
+    pub server: Server,
+    pub ext: ExtensionBrowser,
+    pub device: String,
+    pub t: TestGateway,
+}
+
+impl World {
+    pub fn new() -> World {
+        World::with(ExtensionBrowser::launch())
+    }
+
+    pub fn with(ext: ExtensionBrowser) -> World {
+        let t = super::gateway::builder().channel().build();
+        let device = ext.pair_with_code(&t.gw, t.channel(), "bob");
+        World {
+            server: Server::start(),
+            ext,
+            device,
+            t,
+        }
+    }
+
+    /// bob's device as the gateway's helpers name it.
+    pub fn bob(&self) -> Paired {
+        Paired {
+            owner: "bob".into(),
+            device: self.device.clone(),
+            token: jevgate::device::DeviceToken::new("unknown-to-the-test"),
+        }
+    }
+
+    /// `tool` on the extension, in bob's conversation `conv-1`.
+    pub fn call(&self, tool: &str, args: Value) -> ToolResult {
+        call_as_bob(&self.t.gw, "conv-1", &self.device, tool, args)
+    }
+
+    /// Navigates the agent's tab to the fixture page `path`; asserts it succeeded.
+    pub fn navigate(&self, path: &str) -> ToolResult {
+        let nav = self.call("browser_navigate", json!({"url": self.server.url(path)}));
+        assert!(nav.is_success(), "{nav:?}");
+        nav
+    }
+
+    /// Runs [`LONG_SCRIPT`] through `browser_javascript`, and `meanwhile` once it started.
+    pub fn during_long_command(&self, meanwhile: impl FnOnce()) -> ToolResult {
+        during_long_command(
+            &self.server,
+            || self.call("browser_javascript", json!({ "code": LONG_SCRIPT })),
+            meanwhile,
+        )
+    }
+
+    /// The extension's record of its commands (chrome.storage.session).
+    pub fn ops(&self) -> Vec<Value> {
+        let v = self
+            .ext
+            .in_extension("chrome.storage.session.get('ops').then(s => s.ops || [])");
+        v.as_array().cloned().unwrap_or_default()
+    }
+
+    /// Waits until the extension recorded a command of `tool` that ended `outcome`.
+    pub fn wait_op(&self, tool: &str, outcome: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if self
+                .ops()
+                .iter()
+                .any(|o| o["tool"] == tool && o["outcome"] == outcome)
+            {
+                return;
+            }
             assert!(
                 Instant::now() < deadline,
-                "the paired extension never came online"
+                "no {tool} ended {outcome}: {:?}",
+                self.ops()
             );
             std::thread::sleep(Duration::from_millis(25));
         }
-        device
     }
 }

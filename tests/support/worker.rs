@@ -47,6 +47,29 @@ impl Write for Stream {
 
 pub type Ws = WebSocket<Stream>;
 
+/// A TLS client over `tcp` for the name `localhost`, trusting only the certificates in
+/// `root_pem` (the test's self-signed one).
+pub fn tls_client(
+    tcp: TcpStream,
+    root_pem: &str,
+) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(root_pem.as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    rustls::StreamOwned::new(conn, tcp)
+}
+
 /// Opens a WebSocket to `path` (plain, or TLS trusting `tls_root_pem` for `localhost`).
 pub fn open(
     addr: SocketAddr,
@@ -57,26 +80,10 @@ pub fn open(
     tcp.set_read_timeout(Some(Duration::from_secs(5)))?;
     let (stream, url) = match tls_root_pem {
         None => (Stream::Plain(tcp), format!("ws://{addr}{path}")),
-        Some(pem) => {
-            use rustls::pki_types::pem::PemObject;
-            let mut roots = rustls::RootCertStore::empty();
-            for cert in rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes()) {
-                roots.add(cert.unwrap()).unwrap();
-            }
-            let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-                rustls::crypto::ring::default_provider(),
-            ))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-            let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-            let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
-            (
-                Stream::Tls(Box::new(rustls::StreamOwned::new(conn, tcp))),
-                format!("wss://localhost:{}{path}", addr.port()),
-            )
-        }
+        Some(pem) => (
+            Stream::Tls(Box::new(tls_client(tcp, pem))),
+            format!("wss://localhost:{}{path}", addr.port()),
+        ),
     };
     let config = WebSocketConfig::default().max_message_size(Some(64 << 20));
     match tungstenite::client::client_with_config(url, stream, Some(config)) {

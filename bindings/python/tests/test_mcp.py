@@ -7,6 +7,8 @@ server's call ended at once and the server keeps serving, `jev_evaluate`, `task_
 `task_wait`, cancel a `task_wait` that blocks, and shut down on EOF leaving no Chromium.
 
 The binary: $JEVGATE_BIN (scripts/test sets it), else `<cargo target dir>/debug/jevgate`.
+Without the `mcp` SDK the module is skipped — except under the test command, which installs the
+SDK and sets JEVGATE_REQUIRE_MCP=1: there a missing SDK fails instead of skipping.
 """
 
 import base64
@@ -23,7 +25,13 @@ import pytest
 
 from conftest import HAVE_CHROMIUM, REPO, REQUIRE_CHROMIUM, picks
 
-mcp = pytest.importorskip("mcp", reason="the mcp SDK is installed by scripts/test")
+REQUIRE_MCP = os.environ.get("JEVGATE_REQUIRE_MCP") == "1"
+try:
+    import mcp  # noqa: F401
+except ImportError as e:
+    if REQUIRE_MCP:
+        pytest.fail(f"JEVGATE_REQUIRE_MCP=1 but the mcp SDK cannot be imported: {e}", pytrace=False)
+    pytest.skip("the mcp SDK is installed by scripts/test", allow_module_level=True)
 import anyio  # noqa: E402  (an mcp dependency)
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402

@@ -1,0 +1,235 @@
+//! Tasks and receipts shared by a fleet through PostgreSQL (issue 23 item 3, R-TSK-RCPT across
+//! processes): a task run by one process — its status and its receipts — is seen by every
+//! other process of the fleet; a task of a live process is never interrupted by another's
+//! startup or call; a process killed by SIGKILL in the middle of a task's click sequence (the
+//! fixture server counts every real click) leaves its task to the fleet, and another process
+//! takes it over once the dead owner's liveness row is older than the dead threshold on the
+//! database clock (moved by the test-only offset, no waiting): the interrupted request is
+//! reported `BROWSER_EXECUTION_INTERRUPTED` and nothing is replayed (0 clicks after the kill).
+//!
+//! Needs the cargo feature `postgres` and `JEVGATE_PG_URL` (see `tests/fleet_leases.rs`) and a
+//! local Chromium; skipped with the reason printed otherwise, failed under
+//! `JEVGATE_REQUIRE_PG=1`.
+
+mod support;
+
+use jevgate::task::{SpawnRequest, TaskOwner, TaskState};
+use jevgate::{Config, Gateway, GatewayOptions};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::pg::{fresh_db, pg_url, psql};
+use support::Server;
+
+const WAIT: Duration = Duration::from_secs(90);
+const ENV_CHILD: &str = "JEVGATE_FLEET_TASK_CHILD";
+const ENV_BASE: &str = "JEVGATE_FLEET_TASK_BASE";
+/// The liveness threshold (10 s) plus a margin, on the database clock.
+const PAST_DEAD_MS: i64 = 11_000;
+
+fn owner() -> TaskOwner {
+    TaskOwner::new("assistant", "alice", "conv-fleet")
+}
+
+fn config(url_file: &Path) -> Config {
+    let json = support::gateway::with_tasks(serde_json::json!({"gateway": {
+        "jev": {"enabled": true, "provider": "local"},
+        "store": {"kind": "postgres", "urlFile": url_file}
+    }}));
+    Config::from_json_str(&json.to_string()).unwrap()
+}
+
+fn open(url_file: &Path) -> (Gateway, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::open(GatewayOptions::new(dir.path(), config(url_file))).unwrap();
+    (gw, dir)
+}
+
+fn clicks(server: &Server) -> Vec<(String, u32)> {
+    support::pages::CRASH_BUTTONS
+        .iter()
+        .map(|b| (b.to_string(), server.count(b)))
+        .collect()
+}
+
+// Issue 23 item 3: one process runs a task; a second process of the fleet (its own data
+// directory) sees the same status and the same receipts, row for row.
+#[test]
+fn a_task_and_its_receipts_are_seen_by_every_process_of_the_fleet() {
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let server = Server::start();
+    let (a, _da) = open(&db.url_file);
+    let mut request = SpawnRequest::from_person("1. click Alpha");
+    request.start_url = Some(server.url("/p/crash"));
+    let id = a.tasks().spawn(&owner(), request).unwrap();
+    let done = a.tasks().wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(done.state, TaskState::Completed, "{done:#?}");
+    assert_eq!(server.wait_count("Alpha", 1), 1);
+    let (b, _db) = open(&db.url_file);
+    let seen = b.tasks().status(&owner(), &id).unwrap();
+    assert_eq!(
+        (seen.state, seen.revision, seen.actions, &seen.outcome),
+        (done.state, done.revision, done.actions, &done.outcome)
+    );
+    let (ra, rb) = (
+        a.tasks().receipts(&owner(), &id).unwrap(),
+        b.tasks().receipts(&owner(), &id).unwrap(),
+    );
+    assert_eq!(
+        serde_json::to_value(&ra).unwrap(),
+        serde_json::to_value(&rb).unwrap()
+    );
+    assert!(
+        rb.iter()
+            .flat_map(|r| &r.operations)
+            .any(|o| o.tool == "page_click" && o.status == "done"),
+        "{rb:#?}"
+    );
+    // Another owner sees nothing of it, on either process.
+    let other = TaskOwner::new("assistant", "bob", "conv-fleet");
+    assert_eq!(
+        b.tasks().status(&other, &id).unwrap_err().code(),
+        "ACCESS_DENIED"
+    );
+    // The rows are in the shared database, each with the process that ran it.
+    let owners = psql(
+        &db.url,
+        &format!("SELECT count(*) FROM task_requests WHERE task_id = '{id}' AND owner_process LIKE 'proc_%'"),
+    );
+    assert_ne!(owners, "0");
+    a.close();
+    b.close();
+}
+
+/// The child: returns at once unless a parent started it. Runs a three-step click task on the
+/// shared store and dies by SIGKILL right after the second click was dispatched.
+#[test]
+fn fleet_task_child() {
+    let Some(file) = std::env::var_os(ENV_CHILD) else {
+        return;
+    };
+    let base = std::env::var(ENV_BASE).unwrap();
+    let (gw, _dir) = open(&PathBuf::from(file));
+    let seen = AtomicU32::new(0);
+    jevgate::unstable::set_checkpoint_hook(
+        &gw.tasks(),
+        Some(Arc::new(move |at: &'static str| {
+            // Occurrence 1 is the start page's navigation, 2 the first click, 3 the second.
+            if at == "after_dispatch" && seen.fetch_add(1, Ordering::SeqCst) + 1 == 3 {
+                // SAFETY: getpid and kill have no preconditions.
+                unsafe {
+                    libc::kill(libc::getpid(), libc::SIGKILL);
+                }
+            }
+        })),
+    );
+    let mut request =
+        SpawnRequest::from_person("1. click Alpha\n2. click Bravo\n3. click Charlie\n");
+    request.start_url = Some(format!("{base}/p/crash"));
+    let id = gw.tasks().spawn(&owner(), request).unwrap();
+    println!("TASK {id}");
+    let _ = gw.tasks().wait(&owner(), &id, WAIT);
+    // Never reached when the kill came; the parent sees a normal exit and fails.
+    println!("FINISHED");
+}
+
+// Issue 23 item 3 (the crash test): SIGKILL mid-sequence, takeover by another process after
+// the dead owner's liveness expired: 0 replays, the interrupted request reported.
+#[test]
+fn a_task_of_a_killed_process_is_taken_over_interrupted_and_never_replayed() {
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let server = Server::start();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "fleet_task_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(ENV_CHILD, &db.url_file)
+        .env(ENV_BASE, &server.base)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let said: Vec<String> = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .filter(|l| l.starts_with("TASK ") || l.starts_with("FINISHED"))
+        .collect();
+    let status = child.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{said:?}");
+    // The kill may come before the child could say its task's id: the shared store knows it.
+    let id = psql(&db.url, "SELECT id FROM tasks");
+    assert!(
+        !id.is_empty() && !id.contains('\n'),
+        "one task: {id:?} {said:?}"
+    );
+    // The second click reached the page before the kill; its beacon may still be in flight.
+    assert_eq!(server.wait_count("Bravo", 1), 1);
+    let after_kill = clicks(&server);
+    assert_eq!(
+        after_kill[..3],
+        [
+            ("Alpha".to_string(), 1),
+            ("Bravo".to_string(), 1),
+            ("Charlie".to_string(), 0)
+        ]
+    );
+
+    // Another process starts while the dead owner's liveness row is still fresh: the task is
+    // not its to recover (a live owner's task is never interrupted), and it reads it running.
+    let (b, _dir) = open(&db.url_file);
+    let before = b.tasks().status(&owner(), &id).unwrap();
+    assert_eq!(before.state, TaskState::Running, "{before:#?}");
+    let receipts = b.tasks().receipts(&owner(), &id).unwrap();
+    assert_eq!(receipts.last().unwrap().state, "running");
+
+    // The owner is dead once its row is older than the threshold on the database clock.
+    let t0 = Instant::now();
+    jevgate::unstable::advance_store_clock_ms(b.leases(), PAST_DEAD_MS);
+    let taken = b.tasks().status(&owner(), &id).unwrap();
+    let took = t0.elapsed();
+    assert_eq!(taken.state, TaskState::NeedsReconciliation, "{taken:#?}");
+    assert_eq!(
+        taken.reason.as_deref(),
+        Some("BROWSER_EXECUTION_INTERRUPTED")
+    );
+    let receipts = b.tasks().receipts(&owner(), &id).unwrap();
+    let last = receipts.last().unwrap();
+    assert_eq!(
+        (last.state.as_str(), last.reason.as_deref()),
+        ("interrupted", Some("BROWSER_EXECUTION_INTERRUPTED")),
+        "{receipts:#?}"
+    );
+    // The click dispatched before the kill is in doubt (interrupted), never re-sent.
+    let ops = &last.operations;
+    assert_eq!(
+        ops.iter()
+            .filter(|o| o.tool == "page_click" && o.status == "interrupted")
+            .count(),
+        1,
+        "{ops:#?}"
+    );
+    // 0 replays: nothing is clicked after the takeover (a window longer than a browser start).
+    std::thread::sleep(Duration::from_millis(1_500));
+    assert_eq!(clicks(&server), after_kill, "a click after the takeover");
+    // Takeover is idempotent and visible to every process: a third one reads the same.
+    let (c, _dc) = open(&db.url_file);
+    let again = c.tasks().status(&owner(), &id).unwrap();
+    assert_eq!(again.state, TaskState::NeedsReconciliation);
+    eprintln!(
+        "fleet_tasks: takeover of a dead owner's task in {} ms",
+        took.as_millis()
+    );
+    b.close();
+    c.close();
+}
