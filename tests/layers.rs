@@ -57,7 +57,7 @@ const LIBRARY: &[Layer] = &[
     (
         "capabilities",
         &[
-            &["grammar", "jev", "lease"],
+            &["grammar", "jev", "lease", "computer"],
             &["device"],
             &["browser"],
             &["task"],
@@ -75,6 +75,9 @@ const COMMAND: &[Layer] = &[
 
 /// The `jevgate-worker` command: one file.
 const WORKER: &[Layer] = &[];
+
+/// The `jevgate-computer` command (the Linux computer helper, feature `computer`): one file.
+const COMPUTER: &[Layer] = &[];
 
 /// The Python binding (`bindings/python/src`; `lib.rs`, the `#[pymodule]`, sits above them all).
 /// `device.rs` also holds `to_py_json`, which the classes above it share.
@@ -98,6 +101,11 @@ const CRATES: &[(&str, &str, &[Layer])] = &[
         "the jevgate-worker command",
         "src/bin/jevgate-worker.rs",
         WORKER,
+    ),
+    (
+        "the jevgate-computer command",
+        "src/bin/jevgate-computer.rs",
+        COMPUTER,
     ),
     ("the Python binding", "bindings/python/src/lib.rs", PYTHON),
 ];

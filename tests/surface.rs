@@ -169,6 +169,8 @@ const UNSTABLE: &[&str] = &[
     // The shared store's test clock and liveness rows (issue 23: tests/fleet_*.rs).
     "advance_store_clock_ms",
     "all_tasks",
+    // The Linux computer helper's reader and keys, for jevgate-computer and its tests (issue 25).
+    "computer",
     "confine",
     "confine_upload",
     "evidence_record",

@@ -15,7 +15,8 @@ use super::model::{self, RawNode};
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use crate::clock::{self, SharedClock};
+use std::time::Duration;
 use zbus::blocking::Connection;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
@@ -137,6 +138,8 @@ struct Details {
 /// A blocking client of the accessibility bus.
 pub struct Atspi {
     bus: Connection,
+    /// Times a reading's budget (R-CLK: the system clock only through `clock.rs`).
+    clock: SharedClock,
 }
 
 impl Atspi {
@@ -172,7 +175,10 @@ impl Atspi {
         let bus = zbus::blocking::connection::Builder::address(address)
             .and_then(|b| b.method_timeout(CALL_TIMEOUT).build())
             .map_err(|_| err("ATSPI_UNAVAILABLE", "accessibility bus unreachable"))?;
-        Ok(Atspi { bus })
+        Ok(Atspi {
+            bus,
+            clock: clock::system(),
+        })
     }
 
     fn call<B, R>(&self, o: &Object, iface: &str, method: &str, body: &B) -> Result<R, AtspiError>
@@ -282,7 +288,7 @@ impl Atspi {
 
     /// Reads `app`'s tree (on-screen nodes only), bounded.
     pub fn read(&self, app: &Application) -> Result<Reading, AtspiError> {
-        let started = Instant::now();
+        let started = self.clock.now();
         let mut reading = Reading {
             application: app.name.clone(),
             ..Reading::default()
@@ -297,7 +303,7 @@ impl Atspi {
             .map(|o| (o, None, 0))
             .collect();
         while let Some((o, parent, depth)) = stack.pop() {
-            if reading.nodes.len() >= MAX_NODES || started.elapsed() > WALK_BUDGET {
+            if reading.nodes.len() >= MAX_NODES || self.clock.now().saturating_duration_since(started) > WALK_BUDGET {
                 reading.truncated = true;
                 break;
             }
@@ -345,7 +351,7 @@ impl Atspi {
                 let (slots, over, reading) = (&slots, &over, &reading);
                 scope.spawn(move || {
                     for i in (t..reading.objects.len()).step_by(DETAIL_THREADS) {
-                        if started.elapsed() > WALK_BUDGET {
+                        if self.clock.now().saturating_duration_since(started) > WALK_BUDGET {
                             over.store(true, Ordering::Relaxed);
                             return;
                         }

@@ -392,10 +392,7 @@ impl PgStore {
             "jg_unit_{}_{}_{}",
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.subsec_nanos())
-                .unwrap_or_default()
+            crate::ids::random_hex(4)?
         );
         connect(&config)?
             .batch_execute(&format!("CREATE DATABASE {name}"))
