@@ -12,10 +12,10 @@
 //! writes those); errors carry only the D-Bus error name or a fixed word.
 
 use super::model::{self, RawNode};
+use crate::clock::{self, SharedClock};
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use crate::clock::{self, SharedClock};
 use std::time::Duration;
 use zbus::blocking::Connection;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
@@ -303,7 +303,9 @@ impl Atspi {
             .map(|o| (o, None, 0))
             .collect();
         while let Some((o, parent, depth)) = stack.pop() {
-            if reading.nodes.len() >= MAX_NODES || self.clock.now().saturating_duration_since(started) > WALK_BUDGET {
+            if reading.nodes.len() >= MAX_NODES
+                || self.clock.now().saturating_duration_since(started) > WALK_BUDGET
+            {
                 reading.truncated = true;
                 break;
             }
