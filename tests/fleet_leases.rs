@@ -11,7 +11,7 @@
 
 mod support;
 
-use jevgate::lease::ControlCaller;
+use jevgate::lease::{BrowserCall, ControlCaller, SessionMode};
 use jevgate::{Config, Gateway, GatewayOptions};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Write};
@@ -127,6 +127,17 @@ fn child_role() {
             match rx.recv_timeout(Duration::from_secs(60)) {
                 Ok(_) => say("CANCELLED"),
                 Err(_) => say("NOT-CANCELLED"),
+            }
+        }
+        "profile" => {
+            // Holds a persistent profile in a browser session, then waits to be killed.
+            let _guard = gw
+                .leases()
+                .begin_browser_call(&profile_call("t-child", SessionMode::Authenticated))
+                .unwrap();
+            say("PROFILE");
+            loop {
+                std::thread::park();
             }
         }
         "alive" => {
@@ -991,4 +1002,97 @@ fn a_store_outage_is_store_unavailable_and_never_gives_a_device_two_holders() {
         }
     }
     gw.close();
+}
+
+/// The error of a browser call that must be refused.
+fn refused(gw: &Gateway, thread: &str) -> jevgate::Error {
+    match gw
+        .leases()
+        .begin_browser_call(&profile_call(thread, SessionMode::Authenticated))
+    {
+        Ok(_) => panic!("{thread}: the call was not refused"),
+        Err(e) => e,
+    }
+}
+
+fn profile_call(thread: &str, mode: SessionMode) -> BrowserCall {
+    BrowserCall {
+        thread_id: thread.into(),
+        organization: "acme".into(),
+        mode: Some(mode),
+        profile_key: Some("work-profile".into()),
+        authenticated_allowed: true,
+    }
+}
+
+// Issue 23 item 2, R-PROF-2 across processes: a persistent profile one process's session
+// holds is BROWSER_CONTEXT_BUSY for every other process (isolated mode stays available) until
+// the holder lets it go; a process killed while holding it frees nothing — the lease lasts
+// until it ends on the database clock (30 s past the last renewal), then another process gets
+// the profile.
+#[test]
+fn a_profile_held_by_one_process_is_busy_for_another_until_released_or_expired() {
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let (a, _da) = open_gateway(&db.url_file);
+    let (b, _db) = open_gateway(&db.url_file);
+    let held = a
+        .leases()
+        .begin_browser_call(&profile_call("t-a", SessionMode::Authenticated))
+        .unwrap();
+    assert!(held.profile.is_some());
+    let busy = refused(&b, "t-b");
+    assert_eq!(busy.code(), "BROWSER_CONTEXT_BUSY", "{busy}");
+    assert_eq!(
+        b.leases().session_count(),
+        0,
+        "the refused session is not kept"
+    );
+    let isolated = b
+        .leases()
+        .begin_browser_call(&profile_call("t-b", SessionMode::Isolated))
+        .unwrap();
+    assert!(isolated.profile.is_none());
+    drop(isolated);
+    b.leases().end_thread("t-b");
+    // A call in the holder's own session renews it, and still refuses the other process.
+    drop(held);
+    let again = a
+        .leases()
+        .begin_browser_call(&profile_call("t-a", SessionMode::Authenticated))
+        .unwrap();
+    drop(again);
+    assert_eq!(refused(&b, "t-b").code(), "BROWSER_CONTEXT_BUSY");
+    // The holder's session ends: the profile is free for the fleet.
+    a.leases().end_thread("t-a");
+    let taken = b
+        .leases()
+        .begin_browser_call(&profile_call("t-b", SessionMode::Authenticated))
+        .unwrap();
+    assert!(taken.profile.is_some());
+    assert_eq!(refused(&a, "t-a").code(), "BROWSER_CONTEXT_BUSY");
+    drop(taken);
+    b.leases().end_thread("t-b");
+    // A process killed while holding the profile frees nothing early.
+    let mut child = spawn_child("profile", &db.url_file, &[]);
+    let rx = lines_of(&mut child);
+    expect_line(&rx, "PROFILE", Duration::from_secs(60));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for gw in [&a, &b] {
+        assert_eq!(refused(gw, "t-x").code(), "BROWSER_CONTEXT_BUSY");
+    }
+    let rows = psql(
+        &db.url,
+        "SELECT count(*) FROM jevgate_profile_leases WHERE expires_at > 0",
+    );
+    assert_eq!(rows, "1", "one row, keyed by the fleet hash");
+    assert!(!psql(&db.url, "SELECT profile_key FROM jevgate_profile_leases").contains("work"));
+    // Past its end on the database clock, the profile is another process's to take.
+    jevgate::unstable::advance_store_clock_ms(b.leases(), 31_000);
+    let after = b
+        .leases()
+        .begin_browser_call(&profile_call("t-b", SessionMode::Authenticated))
+        .unwrap();
+    assert!(after.profile.is_some());
 }
