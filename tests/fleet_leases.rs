@@ -957,6 +957,13 @@ fn a_store_outage_is_store_unavailable_and_never_gives_a_device_two_holders() {
         started.elapsed()
     );
     assert!(!format!("{err} {err:?}").contains(&db.url));
+    // A call needing a persistent profile cannot renew its profile lease: it does not run.
+    assert_eq!(refused(&gw, "t-outage").code(), "STORE_UNAVAILABLE");
+    assert_eq!(
+        gw.leases().session_count(),
+        0,
+        "no session was left in the profile"
+    );
     std::thread::sleep(Duration::from_millis(3000).saturating_sub(started.elapsed()));
     let down_until = unix_ms();
     cluster.resume();
