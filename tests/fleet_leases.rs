@@ -11,7 +11,7 @@
 
 mod support;
 
-use jevgate::lease::ControlCaller;
+use jevgate::lease::{BrowserCall, ControlCaller, SessionMode};
 use jevgate::{Config, Gateway, GatewayOptions};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Write};
@@ -129,6 +129,17 @@ fn child_role() {
                 Err(_) => say("NOT-CANCELLED"),
             }
         }
+        "profile" => {
+            // Holds a persistent profile in a browser session, then waits to be killed.
+            let _guard = gw
+                .leases()
+                .begin_browser_call(&profile_call("t-child", SessionMode::Authenticated))
+                .unwrap();
+            say("PROFILE");
+            loop {
+                std::thread::park();
+            }
+        }
         "alive" => {
             let (me, _) = jevgate::unstable::fleet_processes(gw.leases())
                 .unwrap()
@@ -149,9 +160,13 @@ fn contention_child(gw: &Gateway) {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(3);
+    // Under an outage of the store (the partition test), `STORE_UNAVAILABLE` is expected: it
+    // must be retryable (503) and come fast; every other answer is checked as without it.
+    let outage = std::env::var("JEVGATE_FLEET_OUTAGE").is_ok_and(|v| v == "1");
     let me = std::process::id();
     let deadline = Instant::now() + Duration::from_secs(secs);
     let lines = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
+    say("STARTED");
     let threads: Vec<_> = (0..8u64)
         .map(|t| {
             let gw = gw.clone();
@@ -165,27 +180,51 @@ fn contention_child(gw: &Gateway) {
                 // The device this thread's session holds, as far as it knows: it renews it
                 // mostly (so a take-back is noticed soon and its window closes).
                 let mut held: Option<&str> = None;
+                // Calls that met an unreachable store: how many, and the slowest (ms).
+                let (mut unavailable, mut slowest_ms) = (0u64, 0u128);
+                let mut unreachable = |e: &jevgate::Error, started: Instant| -> bool {
+                    if !(outage && e.code() == "STORE_UNAVAILABLE") {
+                        return false;
+                    }
+                    assert!(e.retryable() && e.http_status() == 503, "{e}");
+                    unavailable += 1;
+                    slowest_ms = slowest_ms.max(started.elapsed().as_millis());
+                    // Do not spin on a refused connection.
+                    std::thread::sleep(Duration::from_millis(20));
+                    true
+                };
                 while Instant::now() < deadline {
                     let any = DEVICES[rng.below(4) as usize];
                     let l = gw.leases();
                     let roll = rng.below(20);
+                    let started = Instant::now();
                     let (device, granted) = match (held, roll) {
                         (Some(d), 0..=11) => (d, Some(l.renew(d, &session))),
                         (_, 12 | 13) => {
-                            if l.take_back(any, &person()).unwrap() {
-                                counts[3] += 1;
+                            match l.take_back(any, &person()) {
+                                Ok(true) => counts[3] += 1,
+                                Ok(false) => {}
+                                Err(e) => assert!(unreachable(&e, started), "take-back: {e}"),
                             }
                             (any, None)
                         }
                         (_, 14) => {
-                            l.release_session(&session).unwrap();
-                            counts[4] += 1;
-                            generation += 1;
-                            session = format!("p{me}-t{t}-g{generation}");
-                            held = None;
+                            match l.release_session(&session) {
+                                Ok(_) => {
+                                    counts[4] += 1;
+                                    generation += 1;
+                                    session = format!("p{me}-t{t}-g{generation}");
+                                    held = None;
+                                }
+                                Err(e) => assert!(unreachable(&e, started), "release: {e}"),
+                            }
                             (any, None)
                         }
                         _ => (any, Some(l.acquire(any, &session))),
+                    };
+                    let granted = match granted {
+                        Some(Err(e)) if unreachable(&e, started) => None,
+                        other => other,
                     };
                     if let Some(Err(_)) = &granted {
                         if held == Some(device) {
@@ -225,6 +264,7 @@ fn contention_child(gw: &Gateway) {
                     "COUNTS renewals={} acquisitions={} refusals={} takebacks={} releases={}",
                     counts[0], counts[1], counts[2], counts[3], counts[4]
                 ));
+                local.push(format!("UNAVAILABLE {unavailable} {slowest_ms}"));
                 lines.lock().extend(local);
             })
         })
@@ -247,6 +287,97 @@ struct Grant {
     at_ms: i64,
 }
 
+/// What the contention children reported.
+#[derive(Default)]
+struct Run {
+    /// Every grant, by device.
+    grants: HashMap<String, Vec<Grant>>,
+    /// The children's counts, summed.
+    totals: BTreeMap<String, u64>,
+    /// Per child: calls that met an unreachable store, the slowest of them (ms), and the
+    /// database time of its last grant.
+    children: Vec<(u64, u64, i64)>,
+}
+
+/// Reads every child's lines up to its `DONE`.
+fn collect_run(receivers: &[mpsc::Receiver<String>]) -> Run {
+    let mut run = Run::default();
+    for rx in receivers {
+        let mut child = (0u64, 0u64, i64::MIN);
+        loop {
+            let line = rx
+                .recv_timeout(Duration::from_secs(120))
+                .expect("a contention child ended without DONE");
+            if line.contains("DONE") {
+                break;
+            }
+            let Some(i) = ["GRANT ", "COUNTS ", "UNAVAILABLE "]
+                .iter()
+                .find_map(|m| line.find(m))
+            else {
+                continue;
+            };
+            let fields: Vec<&str> = line[i..].split_whitespace().collect();
+            match fields[0] {
+                "COUNTS" => {
+                    for kv in &fields[1..] {
+                        let (k, v) = kv.split_once('=').unwrap();
+                        *run.totals.entry(k.to_string()).or_default() += v.parse::<u64>().unwrap();
+                    }
+                }
+                "UNAVAILABLE" => {
+                    child.0 += fields[1].parse::<u64>().unwrap();
+                    child.1 = child.1.max(fields[2].parse().unwrap());
+                }
+                _ => {
+                    let g = Grant {
+                        token: fields[2].parse().unwrap(),
+                        session: fields[3].to_string(),
+                        at_ms: fields[4].parse().unwrap(),
+                    };
+                    child.2 = child.2.max(g.at_ms);
+                    run.grants.entry(fields[1].to_string()).or_default().push(g);
+                }
+            }
+        }
+        run.children.push(child);
+    }
+    run
+}
+
+/// The checker: a token belongs to one session, and the tenures of a device never overlap on
+/// the database clock (every grant of a tenure comes before every grant of a later one), so
+/// tokens only grow with time. Returns the number of tenures seen.
+fn check_no_two_holders(grants: &HashMap<String, Vec<Grant>>) -> usize {
+    let mut tenures = 0;
+    for (device, list) in grants {
+        let mut owner_of: BTreeMap<u64, &str> = BTreeMap::new();
+        let mut span: BTreeMap<u64, (i64, i64)> = BTreeMap::new();
+        for g in list {
+            let owner = owner_of.entry(g.token).or_insert(&g.session);
+            assert_eq!(
+                *owner, g.session,
+                "{device}: token {} granted to two sessions",
+                g.token
+            );
+            let s = span.entry(g.token).or_insert((g.at_ms, g.at_ms));
+            s.0 = s.0.min(g.at_ms);
+            s.1 = s.1.max(g.at_ms);
+        }
+        let spans: Vec<(u64, (i64, i64))> = span.into_iter().collect();
+        for w in spans.windows(2) {
+            let (t1, (_, last1)) = w[0];
+            let (t2, (first2, _)) = w[1];
+            assert!(
+                last1 <= first2,
+                "{device}: tenure {t1} was renewed at {last1} after tenure {t2} began at {first2}"
+            );
+        }
+        tenures += spans.len();
+    }
+    tenures
+}
+
 // R-LEASE-8 across processes: ≥ 8 OS processes × 8 threads of random acquire / renew /
 // take-back / release on 4 devices. Every grant carries its fencing token and the database
 // time it was made at; the checker proves a token belongs to one session, the tenures of a
@@ -264,37 +395,8 @@ fn contention_across_8_processes_never_gives_a_device_two_holders() {
         .map(|_| spawn_child("contention", &db.url_file, &[]))
         .collect();
     let receivers: Vec<_> = children.iter_mut().map(lines_of).collect();
-    let mut grants: HashMap<String, Vec<Grant>> = HashMap::new();
-    let mut totals = BTreeMap::<String, u64>::new();
-    for rx in &receivers {
-        loop {
-            let line = rx
-                .recv_timeout(Duration::from_secs(120))
-                .expect("a contention child ended without DONE");
-            if line.contains("DONE") {
-                break;
-            }
-            let Some(i) = line.find("GRANT ").or_else(|| line.find("COUNTS ")) else {
-                continue;
-            };
-            let fields: Vec<&str> = line[i..].split_whitespace().collect();
-            if fields[0] == "COUNTS" {
-                for kv in &fields[1..] {
-                    let (k, v) = kv.split_once('=').unwrap();
-                    *totals.entry(k.to_string()).or_default() += v.parse::<u64>().unwrap();
-                }
-                continue;
-            }
-            grants
-                .entry(fields[1].to_string())
-                .or_default()
-                .push(Grant {
-                    token: fields[2].parse().unwrap(),
-                    session: fields[3].to_string(),
-                    at_ms: fields[4].parse().unwrap(),
-                });
-        }
-    }
+    let run = collect_run(&receivers);
+    let (grants, totals) = (&run.grants, &run.totals);
     for mut c in children {
         assert!(c.wait().unwrap().success(), "a contention child failed");
     }
@@ -303,35 +405,7 @@ fn contention_across_8_processes_never_gives_a_device_two_holders() {
         totals["acquisitions"] >= 8 && totals["takebacks"] >= 2 && totals["renewals"] >= 4,
         "the run exercised every transition: {totals:?}"
     );
-    let mut tenures = 0;
-    for (device, list) in &grants {
-        // One session per token.
-        let mut owner_of: BTreeMap<u64, &str> = BTreeMap::new();
-        let mut span: BTreeMap<u64, (i64, i64)> = BTreeMap::new();
-        for g in list {
-            let owner = owner_of.entry(g.token).or_insert(&g.session);
-            assert_eq!(
-                *owner, g.session,
-                "{device}: token {} granted to two sessions",
-                g.token
-            );
-            let s = span.entry(g.token).or_insert((g.at_ms, g.at_ms));
-            s.0 = s.0.min(g.at_ms);
-            s.1 = s.1.max(g.at_ms);
-        }
-        // Tenures in token order never overlap on the database clock, so tokens only grow
-        // with time.
-        let spans: Vec<(u64, (i64, i64))> = span.into_iter().collect();
-        for w in spans.windows(2) {
-            let (t1, (_, last1)) = w[0];
-            let (t2, (first2, _)) = w[1];
-            assert!(
-                last1 <= first2,
-                "{device}: tenure {t1} was renewed at {last1} after tenure {t2} began at {first2}"
-            );
-        }
-        tenures += spans.len();
-    }
+    let tenures = check_no_two_holders(grants);
     assert!(tenures >= 8, "devices changed hands ({tenures} tenures)");
     // The database agrees: every device's token is at least the highest granted.
     for device in DEVICES {
@@ -788,4 +862,244 @@ fn the_doctor_checks_the_shared_store_without_printing_the_url() {
         .unwrap();
     assert_eq!(shared.status, jevgate::config::CheckStatus::Warn);
     assert!(shared.detail.contains("ahead of"), "{}", shared.detail);
+}
+
+/// A cluster of the test's own (`scripts/pg-cluster` in a temporary directory), stopped and
+/// removed when dropped — also when the test fails.
+struct OwnCluster {
+    dir: tempfile::TempDir,
+    url: String,
+}
+
+fn pg_cluster(cmd: &str, dir: &Path) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/pg-cluster");
+    let out = Command::new(script)
+        .arg(cmd)
+        .arg(dir)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("scripts/pg-cluster runs");
+    assert!(out.status.success(), "scripts/pg-cluster {cmd} failed");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+impl OwnCluster {
+    fn start() -> OwnCluster {
+        let dir = tempfile::tempdir().unwrap();
+        let url = pg_cluster("start", &dir.path().join("pg"));
+        OwnCluster { dir, url }
+    }
+    fn pause(&self) {
+        pg_cluster("pause", &self.dir.path().join("pg"));
+    }
+    fn resume(&self) {
+        pg_cluster("resume", &self.dir.path().join("pg"));
+    }
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/pg-cluster");
+        let _ = Command::new(script)
+            .arg("stop")
+            .arg(self.dir.path().join("pg"))
+            .status();
+    }
+}
+
+fn unix_ms() -> i64 {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    i64::try_from(d.as_millis()).unwrap()
+}
+
+// Issue 23 Tests, partition-like faults (R-ERR `STORE_UNAVAILABLE`, R-LEASE-8): PostgreSQL is
+// stopped for 3 s while 3 processes × 8 threads hold, renew, take back and release leases on 4
+// devices. Every call meeting the outage is `STORE_UNAVAILABLE` (503, retryable) and comes back
+// well within the connect timeout; nothing panics; once the database is back every process
+// reconnects by itself and is granted again; and the checker over every grant (fencing token,
+// database time) proves no device ever had two holders, across the outage too. The test runs
+// its own cluster (it stops it), never the suite's.
+#[test]
+fn a_store_outage_is_store_unavailable_and_never_gives_a_device_two_holders() {
+    if pg_url().is_none() {
+        return;
+    }
+    let cluster = OwnCluster::start();
+    let db = fresh_db(&cluster.url);
+    let (gw, _dir) = open_gateway(&db.url_file);
+    for d in DEVICES {
+        gw.leases().set_device_owner(d, "person").unwrap();
+    }
+    let extra = [
+        ("JEVGATE_FLEET_SECS", "9".to_string()),
+        ("JEVGATE_FLEET_OUTAGE", "1".to_string()),
+    ];
+    let mut children: Vec<Child> = (0..3)
+        .map(|_| spawn_child("contention", &db.url_file, &extra))
+        .collect();
+    let receivers: Vec<_> = children.iter_mut().map(lines_of).collect();
+    for rx in &receivers {
+        expect_line(rx, "STARTED", Duration::from_secs(60));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    cluster.pause();
+    let down_from = unix_ms();
+    // This process too: a call is refused at once, and retryable.
+    let started = Instant::now();
+    let err = gw.leases().acquire("dev-0", "parent").unwrap_err();
+    assert_eq!(err.code(), "STORE_UNAVAILABLE", "{err}");
+    assert!(err.retryable() && err.http_status() == 503);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "refused in {:?}",
+        started.elapsed()
+    );
+    assert!(!format!("{err} {err:?}").contains(&db.url));
+    // A call needing a persistent profile cannot renew its profile lease: it does not run.
+    assert_eq!(refused(&gw, "t-outage").code(), "STORE_UNAVAILABLE");
+    assert_eq!(
+        gw.leases().session_count(),
+        0,
+        "no session was left in the profile"
+    );
+    std::thread::sleep(Duration::from_millis(3000).saturating_sub(started.elapsed()));
+    let down_until = unix_ms();
+    cluster.resume();
+    let up_at = unix_ms();
+    let run = collect_run(&receivers);
+    for mut c in children {
+        assert!(c.wait().unwrap().success(), "a child failed (or panicked)");
+    }
+    eprintln!("outage totals: {:?}; per child (unavailable, slowest ms, last grant ms): {:?}; down {down_from}..{down_until}, up {up_at}", run.totals, run.children);
+    for &(unavailable, slowest_ms, last_grant) in &run.children {
+        assert!(unavailable >= 1, "every child met the outage");
+        // Bounded by the connect timeout (5 s) at worst; a refused connection is immediate.
+        assert!(
+            slowest_ms < 5_500,
+            "a call met the outage for {slowest_ms} ms"
+        );
+        assert!(
+            last_grant >= up_at,
+            "the child was granted again after the database came back"
+        );
+    }
+    for (device, list) in &run.grants {
+        for g in list {
+            assert!(
+                g.at_ms < down_from || g.at_ms > down_until,
+                "{device}: a grant at {} while the database was down",
+                g.at_ms
+            );
+        }
+    }
+    let tenures = check_no_two_holders(&run.grants);
+    assert!(tenures >= 4, "devices changed hands ({tenures} tenures)");
+    // And this process reconnected too.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match gw.leases().status("dev-0", &person()) {
+            Ok(_) => break,
+            Err(e) => {
+                assert_eq!(e.code(), "STORE_UNAVAILABLE", "{e}");
+                assert!(Instant::now() < deadline, "reconnected");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+    gw.close();
+}
+
+/// The error of a browser call that must be refused.
+fn refused(gw: &Gateway, thread: &str) -> jevgate::Error {
+    match gw
+        .leases()
+        .begin_browser_call(&profile_call(thread, SessionMode::Authenticated))
+    {
+        Ok(_) => panic!("{thread}: the call was not refused"),
+        Err(e) => e,
+    }
+}
+
+fn profile_call(thread: &str, mode: SessionMode) -> BrowserCall {
+    BrowserCall {
+        thread_id: thread.into(),
+        organization: "acme".into(),
+        mode: Some(mode),
+        profile_key: Some("work-profile".into()),
+        authenticated_allowed: true,
+    }
+}
+
+// Issue 23 item 2, R-PROF-2 across processes: a persistent profile one process's session
+// holds is BROWSER_CONTEXT_BUSY for every other process (isolated mode stays available) until
+// the holder lets it go; a process killed while holding it frees nothing — the lease lasts
+// until it ends on the database clock (30 s past the last renewal), then another process gets
+// the profile.
+#[test]
+fn a_profile_held_by_one_process_is_busy_for_another_until_released_or_expired() {
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let (a, _da) = open_gateway(&db.url_file);
+    let (b, _db) = open_gateway(&db.url_file);
+    let held = a
+        .leases()
+        .begin_browser_call(&profile_call("t-a", SessionMode::Authenticated))
+        .unwrap();
+    assert!(held.profile.is_some());
+    let busy = refused(&b, "t-b");
+    assert_eq!(busy.code(), "BROWSER_CONTEXT_BUSY", "{busy}");
+    assert_eq!(
+        b.leases().session_count(),
+        0,
+        "the refused session is not kept"
+    );
+    let isolated = b
+        .leases()
+        .begin_browser_call(&profile_call("t-b", SessionMode::Isolated))
+        .unwrap();
+    assert!(isolated.profile.is_none());
+    drop(isolated);
+    b.leases().end_thread("t-b");
+    // A call in the holder's own session renews it, and still refuses the other process.
+    drop(held);
+    let again = a
+        .leases()
+        .begin_browser_call(&profile_call("t-a", SessionMode::Authenticated))
+        .unwrap();
+    drop(again);
+    assert_eq!(refused(&b, "t-b").code(), "BROWSER_CONTEXT_BUSY");
+    // The holder's session ends: the profile is free for the fleet.
+    a.leases().end_thread("t-a");
+    let taken = b
+        .leases()
+        .begin_browser_call(&profile_call("t-b", SessionMode::Authenticated))
+        .unwrap();
+    assert!(taken.profile.is_some());
+    assert_eq!(refused(&a, "t-a").code(), "BROWSER_CONTEXT_BUSY");
+    drop(taken);
+    b.leases().end_thread("t-b");
+    // A process killed while holding the profile frees nothing early.
+    let mut child = spawn_child("profile", &db.url_file, &[]);
+    let rx = lines_of(&mut child);
+    expect_line(&rx, "PROFILE", Duration::from_secs(60));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for gw in [&a, &b] {
+        assert_eq!(refused(gw, "t-x").code(), "BROWSER_CONTEXT_BUSY");
+    }
+    let rows = psql(
+        &db.url,
+        "SELECT count(*) FROM jevgate_profile_leases WHERE expires_at > 0",
+    );
+    assert_eq!(rows, "1", "one row, keyed by the fleet hash");
+    assert!(!psql(&db.url, "SELECT profile_key FROM jevgate_profile_leases").contains("work"));
+    // Past its end on the database clock, the profile is another process's to take.
+    jevgate::unstable::advance_store_clock_ms(b.leases(), 31_000);
+    let after = b
+        .leases()
+        .begin_browser_call(&profile_call("t-b", SessionMode::Authenticated))
+        .unwrap();
+    assert!(after.profile.is_some());
 }

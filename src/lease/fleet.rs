@@ -7,7 +7,8 @@
 //! cancels the in-flight commands of a tenure this process lost (and re-reads the holds
 //! status-asking device connections watch, so their I/O thread never waits on the database),
 //! and a heartbeat thread that
-//! keeps this process's liveness row fresh. A build without the cargo feature `postgres` has
+//! keeps this process's liveness row fresh and renews the profile leases this process holds.
+//! A build without the cargo feature `postgres` has
 //! an uninhabited stand-in (`enum Fleet {}`): the lease manager's code is the same in both
 //! builds (the shared store it would need cannot exist there).
 //!
@@ -93,6 +94,15 @@ mod stand_in {
         pub(crate) fn live_processes(&self) -> Result<Vec<String>> {
             match *self {}
         }
+        pub(crate) fn profile_key(&self, _organization: &str, _profile_key: &str) -> String {
+            match *self {}
+        }
+        pub(crate) fn profile_acquire(&self, _key: &str) -> Result<bool> {
+            match *self {}
+        }
+        pub(crate) fn profile_release(&self, _key: &str) -> Result<()> {
+            match *self {}
+        }
     }
 }
 
@@ -106,9 +116,17 @@ mod real {
     use std::thread::JoinHandle;
     use std::time::Duration;
 
+    /// How long a profile lease lasts past its last renewal on the database clock: every call
+    /// using the profile and every heartbeat renew it, so it ends this long after its process
+    /// died or lost the store — never earlier (a restarted process is a new one and waits).
+    pub(crate) const PROFILE_LEASE_TTL: Duration = Duration::from_secs(30);
+
     /// This process's membership of a fleet.
     pub(crate) struct Fleet {
         leases: PgLeases,
+        /// The fleet's secret: profile leases are keyed by an HMAC under it, the same in every
+        /// process (each gateway's own secret names its local profile directory).
+        secret: Vec<u8>,
         settings: FleetSettings,
         stop: Arc<AtomicBool>,
         threads: Mutex<Vec<JoinHandle<()>>>,
@@ -130,8 +148,10 @@ mod real {
             let process = crate::ids::random_id("proc_")?;
             let leases = PgLeases::new(Arc::clone(&shared.0), process);
             leases.heartbeat()?;
+            let secret = shared.0.fleet_secret()?;
             Ok(Some(Fleet {
                 leases,
+                secret,
                 settings: FleetSettings::default(),
                 stop: Arc::new(AtomicBool::new(false)),
                 threads: Mutex::new(Vec::new()),
@@ -203,6 +223,9 @@ mod real {
                         if let Err(e) = beat.heartbeat() {
                             log::warn!("fleet heartbeat failed: {}", e.code());
                         }
+                        if let Err(e) = beat.profile_renew_all(PROFILE_LEASE_TTL) {
+                            log::warn!("profile leases not renewed: {}", e.code());
+                        }
                     }
                 });
             let mut threads = self.threads.lock();
@@ -256,6 +279,26 @@ mod real {
         /// The processes whose liveness row is fresh on the database clock.
         pub(crate) fn live_processes(&self) -> Result<Vec<String>> {
             self.leases.live_processes(self.settings.dead_after)
+        }
+
+        /// The fleet-wide key of the profile `(organization, profile_key)`: its keyed hash
+        /// under the fleet's secret (never the raw key).
+        pub(crate) fn profile_key(&self, organization: &str, profile_key: &str) -> String {
+            super::super::profile::profile_key_hash(&self.secret, organization, profile_key)
+        }
+
+        /// Takes or renews the profile lease `key` for this process (see
+        /// [`PROFILE_LEASE_TTL`]); `false` while another process holds it.
+        pub(crate) fn profile_acquire(&self, key: &str) -> Result<bool> {
+            Ok(self
+                .leases
+                .profile_acquire(key, PROFILE_LEASE_TTL)?
+                .is_some())
+        }
+
+        /// Gives the profile lease `key` back (this process no longer uses the profile).
+        pub(crate) fn profile_release(&self, key: &str) -> Result<()> {
+            self.leases.profile_release(key)
         }
 
         /// Stops the threads and removes this process's liveness row (it is gone, not dead);

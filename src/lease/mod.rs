@@ -70,6 +70,12 @@
 //! A take-back in one process cancels the in-flight commands of the lost tenure in every
 //! process: each command remembers the fencing token it was granted under, and `fleet.rs`'s
 //! listener hears the take-back (NOTIFY) and cancels the commands of that token here.
+//! Profile leases span the fleet too: a session or task of this process that takes a
+//! persistent profile first takes (or renews) the profile's row for this process — keyed by
+//! its HMAC under the fleet secret — and is `BROWSER_CONTEXT_BUSY` while another process holds
+//! it; the row is given back once no session or task here holds the profile, and otherwise ends
+//! on the database clock 30 s after the last call or heartbeat renewed it. A call that cannot
+//! reach the store to renew it does not run in the profile (`STORE_UNAVAILABLE`).
 
 pub(crate) mod control;
 mod fleet;
@@ -305,6 +311,10 @@ struct Inner {
     /// On the shared store: the holds announced to status-asking connections, so their I/O
     /// thread never waits on the database ([`Leases::control_until`]).
     holds: Mutex<FleetHolds>,
+    /// On the shared store: the profiles this process holds a fleet-wide profile lease on,
+    /// by local keyed hash → fleet key. Locked across the database call that takes or gives
+    /// one back, so a release never races a new local holder.
+    fleet_profiles: Mutex<HashMap<String, String>>,
 }
 
 /// The most devices whose hold [`FleetHolds`] keeps (a status-asking connection each); past
@@ -566,6 +576,7 @@ impl Leases {
                 closed: std::sync::atomic::AtomicBool::new(false),
                 fleet,
                 holds: Mutex::new(FleetHolds::default()),
+                fleet_profiles: Mutex::new(HashMap::new()),
             }),
         };
         if let Some(fleet) = &leases.inner.fleet {
@@ -1296,6 +1307,34 @@ impl Leases {
             .lock()
             .begin_call(&req, move || fresh, now);
         self.apply(&effects);
+        let result = match (result, &self.inner.fleet, &call.profile_key) {
+            (Ok(grant), Some(fleet), Some(key)) if grant.profile.is_some() => {
+                let local = grant.profile.clone().unwrap_or_default();
+                match self.take_fleet_profile(fleet, &local, &call.organization, key) {
+                    Ok(()) => Ok(grant),
+                    Err(e) => {
+                        // Not this process's profile (now): the call does not run in it.
+                        let now = self.inner.clock.now();
+                        let mut sessions = self.inner.sessions.lock();
+                        sessions.end_call(&grant.session_id, now);
+                        let close = grant.created || e.code() == "BROWSER_CONTEXT_BUSY";
+                        let effects = if close {
+                            sessions.end_thread(&call.thread_id)
+                        } else {
+                            Vec::new()
+                        };
+                        drop(sessions);
+                        self.apply(&effects);
+                        self.release_fleet_profiles();
+                        return Err(e);
+                    }
+                }
+            }
+            (result, _, _) => {
+                self.release_fleet_profiles();
+                result
+            }
+        };
         match result {
             Ok(grant) => Ok(BrowserCallGuard {
                 leases: self.clone(),
@@ -1327,10 +1366,67 @@ impl Leases {
         self.check_open()?;
         id_arg("organization", organization)?;
         let hash = profile_key_hash(&self.inner.secret, organization, profile_key);
+        if let Some(fleet) = &self.inner.fleet {
+            // Another process's holder refuses it before anything here changes.
+            self.take_fleet_profile(fleet, &hash, organization, profile_key)?;
+        }
         let now = self.inner.clock.now();
         let (result, effects) = self.inner.sessions.lock().pin(&hash, holder, now);
         self.apply(&effects);
+        self.release_fleet_profiles();
         result.map(|()| hash).map_err(session_refusal)
+    }
+
+    /// On the shared store: takes or renews this process's fleet-wide lease on the profile
+    /// whose local keyed hash is `local`. `BROWSER_CONTEXT_BUSY` (naming nobody) while another
+    /// process holds it; `STORE_UNAVAILABLE` when the store cannot say — a holder that cannot
+    /// reach the store does not start a call in the profile.
+    fn take_fleet_profile(
+        &self,
+        fleet: &Fleet,
+        local: &str,
+        organization: &str,
+        profile_key: &str,
+    ) -> Result<()> {
+        let key = fleet.profile_key(organization, profile_key);
+        let mut held = self.inner.fleet_profiles.lock();
+        if fleet.profile_acquire(&key)? {
+            held.insert(local.to_string(), key);
+            Ok(())
+        } else {
+            Err(session_refusal(SessionRefusal::ContextBusy))
+        }
+    }
+
+    /// On the shared store: gives back the fleet-wide leases of the profiles no session or
+    /// task of this process holds any more (one that cannot be given back now is retried at
+    /// the next call; meanwhile the heartbeat keeps it).
+    fn release_fleet_profiles(&self) {
+        let Some(fleet) = &self.inner.fleet else {
+            return;
+        };
+        let mut held = self.inner.fleet_profiles.lock();
+        if held.is_empty() {
+            return;
+        }
+        let unused: Vec<String> = {
+            let sessions = self.inner.sessions.lock();
+            held.keys()
+                .filter(|local| sessions.holders_of(local) == 0)
+                .cloned()
+                .collect()
+        };
+        for local in unused {
+            let Some(key) = held.get(&local) else {
+                continue;
+            };
+            match fleet.profile_release(key) {
+                Ok(()) => {
+                    held.remove(&local);
+                }
+                Err(e) => log::warn!("a profile lease was not given back: {}", e.code()),
+            }
+        }
     }
 
     /// Ends `holder`'s pin of the profile `hash` ([`Leases::pin_profile`]) after the task's
@@ -1338,12 +1434,14 @@ impl Leases {
     /// lets go); only the holder unpins.
     pub(crate) fn unpin_profile(&self, hash: &str, holder: &str) {
         self.inner.sessions.lock().unpin(hash, holder);
+        self.release_fleet_profiles();
     }
 
     /// Closes the thread's browser session (the thread ended).
     pub fn end_thread(&self, thread_id: &str) {
         let effects = self.inner.sessions.lock().end_thread(thread_id);
         self.apply(&effects);
+        self.release_fleet_profiles();
     }
 
     /// Reaps idle and over-age browser sessions and prunes empty control leases now. The
@@ -1353,6 +1451,7 @@ impl Leases {
         let now = self.inner.clock.now();
         let effects = self.inner.sessions.lock().reap(now);
         self.apply(&effects);
+        self.release_fleet_profiles();
         self.inner.control.lock().table.prune(now);
         effects.len()
     }
@@ -1362,6 +1461,7 @@ impl Leases {
         self.inner.closed.store(true, Ordering::Release);
         let effects = self.inner.sessions.lock().drain();
         self.apply(&effects);
+        self.release_fleet_profiles();
         self.close_fleet();
     }
 

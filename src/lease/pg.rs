@@ -11,7 +11,8 @@
 //! cancelled wherever they run (R-LEASE-3), while a release or an expiry cancels nothing
 //! (R-LEASE-6). Every token change NOTIFYs `jevgate_lease` with the device id, so the process
 //! that lost the lease learns it (`fleet.rs`). It also keeps
-//! device owners and the processes' liveness rows.
+//! device owners, the processes' liveness rows, and profile leases (one row per profile, held
+//! by one process until given back or past its end on the database clock).
 //!
 //! It never lets two sessions hold one device (the row lock serialises every transition), never
 //! judges expiry by a host's clock, never frees a lease because a process restarted (the row
@@ -275,6 +276,59 @@ impl PgLeases {
                 "INSERT INTO jevgate_device_owners (device_id, owner) VALUES ($1, $2)
                  ON CONFLICT (device_id) DO UPDATE SET owner = excluded.owner",
                 &[&device, &owner],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Takes or renews the profile lease `key` for this process until `ttl` past the
+    /// database's time: granted (with its fencing token) when the row is free, expired, or
+    /// already this process's; `None` while another process holds it.
+    pub(crate) fn profile_acquire(&self, key: &str, ttl: Duration) -> Result<Option<u64>> {
+        let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+        self.store.tx("profile lease", |tx, clock| {
+            let now = clock.now_ms(tx)?;
+            let row = tx.query_opt(
+                "INSERT INTO jevgate_profile_leases
+                   (profile_key, holder_process, expires_at, fencing_token)
+                 VALUES ($1, $2, $3, 1)
+                 ON CONFLICT (profile_key) DO UPDATE SET
+                   fencing_token = jevgate_profile_leases.fencing_token
+                     + CASE WHEN jevgate_profile_leases.holder_process = excluded.holder_process
+                            THEN 0 ELSE 1 END,
+                   holder_process = excluded.holder_process,
+                   expires_at = excluded.expires_at
+                 WHERE jevgate_profile_leases.holder_process = excluded.holder_process
+                    OR jevgate_profile_leases.expires_at <= $4
+                 RETURNING fencing_token",
+                &[&key, &self.process, &now.saturating_add(ttl_ms), &now],
+            )?;
+            Ok(row.and_then(|r| u64::try_from(r.get::<_, i64>(0)).ok()))
+        })
+    }
+
+    /// Gives the profile lease `key` back if this process holds it.
+    pub(crate) fn profile_release(&self, key: &str) -> Result<()> {
+        self.store.tx("release profile lease", |tx, _| {
+            tx.execute(
+                "DELETE FROM jevgate_profile_leases
+                 WHERE profile_key = $1 AND holder_process = $2",
+                &[&key, &self.process],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Extends every profile lease this process still holds to `ttl` past the database's
+    /// time (the heartbeat); a lease that already ended stays ended.
+    pub(crate) fn profile_renew_all(&self, ttl: Duration) -> Result<()> {
+        let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+        self.store.tx("renew profile leases", |tx, clock| {
+            let now = clock.now_ms(tx)?;
+            tx.execute(
+                "UPDATE jevgate_profile_leases SET expires_at = $2
+                 WHERE holder_process = $1 AND expires_at > $3",
+                &[&self.process, &now.saturating_add(ttl_ms), &now],
             )?;
             Ok(())
         })

@@ -235,6 +235,20 @@ const MIGRATIONS: &[Migration] = &[
         );
         CREATE INDEX jevgate_pairing_codes_expiry ON jevgate_pairing_codes (expires_at);",
     },
+    Migration {
+        version: 7,
+        // Profile leases across processes (issue 23 item 2, R-PROF-2): the process whose
+        // browser session or task holds a persistent profile, keyed by the profile's HMAC
+        // under the fleet secret (never the key), its end on the database clock (renewed by
+        // the holder's heartbeat), and a token that grows whenever the holder changes.
+        body: "CREATE TABLE jevgate_profile_leases (
+            profile_key TEXT PRIMARY KEY,
+            holder_process TEXT NOT NULL,
+            expires_at BIGINT NOT NULL,
+            fencing_token BIGINT NOT NULL
+        );
+        CREATE INDEX jevgate_profile_leases_holder ON jevgate_profile_leases (holder_process);",
+    },
 ];
 
 /// The newest PostgreSQL schema version this build knows.
