@@ -157,7 +157,8 @@ pub(crate) struct DeviceService {
     clock: SharedClock,
     /// On the shared store: commands for devices connected to another process (issue 23
     /// item 4). Set once, by [`DeviceService::join_fleet`].
-    remote: std::sync::OnceLock<remote::Remote>,
+    /// Shared with the task layer's [`PrimitiveSender`]s.
+    remote: Arc<std::sync::OnceLock<remote::Remote>>,
 }
 
 impl std::fmt::Debug for DeviceService {
@@ -201,7 +202,7 @@ impl DeviceService {
                 Arc::clone(&clock),
             )),
             clock,
-            remote: std::sync::OnceLock::new(),
+            remote: Arc::new(std::sync::OnceLock::new()),
         })
     }
 

@@ -16,8 +16,9 @@
 //!   `cancel <holder> <id>`, and the holder cancels its in-flight command).
 //!
 //! The caller's process keeps every policy: device selection, the lease and its cancellation
-//! hook, caps, deadlines and the untrusted envelope stay with dispatch, which uses a
-//! [`RemoteDevice`] as the executor of the claimed device; the holder runs the command through
+//! hook, caps, deadlines and the untrusted envelope stay with dispatch (and the task layer's
+//! primitives, `primitive.rs`), which use a [`RemoteDevice`] as the executor of the claimed
+//! device; the holder runs the command through
 //! its hub exactly as a local call and returns the worker's raw answer. The calling thread
 //! blocks on a condition variable the listener wakes (with a bounded re-read every 250 ms as
 //! the fallback for a lost notification).
