@@ -296,6 +296,22 @@ fn r_dev_fail_a_holder_killed_mid_call_leaves_the_outcome_unknown_and_nothing_re
         psql(&db.url, "SELECT count(*) FROM jevgate_remote_commands").trim(),
         "1"
     );
+    // The cleanup: the dead holder's claim on the connection goes at once (the row stays, the
+    // device is known), its cancelled command row once it ended more than 10 minutes ago.
+    let prune = || {
+        jevgate::unstable::prune_dead_device_rows(&b)
+            .unwrap()
+            .unwrap()
+    };
+    assert_eq!(prune(), (0, 1));
+    assert_eq!(holder_row(&db.url, &device).trim(), "none");
+    jevgate::unstable::advance_store_clock_ms(b.leases(), 11 * 60_000);
+    assert_eq!(prune(), (1, 0));
+    assert_eq!(
+        psql(&db.url, "SELECT count(*) FROM jevgate_remote_commands").trim(),
+        "0"
+    );
+    assert_eq!(prune(), (0, 0), "nothing more");
     b.close();
 }
 

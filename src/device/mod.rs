@@ -306,6 +306,13 @@ impl DeviceService {
         }
     }
 
+    /// On the shared store, the cleanup of the device rows dead processes left, now (it also
+    /// runs about every minute): how many command rows and connections were pruned; `None`
+    /// without a fleet.
+    pub(crate) fn prune_dead_rows(&self) -> Option<Result<(u64, u64)>> {
+        self.remote.get().map(remote::Remote::prune_dead)
+    }
+
     /// On the shared store (issue 23 item 4): records which devices are connected to this
     /// process, serves commands other processes carry to them, and lets this process's calls
     /// reach devices connected elsewhere. Once; `shared` and `process` are the fleet's.
