@@ -128,6 +128,18 @@ fn r_dev_chan_a_call_on_one_gateway_runs_on_a_device_connected_to_another() {
             && !holder_row(&db.url, &paired.device).is_empty()
     });
 
+    // B lists the device, marked as connected to another process; A lists it as its own.
+    let listed = b.devices("alice").unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].id, paired.device);
+    assert!(
+        listed[0].online && listed[0].connected_elsewhere,
+        "{listed:?}"
+    );
+    let here = a.gw.devices("alice").unwrap();
+    assert!(here[0].online && !here[0].connected_elsewhere, "{here:?}");
+    assert!(b.devices("mallory").unwrap().is_empty());
+
     let answer = b.call_tool(&call(&paired.device, "browser_get_text", json!({})));
     assert!(answer.is_success(), "{:?}", answer.to_json());
     assert_eq!(reached.load(Ordering::SeqCst), 1, "sent once");

@@ -237,13 +237,39 @@ impl DeviceService {
         Ok(())
     }
 
+    /// `owner`'s devices: this process's registry, and on the shared store (issue 23 item 4)
+    /// the devices the fleet knows for `owner` (paired and connected on another process at
+    /// least once, not unpaired since), marked `connected_elsewhere` while another live process
+    /// holds the worker's connection. A device known only from the fleet carries what its
+    /// connection row holds (no browser details, no `last_seen_at`).
     pub fn devices(&self, owner: &str) -> Result<Vec<Device>> {
-        Ok(self
+        let mut out: Vec<Device> = self
             .registry
             .list(owner)?
             .iter()
             .map(|r| r.to_device(self.hub.online(&r.id)))
-            .collect())
+            .collect();
+        if let Some(remote) = self.remote.get() {
+            for e in remote.known_of(owner)? {
+                if e.record.owner != owner {
+                    continue;
+                }
+                let elsewhere = e.process.is_some();
+                match out.iter_mut().find(|d| d.id == e.record.id) {
+                    Some(d) if !d.online && elsewhere => {
+                        d.online = true;
+                        d.connected_elsewhere = true;
+                    }
+                    Some(_) => {}
+                    None => {
+                        let mut d = e.record.to_device(elsewhere);
+                        d.connected_elsewhere = elsewhere;
+                        out.push(d);
+                    }
+                }
+            }
+        }
+        Ok(out)
     }
 
     pub fn serve(&self, leases: &Leases, options: ChannelOptions) -> Result<ChannelHandle> {
