@@ -219,3 +219,60 @@ fn r_dev_chan_status_frames_follow_holds_taken_on_another_gateway_of_the_fleet()
     assert_eq!(next(&mut ws), status(false, None), "released there");
     other.close();
 }
+
+// Issue 23 item 4 (R-LEASE-1, R-CLK): renewals send no NOTIFY, yet a hold renewed on another
+// gateway of the fleet is announced as its new end — before the old end (re-read in the hold's
+// last second), and also when the renewal is learned only after the old end passed — and never
+// as "not held" in between (a flicker of the extension's badge).
+#[test]
+fn r_dev_chan_a_renewal_on_another_gateway_is_announced_without_a_not_held_frame() {
+    let Some(url) = support::pg::pg_url() else {
+        return;
+    };
+    let db = support::pg::fresh_db(&url);
+    let clock = ManualClock::new();
+    let t = builder()
+        .clock(&clock)
+        .config(support::pg::pg_config(&db.url_file))
+        .channel_with(quiet_channel())
+        .build();
+    let (other, _dir) = support::pg::open_gateway(&db.url_file);
+    let addr = t.channel().local_addr();
+    let p = t.pair("alice", "asks");
+    let mut ws = connect(addr, &p.token_text(), Some(json!(["status"])));
+    assert_eq!(next(&mut ws), status(false, None), "the first, after ready");
+    let first = other.leases().acquire(&p.device, "conv-1").unwrap();
+    assert_eq!(next(&mut ws), status(true, Some(first.expires_at)));
+    // This gateway's clocks (its own and its view of the database's) move together.
+    let advance = |ms: u64| {
+        clock.advance(Duration::from_millis(ms));
+        jevgate::unstable::advance_store_clock_ms(t.gw.leases(), ms as i64);
+    };
+
+    // Renewed on the other gateway 1 s before the end; this one reaches its last half second.
+    jevgate::unstable::advance_store_clock_ms(other.leases(), 119_000);
+    let second = other.leases().renew(&p.device, "conv-1").unwrap();
+    assert!(second.expires_at > first.expires_at);
+    advance(119_500);
+    assert_eq!(
+        next(&mut ws),
+        status(true, Some(second.expires_at)),
+        "the renewal, announced before the old end"
+    );
+
+    // Renewed again; this gateway jumps past the old end before its listener had a round.
+    jevgate::unstable::advance_store_clock_ms(other.leases(), 119_000);
+    let third = other.leases().renew(&p.device, "conv-1").unwrap();
+    assert!(third.expires_at > second.expires_at);
+    advance(120_000);
+    assert_eq!(
+        next(&mut ws),
+        status(true, Some(third.expires_at)),
+        "the renewal, never a \"not held\" frame first"
+    );
+
+    // Not renewed: the expiry is announced once the old end passed.
+    advance(121_000);
+    assert_eq!(next(&mut ws), status(false, None), "expired");
+    other.close();
+}

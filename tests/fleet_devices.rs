@@ -128,6 +128,18 @@ fn r_dev_chan_a_call_on_one_gateway_runs_on_a_device_connected_to_another() {
             && !holder_row(&db.url, &paired.device).is_empty()
     });
 
+    // B lists the device, marked as connected to another process; A lists it as its own.
+    let listed = b.devices("alice").unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].id, paired.device);
+    assert!(
+        listed[0].online && listed[0].connected_elsewhere,
+        "{listed:?}"
+    );
+    let here = a.gw.devices("alice").unwrap();
+    assert!(here[0].online && !here[0].connected_elsewhere, "{here:?}");
+    assert!(b.devices("mallory").unwrap().is_empty());
+
     let answer = b.call_tool(&call(&paired.device, "browser_get_text", json!({})));
     assert!(answer.is_success(), "{:?}", answer.to_json());
     assert_eq!(reached.load(Ordering::SeqCst), 1, "sent once");
@@ -296,6 +308,194 @@ fn r_dev_fail_a_holder_killed_mid_call_leaves_the_outcome_unknown_and_nothing_re
         psql(&db.url, "SELECT count(*) FROM jevgate_remote_commands").trim(),
         "1"
     );
+    // The cleanup: the dead holder's claim on the connection goes at once (the row stays, the
+    // device is known), its cancelled command row once it ended more than 10 minutes ago.
+    let prune = || {
+        jevgate::unstable::prune_dead_device_rows(&b)
+            .unwrap()
+            .unwrap()
+    };
+    assert_eq!(prune(), (0, 1));
+    assert_eq!(holder_row(&db.url, &device).trim(), "none");
+    jevgate::unstable::advance_store_clock_ms(b.leases(), 11 * 60_000);
+    assert_eq!(prune(), (1, 0));
+    assert_eq!(
+        psql(&db.url, "SELECT count(*) FROM jevgate_remote_commands").trim(),
+        "0"
+    );
+    assert_eq!(prune(), (0, 0), "nothing more");
+    b.close();
+}
+
+/// A worker executor keeping an operation log as the reference worker does: a click answers
+/// for its operation id and is recorded executed; `operation_status` reads the record back.
+struct OpLog {
+    seen: Arc<parking_lot::Mutex<Vec<(String, String)>>>,
+}
+
+impl ToolExecutor for OpLog {
+    fn execute(
+        &self,
+        tool: &str,
+        args: &Value,
+        _deadline: Duration,
+        _cancel: &CancelToken,
+    ) -> Result<Value, WorkerFailure> {
+        let op = args["operationId"].as_str().unwrap_or("").to_string();
+        let mut seen = self.seen.lock();
+        match tool {
+            "observe" => {
+                seen.push((tool.to_string(), op));
+                Ok(json!({"generation": 7, "url": "about:blank", "title": "Fleet"}))
+            }
+            "page_click" => {
+                seen.push((tool.to_string(), op.clone()));
+                Ok(json!({"operationId": op, "tool": "page_click", "generationBefore": 7}))
+            }
+            "operation_status" => {
+                let ran = seen.iter().any(|(t, o)| t == "page_click" && *o == op);
+                seen.push((tool.to_string(), op.clone()));
+                Ok(if ran {
+                    json!({"operationId": op, "status": "executed", "outcome": "completed"})
+                } else {
+                    json!({"operationId": op, "status": "unknown", "outcome": "unknown"})
+                })
+            }
+            _ => Err(WorkerFailure::new("execution_failed", "not served here")),
+        }
+    }
+}
+
+// Issue 23 item 4 (R-TSK, R-TSK-RCPT, R-LEASE-1): a task's device target on gateway B drives a
+// worker connected to gateway A — every primitive carried once with its operation id, B holding
+// the control lease (A's own conversation is refused), `operation_status` read back through A
+// without a lease, and a device connected nowhere is DEVICE_OFFLINE, not sent.
+#[test]
+fn r_tsk_a_task_on_one_gateway_drives_a_device_connected_to_another() {
+    use jevgate::browser::{BrowserBackend, ClickArgs, OperationState};
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let a = builder().config(pg_config(&db.url_file)).channel().build();
+    let (b, _dir) = open_gateway(&db.url_file);
+    let paired: Paired = a.pair("alice", "laptop");
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let worker = a.device_worker(
+        &paired,
+        Arc::new(OpLog {
+            seen: Arc::clone(&seen),
+        }),
+    );
+    wait_until("A records the connection", || {
+        let row = holder_row(&db.url, &paired.device);
+        !row.is_empty() && !row.contains("none")
+    });
+
+    let target = b.device_target("alice", "conv-1", &paired.device).unwrap();
+    let observed = target.observe().unwrap();
+    assert_eq!(observed.generation, 7);
+    assert_eq!(b.leases().holder(&paired.device).as_deref(), Some("conv-1"));
+    // The lease is B's, fleet-wide: A's conversation is refused before anything is sent.
+    assert_eq!(
+        a.gw.device_target("alice", "conv-2", &paired.device)
+            .unwrap()
+            .observe()
+            .unwrap_err()
+            .code(),
+        "DEVICE_CONTROL_ELSEWHERE"
+    );
+    let op = format!("fleet-click-{}", std::process::id());
+    let action = target
+        .page_click(ClickArgs {
+            operation_id: op.clone(),
+            generation: 7,
+            reference: "e1".into(),
+        })
+        .unwrap();
+    assert_eq!(
+        action.operation_id, op,
+        "the operation id crossed the fleet"
+    );
+    // Reconciliation reads the holder's record by the same id, without the lease.
+    let record = b
+        .device_target("alice", "conv-9", &paired.device)
+        .unwrap()
+        .operation_status(&op)
+        .unwrap();
+    assert_eq!(record.status, OperationState::Executed);
+    assert_eq!(
+        seen.lock().clone(),
+        vec![
+            ("observe".to_string(), String::new()),
+            ("page_click".to_string(), op.clone()),
+            ("operation_status".to_string(), op.clone()),
+        ],
+        "each primitive reached the worker once"
+    );
+    // Not a device of mallory's, on either gateway.
+    assert_eq!(
+        b.device_target("mallory", "conv-1", &paired.device)
+            .unwrap()
+            .observe()
+            .unwrap_err()
+            .code(),
+        "DEVICE_NOT_PAIRED"
+    );
+    drop(worker);
+    wait_until("A records the disconnection", || {
+        holder_row(&db.url, &paired.device).contains("none")
+    });
+    assert_eq!(target.observe().unwrap_err().code(), "DEVICE_OFFLINE");
+    assert_eq!(seen.lock().len(), 3, "nothing more was sent");
+    b.close();
+}
+
+// Issue 23 item 4 (R-TSK-RCPT): a task's click carried to a holder that is SIGKILLed after
+// handing it to the worker stays "sent, unknown" (OUTCOME_UNKNOWN, never DEVICE_OFFLINE) and
+// is not re-sent.
+#[test]
+fn r_tsk_rcpt_a_task_command_whose_holder_dies_stays_unknown() {
+    use jevgate::browser::{BrowserBackend, ClickArgs};
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let (b, _dir) = open_gateway(&db.url_file);
+    let mut child = spawn_holder(&db.url_file);
+    let lines = lines_of(&mut child.0);
+    let device = expect(&lines, "DEVICE ")
+        .trim_start_matches("DEVICE ")
+        .to_string();
+    wait_until("the child records the connection", || {
+        let row = holder_row(&db.url, &device);
+        !row.is_empty() && !row.contains("none")
+    });
+    let target = b.device_target("alice", "conv-1", &device).unwrap();
+    let running = std::thread::spawn(move || {
+        target.page_click(ClickArgs {
+            operation_id: "fleet-unknown".into(),
+            generation: 1,
+            reference: "e1".into(),
+        })
+    });
+    expect(&lines, "REACHED page_click");
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    jevgate::unstable::advance_store_clock_ms(b.leases(), 11_000);
+    let answer = running.join().unwrap();
+    assert_eq!(answer.unwrap_err().code(), "OUTCOME_UNKNOWN");
+    let rows = psql(
+        &db.url,
+        "SELECT count(*), min(state), min(tool) FROM jevgate_remote_commands",
+    );
+    assert_eq!(
+        rows.trim(),
+        "1|cancelled|page_click",
+        "one row, never re-queued"
+    );
+    while let Ok(line) = lines.recv_timeout(Duration::from_millis(300)) {
+        assert!(
+            !line.contains("REACHED"),
+            "nothing more reached the holder: {line}"
+        );
+    }
     b.close();
 }
 

@@ -3,11 +3,13 @@
 //! together with the command's cancellation hook, in that order — shared by tool dispatch
 //! (`dispatch.rs`) and the task layer's primitives (`primitive.rs`).
 //!
-//! Owns only that step (and its first half, [`reach`], for the one question that is not
-//! control: `operation_status`). Choosing the device (an explicit id, or the owner's only browser) and
-//! what a take-back that came right after the acquire means for the answer stay with each
-//! caller. It must never send anything, never retry, and never release the lease early: the
-//! returned [`Claim`] holds the command's registration until the caller drops it.
+//! Owns only that step (and its first half, [`reach_anywhere`], for the one question that is
+//! not control: `operation_status`). A device with no connection here that another live
+//! process of the fleet holds (issue 23 item 4) is claimed the same way, with the same refusals
+//! in the same order and the lease taken here; its [`Route`] carries the command there.
+//! Choosing the device (an explicit id, or the owner's only browser) and what a take-back that
+//! came right after the acquire means for the answer stay with each caller. It must never send anything, never retry, and never release the lease early: the
+//! returned [`AnyClaim`] holds the command's registration until the caller drops it.
 
 use super::executor::ToolExecutor;
 use super::hub::{Conn, Hub};
@@ -17,16 +19,6 @@ use crate::lease::{CommandGuard, Leases};
 use crate::{CancelToken, Error};
 use std::sync::Arc;
 
-/// A device claimed for one command: its connection, and the command's cancel token, fired by
-/// a take-back (R-LEASE-3) for as long as the claim lives.
-pub(crate) struct Claim {
-    /// The device's live connection.
-    pub(crate) conn: Arc<Conn>,
-    /// Fired when the person takes the device back while the command runs.
-    pub(crate) cancel: CancelToken,
-    _command: CommandGuard,
-}
-
 // Test seam: runs on the claiming thread right after the lease step, before anything is sent —
 // exactly where a take-back used to find nothing to cancel.
 #[cfg(test)]
@@ -35,47 +27,41 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-/// Claims `device` for one command of `root_session`: `DEVICE_CAPABILITY_MISMATCH` (not a
-/// browser, or too old), `DEVICE_OFFLINE` (no worker connected), then the lease's refusals
-/// (`DEVICE_CONTROL_ELSEWHERE`, `DEVICE_CONTROL_REVOKED`). The lease is acquired and the command
-/// registered for cancellation in one step ([`Leases::acquire_command`]).
-pub(crate) fn claim(
-    hub: &Hub,
-    leases: &Leases,
-    device: &DeviceRecord,
-    root_session: &str,
-) -> Result<Claim, Error> {
-    let conn = reach(hub, device)?;
-    let cancel = CancelToken::new();
-    let (_, command) = {
-        let cancel = cancel.clone();
-        leases.acquire_command(&device.id, root_session, move || cancel.cancel())?
-    };
-    #[cfg(test)]
-    if let Some(hook) = AFTER_LEASE.with(|h| h.borrow_mut().take()) {
-        hook();
-    }
-    Ok(Claim {
-        conn,
-        cancel,
-        _command: command,
-    })
+/// Where a command for a device goes: its live connection here, or the carrier to the other
+/// live process of the fleet holding it (issue 23 item 4).
+pub(crate) enum Route {
+    /// Connected to this process.
+    Here(Arc<Conn>),
+    /// Connected to another process: the executor carries the command there.
+    Elsewhere(Arc<dyn ToolExecutor>),
 }
 
-/// A device claimed for one command of tool dispatch: connected here, or to another process
-/// of the fleet (issue 23 item 4) — then its executor carries the command there.
+impl Route {
+    /// The route as dispatch's executor.
+    pub(crate) fn executor(&self) -> Arc<dyn ToolExecutor> {
+        match self {
+            Route::Here(conn) => Arc::clone(conn) as Arc<dyn ToolExecutor>,
+            Route::Elsewhere(e) => Arc::clone(e),
+        }
+    }
+}
+
+/// A device claimed for one command: where it goes, and the command's cancel token, fired by
+/// a take-back (R-LEASE-3) for as long as the claim lives.
 pub(crate) struct AnyClaim {
-    /// Runs the command: the device's live connection here, or the carrier to its process.
-    pub(crate) executor: Arc<dyn ToolExecutor>,
+    /// The device's connection here, or the carrier to its process.
+    pub(crate) route: Route,
     /// Fired when the person takes the device back while the command runs.
     pub(crate) cancel: CancelToken,
     _command: CommandGuard,
 }
 
-/// [`claim`] for tool dispatch: a device with no connection here that another live process of
-/// the fleet holds is claimed the same way (the same refusals in the same order, the lease
-/// acquired here with the command's cancellation hook) with an executor that carries the
-/// command to that process. A device connected nowhere is `DEVICE_OFFLINE`.
+/// Claims `device` for one command of `root_session`, wherever in the fleet it is connected:
+/// `DEVICE_CAPABILITY_MISMATCH` (not a browser, or too old), `DEVICE_OFFLINE` (connected
+/// nowhere alive), then the lease's refusals (`DEVICE_CONTROL_ELSEWHERE`,
+/// `DEVICE_CONTROL_REVOKED`). The lease is acquired here and the command registered for
+/// cancellation in one step ([`Leases::acquire_command`]), the same for a device connected to
+/// another process (then the route carries the command there, and a take-back cancels it).
 pub(crate) fn claim_anywhere(
     hub: &Hub,
     remote: Option<&Remote>,
@@ -83,17 +69,7 @@ pub(crate) fn claim_anywhere(
     device: &DeviceRecord,
     root_session: &str,
 ) -> Result<AnyClaim, Error> {
-    let executor: Arc<dyn ToolExecutor> = match (reach(hub, device), remote) {
-        (Ok(conn), _) => conn,
-        (Err(Error::DeviceOffline), Some(remote)) => {
-            let process = remote
-                .known(&device.id)?
-                .and_then(|e| e.process)
-                .ok_or(Error::DeviceOffline)?;
-            remote.executor(&device.id, process)
-        }
-        (Err(e), _) => return Err(e),
-    };
+    let route = reach_anywhere(hub, remote, device)?;
     let cancel = CancelToken::new();
     let (_, command) = {
         let cancel = cancel.clone();
@@ -104,15 +80,35 @@ pub(crate) fn claim_anywhere(
         hook();
     }
     Ok(AnyClaim {
-        executor,
+        route,
         cancel,
         _command: command,
     })
 }
 
-/// The device's live connection, without the control lease: `DEVICE_CAPABILITY_MISMATCH`
-/// (not a browser, or too old), then `DEVICE_OFFLINE`. The first half of [`claim`]; alone only
-/// for a question that is not control (`operation_status` reads the worker's record).
+/// [`reach`] across the fleet: the connection here, else the carrier to the other live process
+/// holding the device's connection, else `DEVICE_OFFLINE`. Without the control lease; alone
+/// only for a question that is not control (`operation_status`).
+pub(crate) fn reach_anywhere(
+    hub: &Hub,
+    remote: Option<&Remote>,
+    device: &DeviceRecord,
+) -> Result<Route, Error> {
+    match (reach(hub, device), remote) {
+        (Ok(conn), _) => Ok(Route::Here(conn)),
+        (Err(Error::DeviceOffline), Some(remote)) => {
+            let process = remote
+                .known(&device.id)?
+                .and_then(|e| e.process)
+                .ok_or(Error::DeviceOffline)?;
+            Ok(Route::Elsewhere(remote.executor(&device.id, process)))
+        }
+        (Err(e), _) => Err(e),
+    }
+}
+
+/// The device's live connection here, without the control lease: `DEVICE_CAPABILITY_MISMATCH`
+/// (not a browser, or too old), then `DEVICE_OFFLINE`. The first half of [`reach_anywhere`].
 pub(crate) fn reach(hub: &Hub, device: &DeviceRecord) -> Result<Arc<Conn>, Error> {
     if device.capability != Capability::Browser || device.outdated() {
         return Err(Error::DeviceCapabilityMismatch);

@@ -14,7 +14,8 @@
 use super::caps::{self, DeviceLimits};
 use super::claim::claim_anywhere;
 use super::executor::{ToolExecutor, WorkerFailure, OUTCOME_UNKNOWN};
-use super::registry::{Capability, DeviceRecord};
+use super::registry::{Capability, DeviceRecord, Registry};
+use super::remote::Remote;
 use super::tools::{self, BatchRefusal, Tool};
 use super::DeviceService;
 use crate::lease::Leases;
@@ -367,6 +368,28 @@ enum Prepared {
     Batch(Vec<tools::Action>),
 }
 
+/// `owner`'s device `id`: this process's registry first, then, on the shared store, the row
+/// its connection left there (a device paired with another process of the fleet, issue 23
+/// item 4); else `DEVICE_NOT_PAIRED`. Shared with the task layer's primitives.
+pub(crate) fn paired_device(
+    registry: &Registry,
+    remote: Option<&Remote>,
+    owner: &str,
+    id: &str,
+) -> Result<DeviceRecord, Error> {
+    if let Some(record) = registry.get(owner, id)? {
+        return Ok(record);
+    }
+    match remote {
+        Some(r) => r
+            .known(id)?
+            .map(|e| e.record)
+            .filter(|d| d.owner == owner)
+            .ok_or(Error::DeviceNotPaired),
+        None => Err(Error::DeviceNotPaired),
+    }
+}
+
 impl DeviceService {
     /// Picks the device for a call (R-DEV-FAIL, R-DEV-VER).
     fn select(&self, owner: &str, device_id: Option<&str>) -> Result<DeviceRecord, Error> {
@@ -374,17 +397,7 @@ impl DeviceService {
         // the row its connection left there (issue 23 item 4); this process's registry first.
         let remote = self.remote.get();
         if let Some(id) = device_id {
-            if let Some(record) = self.registry.get(owner, id)? {
-                return Ok(record);
-            }
-            return match remote {
-                Some(r) => r
-                    .known(id)?
-                    .map(|e| e.record)
-                    .filter(|d| d.owner == owner)
-                    .ok_or(Error::DeviceNotPaired),
-                None => Err(Error::DeviceNotPaired),
-            };
+            return paired_device(&self.registry, remote, owner, id);
         }
         let mut all = self.registry.list(owner)?;
         if let Some(r) = remote {
@@ -518,7 +531,7 @@ impl DeviceService {
             service: self,
             call,
             device: &device,
-            executor: Arc::clone(&claim.executor),
+            executor: claim.route.executor(),
             limits,
             cancel: claim.cancel.clone(),
         };

@@ -157,7 +157,8 @@ pub(crate) struct DeviceService {
     clock: SharedClock,
     /// On the shared store: commands for devices connected to another process (issue 23
     /// item 4). Set once, by [`DeviceService::join_fleet`].
-    remote: std::sync::OnceLock<remote::Remote>,
+    /// Shared with the task layer's [`PrimitiveSender`]s.
+    remote: Arc<std::sync::OnceLock<remote::Remote>>,
 }
 
 impl std::fmt::Debug for DeviceService {
@@ -201,7 +202,7 @@ impl DeviceService {
                 Arc::clone(&clock),
             )),
             clock,
-            remote: std::sync::OnceLock::new(),
+            remote: Arc::new(std::sync::OnceLock::new()),
         })
     }
 
@@ -236,13 +237,39 @@ impl DeviceService {
         Ok(())
     }
 
+    /// `owner`'s devices: this process's registry, and on the shared store (issue 23 item 4)
+    /// the devices the fleet knows for `owner` (paired and connected on another process at
+    /// least once, not unpaired since), marked `connected_elsewhere` while another live process
+    /// holds the worker's connection. A device known only from the fleet carries what its
+    /// connection row holds (no browser details, no `last_seen_at`).
     pub fn devices(&self, owner: &str) -> Result<Vec<Device>> {
-        Ok(self
+        let mut out: Vec<Device> = self
             .registry
             .list(owner)?
             .iter()
             .map(|r| r.to_device(self.hub.online(&r.id)))
-            .collect())
+            .collect();
+        if let Some(remote) = self.remote.get() {
+            for e in remote.known_of(owner)? {
+                if e.record.owner != owner {
+                    continue;
+                }
+                let elsewhere = e.process.is_some();
+                match out.iter_mut().find(|d| d.id == e.record.id) {
+                    Some(d) if !d.online && elsewhere => {
+                        d.online = true;
+                        d.connected_elsewhere = true;
+                    }
+                    Some(_) => {}
+                    None => {
+                        let mut d = e.record.to_device(elsewhere);
+                        d.connected_elsewhere = elsewhere;
+                        out.push(d);
+                    }
+                }
+            }
+        }
+        Ok(out)
     }
 
     pub fn serve(&self, leases: &Leases, options: ChannelOptions) -> Result<ChannelHandle> {
@@ -303,6 +330,13 @@ impl DeviceService {
         if let Some(remote) = self.remote.get() {
             remote.close();
         }
+    }
+
+    /// On the shared store, the cleanup of the device rows dead processes left, now (it also
+    /// runs about every minute): how many command rows and connections were pruned; `None`
+    /// without a fleet.
+    pub(crate) fn prune_dead_rows(&self) -> Option<Result<(u64, u64)>> {
+        self.remote.get().map(remote::Remote::prune_dead)
     }
 
     /// On the shared store (issue 23 item 4): records which devices are connected to this

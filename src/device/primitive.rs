@@ -23,6 +23,13 @@
 //! - *unknown* — sent and no result came back (worker gone, deadline passed, taken back while it
 //!   ran, or the worker itself reports it cancelled): `OUTCOME_UNKNOWN`.
 //!
+//! On the shared store (issue 23 item 4) a device paired and connected on another process of
+//! the fleet is reached the way dispatch reaches it: its connection row names the holder, the
+//! lease is taken here, and the primitive is carried there as it is (its `operationId`
+//! included, so receipts and `operation_status` reconciliation name the same operation
+//! wherever it ran); a carried failure keeps the three meanings below (`carried_error`), and a
+//! holder that dies after taking the command leaves it unknown, never re-sent.
+//!
 //! `operation_status` is not control: it reads what the worker's own record says about an
 //! operation (issue 21 item 6) and touches no page, so it takes no control lease — the device
 //! check and its live connection only, never registered for a take-back. A conversation
@@ -35,10 +42,12 @@
 //! import the browser or task layers (the browser layer imports `device`).
 
 use super::caps::DeviceLimits;
-use super::claim::{claim, reach};
-use super::executor::WorkerFailure;
+use super::claim::{claim_anywhere, reach_anywhere, Route};
+use super::dispatch::paired_device;
+use super::executor::{WorkerFailure, OUTCOME_UNKNOWN, RESULT_CAP_EXCEEDED};
 use super::hub::{Hub, SendFailure};
 use super::registry::Registry;
+use super::remote::Remote;
 use super::DeviceService;
 use crate::clock::SharedClock;
 use crate::lease::Leases;
@@ -46,7 +55,7 @@ use crate::reasons::StaleCause;
 use crate::{Error, ErrorKind};
 use parking_lot::RwLock;
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// The primitives a [`PrimitiveSender`] sends: the `tool` names of `browser::Command` (checked
@@ -98,6 +107,8 @@ const REPORTED: &str = "reported by the paired browser";
 pub(crate) struct PrimitiveSender {
     registry: Arc<Registry>,
     hub: Arc<Hub>,
+    /// On the shared store: the carrier to devices connected to another process.
+    remote: Arc<OnceLock<Remote>>,
     limits: Arc<RwLock<DeviceLimits>>,
     clock: SharedClock,
 }
@@ -114,6 +125,7 @@ impl DeviceService {
         PrimitiveSender {
             registry: Arc::clone(&self.registry),
             hub: Arc::clone(&self.hub),
+            remote: Arc::clone(&self.remote),
             limits: Arc::clone(&self.limits),
             clock: Arc::clone(&self.clock),
         }
@@ -172,28 +184,76 @@ impl PrimitiveSender {
                 reason: "must be a JSON object".into(),
             });
         }
-        let device = self
-            .registry
-            .get(owner, device_id)?
-            .ok_or(Error::DeviceNotPaired)?;
+        let remote = self.remote.get();
+        let device = paired_device(&self.registry, remote, owner, device_id)?;
         let timeout = self.limits.read().command_timeout;
         if tool == STATUS_READ {
             // A read of the worker's record, not control: no lease (see the module comment).
-            let conn = reach(&self.hub, &device)?;
-            return conn
-                .send(tool, args, timeout, &crate::CancelToken::new())
-                .map_err(|f| failure_error(f, timeout));
+            let route = reach_anywhere(&self.hub, remote, &device)?;
+            return send_on(&route, tool, args, timeout, &crate::CancelToken::new());
         }
-        // The device check, its connection, the lease and the cancellation hook (R-LEASE-3).
-        let claim = claim(&self.hub, leases, &device, root_session)?;
+        // The device check, its connection (here or on another process of the fleet), the
+        // lease and the cancellation hook (R-LEASE-3).
+        let claim = claim_anywhere(&self.hub, remote, leases, &device, root_session)?;
         // A take-back that came after the acquire: the command is not sent at all.
         if claim.cancel.is_cancelled() {
             return Err(Error::DeviceControlRevoked);
         }
-        claim
-            .conn
-            .send(tool, args, timeout, &claim.cancel)
-            .map_err(|f| failure_error(f, timeout))
+        send_on(&claim.route, tool, args, timeout, &claim.cancel)
+    }
+}
+
+/// Sends once on `route`: the connection here, or carried to the process holding it (the
+/// arguments as they are, so an operation keeps its `operationId` wherever it runs).
+fn send_on(
+    route: &Route,
+    tool: &str,
+    args: &Value,
+    timeout: Duration,
+    cancel: &crate::CancelToken,
+) -> Result<Value, Error> {
+    match route {
+        Route::Here(conn) => conn
+            .send(tool, args, timeout, cancel)
+            .map_err(|f| failure_error(f, timeout)),
+        Route::Elsewhere(carrier) => carrier
+            .execute(tool, args, timeout, cancel)
+            .map_err(|f| carried_error(&f, timeout)),
+    }
+}
+
+/// The typed error of a command carried to another process of the fleet (issue 23 item 4),
+/// with the same meanings as [`failure_error`]: `not_sent` (nothing reached the worker) is
+/// `DEVICE_OFFLINE`, or `DEVICE_CONTROL_REVOKED` when a take-back stopped it; a command taken
+/// by the holder without an answer (the holder or the browser gone, the deadline passed, taken
+/// back while it ran, an answer too large to carry back) is `OUTCOME_UNKNOWN` — a carried
+/// `timed_out` is unknown whether the holder's deadline or the worker's own said it, the
+/// reading that never claims "not executed"; a worker's answer is read as on a local send.
+fn carried_error(f: &WorkerFailure, timeout: Duration) -> Error {
+    let unknown = |reason: String| Error::OutcomeUnknown { reason };
+    if f.not_sent {
+        return if f.code == "cancelled" {
+            Error::DeviceControlRevoked
+        } else {
+            Error::DeviceOffline
+        };
+    }
+    match f.code.as_str() {
+        OUTCOME_UNKNOWN | "DEVICE_OFFLINE" => unknown(
+            "the browser or the process holding its connection was lost after the command was sent"
+                .into(),
+        ),
+        "cancelled" => {
+            unknown("a person took control of the browser back after the command was sent".into())
+        }
+        "timed_out" => unknown(format!(
+            "no result within {} ms after the command was sent",
+            timeout.as_millis()
+        )),
+        RESULT_CAP_EXCEEDED => {
+            unknown("the browser's answer was too large to carry back from its process".into())
+        }
+        _ => worker_error(f, timeout),
     }
 }
 

@@ -114,6 +114,11 @@ pub struct Device {
     pub paired_at: i64,
     /// When its worker last authenticated, Unix ms.
     pub last_seen_at: Option<i64>,
+    /// On the shared store (issue 23 item 4): its worker is connected to another live process
+    /// of the fleet, not this one (`online` is then true; calls here are carried there).
+    /// Serialized only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub connected_elsewhere: bool,
 }
 
 /// A device token, shown once. Its `Debug` never prints it.
@@ -198,6 +203,7 @@ impl DeviceRecord {
             last_protocol: self.last_protocol,
             paired_at: self.paired_at,
             last_seen_at: self.last_seen_at,
+            connected_elsewhere: false,
         }
     }
 }

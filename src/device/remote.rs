@@ -15,9 +15,15 @@
 //!   or `cancelled` by the caller (a take-back, a lease lost, its deadline: NOTIFY
 //!   `cancel <holder> <id>`, and the holder cancels its in-flight command).
 //!
+//! Rows do not outlive their use: about every minute each process deletes the ended rows
+//! addressed to it, and what a dead process (on the database clock) left — command rows
+//! addressed to it that ended more than ten minutes ago, whatever their state, and its claim on
+//! device connections — in bounded batches.
+//!
 //! The caller's process keeps every policy: device selection, the lease and its cancellation
-//! hook, caps, deadlines and the untrusted envelope stay with dispatch, which uses a
-//! [`RemoteDevice`] as the executor of the claimed device; the holder runs the command through
+//! hook, caps, deadlines and the untrusted envelope stay with dispatch (and the task layer's
+//! primitives, `primitive.rs`), which use a [`RemoteDevice`] as the executor of the claimed
+//! device; the holder runs the command through
 //! its hub exactly as a local call and returns the worker's raw answer. The calling thread
 //! blocks on a condition variable the listener wakes (with a bounded re-read every 250 ms as
 //! the fallback for a lost notification).
@@ -95,6 +101,9 @@ mod stand_in {
         pub(crate) fn close(&self) {
             match *self {}
         }
+        pub(crate) fn prune_dead(&self) -> Result<(u64, u64)> {
+            match *self {}
+        }
     }
 }
 
@@ -123,6 +132,8 @@ mod real {
     const REREAD: Duration = Duration::from_millis(250);
     /// How long an ended command's row is kept past its deadline before its holder deletes it.
     const KEEP_ENDED: Duration = Duration::from_secs(600);
+    /// The most rows of a dead process one cleanup prunes (per table).
+    const PRUNE_BATCH: i64 = 500;
     /// How long past its deadline a caller waits for the holder's own `timed_out` answer.
     const GRACE: Duration = Duration::from_millis(500);
 
@@ -300,6 +311,11 @@ mod real {
                 device: device.to_string(),
                 process,
             })
+        }
+
+        /// The periodic cleanup of what dead processes left (see [`Inner::prune_dead`]), now.
+        pub(crate) fn prune_dead(&self) -> Result<(u64, u64)> {
+            self.inner.prune_dead()
         }
 
         /// Stops the threads and removes this process's connection rows. Idempotent.
@@ -515,8 +531,10 @@ mod real {
             self.announced.notify_all();
         }
 
-        /// Deletes the rows addressed to this process whose deadline passed more than
-        /// [`KEEP_ENDED`] ago (never one being run: those are `sent` until answered).
+        /// The periodic cleanup (about every minute, on the listener's thread): deletes the
+        /// command rows addressed to this process whose deadline passed more than
+        /// [`KEEP_ENDED`] ago (never one being run: those are `sent` until answered), then
+        /// [`Inner::prune_dead`].
         fn prune(&self, client: &mut postgres::Client) {
             let Ok(now) = self.store.db_clock().now_ms(client) else {
                 return;
@@ -533,6 +551,50 @@ mod real {
             {
                 log::warn!("remote: ended commands were not pruned");
             }
+            if let Err(e) = self.prune_dead() {
+                log::warn!(
+                    "remote: a dead process's rows were not pruned: {}",
+                    e.code()
+                );
+            }
+        }
+
+        /// What a process that died (no liveness row, or none fresh within `DEAD_AFTER` on
+        /// the database clock) left behind, in bounded batches of [`PRUNE_BATCH`]: the command
+        /// rows addressed to it whose deadline passed more than [`KEEP_ENDED`] ago, whatever
+        /// their state (nobody will answer or take them; their callers stopped waiting at the
+        /// deadline), and its claim on device connections (the row stays: it is how the
+        /// fleet knows the device; it reads "connected nowhere" as before). Returns how many
+        /// command rows and connections were pruned.
+        pub(super) fn prune_dead(&self) -> Result<(u64, u64)> {
+            self.store
+                .tx("prune a dead process's device rows", |tx, clock| {
+                    let now = clock.now_ms(tx)?;
+                    let alive_since = now.saturating_sub(ms(DEAD_AFTER));
+                    let ended_before = now.saturating_sub(ms(KEEP_ENDED));
+                    let commands = tx.execute(
+                        "DELETE FROM jevgate_remote_commands WHERE id IN (
+                       SELECT c.id FROM jevgate_remote_commands c
+                        WHERE c.created_at + c.deadline_ms < $1
+                          AND NOT EXISTS (SELECT 1 FROM jevgate_processes p
+                                           WHERE p.process_id = c.to_process
+                                             AND p.heartbeat_at > $2)
+                        ORDER BY c.id LIMIT $3)",
+                        &[&ended_before, &alive_since, &PRUNE_BATCH],
+                    )?;
+                    let connections = tx.execute(
+                        "UPDATE jevgate_device_connections SET process_id = NULL
+                      WHERE device_id IN (
+                        SELECT c.device_id FROM jevgate_device_connections c
+                         WHERE c.process_id IS NOT NULL
+                           AND NOT EXISTS (SELECT 1 FROM jevgate_processes p
+                                            WHERE p.process_id = c.process_id
+                                              AND p.heartbeat_at > $1)
+                         ORDER BY c.device_id LIMIT $2)",
+                        &[&alive_since, &PRUNE_BATCH],
+                    )?;
+                    Ok((commands, connections))
+                })
         }
 
         /// Runs the commands queued for this process (a lost `run` notification).

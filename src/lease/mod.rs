@@ -321,6 +321,16 @@ struct Inner {
 /// it the map starts again empty (every device is read afresh, never wrongly announced).
 const MAX_WATCHED_HOLDS: usize = 4096;
 
+/// How long before a watched hold's announced end the listener re-reads it on every round
+/// (~100 ms): a renewal by another process sends no NOTIFY, so it is found here, before the end.
+const RENEWAL_LOOKAHEAD: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How long past its announced end a watched hold still reads as held, until the listener has
+/// re-read it (a round, ~100 ms): a renewal made on another process in the hold's last moments
+/// is announced as a new end, never as "not held" then "held" again (a flicker of the badge).
+/// An expiry is announced that much late at most, and never later than this.
+const PAST_END_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A hold as a status frame announces it: its end on this gateway's monotonic clock and in
 /// Unix ms; `None` when no agent drives the device.
 type Announced = Option<(Instant, i64)>;
@@ -334,7 +344,7 @@ struct FleetHolds {
     known: HashMap<String, Announced>,
     /// Devices to read afresh on the listener's next round (~100 ms): never read yet, or whose
     /// announced end has passed (another process may have renewed it meanwhile; renewals send
-    /// no NOTIFY).
+    /// no NOTIFY). A hold within [`RENEWAL_LOOKAHEAD`] of its end is re-read too.
     stale: std::collections::BTreeSet<String>,
 }
 
@@ -439,10 +449,20 @@ impl fleet::FleetNews for News {
         self.0.upgrade().map_or_else(Vec::new, |inner| {
             let holds = inner.holds.lock();
             if all {
-                holds.known.keys().chain(&holds.stale).cloned().collect()
-            } else {
-                holds.stale.iter().cloned().collect()
+                return holds.known.keys().chain(&holds.stale).cloned().collect();
             }
+            // And the holds about to end: a renewal elsewhere is learned before the end.
+            let now = inner.clock.now();
+            let ending = holds.known.iter().filter_map(|(device, hold)| match hold {
+                Some((end, _))
+                    if end.saturating_duration_since(now) <= RENEWAL_LOOKAHEAD
+                        && !holds.stale.contains(device) =>
+                {
+                    Some(device)
+                }
+                _ => None,
+            });
+            holds.stale.iter().chain(ending).cloned().collect()
         })
     }
 
@@ -810,9 +830,11 @@ impl Leases {
     /// Called on the device channel's I/O thread, so it never waits on the database: on the
     /// shared store it answers from the holds this process learned (see [`FleetHolds`]). A
     /// device not known yet says "not held" and is read by the listener within a round, which
-    /// then tells the control watcher (a second status frame follows if it is held); a hold
-    /// whose announced end passed says "not held" and is read again the same way (a renewal by
-    /// another process is then announced as a new hold).
+    /// then tells the control watcher (a second status frame follows if it is held). A hold is
+    /// re-read in its last [`RENEWAL_LOOKAHEAD`], so a renewal by another process is announced
+    /// as a new end before the old one; one whose announced end passed still reads as held for
+    /// at most [`PAST_END_GRACE`] while it is read again the same way, so a renewal in its last
+    /// moments never shows as "not held" then "held" again.
     pub(crate) fn control_until(&self, device: &str) -> Option<(Instant, i64)> {
         if self.inner.fleet.is_some() {
             let now = self.inner.clock.now();
@@ -821,6 +843,12 @@ impl Leases {
             return match known {
                 Some(Some((end, ms))) if end > now => Some((end, ms)),
                 Some(None) => None,
+                Some(Some((end, ms))) if now < end + PAST_END_GRACE => {
+                    if holds.stale.len() < MAX_WATCHED_HOLDS {
+                        holds.stale.insert(device.to_string());
+                    }
+                    Some((end, ms))
+                }
                 _ => {
                     if holds.stale.len() < MAX_WATCHED_HOLDS {
                         holds.stale.insert(device.to_string());
