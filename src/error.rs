@@ -576,6 +576,28 @@ pub enum Error {
     #[error("agent hand-off used: the agent already sent its one command for this utterance")]
     AgentHandoffUsed,
 
+    /// A task control call was carried to the live process running the task (issue 23,
+    /// R-TSK-CTL across processes) and written there durably, but that process did not
+    /// confirm applying it within the carry deadline. It was neither refused nor lost: the
+    /// owner applies it when it reads it (within a minute of the call, else never). Read the
+    /// task's status to see its effect; do not resend a command (it would run twice).
+    #[error("task control pending: {reason}")]
+    TaskControlPending {
+        /// Why, written by jevgate (never task text).
+        reason: &'static str,
+    },
+
+    /// An error the live process running the task answered a carried control call with
+    /// (issue 23): its code, status and family are that error's ([`Error::kind`]), its message
+    /// as that process wrote it (jevgate's words, never task text).
+    #[error("{message}")]
+    Carried {
+        /// The kind of the error the owner process answered with.
+        kind: ErrorKind,
+        /// Its message.
+        message: String,
+    },
+
     /// The task's browser cannot be inspected now (fresh evidence, issue 21 item 7): its local
     /// browser is gone (the task ended, or the process that ran it died), a request is running
     /// on it, or the device is offline or its tab is leased. Nothing was done to the page;
@@ -766,6 +788,7 @@ error_table! {
     ReadRequestOnly => "READ_REQUEST_ONLY", 409, Task, false, None;
     AgentHandoffOneCommand => "AGENT_HANDOFF_ONE_COMMAND", 409, Task, false, None;
     AgentHandoffUsed => "AGENT_HANDOFF_USED", 409, Task, false, None;
+    TaskControlPending => "TASK_CONTROL_PENDING", 504, Task, false, None;
     Internal => "INTERNAL", 500, Internal, false, None;
 }
 
@@ -866,6 +889,8 @@ impl Error {
             Error::ReadRequestOnly => ErrorKind::ReadRequestOnly,
             Error::AgentHandoffOneCommand => ErrorKind::AgentHandoffOneCommand,
             Error::AgentHandoffUsed => ErrorKind::AgentHandoffUsed,
+            Error::TaskControlPending { .. } => ErrorKind::TaskControlPending,
+            Error::Carried { kind, .. } => *kind,
             Error::Internal { .. } => ErrorKind::Internal,
         }
     }
@@ -1207,6 +1232,12 @@ mod tests {
                 Error::AgentHandoffUsed,
                 "AGENT_HANDOFF_USED",
                 409,
+                ErrorFamily::Task,
+            ),
+            (
+                Error::TaskControlPending { reason: "x" },
+                "TASK_CONTROL_PENDING",
+                504,
                 ErrorFamily::Task,
             ),
             (
