@@ -587,6 +587,12 @@ pub enum Error {
         reason: &'static str,
     },
 
+    /// The call cannot be carried to the live process of the fleet running the task (issue
+    /// 23): a fresh inspection of its browser or a verification against evidence of it. Make
+    /// it through the gateway of that process; nothing was done.
+    #[error("the task runs in another process of the fleet; inspect or verify it there")]
+    TaskRunningElsewhere,
+
     /// An error the live process running the task answered a carried control call with
     /// (issue 23): its code, status and family are that error's ([`Error::kind`]), its message
     /// as that process wrote it (jevgate's words, never task text).
@@ -789,6 +795,7 @@ error_table! {
     AgentHandoffOneCommand => "AGENT_HANDOFF_ONE_COMMAND", 409, Task, false, None;
     AgentHandoffUsed => "AGENT_HANDOFF_USED", 409, Task, false, None;
     TaskControlPending => "TASK_CONTROL_PENDING", 504, Task, false, None;
+    TaskRunningElsewhere => "TASK_RUNNING_ELSEWHERE", 409, Task, false, None;
     Internal => "INTERNAL", 500, Internal, false, None;
 }
 
@@ -890,6 +897,7 @@ impl Error {
             Error::AgentHandoffOneCommand => ErrorKind::AgentHandoffOneCommand,
             Error::AgentHandoffUsed => ErrorKind::AgentHandoffUsed,
             Error::TaskControlPending { .. } => ErrorKind::TaskControlPending,
+            Error::TaskRunningElsewhere => ErrorKind::TaskRunningElsewhere,
             Error::Carried { kind, .. } => *kind,
             Error::Internal { .. } => ErrorKind::Internal,
         }
@@ -1238,6 +1246,12 @@ mod tests {
                 Error::TaskControlPending { reason: "x" },
                 "TASK_CONTROL_PENDING",
                 504,
+                ErrorFamily::Task,
+            ),
+            (
+                Error::TaskRunningElsewhere,
+                "TASK_RUNNING_ELSEWHERE",
+                409,
                 ErrorFamily::Task,
             ),
             (

@@ -299,6 +299,10 @@ fn control_calls_from_another_process_are_carried_to_the_process_running_the_tas
         .unwrap();
     assert_eq!(a.tasks().status(&owner(), &id).unwrap().controller, "user");
 
+    // A fresh inspection cannot be carried: refused with a clear code, never "closed".
+    let e = b.tasks().evidence(&owner(), &id, true).unwrap_err();
+    assert_eq!(e.code(), "TASK_RUNNING_ELSEWHERE", "{e}");
+
     // Cancel from B stops the task on A: A's session ends cancelled, nothing more runs.
     let clicks_before = clicks(&server);
     b.tasks().cancel(&owner(), &id).unwrap();

@@ -1032,6 +1032,22 @@ impl TaskService {
         }
     }
 
+    /// `TASK_RUNNING_ELSEWHERE` when open task `id` runs in another live process of the fleet:
+    /// for the calls that cannot be carried (a fresh inspection, a verification against this
+    /// process's evidence) — never a misleading answer about a session that is not here.
+    fn refuse_elsewhere(&self, id: &str) -> Result<()> {
+        let Some(carrier) = self.shared.carrier.get() else {
+            return Ok(());
+        };
+        if APPLYING.with(std::cell::Cell::get) || self.shared.pool.lock().live.contains_key(id) {
+            return Ok(());
+        }
+        match carrier.elsewhere(id)? {
+            Some(_) => Err(Error::TaskRunningElsewhere),
+            None => Ok(()),
+        }
+    }
+
     /// The task, if `owner` owns it. An unknown id and another owner's id answer alike
     /// (`ACCESS_DENIED`, one message): the answer says nothing about whether the id exists.
     /// The refusal of an agent's mutation other than `update` while it has a turn for the
@@ -3107,6 +3123,9 @@ impl TaskService {
         let recorded = self.shared.store.read(|c| evidence::read_recorded(c, id))?;
         let last = task.last_dispatched_mutation.clone();
         let (observation, observed_at, status) = if fresh {
+            if on_slot.is_none() {
+                self.refuse_elsewhere(id)?;
+            }
             let operation = last.as_ref().map(|m| m.operation_id.as_str());
             let (obs, status) = match on_slot {
                 Some(b) => {
@@ -3430,6 +3449,9 @@ impl TaskService {
     ) -> Result<TaskStatus> {
         request.check()?;
         self.owned(owner, id)?;
+        // Verification rests on evidence this process took of its own session: a task running
+        // elsewhere is verified there (issue 23).
+        self.refuse_elsewhere(id)?;
         self.shared.host.task_gate(owner)?;
         let _one = self.shared.control.lock();
         if origin == Origin::Agent {
