@@ -1496,6 +1496,8 @@ mod tests {
                     "READ_REQUEST_ONLY",
                     "AGENT_HANDOFF_ONE_COMMAND",
                     "AGENT_HANDOFF_USED",
+                    "TASK_CONTROL_PENDING",
+                    "TASK_RUNNING_ELSEWHERE",
                 ]
                 .contains(&c),
                 ErrorFamily::Internal => c == "INTERNAL",
