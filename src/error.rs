@@ -576,6 +576,34 @@ pub enum Error {
     #[error("agent hand-off used: the agent already sent its one command for this utterance")]
     AgentHandoffUsed,
 
+    /// A task control call was carried to the live process running the task (issue 23,
+    /// R-TSK-CTL across processes) and written there durably, but that process did not
+    /// confirm applying it within the carry deadline. It was neither refused nor lost: the
+    /// owner applies it when it reads it (within a minute of the call, else never). Read the
+    /// task's status to see its effect; do not resend a command (it would run twice).
+    #[error("task control pending: {reason}")]
+    TaskControlPending {
+        /// Why, written by jevgate (never task text).
+        reason: &'static str,
+    },
+
+    /// The call cannot be carried to the live process of the fleet running the task (issue
+    /// 23): a fresh inspection of its browser or a verification against evidence of it. Make
+    /// it through the gateway of that process; nothing was done.
+    #[error("the task runs in another process of the fleet; inspect or verify it there")]
+    TaskRunningElsewhere,
+
+    /// An error the live process running the task answered a carried control call with
+    /// (issue 23): its code, status and family are that error's ([`Error::kind`]), its message
+    /// as that process wrote it (jevgate's words, never task text).
+    #[error("{message}")]
+    Carried {
+        /// The kind of the error the owner process answered with.
+        kind: ErrorKind,
+        /// Its message.
+        message: String,
+    },
+
     /// The task's browser cannot be inspected now (fresh evidence, issue 21 item 7): its local
     /// browser is gone (the task ended, or the process that ran it died), a request is running
     /// on it, or the device is offline or its tab is leased. Nothing was done to the page;
@@ -766,6 +794,8 @@ error_table! {
     ReadRequestOnly => "READ_REQUEST_ONLY", 409, Task, false, None;
     AgentHandoffOneCommand => "AGENT_HANDOFF_ONE_COMMAND", 409, Task, false, None;
     AgentHandoffUsed => "AGENT_HANDOFF_USED", 409, Task, false, None;
+    TaskControlPending => "TASK_CONTROL_PENDING", 504, Task, false, None;
+    TaskRunningElsewhere => "TASK_RUNNING_ELSEWHERE", 409, Task, false, None;
     Internal => "INTERNAL", 500, Internal, false, None;
 }
 
@@ -866,6 +896,9 @@ impl Error {
             Error::ReadRequestOnly => ErrorKind::ReadRequestOnly,
             Error::AgentHandoffOneCommand => ErrorKind::AgentHandoffOneCommand,
             Error::AgentHandoffUsed => ErrorKind::AgentHandoffUsed,
+            Error::TaskControlPending { .. } => ErrorKind::TaskControlPending,
+            Error::TaskRunningElsewhere => ErrorKind::TaskRunningElsewhere,
+            Error::Carried { kind, .. } => *kind,
             Error::Internal { .. } => ErrorKind::Internal,
         }
     }
@@ -1210,6 +1243,18 @@ mod tests {
                 ErrorFamily::Task,
             ),
             (
+                Error::TaskControlPending { reason: "x" },
+                "TASK_CONTROL_PENDING",
+                504,
+                ErrorFamily::Task,
+            ),
+            (
+                Error::TaskRunningElsewhere,
+                "TASK_RUNNING_ELSEWHERE",
+                409,
+                ErrorFamily::Task,
+            ),
+            (
                 Error::JevAccessDenied { reason: "x".into() },
                 "JEV_ACCESS_DENIED",
                 403,
@@ -1451,6 +1496,8 @@ mod tests {
                     "READ_REQUEST_ONLY",
                     "AGENT_HANDOFF_ONE_COMMAND",
                     "AGENT_HANDOFF_USED",
+                    "TASK_CONTROL_PENDING",
+                    "TASK_RUNNING_ELSEWHERE",
                 ]
                 .contains(&c),
                 ErrorFamily::Internal => c == "INTERNAL",

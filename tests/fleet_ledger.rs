@@ -189,3 +189,31 @@ fn usage_records_are_shared_by_the_fleet() {
     );
     assert_eq!(psql(&db.url, "SELECT count(*) FROM jev_usage"), "3");
 }
+
+// R-JEV-USAGE across processes (issue 23 item 3): a usage record's request id is hashed under
+// the fleet's secret, so the same request id hashes the same in every process (each has its
+// own data directory and gateway secret): the attempt cancelled on A and the evaluation B
+// accepted with that id carry one hash.
+#[test]
+fn one_request_id_hashes_the_same_in_every_process() {
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let (a, _da) = open(&db.url_file);
+    let (b, _db) = open(&db.url_file);
+    let cancel = CancelToken::new();
+    cancel.cancel();
+    let err = a
+        .evaluate_with_cancel(&call("assistant", "h1"), &cancel)
+        .unwrap_err();
+    assert_eq!(err.code(), "JEV_CANCELLED");
+    assert_eq!(verdict(&b, "assistant", "h1"), "ACCEPTED");
+    assert_eq!(verdict(&a, "assistant", "h2"), "ACCEPTED");
+    let rows = psql(&db.url, "SELECT count(*) FROM jev_usage");
+    let hashes = psql(
+        &db.url,
+        "SELECT count(*) || ' ' || count(DISTINCT request_id_hash) FROM jev_usage
+          WHERE request_id_hash IS NOT NULL",
+    );
+    // Three records (h1 cancelled on A, h1 on B, h2 on A), two hashes: h1's are one.
+    assert_eq!(hashes, "3 2", "{rows}");
+}

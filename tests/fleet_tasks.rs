@@ -233,3 +233,125 @@ fn a_task_of_a_killed_process_is_taken_over_interrupted_and_never_replayed() {
     b.close();
     c.close();
 }
+
+fn ctl(action: &str, revision: u32) -> jevgate::task::ControlRequest {
+    use std::sync::atomic::AtomicUsize;
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::SeqCst);
+    let id = format!("00000000-0000-4000-8000-{:012x}", 0x7c7_0000 + n);
+    let v = serde_json::json!({"id": id, "action": action, "expectedRevision": revision});
+    jevgate::task::ControlRequest::from_json(&v.to_string()).unwrap()
+}
+
+/// A task of gateway `a` whose session waits for its next command (after one click).
+fn waiting_task(a: &Gateway, server: &Server) -> String {
+    let mut request = SpawnRequest::from_person("1. click Alpha");
+    request.start_url = Some(server.url("/p/crash"));
+    request.keep_open = true;
+    let id = a.tasks().spawn(&owner(), request).unwrap();
+    let s = a.tasks().wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(s.state, TaskState::WaitingInput, "{s:#?}");
+    assert_eq!(server.wait_count("Alpha", 1), 1);
+    id
+}
+
+// Issue 23 (R-TSK-CTL across processes): a task runs on gateway A; every control call made on
+// gateway B — a command, a control verb, an error it earns, and cancel — is carried to A (a
+// row + NOTIFY) and applied there as A's own call: the command runs on A's browser, the
+// controller changes on A, the error comes back with its code, and cancel closes A's session.
+#[test]
+fn control_calls_from_another_process_are_carried_to_the_process_running_the_task() {
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let server = Server::start();
+    let (a, _da) = open(&db.url_file);
+    let (b, _db) = open(&db.url_file);
+    let id = waiting_task(&a, &server);
+
+    // A command from B runs on A's browser, once.
+    let receipt = b.tasks().command(&owner(), &id, "1. click Bravo").unwrap();
+    assert_eq!(receipt.state, "accepted", "{receipt:?}");
+    assert_eq!(server.wait_count("Bravo", 1), 1);
+    let s = a.tasks().wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(s.state, TaskState::WaitingInput, "{s:#?}");
+    let seen = b
+        .tasks()
+        .command_receipt(&owner(), &id, &receipt.command_id)
+        .unwrap()
+        .unwrap();
+    assert_eq!(seen.command_id, receipt.command_id);
+
+    // A control verb from B changes the task on A; the same verb again is refused on A and
+    // the refusal comes back to B with its code.
+    let rev = a.tasks().status(&owner(), &id).unwrap().revision;
+    b.tasks()
+        .control(&owner(), &id, &ctl("agent", rev))
+        .unwrap();
+    let on_a = a.tasks().status(&owner(), &id).unwrap();
+    assert_eq!(on_a.controller, "agent", "{on_a:#?}");
+    let e = b
+        .tasks()
+        .control(&owner(), &id, &ctl("agent", on_a.revision))
+        .unwrap_err();
+    assert_eq!(e.code(), "STATE_CONFLICT", "{e}");
+    b.tasks()
+        .control(&owner(), &id, &ctl("user", on_a.revision))
+        .unwrap();
+    assert_eq!(a.tasks().status(&owner(), &id).unwrap().controller, "user");
+
+    // A fresh inspection cannot be carried: refused with a clear code, never "closed".
+    let e = b.tasks().evidence(&owner(), &id, true).unwrap_err();
+    assert_eq!(e.code(), "TASK_RUNNING_ELSEWHERE", "{e}");
+
+    // Cancel from B stops the task on A: A's session ends cancelled, nothing more runs.
+    let clicks_before = clicks(&server);
+    b.tasks().cancel(&owner(), &id).unwrap();
+    let ended = a.tasks().wait(&owner(), &id, WAIT).unwrap();
+    assert_eq!(ended.state, TaskState::Cancelled, "{ended:#?}");
+    assert_eq!(
+        b.tasks().status(&owner(), &id).unwrap().state,
+        TaskState::Cancelled
+    );
+    let e = b
+        .tasks()
+        .command(&owner(), &id, "1. click Charlie")
+        .unwrap_err();
+    assert_eq!(e.code(), "AUTOMATION_SESSION_CLOSED");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(clicks(&server), clicks_before, "a click after the cancel");
+    // Every call went through the shared store, each applied once.
+    let done = psql(
+        &db.url,
+        &format!(
+            "SELECT count(*) FROM jevgate_task_calls WHERE task_id = '{id}' AND state = 'done'"
+        ),
+    );
+    assert_eq!(done, "5");
+    a.close();
+    b.close();
+}
+
+// Issue 23: a control call for a task whose owner process is dead is not carried: the
+// calling process takes the task over first (its waiting session re-admitted here), then
+// applies the call itself.
+#[test]
+fn a_control_call_for_a_task_of_a_dead_process_goes_through_the_takeover() {
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let server = Server::start();
+    let (a, _da) = open(&db.url_file);
+    let (b, _db) = open(&db.url_file);
+    let id = waiting_task(&a, &server);
+    // A's liveness row is older than the dead threshold on B's view of the database clock.
+    jevgate::unstable::advance_store_clock_ms(b.leases(), PAST_DEAD_MS);
+    let s = b.tasks().cancel(&owner(), &id).unwrap();
+    let s = match s.state {
+        TaskState::Cancelled => s,
+        _ => b.tasks().wait(&owner(), &id, WAIT).unwrap(),
+    };
+    assert_eq!(s.state, TaskState::Cancelled, "{s:#?}");
+    let carried = psql(&db.url, "SELECT count(*) FROM jevgate_task_calls");
+    assert_eq!(carried, "0");
+    b.close();
+    a.close();
+}

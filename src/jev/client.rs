@@ -473,7 +473,14 @@ impl JevClient {
         extra_roots: &[Vec<u8>],
         shared: Option<&crate::store::SharedStore>,
     ) -> Result<JevClient> {
-        let secret = store.gateway_secret()?;
+        // Usage records' request-id hashes: under the fleet's secret on the shared store, so
+        // one request id hashes the same in every process (issue 23 item 3, R-JEV-USAGE);
+        // else the gateway's own.
+        let secret = match shared {
+            #[cfg(feature = "postgres")]
+            Some(s) => s.0.fleet_secret()?,
+            _ => store.gateway_secret()?,
+        };
         Ok(JevClient {
             limiter: Arc::new(Limiter::default()),
             ledger: Mutex::new(Ledger::new()),

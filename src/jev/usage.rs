@@ -82,8 +82,9 @@ pub struct UsageRecord {
     /// The caller's task id, when given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
-    /// A keyed hash (HMAC-SHA-256 with the store's gateway secret, 32 hex digits) of the request
-    /// id in the caller's scope; the id itself is never stored.
+    /// A keyed hash (HMAC-SHA-256 with the store's gateway secret — on the shared PostgreSQL
+    /// store the fleet's, so one id hashes alike in every process — 32 hex digits) of the
+    /// request id in the caller's scope; the id itself is never stored.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id_hash: Option<String>,
     /// The configuration generation the evaluation ran with.

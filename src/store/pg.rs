@@ -249,6 +249,26 @@ const MIGRATIONS: &[Migration] = &[
         );
         CREATE INDEX jevgate_profile_leases_holder ON jevgate_profile_leases (holder_process);",
     },
+    Migration {
+        version: 8,
+        // Task control calls carried to the live process running the task (issue 23,
+        // R-TSK-CTL): the call as JSON (it may hold the person's words: private, like
+        // task_commands.text), `queued` → `taken` (once, by its owner) → `done` with the
+        // answer, or `withdrawn` by the caller when the owner died before taking it; times
+        // are milliseconds on the database clock.
+        body: "CREATE TABLE jevgate_task_calls (
+            id BIGSERIAL PRIMARY KEY,
+            task_id TEXT NOT NULL,
+            from_process TEXT NOT NULL,
+            to_process TEXT NOT NULL,
+            call TEXT NOT NULL,
+            state TEXT NOT NULL DEFAULT 'queued'
+                CHECK (state IN ('queued', 'taken', 'done', 'withdrawn')),
+            result TEXT,
+            created_at BIGINT NOT NULL
+        );
+        CREATE INDEX jevgate_task_calls_to ON jevgate_task_calls (to_process, state);",
+    },
 ];
 
 /// The newest PostgreSQL schema version this build knows.

@@ -16,6 +16,7 @@
 pub(crate) mod autopilot;
 pub(crate) mod autopilot_store;
 pub(crate) mod bench;
+mod carry;
 mod control;
 mod device_target;
 pub(crate) mod engine;

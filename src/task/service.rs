@@ -7,6 +7,7 @@
 //! touch a task whose owner triple differs from theirs, never run more tasks at once than it
 //! has slots, and never leave a thread behind after [`TaskService::close`].
 
+use super::carry::{Call, Carried, Carrier, Outcome};
 use super::control;
 use super::engine::TaskDb;
 use super::evidence::{self, Evidence, EvidenceIds, EvidenceRecord, EvidenceSource};
@@ -282,6 +283,14 @@ struct Shared {
     evidence: Mutex<EvidenceIds>,
     /// The host's verifier of completion candidates (issue 26 item 6).
     verifier: RwLock<Option<Verifier>>,
+    /// On the shared store: carries control calls to the process running a task, and applies
+    /// the calls carried here (issue 23).
+    carrier: std::sync::OnceLock<Carrier>,
+}
+
+std::thread_local! {
+    /// Set while this thread applies a carried call: it is never carried on again.
+    static APPLYING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// The most characters of an answer to a field question.
@@ -797,8 +806,10 @@ impl TaskService {
                 in_doubt: Mutex::new(KeptBackends::default()),
                 evidence: Mutex::new(EvidenceIds::default()),
                 verifier: RwLock::new(None),
+                carrier: std::sync::OnceLock::new(),
             }),
         };
+        service.start_carrier();
         // Expires idle sessions in real time; every API call also sweeps (deterministic on a
         // manual clock). Holds a weak reference: a dropped service stops it.
         let weak = Arc::downgrade(&service.shared);
@@ -937,6 +948,104 @@ impl TaskService {
     /// Installs the crash-test seam (tests only, through `jevgate::unstable`).
     pub(crate) fn set_hook(&self, hook: Option<Hook>) {
         *self.shared.hook.write() = hook;
+    }
+
+    /// On the shared store, starts the listener applying the control calls other processes
+    /// carry to this one's tasks (issue 23).
+    fn start_carrier(&self) {
+        #[cfg(feature = "postgres")]
+        if let TaskDb::Shared(t) = &self.shared.store {
+            let weak = Arc::downgrade(&self.shared);
+            let apply: super::carry::Apply = Box::new(move |c| {
+                let shared = weak.upgrade().ok_or(Error::GatewayClosed)?;
+                APPLYING.with(|a| a.set(true));
+                let answer = TaskService { shared }.apply_carried(c);
+                APPLYING.with(|a| a.set(false));
+                answer
+            });
+            let dead_after =
+                Duration::from_millis(u64::try_from(t.member.dead_after_ms).unwrap_or(0));
+            let carrier = Carrier::start(
+                Arc::clone(&t.reads),
+                t.member.process.clone(),
+                dead_after,
+                apply,
+            );
+            let _ = self.shared.carrier.set(carrier);
+        }
+    }
+
+    /// Applies a call another process carried here, as the local call (issue 23).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: only a fleet carries
+    fn apply_carried(&self, c: &Carried) -> Result<serde_json::Value> {
+        let (o, id) = (&c.owner, c.task.as_str());
+        let origin = |agent: bool| if agent { Origin::Agent } else { Origin::User };
+        let null = |_| serde_json::Value::Null;
+        match &c.call {
+            Call::Cancel => self.cancel(o, id).map(null),
+            Call::Command { text, agent } => self
+                .command(o, id, text, origin(*agent))
+                .map(|r| serde_json::to_value(r).unwrap_or_default()),
+            Call::Control { request } => self.control(o, id, request).map(null),
+            Call::Update { request } => self.update(o, id, request).map(null),
+            Call::Answer { field, text, agent } => {
+                self.answer(o, id, field, text, origin(*agent)).map(null)
+            }
+            Call::Resolve {
+                operation,
+                happened,
+            } => self.resolve(o, id, operation, *happened).map(null),
+        }
+    }
+
+    /// On the shared store, when open task `id` (owned by `owner`: checked before) runs in
+    /// another live process, carries `call` there and returns its answer (issue 23,
+    /// R-TSK-CTL); `None` when the call is this process's to apply — the task is here, closed,
+    /// or its owner died before taking the call (taken over here first).
+    fn carried(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        call: impl FnOnce() -> Call,
+    ) -> Result<Option<serde_json::Value>> {
+        let Some(carrier) = self.shared.carrier.get() else {
+            return Ok(None);
+        };
+        if APPLYING.with(std::cell::Cell::get) || self.shared.pool.lock().live.contains_key(id) {
+            return Ok(None);
+        }
+        let Some(to) = carrier.elsewhere(id)? else {
+            return Ok(None);
+        };
+        let carried = Carried {
+            owner: owner.clone(),
+            task: id.to_string(),
+            call: call(),
+        };
+        match carrier.carry(&to, &carried)? {
+            Outcome::Answered(v) => Ok(Some(v)),
+            Outcome::Here => {
+                // The owner died before taking it: the takeover path, then the local call.
+                self.owned(owner, id)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// `TASK_RUNNING_ELSEWHERE` when open task `id` runs in another live process of the fleet:
+    /// for the calls that cannot be carried (a fresh inspection, a verification against this
+    /// process's evidence) — never a misleading answer about a session that is not here.
+    fn refuse_elsewhere(&self, id: &str) -> Result<()> {
+        let Some(carrier) = self.shared.carrier.get() else {
+            return Ok(());
+        };
+        if APPLYING.with(std::cell::Cell::get) || self.shared.pool.lock().live.contains_key(id) {
+            return Ok(());
+        }
+        match carrier.elsewhere(id)? {
+            Some(_) => Err(Error::TaskRunningElsewhere),
+            None => Ok(()),
+        }
     }
 
     /// The task, if `owner` owns it. An unknown id and another owner's id answer alike
@@ -2104,6 +2213,15 @@ impl TaskService {
         check_text("text", text, false)?;
         self.shared.host.task_gate(owner)?;
         let task = self.owned(owner, id)?;
+        let agent = origin == Origin::Agent;
+        if let Some(v) = self.carried(owner, id, || Call::Command {
+            text: text.to_string(),
+            agent,
+        })? {
+            return serde_json::from_value(v).map_err(|_| Error::StoreCorrupt {
+                reason: "a carried command's receipt is unreadable".into(),
+            });
+        }
         // Reserve a place under the lock: the queue bound holds with accepts in flight.
         {
             let mut pool = self.shared.pool.lock();
@@ -2271,6 +2389,14 @@ impl TaskService {
             (_, None) => {}
         }
         self.owned(owner, id)?;
+        if self
+            .carried(owner, id, || Call::Control {
+                request: command.clone(),
+            })?
+            .is_some()
+        {
+            return self.status(owner, id);
+        }
         self.shared.host.task_gate(owner)?;
         // Control verbs are rare: one at a time, so the situation read here still holds when
         // the compare-and-set write below commits (commands may still move the revision: the
@@ -2501,6 +2627,14 @@ impl TaskService {
             });
         }
         let task = self.owned(owner, id)?;
+        if self
+            .carried(owner, id, || Call::Update {
+                request: update.clone(),
+            })?
+            .is_some()
+        {
+            return self.status(owner, id);
+        }
         self.shared.host.task_gate(owner)?;
         let _one = self.shared.control.lock();
         // An update is the agent's: read-only for a read request; once for a hand-off.
@@ -2790,6 +2924,17 @@ impl TaskService {
             });
         }
         self.owned(owner, id)?;
+        let agent = origin == Origin::Agent;
+        if self
+            .carried(owner, id, || Call::Answer {
+                field: field.to_string(),
+                text: text.to_string(),
+                agent,
+            })?
+            .is_some()
+        {
+            return self.status(owner, id);
+        }
         self.shared.host.task_gate(owner)?;
         let _one = self.shared.control.lock();
         if origin == Origin::Agent {
@@ -2911,6 +3056,15 @@ impl TaskService {
                 reason: "must be 1 to 200 bytes".into(),
             });
         }
+        if self
+            .carried(owner, id, || Call::Resolve {
+                operation: operation_id.to_string(),
+                happened,
+            })?
+            .is_some()
+        {
+            return self.status(owner, id);
+        }
         self.settle_resolution(id, operation_id, happened, "person")?;
         self.status(owner, id)
     }
@@ -2969,6 +3123,9 @@ impl TaskService {
         let recorded = self.shared.store.read(|c| evidence::read_recorded(c, id))?;
         let last = task.last_dispatched_mutation.clone();
         let (observation, observed_at, status) = if fresh {
+            if on_slot.is_none() {
+                self.refuse_elsewhere(id)?;
+            }
             let operation = last.as_ref().map(|m| m.operation_id.as_str());
             let (obs, status) = match on_slot {
                 Some(b) => {
@@ -3117,6 +3274,11 @@ impl TaskService {
 
     pub(crate) fn cancel(&self, owner: &TaskOwner, id: &str) -> Result<TaskStatus> {
         self.owned(owner, id)?;
+        // Carried (issue 23): the owner's cancel closes the fence before it answers, so once
+        // this returns no checkpoint of the task commits again — as a local cancel.
+        if self.carried(owner, id, || Call::Cancel)?.is_some() {
+            return self.status(owner, id);
+        }
         let (unstarted, fence) = {
             let mut pool = self.shared.pool.lock();
             let found = match pool.live.get_mut(id) {
@@ -3195,6 +3357,10 @@ impl TaskService {
     /// Cancels every task, joins every task thread, closes every open session's target, then
     /// stops the writer. Idempotent.
     pub(crate) fn close(&self) {
+        // No carried call is applied here any more.
+        if let Some(c) = self.shared.carrier.get() {
+            c.close();
+        }
         let (threads, fences) = {
             let mut pool = self.shared.pool.lock();
             pool.closed = true;
@@ -3283,6 +3449,9 @@ impl TaskService {
     ) -> Result<TaskStatus> {
         request.check()?;
         self.owned(owner, id)?;
+        // Verification rests on evidence this process took of its own session: a task running
+        // elsewhere is verified there (issue 23).
+        self.refuse_elsewhere(id)?;
         self.shared.host.task_gate(owner)?;
         let _one = self.shared.control.lock();
         if origin == Origin::Agent {
