@@ -105,7 +105,7 @@ mod real {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use std::thread::JoinHandle;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     /// The NOTIFY channel of carried task calls.
     const CHANNEL: &str = "jevgate_tasks";
@@ -273,7 +273,9 @@ mod real {
             })?;
             let waiter = Arc::new(Waiter::default());
             self.inner.waiters.lock().insert(id, Arc::clone(&waiter));
-            let end = Instant::now() + DEADLINE;
+            // R-CLK: the wait is timed through the clock module, never the system clock.
+            let clock = crate::clock::system();
+            let started = clock.now();
             let outcome = loop {
                 match self.read(id) {
                     Ok(Seen::Done(text)) => break answer(&text).map(Outcome::Answered),
@@ -289,15 +291,17 @@ mod real {
                     }
                     Ok(Seen::Pending) | Err(_) => {}
                 }
-                let now = Instant::now();
-                if now >= end {
+                let waited = clock.now().saturating_duration_since(started);
+                if waited >= DEADLINE {
                     break Err(Error::TaskControlPending {
                         reason: "the call was written for the process running the task, which did not confirm it in time; it applies it when it reads it (within a minute) — read the task's status, do not resend",
                     });
                 }
                 let mut woken = waiter.woken.lock();
                 if !*woken {
-                    waiter.ready.wait_for(&mut woken, (end - now).min(REREAD));
+                    waiter
+                        .ready
+                        .wait_for(&mut woken, DEADLINE.saturating_sub(waited).min(REREAD));
                 }
                 *woken = false;
             };
