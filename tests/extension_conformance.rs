@@ -37,7 +37,7 @@ fn issue22_the_extension_answers_the_conformance_suite_like_the_reference_worker
     let server = Server::start();
     let ext = ExtensionBrowser::launch();
     let device = ext.pair_with_code(&t.gw, channel, "bob");
-    ext.wait_conn("online", Duration::from_secs(10));
+    ext.wait_conn("online", Duration::from_secs(20));
     let dev = Device {
         gw: &t.gw,
         owner: "bob".into(),

@@ -178,6 +178,8 @@ const UNSTABLE: &[&str] = &[
     "frames",
     "private_temp_dir",
     "profile_key_hash",
+    // Runs the fleet's cleanup of rows dead processes left, on demand (issue 23: tests/fleet_devices.rs).
+    "prune_dead_device_rows",
     "redact_url",
     "save_into",
     "set_checkpoint_hook",
