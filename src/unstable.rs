@@ -34,9 +34,4 @@ pub mod computer {
     pub use crate::computer::*;
 }
 
-/// Tests only: on the shared store, the periodic cleanup of what dead processes left in the
-/// device tables (issue 23 item 4), run now: `(command rows deleted, connections cleared)`;
-/// `None` on SQLite.
-pub fn prune_dead_device_rows(gw: &crate::Gateway) -> Option<crate::Result<(u64, u64)>> {
-    gw.device_service().prune_dead_rows()
-}
+pub use crate::gateway::test_hooks::prune_dead_device_rows;

@@ -500,3 +500,13 @@ mod tests {
         assert!(purge_due(None, t0 + Duration::from_secs(1)));
     }
 }
+
+/// Hooks for tests, re-exported by `jevgate::unstable` (which only re-exports).
+pub(crate) mod test_hooks {
+    /// Tests only: on the shared store, the periodic cleanup of what dead processes left in the
+    /// device tables (issue 23 item 4), run now: `(command rows deleted, connections cleared)`;
+    /// `None` on SQLite.
+    pub fn prune_dead_device_rows(gw: &super::Gateway) -> Option<crate::Result<(u64, u64)>> {
+        gw.device_service().prune_dead_rows()
+    }
+}
