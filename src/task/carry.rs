@@ -96,6 +96,7 @@ mod stand_in {
 #[cfg(feature = "postgres")]
 mod real {
     use super::*;
+    use crate::clock::{Grace, SharedClock};
     use crate::lease::pg_liveness::is_alive;
     use crate::store::pg::{listen_here, PgStore, TxError};
     use crate::{Error, ErrorKind, Result};
@@ -135,6 +136,8 @@ mod real {
         store: Arc<PgStore>,
         process: String,
         dead_after: Duration,
+        /// The gateway's clock: a caller's wait for the owner's answer (R-CLK).
+        clock: SharedClock,
         waiters: Mutex<HashMap<i64, Arc<Waiter>>>,
         apply: Apply,
         stop: AtomicBool,
@@ -168,12 +171,14 @@ mod real {
             store: Arc<PgStore>,
             process: String,
             dead_after: Duration,
+            clock: SharedClock,
             apply: Apply,
         ) -> Carrier {
             let inner = Arc::new(Inner {
                 store,
                 process,
                 dead_after,
+                clock,
                 waiters: Mutex::new(HashMap::new()),
                 apply,
                 stop: AtomicBool::new(false),
@@ -273,9 +278,8 @@ mod real {
             })?;
             let waiter = Arc::new(Waiter::default());
             self.inner.waiters.lock().insert(id, Arc::clone(&waiter));
-            // R-CLK: the wait is timed through the clock module, never the system clock.
-            let clock = crate::clock::system();
-            let started = clock.now();
+            // R-CLK: bounded on the gateway's clock (a manual clock nobody moves still ends).
+            let mut grace = Grace::new(&*self.inner.clock, DEADLINE);
             let outcome = loop {
                 match self.read(id) {
                     Ok(Seen::Done(text)) => break answer(&text).map(Outcome::Answered),
@@ -291,17 +295,14 @@ mod real {
                     }
                     Ok(Seen::Pending) | Err(_) => {}
                 }
-                let waited = clock.now().saturating_duration_since(started);
-                if waited >= DEADLINE {
+                let Some(slice) = grace.next(REREAD) else {
                     break Err(Error::TaskControlPending {
                         reason: "the call was written for the process running the task, which did not confirm it in time; it applies it when it reads it (within a minute) — read the task's status, do not resend",
                     });
-                }
+                };
                 let mut woken = waiter.woken.lock();
                 if !*woken {
-                    waiter
-                        .ready
-                        .wait_for(&mut woken, DEADLINE.saturating_sub(waited).min(REREAD));
+                    waiter.ready.wait_for(&mut woken, slice);
                 }
                 *woken = false;
             };

@@ -969,6 +969,7 @@ impl TaskService {
                 Arc::clone(&t.reads),
                 t.member.process.clone(),
                 dead_after,
+                Arc::clone(&self.shared.clock),
                 apply,
             );
             let _ = self.shared.carrier.set(carrier);
