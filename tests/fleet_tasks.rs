@@ -115,11 +115,16 @@ fn fleet_task_child() {
     let base = std::env::var(ENV_BASE).unwrap();
     let (gw, _dir) = open(&PathBuf::from(file));
     let seen = AtomicU32::new(0);
+    let base_for_hook = base.clone();
     jevgate::unstable::set_checkpoint_hook(
         &gw.tasks(),
         Some(Arc::new(move |at: &'static str| {
             // Occurrence 1 is the start page's navigation, 2 the first click, 3 the second.
             if at == "after_dispatch" && seen.fetch_add(1, Ordering::SeqCst) + 1 == 3 {
+                // The click was written to the browser; the kill also ends the browser, which
+                // may not have handled it yet. Wait (bounded) until the page's beacon arrived,
+                // so the parent sees the one click in doubt that really happened.
+                wait_for_beacon(&base_for_hook, "Bravo");
                 // SAFETY: getpid and kill have no preconditions.
                 unsafe {
                     libc::kill(libc::getpid(), libc::SIGKILL);
@@ -135,6 +140,32 @@ fn fleet_task_child() {
     let _ = gw.tasks().wait(&owner(), &id, WAIT);
     // Never reached when the kill came; the parent sees a normal exit and fails.
     println!("FINISHED");
+}
+
+/// Asks the parent's fixture server (`GET /count`) until the beacon `name` was counted once,
+/// for at most 5 s.
+fn wait_for_beacon(base: &str, name: &str) {
+    use std::io::{Read, Write};
+    let addr = base.trim_start_matches("http://").to_string();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
+            let _ = write!(
+                s,
+                "GET /count?n={name} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+            );
+            let mut out = String::new();
+            let _ = s.read_to_string(&mut out);
+            if out
+                .rsplit("\r\n\r\n")
+                .next()
+                .is_some_and(|b| b.trim() != "0")
+            {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 // Issue 23 item 3 (the crash test): SIGKILL mid-sequence, takeover by another process after

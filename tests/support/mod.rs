@@ -136,6 +136,10 @@ fn serve(mut conn: TcpStream, counts: &Mutex<HashMap<String, u32>>) {
     let (status, ctype, body): (&str, &str, String) = if path == "/beacon" {
         *counts.lock().unwrap().entry(param("n")).or_insert(0) += 1;
         ("204 No Content", "text/plain", String::new())
+    } else if path == "/count" {
+        // A child process (crash tests) asks whether a click's beacon has arrived.
+        let n = *counts.lock().unwrap().get(&param("n")).unwrap_or(&0);
+        ("200 OK", "text/plain", n.to_string())
     } else if path == "/slow" {
         let ms: u64 = param("ms").parse().unwrap_or(1000);
         std::thread::sleep(Duration::from_millis(ms));
