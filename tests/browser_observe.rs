@@ -488,10 +488,10 @@ fn r_brw_obs_container_text_and_count_are_bounded() {
     tab.close().unwrap();
 }
 
-/// The fastest of three observations of `path` (wall time, page already loaded).
+/// The fastest of five observations of `path` (wall time, page already loaded).
 fn observe_time(tab: &LocalTab, server: &Server, path: &str) -> std::time::Duration {
     tab.navigate(&server.url(path)).unwrap();
-    (0..3)
+    (0..5)
         .map(|_| {
             // Every observation walks the whole page.
             let t = std::time::Instant::now();
@@ -505,10 +505,12 @@ fn observe_time(tab: &LocalTab, server: &Server, path: &str) -> std::time::Durat
 // Issue 26 slice A (STYLE "linear time in input"): the containers are computed in one pass
 // (memoized per container element, text merged upward once): ten times the forms, or ten
 // times the controls and text inside one form, takes about ten times as long, not a hundred. A
-// ratio of the fastest of three runs, in the style of tests/linear_time.rs, never a time.
+// ratio of the fastest of five runs, in the style of tests/linear_time.rs, never a time; the
+// bound leaves room for a loaded machine (26 was seen at load 13 on 2 cores) and is still far
+// below a quadratic walk's 100.
 #[test]
 fn r_brw_obs_containers_are_linear_in_the_page() {
-    const MAX_RATIO: f64 = 25.0;
+    const MAX_RATIO: f64 = 40.0;
     let (server, _b, tab) = setup();
     for shape in ["forms", "oneform"] {
         let small = observe_time(&tab, &server, &format!("/p/{shape}-200"));

@@ -506,12 +506,26 @@ fn issue22_the_badge_shows_ai_while_an_agent_holds_the_control_lease() {
 // Issue 22 item 3 (MV3): the browser stops the extension's service worker (as it does an idle
 // one); the gateway sees the device go offline, and the worker's chrome.alarms alarm (every
 // 30 s) starts it again and it reconnects by itself, with the pairing it kept.
+//
+// The extension's own alarm is checked (its name and its 30 s period, the least a packed MV3
+// extension may ask for); the test then moves that same alarm's next firing 5 s ahead
+// (Chromium allows 1 s for an unpacked extension), so the wake-up it waits for is the
+// extension's alarm listener, without half a minute of waiting.
 #[test]
 fn issue22_a_stopped_service_worker_is_woken_by_its_alarm_and_reconnects() {
     let _serial = serial();
     let w = World::new();
-    // No extension page stays open: a page's messages would wake the worker, not the alarm.
     let options = w.ext.options();
+    let alarm = w.ext.eval(
+        &options,
+        "chrome.alarms.getAll().then(as => as.map(a => [a.name, a.periodInMinutes]))",
+    );
+    assert_eq!(alarm, json!([["jevgate-reconnect", 0.5]]), "{alarm:?}");
+    w.ext.eval(
+        &options,
+        "chrome.alarms.create('jevgate-reconnect', {delayInMinutes: 5 / 60, periodInMinutes: 0.5}).then(() => true)",
+    );
+    // No extension page stays open: a page's messages would wake the worker, not the alarm.
     w.ext.close_target(&options.target);
     let blank = w.ext.open("about:blank");
     w.ext
