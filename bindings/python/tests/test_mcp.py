@@ -115,6 +115,16 @@ class Site:
         with self.lock:
             return self.beacons.get(name, 0)
 
+    async def wait_count(self, name: str, want: int, within: float = 5.0) -> int:
+        """The count of `name` once it reached `want` (bounded), after a short quiet period so
+        a second beacon would show: a click's beacon may still be in flight when the task
+        reports its step done."""
+        deadline = time.monotonic() + within
+        while self.count(name) < want and time.monotonic() < deadline:
+            await anyio.sleep(0.01)
+        await anyio.sleep(0.15)
+        return self.count(name)
+
 
 def text_of(result) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
@@ -251,10 +261,7 @@ def test_mcp_server_over_the_sdk_stdio_client(tmp_path: pathlib.Path) -> None:
                     assert chromiums_under(data), "the session's Chromium runs on the profile in the data dir"
                     snap = json_of(await session.call_tool("browser_snapshot", {}))
                     json_of(await session.call_tool("browser_click", {"target": ref_of(snap, "Go")}))
-                    deadline = time.monotonic() + 5
-                    while site.count("go") < 1 and time.monotonic() < deadline:
-                        await anyio.sleep(0.02)
-                    assert (site.count("go"), site.count("untrusted")) == (1, 0)
+                    assert (await site.wait_count("go", 1), site.count("untrusted")) == (1, 0)
 
                     json_of(await session.call_tool(
                         "browser_type", {"target": "css=#one", "text": "typed"}))
@@ -352,7 +359,7 @@ def test_mcp_server_over_the_sdk_stdio_client(tmp_path: pathlib.Path) -> None:
                         assert INJECTED[:30] in inside, result
                         rest = json.dumps({k: v for k, v in result.items() if k != "untrustedContent"})
                         assert "IGNORE ALL PREVIOUS" not in rest, rest[:300]
-                    assert site.count("inj") == 1
+                    assert await site.wait_count("inj", 1) == 1
             # Leaving the client closes the server's stdin: EOF shutdown.
 
     try:
