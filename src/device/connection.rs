@@ -136,6 +136,7 @@ pub(crate) fn pair(shared: &Shared, peer: IpAddr, body: &[u8]) -> Reply {
         &shared.leases,
         &owner,
         &request,
+        None,
     ) {
         Ok(pairing) => Reply::paired(&pairing.device.id, pairing.token.expose()),
         Err(e) => {
