@@ -846,7 +846,7 @@ error_table! {
     TaskRunningElsewhere => "TASK_RUNNING_ELSEWHERE", 409, Task, false, None;
     ConsentRequired => "CONSENT_REQUIRED", 403, Device, false, None;
     ApplicationNotAllowed => "APPLICATION_NOT_ALLOWED", 403, Device, false, None;
-    ComputerAccessTimeout => "COMPUTER_ACCESS_TIMEOUT", 408, Device, false, None;
+    ComputerAccessTimeout => "COMPUTER_ACCESS_TIMEOUT", 504, Device, false, None;
     ComputerContractUnsupported => "COMPUTER_CONTRACT_UNSUPPORTED", 502, Device, false, None;
     ObservationDenied => "OBSERVATION_DENIED", 403, Device, false, None;
     ControlDenied => "CONTROL_DENIED", 403, Device, false, None;
@@ -1542,6 +1542,15 @@ mod tests {
                         || c.ends_with("_TOOL")
                         || c.contains("TOOL_")
                         || c == "ARTIFACT_NOT_FOUND"
+                        // The computer helper's codes (issue 25, seed 003).
+                        || c.starts_with("COMPUTER_")
+                        || [
+                            "CONSENT_REQUIRED",
+                            "APPLICATION_NOT_ALLOWED",
+                            "OBSERVATION_DENIED",
+                            "CONTROL_DENIED",
+                        ]
+                        .contains(&c)
                 }
                 ErrorFamily::Browser => {
                     !c.starts_with("JEV_") && !c.starts_with("STORE_") && !c.starts_with("DEVICE_")

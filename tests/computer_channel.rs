@@ -106,6 +106,14 @@ impl ToolExecutor for Scripted {
     }
 }
 
+/// A scripted `computer_action` answer, the scripted receipt, and the outcome the gateway
+/// reports (`Ok`: a trusted receipt's state; `Err`: an error code).
+type Case = (
+    Result<Value, String>,
+    Result<Value, String>,
+    Result<&'static str, &'static str>,
+);
+
 fn v1() -> Value {
     json!({"contractVersion": 1, "application": "calc", "windowTitle": "Calculator",
            "controls": [{"ref": "e1", "role": "button", "name": "5", "actions": ["press"]}]})
@@ -152,11 +160,7 @@ fn r_computer_contract_version_is_checked_before_any_action() {
 #[test]
 fn r_computer_pre_dispatch_rejections_read_the_helpers_receipt() {
     let tg = builder().channel().build();
-    let cases: Vec<(
-        Result<Value, String>,
-        Result<Value, String>,
-        Result<&str, &str>,
-    )> = vec![
+    let cases: Vec<Case> = vec![
         (
             Err("CONSENT_REQUIRED: no".into()),
             Ok(json!({"state": "not_found"})),

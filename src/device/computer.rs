@@ -43,7 +43,7 @@ use std::time::Duration;
 pub const CONTRACT_VERSION: u64 = 1;
 
 /// The primitives a computer helper serves.
-pub(crate) const PRIMITIVES: &[&str] = &[
+pub const PRIMITIVES: &[&str] = &[
     "observe",
     "computer_action",
     "operation_status",
@@ -736,16 +736,37 @@ impl ComputerDevice {
         &self.device_id
     }
 
-    fn send(&self, tool: &str, args: &Value, timeout: Option<Duration>) -> Result<Value> {
+    /// Sends helper primitive `tool` once (the claim, the lease and the failures of
+    /// `primitive.rs`, a helper's refusal read by [`helper_error`]); `timeout` replaces the
+    /// device's command timeout. Errors as they came (a helper-side `DEVICE_OFFLINE` still
+    /// carried, see [`plain`]).
+    fn send_raw(
+        &self,
+        tool: &'static str,
+        args: &Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value> {
         let to = To {
             owner: &self.owner,
             root_session: &self.root_session,
             device_id: &self.device_id,
             want: Capability::Computer,
         };
-        self.sender
-            .send_computer(&self.leases, &to, tool, args, timeout)
-            .map_err(plain)
+        let clock = self.sender.clock();
+        let started = clock.now();
+        let answer = self
+            .sender
+            .send_inner(&self.leases, &to, tool, args, timeout, helper_error);
+        log::info!(
+            "computer primitive {tool} answered {} in {} ms",
+            answer.as_ref().err().map_or("ok", Error::code),
+            (clock.now() - started).as_millis()
+        );
+        answer
+    }
+
+    fn send(&self, tool: &'static str, args: &Value, timeout: Option<Duration>) -> Result<Value> {
+        self.send_raw(tool, args, timeout).map_err(plain)
     }
 
     /// Observes the front application (under the control lease): the helper's observation,
@@ -805,19 +826,7 @@ impl ComputerDevice {
     }
 
     fn sender_act(&self, command: &ComputerCommand) -> std::result::Result<Value, Rejected> {
-        let to = To {
-            owner: &self.owner,
-            root_session: &self.root_session,
-            device_id: &self.device_id,
-            want: Capability::Computer,
-        };
-        match self.sender.send_computer(
-            &self.leases,
-            &to,
-            "computer_action",
-            &command.to_args(),
-            None,
-        ) {
+        match self.send_raw("computer_action", &command.to_args(), None) {
             Ok(v) => Ok(v),
             // The gateway's own DEVICE_OFFLINE: never written, so never executed.
             Err(Error::DeviceOffline) => Err(Rejected::Other(Error::DeviceOffline)),

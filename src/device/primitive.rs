@@ -175,45 +175,12 @@ impl PrimitiveSender {
         answer
     }
 
-    /// Sends computer helper primitive `tool` (issue 25: `observe`, `computer_action`,
-    /// `operation_status`, `computer_access`) to `owner`'s computer `device_id` for
-    /// `root_session`, as [`PrimitiveSender::send`] does for a browser: the same claim (a device
-    /// of capability `computer`), the same three meanings of a failure, a helper's own refusal
-    /// read by `super::computer::helper_error`. `timeout` replaces the device's command timeout
-    /// (an access request waits up to five minutes for the person).
-    pub(crate) fn send_computer(
-        &self,
-        leases: &Leases,
-        to: &To<'_>,
-        tool: &str,
-        args: &Value,
-        timeout: Option<Duration>,
-    ) -> Result<Value, Error> {
-        let Some(tool) = super::computer::PRIMITIVES
-            .iter()
-            .copied()
-            .find(|p| *p == tool)
-        else {
-            return Err(Error::UnknownTool { tool: "?".into() });
-        };
-        let started = self.clock.now();
-        let answer = self.send_inner(
-            leases,
-            to,
-            tool,
-            args,
-            timeout,
-            super::computer::helper_error,
-        );
-        log::info!(
-            "computer primitive {tool} answered {} in {} ms",
-            answer.as_ref().err().map_or("ok", Error::code),
-            (self.clock.now() - started).as_millis()
-        );
-        answer
-    }
-
-    fn send_inner(
+    /// Sends `tool` (already checked against the caller's primitive list) to the device `to`
+    /// names, once, as [`PrimitiveSender::send`] does: the claim (a device of capability
+    /// `to.want`), the lease, the three meanings of a failure; a failure the worker answered is
+    /// read by `answered` (a browser's or a computer helper's reading, issue 25). `timeout`
+    /// replaces the device's command timeout.
+    pub(crate) fn send_inner(
         &self,
         leases: &Leases,
         to: &To<'_>,
@@ -271,7 +238,7 @@ pub(crate) struct To<'a> {
 }
 
 /// What a failure the worker answered becomes (a browser's or a computer helper's reading).
-type Answered = fn(&WorkerFailure, Duration) -> Error;
+pub(crate) type Answered = fn(&WorkerFailure, Duration) -> Error;
 
 /// Sends once on `route`: the connection here, or carried to the process holding it (the
 /// arguments as they are, so an operation keeps its `operationId` wherever it runs).
