@@ -494,25 +494,54 @@ mod helper {
         drop(worker);
         tg.wait_online(&paired, false);
 
-        // The command: `approve` writes the approval the running helper reads, `serve` connects
-        // with the token from a file.
+        // The command: `pair` redeems a pairing code at the channel listener (a device of
+        // capability `computer`, its token kept in the state directory), `serve` connects with
+        // it, `approve` writes the approval the running helper reads.
         let bin = env!("CARGO_BIN_EXE_jevgate-computer");
         let cli_dir = tempfile::tempdir().unwrap();
-        let token = cli_dir.path().join("token");
-        std::fs::write(&token, paired.token_text()).unwrap();
+        let code = tg
+            .gw
+            .pairing_code("alice", Duration::from_secs(60))
+            .unwrap();
+        let mut pair = desk
+            .command(bin)
+            .args(["pair", "--url", &tg.channel().url(), "--name", "my desktop"])
+            .arg("--state-dir")
+            .arg(cli_dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        writeln!(pair.stdin.take().unwrap(), "{}", code.expose()).unwrap();
+        let out = pair.wait_with_output().unwrap();
+        assert!(out.status.success(), "jevgate-computer pair");
+        let device = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        let listed = tg.gw.devices("alice").unwrap();
+        let d = listed.iter().find(|d| d.id == device).expect("paired");
+        assert_eq!(d.label, "computer");
+        let token_mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(cli_dir.path().join("token"))
+                .unwrap()
+                .permissions(),
+        );
+        assert_eq!(token_mode & 0o077, 0, "the token file is the owner's only");
+        let cli = Paired {
+            owner: "alice".into(),
+            device: device.clone(),
+            token: jevgate::device::DeviceToken::new(String::new()),
+        };
         let mut serve = desk
             .command(bin)
             .args(["serve", "--url", &tg.channel().url(), "--exit-on-stdin-eof"])
             .arg("--state-dir")
             .arg(cli_dir.path())
-            .arg("--token-file")
-            .arg(&token)
             .args(["--app", "gnome-calculator"])
             .stdin(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        tg.wait_online(&paired, true);
+        tg.wait_online(&cli, true);
+        let pc = tg.gw.computer_target("alice", "conv-1", &device).unwrap();
         assert_eq!(pc.observe().unwrap_err().code(), "CONSENT_REQUIRED");
         let st = desk
             .command(bin)
