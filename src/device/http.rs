@@ -9,7 +9,7 @@
 //! |---|---|
 //! | 200 `{deviceId, token}` | a good code: the device is paired for the code's owner |
 //! | 204 | `OPTIONS` preflight (CORS headers only for a `chrome-extension://` origin, with Private Network Access allowed: the gateway is often on loopback or a LAN) |
-//! | 400 `INVALID_INPUT` | not the JSON shape, a field out of bounds, a bad `Content-Length` |
+//! | 400 `INVALID_INPUT` | not one of the JSON shapes (a browser's, or a computer helper's with `capability: "computer"` and no `browser`), a field out of bounds, a bad `Content-Length` |
 //! | 401 `PAIRING_CODE_INVALID` | a wrong, used or expired code (one answer for all three) |
 //! | 405 | another method (`Allow: POST, OPTIONS`) |
 //! | 408 `REQUEST_TIMEOUT` | the head and body did not arrive within the channel's `auth_timeout` |
