@@ -568,8 +568,9 @@ mod helper {
     }
 
     /// Seed 003 "Device sessions and access requests": an unanswered access request ends after
-    /// five minutes (the helper's injected clock) with COMPUTER_ACCESS_TIMEOUT; an approval
-    /// answers a pending one. No desktop needed: access is the helper's own state.
+    /// five minutes (the helper's injected clock) with COMPUTER_ACCESS_TIMEOUT; the helper keeps
+    /// answering receipts meanwhile; an approval answers a pending one. No desktop needed:
+    /// access is the helper's own state.
     pub fn access_request_times_out() {
         let tg = builder().channel().build();
         let paired = pair_computer(&tg, "alice", "desk-1");
@@ -589,8 +590,10 @@ mod helper {
             }
         };
         std::thread::scope(|s| {
-            let asked = s.spawn(|| pc.request_access());
+            let asked = s.spawn(|| pc.request_access(&CancelToken::new()));
             pending(&dir);
+            // The helper keeps answering while the request is pending.
+            assert_eq!(pc.operation_status("op-x").unwrap(), ReceiptRead::NotFound);
             clock.advance(ACCESS_TIMEOUT);
             let e = asked.join().unwrap().unwrap_err();
             assert_eq!(e.code(), "COMPUTER_ACCESS_TIMEOUT");
@@ -598,7 +601,7 @@ mod helper {
         assert_eq!(state::pending_access_request(&dir), None);
         // Answered by the person while pending.
         std::thread::scope(|s| {
-            let asked = s.spawn(|| pc.request_access());
+            let asked = s.spawn(|| pc.request_access(&CancelToken::new()));
             pending(&dir);
             approve(&dir, "gnome-calculator", 30, &clock);
             let v = asked.join().unwrap().unwrap();
@@ -606,7 +609,10 @@ mod helper {
             assert_eq!(v["applications"], json!(["gnome-calculator"]));
         });
         // Approved: granted at once.
-        assert_eq!(pc.request_access().unwrap()["state"], "granted");
+        assert_eq!(
+            pc.request_access(&CancelToken::new()).unwrap()["state"],
+            "granted"
+        );
         assert!(clock.wall_millis() > 0);
     }
 }

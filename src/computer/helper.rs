@@ -12,9 +12,10 @@
 //!   with its `operation_id`: the receipt is recorded before acting and its end after
 //!   (state.rs); an operation id already recorded is refused, so nothing runs twice;
 //! - `operation_status` → the receipt, or `{"state":"not_found"}`;
-//! - `computer_access` → granted at once under a valid approval, else a pending access request
-//!   the person answers with `jevgate-computer approve`, `COMPUTER_ACCESS_TIMEOUT` after five
-//!   minutes of the helper's injected clock.
+//! - `computer_access` → granted under a valid approval, else `waiting` on a pending access
+//!   request the person answers with `jevgate-computer approve` (never blocking the helper:
+//!   the gateway asks again), `COMPUTER_ACCESS_TIMEOUT` once it is five minutes old on the
+//!   helper's injected clock.
 //!
 //! Consent comes first (state.rs): `CONSENT_REQUIRED` without a valid approval,
 //! `APPLICATION_NOT_ALLOWED` for a front application not approved — refused before anything is
@@ -29,7 +30,7 @@ use super::atspi::{AtspiError, Session};
 use super::keys::Keyboard;
 use super::model;
 use super::state::{self, Receipts};
-use crate::clock::{wait_slice, SharedClock};
+use crate::clock::SharedClock;
 use crate::device::computer::{ComputerAction, ComputerCommand, ACCESS_TIMEOUT, CONTRACT_VERSION};
 use crate::device::{ToolExecutor, WorkerFailure};
 use crate::CancelToken;
@@ -38,9 +39,6 @@ use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// How often a pending access request re-reads the approval, at most.
-const ACCESS_POLL: Duration = Duration::from_millis(100);
 
 /// How the helper reaches its desktop and where it keeps its state.
 #[derive(Debug, Clone)]
@@ -286,43 +284,43 @@ impl ComputerHelper {
         })
     }
 
-    fn access(&self, cancel: &CancelToken) -> Result<Value, WorkerFailure> {
+    /// `computer_access`: granted under a valid approval (a pending request then ends); else
+    /// the pending access request (opened by the first ask) is `waiting` until the person
+    /// approves, and `COMPUTER_ACCESS_TIMEOUT` once it is five minutes old on the helper's clock
+    /// (the request ends). Never blocks: the gateway asks again, and other commands (receipts)
+    /// are answered meanwhile.
+    fn access(&self) -> Result<Value, WorkerFailure> {
         let dir = &self.options.state_dir;
-        let clock = &*self.options.clock;
-        let granted = |c: &state::Consent| json!({"state": "granted", "applications": c.applications, "expiresAt": c.expires_at});
-        let valid = || {
-            state::read_consent(dir)
-                .filter(|c| state::check_consent(Some(c), clock.wall_millis(), None).is_ok())
-        };
-        if let Some(c) = valid() {
-            return Ok(granted(&c));
+        let now = self.now_ms();
+        if let Some(c) =
+            state::read_consent(dir).filter(|c| state::check_consent(Some(c), now, None).is_ok())
+        {
+            state::close_access_request(dir);
+            return Ok(json!({
+                "state": "granted",
+                "applications": c.applications,
+                "expiresAt": c.expires_at,
+            }));
         }
-        // The five minutes start before the request is shown (a person, or a test advancing
-        // the clock, reacts to the request file).
-        let end = clock.now() + ACCESS_TIMEOUT;
-        state::open_access_request(dir, clock.wall_millis())
-            .map_err(|_| refuse("CONSENT_REQUIRED", "the access request could not be shown"))?;
-        log::info!("computer helper: waiting for the person to approve access");
-        let answer = loop {
-            if let Some(c) = valid() {
-                break Ok(granted(&c));
+        let requested_at = match state::pending_access_request(dir) {
+            Some(at) => at,
+            None => {
+                state::open_access_request(dir, now).map_err(|_| {
+                    refuse("CONSENT_REQUIRED", "the access request could not be shown")
+                })?;
+                log::info!("computer helper: waiting for the person to approve access");
+                now
             }
-            if cancel.is_cancelled() {
-                break Err(WorkerFailure::new(
-                    "cancelled",
-                    "the gateway cancelled the request",
-                ));
-            }
-            let Some(slice) = wait_slice(clock, end) else {
-                break Err(refuse(
-                    "COMPUTER_ACCESS_TIMEOUT",
-                    "nobody answered the access request",
-                ));
-            };
-            std::thread::sleep(slice.min(ACCESS_POLL));
         };
-        state::close_access_request(dir);
-        answer
+        let limit = i64::try_from(ACCESS_TIMEOUT.as_millis()).unwrap_or(i64::MAX);
+        if now.saturating_sub(requested_at) >= limit {
+            state::close_access_request(dir);
+            return Err(refuse(
+                "COMPUTER_ACCESS_TIMEOUT",
+                "nobody answered the access request",
+            ));
+        }
+        Ok(json!({"state": "waiting", "requestedAt": requested_at}))
     }
 }
 
@@ -380,13 +378,13 @@ impl ToolExecutor for ComputerHelper {
         tool: &str,
         args: &Value,
         _deadline: Duration,
-        cancel: &CancelToken,
+        _cancel: &CancelToken,
     ) -> Result<Value, WorkerFailure> {
         match tool {
             "observe" => self.observe(),
             "computer_action" => self.act(args),
             "operation_status" => self.operation_status(args),
-            "computer_access" => self.access(cancel),
+            "computer_access" => self.access(),
             _ => Err(refuse("UNKNOWN_TOOL", "not a computer helper command")),
         }
     }

@@ -84,6 +84,8 @@ pub const MAX_SET_TEXT_CHARS: usize = 4_000;
 pub const MAX_OPERATION_ID_CHARS: usize = 128;
 /// How long an access request waits for the person on the device (seed 003).
 pub const ACCESS_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// How often the gateway asks again while an access request is pending.
+pub const ACCESS_POLL: Duration = Duration::from_millis(500);
 
 /// One control of a validated observation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -859,17 +861,44 @@ impl ComputerDevice {
         Ok(ReceiptRead::from_answer(&answer, operation_id))
     }
 
-    /// Asks the person for access on the device (under the control lease): answers at once
-    /// when access is approved, else waits (on the helper) for the person up to five minutes —
-    /// `COMPUTER_ACCESS_TIMEOUT` when nobody answered. `{"state":"granted", "applications",
-    /// "expiresAt"}`.
-    pub fn request_access(&self) -> Result<Value> {
-        self.send(
-            "computer_access",
-            &json!({}),
-            Some(ACCESS_TIMEOUT.saturating_add(Duration::from_secs(30))),
-        )
-        .map_err(read_error)
+    /// Asks the person for access on the device (under the control lease) and waits for the
+    /// answer: `{"state":"granted", "applications", "expiresAt"}` at once under a valid
+    /// approval; else the helper shows a pending access request and the gateway asks again every
+    /// [`ACCESS_POLL`] (each ask one short command, so the helper keeps answering receipts
+    /// meanwhile) until the person approves, or the helper's five minutes end
+    /// (`COMPUTER_ACCESS_TIMEOUT`, also when the gateway's own bound of five and a half minutes
+    /// passes). `cancel` stops waiting with `DEVICE_CONTROL_REVOKED` (the request stays
+    /// pending on the helper until it is answered or times out).
+    pub fn request_access(&self, cancel: &crate::CancelToken) -> Result<Value> {
+        let clock = self.sender.clock();
+        let end = clock.now() + ACCESS_TIMEOUT.saturating_add(Duration::from_secs(30));
+        loop {
+            let answer = self
+                .send("computer_access", &json!({}), None)
+                .map_err(read_error)?;
+            match answer.get("state").and_then(Value::as_str) {
+                Some("granted") => return Ok(answer),
+                Some("waiting") => {}
+                _ => {
+                    return Err(Error::ComputerToolFailed {
+                        reason: "the helper's access answer is not granted or waiting",
+                    })
+                }
+            }
+            if clock.now() >= end {
+                return Err(Error::ComputerAccessTimeout);
+            }
+            let mut pause = crate::clock::Grace::new(&*clock, ACCESS_POLL);
+            while let Some(slice) = pause.next(Duration::from_millis(50)) {
+                if cancel.is_cancelled() {
+                    return Err(Error::DeviceControlRevoked);
+                }
+                std::thread::sleep(slice);
+            }
+            if cancel.is_cancelled() {
+                return Err(Error::DeviceControlRevoked);
+            }
+        }
     }
 
     /// [`ComputerDevice::observe`] as JSON.
