@@ -614,6 +614,54 @@ pub enum Error {
         reason: &'static str,
     },
 
+    /// The person has not approved access to their computer, or the approval expired (issue
+    /// 25, seed 003 "Computer Use connectors": pairing alone authorizes nothing). The helper
+    /// refused before acting: nothing was observed or done.
+    #[error("the person has not approved (or no longer approves) access to this computer")]
+    ConsentRequired,
+
+    /// The front application is not one the person approved in the computer helper (issue
+    /// 25). Nothing was observed or done.
+    #[error("the front application is not one the person approved for computer access")]
+    ApplicationNotAllowed,
+
+    /// A computer access request went unanswered for five minutes on the device (seed 003
+    /// "Device sessions and access requests"). Not a denial; nothing was done on the desktop.
+    #[error("the computer access request was not answered within five minutes")]
+    ComputerAccessTimeout,
+
+    /// The computer helper speaks another major version of the helper contract (seed 003
+    /// "Computer helper contract": version 1). Refused before any action.
+    #[error("the computer helper speaks contract version {major}, this gateway speaks 1")]
+    ComputerContractUnsupported {
+        /// The helper's major contract version.
+        major: u64,
+    },
+
+    /// The computer helper refused to observe the desktop (seed 003 pre-dispatch rejection).
+    /// Nothing was done.
+    #[error("the computer helper refused to observe the desktop")]
+    ObservationDenied,
+
+    /// The computer helper refused control of the desktop (seed 003 pre-dispatch rejection).
+    /// Nothing was done.
+    #[error("the computer helper refused control of the desktop")]
+    ControlDenied,
+
+    /// The computer helper is busy with another session's action (seed 003 pre-dispatch
+    /// rejection). Nothing was done; try again later.
+    #[error("the computer helper is busy")]
+    ComputerBusy,
+
+    /// The computer helper failed in a way jevgate does not know, or answered something that
+    /// is not the helper contract (issue 25). `reason` is written by jevgate, never the
+    /// helper's own text.
+    #[error("the computer helper failed: {reason}")]
+    ComputerToolFailed {
+        /// What went wrong, written by jevgate.
+        reason: &'static str,
+    },
+
     /// A bug in jevgate: a panic caught at an FFI boundary or a broken internal invariant.
     #[error("internal error: {reason}")]
     Internal {
@@ -796,6 +844,14 @@ error_table! {
     AgentHandoffUsed => "AGENT_HANDOFF_USED", 409, Task, false, None;
     TaskControlPending => "TASK_CONTROL_PENDING", 504, Task, false, None;
     TaskRunningElsewhere => "TASK_RUNNING_ELSEWHERE", 409, Task, false, None;
+    ConsentRequired => "CONSENT_REQUIRED", 403, Device, false, None;
+    ApplicationNotAllowed => "APPLICATION_NOT_ALLOWED", 403, Device, false, None;
+    ComputerAccessTimeout => "COMPUTER_ACCESS_TIMEOUT", 504, Device, false, None;
+    ComputerContractUnsupported => "COMPUTER_CONTRACT_UNSUPPORTED", 502, Device, false, None;
+    ObservationDenied => "OBSERVATION_DENIED", 403, Device, false, None;
+    ControlDenied => "CONTROL_DENIED", 403, Device, false, None;
+    ComputerBusy => "COMPUTER_BUSY", 409, Device, true, None;
+    ComputerToolFailed => "COMPUTER_TOOL_FAILED", 502, Device, false, None;
     Internal => "INTERNAL", 500, Internal, false, None;
 }
 
@@ -899,6 +955,14 @@ impl Error {
             Error::TaskControlPending { .. } => ErrorKind::TaskControlPending,
             Error::TaskRunningElsewhere => ErrorKind::TaskRunningElsewhere,
             Error::Carried { kind, .. } => *kind,
+            Error::ConsentRequired => ErrorKind::ConsentRequired,
+            Error::ApplicationNotAllowed => ErrorKind::ApplicationNotAllowed,
+            Error::ComputerAccessTimeout => ErrorKind::ComputerAccessTimeout,
+            Error::ComputerContractUnsupported { .. } => ErrorKind::ComputerContractUnsupported,
+            Error::ObservationDenied => ErrorKind::ObservationDenied,
+            Error::ControlDenied => ErrorKind::ControlDenied,
+            Error::ComputerBusy => ErrorKind::ComputerBusy,
+            Error::ComputerToolFailed { .. } => ErrorKind::ComputerToolFailed,
             Error::Internal { .. } => ErrorKind::Internal,
         }
     }
@@ -1478,6 +1542,15 @@ mod tests {
                         || c.ends_with("_TOOL")
                         || c.contains("TOOL_")
                         || c == "ARTIFACT_NOT_FOUND"
+                        // The computer helper's codes (issue 25, seed 003).
+                        || c.starts_with("COMPUTER_")
+                        || [
+                            "CONSENT_REQUIRED",
+                            "APPLICATION_NOT_ALLOWED",
+                            "OBSERVATION_DENIED",
+                            "CONTROL_DENIED",
+                        ]
+                        .contains(&c)
                 }
                 ErrorFamily::Browser => {
                     !c.starts_with("JEV_") && !c.starts_with("STORE_") && !c.starts_with("DEVICE_")

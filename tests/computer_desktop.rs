@@ -8,17 +8,9 @@
 //! gnome-calculator; a failure instead under `JEVGATE_REQUIRE_DESKTOP=1` (scripts/test). The
 //! desktop and the calculator are stopped on every exit path (a guard), leaving no process.
 
-use std::io::Write;
+mod support;
 
-/// Prints why the test is skipped where `cargo test` shows it (a failure when required).
-fn skip(why: &str) {
-    let required = std::env::var("JEVGATE_REQUIRE_DESKTOP").is_ok_and(|v| v == "1");
-    assert!(!required, "JEVGATE_REQUIRE_DESKTOP=1 but {why}");
-    let _ = writeln!(
-        std::io::stderr(),
-        "skipped: {why} (scripts/test runs this suite on a throw-away desktop)"
-    );
-}
+use support::desktop::skip;
 
 #[cfg(not(feature = "computer"))]
 #[test]
@@ -35,104 +27,10 @@ fn calculator_through_atspi() {
 #[cfg(feature = "computer")]
 mod desktop {
     use super::skip;
+    use crate::support::desktop::{missing, Desk};
     use jevgate::unstable::computer::{model, Keyboard, Observation, Session};
-    use std::path::{Path, PathBuf};
-    use std::process::{Child, Command, Stdio};
+    use std::process::Stdio;
     use std::time::{Duration, Instant};
-
-    fn on_path(program: &str) -> bool {
-        std::env::var_os("PATH")
-            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
-    }
-
-    /// A desktop from scripts/desktop and the applications started on it; stopped on drop.
-    struct Desk {
-        dir: tempfile::TempDir,
-        env: Vec<(String, String)>,
-        apps: Vec<Child>,
-    }
-
-    impl Desk {
-        fn start() -> Desk {
-            let dir = tempfile::tempdir().expect("temp dir");
-            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/desktop");
-            let out = Command::new(&script)
-                .arg("start")
-                .arg(dir.path())
-                .output()
-                .expect("scripts/desktop runs");
-            let mut desk = Desk {
-                dir,
-                env: Vec::new(),
-                apps: Vec::new(),
-            };
-            assert!(
-                out.status.success(),
-                "scripts/desktop start failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let env = std::fs::read_to_string(desk.dir.path().join("env")).expect("DIR/env");
-            for line in env.lines() {
-                if let Some((k, v)) = line
-                    .strip_prefix("export ")
-                    .and_then(|kv| kv.split_once('='))
-                {
-                    desk.env
-                        .push((k.to_string(), v.trim_matches('\'').to_string()));
-                }
-            }
-            desk
-        }
-
-        fn var(&self, name: &str) -> &str {
-            self.env
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.as_str())
-                .unwrap_or_else(|| panic!("{name} in DIR/env"))
-        }
-
-        fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
-            let mut c = Command::new(program);
-            c.env_remove("NO_AT_BRIDGE")
-                .env_remove("GTK_A11Y")
-                .env_remove("AT_SPI_BUS_ADDRESS")
-                .envs(self.env.iter().map(|(k, v)| (k, v)));
-            c
-        }
-
-        fn launch(&mut self, program: &str) {
-            let child = self
-                .command(program)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("the application starts");
-            self.apps.push(child);
-        }
-
-        fn a11y_bus(&self) -> String {
-            std::fs::read_to_string(self.dir.path().join("a11y-bus"))
-                .expect("DIR/a11y-bus")
-                .trim()
-                .to_string()
-        }
-    }
-
-    impl Drop for Desk {
-        fn drop(&mut self) {
-            for app in &mut self.apps {
-                let _ = app.kill();
-                let _ = app.wait();
-            }
-            let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/desktop");
-            let _ = Command::new(script)
-                .arg("stop")
-                .arg(self.dir.path())
-                .status();
-        }
-    }
 
     fn buttons(o: &Observation) -> Vec<&model::Control> {
         o.controls
@@ -175,14 +73,8 @@ mod desktop {
     }
 
     pub fn calculator_through_atspi() {
-        for program in ["Xvfb", "dbus-daemon", "gnome-calculator"] {
-            if !on_path(program) {
-                skip(&format!("{program} is not installed"));
-                return;
-            }
-        }
-        if !Path::new("/usr/libexec/at-spi-bus-launcher").exists() {
-            skip("at-spi2-core is not installed");
+        if let Some(why) = missing(&["gnome-calculator"]) {
+            skip(&why);
             return;
         }
         let started = Instant::now();

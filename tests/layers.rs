@@ -57,9 +57,9 @@ const LIBRARY: &[Layer] = &[
     (
         "capabilities",
         &[
-            &["grammar", "jev", "lease", "computer"],
+            &["grammar", "jev", "lease"],
             &["device"],
-            &["browser"],
+            &["browser", "computer"],
             &["task"],
         ],
     ),

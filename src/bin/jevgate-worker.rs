@@ -8,16 +8,13 @@
 //! channel normally or the worker was asked to stop, 1 on a refusal, an unpair or a broken
 //! connection, 2 on a usage error.
 
-use std::io::Read;
 use std::process::ExitCode;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use jevgate::browser::{BrowserTools, LaunchOptions, LocalBrowser};
-use jevgate::device::{DeviceToken, DeviceWorker, ToolExecutor, WorkerOptions};
-
-/// The longest pause between two reconnection attempts.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
+use jevgate::device::{
+    read_device_token, serve_worker, ServeEnd, ToolExecutor, WorkerControl, WorkerOptions,
+};
 
 const USAGE: &str = "usage: jevgate-worker --url ws://HOST:PORT/v1/device-worker/channel \
 [--token-file PATH] [--ca-file PEM] [--chromium PATH] [--reconnect] [--exit-on-stdin-eof]
@@ -74,20 +71,6 @@ fn parse_args() -> Result<Args, String> {
     Ok(parsed)
 }
 
-fn token(args: &Args) -> Result<DeviceToken, String> {
-    let raw = match &args.token_file {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the token file: {}", e.kind()))?,
-        None => std::env::var("JEVGATE_DEVICE_TOKEN")
-            .map_err(|_| "no token: pass --token-file or set JEVGATE_DEVICE_TOKEN".to_string())?,
-    };
-    let token = raw.trim();
-    if token.is_empty() {
-        return Err("the device token is empty".into());
-    }
-    Ok(DeviceToken::new(token))
-}
-
 fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(a) => a,
@@ -99,7 +82,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let token = match token(&args) {
+    let token = match read_device_token(args.token_file.as_deref()) {
         Ok(t) => t,
         Err(message) => {
             eprintln!("jevgate-worker: {message}");
@@ -126,124 +109,15 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let tools: Arc<BrowserTools> = Arc::new(BrowserTools::new(Arc::new(browser.clone())));
-    let control = Arc::new(Control::default());
+    let tools: Arc<dyn ToolExecutor> = Arc::new(BrowserTools::new(Arc::new(browser.clone())));
+    let control = Arc::new(WorkerControl::default());
     if args.exit_on_stdin_eof {
-        let control = control.clone();
-        // Detached on purpose: it blocks in read until stdin closes, then stops the worker.
-        let _ = std::thread::Builder::new()
-            .name("stdin-lifeline".into())
-            .spawn(move || {
-                let mut sink = [0u8; 256];
-                let mut stdin = std::io::stdin();
-                while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
-                control.stop();
-            });
+        control.stop_on_stdin_eof();
     }
-    let code = serve(&options, &tools, &control, args.reconnect);
+    let end = serve_worker("jevgate-worker", &options, &tools, &control, args.reconnect);
     browser.close();
-    code
-}
-
-/// Stops the worker from another thread: closes the live connection and ends any wait.
-#[derive(Default)]
-struct Control {
-    stopping: Mutex<bool>,
-    woken: Condvar,
-    live: Mutex<Option<Arc<DeviceWorker>>>,
-}
-
-impl Control {
-    fn stop(&self) {
-        *self.stopping.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        self.woken.notify_all();
-        let live = self.live.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if let Some(worker) = live {
-            worker.close();
-        }
-    }
-
-    fn stopping(&self) -> bool {
-        *self.stopping.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Sleeps `pause` unless stopped first; `false` when stopped.
-    fn pause(&self, pause: Duration) -> bool {
-        let guard = self.stopping.lock().unwrap_or_else(|e| e.into_inner());
-        let (guard, _) = self
-            .woken
-            .wait_timeout_while(guard, pause, |stopping| !*stopping)
-            .unwrap_or_else(|e| e.into_inner());
-        !*guard
-    }
-}
-
-/// The close code in a refusal (`the gateway refused the worker: 1008 …`), if it is one.
-fn refusal_code(e: &jevgate::Error) -> Option<u16> {
-    let text = e.to_string();
-    let at = text.find("refused the worker: ")? + "refused the worker: ".len();
-    text[at..].split_whitespace().next()?.parse().ok()
-}
-
-/// Serves connections until stopped, refused, or (without `reconnect`) the first one ends.
-fn serve(
-    options: &WorkerOptions,
-    tools: &Arc<BrowserTools>,
-    control: &Control,
-    reconnect: bool,
-) -> ExitCode {
-    let mut backoff = Duration::from_millis(500);
-    let mut connected_once = false;
-    loop {
-        let executor: Arc<dyn ToolExecutor> = tools.clone();
-        let worker = match DeviceWorker::connect(options.clone(), executor) {
-            Ok(w) => Arc::new(w),
-            Err(e) => {
-                eprintln!("jevgate-worker: {} {e}", e.code());
-                // A refusal (unpaired, bad token, out of date) or a first failure is final; a
-                // gateway at its connection limit (1013 CONNECTION_LIMIT) is tried again later.
-                let code = refusal_code(&e);
-                let try_later = code == Some(1013);
-                if !reconnect || (!try_later && (!connected_once || code.is_some())) {
-                    return ExitCode::from(1);
-                }
-                if !control.pause(backoff) {
-                    return ExitCode::SUCCESS;
-                }
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-                continue;
-            }
-        };
-        connected_once = true;
-        backoff = Duration::from_millis(500);
-        eprintln!("jevgate-worker: ready device={}", worker.device_id());
-        *control.live.lock().unwrap_or_else(|e| e.into_inner()) = Some(worker.clone());
-        if control.stopping() {
-            worker.close();
-        }
-        let exit = worker.wait();
-        *control.live.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        eprintln!(
-            "jevgate-worker: channel closed ({} {})",
-            exit.close_code.map_or("-".to_string(), |c| c.to_string()),
-            exit.reason
-        );
-        if control.stopping() {
-            return ExitCode::SUCCESS;
-        }
-        // 1008 (unpaired, refused) and 4000 (replaced by a newer connection) are final; a
-        // gateway going away (1001) or a broken connection is worth reconnecting to.
-        let final_close = matches!(exit.close_code, Some(1008) | Some(4000));
-        if !reconnect || final_close {
-            let normal = matches!(exit.close_code, Some(1000) | Some(1001));
-            return if normal {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            };
-        }
-        if !control.pause(backoff) {
-            return ExitCode::SUCCESS;
-        }
+    match end {
+        ServeEnd::Normal => ExitCode::SUCCESS,
+        ServeEnd::Failed => ExitCode::from(1),
     }
 }

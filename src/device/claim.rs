@@ -57,7 +57,7 @@ pub(crate) struct AnyClaim {
 }
 
 /// Claims `device` for one command of `root_session`, wherever in the fleet it is connected:
-/// `DEVICE_CAPABILITY_MISMATCH` (not a browser, or too old), `DEVICE_OFFLINE` (connected
+/// `DEVICE_CAPABILITY_MISMATCH` (not of capability `want`, or too old), `DEVICE_OFFLINE` (connected
 /// nowhere alive), then the lease's refusals (`DEVICE_CONTROL_ELSEWHERE`,
 /// `DEVICE_CONTROL_REVOKED`). The lease is acquired here and the command registered for
 /// cancellation in one step ([`Leases::acquire_command`]), the same for a device connected to
@@ -67,9 +67,10 @@ pub(crate) fn claim_anywhere(
     remote: Option<&Remote>,
     leases: &Leases,
     device: &DeviceRecord,
+    want: Capability,
     root_session: &str,
 ) -> Result<AnyClaim, Error> {
-    let route = reach_anywhere(hub, remote, device)?;
+    let route = reach_anywhere(hub, remote, device, want)?;
     let cancel = CancelToken::new();
     let (_, command) = {
         let cancel = cancel.clone();
@@ -93,8 +94,9 @@ pub(crate) fn reach_anywhere(
     hub: &Hub,
     remote: Option<&Remote>,
     device: &DeviceRecord,
+    want: Capability,
 ) -> Result<Route, Error> {
-    match (reach(hub, device), remote) {
+    match (reach(hub, device, want), remote) {
         (Ok(conn), _) => Ok(Route::Here(conn)),
         (Err(Error::DeviceOffline), Some(remote)) => {
             let process = remote
@@ -108,9 +110,15 @@ pub(crate) fn reach_anywhere(
 }
 
 /// The device's live connection here, without the control lease: `DEVICE_CAPABILITY_MISMATCH`
-/// (not a browser, or too old), then `DEVICE_OFFLINE`. The first half of [`reach_anywhere`].
-pub(crate) fn reach(hub: &Hub, device: &DeviceRecord) -> Result<Arc<Conn>, Error> {
-    if device.capability != Capability::Browser || device.outdated() {
+/// (not of capability `want` — a browser for browser commands, a computer helper for computer
+/// ones, issue 25 — or a browser too old), then `DEVICE_OFFLINE`. The first half of
+/// [`reach_anywhere`].
+pub(crate) fn reach(
+    hub: &Hub,
+    device: &DeviceRecord,
+    want: Capability,
+) -> Result<Arc<Conn>, Error> {
+    if device.capability != want || device.outdated() {
         return Err(Error::DeviceCapabilityMismatch);
     }
     hub.get(&device.id).ok_or(Error::DeviceOffline)

@@ -121,7 +121,7 @@ pub(crate) fn pair(shared: &Shared, peer: IpAddr, body: &[u8]) -> Reply {
         Ok(body) => body,
         Err(message) => return Reply::error(400, "INVALID_INPUT", &message),
     };
-    let request = body.request();
+    let (request, capability) = body.request();
     if let Err(e) = request.validate() {
         return Reply::error(400, "INVALID_INPUT", &e.to_string());
     }
@@ -136,6 +136,7 @@ pub(crate) fn pair(shared: &Shared, peer: IpAddr, body: &[u8]) -> Reply {
         &shared.leases,
         &owner,
         &request,
+        Some(capability),
     ) {
         Ok(pairing) => Reply::paired(&pairing.device.id, pairing.token.expose()),
         Err(e) => {

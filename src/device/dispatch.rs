@@ -522,6 +522,7 @@ impl DeviceService {
             self.remote.get(),
             leases,
             &device,
+            Capability::Browser,
             &call.root_session,
         ) {
             Ok(c) => c,

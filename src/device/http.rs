@@ -9,7 +9,7 @@
 //! |---|---|
 //! | 200 `{deviceId, token}` | a good code: the device is paired for the code's owner |
 //! | 204 | `OPTIONS` preflight (CORS headers only for a `chrome-extension://` origin, with Private Network Access allowed: the gateway is often on loopback or a LAN) |
-//! | 400 `INVALID_INPUT` | not the JSON shape, a field out of bounds, a bad `Content-Length` |
+//! | 400 `INVALID_INPUT` | not one of the JSON shapes (a browser's, or a computer helper's with `capability: "computer"` and no `browser`), a field out of bounds, a bad `Content-Length` |
 //! | 401 `PAIRING_CODE_INVALID` | a wrong, used or expired code (one answer for all three) |
 //! | 405 | another method (`Allow: POST, OPTIONS`) |
 //! | 408 `REQUEST_TIMEOUT` | the head and body did not arrive within the channel's `auth_timeout` |
@@ -20,7 +20,7 @@
 //! Every answer closes the connection. This module must never put a pairing code or a token
 //! anywhere but the one 200 body, and never echo a request's content in an error.
 
-use super::registry::{BrowserInfo, PairRequest};
+use super::registry::{BrowserInfo, Capability, PairRequest};
 use super::wire;
 use serde::Deserialize;
 
@@ -29,36 +29,57 @@ pub const PAIR_PATH: &str = "/devices/pair";
 /// The largest pairing request body, in bytes.
 pub const MAX_PAIR_BODY: usize = 8 * 1024;
 
-/// `{"installationId","name","browser":{"name","version"},"pairingCode"}`.
+/// `{"installationId","name","browser":{"name","version"},"pairingCode"}` (a browser's
+/// extension), or `{"installationId","name","capability":"computer","pairingCode"}` (a computer
+/// helper, issue 25: `jevgate-computer pair`).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct PairBody {
     pub installation_id: String,
     pub name: String,
-    pub browser: BrowserInfo,
+    #[serde(default)]
+    pub browser: Option<BrowserInfo>,
+    #[serde(default)]
+    pub capability: Option<String>,
     pub pairing_code: String,
 }
 
+/// The shapes a pairing body may take, as an error names them.
+const PAIR_SHAPES: &str = "{installationId, name, browser: {name, version}, pairingCode} or \
+                           {installationId, name, capability: \"computer\", pairingCode}";
+
 impl PairBody {
-    /// The body, or the message of a 400 (the shape expected; never the input).
+    /// The body, or the message of a 400 (the shapes expected; never the input).
     pub fn parse(body: &[u8]) -> Result<PairBody, String> {
-        serde_json::from_slice(body).map_err(|e| {
-            crate::Error::invalid_json(
-                "body",
-                "{installationId, name, browser: {name, version}, pairingCode}",
-                &e,
-            )
-            .to_string()
-        })
+        let parsed: PairBody = serde_json::from_slice(body)
+            .map_err(|e| crate::Error::invalid_json("body", PAIR_SHAPES, &e).to_string())?;
+        let shape_ok = match parsed.capability.as_deref() {
+            None | Some("browser") => parsed.browser.is_some(),
+            Some("computer") => parsed.browser.is_none(),
+            Some(_) => false,
+        };
+        if !shape_ok {
+            return Err(crate::Error::InvalidArgument {
+                name: "body",
+                reason: format!("must be {PAIR_SHAPES}"),
+            }
+            .to_string());
+        }
+        Ok(parsed)
     }
 
-    /// The registry's pairing request (a browser device).
-    pub fn request(&self) -> PairRequest {
-        PairRequest {
+    /// The registry's pairing request and the capability it pairs as (a browser by default).
+    pub fn request(&self) -> (PairRequest, Capability) {
+        let capability = match self.capability.as_deref() {
+            Some("computer") => Capability::Computer,
+            _ => Capability::Browser,
+        };
+        let request = PairRequest {
             installation_id: self.installation_id.clone(),
             name: self.name.clone(),
-            browser: Some(self.browser.clone()),
-        }
+            browser: self.browser.clone(),
+        };
+        (request, capability)
     }
 }
 
@@ -435,13 +456,21 @@ mod tests {
         let ok = br#"{"installationId":"i","name":"n","browser":{"name":"Chrome","version":"131"},"pairingCode":"ABCD-EFGH"}"#;
         let b = PairBody::parse(ok).unwrap();
         assert_eq!(b.pairing_code, "ABCD-EFGH");
-        assert!(b.request().browser.is_some());
+        assert!(b.request().0.browser.is_some());
+        assert_eq!(b.request().1, Capability::Browser);
+        // A computer helper (issue 25) pairs without a browser.
+        let computer = br#"{"installationId":"i","name":"n","capability":"computer","pairingCode":"ABCD-EFGH"}"#;
+        let b = PairBody::parse(computer).unwrap();
+        assert_eq!(b.request().1, Capability::Computer);
+        assert!(b.request().0.browser.is_none());
         for bad in [
             &b"{"[..],
             b"[]",
             br#"{"installationId":"i","name":"n","browser":{"name":"C","version":"1"}}"#,
             br#"{"installationId":"i","name":"n","pairingCode":"SECRETCODE"}"#,
             br#"{"installationId":1,"name":"n","browser":{"name":"C","version":"1"},"pairingCode":"SECRETCODE"}"#,
+            br#"{"installationId":"i","name":"n","capability":"computer","browser":{"name":"C","version":"1"},"pairingCode":"SECRETCODE"}"#,
+            br#"{"installationId":"i","name":"n","capability":"toaster","pairingCode":"SECRETCODE"}"#,
             b"\xff\xfe",
         ] {
             let message = PairBody::parse(bad).unwrap_err();

@@ -98,6 +98,7 @@ mod artifacts;
 mod caps;
 mod channel;
 mod claim;
+pub mod computer;
 mod connection;
 mod dispatch;
 mod executor;
@@ -106,6 +107,7 @@ mod http;
 mod hub;
 mod pairing;
 mod primitive;
+mod reconnect;
 mod registry;
 mod remote;
 mod server;
@@ -126,9 +128,10 @@ pub use executor::{
 pub use http::{MAX_PAIR_BODY, PAIR_PATH};
 pub use pairing::{PairingCode, MAX_CODE_TTL};
 pub(crate) use primitive::{PrimitiveSender, PRIMITIVES};
+pub use reconnect::{read_device_token, serve_worker, ServeEnd, WorkerControl, MAX_BACKOFF};
 pub use registry::{
     BrowserInfo, Capability, Device, DeviceToken, PairRequest, Pairing, LABEL_BROWSER,
-    LABEL_BROWSER_OUTDATED, LABEL_SHELL,
+    LABEL_BROWSER_OUTDATED, LABEL_COMPUTER, LABEL_SHELL,
 };
 pub use server::ChannelHandle;
 pub use tools::{tool_definitions, Tool, ToolFormat, TOOLS};
@@ -217,7 +220,24 @@ impl DeviceService {
     }
 
     pub fn pair(&self, leases: &Leases, owner: &str, request: &PairRequest) -> Result<Pairing> {
-        pairing::pair_device(&self.registry, &self.hub, leases, owner, request)
+        pairing::pair_device(&self.registry, &self.hub, leases, owner, request, None)
+    }
+
+    /// Pairs a computer helper for `owner` (issue 25): a device of capability `computer`.
+    pub fn pair_computer(
+        &self,
+        leases: &Leases,
+        owner: &str,
+        request: &PairRequest,
+    ) -> Result<Pairing> {
+        pairing::pair_device(
+            &self.registry,
+            &self.hub,
+            leases,
+            owner,
+            request,
+            Some(Capability::Computer),
+        )
     }
 
     /// A one-time pairing code for `owner` (R-DEV-PAIR, issue 22 item 2).

@@ -20,7 +20,7 @@
 //! hash, and never answers whose a code is except by pairing for that owner.
 
 use super::hub::Hub;
-use super::registry::{PairRequest, Pairing, Registry};
+use super::registry::{Capability, PairRequest, Pairing, Registry};
 use crate::clock::{Instant, SharedClock};
 use crate::lease::Leases;
 use crate::{Error, Result};
@@ -393,7 +393,8 @@ impl PairingCodes {
     }
 }
 
-/// Pairs (or re-pairs) a device for `owner`: the registry row, the lease manager's owner, and
+/// Pairs (or re-pairs) a device for `owner` (as `capability`, else a browser when the request
+/// names one and a shell worker otherwise): the registry row, the lease manager's owner, and
 /// the old connection of a re-paired device closed. The one path of [`crate::Gateway::pair`]
 /// and of the pairing route.
 pub(crate) fn pair_device(
@@ -402,8 +403,12 @@ pub(crate) fn pair_device(
     leases: &Leases,
     owner: &str,
     request: &PairRequest,
+    capability: Option<Capability>,
 ) -> Result<Pairing> {
-    let (record, token) = registry.pair(owner, request)?;
+    let (record, token) = match capability {
+        Some(c) => registry.pair_as(owner, request, c)?,
+        None => registry.pair(owner, request)?,
+    };
     leases.set_device_owner(&record.id, owner)?;
     // A re-paired device's old token stops working, including on an open connection.
     hub.disconnect(&record.id, 1008, "DEVICE_UNPAIRED");

@@ -46,7 +46,7 @@ use super::claim::{claim_anywhere, reach_anywhere, Route};
 use super::dispatch::paired_device;
 use super::executor::{WorkerFailure, OUTCOME_UNKNOWN, RESULT_CAP_EXCEEDED};
 use super::hub::{Hub, SendFailure};
-use super::registry::Registry;
+use super::registry::{Capability, Registry};
 use super::remote::Remote;
 use super::DeviceService;
 use crate::clock::SharedClock;
@@ -160,7 +160,13 @@ impl PrimitiveSender {
             return Err(Error::UnknownTool { tool: "?".into() });
         };
         let started = self.clock.now();
-        let answer = self.send_inner(leases, owner, root_session, device_id, tool, args);
+        let to = To {
+            owner,
+            root_session,
+            device_id,
+            want: Capability::Browser,
+        };
+        let answer = self.send_inner(leases, &to, tool, args, None, worker_error);
         log::info!(
             "primitive {tool} answered {} in {} ms",
             answer.as_ref().err().map_or("ok", Error::code),
@@ -169,15 +175,26 @@ impl PrimitiveSender {
         answer
     }
 
-    fn send_inner(
+    /// Sends `tool` (already checked against the caller's primitive list) to the device `to`
+    /// names, once, as [`PrimitiveSender::send`] does: the claim (a device of capability
+    /// `to.want`), the lease, the three meanings of a failure; a failure the worker answered is
+    /// read by `answered` (a browser's or a computer helper's reading, issue 25). `timeout`
+    /// replaces the device's command timeout.
+    pub(crate) fn send_inner(
         &self,
         leases: &Leases,
-        owner: &str,
-        root_session: &str,
-        device_id: &str,
+        to: &To<'_>,
         tool: &'static str,
         args: &Value,
+        timeout: Option<Duration>,
+        answered: Answered,
     ) -> Result<Value, Error> {
+        let To {
+            owner,
+            root_session,
+            device_id,
+            want,
+        } = *to;
         if !args.is_object() {
             return Err(Error::InvalidArgument {
                 name: "args",
@@ -186,22 +203,42 @@ impl PrimitiveSender {
         }
         let remote = self.remote.get();
         let device = paired_device(&self.registry, remote, owner, device_id)?;
-        let timeout = self.limits.read().command_timeout;
+        let timeout = timeout.unwrap_or(self.limits.read().command_timeout);
         if tool == STATUS_READ {
             // A read of the worker's record, not control: no lease (see the module comment).
-            let route = reach_anywhere(&self.hub, remote, &device)?;
-            return send_on(&route, tool, args, timeout, &crate::CancelToken::new());
+            let route = reach_anywhere(&self.hub, remote, &device, want)?;
+            return send_on(
+                &route,
+                tool,
+                args,
+                timeout,
+                &crate::CancelToken::new(),
+                answered,
+            );
         }
         // The device check, its connection (here or on another process of the fleet), the
         // lease and the cancellation hook (R-LEASE-3).
-        let claim = claim_anywhere(&self.hub, remote, leases, &device, root_session)?;
+        let claim = claim_anywhere(&self.hub, remote, leases, &device, want, root_session)?;
         // A take-back that came after the acquire: the command is not sent at all.
         if claim.cancel.is_cancelled() {
             return Err(Error::DeviceControlRevoked);
         }
-        send_on(&claim.route, tool, args, timeout, &claim.cancel)
+        send_on(&claim.route, tool, args, timeout, &claim.cancel, answered)
     }
 }
+
+/// Whom a primitive is for: the owner, the conversation, the device and the capability it must
+/// have.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct To<'a> {
+    pub(crate) owner: &'a str,
+    pub(crate) root_session: &'a str,
+    pub(crate) device_id: &'a str,
+    pub(crate) want: Capability,
+}
+
+/// What a failure the worker answered becomes (a browser's or a computer helper's reading).
+pub(crate) type Answered = fn(&WorkerFailure, Duration) -> Error;
 
 /// Sends once on `route`: the connection here, or carried to the process holding it (the
 /// arguments as they are, so an operation keeps its `operationId` wherever it runs).
@@ -211,14 +248,15 @@ fn send_on(
     args: &Value,
     timeout: Duration,
     cancel: &crate::CancelToken,
+    answered: Answered,
 ) -> Result<Value, Error> {
     match route {
         Route::Here(conn) => conn
             .send(tool, args, timeout, cancel)
-            .map_err(|f| failure_error(f, timeout)),
+            .map_err(|f| failure_error(f, timeout, answered)),
         Route::Elsewhere(carrier) => carrier
             .execute(tool, args, timeout, cancel)
-            .map_err(|f| carried_error(&f, timeout)),
+            .map_err(|f| carried_error(&f, timeout, answered)),
     }
 }
 
@@ -229,7 +267,7 @@ fn send_on(
 /// back while it ran, an answer too large to carry back) is `OUTCOME_UNKNOWN` — a carried
 /// `timed_out` is unknown whether the holder's deadline or the worker's own said it, the
 /// reading that never claims "not executed"; a worker's answer is read as on a local send.
-fn carried_error(f: &WorkerFailure, timeout: Duration) -> Error {
+fn carried_error(f: &WorkerFailure, timeout: Duration, answered: Answered) -> Error {
     let unknown = |reason: String| Error::OutcomeUnknown { reason };
     if f.not_sent {
         return if f.code == "cancelled" {
@@ -253,12 +291,12 @@ fn carried_error(f: &WorkerFailure, timeout: Duration) -> Error {
         RESULT_CAP_EXCEEDED => {
             unknown("the browser's answer was too large to carry back from its process".into())
         }
-        _ => worker_error(f, timeout),
+        _ => answered(f, timeout),
     }
 }
 
 /// The typed error of a failed send (see the module comment).
-fn failure_error(failure: SendFailure, timeout: Duration) -> Error {
+fn failure_error(failure: SendFailure, timeout: Duration, answered: Answered) -> Error {
     let unknown = |reason: String| Error::OutcomeUnknown { reason };
     match failure {
         SendFailure::Offline | SendFailure::TimedOut { written: false } => Error::DeviceOffline,
@@ -271,7 +309,7 @@ fn failure_error(failure: SendFailure, timeout: Duration) -> Error {
             timeout.as_millis()
         )),
         SendFailure::Lost => unknown("the browser disconnected after the command was sent".into()),
-        SendFailure::Answered(f) => worker_error(&f, timeout),
+        SendFailure::Answered(f) => answered(&f, timeout),
     }
 }
 
@@ -453,15 +491,15 @@ mod tests {
     fn r_tsk_rcpt_only_a_written_command_without_a_result_is_an_unknown_outcome() {
         let t = Duration::from_millis(250);
         assert_eq!(
-            failure_error(SendFailure::Offline, t).code(),
+            failure_error(SendFailure::Offline, t, worker_error).code(),
             "DEVICE_OFFLINE"
         );
         assert_eq!(
-            failure_error(SendFailure::TimedOut { written: false }, t).code(),
+            failure_error(SendFailure::TimedOut { written: false }, t, worker_error).code(),
             "DEVICE_OFFLINE"
         );
         assert_eq!(
-            failure_error(SendFailure::Cancelled { written: false }, t).code(),
+            failure_error(SendFailure::Cancelled { written: false }, t, worker_error).code(),
             "DEVICE_CONTROL_REVOKED"
         );
         for f in [
@@ -469,7 +507,7 @@ mod tests {
             SendFailure::TimedOut { written: true },
             SendFailure::Cancelled { written: true },
         ] {
-            assert_eq!(failure_error(f, t).code(), "OUTCOME_UNKNOWN");
+            assert_eq!(failure_error(f, t, worker_error).code(), "OUTCOME_UNKNOWN");
         }
     }
 

@@ -21,6 +21,8 @@ pub const LABEL_BROWSER: &str = "browser";
 pub const LABEL_BROWSER_OUTDATED: &str = "browser (extension out of date — update to use)";
 /// The inventory label of a shell (CLI) worker.
 pub const LABEL_SHELL: &str = "shell";
+/// The inventory label of a computer helper (issue 25: `jevgate-computer`).
+pub const LABEL_COMPUTER: &str = "computer";
 
 /// The browser a worker runs in, as sent when pairing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,6 +80,8 @@ pub enum Capability {
     Browser,
     /// A shell (CLI) worker: never version-checked, never serves browser tools.
     Shell,
+    /// A computer helper (issue 25): serves the computer helper contract, never browser tools.
+    Computer,
 }
 
 impl Capability {
@@ -85,6 +89,7 @@ impl Capability {
         match self {
             Capability::Browser => "browser",
             Capability::Shell => "shell",
+            Capability::Computer => "computer",
         }
     }
 }
@@ -189,6 +194,7 @@ impl DeviceRecord {
     pub fn to_device(&self, online: bool) -> Device {
         let label = match self.capability {
             Capability::Shell => LABEL_SHELL,
+            Capability::Computer => LABEL_COMPUTER,
             Capability::Browser if self.outdated() => LABEL_BROWSER_OUTDATED,
             Capability::Browser => LABEL_BROWSER,
         };
@@ -237,10 +243,10 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeviceRecord> {
         id: r.get(0)?,
         owner: r.get(1)?,
         name: r.get(2)?,
-        capability: if capability == "browser" {
-            Capability::Browser
-        } else {
-            Capability::Shell
+        capability: match capability.as_str() {
+            "browser" => Capability::Browser,
+            "computer" => Capability::Computer,
+            _ => Capability::Shell,
         },
         browser: match (browser_name, browser_version) {
             (Some(name), Some(version)) => Some(BrowserInfo { name, version }),
@@ -266,16 +272,26 @@ impl Registry {
 
     /// Pairs (or re-pairs) `request.installation_id` for `owner` (R-DEV-PAIR).
     pub fn pair(&self, owner: &str, request: &PairRequest) -> Result<(DeviceRecord, DeviceToken)> {
-        text_arg("owner", owner, 256)?;
-        request.validate()?;
-        let token = DeviceToken(format!("jgd_{}", random_hex(32)?));
-        let hash = token_hash(&token.0);
-        let new_id = random_id("dev_")?;
         let capability = if request.browser.is_some() {
             Capability::Browser
         } else {
             Capability::Shell
         };
+        self.pair_as(owner, request, capability)
+    }
+
+    /// [`Registry::pair`] as `capability` (a computer helper, issue 25).
+    pub fn pair_as(
+        &self,
+        owner: &str,
+        request: &PairRequest,
+        capability: Capability,
+    ) -> Result<(DeviceRecord, DeviceToken)> {
+        text_arg("owner", owner, 256)?;
+        request.validate()?;
+        let token = DeviceToken(format!("jgd_{}", random_hex(32)?));
+        let hash = token_hash(&token.0);
+        let new_id = random_id("dev_")?;
         let now = self.clock.wall_millis();
         let id = self.store.write(|tx| {
             let existing: Option<String> = tx

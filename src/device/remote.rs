@@ -426,6 +426,7 @@ mod real {
                             let capability = match r.capability {
                                 Capability::Browser => "browser",
                                 Capability::Shell => "shell",
+                                Capability::Computer => "computer",
                             };
                             let protocol = r.last_protocol.map(|p| i64::try_from(p).unwrap_or(0));
                             tx.execute(

@@ -4,6 +4,7 @@
 //! with the gateway's lease manager; it must never hold a lock across a call.
 
 use super::Gateway;
+use crate::device::computer::ComputerDevice;
 use crate::device::{
     Artifact, ChannelHandle, ChannelOptions, Device, DeviceLimits, PairRequest, Pairing,
     PairingCode, ToolCall, ToolResult,
@@ -111,6 +112,48 @@ impl Gateway {
     ) -> Result<DeviceTarget> {
         self.check_open()?;
         Ok(DeviceTarget::new(
+            self.device_service().primitive_sender(),
+            self.leases().clone(),
+            owner,
+            root_session,
+            device_id,
+        ))
+    }
+
+    /// Pairs a computer helper (`jevgate-computer`, issue 25) for `owner`: a device of
+    /// capability `computer` (`request.browser` is ignored for it). Returns the device and its
+    /// token, shown this once, as [`Gateway::pair`]. Pairing alone authorizes nothing: the
+    /// person approves applications and an access duration in the helper.
+    pub fn pair_computer(&self, owner: &str, request: &PairRequest) -> Result<Pairing> {
+        self.check_open()?;
+        let request = PairRequest {
+            browser: None,
+            ..request.clone()
+        };
+        self.device_service()
+            .pair_computer(self.leases(), owner, &request)
+    }
+
+    /// `owner`'s paired computer `device_id` (capability `computer`, issue 25) driven for the
+    /// conversation `root_session`: observe, act and read receipts over the channel under the
+    /// device's control lease, with the helper contract's checks (seed 003 "Computer helper
+    /// contract"). Nothing is sent until a method is called.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let gw = jevgate::Gateway::open(jevgate::GatewayOptions::new(dir.path(), Default::default())).unwrap();
+    /// let computer = gw.computer_target("alice", "conv-1", "dev_unknown").unwrap();
+    /// assert_eq!(computer.observe().unwrap_err().code(), "DEVICE_NOT_PAIRED");
+    /// # gw.close();
+    /// ```
+    pub fn computer_target(
+        &self,
+        owner: &str,
+        root_session: &str,
+        device_id: &str,
+    ) -> Result<ComputerDevice> {
+        self.check_open()?;
+        Ok(ComputerDevice::new(
             self.device_service().primitive_sender(),
             self.leases().clone(),
             owner,

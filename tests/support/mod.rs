@@ -5,11 +5,13 @@
 //! paired workers (`gateway`), a scripted device worker (`worker`), the capturing logger of the
 //! R-LOG tests (`log_capture`), a scripted Jev provider (`jev_server`), the fixture pages, the
 //! one device-tool conformance suite every device runs (`conformance`) and a Chromium with the
-//! browser extension loaded (`extension`).
+//! browser extension loaded (`extension`), and a throw-away Linux desktop for the computer helper
+//! (`desktop`).
 #![allow(dead_code)] // each test binary uses a different part of the support module
 
 pub mod conformance;
 pub mod desk;
+pub mod desktop;
 pub mod extension;
 pub mod gateway;
 pub mod injection;

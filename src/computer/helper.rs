@@ -1,0 +1,391 @@
+//! The computer helper as a paired device (issue 25): [`ComputerHelper`] is the
+//! [`ToolExecutor`] `jevgate-computer serve` hands to the library's channel worker
+//! ([`crate::device::DeviceWorker`], the same client `jevgate-worker` uses), answering the
+//! helper contract version 1 (seed 003 "Computer helper contract", the gateway's side in
+//! `device/computer.rs`):
+//!
+//! - `observe` → the front application's observation with `contractVersion: 1`, controls (their
+//!   contract actions `press`/`set_text`/`focus`), focus, window title, application,
+//!   `supportedActions` and `capabilities: {standardCommands: [], keys: ["backspace"]}`; a
+//!   sensitive field's value is never read (model.rs);
+//! - `computer_action` (`press`/`set_text`/`focus` a ref of the last observation, or `key`),
+//!   with its `operation_id`: the receipt is recorded before acting and its end after
+//!   (state.rs); an operation id already recorded is refused, so nothing runs twice;
+//! - `operation_status` → the receipt, or `{"state":"not_found"}`;
+//! - `computer_access` → granted under a valid approval, else `waiting` on a pending access
+//!   request the person answers with `jevgate-computer approve` (never blocking the helper:
+//!   the gateway asks again), `COMPUTER_ACCESS_TIMEOUT` once it is five minutes old on the
+//!   helper's injected clock.
+//!
+//! Consent comes first (state.rs): `CONSENT_REQUIRED` without a valid approval,
+//! `APPLICATION_NOT_ALLOWED` for a front application not approved — refused before anything is
+//! observed or recorded, so the gateway's receipt check sees `not_found`. A refusal travels as
+//! `execution_failed` with the code leading the message (`CONSENT_REQUIRED: …`); the gateway
+//! keeps only the code.
+//!
+//! It must never read a sensitive value, never act without a recorded receipt, never run an
+//! operation id twice, and never log names, values, text or typed text.
+
+use super::atspi::{AtspiError, Session};
+use super::keys::Keyboard;
+use super::model;
+use super::state::{self, Receipts};
+use crate::clock::SharedClock;
+use crate::device::computer::{ComputerAction, ComputerCommand, ACCESS_TIMEOUT, CONTRACT_VERSION};
+use crate::device::{ToolExecutor, WorkerFailure};
+use crate::CancelToken;
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How the helper reaches its desktop and where it keeps its state.
+#[derive(Debug, Clone)]
+pub struct HelperOptions {
+    /// The state directory: consent, the pending access request, receipts.
+    pub state_dir: PathBuf,
+    /// Observe this application (accessible name) instead of the front one.
+    pub app: Option<String>,
+    /// The accessibility bus address (`None`: found from the session bus or
+    /// `AT_SPI_BUS_ADDRESS`).
+    pub a11y_bus: Option<String>,
+    /// The X display for keys (`None`: `DISPLAY`).
+    pub display: Option<String>,
+    /// The clock of consent, access requests and receipts (R-CLK).
+    pub clock: SharedClock,
+}
+
+struct Desktop {
+    session: Option<Session>,
+    keyboard: Option<Keyboard>,
+    /// The application and refs of the last observation: the only refs an action may name.
+    last_app: Option<String>,
+    last_refs: HashSet<String>,
+}
+
+/// The helper's executor (see the module comment). Commands run one at a time (the channel
+/// worker's job loop); the locks only guard against a host calling it from several threads.
+pub struct ComputerHelper {
+    options: HelperOptions,
+    desktop: Mutex<Desktop>,
+    receipts: Mutex<Result<Receipts, String>>,
+}
+
+impl std::fmt::Debug for ComputerHelper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ComputerHelper").finish_non_exhaustive()
+    }
+}
+
+/// A refusal with `code` leading the message (the gateway reads only the code).
+fn refuse(code: &str, why: &str) -> WorkerFailure {
+    WorkerFailure::new("execution_failed", format!("{code}: {why}"))
+}
+
+fn atspi_failure(e: &AtspiError) -> WorkerFailure {
+    refuse(e.code, "the desktop refused")
+}
+
+/// A contract key name as the keyboard layer's (`backspace` → `BackSpace`).
+fn key_name(key: &str) -> &str {
+    const NAMES: &[(&str, &str)] = &[
+        ("backspace", "BackSpace"),
+        ("enter", "Return"),
+        ("return", "Return"),
+        ("esc", "Escape"),
+        ("escape", "Escape"),
+        ("tab", "Tab"),
+        ("delete", "Delete"),
+        ("home", "Home"),
+        ("end", "End"),
+        ("left", "Left"),
+        ("right", "Right"),
+        ("up", "Up"),
+        ("down", "Down"),
+        ("space", "space"),
+    ];
+    NAMES
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(key))
+        .map_or(key, |(_, k)| k)
+}
+
+impl ComputerHelper {
+    /// A helper on `options`; the desktop is connected on the first command that needs it.
+    pub fn new(options: HelperOptions) -> ComputerHelper {
+        let receipts = Receipts::load(&options.state_dir);
+        if receipts.is_err() {
+            log::error!("computer helper: its receipts file cannot be read; actions are refused");
+        }
+        ComputerHelper {
+            options,
+            desktop: Mutex::new(Desktop {
+                session: None,
+                keyboard: None,
+                last_app: None,
+                last_refs: HashSet::new(),
+            }),
+            receipts: Mutex::new(receipts),
+        }
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.options.clock.wall_millis()
+    }
+
+    fn session<'a>(&self, d: &'a mut Desktop) -> Result<&'a mut Session, WorkerFailure> {
+        if d.session.is_none() {
+            let s = match &self.options.a11y_bus {
+                Some(a) => Session::connect_address(a),
+                None => Session::connect(),
+            }
+            .map_err(|e| atspi_failure(&e))?;
+            d.session = Some(s);
+        }
+        d.session
+            .as_mut()
+            .ok_or_else(|| refuse("ATSPI_UNAVAILABLE", "no accessibility bus"))
+    }
+
+    /// The consent rule for the front application (its name, once allowed).
+    fn allowed_app(&self, d: &mut Desktop) -> Result<String, WorkerFailure> {
+        let consent = state::read_consent(&self.options.state_dir);
+        state::check_consent(consent.as_ref(), self.now_ms(), None)
+            .map_err(|code| refuse(code, "the person has not approved access"))?;
+        let app = self
+            .session(d)?
+            .atspi()
+            .application(self.options.app.as_deref())
+            .map_err(|e| atspi_failure(&e))?;
+        state::check_consent(consent.as_ref(), self.now_ms(), Some(&app.name))
+            .map_err(|code| refuse(code, "the front application is not approved"))?;
+        Ok(app.name)
+    }
+
+    fn observe(&self) -> Result<Value, WorkerFailure> {
+        let mut d = self.desktop.lock();
+        let app = self.allowed_app(&mut d)?;
+        let obs = self
+            .session(&mut d)?
+            .observe(Some(&app))
+            .map_err(|e| atspi_failure(&e))?;
+        d.last_app = Some(obs.application.clone());
+        d.last_refs = obs.controls.iter().map(|c| c.reference.clone()).collect();
+        Ok(contract_observation(&obs))
+    }
+
+    fn act(&self, args: &Value) -> Result<Value, WorkerFailure> {
+        let command = ComputerCommand::from_args(args)
+            .map_err(|e| refuse("INVALID_ARGUMENT", &e.to_string()))?;
+        let mut d = self.desktop.lock();
+        let app = self.allowed_app(&mut d)?;
+        let reference = match &command.action {
+            ComputerAction::Press { reference }
+            | ComputerAction::Focus { reference }
+            | ComputerAction::SetText { reference, .. } => Some(reference.clone()),
+            ComputerAction::Key { .. } => None,
+        };
+        if let Some(r) = &reference {
+            if d.last_app.as_deref() != Some(app.as_str()) {
+                return Err(refuse(
+                    "STALE_OBSERVATION",
+                    "the front application changed since the observation",
+                ));
+            }
+            if !d.last_refs.contains(r) {
+                return Err(refuse(
+                    "TARGET_NOT_FOUND",
+                    "not a ref of the last observation",
+                ));
+            }
+        }
+        if let ComputerAction::Key { key } = &command.action {
+            if super::keys::keysym(key_name(key)).is_none() {
+                return Err(refuse("INVALID_ARGUMENT", "unknown key"));
+            }
+        }
+        // The receipt before the action, synced; never an operation id twice.
+        {
+            let mut receipts = self.receipts.lock();
+            let receipts = receipts
+                .as_mut()
+                .map_err(|_| refuse("CONTROL_DENIED", "the helper's receipts are unreadable"))?;
+            if receipts.get(&command.operation_id).is_some() {
+                return Err(refuse("INVALID_ARGUMENT", "operation_id already used"));
+            }
+            receipts
+                .start(&command.operation_id, command.kind(), self.now_ms())
+                .map_err(|_| refuse("CONTROL_DENIED", "the receipt could not be recorded"))?;
+        }
+        let outcome: Result<(), &'static str> = match &command.action {
+            ComputerAction::Press { reference } => {
+                self.session(&mut d)?.press(reference).map_err(|e| e.code)
+            }
+            ComputerAction::Focus { reference } => {
+                self.session(&mut d)?.focus(reference).map_err(|e| e.code)
+            }
+            ComputerAction::SetText { reference, text } => self
+                .session(&mut d)?
+                .set_text(reference, text)
+                .map_err(|e| e.code),
+            ComputerAction::Key { key } => {
+                if d.keyboard.is_none() {
+                    d.keyboard = Keyboard::connect_display(self.options.display.as_deref()).ok();
+                }
+                match &d.keyboard {
+                    Some(k) => k.key(key_name(key)).map_err(|e| e.code),
+                    None => Err("KEYBOARD_UNAVAILABLE"),
+                }
+            }
+        };
+        let finished = self.receipts.lock().as_mut().map_err(|_| ()).and_then(|r| {
+            r.finish(&command.operation_id, outcome.err())
+                .map_err(|_| ())
+        });
+        if finished.is_err() {
+            log::warn!("computer helper: an operation's end could not be recorded");
+        }
+        match outcome {
+            Ok(()) => Ok(json!({
+                "operation_id": command.operation_id,
+                "state": "completed",
+                "action": command.kind(),
+            })),
+            Err(code) => Err(refuse(code, "the desktop refused the action")),
+        }
+    }
+
+    fn operation_status(&self, args: &Value) -> Result<Value, WorkerFailure> {
+        let id = args
+            .get("operation_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| refuse("INVALID_ARGUMENT", "operation_id is required"))?;
+        crate::device::computer::check_operation_id(id)
+            .map_err(|e| refuse("INVALID_ARGUMENT", &e.to_string()))?;
+        let receipts = self.receipts.lock();
+        // An unreadable receipts file answers without a cause code: never "not found".
+        let receipts = receipts
+            .as_ref()
+            .map_err(|_| WorkerFailure::new("execution_failed", "receipts unreadable"))?;
+        Ok(match receipts.get(id) {
+            None => json!({"state": "not_found"}),
+            Some(e) => {
+                let mut v = json!({
+                    "operation_id": e.operation_id,
+                    "state": e.state,
+                    "action": e.action,
+                });
+                if let Some(code) = &e.code {
+                    v["code"] = json!(code);
+                }
+                v
+            }
+        })
+    }
+
+    /// `computer_access`: granted under a valid approval (a pending request then ends); else
+    /// the pending access request (opened by the first ask) is `waiting` until the person
+    /// approves, and `COMPUTER_ACCESS_TIMEOUT` once it is five minutes old on the helper's clock
+    /// (the request ends). Never blocks: the gateway asks again, and other commands (receipts)
+    /// are answered meanwhile.
+    fn access(&self) -> Result<Value, WorkerFailure> {
+        let dir = &self.options.state_dir;
+        let now = self.now_ms();
+        if let Some(c) =
+            state::read_consent(dir).filter(|c| state::check_consent(Some(c), now, None).is_ok())
+        {
+            state::close_access_request(dir);
+            return Ok(json!({
+                "state": "granted",
+                "applications": c.applications,
+                "expiresAt": c.expires_at,
+            }));
+        }
+        let requested_at = match state::pending_access_request(dir) {
+            Some(at) => at,
+            None => {
+                state::open_access_request(dir, now).map_err(|_| {
+                    refuse("CONSENT_REQUIRED", "the access request could not be shown")
+                })?;
+                log::info!("computer helper: waiting for the person to approve access");
+                now
+            }
+        };
+        let limit = i64::try_from(ACCESS_TIMEOUT.as_millis()).unwrap_or(i64::MAX);
+        if now.saturating_sub(requested_at) >= limit {
+            state::close_access_request(dir);
+            return Err(refuse(
+                "COMPUTER_ACCESS_TIMEOUT",
+                "nobody answered the access request",
+            ));
+        }
+        Ok(json!({"state": "waiting", "requestedAt": requested_at}))
+    }
+}
+
+/// The contract observation (version 1) of a model observation.
+pub fn contract_observation(obs: &model::Observation) -> Value {
+    let controls: Vec<Value> = obs
+        .controls
+        .iter()
+        .map(|c| {
+            let mut actions = Vec::new();
+            if c.actions.iter().any(|a| model::is_press_action(a)) {
+                actions.push("press");
+            }
+            let editable = c.states.contains(&"editable") && !c.states.contains(&"readonly");
+            if editable {
+                actions.push("set_text");
+            }
+            if editable || !actions.is_empty() {
+                actions.push("focus");
+            }
+            let mut v = json!({
+                "ref": c.reference,
+                "role": c.role,
+                "name": c.name,
+                "states": c.states,
+                "actions": actions,
+            });
+            if c.sensitive {
+                v["sensitive"] = json!(true);
+            } else if let Some(value) = &c.value {
+                v["value"] = json!(value);
+            }
+            v
+        })
+        .collect();
+    let mut v = json!({
+        "contractVersion": CONTRACT_VERSION,
+        "application": obs.application,
+        "windowTitle": obs.window_title,
+        "controls": controls,
+        "text": obs.text,
+        "omitted": obs.omitted,
+        "supportedActions": ["press", "set_text", "focus", "key"],
+        "capabilities": {"standardCommands": [], "keys": ["backspace"]},
+    });
+    if let Some(f) = &obs.focused {
+        v["focused"] = json!(f);
+    }
+    v
+}
+
+impl ToolExecutor for ComputerHelper {
+    fn execute(
+        &self,
+        tool: &str,
+        args: &Value,
+        _deadline: Duration,
+        _cancel: &CancelToken,
+    ) -> Result<Value, WorkerFailure> {
+        match tool {
+            "observe" => self.observe(),
+            "computer_action" => self.act(args),
+            "operation_status" => self.operation_status(args),
+            "computer_access" => self.access(),
+            _ => Err(refuse("UNKNOWN_TOOL", "not a computer helper command")),
+        }
+    }
+}
