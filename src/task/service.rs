@@ -965,12 +965,20 @@ impl TaskService {
             });
             let dead_after =
                 Duration::from_millis(u64::try_from(t.member.dead_after_ms).unwrap_or(0));
+            let weak = Arc::downgrade(&self.shared);
+            let seam: super::carry::Seam = Box::new(move |at| {
+                let hook = weak.upgrade().and_then(|s| s.hook.read().clone());
+                if let Some(hook) = hook {
+                    hook(at);
+                }
+            });
             let carrier = Carrier::start(
                 Arc::clone(&t.reads),
                 t.member.process.clone(),
                 dead_after,
                 Arc::clone(&self.shared.clock),
                 apply,
+                seam,
             );
             let _ = self.shared.carrier.set(carrier);
         }
