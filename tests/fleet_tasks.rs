@@ -436,6 +436,53 @@ fn hold_carried_calls(gw: &Gateway) -> Arc<Hold> {
     hold
 }
 
+impl Hold {
+    /// Lets the held listener go on and waits (bounded) until it went on to its take.
+    fn release_and_wait_take(&self) {
+        self.held.store(false, Ordering::SeqCst);
+        let t0 = Instant::now();
+        while self.takes.load(Ordering::SeqCst) == 0 && t0.elapsed() < WAIT {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(self.takes.load(Ordering::SeqCst) >= 1);
+    }
+}
+
+/// Two gateways of one fleet and a task waiting on the first, whose carried calls are held
+/// (bind every field: what a pattern leaves out is dropped at once — the server, the
+/// directories).
+struct HeldFleet {
+    db: support::pg::Db,
+    _server: Server,
+    a: Gateway,
+    b: Gateway,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+    id: String,
+    rev: u32,
+    hold: Arc<Hold>,
+}
+
+fn held_fleet() -> Option<HeldFleet> {
+    let url = pg_url()?;
+    let db = fresh_db(&url);
+    let server = Server::start();
+    let (a, da) = open(&db.url_file);
+    let (b, dbd) = open(&db.url_file);
+    let id = waiting_task(&a, &server);
+    let rev = a.tasks().status(&owner(), &id).unwrap().revision;
+    let hold = hold_carried_calls(&a);
+    Some(HeldFleet {
+        db,
+        _server: server,
+        a,
+        b,
+        _dirs: (da, dbd),
+        id,
+        rev,
+        hold,
+    })
+}
+
 /// The states of task `id`'s carried call rows, oldest first.
 fn call_states(db_url: &str, id: &str) -> String {
     psql(
@@ -468,14 +515,19 @@ fn wait_call_states(db_url: &str, id: &str, want: &str) {
 // answered as before (no second change): one control request recorded.
 #[test]
 fn r_tsk_ctl_a_call_the_live_owner_does_not_confirm_in_time_is_pending_and_applied_once() {
-    let Some(url) = pg_url() else { return };
-    let db = fresh_db(&url);
-    let server = Server::start();
-    let (a, _da) = open(&db.url_file);
-    let (b, _db) = open(&db.url_file);
-    let id = waiting_task(&a, &server);
-    let rev = a.tasks().status(&owner(), &id).unwrap().revision;
-    let hold = hold_carried_calls(&a);
+    let Some(HeldFleet {
+        db,
+        a,
+        b,
+        id,
+        rev,
+        hold,
+        _server,
+        _dirs,
+    }) = held_fleet()
+    else {
+        return;
+    };
     let request = ctl("agent", rev);
     for _ in 0..2 {
         let e = b.tasks().control(&owner(), &id, &request).unwrap_err();
@@ -488,7 +540,7 @@ fn r_tsk_ctl_a_call_the_live_owner_does_not_confirm_in_time_is_pending_and_appli
     // Nothing applied while the owner holds: both rows wait, untaken.
     assert_eq!(call_states(&db.url, &id), "queued,queued");
     assert_eq!(a.tasks().status(&owner(), &id).unwrap().controller, "user");
-    hold.held.store(false, Ordering::SeqCst);
+    hold.release_and_wait_take();
     wait_call_states(&db.url, &id, "done,done");
     assert_eq!(hold.taken.load(Ordering::SeqCst), 2);
     let after = a.tasks().status(&owner(), &id).unwrap();
@@ -516,13 +568,19 @@ fn r_tsk_ctl_a_call_the_live_owner_does_not_confirm_in_time_is_pending_and_appli
 // it withdrawn and applies nothing.
 #[test]
 fn r_tsk_ctl_a_call_withdrawn_from_a_dead_owner_is_applied_once_by_the_caller() {
-    let Some(url) = pg_url() else { return };
-    let db = fresh_db(&url);
-    let server = Server::start();
-    let (a, _da) = open(&db.url_file);
-    let (b, _db) = open(&db.url_file);
-    let id = waiting_task(&a, &server);
-    let hold = hold_carried_calls(&a);
+    let Some(HeldFleet {
+        db,
+        a,
+        b,
+        id,
+        rev: _,
+        hold,
+        _server,
+        _dirs,
+    }) = held_fleet()
+    else {
+        return;
+    };
     let call = std::thread::scope(|s| {
         let call = s.spawn(|| b.tasks().cancel(&owner(), &id));
         // The row is written while A is alive; then A is seen dead.
@@ -538,11 +596,7 @@ fn r_tsk_ctl_a_call_withdrawn_from_a_dead_owner_is_applied_once_by_the_caller() 
     assert_eq!(s.state, TaskState::Cancelled, "{s:#?}");
     assert_eq!(call_states(&db.url, &id), "withdrawn");
     // The owner, held right before its take, goes on: the withdrawn row is not its to take.
-    hold.held.store(false, Ordering::SeqCst);
-    let t0 = Instant::now();
-    while hold.takes.load(Ordering::SeqCst) == 0 && t0.elapsed() < WAIT {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    hold.release_and_wait_take();
     assert_eq!(hold.takes.load(Ordering::SeqCst), 1);
     assert_eq!(hold.taken.load(Ordering::SeqCst), 0);
     assert_eq!(call_states(&db.url, &id), "withdrawn");
@@ -638,4 +692,44 @@ fn r_tsk_ctl_a_call_taken_by_an_owner_that_died_is_pending_then_applied_once_on_
     // Nothing was carried again, and the taken row was never run by anyone.
     assert_eq!(call_states(&db.url, &id), "taken");
     b.close();
+}
+
+// Issue 23 (fault): a call reported TASK_CONTROL_PENDING (the owner alive but silent) whose
+// owner then dies is not lost with it: the process that takes the task over applies the calls
+// still queued for the dead owner, once, in row order; the old owner, were it to read the row
+// late, finds it is no longer addressed to it.
+#[test]
+fn r_tsk_ctl_a_pending_call_of_an_owner_that_died_is_applied_once_by_the_takeover() {
+    let Some(HeldFleet {
+        db,
+        a,
+        b,
+        id,
+        rev,
+        hold,
+        _server,
+        _dirs,
+    }) = held_fleet()
+    else {
+        return;
+    };
+    let e = b
+        .tasks()
+        .control(&owner(), &id, &ctl("agent", rev))
+        .unwrap_err();
+    assert_eq!(e.code(), "TASK_CONTROL_PENDING", "{e}");
+    assert_eq!(call_states(&db.url, &id), "queued");
+    // A is seen dead: B's next read takes the task over and applies the pending call.
+    jevgate::unstable::advance_store_clock_ms(b.leases(), PAST_DEAD_MS);
+    b.tasks().status(&owner(), &id).unwrap();
+    wait_call_states(&db.url, &id, "done");
+    assert_eq!(controls(&db.url, &id, "agent"), "1");
+    assert_eq!(b.tasks().status(&owner(), &id).unwrap().controller, "agent");
+    // A's late take finds the row gone from it.
+    hold.release_and_wait_take();
+    assert_eq!(hold.taken.load(Ordering::SeqCst), 0);
+    assert_eq!(controls(&db.url, &id, "agent"), "1");
+    jevgate::unstable::set_checkpoint_hook(&a.tasks(), None);
+    b.close();
+    a.close();
 }

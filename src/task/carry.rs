@@ -92,6 +92,9 @@ mod stand_in {
         pub(crate) fn carry(&self, _to: &str, _call: &Carried) -> crate::Result<Outcome> {
             match *self {}
         }
+        pub(crate) fn adopt(&self, _task: &str) -> crate::Result<u64> {
+            match *self {}
+        }
         pub(crate) fn close(&self) {
             match *self {}
         }
@@ -232,6 +235,38 @@ mod real {
                 };
                 wait.pause(slice);
             }
+        }
+
+        /// After this process took task `task` over from its dead owner: the calls still
+        /// queued for that owner (never taken, so never applied) are this process's to apply
+        /// now, in row order — as their callers were told (`TASK_CONTROL_PENDING`: applied when
+        /// read), and a caller still waiting gets its answer from here. A taken row stays as it
+        /// is (its outcome unknown, never re-run). Returns how many were re-addressed.
+        pub(crate) fn adopt(&self, task: &str) -> Result<u64> {
+            let me = self.mailbox.process().to_string();
+            let dead_after = i64::try_from(self.dead_after.as_millis()).unwrap_or(i64::MAX);
+            self.mailbox
+                .store()
+                .tx("adopt a task's calls", |tx, clock| {
+                    // Only from an owner that is dead (`is_alive`'s rule on the database clock): a
+                    // live owner's rows stay its own.
+                    let alive_since = clock.now_ms(tx)?.saturating_sub(dead_after);
+                    let n = tx.execute(
+                        "UPDATE jevgate_task_calls c SET to_process = $2
+                      WHERE c.task_id = $1 AND c.state = 'queued' AND c.to_process <> $2
+                        AND NOT EXISTS (SELECT 1 FROM jevgate_processes p
+                                         WHERE p.process_id = c.to_process
+                                           AND p.heartbeat_at > $3)",
+                        &[&task, &me, &alive_since],
+                    )?;
+                    if n > 0 {
+                        tx.execute(
+                            "SELECT pg_notify($1, $2)",
+                            &[&KIND.channel, &format!("run {me} 0")],
+                        )?;
+                    }
+                    Ok(n)
+                })
         }
 
         /// Stops the listener. Idempotent.
