@@ -6,6 +6,10 @@
 //! takes it over once the dead owner's liveness row is older than the dead threshold on the
 //! database clock (moved by the test-only offset, no waiting): the interrupted request is
 //! reported `BROWSER_EXECUTION_INTERRUPTED` and nothing is replayed (0 clicks after the kill).
+//! Control calls carried to the owner's process (R-TSK-CTL) are tested with their faults: an
+//! owner alive but silent (held by the checkpoint hook before its take: `TASK_CONTROL_PENDING`,
+//! applied once later), and both orders of the withdraw/take race when the owner dies (driven
+//! by the hook, a real SIGKILL and the database clock offset, never by sleeping).
 //!
 //! Needs the cargo feature `postgres` and `JEVGATE_PG_URL` (see `tests/fleet_leases.rs`) and a
 //! local Chromium; skipped with the reason printed otherwise, failed under
@@ -27,6 +31,8 @@ use support::Server;
 const WAIT: Duration = Duration::from_secs(90);
 const ENV_CHILD: &str = "JEVGATE_FLEET_TASK_CHILD";
 const ENV_BASE: &str = "JEVGATE_FLEET_TASK_BASE";
+/// Set for the child that owns a task and dies right after taking a carried call.
+const ENV_CARRY_CHILD: &str = "JEVGATE_FLEET_CARRY_CHILD";
 /// The liveness threshold (10 s) plus a margin, on the database clock.
 const PAST_DEAD_MS: i64 = 11_000;
 
@@ -276,13 +282,19 @@ fn ctl(action: &str, revision: u32) -> jevgate::task::ControlRequest {
 
 /// A task of gateway `a` whose session waits for its next command (after one click).
 fn waiting_task(a: &Gateway, server: &Server) -> String {
+    let id = waiting_task_at(a, &server.base);
+    assert_eq!(server.wait_count("Alpha", 1), 1);
+    id
+}
+
+/// [`waiting_task`] on the fixture server at `base` (a child process has no [`Server`]).
+fn waiting_task_at(a: &Gateway, base: &str) -> String {
     let mut request = SpawnRequest::from_person("1. click Alpha");
-    request.start_url = Some(server.url("/p/crash"));
+    request.start_url = Some(format!("{base}/p/crash"));
     request.keep_open = true;
     let id = a.tasks().spawn(&owner(), request).unwrap();
     let s = a.tasks().wait(&owner(), &id, WAIT).unwrap();
     assert_eq!(s.state, TaskState::WaitingInput, "{s:#?}");
-    assert_eq!(server.wait_count("Alpha", 1), 1);
     id
 }
 
@@ -383,6 +395,341 @@ fn a_control_call_for_a_task_of_a_dead_process_goes_through_the_takeover() {
     assert_eq!(s.state, TaskState::Cancelled, "{s:#?}");
     let carried = psql(&db.url, "SELECT count(*) FROM jevgate_task_calls");
     assert_eq!(carried, "0");
+    b.close();
+    a.close();
+}
+
+/// A hold on a gateway's carried task calls (see [`hold_carried_calls`]).
+struct Hold {
+    /// While on, the owner's listener stops right before taking a row.
+    held: std::sync::atomic::AtomicBool,
+    /// Rows the listener went on to take (successfully or not) and rows it took.
+    takes: AtomicU32,
+    taken: AtomicU32,
+}
+
+/// Holds gateway `gw`'s carried task calls: the owner stays alive (heartbeat fresh) and
+/// answers nothing until released, for at most `WAIT`.
+fn hold_carried_calls(gw: &Gateway) -> Arc<Hold> {
+    let hold = Arc::new(Hold {
+        held: std::sync::atomic::AtomicBool::new(true),
+        takes: AtomicU32::new(0),
+        taken: AtomicU32::new(0),
+    });
+    let h = Arc::clone(&hold);
+    jevgate::unstable::set_checkpoint_hook(
+        &gw.tasks(),
+        Some(Arc::new(move |at: &'static str| match at {
+            "carried_take" => {
+                let t0 = Instant::now();
+                while h.held.load(Ordering::SeqCst) && t0.elapsed() < WAIT {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                h.takes.fetch_add(1, Ordering::SeqCst);
+            }
+            "carried_taken" => {
+                h.taken.fetch_add(1, Ordering::SeqCst);
+            }
+            _ => {}
+        })),
+    );
+    hold
+}
+
+impl Hold {
+    /// Lets the held listener go on and waits (bounded) until it went on to its take.
+    fn release_and_wait_take(&self) {
+        self.held.store(false, Ordering::SeqCst);
+        let t0 = Instant::now();
+        while self.takes.load(Ordering::SeqCst) == 0 && t0.elapsed() < WAIT {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(self.takes.load(Ordering::SeqCst) >= 1);
+    }
+}
+
+/// Two gateways of one fleet and a task waiting on the first, whose carried calls are held
+/// (bind every field: what a pattern leaves out is dropped at once — the server, the
+/// directories).
+struct HeldFleet {
+    db: support::pg::Db,
+    _server: Server,
+    a: Gateway,
+    b: Gateway,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+    id: String,
+    rev: u32,
+    hold: Arc<Hold>,
+}
+
+fn held_fleet() -> Option<HeldFleet> {
+    let url = pg_url()?;
+    let db = fresh_db(&url);
+    let server = Server::start();
+    let (a, da) = open(&db.url_file);
+    let (b, dbd) = open(&db.url_file);
+    let id = waiting_task(&a, &server);
+    let rev = a.tasks().status(&owner(), &id).unwrap().revision;
+    let hold = hold_carried_calls(&a);
+    Some(HeldFleet {
+        db,
+        _server: server,
+        a,
+        b,
+        _dirs: (da, dbd),
+        id,
+        rev,
+        hold,
+    })
+}
+
+/// The states of task `id`'s carried call rows, oldest first.
+fn call_states(db_url: &str, id: &str) -> String {
+    psql(
+        db_url,
+        &format!("SELECT string_agg(state, ',' ORDER BY id) FROM jevgate_task_calls WHERE task_id = '{id}'"),
+    )
+}
+
+/// How many control requests of verb `kind` task `id` recorded (each applied once).
+fn controls(db_url: &str, id: &str, kind: &str) -> String {
+    psql(
+        db_url,
+        &format!("SELECT count(*) FROM task_commands WHERE task_id = '{id}' AND kind = '{kind}'"),
+    )
+}
+
+/// Waits (bounded) until task `id`'s carried call rows read `want`.
+fn wait_call_states(db_url: &str, id: &str, want: &str) {
+    let t0 = Instant::now();
+    while call_states(db_url, id) != want && t0.elapsed() < WAIT {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(call_states(db_url, id), want);
+}
+
+// Issue 23 (R-TSK-CTL across processes, fault): the owner is alive (its liveness row fresh)
+// but does not answer in time: the caller gets TASK_CONTROL_PENDING (504; not retryable: the
+// call is written and will be applied, do not resend) — and when the owner reads its rows
+// again it applies the call once; a resend with the same control request id, also pending, is
+// answered as before (no second change): one control request recorded.
+#[test]
+fn r_tsk_ctl_a_call_the_live_owner_does_not_confirm_in_time_is_pending_and_applied_once() {
+    let Some(HeldFleet {
+        db,
+        a,
+        b,
+        id,
+        rev,
+        hold,
+        _server,
+        _dirs,
+    }) = held_fleet()
+    else {
+        return;
+    };
+    let request = ctl("agent", rev);
+    for _ in 0..2 {
+        let e = b.tasks().control(&owner(), &id, &request).unwrap_err();
+        assert_eq!(
+            (e.code(), e.http_status(), e.retryable()),
+            ("TASK_CONTROL_PENDING", 504, false),
+            "{e}"
+        );
+    }
+    // Nothing applied while the owner holds: both rows wait, untaken.
+    assert_eq!(call_states(&db.url, &id), "queued,queued");
+    assert_eq!(a.tasks().status(&owner(), &id).unwrap().controller, "user");
+    hold.release_and_wait_take();
+    wait_call_states(&db.url, &id, "done,done");
+    assert_eq!(hold.taken.load(Ordering::SeqCst), 2);
+    let after = a.tasks().status(&owner(), &id).unwrap();
+    assert_eq!(after.controller, "agent", "{after:#?}");
+    assert_eq!(controls(&db.url, &id, "agent"), "1");
+    // Both answers are the same success: the resend was recognised by its id.
+    let results = psql(
+        &db.url,
+        &format!("SELECT count(DISTINCT result) FROM jevgate_task_calls WHERE task_id = '{id}' AND result LIKE '{{\"ok\"%'"),
+    );
+    assert_eq!(results, "1");
+    // A third resend from B, now answered at once, changes nothing either.
+    b.tasks().control(&owner(), &id, &request).unwrap();
+    assert_eq!(controls(&db.url, &id, "agent"), "1");
+    jevgate::unstable::set_checkpoint_hook(&a.tasks(), None);
+    a.close();
+    b.close();
+}
+
+// Issue 23 (fault, the withdraw/takeover race, one order): a call is written for the owner,
+// which has not taken it when it is seen dead (its liveness row older than the threshold on
+// the caller's view of the database clock). The caller withdraws the row (`queued` →
+// `withdrawn`, a conditional UPDATE the owner's take races with: one of them wins), takes the
+// task over and applies the call itself — once. The owner, reading the row afterwards, finds
+// it withdrawn and applies nothing.
+#[test]
+fn r_tsk_ctl_a_call_withdrawn_from_a_dead_owner_is_applied_once_by_the_caller() {
+    let Some(HeldFleet {
+        db,
+        a,
+        b,
+        id,
+        rev: _,
+        hold,
+        _server,
+        _dirs,
+    }) = held_fleet()
+    else {
+        return;
+    };
+    let call = std::thread::scope(|s| {
+        let call = s.spawn(|| b.tasks().cancel(&owner(), &id));
+        // The row is written while A is alive; then A is seen dead.
+        wait_call_states(&db.url, &id, "queued");
+        jevgate::unstable::advance_store_clock_ms(b.leases(), PAST_DEAD_MS);
+        call.join().unwrap()
+    });
+    let s = call.unwrap();
+    let s = match s.state {
+        TaskState::Cancelled => s,
+        _ => b.tasks().wait(&owner(), &id, WAIT).unwrap(),
+    };
+    assert_eq!(s.state, TaskState::Cancelled, "{s:#?}");
+    assert_eq!(call_states(&db.url, &id), "withdrawn");
+    // The owner, held right before its take, goes on: the withdrawn row is not its to take.
+    hold.release_and_wait_take();
+    assert_eq!(hold.takes.load(Ordering::SeqCst), 1);
+    assert_eq!(hold.taken.load(Ordering::SeqCst), 0);
+    assert_eq!(call_states(&db.url, &id), "withdrawn");
+    jevgate::unstable::set_checkpoint_hook(&a.tasks(), None);
+    b.close();
+    a.close();
+}
+
+/// The child of the other order: owns a waiting task and dies by SIGKILL right after its
+/// listener took a carried call (before applying it).
+#[test]
+fn fleet_carry_child() {
+    let Some(file) = std::env::var_os(ENV_CARRY_CHILD) else {
+        return;
+    };
+    let base = std::env::var(ENV_BASE).unwrap();
+    let (gw, _dir) = open(&PathBuf::from(file));
+    let id = waiting_task_at(&gw, &base);
+    jevgate::unstable::set_checkpoint_hook(
+        &gw.tasks(),
+        Some(Arc::new(move |at: &'static str| {
+            if at == "carried_taken" {
+                // SAFETY: getpid and kill have no preconditions.
+                unsafe {
+                    libc::kill(libc::getpid(), libc::SIGKILL);
+                }
+            }
+        })),
+    );
+    let rev = gw.tasks().status(&owner(), &id).unwrap().revision;
+    println!("TASK {id} {rev}");
+    std::thread::sleep(WAIT);
+    println!("FINISHED");
+}
+
+// Issue 23 (fault, the withdraw/takeover race, the other order): the owner took the call and
+// died before applying it. The caller never withdraws a taken row and never guesses: it reports
+// TASK_CONTROL_PENDING once the owner is seen dead; the row stays `taken` (never re-queued,
+// never run by anyone else). The task is taken over by the caller's process; the call resent
+// with the same control request id is applied there once — the dead owner applied nothing.
+#[test]
+fn r_tsk_ctl_a_call_taken_by_an_owner_that_died_is_pending_then_applied_once_on_resend() {
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let server = Server::start();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "fleet_carry_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(ENV_CARRY_CHILD, &db.url_file)
+        .env(ENV_BASE, &server.base)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // The harness's own words may come first on the line.
+    let said = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| l.split_once("TASK ").map(|(_, t)| t.to_string()))
+        .expect("the child's task");
+    let mut parts = said.split(' ');
+    let (id, rev) = (
+        parts.next().unwrap().to_string(),
+        parts.next().unwrap().parse::<u32>().unwrap(),
+    );
+    assert_eq!(server.wait_count("Alpha", 1), 1);
+    let (b, _db) = open(&db.url_file);
+    let request = ctl("agent", rev);
+    let e = std::thread::scope(|s| {
+        let call = s.spawn(|| b.tasks().control(&owner(), &id, &request));
+        // The child takes the row and dies; only then is it seen dead.
+        let status = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        jevgate::unstable::advance_store_clock_ms(b.leases(), PAST_DEAD_MS);
+        call.join().unwrap().unwrap_err()
+    });
+    assert_eq!(e.code(), "TASK_CONTROL_PENDING", "{e}");
+    assert_eq!(call_states(&db.url, &id), "taken");
+    // The resend goes through the takeover and is applied here, once.
+    b.tasks().control(&owner(), &id, &request).unwrap();
+    let s = b.tasks().status(&owner(), &id).unwrap();
+    assert_eq!(s.controller, "agent", "{s:#?}");
+    assert_eq!(controls(&db.url, &id, "agent"), "1");
+    b.tasks().control(&owner(), &id, &request).unwrap();
+    assert_eq!(controls(&db.url, &id, "agent"), "1");
+    // Nothing was carried again, and the taken row was never run by anyone.
+    assert_eq!(call_states(&db.url, &id), "taken");
+    b.close();
+}
+
+// Issue 23 (fault): a call reported TASK_CONTROL_PENDING (the owner alive but silent) whose
+// owner then dies is not lost with it: the process that takes the task over applies the calls
+// still queued for the dead owner, once, in row order; the old owner, were it to read the row
+// late, finds it is no longer addressed to it.
+#[test]
+fn r_tsk_ctl_a_pending_call_of_an_owner_that_died_is_applied_once_by_the_takeover() {
+    let Some(HeldFleet {
+        db,
+        a,
+        b,
+        id,
+        rev,
+        hold,
+        _server,
+        _dirs,
+    }) = held_fleet()
+    else {
+        return;
+    };
+    let e = b
+        .tasks()
+        .control(&owner(), &id, &ctl("agent", rev))
+        .unwrap_err();
+    assert_eq!(e.code(), "TASK_CONTROL_PENDING", "{e}");
+    assert_eq!(call_states(&db.url, &id), "queued");
+    // A is seen dead: B's next read takes the task over and applies the pending call.
+    jevgate::unstable::advance_store_clock_ms(b.leases(), PAST_DEAD_MS);
+    b.tasks().status(&owner(), &id).unwrap();
+    wait_call_states(&db.url, &id, "done");
+    assert_eq!(controls(&db.url, &id, "agent"), "1");
+    assert_eq!(b.tasks().status(&owner(), &id).unwrap().controller, "agent");
+    // A's late take finds the row gone from it.
+    hold.release_and_wait_take();
+    assert_eq!(hold.taken.load(Ordering::SeqCst), 0);
+    assert_eq!(controls(&db.url, &id, "agent"), "1");
+    jevgate::unstable::set_checkpoint_hook(&a.tasks(), None);
     b.close();
     a.close();
 }

@@ -24,9 +24,10 @@
 //! hook, caps, deadlines and the untrusted envelope stay with dispatch (and the task layer's
 //! primitives, `primitive.rs`), which use a [`RemoteDevice`] as the executor of the claimed
 //! device; the holder runs the command through
-//! its hub exactly as a local call and returns the worker's raw answer. The calling thread
-//! blocks on a condition variable the listener wakes (with a bounded re-read every 250 ms as
-//! the fallback for a lost notification).
+//! its hub exactly as a local call and returns the worker's raw answer. The rows' life, the
+//! listener and the caller's wait (a condition variable the listener wakes, with a bounded
+//! re-read every 250 ms as the fallback for a lost notification) are the fleet's mailbox
+//! (`store/mailbox.rs`); this module owns what a command is, its deadline and cancellation.
 //!
 //! It must never re-send a command: a row is taken once (`queued` → `sent` in one UPDATE), and
 //! a holder that dies after taking it leaves the outcome unknown (`OUTCOME_UNKNOWN`), one that
@@ -115,9 +116,10 @@ mod real {
     use super::*;
     use crate::clock::wait_slice;
     use crate::lease::pg_liveness::{is_alive, DEAD_AFTER};
-    use crate::store::pg::{listen_here, DbClock, PgStore, TxError};
+    use crate::store::mailbox::{Cancelled, Holder, Kind, Mailbox, Seen};
+    use crate::store::pg::PgStore;
     use crate::store::SharedStore;
-    use crate::{CancelToken, Error, Result};
+    use crate::{CancelToken, Result};
     use parking_lot::{Condvar, Mutex};
     use serde_json::Value;
     use std::collections::{HashMap, VecDeque};
@@ -126,30 +128,21 @@ mod real {
     use std::thread::JoinHandle;
     use std::time::Duration;
 
-    /// The NOTIFY channel of carried commands.
-    const CHANNEL: &str = "jevgate_device";
-    /// The caller's fallback re-read of its command's row.
-    const REREAD: Duration = Duration::from_millis(250);
+    /// The table and NOTIFY channel of carried commands.
+    static KIND: Kind = Kind {
+        table: "jevgate_remote_commands",
+        channel: "jevgate_device",
+        taken: "sent",
+        dropped: "cancelled",
+        noun: "a remote command",
+        thread: "remote-listen",
+    };
     /// How long an ended command's row is kept past its deadline before its holder deletes it.
     const KEEP_ENDED: Duration = Duration::from_secs(600);
     /// The most rows of a dead process one cleanup prunes (per table).
     const PRUNE_BATCH: i64 = 500;
     /// How long past its deadline a caller waits for the holder's own `timed_out` answer.
     const GRACE: Duration = Duration::from_millis(500);
-
-    /// A caller's wait for one command's row to change.
-    #[derive(Default)]
-    struct Waiter {
-        woken: Mutex<bool>,
-        ready: Condvar,
-    }
-
-    impl Waiter {
-        fn wake(&self) {
-            *self.woken.lock() = true;
-            self.ready.notify_all();
-        }
-    }
 
     /// A change of a device's row: its connection arrived here, left, or it was unpaired.
     enum Presence {
@@ -164,8 +157,8 @@ mod real {
         store: Arc<PgStore>,
         process: String,
         hub: Weak<Hub>,
-        /// Caller side: command id → its waiting thread.
-        waiters: Mutex<HashMap<i64, Arc<Waiter>>>,
+        /// The carried commands' rows, caller and holder side.
+        mailbox: Arc<Mailbox>,
         /// Holder side: command id → the cancel token of the command running here.
         running: Mutex<HashMap<i64, CancelToken>>,
         /// Connections to record, in order, and the thread writing them.
@@ -189,12 +182,6 @@ mod real {
         }
     }
 
-    fn corrupt() -> TxError {
-        TxError::Jevgate(Error::StoreCorrupt {
-            reason: "a remote command row is unreadable".into(),
-        })
-    }
-
     fn ms(d: Duration) -> i64 {
         i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
     }
@@ -207,11 +194,12 @@ mod real {
             process: String,
             hub: &Arc<Hub>,
         ) -> Result<Remote> {
+            let mailbox = Mailbox::new(&KIND, Arc::clone(&shared.0), process.clone(), DEAD_AFTER);
             let inner = Arc::new(Inner {
                 store: Arc::clone(&shared.0),
                 process,
                 hub: Arc::downgrade(hub),
-                waiters: Mutex::new(HashMap::new()),
+                mailbox,
                 running: Mutex::new(HashMap::new()),
                 announce: Mutex::new(VecDeque::new()),
                 here: Mutex::new(HashMap::new()),
@@ -242,39 +230,8 @@ mod real {
                     inner.announced.notify_all();
                 }
             }));
+            inner.mailbox.listen(Arc::new(Holding(Arc::clone(&inner))));
             let mut threads = Vec::new();
-            let listen = Arc::clone(&inner);
-            let config = inner.store.config().clone();
-            match std::thread::Builder::new()
-                .name("jevgate-remote-listen".into())
-                .spawn(move || {
-                    let mut rounds = 0u32;
-                    listen_here(
-                        &config,
-                        CHANNEL,
-                        &listen.stop,
-                        Duration::from_millis(500),
-                        &mut |client, payload| match payload {
-                            Some(p) => listen.notified(p),
-                            None => listen.resync(client),
-                        },
-                        &mut |client| {
-                            // A lost notification: queued rows for this process are looked
-                            // for about every second.
-                            rounds = rounds.wrapping_add(1);
-                            if rounds.is_multiple_of(10) {
-                                listen.run_queued(client);
-                            }
-                            // About every minute: rows addressed here that ended long ago.
-                            if rounds.is_multiple_of(600) {
-                                listen.prune(client);
-                            }
-                        },
-                    );
-                }) {
-                Ok(t) => threads.push(t),
-                Err(_) => log::error!("the remote device listener could not be started"),
-            }
             let writer = Arc::clone(&inner);
             match std::thread::Builder::new()
                 .name("jevgate-remote-presence".into())
@@ -324,6 +281,7 @@ mod real {
                 return;
             }
             self.inner.announced.notify_all();
+            self.inner.mailbox.close();
             let threads: Vec<JoinHandle<()>> = self.threads.lock().drain(..).collect();
             let me = std::thread::current().id();
             for t in threads {
@@ -470,42 +428,10 @@ mod real {
             }
         }
 
-        /// One NOTIFY payload: `run|cancel <holder> <id>` or `done <caller> <id>`.
-        fn notified(self: &Arc<Self>, payload: &str) {
-            let mut parts = payload.splitn(3, ' ');
-            let (Some(kind), Some(process), Some(id)) = (parts.next(), parts.next(), parts.next())
-            else {
-                return;
-            };
-            if process != self.process {
-                return;
-            }
-            let Ok(id) = id.parse::<i64>() else {
-                return;
-            };
-            match kind {
-                "run" => self.spawn_run(id),
-                "cancel" => {
-                    if let Some(token) = self.running.lock().get(&id) {
-                        token.cancel();
-                    }
-                }
-                "done" => {
-                    if let Some(w) = self.waiters.lock().get(&id) {
-                        w.wake();
-                    }
-                }
-                _ => {}
-            }
-        }
-
-        /// After a (re)connection of the listener: every waiter re-reads its row, commands
-        /// cancelled meanwhile are cancelled here, queued ones run, and this process's
-        /// connections are recorded afresh.
-        fn resync(self: &Arc<Self>, client: &mut postgres::Client) {
-            for w in self.waiters.lock().values() {
-                w.wake();
-            }
+        /// After a (re)connection of the listener: commands cancelled meanwhile are cancelled
+        /// here and this process's connections are recorded afresh (the mailbox wakes every
+        /// waiter and runs the queued rows).
+        fn resync(&self, client: &mut postgres::Client) {
             let running: Vec<i64> = self.running.lock().keys().copied().collect();
             if !running.is_empty() {
                 if let Ok(rows) = client.query(
@@ -520,7 +446,6 @@ mod real {
                     }
                 }
             }
-            self.run_queued(client);
             let here: Vec<Announce> = self
                 .here
                 .lock()
@@ -598,20 +523,6 @@ mod real {
                 })
         }
 
-        /// Runs the commands queued for this process (a lost `run` notification).
-        fn run_queued(self: &Arc<Self>, client: &mut postgres::Client) {
-            let Ok(rows) = client.query(
-                "SELECT id FROM jevgate_remote_commands
-                  WHERE to_process = $1 AND state = 'queued' ORDER BY id LIMIT 64",
-                &[&self.process],
-            ) else {
-                return;
-            };
-            for r in rows {
-                self.spawn_run(r.get(0));
-            }
-        }
-
         /// Holder side: runs command `id` on its own thread (at most [`MAX_RUNNING`] at once).
         fn spawn_run(self: &Arc<Self>, id: i64) {
             let token = CancelToken::new();
@@ -643,27 +554,25 @@ mod real {
         /// Takes command `id` (`queued` → `sent`, once), runs it through the hub as a local
         /// call, and writes its answer.
         fn run(&self, id: i64, cancel: &CancelToken) {
-            let me = self.process.clone();
-            let taken = self.store.tx("take a remote command", |tx, clock| {
-                // Never a command whose deadline passed (its caller gave up or died): taking it
-                // late would run what nobody waits for.
-                let now = clock.now_ms(tx)?;
-                let row = tx.query_opt(
-                    "UPDATE jevgate_remote_commands SET state = 'sent'
-                      WHERE id = $1 AND to_process = $2 AND state = 'queued'
-                        AND created_at + deadline_ms > $3
-                      RETURNING device_id, tool, args, deadline_ms",
-                    &[&id, &me, &now],
-                )?;
-                Ok(row.map(|r| {
-                    (
-                        r.get::<_, String>(0),
-                        r.get::<_, String>(1),
-                        r.get::<_, String>(2),
-                        r.get::<_, i64>(3),
-                    )
-                }))
-            });
+            // Never a command whose deadline passed (its caller gave up or died): taking it
+            // late would run what nobody waits for.
+            let taken = self
+                .mailbox
+                .take(
+                    id,
+                    "created_at + deadline_ms > $3",
+                    "device_id, tool, args, deadline_ms",
+                )
+                .map(|row| {
+                    row.map(|r| {
+                        (
+                            r.get::<_, String>(0),
+                            r.get::<_, String>(1),
+                            r.get::<_, String>(2),
+                            r.get::<_, i64>(3),
+                        )
+                    })
+                });
             let (device, tool, args, deadline_ms) = match taken {
                 Ok(Some(t)) => t,
                 Ok(None) => return,
@@ -717,24 +626,30 @@ mod real {
                 ))
                 .to_string();
             }
-            let written = self.store.tx("answer a remote command", |tx, _| {
-                let caller = tx.query_opt(
-                    "UPDATE jevgate_remote_commands SET state = 'done', result = $2
-                      WHERE id = $1 AND state IN ('queued', 'sent') RETURNING from_process",
-                    &[&id, &text],
-                )?;
-                if let Some(r) = caller {
-                    let caller: String = r.get(0);
-                    tx.execute(
-                        "SELECT pg_notify($1, $2)",
-                        &[&CHANNEL, &format!("done {caller} {id}")],
-                    )?;
-                }
-                Ok(())
-            });
+            let written = self.mailbox.answer(id, &text);
             if let Err(e) = written {
                 log::warn!("remote: a command's answer was not written: {}", e.code());
             }
+        }
+    }
+
+    /// The holder's side of the mailbox: each queued command runs on its own thread.
+    struct Holding(Arc<Inner>);
+
+    impl Holder for Holding {
+        fn run(&self, id: i64) {
+            self.0.spawn_run(id);
+        }
+        fn cancel(&self, id: i64) {
+            if let Some(token) = self.0.running.lock().get(&id) {
+                token.cancel();
+            }
+        }
+        fn reconnected(&self, client: &mut postgres::Client) {
+            self.0.resync(client);
+        }
+        fn prune(&self, client: &mut postgres::Client) {
+            self.0.prune(client);
         }
     }
 
@@ -768,76 +683,7 @@ mod real {
         process: String,
     }
 
-    /// What the caller read of its command's row.
-    enum Seen {
-        Pending,
-        Done(String),
-        /// The holder is dead or gone; whether it had taken the command.
-        HolderGone {
-            taken: bool,
-        },
-        /// The row was cancelled (by this caller) or vanished.
-        Ended,
-    }
-
-    impl RemoteDevice {
-        fn read(&self, id: i64) -> Result<Seen> {
-            self.inner.store.tx("read a remote command", |tx, clock| {
-                let row = tx.query_opt(
-                    "SELECT c.state, c.result, p.heartbeat_at
-                       FROM jevgate_remote_commands c
-                       LEFT JOIN jevgate_processes p ON p.process_id = c.to_process
-                      WHERE c.id = $1",
-                    &[&id],
-                )?;
-                let Some(row) = row else {
-                    return Ok(Seen::Ended);
-                };
-                let state: String = row.get(0);
-                let now = clock.now_ms(tx)?;
-                let alive = row
-                    .get::<_, Option<i64>>(2)
-                    .is_some_and(|beat| is_alive(beat, now, DEAD_AFTER));
-                Ok(match state.as_str() {
-                    "done" => Seen::Done(row.get::<_, Option<String>>(1).ok_or_else(corrupt)?),
-                    "cancelled" => Seen::Ended,
-                    s if !alive => Seen::HolderGone { taken: s == "sent" },
-                    _ => Seen::Pending,
-                })
-            })
-        }
-
-        /// Cancels the row unless it is done: `Ok(Some(result))` when it was done meanwhile,
-        /// else whether the holder had taken it.
-        fn cancel_row(&self, id: i64) -> Result<std::result::Result<String, bool>> {
-            let to = self.process.clone();
-            self.inner.store.tx("cancel a remote command", |tx, _| {
-                let row = tx
-                    .query_opt(
-                        "SELECT state, result FROM jevgate_remote_commands WHERE id = $1 FOR UPDATE",
-                        &[&id],
-                    )?
-                    .ok_or_else(corrupt)?;
-                let state: String = row.get(0);
-                if state == "done" {
-                    return Ok(Ok(row.get::<_, Option<String>>(1).ok_or_else(corrupt)?));
-                }
-                if state != "cancelled" {
-                    tx.execute(
-                        "UPDATE jevgate_remote_commands SET state = 'cancelled' WHERE id = $1",
-                        &[&id],
-                    )?;
-                    tx.execute(
-                        "SELECT pg_notify($1, $2)",
-                        &[&CHANNEL, &format!("cancel {to} {id}")],
-                    )?;
-                }
-                Ok(Err(state == "sent"))
-            })
-        }
-    }
-
-    fn store_failure(e: &Error) -> WorkerFailure {
+    fn store_failure(e: &crate::Error) -> WorkerFailure {
         WorkerFailure {
             code: "DEVICE_OFFLINE".into(),
             message: format!(
@@ -890,46 +736,27 @@ mod real {
             let Some(clock) = clock else {
                 return Err(offline());
             };
-            let (me, to, device, tool_name) = (
-                self.inner.process.clone(),
-                self.process.clone(),
-                self.device.clone(),
-                tool.to_string(),
-            );
+            let mailbox = &self.inner.mailbox;
             let deadline_ms = ms(deadline);
-            let inserted = self.inner.store.tx("carry a command", |tx, db: DbClock| {
-                let now = db.now_ms(tx)?;
-                let id: i64 = tx
-                    .query_one(
-                        "INSERT INTO jevgate_remote_commands
-                           (device_id, from_process, to_process, tool, args, deadline_ms, created_at)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
-                        &[&device, &me, &to, &tool_name, &args, &deadline_ms, &now],
-                    )?
-                    .get(0);
-                tx.execute(
-                    "SELECT pg_notify($1, $2)",
-                    &[&CHANNEL, &format!("run {to} {id}")],
-                )?;
-                Ok(id)
-            });
-            let id = match inserted {
-                Ok(id) => id,
+            let posted = mailbox.post(
+                "carry a command",
+                &self.process,
+                "device_id, tool, args, deadline_ms",
+                &[&self.device, &tool, &args, &deadline_ms],
+            );
+            let wait = match posted {
+                Ok(wait) => wait,
                 Err(e) => return Err(store_failure(&e)),
             };
-            let waiter = Arc::new(Waiter::default());
-            self.inner.waiters.lock().insert(id, Arc::clone(&waiter));
-            let registration = {
-                let w = Arc::clone(&waiter);
-                cancel.on_cancel(move || w.wake())
-            };
+            let id = wait.id();
+            let registration = cancel.on_cancel(wait.waker());
             let end = clock.now() + deadline.saturating_add(GRACE);
             let outcome = loop {
-                match self.read(id) {
+                match mailbox.read(id) {
                     Ok(Seen::Done(text)) => break Some(answer(&text)),
                     Ok(Seen::HolderGone { taken }) => {
                         // Never re-sent: taken is unknown, untaken is not delivered.
-                        let _ = self.cancel_row(id);
+                        let _ = mailbox.cancel(id, &self.process);
                         break Some(Err(if taken { lost() } else { offline() }));
                     }
                     Ok(Seen::Ended) => break Some(Err(offline())),
@@ -941,22 +768,18 @@ mod real {
                 let Some(slice) = wait_slice(&*clock, end) else {
                     break None;
                 };
-                let mut woken = waiter.woken.lock();
-                if !*woken {
-                    waiter.ready.wait_for(&mut woken, slice.min(REREAD));
-                }
-                *woken = false;
+                wait.pause(slice);
             };
             drop(registration);
-            self.inner.waiters.lock().remove(&id);
+            drop(wait);
             if let Some(outcome) = outcome {
                 return outcome;
             }
             // Cancelled or out of time: the row is cancelled (the holder cancels its command)
             // unless its answer came first.
-            let written = match self.cancel_row(id) {
-                Ok(Ok(text)) => return answer(&text),
-                Ok(Err(taken)) => taken,
+            let written = match mailbox.cancel(id, &self.process) {
+                Ok(Cancelled::Done(text)) => return answer(&text),
+                Ok(Cancelled::Dropped { taken }) => taken,
                 Err(_) => true,
             };
             let mut f = if cancel.is_cancelled() {

@@ -11,6 +11,8 @@
 
 pub(crate) mod db;
 mod files;
+#[cfg(feature = "postgres")]
+pub(crate) mod mailbox;
 mod migrations;
 mod names;
 #[cfg(feature = "postgres")]

@@ -21,8 +21,10 @@ use std::sync::Arc;
 const TASK_ID: &str = "bench-task";
 
 /// Crash-test seam: `hook` is called with the name of each checkpoint boundary a dispatch of
-/// `tasks` passes (`before_checkpoint`, `after_checkpoint`, `after_dispatch`, `after_settle`);
-/// `None` removes it.
+/// `tasks` passes (`before_checkpoint`, `after_checkpoint`, `after_dispatch`, `after_settle`),
+/// and on the shared store around a control call another process carried here
+/// (`carried_take` before its row is taken, `carried_taken` after, on the listener's thread:
+/// while the hook blocks, no carried call is applied); `None` removes it.
 pub fn set_checkpoint_hook(
     tasks: &Tasks<'_>,
     hook: Option<Arc<dyn Fn(&'static str) + Send + Sync>>,

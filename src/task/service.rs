@@ -965,12 +965,20 @@ impl TaskService {
             });
             let dead_after =
                 Duration::from_millis(u64::try_from(t.member.dead_after_ms).unwrap_or(0));
+            let weak = Arc::downgrade(&self.shared);
+            let seam: super::carry::Seam = Box::new(move |at| {
+                let hook = weak.upgrade().and_then(|s| s.hook.read().clone());
+                if let Some(hook) = hook {
+                    hook(at);
+                }
+            });
             let carrier = Carrier::start(
                 Arc::clone(&t.reads),
                 t.member.process.clone(),
                 dead_after,
                 Arc::clone(&self.shared.clock),
                 apply,
+                seam,
             );
             let _ = self.shared.carrier.set(carrier);
         }
@@ -1109,11 +1117,27 @@ impl TaskService {
         )?;
         if interrupted == 0 && kept.is_empty() {
             // Nothing was running: the task may still have been taken over (closed).
+            self.adopt_calls(id);
             return Ok(true);
         }
         log::warn!("a task of a stopped process was taken over: {interrupted} request(s) interrupted; none is re-sent");
         self.readmit(kept);
+        self.adopt_calls(id);
         Ok(true)
+    }
+
+    /// After a takeover of task `id`: the control calls still queued for its dead owner are
+    /// applied here (issue 23: a call reported `TASK_CONTROL_PENDING` is not lost with its
+    /// owner).
+    fn adopt_calls(&self, id: &str) {
+        if let Some(carrier) = self.shared.carrier.get() {
+            if let Err(e) = carrier.adopt(id) {
+                log::warn!(
+                    "a taken-over task's queued calls were not adopted: {}",
+                    e.code()
+                );
+            }
+        }
     }
 
     fn with_live(&self, mut t: TaskStatus) -> TaskStatus {
