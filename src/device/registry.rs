@@ -85,11 +85,21 @@ pub enum Capability {
 }
 
 impl Capability {
-    fn as_str(self) -> &'static str {
+    /// The stored spelling (the `capability` column, here and in the shared store).
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Capability::Browser => "browser",
             Capability::Shell => "shell",
             Capability::Computer => "computer",
+        }
+    }
+
+    /// Reads the stored spelling back; anything else is a shell worker (serves nothing).
+    pub(crate) fn from_stored(s: &str) -> Capability {
+        match s {
+            "browser" => Capability::Browser,
+            "computer" => Capability::Computer,
+            _ => Capability::Shell,
         }
     }
 }
@@ -243,11 +253,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeviceRecord> {
         id: r.get(0)?,
         owner: r.get(1)?,
         name: r.get(2)?,
-        capability: match capability.as_str() {
-            "browser" => Capability::Browser,
-            "computer" => Capability::Computer,
-            _ => Capability::Shell,
-        },
+        capability: Capability::from_stored(&capability),
         browser: match (browser_name, browser_version) {
             (Some(name), Some(version)) => Some(BrowserInfo { name, version }),
             _ => None,

@@ -342,11 +342,7 @@ mod real {
                                 id: r.get(0),
                                 owner: r.get(2),
                                 name: r.get(3),
-                                capability: if r.get::<_, String>(4) == "browser" {
-                                    Capability::Browser
-                                } else {
-                                    Capability::Shell
-                                },
+                                capability: Capability::from_stored(&r.get::<_, String>(4)),
                                 browser: None,
                                 last_protocol: r
                                     .get::<_, Option<i64>>(5)
@@ -381,11 +377,7 @@ mod real {
                     match &record {
                         Presence::Here(r) => {
                             let now = clock.now_ms(tx)?;
-                            let capability = match r.capability {
-                                Capability::Browser => "browser",
-                                Capability::Shell => "shell",
-                                Capability::Computer => "computer",
-                            };
+                            let capability = r.capability.as_str();
                             let protocol = r.last_protocol.map(|p| i64::try_from(p).unwrap_or(0));
                             tx.execute(
                                 "INSERT INTO jevgate_device_connections
