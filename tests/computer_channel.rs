@@ -14,9 +14,9 @@
 
 mod support;
 
-use jevgate::device::computer::{
-    ComputerAction, ComputerCommand, ReceiptRead, ReceiptState, ACCESS_TIMEOUT,
-};
+use jevgate::device::computer::{ComputerAction, ComputerCommand};
+#[cfg(feature = "computer")]
+use jevgate::device::computer::{ReceiptRead, ReceiptState, ACCESS_TIMEOUT};
 use jevgate::device::{PairRequest, ToolExecutor, WorkerFailure};
 use jevgate::CancelToken;
 use serde_json::{json, Value};
