@@ -616,3 +616,63 @@ fn r_dev_pair_a_code_minted_by_one_gateway_is_redeemed_once_by_another() {
         "0"
     );
 }
+
+// Issue 23 item 4 with issue 22 item 5: an autopilot run on process B drives a device whose
+// worker is connected to process A; the run's line (`Autopilot: <goal> — <step>`) reaches the
+// worker's status frames through A as if the run were A's own, and its end clears it there.
+#[test]
+fn r_auto_a_runs_line_reaches_a_status_worker_connected_to_another_process() {
+    use jevgate::browser::BrowserBackend;
+    use tungstenite::Message;
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let a = builder().config(pg_config(&db.url_file)).channel().build();
+    let (b, _dir) = open_gateway(&db.url_file);
+    let paired = a.pair("alice", "laptop");
+    let mut ws =
+        support::worker::open(a.channel().local_addr(), support::worker::PATH, None).unwrap();
+    let auth = json!({"type": "authenticate", "protocol": 2, "features": ["status"],
+        "authorization": format!("Device {}", paired.token_text())});
+    ws.send(Message::text(auth.to_string())).unwrap();
+    wait_until("A records the connection", || {
+        let row = holder_row(&db.url, &paired.device);
+        !row.is_empty() && !row.contains("none")
+    });
+    // The autopilot line of the next status frame that carries one (bounded).
+    let mut next_line = |want: &Value| -> Vec<Value> {
+        let end = Instant::now() + Duration::from_secs(10);
+        let mut seen = Vec::new();
+        while Instant::now() < end {
+            match ws.read() {
+                Ok(Message::Text(t)) => {
+                    let frame: Value = serde_json::from_str(&t).unwrap();
+                    if frame["type"] == "status" {
+                        seen.push(frame["autopilot"].clone());
+                        if &frame["autopilot"] == want {
+                            return seen;
+                        }
+                    }
+                }
+                Ok(_) => {}
+                Err(tungstenite::Error::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => panic!("the worker's connection ended: {e}"),
+            }
+        }
+        panic!("no status frame with {want}: saw {seen:?}");
+    };
+    let target = b.device_target("alice", "conv-1", &paired.device).unwrap();
+    let line = "Autopilot: sign up — fill textbox \"Email\"";
+    target.show_progress(Some(line));
+    next_line(&json!(line));
+    // A line longer than the status frame keeps is cut the same way as a local run's.
+    let long = format!("Autopilot: {}", "ก".repeat(400));
+    target.show_progress(Some(&long));
+    let cut: String = long.chars().take(300).collect();
+    next_line(&json!(cut));
+    target.show_progress(None);
+    next_line(&Value::Null);
+}

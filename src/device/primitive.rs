@@ -139,9 +139,15 @@ impl PrimitiveSender {
     }
 
     /// Shows `line` (an autopilot step, `None` when the run ends) on `device_id`'s worker, if
-    /// it asked for `status` frames. Never blocks on the worker.
+    /// it asked for `status` frames — connected here, or to another process of the fleet (told
+    /// through the shared store). Never blocks on the worker.
     pub(crate) fn show_progress(&self, device_id: &str, line: Option<&str>) {
         self.hub.set_progress(device_id, line);
+        if !self.hub.online(device_id) {
+            if let Some(remote) = self.remote.get() {
+                remote.show_progress(device_id, line);
+            }
+        }
     }
 
     /// Sends primitive `tool` with `args` (a JSON object: `Command`'s serde `args`) to

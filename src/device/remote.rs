@@ -105,13 +105,16 @@ mod stand_in {
         pub(crate) fn prune_dead(&self) -> Result<(u64, u64)> {
             match *self {}
         }
+        pub(crate) fn show_progress(&self, _device: &str, _line: Option<&str>) {
+            match *self {}
+        }
     }
 }
 
 #[cfg(feature = "postgres")]
 mod real {
     use super::super::executor::{ToolExecutor, OUTCOME_UNKNOWN};
-    use super::super::hub::{Change, Hub, SendFailure};
+    use super::super::hub::{Change, Hub, SendFailure, PROGRESS_LINE_CHARS};
     use super::super::registry::Capability;
     use super::*;
     use crate::clock::wait_slice;
@@ -273,6 +276,38 @@ mod real {
         /// The periodic cleanup of what dead processes left (see [`Inner::prune_dead`]), now.
         pub(crate) fn prune_dead(&self) -> Result<(u64, u64)> {
             self.inner.prune_dead()
+        }
+
+        /// An autopilot line for `device` (`None`: the run ended) when another live process
+        /// holds its connection: told to that process (NOTIFY `progress <holder> <device>
+        /// +<line>` or `-`, no row), whose hub shows it to the worker as if it were its own run.
+        /// The line is cut to [`PROGRESS_LINE_CHARS`] first. Best effort, like the line itself:
+        /// a store error is logged by code and dropped, never delays the run.
+        pub(crate) fn show_progress(&self, device: &str, line: Option<&str>) {
+            let process = match self.known(device) {
+                Ok(Some(Elsewhere {
+                    process: Some(p), ..
+                })) => p,
+                Ok(_) => return,
+                Err(e) => {
+                    log::warn!("remote: an autopilot line was not carried: {}", e.code());
+                    return;
+                }
+            };
+            let rest = match line {
+                Some(l) => format!(
+                    "{device} +{}",
+                    l.chars().take(PROGRESS_LINE_CHARS).collect::<String>()
+                ),
+                None => format!("{device} -"),
+            };
+            if let Err(e) =
+                self.inner
+                    .mailbox
+                    .tell("carry an autopilot line", &process, "progress", &rest)
+            {
+                log::warn!("remote: an autopilot line was not carried: {}", e.code());
+            }
         }
 
         /// Stops the threads and removes this process's connection rows. Idempotent.
@@ -642,6 +677,25 @@ mod real {
         }
         fn prune(&self, client: &mut postgres::Client) {
             self.0.prune(client);
+        }
+        fn event(&self, kind: &str, rest: &str) {
+            // An autopilot line another process's run shows on a device connected here.
+            if kind != "progress" {
+                return;
+            }
+            let Some((device, line)) = rest.split_once(' ') else {
+                return;
+            };
+            let line = match line.strip_prefix('+') {
+                Some(l) => Some(l),
+                None if line == "-" => None,
+                None => return,
+            };
+            if let Some(hub) = self.0.hub.upgrade() {
+                if hub.online(device) {
+                    hub.set_progress(device, line);
+                }
+            }
         }
     }
 

@@ -84,6 +84,9 @@ pub(crate) trait Holder: Send + Sync + 'static {
     fn reconnected(&self, _client: &mut postgres::Client) {}
     /// The periodic cleanup, about every minute, on the listener's connection.
     fn prune(&self, client: &mut postgres::Client);
+    /// A notice addressed to this process that is not about a row (`kind` is neither `run`,
+    /// `cancel` nor `done`; see [`Mailbox::tell`]): `rest` is what followed the process id.
+    fn event(&self, _kind: &str, _rest: &str) {}
 }
 
 #[derive(Default)]
@@ -249,17 +252,22 @@ impl Mailbox {
         }
     }
 
-    /// One payload: `run|cancel <holder> <id>` or `done <caller> <id>`.
+    /// One payload: `run|cancel <holder> <id>`, `done <caller> <id>`, or an event
+    /// `<kind> <process> <rest>` ([`Mailbox::tell`]).
     fn notified(&self, client: &mut postgres::Client, holder: &dyn Holder, payload: &str) {
         let mut parts = payload.splitn(3, ' ');
-        let (Some(kind), Some(process), Some(id)) = (parts.next(), parts.next(), parts.next())
+        let (Some(kind), Some(process), Some(rest)) = (parts.next(), parts.next(), parts.next())
         else {
             return;
         };
         if process != self.process {
             return;
         }
-        let Ok(id) = id.parse::<i64>() else { return };
+        if !matches!(kind, "run" | "cancel" | "done") {
+            holder.event(kind, rest);
+            return;
+        }
+        let Ok(id) = rest.parse::<i64>() else { return };
         match kind {
             // In row order: a later row never overtakes an earlier one.
             "run" => self.run_queued(client, holder),
@@ -285,6 +293,20 @@ impl Mailbox {
         for r in rows {
             holder.run(r.get(0));
         }
+    }
+
+    /// Tells process `to` something that is not a call (no row, no answer): NOTIFY `<kind>
+    /// <to> <rest>`, handed to its holder's [`Holder::event`]. Lost if `to` is not listening
+    /// right now. `kind` is one word other than `run`, `cancel` and `done`; the payload must
+    /// stay under PostgreSQL's 8,000 bytes (the caller bounds `rest`).
+    pub(crate) fn tell(&self, op: &str, to: &str, kind: &str, rest: &str) -> Result<()> {
+        debug_assert!(!matches!(kind, "run" | "cancel" | "done") && !kind.contains(' '));
+        let channel = self.kind.channel;
+        let payload = format!("{kind} {to} {rest}");
+        self.store.tx(op, |tx, _clock: DbClock| {
+            tx.execute("SELECT pg_notify($1, $2)", &[&channel, &payload])?;
+            Ok(())
+        })
     }
 
     /// Caller: writes a call for process `to` — `columns` (comma-separated, after the
