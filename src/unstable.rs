@@ -34,4 +34,4 @@ pub mod computer {
     pub use crate::computer::*;
 }
 
-pub use crate::gateway::test_hooks::prune_dead_device_rows;
+pub use crate::gateway::test_hooks::{prune_dead_device_rows, prune_dead_task_calls};

@@ -691,6 +691,23 @@ fn r_tsk_ctl_a_call_taken_by_an_owner_that_died_is_pending_then_applied_once_on_
     assert_eq!(controls(&db.url, &id, "agent"), "1");
     // Nothing was carried again, and the taken row was never run by anyone.
     assert_eq!(call_states(&db.url, &id), "taken");
+    // The fleet's cleanup keeps it for ten minutes of database time, then deletes it: its
+    // owner is dead, and the takeover never reads it.
+    assert_eq!(
+        jevgate::unstable::prune_dead_task_calls(&b)
+            .unwrap()
+            .unwrap(),
+        0
+    );
+    assert_eq!(call_states(&db.url, &id), "taken");
+    jevgate::unstable::advance_store_clock_ms(b.leases(), 600_000);
+    assert_eq!(
+        jevgate::unstable::prune_dead_task_calls(&b)
+            .unwrap()
+            .unwrap(),
+        1
+    );
+    assert_eq!(call_states(&db.url, &id), "");
     b.close();
 }
 

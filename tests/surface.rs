@@ -180,6 +180,8 @@ const UNSTABLE: &[&str] = &[
     "profile_key_hash",
     // Runs the fleet's cleanup of rows dead processes left, on demand (issue 23: tests/fleet_devices.rs).
     "prune_dead_device_rows",
+    // The same for the task control calls dead processes left (issue 23: tests/fleet_tasks.rs).
+    "prune_dead_task_calls",
     "redact_url",
     "save_into",
     "set_checkpoint_hook",

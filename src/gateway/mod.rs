@@ -509,4 +509,10 @@ pub(crate) mod test_hooks {
     pub fn prune_dead_device_rows(gw: &super::Gateway) -> Option<crate::Result<(u64, u64)>> {
         gw.device_service().prune_dead_rows()
     }
+
+    /// Tests only: on the shared store, the periodic cleanup of the task control calls dead
+    /// processes left (issue 23 item 3), run now: the rows deleted; `None` on SQLite.
+    pub fn prune_dead_task_calls(gw: &super::Gateway) -> Option<crate::Result<u64>> {
+        gw.tasks().prune_dead_calls()
+    }
 }

@@ -186,6 +186,11 @@ impl Mailbox {
         &self.store
     }
 
+    /// When a holder counts as dead (no heartbeat for this long on the database clock).
+    pub(crate) fn dead_after(&self) -> Duration {
+        self.dead_after
+    }
+
     /// This process's id.
     pub(crate) fn process(&self) -> &str {
         &self.process

@@ -92,6 +92,9 @@ mod stand_in {
         pub(crate) fn carry(&self, _to: &str, _call: &Carried) -> crate::Result<Outcome> {
             match *self {}
         }
+        pub(crate) fn prune_dead(&self) -> crate::Result<u64> {
+            match *self {}
+        }
         pub(crate) fn adopt(&self, _task: &str) -> crate::Result<u64> {
             match *self {}
         }
@@ -130,6 +133,8 @@ mod real {
     const APPLY_WITHIN_MS: i64 = 60_000;
     /// How long an ended row is kept before its owner deletes it.
     const KEEP_MS: i64 = 600_000;
+    /// The most rows of dead processes one cleanup deletes.
+    const PRUNE_BATCH: i64 = 500;
 
     /// The owner's side: applies the rows carried here, one at a time on the listener's
     /// thread (in row order).
@@ -169,6 +174,18 @@ mod real {
                 dead_after,
                 clock,
             }
+        }
+
+        /// The cleanup of what dead processes left (also part of the periodic one), now: see
+        /// [`delete_dead`]. The number of rows deleted.
+        pub(crate) fn prune_dead(&self) -> Result<u64> {
+            let dead_after = self.dead_after;
+            self.mailbox
+                .store()
+                .tx("prune a dead process's task calls", |tx, clock| {
+                    let now = clock.now_ms(tx)?;
+                    Ok(delete_dead(tx, now, dead_after)?)
+                })
         }
 
         /// The live process other than this one that runs open task `task`, if any.
@@ -314,7 +331,8 @@ mod real {
             }
         }
 
-        /// Deletes this process's rows created more than [`KEEP_MS`] ago (never one taken).
+        /// Deletes this process's rows created more than [`KEEP_MS`] ago (never one taken),
+        /// and what dead processes left ([`delete_dead`]).
         fn prune(&self, client: &mut postgres::Client) {
             let Ok(now) = self.mailbox.store().db_clock().now_ms(client) else {
                 return;
@@ -324,7 +342,31 @@ mod real {
                   WHERE to_process = $1 AND state <> 'taken' AND created_at < $2",
                 &[&self.mailbox.process(), &now.saturating_sub(KEEP_MS)],
             );
+            let _ = delete_dead(client, now, self.mailbox.dead_after());
         }
+    }
+
+    /// Deletes at most [`PRUNE_BATCH`] rows addressed to processes that are dead on the
+    /// database clock (`now`) and created more than [`KEEP_MS`] ago — answered, withdrawn, or
+    /// taken by an owner that died (its caller was told the call is pending; a resend goes
+    /// through the takeover, which never reads this row). A row still `queued` is kept: the
+    /// process that takes the task over adopts and applies it ([`Carrier::adopt`]).
+    fn delete_dead(
+        client: &mut impl postgres::GenericClient,
+        now: i64,
+        dead_after: Duration,
+    ) -> std::result::Result<u64, postgres::Error> {
+        let alive_since =
+            now.saturating_sub(i64::try_from(dead_after.as_millis()).unwrap_or(i64::MAX));
+        client.execute(
+            "DELETE FROM jevgate_task_calls WHERE id IN (
+               SELECT c.id FROM jevgate_task_calls c
+                WHERE c.state <> 'queued' AND c.created_at < $1
+                  AND NOT EXISTS (SELECT 1 FROM jevgate_processes p
+                                   WHERE p.process_id = c.to_process AND p.heartbeat_at > $2)
+                ORDER BY c.id LIMIT $3)",
+            &[&now.saturating_sub(KEEP_MS), &alive_since, &PRUNE_BATCH],
+        )
     }
 
     /// A row's answer as the caller's result.

@@ -687,6 +687,12 @@ impl<'a> Tasks<'a> {
     ) {
         self.service.set_hook(hook)
     }
+
+    /// On the shared store, the cleanup of the task control calls dead processes left, now
+    /// (issue 23; `jevgate::unstable::prune_dead_task_calls`); `None` on SQLite.
+    pub(crate) fn prune_dead_calls(&self) -> Option<Result<u64>> {
+        self.service.shared.carrier.get().map(Carrier::prune_dead)
+    }
 }
 
 fn check_text(name: &'static str, text: &str, allow_empty: bool) -> Result<()> {
