@@ -137,6 +137,12 @@ typedef struct jevgate_browser_call jevgate_browser_call;
 typedef struct jevgate_channel jevgate_channel;
 
 /**
+ * One paired computer driven for one conversation (`jevgate_computer_target`). Opaque; free
+ * it with `jevgate_computer_free`. Its calls may run on several threads at once.
+ */
+typedef struct jevgate_computer jevgate_computer;
+
+/**
  * A connected device worker. Free it with `jevgate_device_worker_close`.
  */
 typedef struct jevgate_device_worker jevgate_device_worker;
@@ -412,6 +418,114 @@ jevgate_status jevgate_think(const jevgate_gateway *gateway,
                              const char *request_json,
                              char **thought_json_out,
                              jevgate_error **err_out);
+
+/**
+ * Pairs a computer helper (`jevgate-computer`) for `owner`: a device of capability
+ * `computer`. `request_json` is `{"installationId","name"}` (a `browser` field is ignored);
+ * writes `{"device":{…},"token":"…"}` — the token is shown this once. Pairing alone
+ * authorizes nothing: the person approves applications and an access duration in the helper.
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `pairing_json_out` writable.
+ */
+jevgate_status jevgate_pair_computer(const jevgate_gateway *gateway,
+                                     const char *owner,
+                                     const char *request_json,
+                                     char **pairing_json_out,
+                                     jevgate_error **err_out);
+
+/**
+ * `owner`'s paired computer `device_id` driven for the conversation `root_session`: every
+ * call one primitive over the device channel under the device's control lease, with the
+ * helper contract's checks. Nothing is sent until a call is made, so an unknown device is
+ * reported by the first call (`DEVICE_NOT_PAIRED`), a helper not connected by
+ * `DEVICE_OFFLINE`.
+ *
+ * # Safety
+ * `gateway` a live handle; strings NUL-terminated; `computer_out` writable.
+ */
+jevgate_status jevgate_computer_target(const jevgate_gateway *gateway,
+                                       const char *owner,
+                                       const char *root_session,
+                                       const char *device_id,
+                                       jevgate_computer **computer_out,
+                                       jevgate_error **err_out);
+
+/**
+ * Observes the front application and writes the validated observation
+ * (`{"contractVersion","application","windowTitle","controls":[…],"focused"?,"text":[…],
+ * "supportedActions","capabilities","omitted"}`; a sensitive
+ * field never carries its value). `CONSENT_REQUIRED` / `APPLICATION_NOT_ALLOWED` when the
+ * person has not approved it, `COMPUTER_CONTRACT_UNSUPPORTED` for a helper of another major
+ * contract version, `DEVICE_OFFLINE` when the helper is not connected.
+ *
+ * # Safety
+ * `computer` a live handle; `observation_json_out` writable.
+ */
+jevgate_status jevgate_computer_observe(const jevgate_computer *computer,
+                                        char **observation_json_out,
+                                        jevgate_error **err_out);
+
+/**
+ * Runs one action: `command_json` is `{"operation_id","kind","ref"?,"text"?,"key"?}` with
+ * `kind` one of `press`, `set_text`, `focus`, `key`; writes the helper's result. A refusal
+ * means not executed (its code says why); `OUTCOME_UNKNOWN` means it may have run: read
+ * `jevgate_computer_operation_status`, never send it again.
+ *
+ * # Safety
+ * `computer` a live handle; `command_json` NUL-terminated; `result_json_out` writable.
+ */
+jevgate_status jevgate_computer_act(const jevgate_computer *computer,
+                                    const char *command_json,
+                                    char **result_json_out,
+                                    jevgate_error **err_out);
+
+/**
+ * Reads the helper's receipt of `operation_id` (no control lease taken) and writes
+ * `{"state":"not_found"}` (never executed), `{"state":"unreadable"}` or the receipt
+ * `{"operation_id","state":"started"|"completed"|"failed","action"?,"code"?}` (`started`:
+ * recorded before acting, its end never recorded — unknown, never replay it).
+ * `DEVICE_OFFLINE` when the helper cannot be reached.
+ *
+ * # Safety
+ * `computer` a live handle; `operation_id` NUL-terminated; `receipt_json_out` writable.
+ */
+jevgate_status jevgate_computer_operation_status(const jevgate_computer *computer,
+                                                 const char *operation_id,
+                                                 char **receipt_json_out,
+                                                 jevgate_error **err_out);
+
+/**
+ * Asks the person for access on the device and waits for the answer: writes
+ * `{"state":"granted","applications":[…],"expiresAt":…}`. Blocks while the request is
+ * pending (the helper keeps answering receipts meanwhile), at most the helper's five minutes
+ * (`COMPUTER_ACCESS_TIMEOUT`); `jevgate_computer_cancel_access` from another thread ends the
+ * wait with `DEVICE_CONTROL_REVOKED`, as does closing the gateway (its own code).
+ *
+ * # Safety
+ * `computer` a live handle; `access_json_out` writable.
+ */
+jevgate_status jevgate_computer_request_access(const jevgate_computer *computer,
+                                               char **access_json_out,
+                                               jevgate_error **err_out);
+
+/**
+ * Stops every wait of `jevgate_computer_request_access` on this handle, now and later (they
+ * answer `DEVICE_CONTROL_REVOKED`; the request stays pending on the helper until the person
+ * answers or it times out). Thread-safe. NULL is ignored.
+ *
+ * # Safety
+ * `computer` NULL or a live handle.
+ */
+void jevgate_computer_cancel_access(const jevgate_computer *computer);
+
+/**
+ * Frees a computer handle (no call on it may still run). NULL is accepted and ignored.
+ *
+ * # Safety
+ * `computer` NULL or a handle from `jevgate_computer_target`, not used again.
+ */
+void jevgate_computer_free(jevgate_computer *computer);
 
 /**
  * Validates a configuration document (UTF-8 JSON). On failure the error has code

@@ -482,6 +482,59 @@ mod helper {
         pc.act(&key).unwrap();
         wait_display(&pc, "1");
 
+        // Focus where the toolkit has no GrabFocus (GTK 4.8): Tab takes the focus off the
+        // display; `focus` on the display (an editable field) clicks its centre once and its
+        // focused state comes back, so the next key types into it; `focus` on a button never
+        // clicks it (a click would press it): refused, nothing pressed.
+        let key = |op: &str, name: &str| ComputerCommand {
+            operation_id: op.into(),
+            action: ComputerAction::Key { key: name.into() },
+        };
+        let focus = |op: &str, reference: &str| ComputerCommand {
+            operation_id: op.into(),
+            action: ComputerAction::Focus {
+                reference: reference.into(),
+            },
+        };
+        let focused = |o: &ComputerObservation, reference: &str| {
+            o.control(reference)
+                .is_some_and(|c| c.states.iter().any(|s| s == "focused"))
+        };
+        pc.act(&key("key-2", "tab")).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let o = loop {
+            let o = pc.observe().unwrap();
+            let (field, _) = display(&o);
+            if !focused(&o, &field) || Instant::now() > deadline {
+                break o;
+            }
+            std::thread::sleep(Duration::from_millis(30));
+        };
+        let (field, _) = display(&o);
+        assert!(!focused(&o, &field), "Tab took the focus off the display");
+        let answer = pc.act(&focus("focus-1", &field)).unwrap();
+        assert_eq!(answer["state"], "completed");
+        assert!(focused(&pc.observe().unwrap(), &field));
+        pc.act(&key("key-3", "5")).unwrap();
+        let o = wait_display(&pc, "15");
+        // Refused, not executed (EXECUTION_FAILED), the receipt keeps the desktop's reason.
+        let refused = pc.act(&focus("focus-2", &button(&o, "7"))).unwrap_err();
+        assert_eq!(refused.code(), "EXECUTION_FAILED");
+        let ReceiptRead::Recorded(r) = pc.operation_status("focus-2").unwrap() else {
+            panic!("no receipt for focus-2");
+        };
+        assert_eq!(
+            (r.state, r.code.as_deref()),
+            (ReceiptState::Failed, Some("ACTION_UNAVAILABLE"))
+        );
+        // A pressed 7 would show on GTK's next main-loop turn; a key typed after it lands after
+        // it, so the display reading 150 (not 1570) says nothing was pressed.
+        pc.act(&key("key-4", "0")).unwrap();
+        wait_display(&pc, "150");
+        pc.act(&key("key-5", "backspace")).unwrap();
+        pc.act(&key("key-6", "backspace")).unwrap();
+        wait_display(&pc, "1");
+
         // A helper restart keeps its receipts.
         drop(worker);
         tg.wait_online(&paired, false);

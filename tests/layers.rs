@@ -87,7 +87,7 @@ const PYTHON: &[Layer] = &[
         "classes",
         &[
             &["clock", "config", "grammar", "device"],
-            &["browser", "jev", "lease", "task"],
+            &["browser", "computer", "jev", "lease", "task"],
             &["worker", "gateway"],
         ],
     ),

@@ -2,7 +2,9 @@
 //! (`zbus::blocking`) on the accessibility bus, speaking `org.a11y.atspi.*` directly. It finds
 //! the applications, reads one application's tree into the flat [`RawNode`] list the pure model
 //! (src/computer/model.rs) turns into an observation, and acts on a node of the last reading:
-//! an AT-SPI action (press), `GrabFocus`, `SetTextContents`.
+//! an AT-SPI action (press), `GrabFocus`, `SetTextContents`, and finds the point a click
+//! focuses an editable field at where `GrabFocus` is unavailable (GTK 4): only an editable field's
+//! ([`Atspi::editable_place`]), never a button's, which a click would press.
 //!
 //! It owns the bounds of a reading: at most [`MAX_NODES`] nodes, [`MAX_DEPTH`] levels and
 //! [`MAX_CHILDREN`] children of one node, [`WALK_BUDGET`] in all, every call with
@@ -467,6 +469,49 @@ impl Atspi {
         }
     }
 
+    /// Whether `o` has the keyboard focus now (a fresh `GetState`).
+    pub fn is_focused(&self, o: &Object) -> Result<bool, AtspiError> {
+        Ok(model::state::has(self.states(o)?, model::state::FOCUSED))
+    }
+
+    /// Where an editable field is (editable, not read-only, sensitive, shown, with a real
+    /// extent): the one kind of control the helper may click to focus when `GrabFocus` is
+    /// unavailable (GTK 4). Anything else — a button above all, which a click would press — is
+    /// `ACTION_UNAVAILABLE`.
+    pub fn editable_place(&self, o: &Object) -> Result<FieldPlace, AtspiError> {
+        use model::state::{has, EDITABLE, READ_ONLY, SENSITIVE, SHOWING, VISIBLE};
+        let states = self.states(o)?;
+        if !has(states, EDITABLE) || has(states, READ_ONLY) || !has(states, SENSITIVE) {
+            return Err(err("ACTION_UNAVAILABLE", "not an editable field"));
+        }
+        // GTK 4 sets VISIBLE, not SHOWING, on a field on screen.
+        if !has(states, SHOWING) && !has(states, VISIBLE) {
+            return Err(err("ACTION_UNAVAILABLE", "not on screen"));
+        }
+        let extents = |coords: u32| -> Result<Extent, AtspiError> {
+            self.call(o, I_COMPONENT, "GetExtents", &(coords,))
+                .map_err(unsupported_is_unavailable)
+        };
+        // ATSPI_COORD_TYPE_SCREEN, then ATSPI_COORD_TYPE_WINDOW.
+        let (screen, window) = (extents(0)?, extents(1)?);
+        let pid = self
+            .bus
+            .call_method(
+                Some("org.freedesktop.DBus"),
+                "/org/freedesktop/DBus",
+                Some("org.freedesktop.DBus"),
+                "GetConnectionUnixProcessID",
+                &(o.bus.as_str(),),
+            )
+            .ok()
+            .and_then(|r| r.body().deserialize::<u32>().ok());
+        Ok(FieldPlace {
+            screen,
+            window,
+            pid,
+        })
+    }
+
     /// Replaces `o`'s text (EditableText).
     pub fn set_text(&self, o: &Object, text: &str) -> Result<(), AtspiError> {
         let done: bool = self
@@ -486,6 +531,48 @@ impl Atspi {
             return Err(err("ACTION_UNAVAILABLE", "sensitive field"));
         }
         self.text(o)
+    }
+}
+
+/// An extent as AT-SPI gives it: x, y, width, height.
+pub type Extent = (i32, i32, i32, i32);
+
+/// Where an editable field is ([`Atspi::editable_place`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldPlace {
+    /// Its extent in screen coordinates, as the toolkit answers them.
+    pub screen: Extent,
+    /// Its extent relative to its window.
+    pub window: Extent,
+    /// The process of its application, when the bus names it.
+    pub pid: Option<u32>,
+}
+
+impl FieldPlace {
+    /// The screen point at the field's centre. A toolkit that knows screen coordinates answers
+    /// them apart from window ones; GTK 4 answers window coordinates for both (it has no global
+    /// coordinates), and then `window_origin` — the application's window's place on the screen,
+    /// which the caller reads from the X server — is needed. `None` when the extent is not a
+    /// real one (no size, a negative corner) or the origin is needed and unknown.
+    /// Saturating: any answer is accepted.
+    pub fn click_point(&self, window_origin: Option<(i32, i32)>) -> Option<(i32, i32)> {
+        let (x, y) = if self.screen != self.window {
+            (self.screen.0, self.screen.1)
+        } else {
+            let (ox, oy) = window_origin?;
+            (
+                self.window.0.saturating_add(ox),
+                self.window.1.saturating_add(oy),
+            )
+        };
+        let (w, h) = (self.window.2, self.window.3);
+        (w > 0 && h > 0 && x >= 0 && y >= 0)
+            .then(|| (x.saturating_add(w / 2), y.saturating_add(h / 2)))
+    }
+
+    /// Whether [`FieldPlace::click_point`] needs the window's origin.
+    pub fn needs_origin(&self) -> bool {
+        self.screen == self.window
     }
 }
 
@@ -544,6 +631,16 @@ impl Session {
         self.atspi.focus(self.object(reference)?)
     }
 
+    /// Where the editable field `reference` names is ([`Atspi::editable_place`]).
+    pub fn editable_place(&self, reference: &str) -> Result<FieldPlace, AtspiError> {
+        self.atspi.editable_place(self.object(reference)?)
+    }
+
+    /// Whether the control `reference` names has the keyboard focus now.
+    pub fn is_focused(&self, reference: &str) -> Result<bool, AtspiError> {
+        self.atspi.is_focused(self.object(reference)?)
+    }
+
     /// Replaces the text of the field `reference` names.
     pub fn set_text(&self, reference: &str, text: &str) -> Result<(), AtspiError> {
         self.atspi.set_text(self.object(reference)?, text)
@@ -552,5 +649,48 @@ impl Session {
     /// Reads the text of the control `reference` names (never a sensitive field's).
     pub fn read_text(&self, reference: &str) -> Result<String, AtspiError> {
         self.atspi.read_text(self.object(reference)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FieldPlace;
+
+    fn place(screen: super::Extent, window: super::Extent) -> FieldPlace {
+        FieldPlace {
+            screen,
+            window,
+            pid: Some(7),
+        }
+    }
+
+    // Issue 25: the focus fallback clicks an editable field's centre, on the screen.
+    #[test]
+    fn a_fields_click_point() {
+        // A toolkit with screen coordinates (GTK 3): its own answer, no origin needed.
+        let gtk3 = place((100, 200, 40, 20), (10, 20, 40, 20));
+        assert!(!gtk3.needs_origin());
+        assert_eq!(gtk3.click_point(None), Some((120, 210)));
+        // GTK 4 answers window coordinates for both: the window's origin is added, and without
+        // it there is no point (never a click at a guess).
+        let gtk4 = place((0, 166, 343, 32), (0, 166, 343, 32));
+        assert!(gtk4.needs_origin());
+        assert_eq!(gtk4.click_point(None), None);
+        assert_eq!(gtk4.click_point(Some((0, 0))), Some((171, 182)));
+        assert_eq!(gtk4.click_point(Some((50, 30))), Some((221, 212)));
+        // Not a real extent: no size, a corner off screen, "unknown" (-1s).
+        for bad in [(0, 0, 0, 20), (5, 5, 40, 0), (-1, -1, -1, -1)] {
+            assert_eq!(place(bad, bad).click_point(Some((0, 0))), None, "{bad:?}");
+        }
+        assert_eq!(
+            place((-10, 5, 40, 20), (1, 5, 40, 20)).click_point(None),
+            None
+        );
+        // Any answer is accepted without overflow.
+        let huge = place(
+            (i32::MAX, i32::MAX, i32::MAX, i32::MAX),
+            (0, 0, i32::MAX, i32::MAX),
+        );
+        assert_eq!(huge.click_point(None), Some((i32::MAX, i32::MAX)));
     }
 }

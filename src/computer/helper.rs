@@ -10,7 +10,10 @@
 //!   sensitive field's value is never read (model.rs);
 //! - `computer_action` (`press`/`set_text`/`focus` a ref of the last observation, or `key`),
 //!   with its `operation_id`: the receipt is recorded before acting and its end after
-//!   (state.rs); an operation id already recorded is refused, so nothing runs twice;
+//!   (state.rs); an operation id already recorded is refused, so nothing runs twice. `focus`
+//!   is AT-SPI `GrabFocus`, else (GTK 4 has none) one XTest click at the centre of an editable
+//!   field only — a click on a button would press it — confirmed by the field's focused state;
+//!   a refusal that certainly did nothing answers `EXECUTION_FAILED` (`contract_code`);
 //! - `operation_status` → the receipt, or `{"state":"not_found"}`;
 //! - `computer_access` → granted under a valid approval, else `waiting` on a pending access
 //!   request the person answers with `jevgate-computer approve` (never blocking the helper:
@@ -56,6 +59,10 @@ pub struct HelperOptions {
     pub clock: SharedClock,
 }
 
+/// How long a field clicked for focus may take to report it (the toolkit handles the click on
+/// its main loop).
+pub const FOCUS_SETTLE: Duration = Duration::from_secs(2);
+
 struct Desktop {
     session: Option<Session>,
     keyboard: Option<Keyboard>,
@@ -81,6 +88,26 @@ impl std::fmt::Debug for ComputerHelper {
 /// A refusal with `code` leading the message (the gateway reads only the code).
 fn refuse(code: &str, why: &str) -> WorkerFailure {
     WorkerFailure::new("execution_failed", format!("{code}: {why}"))
+}
+
+/// The code the gateway reads for an action the desktop refused (the receipt keeps the
+/// desktop's own): one that certainly did nothing — an action or interface the application
+/// lacks or declined, a focus click refused before it was made, no keyboard, an unknown key —
+/// is `EXECUTION_FAILED` (not executed); one that may have acted (a D-Bus call that failed on
+/// the way, a click that did not give the focus, the X server gone mid-way) keeps its own code,
+/// which the gateway does not know and reads as an unknown outcome (seed 003: a failure without
+/// a cause code stays unknown).
+fn contract_code(code: &'static str) -> &'static str {
+    match code {
+        "ACTION_UNAVAILABLE"
+        | "ACTION_FAILED"
+        | "POINT_OFF_SCREEN"
+        | "WINDOW_NOT_FOUND"
+        | "KEYBOARD_UNAVAILABLE"
+        | "KEY_UNKNOWN"
+        | "KEY_UNMAPPED" => "EXECUTION_FAILED",
+        other => other,
+    }
 }
 
 fn atspi_failure(e: &AtspiError) -> WorkerFailure {
@@ -146,6 +173,70 @@ impl ComputerHelper {
         d.session
             .as_mut()
             .ok_or_else(|| refuse("ATSPI_UNAVAILABLE", "no accessibility bus"))
+    }
+
+    /// The X connection for keys and the focus click, connected on first use.
+    fn keyboard<'a>(&self, d: &'a mut Desktop) -> Option<&'a Keyboard> {
+        if d.keyboard.is_none() {
+            d.keyboard = Keyboard::connect_display(self.options.display.as_deref()).ok();
+        }
+        d.keyboard.as_ref()
+    }
+
+    /// Focuses the control `reference` names: AT-SPI `GrabFocus`; where the toolkit has none
+    /// (GTK 4.8 answers it unsupported), one click at the centre of an editable field — never of
+    /// anything else, which a click would press — then its focused state is awaited for
+    /// [`FOCUS_SETTLE`] on the helper's clock (`FOCUS_NOT_TAKEN` when it never comes: the click
+    /// was made, so an unknown outcome). The outer error is the desktop's failure; the inner one
+    /// the action's code.
+    fn focus(
+        &self,
+        d: &mut Desktop,
+        reference: &str,
+    ) -> Result<Result<(), &'static str>, WorkerFailure> {
+        let session = self.session(d)?;
+        match session.focus(reference) {
+            Err(e) if e.code == "ACTION_UNAVAILABLE" || e.code == "ACTION_FAILED" => {}
+            done => return Ok(done.map_err(|e| e.code)),
+        }
+        // Already focused: nothing to click.
+        if session.is_focused(reference).unwrap_or(false) {
+            return Ok(Ok(()));
+        }
+        let place = match session.editable_place(reference) {
+            Ok(place) => place,
+            Err(e) => return Ok(Err(e.code)),
+        };
+        let Some(k) = self.keyboard(d) else {
+            return Ok(Err("KEYBOARD_UNAVAILABLE"));
+        };
+        let origin = match (place.needs_origin(), place.pid) {
+            (false, _) => None,
+            (true, Some(pid)) => match k.window_origin(pid) {
+                Ok(origin) => Some(origin),
+                Err(e) => return Ok(Err(e.code)),
+            },
+            (true, None) => return Ok(Err("WINDOW_NOT_FOUND")),
+        };
+        let Some((x, y)) = place.click_point(origin) else {
+            return Ok(Err("ACTION_UNAVAILABLE"));
+        };
+        if let Err(e) = k.click(x, y) {
+            return Ok(Err(e.code));
+        }
+        let session = self.session(d)?;
+        let clock = &*self.options.clock;
+        let mut settle = crate::clock::Grace::new(clock, FOCUS_SETTLE);
+        loop {
+            if session.is_focused(reference).unwrap_or(false) {
+                return Ok(Ok(()));
+            }
+            match settle.next(Duration::from_millis(20)) {
+                Some(slice) => std::thread::sleep(slice),
+                // The click was made: what it did is not known.
+                None => return Ok(Err("FOCUS_NOT_TAKEN")),
+            }
+        }
     }
 
     /// The consent rule for the front application (its name, once allowed).
@@ -222,22 +313,15 @@ impl ComputerHelper {
             ComputerAction::Press { reference } => {
                 self.session(&mut d)?.press(reference).map_err(|e| e.code)
             }
-            ComputerAction::Focus { reference } => {
-                self.session(&mut d)?.focus(reference).map_err(|e| e.code)
-            }
+            ComputerAction::Focus { reference } => self.focus(&mut d, reference)?,
             ComputerAction::SetText { reference, text } => self
                 .session(&mut d)?
                 .set_text(reference, text)
                 .map_err(|e| e.code),
-            ComputerAction::Key { key } => {
-                if d.keyboard.is_none() {
-                    d.keyboard = Keyboard::connect_display(self.options.display.as_deref()).ok();
-                }
-                match &d.keyboard {
-                    Some(k) => k.key(key_name(key)).map_err(|e| e.code),
-                    None => Err("KEYBOARD_UNAVAILABLE"),
-                }
-            }
+            ComputerAction::Key { key } => match self.keyboard(&mut d) {
+                Some(k) => k.key(key_name(key)).map_err(|e| e.code),
+                None => Err("KEYBOARD_UNAVAILABLE"),
+            },
         };
         let finished = self.receipts.lock().as_mut().map_err(|_| ()).and_then(|r| {
             r.finish(&command.operation_id, outcome.err())
@@ -252,7 +336,10 @@ impl ComputerHelper {
                 "state": "completed",
                 "action": command.kind(),
             })),
-            Err(code) => Err(refuse(code, "the desktop refused the action")),
+            Err(code) => Err(refuse(
+                contract_code(code),
+                "the desktop refused the action",
+            )),
         }
     }
 
@@ -387,5 +474,50 @@ impl ToolExecutor for ComputerHelper {
             "computer_access" => self.access(),
             _ => Err(refuse("UNKNOWN_TOOL", "not a computer helper command")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::contract_code;
+
+    // Seed 003 "Computer helper contract": a refusal that certainly did nothing carries a cause
+    // the gateway knows (not executed); one that may have acted keeps a code it reads as unknown.
+    #[test]
+    fn r_computer_refusals_carry_a_cause_only_when_nothing_happened() {
+        for code in [
+            "ACTION_UNAVAILABLE",
+            "ACTION_FAILED",
+            "POINT_OFF_SCREEN",
+            "WINDOW_NOT_FOUND",
+            "KEYBOARD_UNAVAILABLE",
+            "KEY_UNKNOWN",
+            "KEY_UNMAPPED",
+        ] {
+            assert_eq!(contract_code(code), "EXECUTION_FAILED", "{code}");
+        }
+        for code in [
+            "FOCUS_NOT_TAKEN",
+            "ATSPI_CALL_FAILED",
+            "DISPLAY_UNAVAILABLE",
+            "TARGET_NOT_FOUND",
+        ] {
+            assert_eq!(contract_code(code), code);
+        }
+        assert_eq!(
+            jevgate_kind("EXECUTION_FAILED"),
+            Some(crate::ErrorKind::ExecutionFailed)
+        );
+        for unknown in [
+            "FOCUS_NOT_TAKEN",
+            "ATSPI_CALL_FAILED",
+            "DISPLAY_UNAVAILABLE",
+        ] {
+            assert_eq!(jevgate_kind(unknown), None, "{unknown} must stay unknown");
+        }
+    }
+
+    fn jevgate_kind(code: &str) -> Option<crate::ErrorKind> {
+        crate::ErrorKind::from_code(code)
     }
 }

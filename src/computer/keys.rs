@@ -3,20 +3,26 @@
 //!
 //! It owns the mapping from a key name ("Return", "BackSpace", "a", "+") to a keysym and from
 //! the keysym to a keycode of the server's keyboard map (Shift held when the keysym is on the
-//! shifted level). It must never type more than one key per call, never leave a key or Shift
-//! held down (every press is followed by its release, also after a failed press), and never log
-//! which key it pressed (a sequence of keys is text the person typed).
+//! shifted level), and the one pointer click the focus fallback makes ([`Keyboard::click`]: the
+//! helper asks for it only at an editable field's centre). It must never type more than one key
+//! or click more than once per call, never leave a key, Shift or a button held down (every press
+//! is followed by its release, also after a failed press), never click off the screen, and never
+//! log which key it pressed or where it clicked (a sequence of keys is text the person typed).
 
 use std::fmt;
 use x11rb::connection::Connection;
-use x11rb::protocol::xproto::{ConnectionExt as _, KEY_PRESS_EVENT, KEY_RELEASE_EVENT};
+use x11rb::protocol::xproto::{
+    AtomEnum, ConnectionExt as _, MapState, BUTTON_PRESS_EVENT, BUTTON_RELEASE_EVENT,
+    KEY_PRESS_EVENT, KEY_RELEASE_EVENT, MOTION_NOTIFY_EVENT,
+};
 use x11rb::protocol::xtest::ConnectionExt as _;
 use x11rb::rust_connection::RustConnection;
 
 /// A key failure: a fixed code and a fixed detail.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyError {
-    /// `KEY_UNKNOWN`, `KEY_UNMAPPED` or `DISPLAY_UNAVAILABLE`.
+    /// `KEY_UNKNOWN`, `KEY_UNMAPPED`, `POINT_OFF_SCREEN`, `WINDOW_NOT_FOUND` or
+    /// `DISPLAY_UNAVAILABLE`.
     pub code: &'static str,
     /// A fixed word.
     pub detail: &'static str,
@@ -50,6 +56,8 @@ const NAMED: &[(&str, u32)] = &[
     ("equal", 0x3d),
 ];
 const SHIFT_L: u32 = 0xffe1;
+/// Most windows [`Keyboard::window_origin`] looks at.
+const MAX_WINDOWS: usize = 2_000;
 
 /// The keysym of key `name`: a named key, else one printable Latin-1 character.
 pub fn keysym(name: &str) -> Option<u32> {
@@ -127,6 +135,117 @@ impl Keyboard {
             .is_ok()
     }
 
+    /// A round trip: the server has processed the events sent before when it answers.
+    fn sync(&self) -> Result<(), KeyError> {
+        self.conn
+            .get_input_focus()
+            .ok()
+            .and_then(|c| c.reply().ok())
+            .map(|_| ())
+            .ok_or(KeyError {
+                code: "DISPLAY_UNAVAILABLE",
+                detail: "the X server went away",
+            })
+    }
+
+    /// The place on the screen of the one viewable window of process `pid` (its `_NET_WM_PID`),
+    /// searched among the root's children and theirs (a window manager's frame holds the
+    /// application's window). `WINDOW_NOT_FOUND` when there is none or more than one: a click is
+    /// never aimed at a guess.
+    pub fn window_origin(&self, pid: u32) -> Result<(i32, i32), KeyError> {
+        let not_found = KeyError {
+            code: "WINDOW_NOT_FOUND",
+            detail: "no single window of the application",
+        };
+        let atom = self
+            .conn
+            .intern_atom(true, b"_NET_WM_PID")
+            .ok()
+            .and_then(|c| c.reply().ok())
+            .map(|r| r.atom)
+            .filter(|a| *a != 0)
+            .ok_or(not_found.clone())?;
+        let children = |w: u32| -> Vec<u32> {
+            self.conn
+                .query_tree(w)
+                .ok()
+                .and_then(|c| c.reply().ok())
+                .map(|r| r.children)
+                .unwrap_or_default()
+        };
+        let viewable = |w: u32| {
+            self.conn
+                .get_window_attributes(w)
+                .ok()
+                .and_then(|c| c.reply().ok())
+                .is_some_and(|a| a.map_state == MapState::VIEWABLE)
+        };
+        let owner = |w: u32| {
+            self.conn
+                .get_property(false, w, atom, AtomEnum::CARDINAL, 0, 1)
+                .ok()
+                .and_then(|c| c.reply().ok())
+                .and_then(|r| r.value32().and_then(|mut v| v.next()))
+        };
+        let mut found = Vec::new();
+        // Bounded: the root's children and their children, at most MAX_WINDOWS looked at.
+        let mut looked = 0usize;
+        for top in children(self.root) {
+            for w in std::iter::once(top).chain(children(top)) {
+                looked += 1;
+                if looked > MAX_WINDOWS {
+                    return Err(not_found);
+                }
+                if owner(w) == Some(pid) && viewable(w) {
+                    found.push(w);
+                }
+            }
+        }
+        let [w] = found[..] else {
+            return Err(not_found);
+        };
+        self.conn
+            .translate_coordinates(w, self.root, 0, 0)
+            .ok()
+            .and_then(|c| c.reply().ok())
+            .map(|r| (i32::from(r.dst_x), i32::from(r.dst_y)))
+            .ok_or(not_found)
+    }
+
+    /// Moves the pointer to (`x`, `y`) on the screen and clicks the first button once (press and
+    /// release). `POINT_OFF_SCREEN` for a point outside the screen (nothing is sent).
+    pub fn click(&self, x: i32, y: i32) -> Result<(), KeyError> {
+        let screen = self.conn.setup().roots.iter().find(|s| s.root == self.root);
+        let (w, h) = screen.map_or((0, 0), |s| {
+            (i32::from(s.width_in_pixels), i32::from(s.height_in_pixels))
+        });
+        let (Ok(px), Ok(py)) = (i16::try_from(x), i16::try_from(y)) else {
+            return Err(off_screen());
+        };
+        if x < 0 || y < 0 || x >= w || y >= h {
+            return Err(off_screen());
+        }
+        // Detail 0: an absolute motion on `root`.
+        let moved = self
+            .conn
+            .xtest_fake_input(MOTION_NOTIFY_EVENT, 0, 0, self.root, px, py, 0)
+            .is_ok();
+        if moved {
+            self.fake(BUTTON_PRESS_EVENT, 1);
+        }
+        // Released whatever happened to the press.
+        self.fake(BUTTON_RELEASE_EVENT, 1);
+        self.sync()?;
+        if moved {
+            Ok(())
+        } else {
+            Err(KeyError {
+                code: "DISPLAY_UNAVAILABLE",
+                detail: "the X server went away",
+            })
+        }
+    }
+
     /// Presses and releases key `name` (with Shift when its keysym is on the shifted level).
     pub fn key(&self, name: &str) -> Result<(), KeyError> {
         let sym = keysym(name).ok_or(KeyError {
@@ -147,16 +266,14 @@ impl Keyboard {
         if let Some(s) = shift {
             self.fake(KEY_RELEASE_EVENT, s);
         }
-        // A round trip: the server has processed the events when it answers.
-        self.conn
-            .get_input_focus()
-            .ok()
-            .and_then(|c| c.reply().ok())
-            .map(|_| ())
-            .ok_or(KeyError {
-                code: "DISPLAY_UNAVAILABLE",
-                detail: "the X server went away",
-            })
+        self.sync()
+    }
+}
+
+fn off_screen() -> KeyError {
+    KeyError {
+        code: "POINT_OFF_SCREEN",
+        detail: "the point is not on the screen",
     }
 }
 

@@ -41,6 +41,7 @@ macro_rules! ffi_boundary {
 mod agent;
 mod browser;
 mod client;
+mod computer;
 mod config;
 mod device;
 mod error;
@@ -55,6 +56,7 @@ mod worker;
 pub use agent::*;
 pub use browser::*;
 pub use client::*;
+pub use computer::*;
 pub use config::*;
 pub use device::*;
 pub use error::*;

@@ -154,6 +154,42 @@ impl PyGateway {
         crate::device::pair(py, &self.inner, owner, request)
     }
 
+    /// Pairs a computer helper (jevgate-computer) for `owner`: a device of capability
+    /// "computer". `request` is {"installationId", "name"}; returns {"device": {...}, "token":
+    /// "..."} (the token is shown once). Pairing alone authorizes nothing: the person approves
+    /// applications and an access duration in the helper.
+    fn pair_computer<'py>(
+        &self,
+        py: Python<'py>,
+        owner: String,
+        request: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let req = jevgate::device::PairRequest::from_json(&crate::dumps_arg("request", request)?)
+            .py_err()?;
+        let gw = &self.inner;
+        let pairing = py.detach(|| gw.pair_computer(&owner, &req)).py_err()?;
+        crate::device::to_py_json(py, serde_json::to_string(&pairing))
+    }
+
+    /// `owner`'s paired computer `device_id` driven for the conversation `root_session`: observe,
+    /// act, operation_status and request_access over the device channel, under the device's
+    /// control lease. Nothing is sent until a method is called (an unknown device raises
+    /// DEVICE_NOT_PAIRED then).
+    fn computer_target(
+        &self,
+        owner: String,
+        root_session: String,
+        device_id: String,
+    ) -> PyResult<crate::computer::PyComputer> {
+        let device = self
+            .inner
+            .computer_target(&owner, &root_session, &device_id)
+            .py_err()?;
+        Ok(crate::computer::PyComputer {
+            device: Arc::new(device),
+        })
+    }
+
     /// A one-time pairing code for `owner`, valid `ttl` seconds (more than 0, at most 600):
     /// {"code": "ABCD-EFGH", "expiresAt": <unix ms>}. The person types it into the browser
     /// extension, which redeems it once at POST /devices/pair on the channel listener.

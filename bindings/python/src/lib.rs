@@ -8,6 +8,7 @@
 mod browser;
 mod callable;
 mod clock;
+mod computer;
 mod config;
 mod device;
 mod errors;
@@ -41,6 +42,7 @@ fn _jevgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<jev::PyCancelToken>()?;
     m.add_class::<browser::PyLocalBrowser>()?;
     m.add_class::<worker::PyDeviceWorker>()?;
+    m.add_class::<computer::PyComputer>()?;
     m.add_class::<gateway::PyGateway>()?;
     m.add_class::<clock::PyManualClock>()?;
     m.add_class::<lease::PyLeases>()?;

@@ -29,6 +29,7 @@ __all__ = [
     "error_table",
     "managed_tool_definitions",
     "ChannelHandle",
+    "Computer",
     "CancelToken",
     "LocalBrowser",
     "DeviceWorker",
@@ -135,6 +136,24 @@ class ChannelHandle:
     @property
     def port(self) -> int: ...
     def stop(self) -> None: ...
+
+@final
+class Computer:
+    """One paired computer helper (jevgate-computer) driven for one conversation:
+    Gateway.computer_target(owner, root_session, device_id)."""
+
+    @property
+    def device_id(self) -> str: ...
+    def observe(self) -> Dict[str, Any]:
+        """{"contractVersion", "application", "windowTitle", "controls", "focused"?, "text",
+        "supportedActions", "capabilities", "omitted"}; CONSENT_REQUIRED before approval."""
+    def act(self, command: Mapping[str, Any]) -> Dict[str, Any]:
+        """{"operation_id", "kind": "press"|"set_text"|"focus"|"key", "ref"?, "text"?, "key"?};
+        OUTCOME_UNKNOWN means it may have run: read operation_status, never resend."""
+    def operation_status(self, operation_id: str) -> Dict[str, Any]:
+        """{"state": "not_found"}, {"state": "unreadable"} or the helper's receipt."""
+    def request_access(self) -> Dict[str, Any]:
+        """Waits for the person's approval: {"state": "granted", "applications", "expiresAt"}."""
 
 def parse_command(text: str) -> Dict[str, Any]:
     """The intent of a user command, e.g. {"intent": "scroll", "direction": "down"}."""
@@ -390,6 +409,9 @@ class Gateway:
         """Run one agent tool for the owner; page-derived text only under "untrustedContent"."""
     def pair(self, owner: str, request: Mapping[str, Any]) -> Dict[str, Any]:
         """{"device": {...}, "token": "..."}; the token is shown once."""
+    def pair_computer(self, owner: str, request: Mapping[str, Any]) -> Dict[str, Any]:
+        """A computer helper's pairing: {"device": {...}, "token": "..."}; authorizes nothing."""
+    def computer_target(self, owner: str, root_session: str, device_id: str) -> Computer: ...
     def pairing_code(self, owner: str, *, ttl: float = 300.0) -> Dict[str, Any]:
         """{"code": "ABCD-EFGH", "expiresAt": <unix ms>}: a one-time code, ttl seconds (0 < ttl <= 600),
         redeemed once by the extension at POST /devices/pair; shown once, kept only hashed."""
