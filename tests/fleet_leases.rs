@@ -561,7 +561,8 @@ fn expiry_is_judged_by_the_database_clock_not_the_hosts() {
 }
 
 // Item 1: four processes' gateways opening a fresh database at once apply each migration
-// exactly once (the advisory lock; the migrations table's key would refuse a second one).
+// exactly once (the advisory lock; the migrations table's key would refuse a second one), and
+// the versions recorded are the SQLite file's: one numbered list for both engines.
 #[test]
 fn four_concurrent_opens_apply_the_migrations_once() {
     let Some(url) = pg_url() else { return };
@@ -584,12 +585,41 @@ fn four_concurrent_opens_apply_the_migrations_once() {
     }
     let rows = psql(
         &db.url,
-        "SELECT count(*) || ' ' || count(DISTINCT version) || ' ' || max(version) FROM jevgate_migrations",
+        "SELECT count(*) || ' ' || count(DISTINCT version) || ' ' || min(version) || ' ' || max(version) FROM jevgate_migrations",
     );
-    let parts: Vec<u64> = rows.split(' ').map(|p| p.parse().unwrap()).collect();
+    let parts: Vec<i64> = rows.split(' ').map(|p| p.parse().unwrap()).collect();
     assert_eq!(parts[0], parts[1], "no version applied twice");
-    assert_eq!(parts[0], parts[2], "versions 1..=n each once");
-    assert!(parts[0] >= 1);
+    assert_eq!(
+        (parts[2], parts[3]),
+        (1, parts[0]),
+        "versions 1..=n each once"
+    );
+    // The SQLite file of a gateway of the same build is at the same version.
+    let dir = tempfile::tempdir().unwrap();
+    Gateway::open(GatewayOptions::new(dir.path(), Config::default()))
+        .unwrap()
+        .close();
+    let sqlite_version: i64 = rusqlite::Connection::open(dir.path().join("jevgate.sqlite3"))
+        .unwrap()
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        parts[3], sqlite_version,
+        "one numbered list for both engines"
+    );
+    // A database migrated by a newer build is refused, like a newer SQLite file.
+    psql(
+        &db.url,
+        &format!(
+            "INSERT INTO jevgate_migrations (version) VALUES ({})",
+            sqlite_version + 3
+        ),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let err = Gateway::open(GatewayOptions::new(dir.path(), pg_config(&db.url_file)))
+        .map(|gw| gw.close())
+        .unwrap_err();
+    assert_eq!(err.code(), "STORE_VERSION_UNSUPPORTED");
 }
 
 // Item 2: every process keeps a liveness row; one killed is dead once its row is 10 s old on

@@ -1,29 +1,319 @@
-//! Forward-only schema migrations, versioned by `PRAGMA user_version`.
+//! The one numbered list of schema migrations, with one body per engine (issue 23 item 1).
 //!
-//! Each migration runs in its own transaction together with the version bump, so a crash leaves
-//! the file at the previous version, never half-migrated. Never edit a released migration; add
-//! the next one.
+//! Owns [`MIGRATIONS`]: entry `i` takes a store from version `i` to `i + 1` on the gateway's
+//! SQLite file (versioned by `PRAGMA user_version`) and on the fleet's PostgreSQL store
+//! (versioned by the rows of `jevgate_migrations`, applied by `pg.rs` under an advisory lock),
+//! so both engines report the same version numbers for the same schema. A body that has nothing
+//! to do on one engine says so with its reason ([`PgBody::NotHere`]): what stays in each
+//! process (files on its disk) is not in the shared store, and what only a fleet needs (process
+//! liveness, the carried calls) rides in the entry whose tables it belongs with, created on
+//! PostgreSQL only.
+//!
+//! Each SQLite migration runs in its own transaction together with the version bump, so a
+//! crash leaves the file at the previous version, never half-migrated. Never edit a released
+//! migration (SQLite's v1–v9 are released); add the next entry.
 
 use super::names::{sqlite_error, APPLICATION_ID};
 use crate::{Error, Result};
 use rusqlite::{Connection, TransactionBehavior};
 
-/// The newest schema version this build knows.
+/// The newest schema version this build knows (both engines).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
-type Migration = fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>;
+/// One step of the schema: its number, what it adds, and its body on each engine.
+pub(crate) struct Migration {
+    /// `MIGRATIONS[i].version == i + 1`.
+    pub(crate) version: i64,
+    /// What the step adds, in a few words (logs, the doctor).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    // reason: logged by the PostgreSQL store
+    pub(crate) name: &'static str,
+    /// The body on the gateway's SQLite file.
+    sqlite: fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>,
+    /// The body on the fleet's PostgreSQL store.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    // reason: run by the PostgreSQL store
+    pub(crate) postgres: PgBody,
+}
 
-/// `MIGRATIONS[i]` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[Migration] = &[
-    v1_meta,
-    v2_control_leases,
-    v3_devices,
-    v4_jev_usage,
-    v5_device_owners,
-    v6_tasks,
-    v7_private_receipts,
-    v8_task_commands,
-    v9_autopilot_receipts,
+/// A migration's body on PostgreSQL.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // reason: run by the PostgreSQL store
+pub(crate) enum PgBody {
+    /// These statements.
+    Sql(&'static str),
+    /// These statements, then the fleet's random secret stored in `jevgate_meta` (once, with
+    /// the table).
+    SqlThenFleetSecret(&'static str),
+    /// Nothing on PostgreSQL (the version is still recorded), for this reason.
+    NotHere(&'static str),
+}
+
+/// The migrations, in order. Never edit a released one; add the next.
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "store identity and secret",
+        sqlite: v1_meta,
+        // The fleet's secret (keys the hashes of caller scopes, request ids, profile keys and
+        // pairing codes, so no row holds a raw id), one liveness row per process (times are
+        // milliseconds on the database clock), and the Jev request ledger (R-JEV-LEDGER) keyed
+        // by that secret — on SQLite the ledger is the one process's memory.
+        postgres: PgBody::SqlThenFleetSecret(
+            "CREATE TABLE jevgate_meta (
+                key TEXT PRIMARY KEY,
+                value BYTEA NOT NULL
+            );
+            CREATE TABLE jevgate_processes (
+                process_id TEXT PRIMARY KEY,
+                started_at BIGINT NOT NULL,
+                heartbeat_at BIGINT NOT NULL
+            );
+            CREATE TABLE jevgate_request_ledger (
+                scope BYTEA NOT NULL,
+                request BYTEA NOT NULL,
+                expires_at BIGINT NOT NULL,
+                PRIMARY KEY (scope, request)
+            );
+            CREATE INDEX jevgate_request_ledger_expiry ON jevgate_request_ledger (expires_at);",
+        ),
+    },
+    Migration {
+        version: 2,
+        name: "control leases",
+        sqlite: v2_control_leases,
+        // Device control leases (the pure state as JSON plus the columns the fleet queries:
+        // the holding process, the end on the database clock, a fencing token that only grows)
+        // and profile leases across processes (issue 23 item 2, R-PROF-2): the process whose
+        // browser session or task holds a persistent profile, keyed by the profile's HMAC under
+        // the fleet secret (never the key), renewed by the holder's heartbeat.
+        postgres: PgBody::Sql(
+            "CREATE TABLE jevgate_control_leases (
+                device_id TEXT PRIMARY KEY,
+                state TEXT NOT NULL DEFAULT '{}',
+                holder TEXT,
+                revoked TEXT[] NOT NULL DEFAULT '{}',
+                holder_process TEXT,
+                expires_at BIGINT,
+                fencing_token BIGINT NOT NULL DEFAULT 0,
+                taken_back BIGINT[] NOT NULL DEFAULT '{}'
+            );
+            CREATE INDEX jevgate_control_leases_holder ON jevgate_control_leases (holder);
+            CREATE TABLE jevgate_profile_leases (
+                profile_key TEXT PRIMARY KEY,
+                holder_process TEXT NOT NULL,
+                expires_at BIGINT NOT NULL,
+                fencing_token BIGINT NOT NULL
+            );
+            CREATE INDEX jevgate_profile_leases_holder ON jevgate_profile_leases (holder_process);",
+        ),
+    },
+    Migration {
+        version: 3,
+        name: "devices",
+        sqlite: v3_devices,
+        // One-time pairing codes any process redeems (R-DEV-PAIR): the code's HMAC under the
+        // fleet secret (never the code), its owner, its end on the database clock. Which
+        // process holds each device's WebSocket (issue 23 item 4; NULL: none now; with what
+        // the callers' device selection needs, never a token) and the commands carried to it
+        // (arguments and results as JSON text, bounded by the channel's frame cap).
+        // Screenshot artifacts are files on one process's disk: not in the shared store.
+        postgres: PgBody::Sql(
+            "CREATE TABLE jevgate_pairing_codes (
+                hash BYTEA PRIMARY KEY,
+                owner TEXT NOT NULL,
+                expires_at BIGINT NOT NULL
+            );
+            CREATE INDEX jevgate_pairing_codes_expiry ON jevgate_pairing_codes (expires_at);
+            CREATE TABLE jevgate_device_connections (
+                device_id TEXT PRIMARY KEY,
+                process_id TEXT,
+                owner TEXT NOT NULL,
+                name TEXT NOT NULL,
+                capability TEXT NOT NULL,
+                last_protocol BIGINT,
+                connected_at BIGINT NOT NULL
+            );
+            CREATE INDEX jevgate_device_connections_owner ON jevgate_device_connections (owner);
+            CREATE TABLE jevgate_remote_commands (
+                id BIGSERIAL PRIMARY KEY,
+                device_id TEXT NOT NULL,
+                from_process TEXT NOT NULL,
+                to_process TEXT NOT NULL,
+                tool TEXT NOT NULL,
+                args TEXT NOT NULL,
+                deadline_ms BIGINT NOT NULL,
+                state TEXT NOT NULL DEFAULT 'queued'
+                    CHECK (state IN ('queued', 'sent', 'done', 'cancelled')),
+                result TEXT,
+                created_at BIGINT NOT NULL
+            );
+            CREATE INDEX jevgate_remote_commands_to ON jevgate_remote_commands (to_process, state);",
+        ),
+    },
+    Migration {
+        version: 4,
+        name: "Jev usage records",
+        sqlite: v4_jev_usage,
+        // The SQLite table, integers as BIGINT, shared by every process.
+        postgres: PgBody::Sql(
+            "CREATE TABLE jev_usage (
+                seq BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+                at_ms BIGINT NOT NULL,
+                agent_id TEXT NOT NULL,
+                session_id TEXT,
+                task_id TEXT,
+                request_id_hash TEXT,
+                generation BIGINT NOT NULL,
+                provider TEXT NOT NULL,
+                latency_ms BIGINT NOT NULL,
+                outcome TEXT NOT NULL,
+                validation_reason TEXT,
+                requested_model TEXT,
+                model TEXT,
+                input_tokens BIGINT,
+                output_tokens BIGINT,
+                charged_credits DOUBLE PRECISION,
+                rate_version TEXT
+            );
+            CREATE INDEX jev_usage_agent ON jev_usage (agent_id, seq);",
+        ),
+    },
+    Migration {
+        version: 5,
+        name: "device owners",
+        sqlite: v5_device_owners,
+        postgres: PgBody::Sql(
+            "CREATE TABLE jevgate_device_owners (
+                device_id TEXT PRIMARY KEY,
+                owner TEXT NOT NULL
+            );",
+        ),
+    },
+    Migration {
+        version: 6,
+        name: "tasks and receipts",
+        sqlite: v6_tasks,
+        // The SQLite tables with the same names and columns (the task records run the same
+        // statements on both engines through `db.rs`), integers as BIGINT, a `rowid` identity
+        // where the records order by insertion, and the process that runs each task and
+        // request (`owner_process`: its liveness row in `jevgate_processes`), so recovery and
+        // takeover interrupt only what a dead process left running.
+        postgres: PgBody::Sql(
+            "CREATE TABLE tasks (
+                rowid BIGINT GENERATED BY DEFAULT AS IDENTITY,
+                id TEXT PRIMARY KEY NOT NULL,
+                agent_id TEXT NOT NULL,
+                principal_id TEXT NOT NULL,
+                conversation_id TEXT NOT NULL,
+                target TEXT NOT NULL,
+                goal TEXT NOT NULL,
+                revision BIGINT NOT NULL,
+                controller TEXT NOT NULL,
+                state TEXT NOT NULL,
+                reason TEXT,
+                outcome TEXT,
+                actions BIGINT NOT NULL,
+                evaluations BIGINT NOT NULL,
+                action_log TEXT NOT NULL,
+                step_run TEXT,
+                created_ms BIGINT NOT NULL,
+                updated_ms BIGINT NOT NULL,
+                owner_process TEXT
+            );
+            CREATE INDEX tasks_by_owner ON tasks (agent_id, principal_id, conversation_id, created_ms);
+            CREATE INDEX tasks_by_process ON tasks (owner_process)
+                WHERE state IN ('queued', 'running', 'waiting_input');
+            CREATE TABLE task_requests (
+                task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+                seq BIGINT NOT NULL,
+                state TEXT NOT NULL,
+                reason TEXT,
+                outcome TEXT,
+                started_ms BIGINT NOT NULL,
+                ended_ms BIGINT,
+                owner_process TEXT,
+                PRIMARY KEY (task_id, seq)
+            );
+            CREATE TABLE task_operations (
+                rowid BIGINT GENERATED BY DEFAULT AS IDENTITY,
+                operation_id TEXT PRIMARY KEY NOT NULL,
+                task_id TEXT NOT NULL,
+                request_seq BIGINT NOT NULL,
+                tool TEXT NOT NULL,
+                dispatched_ms BIGINT NOT NULL,
+                status TEXT NOT NULL,
+                error_code TEXT,
+                result TEXT,
+                observation TEXT,
+                FOREIGN KEY (task_id, request_seq) REFERENCES task_requests (task_id, seq)
+                    ON DELETE CASCADE
+            );
+            CREATE INDEX task_operations_by_request ON task_operations (task_id, request_seq);",
+        ),
+    },
+    Migration {
+        version: 7,
+        name: "private receipts",
+        sqlite: v7_private_receipts,
+        // No build ever kept observations on PostgreSQL: only the retention sweep's index.
+        postgres: PgBody::Sql(
+            "CREATE INDEX tasks_closed_by_age ON tasks (updated_ms, id)
+                WHERE state IN ('completed', 'failed', 'cancelled');",
+        ),
+    },
+    Migration {
+        version: 8,
+        name: "task commands",
+        sqlite: v8_task_commands,
+        // The SQLite step, plus the task control calls carried to the live process running
+        // the task (R-TSK-CTL): the call as JSON (it may hold the person's words: private,
+        // like task_commands.text), `queued` → `taken` (once, by its owner) → `done` with the
+        // answer, or `withdrawn` by the caller when the owner died before taking it; times
+        // are milliseconds on the database clock.
+        postgres: PgBody::Sql(
+            "ALTER TABLE tasks ADD COLUMN spawn TEXT;
+            ALTER TABLE tasks ADD COLUMN control TEXT;
+            ALTER TABLE task_operations ADD COLUMN resolved_by TEXT;
+            ALTER TABLE task_operations ADD COLUMN resolved_ms BIGINT;
+            CREATE TABLE task_commands (
+                task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+                id TEXT NOT NULL,
+                seq BIGINT NOT NULL,
+                origin TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                text TEXT,
+                expected_revision BIGINT,
+                revision BIGINT NOT NULL,
+                state TEXT NOT NULL,
+                reason TEXT,
+                request_seq BIGINT,
+                created_ms BIGINT NOT NULL,
+                updated_ms BIGINT NOT NULL,
+                PRIMARY KEY (task_id, id)
+            );
+            CREATE UNIQUE INDEX task_commands_by_seq ON task_commands (task_id, seq);
+            CREATE TABLE jevgate_task_calls (
+                id BIGSERIAL PRIMARY KEY,
+                task_id TEXT NOT NULL,
+                from_process TEXT NOT NULL,
+                to_process TEXT NOT NULL,
+                call TEXT NOT NULL,
+                state TEXT NOT NULL DEFAULT 'queued'
+                    CHECK (state IN ('queued', 'taken', 'done', 'withdrawn')),
+                result TEXT,
+                created_at BIGINT NOT NULL
+            );
+            CREATE INDEX jevgate_task_calls_to ON jevgate_task_calls (to_process, state);",
+        ),
+    },
+    Migration {
+        version: 9,
+        name: "autopilot receipts",
+        sqlite: v9_autopilot_receipts,
+        postgres: PgBody::NotHere(
+            "autopilot receipts are still written to each process's SQLite file",
+        ),
+    },
 ];
 
 /// v1: store identity and the per-gateway secret.
@@ -293,13 +583,13 @@ pub(super) fn migrate(conn: &Connection) -> Result<()> {
             reason: "quick_check reported damage".into(),
         });
     }
-    for (from, step) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+    for m in MIGRATIONS.iter().skip(version as usize) {
         // A Connection used only here; the transaction needs `&mut`-free immediate behaviour.
         let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
             .map_err(|e| sqlite_error("begin migration", e))?;
-        step(&tx).map_err(|e| sqlite_error("migrate", e))?;
+        (m.sqlite)(&tx).map_err(|e| sqlite_error("migrate", e))?;
         tx.pragma_update(None, "application_id", APPLICATION_ID)
-            .and_then(|_| tx.pragma_update(None, "user_version", from as i64 + 1))
+            .and_then(|_| tx.pragma_update(None, "user_version", m.version))
             .map_err(|e| sqlite_error("migrate", e))?;
         tx.commit()
             .map_err(|e| sqlite_error("commit migration", e))?;

@@ -59,7 +59,7 @@ impl SharedStore {
                 }
                 Ok((version, db_ms)) => {
                     let skew = db_ms.saturating_sub(host_wall_ms);
-                    let migrated = version == super::pg::PG_SCHEMA_VERSION;
+                    let migrated = i64::from(version) == super::SCHEMA_VERSION;
                     let detail = format!(
                         "PostgreSQL reachable; schema version {version} ({}); database clock {} ms {} this host's",
                         if migrated { "current" } else { "not the version this build knows" },
