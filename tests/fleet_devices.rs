@@ -616,3 +616,77 @@ fn r_dev_pair_a_code_minted_by_one_gateway_is_redeemed_once_by_another() {
         "0"
     );
 }
+
+/// A worker with `paired`'s token is refused by `gw`'s channel (the token authenticates no
+/// device there).
+fn refused(gw: &support::gateway::TestGateway, paired: &Paired) {
+    let (executor, _) = Counting::new(json!({}));
+    let err = jevgate::device::DeviceWorker::connect(
+        jevgate::device::WorkerOptions::new(gw.channel().url(), paired.token.clone()),
+        executor,
+    )
+    .map(|w| w.close())
+    .unwrap_err();
+    assert_eq!(err.code(), "DEVICE_CHANNEL_IO");
+    assert!(err.to_string().contains("AUTHENTICATION_FAILED"), "{err}");
+}
+
+// R-DEV-PAIR across processes (issue 23): the registry is in the shared store, not in a data
+// directory. A device paired on A authenticates to B (its WebSocket reached another process:
+// a load balancer, A restarted) and serves B's calls; a re-pair on A keeps the device and ends
+// the old token on every process; an unpair on B ends the token on A.
+#[test]
+fn r_dev_pair_a_device_paired_on_one_gateway_authenticates_to_another() {
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let a = builder().config(pg_config(&db.url_file)).channel().build();
+    let b = builder().config(pg_config(&db.url_file)).channel().build();
+    let paired = a.pair("alice", "laptop");
+    let stored = psql(
+        &db.url,
+        "SELECT device_id, owner, length(token_hash) FROM devices",
+    );
+    assert_eq!(
+        stored,
+        format!("{}|alice|32", paired.device),
+        "only the hash"
+    );
+
+    let (executor, reached) = Counting::new(json!({ "text": "hello" }));
+    let worker = b.device_worker(&paired, executor);
+    let listed = b.gw.devices("alice").unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert!(
+        listed[0].online && !listed[0].connected_elsewhere,
+        "{listed:?}"
+    );
+    assert_eq!(listed[0].last_protocol, Some(2), "{listed:?}");
+    let answer =
+        b.gw.call_tool(&call(&paired.device, "browser_get_text", json!({})));
+    assert!(answer.is_success(), "{:?}", answer.to_json());
+    assert_eq!(reached.load(Ordering::SeqCst), 1);
+    wait_until("A sees the device connected to B", || {
+        a.gw.devices("alice")
+            .unwrap()
+            .iter()
+            .any(|d| d.id == paired.device && d.online && d.connected_elsewhere)
+    });
+    worker.close();
+    b.wait_online(&paired, false);
+
+    // Re-pair on A: the same device, a new token; the old one is refused everywhere.
+    let again = a.pair("alice", "laptop");
+    assert_eq!(again.device, paired.device);
+    assert_ne!(again.token_text(), paired.token_text());
+    refused(&a, &paired);
+    refused(&b, &paired);
+    let (executor, _) = Counting::new(json!({}));
+    b.device_worker(&again, executor).close();
+    b.wait_online(&again, false);
+
+    // Unpair on B: A refuses the token and lists nothing.
+    b.gw.unpair("alice", &again.device).unwrap();
+    refused(&a, &again);
+    assert!(a.gw.devices("alice").unwrap().is_empty());
+    assert_eq!(psql(&db.url, "SELECT count(*) FROM devices"), "0");
+}

@@ -1,5 +1,8 @@
 //! The device registry (R-DEV-PAIR, R-DEV-VER): pairing, unpairing, the owner's inventory, and
-//! token authentication for the channel, stored in SQLite.
+//! token authentication for the channel, stored in the gateway's SQLite file or, on the shared
+//! store (issue 23), in the fleet's PostgreSQL `devices` table — the same statements on both —
+//! so a device paired through one process authenticates to any other, and an unpair or a
+//! re-pair anywhere ends the old token everywhere.
 //!
 //! A device token is 32 random bytes from `ring`, returned once by [`Registry::pair`] and
 //! stored only as its SHA-256 hash; re-pairing the same (owner, installation) keeps the device
@@ -9,11 +12,10 @@
 
 use crate::clock::SharedClock;
 use crate::ids::{random_hex, random_id};
-use crate::store::Store;
+use crate::store::db::{dbp, DbRow, Records};
 use crate::{Error, Result};
-use rusqlite::{params, OptionalExtension};
+use rusqlite::OptionalExtension;
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 
 /// The inventory label of a browser that can be driven.
 pub const LABEL_BROWSER: &str = "browser";
@@ -228,7 +230,7 @@ fn token_hash(token: &str) -> Vec<u8> {
 const COLUMNS: &str = "device_id, owner, name, capability, browser_name, browser_version, \
                        last_protocol, paired_at, last_seen_at";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeviceRecord> {
+fn row(r: &DbRow) -> rusqlite::Result<DeviceRecord> {
     let capability: String = r.get(3)?;
     let browser_name: Option<String> = r.get(4)?;
     let browser_version: Option<String> = r.get(5)?;
@@ -255,16 +257,18 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeviceRecord> {
 /// The device table.
 #[derive(Debug)]
 pub(crate) struct Registry {
-    store: Arc<Store>,
+    records: Records,
     clock: SharedClock,
 }
 
 impl Registry {
-    pub fn new(store: Arc<Store>, clock: SharedClock) -> Registry {
-        Registry { store, clock }
+    pub fn new(records: Records, clock: SharedClock) -> Registry {
+        Registry { records, clock }
     }
 
-    /// Pairs (or re-pairs) `request.installation_id` for `owner` (R-DEV-PAIR).
+    /// Pairs (or re-pairs) `request.installation_id` for `owner` (R-DEV-PAIR). One statement
+    /// keyed by (owner, installation), so two processes re-pairing the same worker at once
+    /// leave one device whose token is the last one written.
     pub fn pair(&self, owner: &str, request: &PairRequest) -> Result<(DeviceRecord, DeviceToken)> {
         text_arg("owner", owner, 256)?;
         request.validate()?;
@@ -277,25 +281,18 @@ impl Registry {
             Capability::Shell
         };
         let now = self.clock.wall_millis();
-        let id = self.store.write(|tx| {
-            let existing: Option<String> = tx
-                .query_row(
-                    "SELECT device_id FROM devices WHERE owner = ?1 AND installation_id = ?2",
-                    params![owner, request.installation_id],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            let id = existing.unwrap_or(new_id);
-            tx.execute(
+        let id: String = self.records.write("pair a device", |db| {
+            db.query_row(
                 "INSERT INTO devices (device_id, owner, installation_id, name, capability,
                     browser_name, browser_version, token_hash, last_protocol, paired_at, last_seen_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, ?9, NULL)
-                 ON CONFLICT(device_id) DO UPDATE SET name = excluded.name,
+                 ON CONFLICT (owner, installation_id) DO UPDATE SET name = excluded.name,
                     capability = excluded.capability, browser_name = excluded.browser_name,
                     browser_version = excluded.browser_version, token_hash = excluded.token_hash,
-                    last_protocol = NULL, paired_at = excluded.paired_at",
-                params![
-                    id,
+                    last_protocol = NULL, paired_at = excluded.paired_at
+                 RETURNING device_id",
+                dbp![
+                    new_id,
                     owner,
                     request.installation_id,
                     request.name,
@@ -305,8 +302,8 @@ impl Registry {
                     hash,
                     now
                 ],
-            )?;
-            Ok(id)
+                |r| r.get(0),
+            )
         })?;
         let record = self.get_any(&id)?.ok_or_else(|| Error::Internal {
             reason: "a paired device vanished".into(),
@@ -316,10 +313,10 @@ impl Registry {
 
     /// Removes `owner`'s device; `false` when there is none with that id for that owner.
     pub fn unpair(&self, owner: &str, device_id: &str) -> Result<bool> {
-        let n = self.store.write(|tx| {
-            tx.execute(
+        let n = self.records.write("unpair a device", |db| {
+            db.execute(
                 "DELETE FROM devices WHERE device_id = ?1 AND owner = ?2",
-                params![device_id, owner],
+                dbp![device_id, owner],
             )
         })?;
         Ok(n > 0)
@@ -328,25 +325,22 @@ impl Registry {
     /// Forgets `device_id` whoever owns it (its worker unpaired it over its own authenticated
     /// connection); whether it was paired.
     pub fn unpair_device(&self, device_id: &str) -> Result<bool> {
-        let n = self.store.write(|tx| {
-            tx.execute(
-                "DELETE FROM devices WHERE device_id = ?1",
-                params![device_id],
-            )
+        let n = self.records.write("unpair a device", |db| {
+            db.execute("DELETE FROM devices WHERE device_id = ?1", dbp![device_id])
         })?;
         Ok(n > 0)
     }
 
     /// `owner`'s devices, oldest pairing first.
     pub fn list(&self, owner: &str) -> Result<Vec<DeviceRecord>> {
-        self.store.read(|c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {COLUMNS} FROM devices WHERE owner = ?1 ORDER BY paired_at, device_id"
-            ))?;
-            let rows = stmt
-                .query_map([owner], row)?
-                .collect::<rusqlite::Result<Vec<_>>>();
-            rows
+        self.records.read("list devices", |db| {
+            db.query_map(
+                &format!(
+                    "SELECT {COLUMNS} FROM devices WHERE owner = ?1 ORDER BY paired_at, device_id"
+                ),
+                dbp![owner],
+                row,
+            )
         })
     }
 
@@ -356,10 +350,10 @@ impl Registry {
     }
 
     fn get_any(&self, device_id: &str) -> Result<Option<DeviceRecord>> {
-        self.store.read(|c| {
-            c.query_row(
+        self.records.read("read a device", |db| {
+            db.query_row(
                 &format!("SELECT {COLUMNS} FROM devices WHERE device_id = ?1"),
-                [device_id],
+                dbp![device_id],
                 row,
             )
             .optional()
@@ -368,22 +362,20 @@ impl Registry {
 
     /// Every (device, owner), for restoring lease ownership on open.
     pub fn owners(&self) -> Result<Vec<(String, String)>> {
-        self.store.read(|c| {
-            let mut stmt = c.prepare("SELECT device_id, owner FROM devices")?;
-            let rows = stmt
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<Vec<_>>>();
-            rows
+        self.records.read("read device owners", |db| {
+            db.query_map("SELECT device_id, owner FROM devices", dbp![], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
         })
     }
 
     /// The device whose token this is, if any.
     pub fn authenticate(&self, token: &str) -> Result<Option<DeviceRecord>> {
         let hash = token_hash(token);
-        self.store.read(|c| {
-            c.query_row(
+        self.records.read("authenticate a device", |db| {
+            db.query_row(
                 &format!("SELECT {COLUMNS} FROM devices WHERE token_hash = ?1"),
-                [hash],
+                dbp![hash],
                 row,
             )
             .optional()
@@ -395,12 +387,13 @@ impl Registry {
     pub fn record_authentication(&self, device_id: &str, protocol: Option<u64>) -> Result<()> {
         let now = self.clock.wall_millis();
         let protocol = protocol.map_or(0, |p| p.min(i64::MAX as u64) as i64);
-        self.store.write(|tx| {
-            tx.execute(
-                "UPDATE devices SET last_protocol = ?2, last_seen_at = ?3 WHERE device_id = ?1",
-                params![device_id, protocol, now],
-            )
-        })?;
+        self.records
+            .write("record a device's authentication", |db| {
+                db.execute(
+                    "UPDATE devices SET last_protocol = ?2, last_seen_at = ?3 WHERE device_id = ?1",
+                    dbp![device_id, protocol, now],
+                )
+            })?;
         Ok(())
     }
 }

@@ -154,6 +154,7 @@ impl Gateway {
         let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock), fleet)?;
         let devices = DeviceService::open(
             Arc::clone(&store),
+            shared.as_ref(),
             Arc::clone(&clock),
             &leases,
             options.data_dir.clone(),

@@ -111,14 +111,32 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         version: 3,
         name: "devices",
         sqlite: v3_devices,
-        // One-time pairing codes any process redeems (R-DEV-PAIR): the code's HMAC under the
-        // fleet secret (never the code), its owner, its end on the database clock. Which
-        // process holds each device's WebSocket (issue 23 item 4; NULL: none now; with what
-        // the callers' device selection needs, never a token) and the commands carried to it
-        // (arguments and results as JSON text, bounded by the channel's frame cap).
-        // Screenshot artifacts are files on one process's disk: not in the shared store.
+        // The registry with the SQLite table's name and columns (the registry runs the same
+        // statements on both engines), so a device paired through one process authenticates
+        // to any other (token only as its SHA-256 hash). One-time pairing codes any process
+        // redeems (R-DEV-PAIR): the code's HMAC under the fleet secret (never the code), its
+        // owner, its end on the database clock. Which process holds each device's WebSocket
+        // (issue 23 item 4; NULL: none now; with what the callers' device selection needs,
+        // never a token) and the commands carried to it (arguments and results as JSON text,
+        // bounded by the channel's frame cap). Screenshot artifacts are files on one
+        // process's disk: not in the shared store.
         postgres: PgBody::Sql(
-            "CREATE TABLE jevgate_pairing_codes (
+            "CREATE TABLE devices (
+                device_id TEXT PRIMARY KEY NOT NULL,
+                owner TEXT NOT NULL,
+                installation_id TEXT NOT NULL,
+                name TEXT NOT NULL,
+                capability TEXT NOT NULL,
+                browser_name TEXT,
+                browser_version TEXT,
+                token_hash BYTEA NOT NULL UNIQUE,
+                last_protocol BIGINT,
+                paired_at BIGINT NOT NULL,
+                last_seen_at BIGINT,
+                UNIQUE (owner, installation_id)
+            );
+            CREATE INDEX devices_owner ON devices (owner);
+            CREATE TABLE jevgate_pairing_codes (
                 hash BYTEA PRIMARY KEY,
                 owner TEXT NOT NULL,
                 expires_at BIGINT NOT NULL
