@@ -178,7 +178,7 @@ impl DeviceService {
         data_dir: PathBuf,
     ) -> Result<DeviceService> {
         let registry = Arc::new(registry::Registry::new(
-            crate::store::db::Records::new(Arc::clone(&store), shared),
+            crate::store::Records::new(Arc::clone(&store), shared),
             Arc::clone(&clock),
         ));
         for (device, owner) in registry.owners()? {

@@ -12,7 +12,8 @@
 
 use crate::clock::SharedClock;
 use crate::ids::{random_hex, random_id};
-use crate::store::db::{dbp, DbRow, Records};
+use crate::store::db::{dbp, DbRow};
+use crate::store::Records;
 use crate::{Error, Result};
 use rusqlite::OptionalExtension;
 use serde::{Deserialize, Serialize};

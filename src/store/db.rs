@@ -7,9 +7,7 @@
 //! `?N` (and bare `?`) placeholders become `$N` outside string literals; everything else is
 //! written once in what both engines accept (`COALESCE`, `ON CONFLICT … DO NOTHING`, row value
 //! comparisons, a `rowid` column that the PostgreSQL tables declare themselves). A statement
-//! that cannot be portable asks [`Db::engine`] and carries one body per engine. [`Records`]
-//! is where a module's rows live — the gateway's SQLite file or the fleet's shared store — so
-//! the module writes its statements once.
+//! that cannot be portable asks [`Db::engine`] and carries one body per engine.
 //!
 //! Errors travel as `rusqlite::Error` so the callers' `?` and `.optional()` stay as they were:
 //! a PostgreSQL failure rides inside as [`PgFailure`] and
@@ -311,67 +309,6 @@ impl Db for rusqlite::Transaction<'_> {
     }
     fn batch(&self, sql: &str) -> rusqlite::Result<()> {
         Db::batch(&**self, sql)
-    }
-}
-
-/// Where a module's rows live (issue 23): the gateway's SQLite file, or — when
-/// `gateway.store.kind` is `"postgres"` — the store every process of the fleet shares. The
-/// module's statements are written once, over [`Db`]; each call is one transaction committed
-/// before it returns.
-#[derive(Debug, Clone)]
-pub(crate) enum Records {
-    /// The gateway's SQLite file (one process).
-    Sqlite(std::sync::Arc<super::Store>),
-    /// The fleet's PostgreSQL store.
-    #[cfg(feature = "postgres")]
-    Shared(std::sync::Arc<super::pg::PgStore>),
-}
-
-impl Records {
-    /// The shared store when the gateway has one, else its SQLite file.
-    pub(crate) fn new(
-        store: std::sync::Arc<super::Store>,
-        shared: Option<&super::SharedStore>,
-    ) -> Records {
-        match shared {
-            #[cfg(feature = "postgres")]
-            Some(s) => Records::Shared(std::sync::Arc::clone(&s.0)),
-            #[cfg(not(feature = "postgres"))]
-            Some(s) => match *s {},
-            None => Records::Sqlite(store),
-        }
-    }
-
-    /// Runs `f` over a consistent read (`op` names it in errors).
-    pub(crate) fn read<T>(
-        &self,
-        op: &str,
-        f: impl FnOnce(&dyn Db) -> rusqlite::Result<T>,
-    ) -> crate::Result<T> {
-        match self {
-            Records::Sqlite(s) => {
-                let _ = op;
-                s.read(|c| f(c))
-            }
-            #[cfg(feature = "postgres")]
-            Records::Shared(p) => p.db_tx(op, None, false, |db, _| f(db)),
-        }
-    }
-
-    /// Runs `f` in one transaction committed before returning; on error nothing is written.
-    pub(crate) fn write<T>(
-        &self,
-        op: &str,
-        f: impl FnOnce(&dyn Db) -> rusqlite::Result<T>,
-    ) -> crate::Result<T> {
-        match self {
-            Records::Sqlite(s) => {
-                let _ = op;
-                s.write(|tx| f(tx))
-            }
-            #[cfg(feature = "postgres")]
-            Records::Shared(p) => p.db_tx(op, None, false, |db, _| f(db)),
-        }
     }
 }
 

@@ -362,7 +362,7 @@ fn migrate(client: &mut Client) -> Result<()> {
 }
 
 fn apply_migrations(client: &mut Client) -> Result<()> {
-    use super::migrations::{PgBody, MIGRATIONS, SCHEMA_VERSION};
+    use super::schema::{PgBody, MIGRATIONS, SCHEMA_VERSION};
     client
         .batch_execute(
             "CREATE TABLE IF NOT EXISTS jevgate_migrations (

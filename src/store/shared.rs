@@ -3,7 +3,9 @@
 //!
 //! Owns only the choice between the real handle (cargo feature `postgres`) and an uninhabited
 //! stand-in, so the callers' code is the same in both builds: without the feature, asking for
-//! a shared store is refused with a clear configuration error before any credential is read.
+//! a shared store is refused with a clear configuration error before any credential is read;
+//! and [`Records`], where a module's rows live (the gateway's SQLite file or this store), so
+//! the module writes its statements once.
 //! It never sees the URL's reference or prints the URL.
 
 use crate::{Error, Result};
@@ -93,5 +95,66 @@ impl SharedStore {
                 reason: "no shared store in this build".into(),
             })
         })
+    }
+}
+
+/// Where a module's rows live (issue 23): the gateway's SQLite file, or — when
+/// `gateway.store.kind` is `"postgres"` — the store every process of the fleet shares. The
+/// module's statements are written once, over [`Db`](super::db::Db); each call is one
+/// transaction committed before it returns.
+#[derive(Debug, Clone)]
+pub(crate) enum Records {
+    /// The gateway's SQLite file (one process).
+    Sqlite(std::sync::Arc<super::Store>),
+    /// The fleet's PostgreSQL store.
+    #[cfg(feature = "postgres")]
+    Shared(std::sync::Arc<super::pg::PgStore>),
+}
+
+impl Records {
+    /// The shared store when the gateway has one, else its SQLite file.
+    pub(crate) fn new(
+        store: std::sync::Arc<super::Store>,
+        shared: Option<&SharedStore>,
+    ) -> Records {
+        match shared {
+            #[cfg(feature = "postgres")]
+            Some(s) => Records::Shared(std::sync::Arc::clone(&s.0)),
+            #[cfg(not(feature = "postgres"))]
+            Some(s) => match *s {},
+            None => Records::Sqlite(store),
+        }
+    }
+
+    /// Runs `f` over a consistent read (`op` names it in errors).
+    pub(crate) fn read<T>(
+        &self,
+        op: &str,
+        f: impl FnOnce(&dyn super::db::Db) -> rusqlite::Result<T>,
+    ) -> crate::Result<T> {
+        match self {
+            Records::Sqlite(s) => {
+                let _ = op;
+                s.read(|c| f(c))
+            }
+            #[cfg(feature = "postgres")]
+            Records::Shared(p) => p.db_tx(op, None, false, |db, _| f(db)),
+        }
+    }
+
+    /// Runs `f` in one transaction committed before returning; on error nothing is written.
+    pub(crate) fn write<T>(
+        &self,
+        op: &str,
+        f: impl FnOnce(&dyn super::db::Db) -> rusqlite::Result<T>,
+    ) -> crate::Result<T> {
+        match self {
+            Records::Sqlite(s) => {
+                let _ = op;
+                s.write(|tx| f(tx))
+            }
+            #[cfg(feature = "postgres")]
+            Records::Shared(p) => p.db_tx(op, None, false, |db, _| f(db)),
+        }
     }
 }

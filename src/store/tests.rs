@@ -327,9 +327,9 @@ fn v7_migration_drops_kept_observations_and_indexes_closed_tasks() {
 // engines.
 #[test]
 fn the_migrations_are_numbered_one_to_schema_version() {
-    for (i, m) in migrations::MIGRATIONS.iter().enumerate() {
+    for (i, m) in schema::MIGRATIONS.iter().enumerate() {
         assert_eq!(m.version, i as i64 + 1, "{}", m.name);
         assert!(!m.name.is_empty());
     }
-    assert_eq!(migrations::MIGRATIONS.len() as i64, SCHEMA_VERSION);
+    assert_eq!(schema::MIGRATIONS.len() as i64, SCHEMA_VERSION);
 }
