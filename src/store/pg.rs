@@ -346,6 +346,25 @@ impl PgStore {
     }
 }
 
+/// Tests only: the throw-away cluster's URL (`JEVGATE_PG_URL`), or `None` with the skip
+/// printed — a failure under `JEVGATE_REQUIRE_PG=1`.
+#[cfg(test)]
+pub(crate) fn test_url() -> Option<String> {
+    match std::env::var("JEVGATE_PG_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            let require = std::env::var("JEVGATE_REQUIRE_PG").is_ok_and(|v| v == "1");
+            assert!(
+                !require,
+                "JEVGATE_REQUIRE_PG=1 but JEVGATE_PG_URL is not set"
+            );
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "skipped: JEVGATE_PG_URL is not set");
+            None
+        }
+    }
+}
+
 /// Applies the missing migrations under a session advisory lock, so processes starting
 /// together apply each exactly once (the others wait, then find nothing to do). Each
 /// migration commits with its row in `jevgate_migrations`, whose primary key would refuse a
@@ -404,14 +423,6 @@ fn apply_migrations(client: &mut Client) -> Result<()> {
             .map_err(|e| pg_error("begin migration", &e))?;
         let body = match m.postgres {
             PgBody::Sql(sql) | PgBody::SqlThenFleetSecret(sql) => tx.batch_execute(sql),
-            // Recorded all the same: the versions are the SQLite file's numbers.
-            PgBody::NotHere(reason) => {
-                log::info!(
-                    "store: migration {} has nothing to do here: {reason}",
-                    m.version
-                );
-                Ok(())
-            }
         };
         body.and_then(|()| match secret {
             Some(s) => tx

@@ -36,8 +36,6 @@ pub(crate) enum PgBody {
     /// These statements, then the fleet's random secret stored in `jevgate_meta` (once, with
     /// the table).
     SqlThenFleetSecret(&'static str),
-    /// Nothing on PostgreSQL (the version is still recorded), for this reason.
-    NotHere(&'static str),
 }
 
 /// The migrations, in order. Never edit a released one; add the next.
@@ -320,8 +318,34 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         version: 9,
         name: "autopilot receipts",
         sqlite: v9_autopilot_receipts,
-        postgres: PgBody::NotHere(
-            "autopilot receipts are still written to each process's SQLite file",
+        // The SQLite tables (the receipts run the same statements on both engines), integers
+        // as BIGINT, and the process running each run (`owner_process`: its liveness row), so
+        // a start recovers only what a dead process left running.
+        postgres: PgBody::Sql(
+            "CREATE TABLE autopilot_runs (
+                id TEXT PRIMARY KEY NOT NULL,
+                principal_id TEXT NOT NULL,
+                conversation_id TEXT NOT NULL,
+                device_id TEXT NOT NULL,
+                state TEXT NOT NULL,
+                reason TEXT,
+                steps BIGINT NOT NULL,
+                started_ms BIGINT NOT NULL,
+                ended_ms BIGINT,
+                owner_process TEXT
+            );
+            CREATE INDEX autopilot_runs_by_owner ON autopilot_runs (principal_id, started_ms);
+            CREATE INDEX autopilot_runs_by_process ON autopilot_runs (owner_process)
+                WHERE state = 'running';
+            CREATE TABLE autopilot_operations (
+                operation_id TEXT PRIMARY KEY NOT NULL,
+                run_id TEXT NOT NULL REFERENCES autopilot_runs (id) ON DELETE CASCADE,
+                tool TEXT NOT NULL,
+                dispatched_ms BIGINT NOT NULL,
+                status TEXT NOT NULL,
+                error_code TEXT
+            );
+            CREATE INDEX autopilot_operations_by_run ON autopilot_operations (run_id);",
         ),
     },
 ];

@@ -773,6 +773,11 @@ fn recover(store: &TaskDb, now: i64, only: Option<&str>) -> Result<(usize, Vec<r
 }
 
 impl TaskService {
+    /// Where the task rows and receipts live (the autopilot's receipts live there too).
+    pub(crate) fn db(&self) -> &TaskDb {
+        &self.shared.store
+    }
+
     /// Recovers the receipts a dead process left running (R-TSK-RCPT) and starts the writer
     /// and the session reaper.
     pub(crate) fn open(
