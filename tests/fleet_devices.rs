@@ -690,3 +690,59 @@ fn r_dev_pair_a_device_paired_on_one_gateway_authenticates_to_another() {
     assert!(a.gw.devices("alice").unwrap().is_empty());
     assert_eq!(psql(&db.url, "SELECT count(*) FROM devices"), "0");
 }
+
+// R-DEV-PAIR, R-DEV-CHAN across processes (issue 23): an unpair or a re-pair on B ends the
+// old token's open connection to A too — closed with 1008 `DEVICE_UNPAIRED` exactly as a local
+// unpair closes it (tests/device_channel.rs `issue22_…`), learnt through the store's NOTIFY
+// within the bounded wait of `read_close` — while the new token's connection to A stays and
+// serves A's calls; once unpaired, a call for the device on A answers as for a device never
+// paired.
+#[test]
+fn r_dev_pair_an_unpair_or_re_pair_on_one_gateway_closes_the_connection_another_holds() {
+    use support::worker::{authenticate, open, read_close, PATH};
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let a = builder().config(pg_config(&db.url_file)).channel().build();
+    let (b, _dir) = open_gateway(&db.url_file);
+    let addr = a.channel().local_addr();
+    let closed_on_a = |ws: &mut support::worker::Ws| {
+        let closed = read_close(ws).expect("A closes the connection");
+        assert_eq!(
+            (closed.code, closed.reason.as_str()),
+            (1008, "DEVICE_UNPAIRED")
+        );
+    };
+
+    // Re-pair on B: the old token's connection to A closes.
+    let first = a.pair("alice", "laptop");
+    let mut ws = open(addr, PATH, None).unwrap();
+    authenticate(&mut ws, &first.token_text(), Some(2)).unwrap();
+    let again = support::gateway::pair(&b, "alice", "laptop");
+    assert_eq!(again.device, first.device);
+    closed_on_a(&mut ws);
+
+    // The new token's connection to A stays and serves A's calls.
+    let (executor, reached) = Counting::new(json!({ "text": "hello" }));
+    let worker = a.device_worker(&again, executor);
+    let answer =
+        a.gw.call_tool(&call(&again.device, "browser_get_text", json!({})));
+    assert!(answer.is_success(), "{:?}", answer.to_json());
+    assert_eq!(reached.load(Ordering::SeqCst), 1);
+    worker.close();
+    a.wait_online(&again, false);
+
+    // Unpair on B: the connection to A closes, and A answers as for an unknown device.
+    let mut ws = open(addr, PATH, None).unwrap();
+    authenticate(&mut ws, &again.token_text(), Some(2)).unwrap();
+    b.unpair("alice", &again.device).unwrap();
+    closed_on_a(&mut ws);
+    let unknown =
+        a.gw.call_tool(&call("dev_never_paired", "browser_get_text", json!({})))
+            .to_json();
+    assert_eq!(unknown["success"], false, "{unknown}");
+    let answer =
+        a.gw.call_tool(&call(&again.device, "browser_get_text", json!({})))
+            .to_json();
+    assert_eq!(answer["errorCode"], unknown["errorCode"], "{answer}");
+    assert!(a.gw.devices("alice").unwrap().is_empty());
+}

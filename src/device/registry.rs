@@ -2,7 +2,10 @@
 //! token authentication for the channel, stored in the gateway's SQLite file or, on the shared
 //! store (issue 23), in the fleet's PostgreSQL `devices` table — the same statements on both —
 //! so a device paired through one process authenticates to any other, and an unpair or a
-//! re-pair anywhere ends the old token everywhere.
+//! re-pair anywhere ends the old token everywhere — including on an open connection: on the
+//! shared store the same transaction notifies the fleet (`remote.rs` closes the connection in
+//! whichever process holds it). A re-pair always moves `paired_at` forward, so it tells the
+//! connection of the old token from one of the new.
 //!
 //! A device token is 32 random bytes from `ring`, returned once by [`Registry::pair`] and
 //! stored only as its SHA-256 hash; re-pairing the same (owner, installation) keeps the device
@@ -12,7 +15,7 @@
 
 use crate::clock::SharedClock;
 use crate::ids::{random_hex, random_id};
-use crate::store::db::{dbp, DbRow};
+use crate::store::db::{dbp, Db, DbRow, Engine};
 use crate::store::Records;
 use crate::{Error, Result};
 use rusqlite::OptionalExtension;
@@ -255,6 +258,35 @@ fn row(r: &DbRow) -> rusqlite::Result<DeviceRecord> {
     })
 }
 
+/// The fleet's NOTIFY channel of devices (`remote.rs` listens to it): carried commands, and
+/// the credential changes sent here.
+pub(crate) const CHANNEL: &str = "jevgate_device";
+
+/// The prefix of the NOTIFY payload `unpaired <device>`, sent when a device is unpaired or
+/// re-paired: its connection closes wherever it is unless it authenticated with the current
+/// pairing.
+pub(crate) const UNPAIRED: &str = "unpaired ";
+
+/// On the shared store, tells every process of the fleet that `device_id` was unpaired
+/// (`gone`) or (re-)paired, in the transaction that did it (PostgreSQL sends it on commit): the
+/// process holding its connection closes it unless it authenticated with the current pairing
+/// (`remote.rs`). An unpaired device's connection row goes in the same transaction, so no
+/// process lists or calls it afterwards. Nothing on SQLite (one process, whose hub the caller
+/// closes).
+fn credential_changed(db: &dyn Db, device_id: &str, gone: bool) -> rusqlite::Result<()> {
+    if db.engine() == Engine::Postgres {
+        if gone {
+            db.execute(
+                "DELETE FROM jevgate_device_connections WHERE device_id = ?1",
+                dbp![device_id],
+            )?;
+        }
+        let payload = format!("{UNPAIRED}{device_id}");
+        db.execute("SELECT pg_notify(?1, ?2)", dbp![CHANNEL, payload])?;
+    }
+    Ok(())
+}
+
 /// The device table.
 #[derive(Debug)]
 pub(crate) struct Registry {
@@ -290,7 +322,9 @@ impl Registry {
                  ON CONFLICT (owner, installation_id) DO UPDATE SET name = excluded.name,
                     capability = excluded.capability, browser_name = excluded.browser_name,
                     browser_version = excluded.browser_version, token_hash = excluded.token_hash,
-                    last_protocol = NULL, paired_at = excluded.paired_at
+                    last_protocol = NULL,
+                    paired_at = CASE WHEN excluded.paired_at > devices.paired_at
+                                     THEN excluded.paired_at ELSE devices.paired_at + 1 END
                  RETURNING device_id",
                 dbp![
                     new_id,
@@ -305,6 +339,7 @@ impl Registry {
                 ],
                 |r| r.get(0),
             )
+            .and_then(|id: String| credential_changed(db, &id, false).map(|()| id))
         })?;
         let record = self.get_any(&id)?.ok_or_else(|| Error::Internal {
             reason: "a paired device vanished".into(),
@@ -315,10 +350,11 @@ impl Registry {
     /// Removes `owner`'s device; `false` when there is none with that id for that owner.
     pub fn unpair(&self, owner: &str, device_id: &str) -> Result<bool> {
         let n = self.records.write("unpair a device", |db| {
-            db.execute(
+            let n = db.execute(
                 "DELETE FROM devices WHERE device_id = ?1 AND owner = ?2",
                 dbp![device_id, owner],
-            )
+            )?;
+            credential_changed(db, device_id, true).map(|()| n)
         })?;
         Ok(n > 0)
     }
@@ -327,7 +363,8 @@ impl Registry {
     /// connection); whether it was paired.
     pub fn unpair_device(&self, device_id: &str) -> Result<bool> {
         let n = self.records.write("unpair a device", |db| {
-            db.execute("DELETE FROM devices WHERE device_id = ?1", dbp![device_id])
+            let n = db.execute("DELETE FROM devices WHERE device_id = ?1", dbp![device_id])?;
+            credential_changed(db, device_id, true).map(|()| n)
         })?;
         Ok(n > 0)
     }

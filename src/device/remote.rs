@@ -15,6 +15,11 @@
 //!   or `cancelled` by the caller (a take-back, a lease lost, its deadline: NOTIFY
 //!   `cancel <holder> <id>`, and the holder cancels its in-flight command).
 //!
+//! The same channel carries `unpaired <device>` (sent by `registry.rs` in the transaction that
+//! unpaired or re-paired it): the process holding the device's connection closes it with 1008
+//! `DEVICE_UNPAIRED` unless it authenticated with the current pairing, as a local unpair does
+//! (and checks every connection held here after each reconnection of its listener).
+//!
 //! Rows do not outlive their use: about every minute each process deletes the ended rows
 //! addressed to it, and what a dead process (on the database clock) left — command rows
 //! addressed to it that ended more than ten minutes ago, whatever their state, and its claim on
@@ -111,7 +116,7 @@ mod stand_in {
 mod real {
     use super::super::executor::{ToolExecutor, OUTCOME_UNKNOWN};
     use super::super::hub::{Change, Hub, SendFailure};
-    use super::super::registry::Capability;
+    use super::super::registry::{Capability, CHANNEL, UNPAIRED};
     use super::*;
     use crate::clock::wait_slice;
     use crate::lease::pg_liveness::{is_alive, DEAD_AFTER};
@@ -126,8 +131,6 @@ mod real {
     use std::thread::JoinHandle;
     use std::time::Duration;
 
-    /// The NOTIFY channel of carried commands.
-    const CHANNEL: &str = "jevgate_device";
     /// The caller's fallback re-read of its command's row.
     const REREAD: Duration = Duration::from_millis(250);
     /// How long an ended command's row is kept past its deadline before its holder deletes it.
@@ -255,7 +258,10 @@ mod real {
                         &listen.stop,
                         Duration::from_millis(500),
                         &mut |client, payload| match payload {
-                            Some(p) => listen.notified(p),
+                            Some(p) => match p.strip_prefix(UNPAIRED) {
+                                Some(device) => listen.check_credentials(client, Some(device)),
+                                None => listen.notified(p),
+                            },
                             None => listen.resync(client),
                         },
                         &mut |client| {
@@ -357,7 +363,9 @@ mod real {
 
     impl Inner {
         /// The fleet's device rows filtered by `filter` on `value`, each with the other live
-        /// process holding its connection (`None`: connected nowhere else alive).
+        /// process holding its connection (`None`: connected nowhere else alive). Only paired
+        /// devices: a row an unpair raced with (a connection recorded as it was unpaired) is
+        /// never a device.
         fn rows(&self, filter: &str, value: &str) -> Result<Vec<Elsewhere>> {
             let sql = format!(
                 "SELECT c.device_id, c.process_id, c.owner, c.name, c.capability,
@@ -365,6 +373,7 @@ mod real {
                    FROM jevgate_device_connections c
                    LEFT JOIN jevgate_processes p ON p.process_id = c.process_id
                   WHERE c.{filter}
+                    AND EXISTS (SELECT 1 FROM devices d WHERE d.device_id = c.device_id)
                   ORDER BY c.device_id LIMIT 256"
             );
             let me = self.process.clone();
@@ -502,6 +511,7 @@ mod real {
         /// cancelled meanwhile are cancelled here, queued ones run, and this process's
         /// connections are recorded afresh.
         fn resync(self: &Arc<Self>, client: &mut postgres::Client) {
+            self.check_credentials(client, None);
             for w in self.waiters.lock().values() {
                 w.wake();
             }
@@ -529,6 +539,41 @@ mod real {
             let mut q = self.announce.lock();
             q.extend(here);
             self.announced.notify_all();
+        }
+
+        /// `device` was unpaired or re-paired somewhere in the fleet (`None`: any may have been,
+        /// after a reconnection of the listener): each connection held here whose device row
+        /// is gone, or whose pairing is not the one it authenticated with (another
+        /// `paired_at`), closes with 1008 `DEVICE_UNPAIRED`, as a local unpair closes it. An
+        /// unreadable registry closes nothing (the next reconnection checks again).
+        fn check_credentials(&self, client: &mut postgres::Client, device: Option<&str>) {
+            let here: Vec<(String, i64)> = self
+                .here
+                .lock()
+                .iter()
+                .filter(|(d, _)| device.is_none_or(|x| x == d.as_str()))
+                .map(|(d, r)| (d.clone(), r.paired_at))
+                .collect();
+            if here.is_empty() {
+                return;
+            }
+            let ids: Vec<&str> = here.iter().map(|(d, _)| d.as_str()).collect();
+            let Ok(rows) = client.query(
+                "SELECT device_id, paired_at FROM devices WHERE device_id = ANY($1)",
+                &[&ids],
+            ) else {
+                return;
+            };
+            let current: HashMap<String, i64> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+            let Some(hub) = self.hub.upgrade() else {
+                return;
+            };
+            for (d, paired_at) in here {
+                if current.get(&d) != Some(&paired_at) {
+                    log::info!("device {d} unpaired or re-paired elsewhere: its connection closes");
+                    hub.disconnect(&d, 1008, "DEVICE_UNPAIRED");
+                }
+            }
         }
 
         /// The periodic cleanup (about every minute, on the listener's thread): deletes the
