@@ -118,12 +118,19 @@ impl Records {
         shared: Option<&SharedStore>,
     ) -> Records {
         match shared {
-            #[cfg(feature = "postgres")]
-            Some(s) => Records::Shared(std::sync::Arc::clone(&s.0)),
-            #[cfg(not(feature = "postgres"))]
-            Some(s) => match *s {},
+            Some(s) => Records::new_shared(s),
             None => Records::Sqlite(store),
         }
+    }
+
+    /// The fleet's store.
+    pub(crate) fn new_shared(shared: &SharedStore) -> Records {
+        #[cfg(feature = "postgres")]
+        {
+            Records::Shared(std::sync::Arc::clone(&shared.0))
+        }
+        #[cfg(not(feature = "postgres"))]
+        match *shared {}
     }
 
     /// Runs `f` over a consistent read (`op` names it in errors).
@@ -132,14 +139,7 @@ impl Records {
         op: &str,
         f: impl FnOnce(&dyn super::db::Db) -> rusqlite::Result<T>,
     ) -> crate::Result<T> {
-        match self {
-            Records::Sqlite(s) => {
-                let _ = op;
-                s.read(|c| f(c))
-            }
-            #[cfg(feature = "postgres")]
-            Records::Shared(p) => p.db_tx(op, None, false, |db, _| f(db)),
-        }
+        self.read_for(op, None, f)
     }
 
     /// Runs `f` in one transaction committed before returning; on error nothing is written.
@@ -148,13 +148,78 @@ impl Records {
         op: &str,
         f: impl FnOnce(&dyn super::db::Db) -> rusqlite::Result<T>,
     ) -> crate::Result<T> {
+        self.write_for(op, None, false, |db, _| f(db))
+    }
+
+    /// [`Records::read`] for fleet process `process` ([`Db::process`](super::db::Db::process);
+    /// ignored on SQLite).
+    pub(crate) fn read_for<T>(
+        &self,
+        op: &str,
+        process: Option<&str>,
+        f: impl FnOnce(&dyn super::db::Db) -> rusqlite::Result<T>,
+    ) -> crate::Result<T> {
         match self {
             Records::Sqlite(s) => {
-                let _ = op;
-                s.write(|tx| f(tx))
+                let _ = (op, process);
+                s.read(|c| f(c))
             }
             #[cfg(feature = "postgres")]
-            Records::Shared(p) => p.db_tx(op, None, false, |db, _| f(db)),
+            Records::Shared(p) => p.db_tx(op, process, false, |db, _| f(db)),
+        }
+    }
+
+    /// [`Records::write`] for fleet process `process`; `clock`: `f` also gets the database
+    /// clock's now (ms) on the shared store (`None` on SQLite, or without `clock`).
+    pub(crate) fn write_for<T>(
+        &self,
+        op: &str,
+        process: Option<&str>,
+        clock: bool,
+        f: impl FnOnce(&dyn super::db::Db, Option<i64>) -> rusqlite::Result<T>,
+    ) -> crate::Result<T> {
+        match self {
+            Records::Sqlite(s) => {
+                let _ = (op, process, clock);
+                s.write(|tx| f(tx, None))
+            }
+            #[cfg(feature = "postgres")]
+            Records::Shared(p) => p.db_tx(op, process, clock, f),
+        }
+    }
+
+    /// The same rows on a connection of their own (the shared store: a new connection sharing
+    /// the clock offset, so its transactions never wait behind the gateway's); on SQLite the
+    /// same file (its one writer thread orders every write anyway).
+    pub(crate) fn sibling(&self) -> crate::Result<Records> {
+        match self {
+            Records::Sqlite(s) => Ok(Records::Sqlite(std::sync::Arc::clone(s))),
+            #[cfg(feature = "postgres")]
+            Records::Shared(p) => Ok(Records::Shared(std::sync::Arc::new(p.sibling()?))),
+        }
+    }
+
+    /// Whether the rows are in the gateway's SQLite file.
+    pub(crate) fn is_file(&self) -> bool {
+        matches!(self, Records::Sqlite(_))
+    }
+
+    /// The shared store's connection, if the rows are there.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn shared(&self) -> Option<&std::sync::Arc<super::pg::PgStore>> {
+        match self {
+            Records::Sqlite(_) => None,
+            Records::Shared(p) => Some(p),
+        }
+    }
+
+    /// Drops the connection of a [`Records::sibling`] (only its maker calls this: the
+    /// gateway's own connection and its SQLite file are the gateway's to close); nothing on
+    /// SQLite.
+    pub(crate) fn close_sibling(&self) {
+        #[cfg(feature = "postgres")]
+        if let Records::Shared(p) = self {
+            p.close();
         }
     }
 }

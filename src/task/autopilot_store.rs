@@ -210,7 +210,7 @@ mod tests {
     #[test]
     fn r_auto_receipts_are_durable_and_a_dead_run_reads_interrupted() {
         let dir = tempfile::tempdir().unwrap();
-        let store = TaskDb::Sqlite(Arc::new(Store::open(dir.path()).unwrap()));
+        let store = TaskDb::file(Arc::new(Store::open(dir.path()).unwrap()));
         let clock = ManualClock::new();
         let ledger = StoreLedger::begin(store.clone(), &clock, "ap_1", "alice", "c", "d").unwrap();
         ledger.checkpoint("ap_1:1", "page_type").unwrap();

@@ -959,7 +959,9 @@ impl TaskService {
     /// carry to this one's tasks (issue 23).
     fn start_carrier(&self) {
         #[cfg(feature = "postgres")]
-        if let TaskDb::Shared(t) = &self.shared.store {
+        if let (Some(reads), Some(member)) =
+            (self.shared.store.shared_store(), self.shared.store.member())
+        {
             let weak = Arc::downgrade(&self.shared);
             let apply: super::carry::Apply = Box::new(move |c| {
                 let shared = weak.upgrade().ok_or(Error::GatewayClosed)?;
@@ -969,10 +971,10 @@ impl TaskService {
                 answer
             });
             let dead_after =
-                Duration::from_millis(u64::try_from(t.member.dead_after_ms).unwrap_or(0));
+                Duration::from_millis(u64::try_from(member.dead_after_ms).unwrap_or(0));
             let carrier = Carrier::start(
-                Arc::clone(&t.reads),
-                t.member.process.clone(),
+                Arc::clone(reads),
+                member.process.clone(),
                 dead_after,
                 Arc::clone(&self.shared.clock),
                 apply,
