@@ -16,7 +16,7 @@ use jevgate::device::{ToolCall, ToolExecutor, WorkerFailure};
 use jevgate::lease::ControlCaller;
 use jevgate::CancelToken;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,7 +24,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use support::gateway::{builder, Counting, Paired};
-use support::pg::{fresh_db, open_gateway, pg_config, pg_url, psql};
+use support::pg::{expect_line, fresh_db, lines_of, open_gateway, pg_config, pg_url, psql};
 
 /// A worker executor that reports each command reaching it and then waits for its cancel (or
 /// `deadline`), answering `cancelled` / `timed_out` as a real worker does.
@@ -260,9 +260,7 @@ fn r_dev_fail_a_holder_killed_mid_call_leaves_the_outcome_unknown_and_nothing_re
     let (b, _dir) = open_gateway(&db.url_file);
     let mut child = spawn_holder(&db.url_file);
     let lines = lines_of(&mut child.0);
-    let device = expect(&lines, "DEVICE ")
-        .trim_start_matches("DEVICE ")
-        .to_string();
+    let device = expect_line(&lines, "DEVICE", Duration::from_secs(30));
     wait_until("the child records the connection", || {
         let row = holder_row(&db.url, &device);
         !row.is_empty() && !row.contains("none")
@@ -276,7 +274,7 @@ fn r_dev_fail_a_holder_killed_mid_call_leaves_the_outcome_unknown_and_nothing_re
             json!({"action": "click", "ref": "e1"}),
         ))
     });
-    expect(&lines, "REACHED browser_computer");
+    expect_line(&lines, "REACHED browser_computer", Duration::from_secs(30));
     child.0.kill().unwrap();
     child.0.wait().unwrap();
     // Dead after 10 s of database time: B's view of the clock moves on.
@@ -460,9 +458,7 @@ fn r_tsk_rcpt_a_task_command_whose_holder_dies_stays_unknown() {
     let (b, _dir) = open_gateway(&db.url_file);
     let mut child = spawn_holder(&db.url_file);
     let lines = lines_of(&mut child.0);
-    let device = expect(&lines, "DEVICE ")
-        .trim_start_matches("DEVICE ")
-        .to_string();
+    let device = expect_line(&lines, "DEVICE", Duration::from_secs(30));
     wait_until("the child records the connection", || {
         let row = holder_row(&db.url, &device);
         !row.is_empty() && !row.contains("none")
@@ -475,7 +471,7 @@ fn r_tsk_rcpt_a_task_command_whose_holder_dies_stays_unknown() {
             reference: "e1".into(),
         })
     });
-    expect(&lines, "REACHED page_click");
+    expect_line(&lines, "REACHED page_click", Duration::from_secs(30));
     child.0.kill().unwrap();
     child.0.wait().unwrap();
     jevgate::unstable::advance_store_clock_ms(b.leases(), 11_000);
@@ -521,35 +517,6 @@ fn spawn_holder(url_file: &Path) -> Holder {
             .spawn()
             .unwrap(),
     )
-}
-
-fn lines_of(child: &mut std::process::Child) -> mpsc::Receiver<String> {
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-/// The child's next line holding `marker`, from it on (other lines skipped), within 30 s.
-fn expect(lines: &mpsc::Receiver<String>, marker: &str) -> String {
-    let end = Instant::now() + Duration::from_secs(30);
-    loop {
-        let left = end.saturating_duration_since(Instant::now());
-        let line = lines
-            .recv_timeout(left)
-            .unwrap_or_else(|_| panic!("the child never said {marker}"));
-        // The harness's own "test child_role ... " may lead the first line.
-        if let Some(at) = line.find(marker) {
-            return line[at..].to_string();
-        }
-    }
 }
 
 /// POSTs a pairing request with `code` to the channel at `addr`: the status and the JSON body.

@@ -14,14 +14,16 @@ mod support;
 use jevgate::lease::{BrowserCall, ControlCaller, SessionMode};
 use jevgate::{Config, Gateway, GatewayOptions};
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use support::pg::{fresh_db, open_gateway, pg_config, pg_url, psql, with_db};
+use support::pg::{
+    expect_line, fresh_db, lines_of, open_gateway, pg_config, pg_url, psql, with_db,
+};
 
 const DEVICES: [&str; 4] = ["dev-0", "dev-1", "dev-2", "dev-3"];
 const TTL_MS: i64 = 120_000;
@@ -43,37 +45,6 @@ fn spawn_child(role: &str, url_file: &Path, extra: &[(&str, String)]) -> Child {
         cmd.env(k, v);
     }
     cmd.spawn().unwrap()
-}
-
-/// The lines a child prints, on a channel (read on a thread: a stuck child fails, never hangs).
-fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-/// Waits for a line containing `marker` and returns what follows it.
-fn expect_line(rx: &mpsc::Receiver<String>, marker: &str, within: Duration) -> String {
-    let deadline = Instant::now() + within;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(line) => {
-                if let Some(i) = line.find(marker) {
-                    return line[i + marker.len()..].trim().to_string();
-                }
-            }
-            Err(_) => panic!("the child never printed {marker}"),
-        }
-    }
 }
 
 fn say(line: &str) {
