@@ -16,7 +16,7 @@ use jevgate::device::{ToolCall, ToolExecutor, WorkerFailure};
 use jevgate::lease::ControlCaller;
 use jevgate::CancelToken;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,7 +24,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use support::gateway::{builder, Counting, Paired};
-use support::pg::{fresh_db, open_gateway, pg_config, pg_url, psql};
+use support::pg::{expect_line, fresh_db, lines_of, open_gateway, pg_config, pg_url, psql};
 
 /// A worker executor that reports each command reaching it and then waits for its cancel (or
 /// `deadline`), answering `cancelled` / `timed_out` as a real worker does.
@@ -260,9 +260,7 @@ fn r_dev_fail_a_holder_killed_mid_call_leaves_the_outcome_unknown_and_nothing_re
     let (b, _dir) = open_gateway(&db.url_file);
     let mut child = spawn_holder(&db.url_file);
     let lines = lines_of(&mut child.0);
-    let device = expect(&lines, "DEVICE ")
-        .trim_start_matches("DEVICE ")
-        .to_string();
+    let device = expect_line(&lines, "DEVICE", Duration::from_secs(30));
     wait_until("the child records the connection", || {
         let row = holder_row(&db.url, &device);
         !row.is_empty() && !row.contains("none")
@@ -276,7 +274,7 @@ fn r_dev_fail_a_holder_killed_mid_call_leaves_the_outcome_unknown_and_nothing_re
             json!({"action": "click", "ref": "e1"}),
         ))
     });
-    expect(&lines, "REACHED browser_computer");
+    expect_line(&lines, "REACHED browser_computer", Duration::from_secs(30));
     child.0.kill().unwrap();
     child.0.wait().unwrap();
     // Dead after 10 s of database time: B's view of the clock moves on.
@@ -460,9 +458,7 @@ fn r_tsk_rcpt_a_task_command_whose_holder_dies_stays_unknown() {
     let (b, _dir) = open_gateway(&db.url_file);
     let mut child = spawn_holder(&db.url_file);
     let lines = lines_of(&mut child.0);
-    let device = expect(&lines, "DEVICE ")
-        .trim_start_matches("DEVICE ")
-        .to_string();
+    let device = expect_line(&lines, "DEVICE", Duration::from_secs(30));
     wait_until("the child records the connection", || {
         let row = holder_row(&db.url, &device);
         !row.is_empty() && !row.contains("none")
@@ -475,7 +471,7 @@ fn r_tsk_rcpt_a_task_command_whose_holder_dies_stays_unknown() {
             reference: "e1".into(),
         })
     });
-    expect(&lines, "REACHED page_click");
+    expect_line(&lines, "REACHED page_click", Duration::from_secs(30));
     child.0.kill().unwrap();
     child.0.wait().unwrap();
     jevgate::unstable::advance_store_clock_ms(b.leases(), 11_000);
@@ -521,35 +517,6 @@ fn spawn_holder(url_file: &Path) -> Holder {
             .spawn()
             .unwrap(),
     )
-}
-
-fn lines_of(child: &mut std::process::Child) -> mpsc::Receiver<String> {
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-/// The child's next line holding `marker`, from it on (other lines skipped), within 30 s.
-fn expect(lines: &mpsc::Receiver<String>, marker: &str) -> String {
-    let end = Instant::now() + Duration::from_secs(30);
-    loop {
-        let left = end.saturating_duration_since(Instant::now());
-        let line = lines
-            .recv_timeout(left)
-            .unwrap_or_else(|_| panic!("the child never said {marker}"));
-        // The harness's own "test child_role ... " may lead the first line.
-        if let Some(at) = line.find(marker) {
-            return line[at..].to_string();
-        }
-    }
 }
 
 /// POSTs a pairing request with `code` to the channel at `addr`: the status and the JSON body.
@@ -675,4 +642,134 @@ fn r_auto_a_runs_line_reaches_a_status_worker_connected_to_another_process() {
     next_line(&json!(cut));
     target.show_progress(None);
     next_line(&Value::Null);
+}
+
+/// A worker with `paired`'s token is refused by `gw`'s channel (the token authenticates no
+/// device there).
+fn refused(gw: &support::gateway::TestGateway, paired: &Paired) {
+    let (executor, _) = Counting::new(json!({}));
+    let err = jevgate::device::DeviceWorker::connect(
+        jevgate::device::WorkerOptions::new(gw.channel().url(), paired.token.clone()),
+        executor,
+    )
+    .map(|w| w.close())
+    .unwrap_err();
+    assert_eq!(err.code(), "DEVICE_CHANNEL_IO");
+    assert!(err.to_string().contains("AUTHENTICATION_FAILED"), "{err}");
+}
+
+// R-DEV-PAIR across processes (issue 23): the registry is in the shared store, not in a data
+// directory. A device paired on A authenticates to B (its WebSocket reached another process:
+// a load balancer, A restarted) and serves B's calls; a re-pair on A keeps the device and ends
+// the old token on every process; an unpair on B ends the token on A.
+#[test]
+fn r_dev_pair_a_device_paired_on_one_gateway_authenticates_to_another() {
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let a = builder().config(pg_config(&db.url_file)).channel().build();
+    let b = builder().config(pg_config(&db.url_file)).channel().build();
+    let paired = a.pair("alice", "laptop");
+    let stored = psql(
+        &db.url,
+        "SELECT device_id, owner, length(token_hash) FROM devices",
+    );
+    assert_eq!(
+        stored,
+        format!("{}|alice|32", paired.device),
+        "only the hash"
+    );
+
+    let (executor, reached) = Counting::new(json!({ "text": "hello" }));
+    let worker = b.device_worker(&paired, executor);
+    let listed = b.gw.devices("alice").unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert!(
+        listed[0].online && !listed[0].connected_elsewhere,
+        "{listed:?}"
+    );
+    assert_eq!(listed[0].last_protocol, Some(2), "{listed:?}");
+    let answer =
+        b.gw.call_tool(&call(&paired.device, "browser_get_text", json!({})));
+    assert!(answer.is_success(), "{:?}", answer.to_json());
+    assert_eq!(reached.load(Ordering::SeqCst), 1);
+    wait_until("A sees the device connected to B", || {
+        a.gw.devices("alice")
+            .unwrap()
+            .iter()
+            .any(|d| d.id == paired.device && d.online && d.connected_elsewhere)
+    });
+    worker.close();
+    b.wait_online(&paired, false);
+
+    // Re-pair on A: the same device, a new token; the old one is refused everywhere.
+    let again = a.pair("alice", "laptop");
+    assert_eq!(again.device, paired.device);
+    assert_ne!(again.token_text(), paired.token_text());
+    refused(&a, &paired);
+    refused(&b, &paired);
+    let (executor, _) = Counting::new(json!({}));
+    b.device_worker(&again, executor).close();
+    b.wait_online(&again, false);
+
+    // Unpair on B: A refuses the token and lists nothing.
+    b.gw.unpair("alice", &again.device).unwrap();
+    refused(&a, &again);
+    assert!(a.gw.devices("alice").unwrap().is_empty());
+    assert_eq!(psql(&db.url, "SELECT count(*) FROM devices"), "0");
+}
+
+// R-DEV-PAIR, R-DEV-CHAN across processes (issue 23): an unpair or a re-pair on B ends the
+// old token's open connection to A too — closed with 1008 `DEVICE_UNPAIRED` exactly as a local
+// unpair closes it (tests/device_channel.rs `issue22_…`), learnt through the store's NOTIFY
+// within the bounded wait of `read_close` — while the new token's connection to A stays and
+// serves A's calls; once unpaired, a call for the device on A answers as for a device never
+// paired.
+#[test]
+fn r_dev_pair_an_unpair_or_re_pair_on_one_gateway_closes_the_connection_another_holds() {
+    use support::worker::{authenticate, open, read_close, PATH};
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let a = builder().config(pg_config(&db.url_file)).channel().build();
+    let (b, _dir) = open_gateway(&db.url_file);
+    let addr = a.channel().local_addr();
+    let closed_on_a = |ws: &mut support::worker::Ws| {
+        let closed = read_close(ws).expect("A closes the connection");
+        assert_eq!(
+            (closed.code, closed.reason.as_str()),
+            (1008, "DEVICE_UNPAIRED")
+        );
+    };
+
+    // Re-pair on B: the old token's connection to A closes.
+    let first = a.pair("alice", "laptop");
+    let mut ws = open(addr, PATH, None).unwrap();
+    authenticate(&mut ws, &first.token_text(), Some(2)).unwrap();
+    let again = support::gateway::pair(&b, "alice", "laptop");
+    assert_eq!(again.device, first.device);
+    closed_on_a(&mut ws);
+
+    // The new token's connection to A stays and serves A's calls.
+    let (executor, reached) = Counting::new(json!({ "text": "hello" }));
+    let worker = a.device_worker(&again, executor);
+    let answer =
+        a.gw.call_tool(&call(&again.device, "browser_get_text", json!({})));
+    assert!(answer.is_success(), "{:?}", answer.to_json());
+    assert_eq!(reached.load(Ordering::SeqCst), 1);
+    worker.close();
+    a.wait_online(&again, false);
+
+    // Unpair on B: the connection to A closes, and A answers as for an unknown device.
+    let mut ws = open(addr, PATH, None).unwrap();
+    authenticate(&mut ws, &again.token_text(), Some(2)).unwrap();
+    b.unpair("alice", &again.device).unwrap();
+    closed_on_a(&mut ws);
+    let unknown =
+        a.gw.call_tool(&call("dev_never_paired", "browser_get_text", json!({})))
+            .to_json();
+    assert_eq!(unknown["success"], false, "{unknown}");
+    let answer =
+        a.gw.call_tool(&call(&again.device, "browser_get_text", json!({})))
+            .to_json();
+    assert_eq!(answer["errorCode"], unknown["errorCode"], "{answer}");
+    assert!(a.gw.devices("alice").unwrap().is_empty());
 }

@@ -14,14 +14,16 @@ mod support;
 use jevgate::lease::{BrowserCall, ControlCaller, SessionMode};
 use jevgate::{Config, Gateway, GatewayOptions};
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use support::pg::{fresh_db, open_gateway, pg_config, pg_url, psql, with_db};
+use support::pg::{
+    expect_line, fresh_db, lines_of, open_gateway, pg_config, pg_url, psql, with_db,
+};
 
 const DEVICES: [&str; 4] = ["dev-0", "dev-1", "dev-2", "dev-3"];
 const TTL_MS: i64 = 120_000;
@@ -43,37 +45,6 @@ fn spawn_child(role: &str, url_file: &Path, extra: &[(&str, String)]) -> Child {
         cmd.env(k, v);
     }
     cmd.spawn().unwrap()
-}
-
-/// The lines a child prints, on a channel (read on a thread: a stuck child fails, never hangs).
-fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-/// Waits for a line containing `marker` and returns what follows it.
-fn expect_line(rx: &mpsc::Receiver<String>, marker: &str, within: Duration) -> String {
-    let deadline = Instant::now() + within;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(line) => {
-                if let Some(i) = line.find(marker) {
-                    return line[i + marker.len()..].trim().to_string();
-                }
-            }
-            Err(_) => panic!("the child never printed {marker}"),
-        }
-    }
 }
 
 fn say(line: &str) {
@@ -561,7 +532,8 @@ fn expiry_is_judged_by_the_database_clock_not_the_hosts() {
 }
 
 // Item 1: four processes' gateways opening a fresh database at once apply each migration
-// exactly once (the advisory lock; the migrations table's key would refuse a second one).
+// exactly once (the advisory lock; the migrations table's key would refuse a second one), and
+// the versions recorded are the SQLite file's: one numbered list for both engines.
 #[test]
 fn four_concurrent_opens_apply_the_migrations_once() {
     let Some(url) = pg_url() else { return };
@@ -584,12 +556,41 @@ fn four_concurrent_opens_apply_the_migrations_once() {
     }
     let rows = psql(
         &db.url,
-        "SELECT count(*) || ' ' || count(DISTINCT version) || ' ' || max(version) FROM jevgate_migrations",
+        "SELECT count(*) || ' ' || count(DISTINCT version) || ' ' || min(version) || ' ' || max(version) FROM jevgate_migrations",
     );
-    let parts: Vec<u64> = rows.split(' ').map(|p| p.parse().unwrap()).collect();
+    let parts: Vec<i64> = rows.split(' ').map(|p| p.parse().unwrap()).collect();
     assert_eq!(parts[0], parts[1], "no version applied twice");
-    assert_eq!(parts[0], parts[2], "versions 1..=n each once");
-    assert!(parts[0] >= 1);
+    assert_eq!(
+        (parts[2], parts[3]),
+        (1, parts[0]),
+        "versions 1..=n each once"
+    );
+    // The SQLite file of a gateway of the same build is at the same version.
+    let dir = tempfile::tempdir().unwrap();
+    Gateway::open(GatewayOptions::new(dir.path(), Config::default()))
+        .unwrap()
+        .close();
+    let sqlite_version: i64 = rusqlite::Connection::open(dir.path().join("jevgate.sqlite3"))
+        .unwrap()
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        parts[3], sqlite_version,
+        "one numbered list for both engines"
+    );
+    // A database migrated by a newer build is refused, like a newer SQLite file.
+    psql(
+        &db.url,
+        &format!(
+            "INSERT INTO jevgate_migrations (version) VALUES ({})",
+            sqlite_version + 3
+        ),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let err = Gateway::open(GatewayOptions::new(dir.path(), pg_config(&db.url_file)))
+        .map(|gw| gw.close())
+        .unwrap_err();
+    assert_eq!(err.code(), "STORE_VERSION_UNSUPPORTED");
 }
 
 // Item 2: every process keeps a liveness row; one killed is dead once its row is 10 s old on

@@ -10,24 +10,18 @@
 mod support;
 
 use jevgate::jev::{EvaluateCall, Limits, Question, Questions};
-use jevgate::{CancelToken, Config, Gateway, GatewayOptions};
+use jevgate::{CancelToken, Config, Gateway};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use support::pg::{fresh_db, pg_url, psql};
 
 fn config(url_file: &Path) -> Config {
-    let json = serde_json::json!({"gateway": {
-        "jev": {"enabled": true, "provider": "local"},
-        "store": {"kind": "postgres", "urlFile": url_file}
-    }});
-    Config::from_json_str(&json.to_string()).unwrap()
+    Config::from_json_str(&support::pg::pg_jev_json(url_file).to_string()).unwrap()
 }
 
 fn open(url_file: &Path) -> (Gateway, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let gw = Gateway::open(GatewayOptions::new(dir.path(), config(url_file))).unwrap();
-    (gw, dir)
+    support::pg::open_with(config(url_file))
 }
 
 fn call(agent: &str, request_id: &str) -> EvaluateCall {

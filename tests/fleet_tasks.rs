@@ -18,7 +18,7 @@
 mod support;
 
 use jevgate::task::{SpawnRequest, TaskOwner, TaskState};
-use jevgate::{Config, Gateway, GatewayOptions};
+use jevgate::{Config, Gateway};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -41,17 +41,12 @@ fn owner() -> TaskOwner {
 }
 
 fn config(url_file: &Path) -> Config {
-    let json = support::gateway::with_tasks(serde_json::json!({"gateway": {
-        "jev": {"enabled": true, "provider": "local"},
-        "store": {"kind": "postgres", "urlFile": url_file}
-    }}));
+    let json = support::gateway::with_tasks(support::pg::pg_jev_json(url_file));
     Config::from_json_str(&json.to_string()).unwrap()
 }
 
 fn open(url_file: &Path) -> (Gateway, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let gw = Gateway::open(GatewayOptions::new(dir.path(), config(url_file))).unwrap();
-    (gw, dir)
+    support::pg::open_with(config(url_file))
 }
 
 fn clicks(server: &Server) -> Vec<(String, u32)> {

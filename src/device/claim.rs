@@ -182,9 +182,14 @@ pub(crate) mod fixture {
             let store = Arc::new(Store::open(dir.path()).unwrap());
             let clock: SharedClock = Arc::new(SystemClock::new());
             let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock), None).unwrap();
-            let devices =
-                DeviceService::open(Arc::clone(&store), clock, &leases, dir.path().to_path_buf())
-                    .unwrap();
+            let devices = DeviceService::open(
+                Arc::clone(&store),
+                None,
+                clock,
+                &leases,
+                dir.path().to_path_buf(),
+            )
+            .unwrap();
             let channel = devices
                 .serve(&leases, ChannelOptions::new("127.0.0.1:0"))
                 .unwrap();

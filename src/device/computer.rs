@@ -18,7 +18,7 @@
 //!   `APPLICATION_NOT_ALLOWED` or `COMPUTER_BUSY`, the receipt decides: `not_found` = not
 //!   executed with that cause, a recorded receipt is trusted, an unreadable one leaves only
 //!   `DEVICE_OFFLINE` unknown; a failure without a cause code stays unknown;
-//! - a helper's refusal read back as a typed error ([`helper_error`]): the code leading its
+//! - a helper's refusal read back as a typed error (`helper_error`): the code leading its
 //!   message, never its text (R-ERR-2);
 //! - [`ComputerDevice`], the handle a host (and later the task controller) drives one paired
 //!   computer with for one conversation, under the device's control lease, with JSON in and out

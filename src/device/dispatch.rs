@@ -393,8 +393,8 @@ pub(crate) fn paired_device(
 impl DeviceService {
     /// Picks the device for a call (R-DEV-FAIL, R-DEV-VER).
     fn select(&self, owner: &str, device_id: Option<&str>) -> Result<DeviceRecord, Error> {
-        // On the shared store a device paired with another process of the fleet is known by
-        // the row its connection left there (issue 23 item 4); this process's registry first.
+        // On the shared store the registry is the fleet's; a device known only by the row its
+        // connection left there (issue 23 item 4) is added after it.
         let remote = self.remote.get();
         if let Some(id) = device_id {
             return paired_device(&self.registry, remote, owner, id);

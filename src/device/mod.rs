@@ -171,15 +171,17 @@ impl std::fmt::Debug for DeviceService {
 }
 
 impl DeviceService {
-    /// Opens the service and tells the lease manager who owns each paired device.
+    /// Opens the service and tells the lease manager who owns each paired device. The registry
+    /// lives in the fleet's store when the gateway has one (`shared`), else in `store`.
     pub fn open(
         store: Arc<Store>,
+        shared: Option<&crate::store::SharedStore>,
         clock: SharedClock,
         leases: &Leases,
         data_dir: PathBuf,
     ) -> Result<DeviceService> {
         let registry = Arc::new(registry::Registry::new(
-            Arc::clone(&store),
+            crate::store::Records::new(Arc::clone(&store), shared),
             Arc::clone(&clock),
         ));
         for (device, owner) in registry.owners()? {
@@ -257,10 +259,10 @@ impl DeviceService {
         Ok(())
     }
 
-    /// `owner`'s devices: this process's registry, and on the shared store (issue 23 item 4)
-    /// the devices the fleet knows for `owner` (paired and connected on another process at
-    /// least once, not unpaired since), marked `connected_elsewhere` while another live process
-    /// holds the worker's connection. A device known only from the fleet carries what its
+    /// `owner`'s devices: the registry (the fleet's on the shared store), and on the shared
+    /// store (issue 23 item 4) any other device whose connection row the fleet keeps for
+    /// `owner`, marked `connected_elsewhere` while another live process holds the worker's
+    /// connection. A device known only from the fleet carries what its
     /// connection row holds (no browser details, no `last_seen_at`).
     pub fn devices(&self, owner: &str) -> Result<Vec<Device>> {
         let mut out: Vec<Device> = self

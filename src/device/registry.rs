@@ -1,5 +1,11 @@
 //! The device registry (R-DEV-PAIR, R-DEV-VER): pairing, unpairing, the owner's inventory, and
-//! token authentication for the channel, stored in SQLite.
+//! token authentication for the channel, stored in the gateway's SQLite file or, on the shared
+//! store (issue 23), in the fleet's PostgreSQL `devices` table — the same statements on both —
+//! so a device paired through one process authenticates to any other, and an unpair or a
+//! re-pair anywhere ends the old token everywhere — including on an open connection: on the
+//! shared store the same transaction notifies the fleet (`remote.rs` closes the connection in
+//! whichever process holds it). A re-pair always moves `paired_at` forward, so it tells the
+//! connection of the old token from one of the new.
 //!
 //! A device token is 32 random bytes from `ring`, returned once by [`Registry::pair`] and
 //! stored only as its SHA-256 hash; re-pairing the same (owner, installation) keeps the device
@@ -9,11 +15,11 @@
 
 use crate::clock::SharedClock;
 use crate::ids::{random_hex, random_id};
-use crate::store::Store;
+use crate::store::db::{dbp, Db, DbRow, Engine};
+use crate::store::Records;
 use crate::{Error, Result};
-use rusqlite::{params, OptionalExtension};
+use rusqlite::OptionalExtension;
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 
 /// The inventory label of a browser that can be driven.
 pub const LABEL_BROWSER: &str = "browser";
@@ -244,7 +250,7 @@ fn token_hash(token: &str) -> Vec<u8> {
 const COLUMNS: &str = "device_id, owner, name, capability, browser_name, browser_version, \
                        last_protocol, paired_at, last_seen_at";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeviceRecord> {
+fn row(r: &DbRow) -> rusqlite::Result<DeviceRecord> {
     let capability: String = r.get(3)?;
     let browser_name: Option<String> = r.get(4)?;
     let browser_version: Option<String> = r.get(5)?;
@@ -264,19 +270,50 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeviceRecord> {
     })
 }
 
+/// The fleet's NOTIFY channel of devices (`remote.rs` listens to it): carried commands, and
+/// the credential changes sent here.
+pub(crate) const CHANNEL: &str = "jevgate_device";
+
+/// The prefix of the NOTIFY payload `unpaired <device>`, sent when a device is unpaired or
+/// re-paired: its connection closes wherever it is unless it authenticated with the current
+/// pairing.
+pub(crate) const UNPAIRED: &str = "unpaired ";
+
+/// On the shared store, tells every process of the fleet that `device_id` was unpaired
+/// (`gone`) or (re-)paired, in the transaction that did it (PostgreSQL sends it on commit): the
+/// process holding its connection closes it unless it authenticated with the current pairing
+/// (`remote.rs`). An unpaired device's connection row goes in the same transaction, so no
+/// process lists or calls it afterwards. Nothing on SQLite (one process, whose hub the caller
+/// closes).
+fn credential_changed(db: &dyn Db, device_id: &str, gone: bool) -> rusqlite::Result<()> {
+    if db.engine() == Engine::Postgres {
+        if gone {
+            db.execute(
+                "DELETE FROM jevgate_device_connections WHERE device_id = ?1",
+                dbp![device_id],
+            )?;
+        }
+        let payload = format!("{UNPAIRED}{device_id}");
+        db.execute("SELECT pg_notify(?1, ?2)", dbp![CHANNEL, payload])?;
+    }
+    Ok(())
+}
+
 /// The device table.
 #[derive(Debug)]
 pub(crate) struct Registry {
-    store: Arc<Store>,
+    records: Records,
     clock: SharedClock,
 }
 
 impl Registry {
-    pub fn new(store: Arc<Store>, clock: SharedClock) -> Registry {
-        Registry { store, clock }
+    pub fn new(records: Records, clock: SharedClock) -> Registry {
+        Registry { records, clock }
     }
 
-    /// Pairs (or re-pairs) `request.installation_id` for `owner` (R-DEV-PAIR).
+    /// Pairs (or re-pairs) `request.installation_id` for `owner` (R-DEV-PAIR). One statement
+    /// keyed by (owner, installation), so two processes re-pairing the same worker at once
+    /// leave one device whose token is the last one written.
     pub fn pair(&self, owner: &str, request: &PairRequest) -> Result<(DeviceRecord, DeviceToken)> {
         let capability = if request.browser.is_some() {
             Capability::Browser
@@ -299,25 +336,20 @@ impl Registry {
         let hash = token_hash(&token.0);
         let new_id = random_id("dev_")?;
         let now = self.clock.wall_millis();
-        let id = self.store.write(|tx| {
-            let existing: Option<String> = tx
-                .query_row(
-                    "SELECT device_id FROM devices WHERE owner = ?1 AND installation_id = ?2",
-                    params![owner, request.installation_id],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            let id = existing.unwrap_or(new_id);
-            tx.execute(
+        let id: String = self.records.write("pair a device", |db| {
+            db.query_row(
                 "INSERT INTO devices (device_id, owner, installation_id, name, capability,
                     browser_name, browser_version, token_hash, last_protocol, paired_at, last_seen_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, ?9, NULL)
-                 ON CONFLICT(device_id) DO UPDATE SET name = excluded.name,
+                 ON CONFLICT (owner, installation_id) DO UPDATE SET name = excluded.name,
                     capability = excluded.capability, browser_name = excluded.browser_name,
                     browser_version = excluded.browser_version, token_hash = excluded.token_hash,
-                    last_protocol = NULL, paired_at = excluded.paired_at",
-                params![
-                    id,
+                    last_protocol = NULL,
+                    paired_at = CASE WHEN excluded.paired_at > devices.paired_at
+                                     THEN excluded.paired_at ELSE devices.paired_at + 1 END
+                 RETURNING device_id",
+                dbp![
+                    new_id,
                     owner,
                     request.installation_id,
                     request.name,
@@ -327,8 +359,9 @@ impl Registry {
                     hash,
                     now
                 ],
-            )?;
-            Ok(id)
+                |r| r.get(0),
+            )
+            .and_then(|id: String| credential_changed(db, &id, false).map(|()| id))
         })?;
         let record = self.get_any(&id)?.ok_or_else(|| Error::Internal {
             reason: "a paired device vanished".into(),
@@ -338,11 +371,12 @@ impl Registry {
 
     /// Removes `owner`'s device; `false` when there is none with that id for that owner.
     pub fn unpair(&self, owner: &str, device_id: &str) -> Result<bool> {
-        let n = self.store.write(|tx| {
-            tx.execute(
+        let n = self.records.write("unpair a device", |db| {
+            let n = db.execute(
                 "DELETE FROM devices WHERE device_id = ?1 AND owner = ?2",
-                params![device_id, owner],
-            )
+                dbp![device_id, owner],
+            )?;
+            credential_changed(db, device_id, true).map(|()| n)
         })?;
         Ok(n > 0)
     }
@@ -350,25 +384,23 @@ impl Registry {
     /// Forgets `device_id` whoever owns it (its worker unpaired it over its own authenticated
     /// connection); whether it was paired.
     pub fn unpair_device(&self, device_id: &str) -> Result<bool> {
-        let n = self.store.write(|tx| {
-            tx.execute(
-                "DELETE FROM devices WHERE device_id = ?1",
-                params![device_id],
-            )
+        let n = self.records.write("unpair a device", |db| {
+            let n = db.execute("DELETE FROM devices WHERE device_id = ?1", dbp![device_id])?;
+            credential_changed(db, device_id, true).map(|()| n)
         })?;
         Ok(n > 0)
     }
 
     /// `owner`'s devices, oldest pairing first.
     pub fn list(&self, owner: &str) -> Result<Vec<DeviceRecord>> {
-        self.store.read(|c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {COLUMNS} FROM devices WHERE owner = ?1 ORDER BY paired_at, device_id"
-            ))?;
-            let rows = stmt
-                .query_map([owner], row)?
-                .collect::<rusqlite::Result<Vec<_>>>();
-            rows
+        self.records.read("list devices", |db| {
+            db.query_map(
+                &format!(
+                    "SELECT {COLUMNS} FROM devices WHERE owner = ?1 ORDER BY paired_at, device_id"
+                ),
+                dbp![owner],
+                row,
+            )
         })
     }
 
@@ -378,10 +410,10 @@ impl Registry {
     }
 
     fn get_any(&self, device_id: &str) -> Result<Option<DeviceRecord>> {
-        self.store.read(|c| {
-            c.query_row(
+        self.records.read("read a device", |db| {
+            db.query_row(
                 &format!("SELECT {COLUMNS} FROM devices WHERE device_id = ?1"),
-                [device_id],
+                dbp![device_id],
                 row,
             )
             .optional()
@@ -390,22 +422,20 @@ impl Registry {
 
     /// Every (device, owner), for restoring lease ownership on open.
     pub fn owners(&self) -> Result<Vec<(String, String)>> {
-        self.store.read(|c| {
-            let mut stmt = c.prepare("SELECT device_id, owner FROM devices")?;
-            let rows = stmt
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<Vec<_>>>();
-            rows
+        self.records.read("read device owners", |db| {
+            db.query_map("SELECT device_id, owner FROM devices", dbp![], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
         })
     }
 
     /// The device whose token this is, if any.
     pub fn authenticate(&self, token: &str) -> Result<Option<DeviceRecord>> {
         let hash = token_hash(token);
-        self.store.read(|c| {
-            c.query_row(
+        self.records.read("authenticate a device", |db| {
+            db.query_row(
                 &format!("SELECT {COLUMNS} FROM devices WHERE token_hash = ?1"),
-                [hash],
+                dbp![hash],
                 row,
             )
             .optional()
@@ -417,12 +447,13 @@ impl Registry {
     pub fn record_authentication(&self, device_id: &str, protocol: Option<u64>) -> Result<()> {
         let now = self.clock.wall_millis();
         let protocol = protocol.map_or(0, |p| p.min(i64::MAX as u64) as i64);
-        self.store.write(|tx| {
-            tx.execute(
-                "UPDATE devices SET last_protocol = ?2, last_seen_at = ?3 WHERE device_id = ?1",
-                params![device_id, protocol, now],
-            )
-        })?;
+        self.records
+            .write("record a device's authentication", |db| {
+                db.execute(
+                    "UPDATE devices SET last_protocol = ?2, last_seen_at = ?3 WHERE device_id = ?1",
+                    dbp![device_id, protocol, now],
+                )
+            })?;
         Ok(())
     }
 }

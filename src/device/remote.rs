@@ -15,6 +15,11 @@
 //!   or `cancelled` by the caller (a take-back, a lease lost, its deadline: NOTIFY
 //!   `cancel <holder> <id>`, and the holder cancels its in-flight command).
 //!
+//! The same channel carries `unpaired <device>` (sent by `registry.rs` in the transaction that
+//! unpaired or re-paired it): the process holding the device's connection closes it with 1008
+//! `DEVICE_UNPAIRED` unless it authenticated with the current pairing, as a local unpair does
+//! (and checks every connection held here after each reconnection of its listener).
+//!
 //! Rows do not outlive their use: about every minute each process deletes the ended rows
 //! addressed to it, and what a dead process (on the database clock) left — command rows
 //! addressed to it that ended more than ten minutes ago, whatever their state, and its claim on
@@ -115,7 +120,7 @@ mod stand_in {
 mod real {
     use super::super::executor::{ToolExecutor, OUTCOME_UNKNOWN};
     use super::super::hub::{Change, Hub, SendFailure, PROGRESS_LINE_CHARS};
-    use super::super::registry::Capability;
+    use super::super::registry::{Capability, CHANNEL, UNPAIRED};
     use super::*;
     use crate::clock::wait_slice;
     use crate::lease::pg_liveness::{is_alive, DEAD_AFTER};
@@ -134,7 +139,7 @@ mod real {
     /// The table and NOTIFY channel of carried commands.
     static KIND: Kind = Kind {
         table: "jevgate_remote_commands",
-        channel: "jevgate_device",
+        channel: CHANNEL,
         taken: "sent",
         dropped: "cancelled",
         noun: "a remote command",
@@ -350,7 +355,9 @@ mod real {
 
     impl Inner {
         /// The fleet's device rows filtered by `filter` on `value`, each with the other live
-        /// process holding its connection (`None`: connected nowhere else alive).
+        /// process holding its connection (`None`: connected nowhere else alive). Only paired
+        /// devices: a row an unpair raced with (a connection recorded as it was unpaired) is
+        /// never a device.
         fn rows(&self, filter: &str, value: &str) -> Result<Vec<Elsewhere>> {
             let sql = format!(
                 "SELECT c.device_id, c.process_id, c.owner, c.name, c.capability,
@@ -358,6 +365,7 @@ mod real {
                    FROM jevgate_device_connections c
                    LEFT JOIN jevgate_processes p ON p.process_id = c.process_id
                   WHERE c.{filter}
+                    AND EXISTS (SELECT 1 FROM devices d WHERE d.device_id = c.device_id)
                   ORDER BY c.device_id LIMIT 256"
             );
             let me = self.process.clone();
@@ -459,6 +467,7 @@ mod real {
         /// here and this process's connections are recorded afresh (the mailbox wakes every
         /// waiter and runs the queued rows).
         fn resync(&self, client: &mut postgres::Client) {
+            self.check_credentials(client, None);
             let running: Vec<i64> = self.running.lock().keys().copied().collect();
             if !running.is_empty() {
                 if let Ok(rows) = client.query(
@@ -482,6 +491,41 @@ mod real {
             let mut q = self.announce.lock();
             q.extend(here);
             self.announced.notify_all();
+        }
+
+        /// `device` was unpaired or re-paired somewhere in the fleet (`None`: any may have been,
+        /// after a reconnection of the listener): each connection held here whose device row
+        /// is gone, or whose pairing is not the one it authenticated with (another
+        /// `paired_at`), closes with 1008 `DEVICE_UNPAIRED`, as a local unpair closes it. An
+        /// unreadable registry closes nothing (the next reconnection checks again).
+        fn check_credentials(&self, client: &mut postgres::Client, device: Option<&str>) {
+            let here: Vec<(String, i64)> = self
+                .here
+                .lock()
+                .iter()
+                .filter(|(d, _)| device.is_none_or(|x| x == d.as_str()))
+                .map(|(d, r)| (d.clone(), r.paired_at))
+                .collect();
+            if here.is_empty() {
+                return;
+            }
+            let ids: Vec<&str> = here.iter().map(|(d, _)| d.as_str()).collect();
+            let Ok(rows) = client.query(
+                "SELECT device_id, paired_at FROM devices WHERE device_id = ANY($1)",
+                &[&ids],
+            ) else {
+                return;
+            };
+            let current: HashMap<String, i64> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+            let Some(hub) = self.hub.upgrade() else {
+                return;
+            };
+            for (d, paired_at) in here {
+                if current.get(&d) != Some(&paired_at) {
+                    log::info!("device {d} unpaired or re-paired elsewhere: its connection closes");
+                    hub.disconnect(&d, 1008, "DEVICE_UNPAIRED");
+                }
+            }
         }
 
         /// The periodic cleanup (about every minute, on the listener's thread): deletes the
@@ -678,9 +722,25 @@ mod real {
         fn prune(&self, client: &mut postgres::Client) {
             self.0.prune(client);
         }
-        fn event(&self, kind: &str, rest: &str) {
+        fn event(&self, client: &mut postgres::Client, kind: &str, rest: &str) {
+            // A device unpaired or re-paired by any process: its connection here, if any, is
+            // checked against its current pairing.
+            if let Some(device) = UNPAIRED
+                .strip_suffix(' ')
+                .filter(|k| *k == kind)
+                .map(|_| rest)
+            {
+                self.0.check_credentials(client, Some(device));
+                return;
+            }
             // An autopilot line another process's run shows on a device connected here.
             if kind != "progress" {
+                return;
+            }
+            let Some((to, rest)) = rest.split_once(' ') else {
+                return;
+            };
+            if to != self.0.process {
                 return;
             }
             let Some((device, line)) = rest.split_once(' ') else {

@@ -144,7 +144,7 @@ impl Gateway {
         let run_id = crate::ids::random_id("ap_")?;
         let clock = self.clock();
         let ledger = StoreLedger::begin(
-            std::sync::Arc::clone(&self.inner.store),
+            self.inner.tasks.db().clone(),
             clock.as_ref(),
             &run_id,
             &call.owner,

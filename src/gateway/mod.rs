@@ -154,6 +154,7 @@ impl Gateway {
         let leases = Leases::open(Arc::clone(&store), Arc::clone(&clock), fleet)?;
         let devices = DeviceService::open(
             Arc::clone(&store),
+            shared.as_ref(),
             Arc::clone(&clock),
             &leases,
             options.data_dir.clone(),
@@ -184,6 +185,7 @@ impl Gateway {
                     dead_after_ms: i64::try_from(dead_after.as_millis()).unwrap_or(i64::MAX),
                 }),
         )?;
+        crate::task::autopilot_store::recover(&task_db, clock.wall_millis())?;
         let task_service = crate::task::TaskService::open(
             task_db,
             options.data_dir.clone(),
@@ -192,7 +194,6 @@ impl Gateway {
             options.task_limits,
         )?;
         task_service.set_retention(options.config.gateway.tasks.retention());
-        crate::task::autopilot_store::recover(&store, clock.wall_millis())?;
         log::info!("gateway opened (schema {})", crate::store::SCHEMA_VERSION);
         let gateway = Gateway {
             inner: Arc::new(Inner {

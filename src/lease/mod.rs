@@ -496,6 +496,26 @@ impl fleet::FleetNews for News {
 }
 
 /// Runs cancellation hooks in order, outside every lock; a panicking hook is logged.
+/// Registers command `id` of `root_session` on `device` in `in_flight`, without a tenure yet
+/// (the caller holds the control lock): the one place a command joins the in-flight list.
+fn push_in_flight(
+    in_flight: &mut HashMap<String, Vec<InFlight>>,
+    device: &str,
+    id: u64,
+    root_session: &str,
+    cancel: CancelHook,
+) {
+    in_flight
+        .entry(device.to_string())
+        .or_default()
+        .push(InFlight {
+            id,
+            session: root_session.to_string(),
+            cancel,
+            token: None,
+        });
+}
+
 fn run_hooks(hooks: Vec<CancelHook>) {
     for cancel in hooks {
         if std::panic::catch_unwind(std::panic::AssertUnwindSafe(cancel)).is_err() {
@@ -638,18 +658,13 @@ impl Leases {
     /// On the shared store: registers command `id` of `root_session` on `device`, without a
     /// tenure yet ([`Leases::settle_command`] gives it the token it was granted under).
     fn register_in_flight(&self, device: &str, id: u64, root_session: &str, cancel: CancelHook) {
-        self.inner
-            .control
-            .lock()
-            .in_flight
-            .entry(device.to_string())
-            .or_default()
-            .push(InFlight {
-                id,
-                session: root_session.to_string(),
-                cancel,
-                token: None,
-            });
+        push_in_flight(
+            &mut self.inner.control.lock().in_flight,
+            device,
+            id,
+            root_session,
+            cancel,
+        );
     }
 
     /// A command's acquire on the shared store was granted under `token`: the command takes
@@ -1174,15 +1189,7 @@ impl Leases {
         let now = self.inner.clock.now();
         let (grant, token) = self.transition_state(device, |lease, in_flight, now| {
             let grant = lease.touch(root_session, now)?;
-            in_flight
-                .entry(device.to_string())
-                .or_default()
-                .push(InFlight {
-                    id,
-                    session: root_session.to_string(),
-                    cancel: Box::new(cancel),
-                    token: None,
-                });
+            push_in_flight(in_flight, device, id, root_session, Box::new(cancel));
             Ok(grant)
         });
         let grant = grant.map_err(refusal)?;
@@ -1242,26 +1249,19 @@ impl Leases {
                 .and_then(|l| l.holder(now))
                 .is_some_and(|h| h == root_session);
             if holds {
-                control
-                    .in_flight
-                    .entry(device.to_string())
-                    .or_default()
-                    .push(InFlight {
-                        id,
-                        session: root_session.to_string(),
-                        cancel: Box::new(cancel),
-                        token: None,
-                    });
+                push_in_flight(
+                    &mut control.in_flight,
+                    device,
+                    id,
+                    root_session,
+                    Box::new(cancel),
+                );
                 None
             } else {
                 Some(Box::new(cancel))
             }
         };
-        if let Some(cancel) = late {
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(cancel)).is_err() {
-                log::error!("a command cancellation hook panicked");
-            }
-        }
+        run_hooks(late.into_iter().collect());
         CommandGuard {
             leases: self.clone(),
             device: device.to_string(),

@@ -84,9 +84,11 @@ pub(crate) trait Holder: Send + Sync + 'static {
     fn reconnected(&self, _client: &mut postgres::Client) {}
     /// The periodic cleanup, about every minute, on the listener's connection.
     fn prune(&self, client: &mut postgres::Client);
-    /// A notice addressed to this process that is not about a row (`kind` is neither `run`,
-    /// `cancel` nor `done`; see [`Mailbox::tell`]): `rest` is what followed the process id.
-    fn event(&self, _kind: &str, _rest: &str) {}
+    /// A notice on the channel that is not about a row: `kind` (its first word) is neither
+    /// `run`, `cancel` nor `done`, `rest` what followed it. Addressed notices ([`Mailbox::tell`])
+    /// are handed over only when addressed here, `rest` starting after the process id; other
+    /// modules' notices on the same channel (e.g. `unpaired <device>`) come as they are.
+    fn event(&self, _client: &mut postgres::Client, _kind: &str, _rest: &str) {}
 }
 
 #[derive(Default)]
@@ -257,22 +259,21 @@ impl Mailbox {
         }
     }
 
-    /// One payload: `run|cancel <holder> <id>`, `done <caller> <id>`, or an event
-    /// `<kind> <process> <rest>` ([`Mailbox::tell`]).
+    /// One payload: `run|cancel <holder> <id>`, `done <caller> <id>`, or an event (see
+    /// [`Holder::event`]).
     fn notified(&self, client: &mut postgres::Client, holder: &dyn Holder, payload: &str) {
-        let mut parts = payload.splitn(3, ' ');
-        let (Some(kind), Some(process), Some(rest)) = (parts.next(), parts.next(), parts.next())
-        else {
+        let (kind, after) = payload.split_once(' ').unwrap_or((payload, ""));
+        if !matches!(kind, "run" | "cancel" | "done") {
+            holder.event(client, kind, after);
+            return;
+        }
+        let Some((process, id)) = after.split_once(' ') else {
             return;
         };
         if process != self.process {
             return;
         }
-        if !matches!(kind, "run" | "cancel" | "done") {
-            holder.event(kind, rest);
-            return;
-        }
-        let Ok(id) = rest.parse::<i64>() else { return };
+        let Ok(id) = id.parse::<i64>() else { return };
         match kind {
             // In row order: a later row never overtakes an earlier one.
             "run" => self.run_queued(client, holder),
@@ -301,7 +302,8 @@ impl Mailbox {
     }
 
     /// Tells process `to` something that is not a call (no row, no answer): NOTIFY `<kind>
-    /// <to> <rest>`, handed to its holder's [`Holder::event`]. Lost if `to` is not listening
+    /// <to> <rest>`, handed to its holder's [`Holder::event`] (`rest` still starting with `<to>
+    /// `: the holder checks it is addressed to it). Lost if `to` is not listening
     /// right now. `kind` is one word other than `run`, `cancel` and `done`; the payload must
     /// stay under PostgreSQL's 8,000 bytes (the caller bounds `rest`).
     pub(crate) fn tell(&self, op: &str, to: &str, kind: &str, rest: &str) -> Result<()> {

@@ -17,6 +17,7 @@ mod migrations;
 mod names;
 #[cfg(feature = "postgres")]
 pub(crate) mod pg;
+mod schema;
 mod shared;
 pub(crate) mod temp_dirs;
 #[cfg(test)]
@@ -28,10 +29,10 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavio
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-pub use migrations::SCHEMA_VERSION;
 pub(crate) use names::sqlite_error;
 pub use names::{DB_FILE, LOCK_FILE};
-pub(crate) use shared::SharedStore;
+pub use schema::SCHEMA_VERSION;
+pub(crate) use shared::{Records, SharedStore};
 
 /// An open store. Cheap to share behind an `Arc`; every method is safe from any thread.
 #[derive(Debug)]

@@ -322,3 +322,14 @@ fn v7_migration_drops_kept_observations_and_indexes_closed_tasks() {
         .unwrap();
     assert_eq!(index, 1);
 }
+
+// Issue 23 item 1: one numbered list, entry i taking a store from version i to i + 1 on both
+// engines.
+#[test]
+fn the_migrations_are_numbered_one_to_schema_version() {
+    for (i, m) in schema::MIGRATIONS.iter().enumerate() {
+        assert_eq!(m.version, i as i64 + 1, "{}", m.name);
+        assert!(!m.name.is_empty());
+    }
+    assert_eq!(schema::MIGRATIONS.len() as i64, SCHEMA_VERSION);
+}

@@ -59,7 +59,7 @@ impl ReceiptBench {
     /// Opens the store in `data_dir`, starts the writer and opens one task and request.
     pub fn open(data_dir: &Path) -> Result<ReceiptBench> {
         let store = Arc::new(Store::open(data_dir)?);
-        let writer = Writer::start(TaskDb::Sqlite(Arc::clone(&store)), data_dir.to_path_buf())?;
+        let writer = Writer::start(TaskDb::file(Arc::clone(&store)), data_dir.to_path_buf())?;
         ReceiptBench::begin(Some(store), None, writer, TASK_ID.to_string())
     }
 

@@ -11,31 +11,25 @@
 //! holds on both. On the shared store it also knows this process's fleet id (recorded as the
 //! owner of the tasks and requests it runs) and when an owner counts as dead.
 //!
+//! The choice of engine itself is the store's [`Records`] (the device registry's too): this
+//! adds the receipt writer's own connection ([`Records::sibling`]) and the fleet membership.
+//!
 //! It never builds SQL (the records do), never decides a task's state, and never sees the URL.
 
 use crate::store::db::Db;
-use crate::store::{SharedStore, Store};
+use crate::store::{Records, SharedStore, Store};
 use crate::Result;
 use std::sync::Arc;
 
 /// The task module's store.
-#[derive(Clone)]
-pub(crate) enum TaskDb {
-    /// The gateway's SQLite file (one process).
-    Sqlite(Arc<Store>),
-    /// The fleet's PostgreSQL store.
-    #[cfg(feature = "postgres")]
-    Shared(Arc<pg::Tasks>),
-}
-
-impl std::fmt::Debug for TaskDb {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            TaskDb::Sqlite(_) => f.write_str("TaskDb::Sqlite"),
-            #[cfg(feature = "postgres")]
-            TaskDb::Shared(_) => f.write_str("TaskDb::Shared"),
-        }
-    }
+#[derive(Debug, Clone)]
+pub(crate) struct TaskDb {
+    /// Reads, startup recovery, takeover: the gateway's SQLite file or its shared connection.
+    records: Records,
+    /// The receipt writer's groups: on the shared store a connection of their own.
+    receipts: Records,
+    /// On the shared store, this process's membership of the fleet.
+    member: Option<Member>,
 }
 
 /// Who this process is in the fleet: its liveness row's id, and how old a liveness row may be
@@ -56,32 +50,38 @@ impl TaskDb {
         member: Option<Member>,
     ) -> Result<TaskDb> {
         match (shared, member) {
-            #[cfg(feature = "postgres")]
             (Some(shared), Some(member)) => TaskDb::shared(shared, member),
-            #[cfg(not(feature = "postgres"))]
-            (Some(s), _) => match *s {},
-            _ => Ok(TaskDb::Sqlite(store)),
+            _ => Ok(TaskDb::file(store)),
+        }
+    }
+
+    /// The gateway's SQLite file (one process).
+    pub(crate) fn file(store: Arc<Store>) -> TaskDb {
+        let records = Records::Sqlite(store);
+        TaskDb {
+            receipts: records.clone(),
+            records,
+            member: None,
         }
     }
 
     /// The fleet's store, for process `member`.
-    #[cfg(feature = "postgres")]
     pub(crate) fn shared(shared: &SharedStore, member: Member) -> Result<TaskDb> {
-        Ok(TaskDb::Shared(Arc::new(pg::Tasks::open(
-            &shared.0, member,
-        )?)))
+        let records = Records::new_shared(shared);
+        Ok(TaskDb {
+            receipts: records.sibling()?,
+            records,
+            member: Some(member),
+        })
+    }
+
+    fn process(&self) -> Option<&str> {
+        self.member.as_ref().map(|m| m.process.as_str())
     }
 
     /// Runs `f` over a consistent read (a transaction on the shared store).
     pub(crate) fn read<T>(&self, f: impl FnOnce(&dyn Db) -> rusqlite::Result<T>) -> Result<T> {
-        match self {
-            TaskDb::Sqlite(s) => s.read(|c| f(c)),
-            #[cfg(feature = "postgres")]
-            TaskDb::Shared(t) => {
-                t.reads
-                    .db_tx("read tasks", Some(&t.member.process), false, |db, _| f(db))
-            }
-        }
+        self.records.read_for("read tasks", self.process(), f)
     }
 
     /// Runs `f` in one transaction committed before returning (startup recovery, takeover),
@@ -91,13 +91,8 @@ impl TaskDb {
         &self,
         f: impl FnOnce(&dyn Db, Option<i64>) -> rusqlite::Result<T>,
     ) -> Result<T> {
-        match self {
-            TaskDb::Sqlite(s) => s.write(|tx| f(tx, None)),
-            #[cfg(feature = "postgres")]
-            TaskDb::Shared(t) => t
-                .reads
-                .db_tx("recover tasks", Some(&t.member.process), true, f),
-        }
+        self.records
+            .write_for("recover tasks", self.process(), true, f)
     }
 
     /// Runs `f` in one transaction of the receipt writer's own connection.
@@ -105,64 +100,28 @@ impl TaskDb {
         &self,
         f: impl FnOnce(&dyn Db) -> rusqlite::Result<()>,
     ) -> Result<()> {
-        match self {
-            TaskDb::Sqlite(s) => s.write(|tx| f(tx)),
-            #[cfg(feature = "postgres")]
-            TaskDb::Shared(t) => t.writes.db_tx(
-                "commit receipts",
-                Some(&t.member.process),
-                false,
-                |db, _| f(db),
-            ),
-        }
+        self.receipts
+            .write_for("commit receipts", self.process(), false, |db, _| f(db))
     }
 
     /// On the shared store, this process's membership of the fleet.
     pub(crate) fn member(&self) -> Option<&Member> {
-        match self {
-            TaskDb::Sqlite(_) => None,
-            #[cfg(feature = "postgres")]
-            TaskDb::Shared(t) => Some(&t.member),
-        }
+        self.member.as_ref()
+    }
+
+    /// On the shared store, the gateway's connection to it (the task carrier listens there).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn shared_store(&self) -> Option<&Arc<crate::store::pg::PgStore>> {
+        self.records.shared()
     }
 
     /// Whether data-directory fsyncs apply (the SQLite file's WAL entry).
     pub(crate) fn is_file(&self) -> bool {
-        matches!(self, TaskDb::Sqlite(_))
+        self.records.is_file()
     }
 
     /// Drops the writer's own connection (the shared one is the gateway's to close).
     pub(crate) fn close(&self) {
-        #[cfg(feature = "postgres")]
-        if let TaskDb::Shared(t) = self {
-            t.writes.close();
-        }
-    }
-}
-
-#[cfg(feature = "postgres")]
-mod pg {
-    use super::Member;
-    use crate::store::pg::PgStore;
-    use crate::Result;
-    use std::sync::Arc;
-
-    /// The task module's connections to the shared store.
-    pub(crate) struct Tasks {
-        /// The gateway's shared connection: reads, recovery, takeover.
-        pub(crate) reads: Arc<PgStore>,
-        /// The receipt writer's own connection.
-        pub(crate) writes: PgStore,
-        pub(crate) member: Member,
-    }
-
-    impl Tasks {
-        pub(crate) fn open(shared: &Arc<PgStore>, member: Member) -> Result<Tasks> {
-            Ok(Tasks {
-                reads: Arc::clone(shared),
-                writes: shared.sibling()?,
-                member,
-            })
-        }
+        self.receipts.close_sibling();
     }
 }

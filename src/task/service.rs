@@ -779,6 +779,11 @@ fn recover(store: &TaskDb, now: i64, only: Option<&str>) -> Result<(usize, Vec<r
 }
 
 impl TaskService {
+    /// Where the task rows and receipts live (the autopilot's receipts live there too).
+    pub(crate) fn db(&self) -> &TaskDb {
+        &self.shared.store
+    }
+
     /// Recovers the receipts a dead process left running (R-TSK-RCPT) and starts the writer
     /// and the session reaper.
     pub(crate) fn open(
@@ -960,7 +965,9 @@ impl TaskService {
     /// carry to this one's tasks (issue 23).
     fn start_carrier(&self) {
         #[cfg(feature = "postgres")]
-        if let TaskDb::Shared(t) = &self.shared.store {
+        if let (Some(reads), Some(member)) =
+            (self.shared.store.shared_store(), self.shared.store.member())
+        {
             let weak = Arc::downgrade(&self.shared);
             let apply: super::carry::Apply = Box::new(move |c| {
                 let shared = weak.upgrade().ok_or(Error::GatewayClosed)?;
@@ -970,7 +977,7 @@ impl TaskService {
                 answer
             });
             let dead_after =
-                Duration::from_millis(u64::try_from(t.member.dead_after_ms).unwrap_or(0));
+                Duration::from_millis(u64::try_from(member.dead_after_ms).unwrap_or(0));
             let weak = Arc::downgrade(&self.shared);
             let seam: super::carry::Seam = Box::new(move |at| {
                 let hook = weak.upgrade().and_then(|s| s.hook.read().clone());
@@ -979,8 +986,8 @@ impl TaskService {
                 }
             });
             let carrier = Carrier::start(
-                Arc::clone(&t.reads),
-                t.member.process.clone(),
+                Arc::clone(reads),
+                member.process.clone(),
                 dead_after,
                 Arc::clone(&self.shared.clock),
                 apply,

@@ -472,8 +472,7 @@ mod tests {
     fn r_tsk_rcpt_writes_commit_before_returning_and_a_failing_write_fails_alone() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path()).unwrap());
-        let w =
-            Writer::start(TaskDb::Sqlite(Arc::clone(&store)), dir.path().to_path_buf()).unwrap();
+        let w = Writer::start(TaskDb::file(Arc::clone(&store)), dir.path().to_path_buf()).unwrap();
         w.write(Box::new(|tx| {
             tx.batch("CREATE TABLE t (x INTEGER PRIMARY KEY)")
         }))
@@ -614,7 +613,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path()).unwrap());
         let w = Arc::new(
-            Writer::start(TaskDb::Sqlite(Arc::clone(&store)), dir.path().to_path_buf()).unwrap(),
+            Writer::start(TaskDb::file(Arc::clone(&store)), dir.path().to_path_buf()).unwrap(),
         );
         w.write(Box::new(|tx| {
             tx.batch("CREATE TABLE t (x INTEGER PRIMARY KEY)")

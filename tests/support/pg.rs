@@ -1,12 +1,16 @@
 //! The throw-away PostgreSQL cluster of the shared-store tests (issue 23): its URL
 //! (`JEVGATE_PG_URL`; a skip with the reason printed without it or without the cargo feature
 //! `postgres`, a failure under `JEVGATE_REQUIRE_PG=1`), a fresh database per test with its URL in
-//! a 0600 file (`urlFile`), `psql` for checks made from outside jevgate, and gateways on it.
+//! a 0600 file (`urlFile`), `psql` for checks made from outside jevgate, gateways on it, and
+//! the lines a child process of the fleet tests prints.
 
 use jevgate::{Config, Gateway, GatewayOptions};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 /// Prints why a test is skipped where `cargo test` shows it: straight to the process's stderr
 /// (libtest captures what `eprintln!` prints for a passing test, which would hide the skip).
@@ -110,9 +114,55 @@ pub fn pg_config(url_file: &Path) -> Config {
     Config::from_json_str(&json.to_string()).unwrap()
 }
 
+/// The shared store's configuration with the local Jev provider enabled, as JSON (a suite may
+/// add to it before parsing).
+pub fn pg_jev_json(url_file: &Path) -> serde_json::Value {
+    serde_json::json!({"gateway": {
+        "jev": {"enabled": true, "provider": "local"},
+        "store": {"kind": "postgres", "urlFile": url_file}
+    }})
+}
+
 /// A gateway on the shared store, with a private data directory (kept alive with it).
 pub fn open_gateway(url_file: &Path) -> (Gateway, tempfile::TempDir) {
+    open_with(pg_config(url_file))
+}
+
+/// A gateway with `config`, with a private data directory (kept alive with it).
+pub fn open_with(config: Config) -> (Gateway, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let gw = Gateway::open(GatewayOptions::new(dir.path(), pg_config(url_file))).unwrap();
+    let gw = Gateway::open(GatewayOptions::new(dir.path(), config)).unwrap();
     (gw, dir)
+}
+
+/// The lines a child prints, on a channel (read on a thread: a stuck child fails, never hangs).
+pub fn lines_of(child: &mut std::process::Child) -> mpsc::Receiver<String> {
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Waits (at most `within`) for a line containing `marker` and returns what follows it,
+/// trimmed (other lines are skipped; the harness's own `test child_role ...` may lead one).
+pub fn expect_line(rx: &mpsc::Receiver<String>, marker: &str, within: Duration) -> String {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                if let Some(i) = line.find(marker) {
+                    return line[i + marker.len()..].trim().to_string();
+                }
+            }
+            Err(_) => panic!("the child never printed {marker}"),
+        }
+    }
 }
