@@ -25,7 +25,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::pg::{fresh_db, pg_url, psql};
+use support::pg::{fresh_db, pg_url, psql, PAST_DEAD_MS};
 use support::Server;
 
 const WAIT: Duration = Duration::from_secs(90);
@@ -33,8 +33,6 @@ const ENV_CHILD: &str = "JEVGATE_FLEET_TASK_CHILD";
 const ENV_BASE: &str = "JEVGATE_FLEET_TASK_BASE";
 /// Set for the child that owns a task and dies right after taking a carried call.
 const ENV_CARRY_CHILD: &str = "JEVGATE_FLEET_CARRY_CHILD";
-/// The liveness threshold (10 s) plus a margin, on the database clock.
-const PAST_DEAD_MS: i64 = 11_000;
 
 fn owner() -> TaskOwner {
     TaskOwner::new("assistant", "alice", "conv-fleet")

@@ -17,8 +17,23 @@
 //! `JEVGATE_CRASH_VERBOSE=1` prints what each child said. A new task on the reopened directory
 //! runs after every named kill and every tenth random one (a browser start each).
 //!
+//! The same promises on the shared store (issue 23 "the same receipt property tests run against
+//! both engines"; R-TSK-RCPT across processes): each child runs its task on a fresh PostgreSQL
+//! database; after the kill the parent — another process of the fleet, with its own data
+//! directory — opens a gateway on that database, proves that reading a task of the dead child
+//! changes nothing while its liveness row is fresh, moves its view of the database clock past
+//! the dead threshold and takes each task over by reading it (the public API), then checks
+//! everything above through the same code; instead of `PRAGMA integrity_check` (a killed client
+//! cannot damage the server's pages) it checks the raw rows: no request left `running`, no
+//! operation `dispatched`, no task `queued` or `running`. Random kills
+//! (`JEVGATE_CRASH_PG_RANDOM`, 16 by default: about 2 CPU-seconds a child, so the suite stays
+//! near 20 s on two cores; the same seed variable replays) and the four named boundaries at the
+//! middle step. Needs the cargo feature `postgres` and `JEVGATE_PG_URL`
+//! (skipped with the reason printed otherwise, failed under `JEVGATE_REQUIRE_PG=1`).
+//!
 //! The parent makes itself a child subreaper, so the dead child's orphans (its Chromium and
-//! that Chromium's watchdog) are reaped here and not left as zombies.
+//! that Chromium's watchdog) are reaped here and not left as zombies. The two suites take turns
+//! (one lock): the reaping of one must never take a child the other still waits for.
 
 mod support;
 
@@ -26,12 +41,13 @@ use jevgate::task::{Receipt, SpawnRequest, TaskOwner, TaskState, TaskStatus};
 use jevgate::{Config, Gateway, GatewayOptions};
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::pages::CRASH_BUTTONS;
+use support::pg::{drop_db, fresh_db, pg_url, psql, Db, PAST_DEAD_MS};
 use support::Server;
 
 /// Browser tasks and step lists on (both off by default), the local evaluator.
@@ -44,6 +60,8 @@ const ENV_MODE: &str = "JEVGATE_CRASH_CHILD";
 const ENV_DIR: &str = "JEVGATE_CRASH_DIR";
 const ENV_BASE: &str = "JEVGATE_CRASH_BASE";
 const ENV_MARK: &str = "JEVGATE_CRASH_MARK";
+/// Set on the shared store: the file holding the child's database URL (`urlFile`).
+const ENV_PG: &str = "JEVGATE_CRASH_PG";
 const CHILD_TEST: &str = "crash_child";
 /// Steps of a named-point child (first, middle and last step are killed at) and of a random
 /// one (fewer, so that 200 of them fit the time and most random moments fall inside a run).
@@ -66,12 +84,27 @@ fn owner() -> TaskOwner {
     TaskOwner::new("assistant", "alice", "conv-crash")
 }
 
-fn gateway(dir: &Path) -> Gateway {
-    Gateway::open(GatewayOptions::new(
-        dir,
-        Config::from_json_str(CONFIG).unwrap(),
-    ))
-    .unwrap()
+/// A gateway on `dir`: its tasks in the directory's SQLite file, or with `pg` (a `urlFile`) on
+/// the shared store's database it names, with the same task configuration.
+fn gateway(dir: &Path, pg: Option<&Path>) -> Gateway {
+    let config = match pg {
+        None => Config::from_json_str(CONFIG).unwrap(),
+        Some(url_file) => {
+            let json = support::gateway::with_tasks(support::pg::pg_jev_json(url_file));
+            Config::from_json_str(&json.to_string()).unwrap()
+        }
+    };
+    Gateway::open(GatewayOptions::new(dir, config)).unwrap()
+}
+
+/// Where the children and the parent keep tasks and receipts.
+#[derive(Debug, Clone)]
+enum Engine {
+    /// The data directory's SQLite file: the parent reopens the dead child's directory.
+    Sqlite,
+    /// PostgreSQL on the cluster at this URL: a fresh database per child, taken over by a
+    /// gateway of the parent with its own data directory.
+    Postgres(String),
 }
 
 fn step_list(steps: usize) -> String {
@@ -111,7 +144,8 @@ fn crash_child() {
         ["random", steps] => (None, steps.parse::<usize>().unwrap()),
         _ => panic!("bad mode"),
     };
-    let gw = gateway(Path::new(&dir));
+    let pg = std::env::var_os(ENV_PG).map(PathBuf::from);
+    let gw = gateway(Path::new(&dir), pg.as_deref());
     say("open");
     let seen = AtomicU32::new(0);
     let kill_at = named.clone();
@@ -270,27 +304,53 @@ struct Outcome {
     clicks: usize,
 }
 
-/// Runs one child and checks the directory it left. `Err` describes a broken promise.
+/// A child's fresh database on the shared store, dropped with its guard (also after a failed
+/// check; the dead child's connections are gone, the parent's gateway is closed by then).
+struct FreshDb {
+    db: Db,
+    cluster: String,
+}
+
+impl Drop for FreshDb {
+    fn drop(&mut self) {
+        drop_db(&self.cluster, &self.db);
+    }
+}
+
+/// Runs one child on `engine` and checks the directory or database it left. `Err` describes a
+/// broken promise.
 fn run_job(
     job: &Job,
+    engine: &Engine,
     server: &Server,
     mark: &str,
     rng_delay: u64,
     new_task: bool,
 ) -> Result<Outcome, String> {
     let dir = tempfile::tempdir().unwrap();
+    let fresh = match engine {
+        Engine::Sqlite => None,
+        Engine::Postgres(cluster) => Some(FreshDb {
+            db: fresh_db(cluster),
+            cluster: cluster.clone(),
+        }),
+    };
+    let pg = fresh.as_ref().map(|f| &f.db);
     let before = counts(server);
     let t0 = Instant::now();
-    let mut child: Child = Command::new(std::env::current_exe().unwrap())
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
         .args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
         .env(ENV_MODE, job.mode())
         .env(ENV_DIR, dir.path())
         .env(ENV_BASE, &server.base)
         .env(ENV_MARK, mark)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("spawn child: {e}"))?;
+        .stderr(Stdio::null());
+    if let Some(db) = pg {
+        command.env(ENV_PG, &db.url_file);
+    }
+    let mut child: Child = command.spawn().map_err(|e| format!("spawn child: {e}"))?;
     let (tx, lines) = mpsc::channel::<String>();
     let stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
@@ -335,6 +395,7 @@ fn run_job(
         }
         std::thread::sleep(Duration::from_millis(10));
     };
+    let killed = Instant::now();
     let _ = reader.join();
     said.extend(lines.try_iter());
     use std::os::unix::process::ExitStatusExt;
@@ -363,9 +424,20 @@ fn run_job(
             t0.elapsed()
         );
     }
-    let gw = gateway(dir.path());
+    // SQLite: the parent reopens the dead child's directory (startup recovery). PostgreSQL:
+    // another process of the fleet (the parent, its own data directory) opens the database and
+    // takes the task over once the dead child's liveness row is past the threshold.
+    let own_dir = tempfile::tempdir().unwrap();
+    let gw = match pg {
+        None => gateway(dir.path(), None),
+        Some(db) => gateway(own_dir.path(), Some(&db.url_file)),
+    };
     let reopened = counts(server);
-    let result = check_dir(job, &gw, &clicked, finished);
+    let result = match pg {
+        None => Ok(()),
+        Some(_) => take_over(&gw, killed.elapsed()),
+    };
+    let result = result.and_then(|()| check_dir(job, &gw, &clicked, finished));
     let result = result.and_then(|outcome| {
         if !new_task {
             // Nothing is re-sent after reopening (recovery left no task busy; a short window).
@@ -401,12 +473,66 @@ fn run_job(
         Ok(outcome)
     });
     gw.close();
-    let integrity = integrity(dir.path());
+    let integrity = match pg {
+        None => integrity(dir.path()),
+        Some(db) => rows_left(db),
+    };
     let outcome = result?;
     if integrity != "ok" {
         return Err(format!("integrity_check: {integrity}"));
     }
     Ok(outcome)
+}
+
+/// On the shared store: the dead child's tasks are the fleet's only once its liveness row is
+/// older than the dead threshold on the database clock. While the row is surely fresh (a
+/// heartbeat every 2 s, dead after 10 s: checked when the kill was less than 5 s ago), reading
+/// a task changes nothing — a live owner's task is never taken; once this gateway's view of the
+/// clock is past the threshold, reading each task through the public API takes it over
+/// (recovered as a restart would recover it).
+fn take_over(gw: &Gateway, since_kill: Duration) -> Result<(), String> {
+    let tasks = jevgate::unstable::all_tasks(&gw.tasks(), 100).map_err(|e| e.to_string())?;
+    let read = |t: &TaskStatus| {
+        gw.tasks()
+            .status(&t.owner, &t.id)
+            .map_err(|e| format!("reading the dead child's task: {}", e.code()))
+    };
+    if since_kill < Duration::from_secs(5) {
+        for (t, _) in &tasks {
+            let s = read(t)?;
+            if (s.state, &s.reason) != (t.state, &t.reason) {
+                return Err(format!(
+                    "a task taken over before its owner was dead: {:?} became {:?}",
+                    t.state, s.state
+                ));
+            }
+        }
+    }
+    jevgate::unstable::advance_store_clock_ms(gw.leases(), PAST_DEAD_MS);
+    for (t, _) in &tasks {
+        read(t)?;
+    }
+    Ok(())
+}
+
+/// The shared store's counterpart of `integrity_check`: PostgreSQL's pages cannot be damaged by
+/// a killed client (its open transaction is rolled back), so what is checked is the rows the
+/// dead child and the takeover left, read past jevgate: no request `running`, no operation
+/// `dispatched`, no task `queued` or `running` (the parent's gateway is closed). `ok` or what
+/// is left.
+fn rows_left(db: &Db) -> String {
+    let left = psql(
+        &db.url,
+        "SELECT (SELECT count(*) FROM task_requests WHERE state = 'running') || ' running \
+         requests, ' || (SELECT count(*) FROM task_operations WHERE status = 'dispatched') || \
+         ' dispatched operations, ' || (SELECT count(*) FROM tasks WHERE state IN ('queued', \
+         'running')) || ' busy tasks'",
+    );
+    if left == "0 running requests, 0 dispatched operations, 0 busy tasks" {
+        "ok".into()
+    } else {
+        left
+    }
 }
 
 fn integrity(dir: &Path) -> String {
@@ -605,7 +731,7 @@ fn r_run_the_crash_step_list_presses_each_button_once() {
     }
     let server = Server::start();
     let dir = tempfile::tempdir().unwrap();
-    let gw = gateway(dir.path());
+    let gw = gateway(dir.path(), None);
     let mut request = SpawnRequest::from_person(step_list(NAMED_STEPS));
     request.start_url = Some(server.url("/p/crash"));
     let started = Instant::now();
@@ -631,15 +757,45 @@ fn r_tsk_rcpt_sigkill_at_any_moment_keeps_every_promise() {
     if std::env::var(ENV_MODE).is_ok() {
         return; // a child runs only its own test
     }
+    let random: usize = std::env::var("JEVGATE_CRASH_RANDOM")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    crash_suite(Engine::Sqlite, random, &[1, NAMED_STEPS / 2, NAMED_STEPS]);
+}
+
+// R-TSK-RCPT across processes (issue 23 "the same receipt property tests against both
+// engines"): the same kills and promises on the shared store, each child on a fresh
+// PostgreSQL database taken over by another process once the child is dead on the database
+// clock; random moments (16 by default) and every named boundary of the middle step.
+#[test]
+fn r_tsk_rcpt_sigkill_on_the_shared_store_keeps_every_promise() {
+    if std::env::var(ENV_MODE).is_ok() {
+        return; // a child runs only its own test
+    }
+    let Some(url) = pg_url() else { return };
+    let random: usize = std::env::var("JEVGATE_CRASH_PG_RANDOM")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16);
+    crash_suite(Engine::Postgres(url), random, &[NAMED_STEPS / 2]);
+}
+
+/// The kills on `engine`: every named boundary at each of `steps` (1-based) and `random`
+/// random moments, two lanes of children at once; fails with every broken promise and the seed.
+fn crash_suite(engine: Engine, random: usize, steps: &[usize]) {
+    // One suite at a time: each reaps the orphans adopted by this process at its end.
+    static TURN: Mutex<()> = Mutex::new(());
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let started = Instant::now();
     // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) only changes who adopts this process's orphans.
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     }
-    let random: usize = std::env::var("JEVGATE_CRASH_RANDOM")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(200);
+    let name = match engine {
+        Engine::Sqlite => "task_crash",
+        Engine::Postgres(_) => "task_crash (postgres)",
+    };
     let seed: u64 = std::env::var("JEVGATE_CRASH_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -649,13 +805,13 @@ fn r_tsk_rcpt_sigkill_at_any_moment_keeps_every_promise() {
                 .unwrap()
                 .as_nanos() as u64
         });
-    println!("task_crash: seed {seed} (JEVGATE_CRASH_SEED={seed} replays), {random} random kills");
+    println!("{name}: seed {seed} (JEVGATE_CRASH_SEED={seed} replays), {random} random kills");
     let mut rng = Rng(seed);
     let mut jobs = VecDeque::new();
     // JEVGATE_CRASH_NAMED=0 leaves the named points out (for tuning the random part only).
     let named = std::env::var("JEVGATE_CRASH_NAMED").map_or(true, |v| v != "0");
     for boundary in BOUNDARIES.into_iter().filter(|_| named) {
-        for step in [1, NAMED_STEPS / 2, NAMED_STEPS] {
+        for &step in steps {
             jobs.push_back((Job::Named { boundary, step }, 0, true));
         }
     }
@@ -680,6 +836,7 @@ fn r_tsk_rcpt_sigkill_at_any_moment_keeps_every_promise() {
     let handles: Vec<_> = (0..lanes)
         .map(|lane| {
             let (jobs, failures, stats) = (jobs.clone(), failures.clone(), stats.clone());
+            let engine = engine.clone();
             std::thread::spawn(move || {
                 let server = Server::start();
                 let mut n = 0;
@@ -689,7 +846,7 @@ fn r_tsk_rcpt_sigkill_at_any_moment_keeps_every_promise() {
                     };
                     n += 1;
                     let mark = format!("{}-{lane}-{n}", std::process::id());
-                    match run_job(&job, &server, &mark, delay, new_task) {
+                    match run_job(&job, &engine, &server, &mark, delay, new_task) {
                         Ok(o) => {
                             let mut s = stats.lock().unwrap();
                             s.0 += 1;
@@ -709,7 +866,7 @@ fn r_tsk_rcpt_sigkill_at_any_moment_keeps_every_promise() {
     let failures = failures.lock().unwrap().clone();
     let (kills, mid_run, clicks) = *stats.lock().unwrap();
     println!(
-        "task_crash: {total} children, {kills} kills checked ({mid_run} inside a run), {clicks} \
+        "{name}: {total} children, {kills} kills checked ({mid_run} inside a run), {clicks} \
          real clicks, {} failures, {:.1} s, seed {seed}",
         failures.len(),
         started.elapsed().as_secs_f64()

@@ -12,6 +12,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// How far a test moves a gateway's view of the database clock to find a killed process dead:
+/// the liveness threshold (10 s) plus a margin.
+pub const PAST_DEAD_MS: i64 = 11_000;
+
 /// Prints why a test is skipped where `cargo test` shows it: straight to the process's stderr
 /// (libtest captures what `eprintln!` prints for a passing test, which would hide the skip).
 pub fn skip_note(why: &str) {
@@ -81,6 +85,7 @@ pub fn with_db(url: &str, db: &str) -> String {
 /// A fresh database on the cluster and a 0600 file holding its URL (`urlFile`).
 pub struct Db {
     pub url: String,
+    pub name: String,
     _dir: tempfile::TempDir,
     pub url_file: PathBuf,
 }
@@ -104,9 +109,19 @@ pub fn fresh_db(url: &str) -> Db {
     std::fs::write(&url_file, format!("{db_url}\n")).unwrap();
     Db {
         url: db_url,
+        name,
         _dir: dir,
         url_file,
     }
+}
+
+/// Drops `db` from the cluster at `cluster_url`, ending its connections first (for a suite
+/// that makes many); best effort: a failure leaves a database in a throw-away cluster.
+pub fn drop_db(cluster_url: &str, db: &Db) {
+    let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", db.name);
+    let _ = Command::new("psql")
+        .args([cluster_url, "-X", "-q", "-c", &sql])
+        .output();
 }
 
 pub fn pg_config(url_file: &Path) -> Config {
