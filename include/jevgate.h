@@ -100,6 +100,7 @@
 #define JEVGATE_CODE_CONTROL_DENIED "CONTROL_DENIED"
 #define JEVGATE_CODE_COMPUTER_BUSY "COMPUTER_BUSY"
 #define JEVGATE_CODE_COMPUTER_TOOL_FAILED "COMPUTER_TOOL_FAILED"
+#define JEVGATE_CODE_COMPUTER_NOT_ALLOWED "COMPUTER_NOT_ALLOWED"
 #define JEVGATE_CODE_INTERNAL "INTERNAL"
 
 /**
@@ -1236,7 +1237,7 @@ jevgate_status jevgate_browser_tool_call(const jevgate_gateway *gateway,
  * Starts a task for the owner `owner_json` (`{"agentId","principalId","conversationId"}`)
  * from `request_json` (`{"goal", "userMessage"?, "autopilot"?: {"goal", "values": {name:
  * value}, "maxSteps"?} (the first round is an autopilot run), "target"?: {"kind":"local","profile"?} |
- * {"kind":"device","deviceId"}, "startUrl"?: http(s) URL, "budget"?: {"maxSteps",
+ * {"kind":"device","deviceId"} | {"kind":"computer","deviceId"}, "startUrl"?: http(s) URL, "budget"?: {"maxSteps",
  * "maxEvaluations","timeoutMs"}, "keepOpen"?: bool}`: `goal` is the agent's words, run as a
  * goal run with every action checked for impact; `userMessage` the person's own message, a
  * step list there running verbatim as theirs (with no goal, it runs as their command);

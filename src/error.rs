@@ -653,6 +653,11 @@ pub enum Error {
     #[error("the computer helper is busy")]
     ComputerBusy,
 
+    /// Computer Use is not enabled for this agent (seed 003 "Computer Use connectors": Jev
+    /// off, `features.computerTasks` disabled, or the agent not allowed). Not retryable.
+    #[error("Computer Use is not enabled for this agent")]
+    ComputerNotAllowed,
+
     /// The computer helper failed in a way jevgate does not know, or answered something that
     /// is not the helper contract (issue 25). `reason` is written by jevgate, never the
     /// helper's own text.
@@ -852,6 +857,7 @@ error_table! {
     ControlDenied => "CONTROL_DENIED", 403, Device, false, None;
     ComputerBusy => "COMPUTER_BUSY", 409, Device, true, None;
     ComputerToolFailed => "COMPUTER_TOOL_FAILED", 502, Device, false, None;
+    ComputerNotAllowed => "COMPUTER_NOT_ALLOWED", 403, Device, false, None;
     Internal => "INTERNAL", 500, Internal, false, None;
 }
 
@@ -963,6 +969,7 @@ impl Error {
             Error::ControlDenied => ErrorKind::ControlDenied,
             Error::ComputerBusy => ErrorKind::ComputerBusy,
             Error::ComputerToolFailed { .. } => ErrorKind::ComputerToolFailed,
+            Error::ComputerNotAllowed => ErrorKind::ComputerNotAllowed,
             Error::Internal { .. } => ErrorKind::Internal,
         }
     }

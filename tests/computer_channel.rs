@@ -17,34 +17,14 @@ mod support;
 use jevgate::device::computer::{ComputerAction, ComputerCommand};
 #[cfg(feature = "computer")]
 use jevgate::device::computer::{ReceiptRead, ReceiptState, ACCESS_TIMEOUT};
-use jevgate::device::{PairRequest, ToolExecutor, WorkerFailure};
+use jevgate::device::{ToolExecutor, WorkerFailure};
 use jevgate::CancelToken;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::gateway::{builder, Paired, TestGateway};
-
-fn computer_request(installation: &str) -> PairRequest {
-    PairRequest {
-        installation_id: installation.into(),
-        name: format!("Desktop {installation}"),
-        browser: None,
-    }
-}
-
-fn pair_computer(tg: &TestGateway, owner: &str, installation: &str) -> Paired {
-    let p = tg
-        .gw
-        .pair_computer(owner, &computer_request(installation))
-        .unwrap();
-    assert_eq!(p.device.label, "computer");
-    Paired {
-        owner: owner.into(),
-        device: p.device.id,
-        token: p.token,
-    }
-}
+use support::computer::pair_computer;
+use support::gateway::builder;
 
 fn press(op: &str, reference: &str) -> ComputerCommand {
     ComputerCommand {
@@ -292,65 +272,17 @@ fn r_computer_access_request_times_out_after_five_minutes_on_the_helpers_clock()
 #[cfg(feature = "computer")]
 mod helper {
     use super::*;
+    use crate::support::computer::{
+        approve, button, display, focused, helper, tab_off_display, wait_buttons, wait_display,
+    };
     use crate::support::desktop::{missing, skip, Desk};
+    use crate::support::gateway::Paired;
     use jevgate::clock::{Clock, ManualClock};
-    use jevgate::device::computer::{ComputerDevice, ComputerObservation};
-    use jevgate::unstable::computer::{state, ComputerHelper, HelperOptions};
+    use jevgate::device::computer::ComputerDevice;
+    use jevgate::unstable::computer::state;
     use std::io::Write;
     use std::path::Path;
     use std::time::Instant;
-
-    fn helper(dir: &Path, desk: Option<&Desk>, clock: &ManualClock) -> Arc<ComputerHelper> {
-        Arc::new(ComputerHelper::new(HelperOptions {
-            state_dir: dir.to_path_buf(),
-            app: Some("gnome-calculator".into()),
-            a11y_bus: desk.map(Desk::a11y_bus),
-            display: desk.map(|d| d.var("DISPLAY").to_string()),
-            clock: Arc::new(clock.clone()),
-        }))
-    }
-
-    fn approve(dir: &Path, app: &str, minutes: u64, clock: &ManualClock) {
-        state::approve(
-            dir,
-            &[app.to_string()],
-            Duration::from_secs(minutes * 60),
-            clock,
-        )
-        .unwrap();
-    }
-
-    /// The calculator's display: its one editable text box.
-    fn display(o: &ComputerObservation) -> (String, Option<String>) {
-        let d: Vec<_> = o
-            .controls
-            .iter()
-            .filter(|c| c.states.iter().any(|s| s == "editable"))
-            .collect();
-        assert_eq!(d.len(), 1, "one editable display");
-        (d[0].reference.clone(), d[0].value.clone())
-    }
-
-    fn button(o: &ComputerObservation, label: &str) -> String {
-        let found = o.named(label);
-        assert_eq!(found.len(), 1, "exactly one control named {label:?}");
-        assert!(found[0].actions.iter().any(|a| a == "press"));
-        found[0].reference.clone()
-    }
-
-    /// Observes through the gateway until the display reads `want` (GTK updates it on its main
-    /// loop), bounded.
-    fn wait_display(pc: &ComputerDevice, want: &str) -> ComputerObservation {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let o = pc.observe().expect("observe");
-            if display(&o).1.as_deref() == Some(want) || Instant::now() > deadline {
-                assert_eq!(display(&o).1.as_deref(), Some(want));
-                return o;
-            }
-            std::thread::sleep(Duration::from_millis(30));
-        }
-    }
 
     fn not_found(pc: &ComputerDevice, op: &str) {
         assert_eq!(
@@ -389,24 +321,7 @@ mod helper {
 
         // The person approves the calculator; its buttons appear once its window is mapped.
         approve(dir, "gnome-calculator", 30, &clock);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let o = loop {
-            if let Ok(o) = pc.observe() {
-                if o.controls
-                    .iter()
-                    .filter(|c| c.actions.iter().any(|a| a == "press"))
-                    .count()
-                    >= 29
-                {
-                    break o;
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the calculator's buttons never showed"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        };
+        let o = wait_buttons(&pc);
         let ready = started.elapsed();
         assert_eq!(o.contract_version, 1);
         assert_eq!(o.application, "gnome-calculator");
@@ -496,20 +411,7 @@ mod helper {
                 reference: reference.into(),
             },
         };
-        let focused = |o: &ComputerObservation, reference: &str| {
-            o.control(reference)
-                .is_some_and(|c| c.states.iter().any(|s| s == "focused"))
-        };
-        pc.act(&key("key-2", "tab")).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let o = loop {
-            let o = pc.observe().unwrap();
-            let (field, _) = display(&o);
-            if !focused(&o, &field) || Instant::now() > deadline {
-                break o;
-            }
-            std::thread::sleep(Duration::from_millis(30));
-        };
+        let o = tab_off_display(&pc, "key-2");
         let (field, _) = display(&o);
         assert!(!focused(&o, &field), "Tab took the focus off the display");
         let answer = pc.act(&focus("focus-1", &field)).unwrap();

@@ -423,6 +423,22 @@ fn take_back_from_another_process_cancels_the_in_flight_command_within_1_s() {
     assert!(again.acquired && again.fencing_token > token);
 }
 
+// R-LEASE-6, issue 25 item 1, on the shared store: one device is released alone.
+#[test]
+fn one_device_is_released_alone_on_the_shared_store() {
+    let Some(url) = pg_url() else { return };
+    let db = fresh_db(&url);
+    let (gw, _dir) = open_gateway(&db.url_file);
+    let l = gw.leases();
+    l.acquire("d1", "a").unwrap();
+    l.acquire("d2", "a").unwrap();
+    assert!(!l.release("d1", "b").unwrap());
+    assert!(l.release("d1", "a").unwrap());
+    assert_eq!(l.holder("d1"), None);
+    assert_eq!(l.holder("d2").as_deref(), Some("a"));
+    assert!(l.acquire("d1", "c").unwrap().acquired);
+}
+
 // R-LEASE-6 across processes: a release by another process cancels nothing.
 #[test]
 fn a_release_from_another_process_does_not_cancel_the_command() {

@@ -192,6 +192,28 @@ fn r_lease_6_session_end_releases_everything_without_cancelling() {
     );
 }
 
+// R-LEASE-6, issue 25 item 1: a computer task lets go of its one desktop lease only — the
+// conversation's other devices stay its own; releasing what it does not hold changes nothing.
+#[test]
+fn r_lease_6_one_device_is_released_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new();
+    let gw = gateway(dir.path(), &clock);
+    let l = gw.leases();
+    l.acquire("d1", "a").unwrap();
+    l.acquire("d2", "a").unwrap();
+    assert!(!l.release("d1", "b").unwrap(), "not b's to release");
+    assert!(l.release("d1", "a").unwrap());
+    assert!(!l.release("d1", "a").unwrap(), "already free");
+    assert_eq!(l.holder("d1"), None);
+    assert_eq!(l.holder("d2").as_deref(), Some("a"));
+    assert!(l.acquire("d1", "c").unwrap().acquired);
+    assert_eq!(
+        l.acquire("d2", "c").unwrap_err().code(),
+        "DEVICE_CONTROL_ELSEWHERE"
+    );
+}
+
 #[test]
 fn r_lease_7_control_routes_are_owner_only() {
     let dir = tempfile::tempdir().unwrap();

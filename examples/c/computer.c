@@ -3,7 +3,8 @@
  * capability `computer`, see it in the inventory, and drive it through a computer handle while
  * no helper is connected: observe, act, an operation's receipt and an access request all answer
  * DEVICE_OFFLINE (the action is never sent, so never executed); a bad command is refused before
- * anything is sent; a browser is no computer; another owner's computer does not exist.
+ * anything is sent; a browser is no computer; another owner's computer does not exist; a task
+ * on the computer is COMPUTER_NOT_ALLOWED while Computer Use is off (Jev off here).
  * Prints neither the token nor an observation (secrets, screen text).
  * Exits non-zero on the first broken expectation (the test suite runs it).
  */
@@ -111,6 +112,18 @@ int main(int argc, char **argv) {
   EXPECT(failed_with(jevgate_computer_observe(pc, &json, &err), &err, JEVGATE_CODE_DEVICE_NOT_PAIRED));
   jevgate_computer_free(pc);
   jevgate_computer_free(NULL);
+
+  /* A task on the computer (target {"kind":"computer","deviceId"}): this gateway has Jev off,
+   * so Computer Use is not enabled for the agent — refused before anything is stored. */
+  char request[256];
+  snprintf(request, sizeof request, "{\"goal\":\"5\",\"target\":{\"kind\":\"computer\",\"deviceId\":\"%s\"}}",
+           computer_id);
+  char *task_id = NULL;
+  EXPECT(failed_with(jevgate_task_spawn(gw, "{\"agentId\":\"assistant\",\"principalId\":\"person\","
+                                            "\"conversationId\":\"conv-1\"}",
+                                        request, NULL, NULL, &task_id, &err),
+                     &err, JEVGATE_CODE_COMPUTER_NOT_ALLOWED));
+  EXPECT(task_id == NULL);
 
   jevgate_channel_free(channel);
   jevgate_gateway_close(gw);

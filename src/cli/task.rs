@@ -347,6 +347,7 @@ fn task_text(s: &TaskStatus, receipts: &[Receipt]) -> String {
         match &s.target {
             jevgate::task::TaskTarget::Local { .. } => "local".to_string(),
             jevgate::task::TaskTarget::Device { device_id } => format!("device {device_id}"),
+            jevgate::task::TaskTarget::Computer { device_id } => format!("computer {device_id}"),
         },
         s.actions,
         s.evaluations

@@ -670,6 +670,31 @@ impl Config {
         })
     }
 
+    /// The computer-task gate (issue 25 item 4; seed 003 "Computer Use connectors"): a task on
+    /// a paired computer runs when Jev is enabled, `features.computerTasks` is on (the default)
+    /// and `agent_id` may use Jev; otherwise `COMPUTER_NOT_ALLOWED`. A step list runs step by
+    /// step under `features.computerSteps` (default off). `features.browserTasks` plays no part.
+    ///
+    /// ```
+    /// let on = jevgate::Config::from_json_str(r#"{"gateway":{"jev":{"enabled":true,
+    ///   "provider":"local","allowedAgentIds":["assistant"]}}}"#).unwrap();
+    /// assert!(!on.computer_task_gate("assistant").unwrap().step_lists);
+    /// assert_eq!(on.computer_task_gate("intern").unwrap_err().code(), "COMPUTER_NOT_ALLOWED");
+    /// ```
+    pub fn computer_task_gate(&self, agent_id: &str) -> crate::Result<BrowserTaskGrant> {
+        let jev = &self.gateway.jev;
+        if !jev.enabled
+            || !jev.features.enabled(Feature::ComputerTasks)
+            || self.jev_refusal(agent_id).is_some()
+        {
+            return Err(crate::Error::ComputerNotAllowed);
+        }
+        Ok(BrowserTaskGrant {
+            step_lists: jev.features.enabled(Feature::ComputerSteps),
+            confirm_high_impact: ConfirmHighImpact::default(),
+        })
+    }
+
     /// Which backend decides Computer Use steps for `agent_id`.
     pub fn computer_use_backend(&self, agent_id: &str) -> ComputerUseBackend {
         if self.jev_allowed(agent_id) && self.gateway.jev.features.enabled(Feature::ComputerTasks) {

@@ -54,7 +54,7 @@ unsafe fn task_args<'a>(
 /// Starts a task for the owner `owner_json` (`{"agentId","principalId","conversationId"}`)
 /// from `request_json` (`{"goal", "userMessage"?, "autopilot"?: {"goal", "values": {name:
 /// value}, "maxSteps"?} (the first round is an autopilot run), "target"?: {"kind":"local","profile"?} |
-/// {"kind":"device","deviceId"}, "startUrl"?: http(s) URL, "budget"?: {"maxSteps",
+/// {"kind":"device","deviceId"} | {"kind":"computer","deviceId"}, "startUrl"?: http(s) URL, "budget"?: {"maxSteps",
 /// "maxEvaluations","timeoutMs"}, "keepOpen"?: bool}`: `goal` is the agent's words, run as a
 /// goal run with every action checked for impact; `userMessage` the person's own message, a
 /// step list there running verbatim as theirs (with no goal, it runs as their command);

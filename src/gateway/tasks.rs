@@ -2,15 +2,16 @@
 //! service gets instead of the gateway itself — Jev evaluations with the gateway's checks and
 //! usage records, the feature and access gate on the live configuration, and targets (a local
 //! Chromium per task — on a profile only once the lease manager pinned it for the task, so a
-//! task and a thread session never open one profile directory together — or a paired device's
-//! tab). Thin: the host holds a weak reference, so a
+//! task and a thread session never open one profile directory together — a paired device's
+//! tab, or a paired computer under one desktop lease released on every exit path). Thin: the host holds a weak reference, so a
 //! task thread never keeps a closed gateway alive, and holds no lock across a call.
 
 use super::{Gateway, Inner};
 use crate::browser::{BrowserBackend, LaunchOptions, LeaseAction, LocalBrowser, TabLeaseArgs};
 use crate::config::BrowserTaskGrant;
+use crate::device::Capability;
 use crate::jev::{EvaluateCall, Evaluation};
-use crate::task::{OpenTarget, TaskHost, TaskOwner, TaskTarget, Tasks};
+use crate::task::{ComputerTarget, OpenTarget, TaskHost, TaskOwner, TaskTarget, Tasks};
 use crate::CancelToken;
 use crate::{Error, Result};
 use parking_lot::RwLock;
@@ -68,6 +69,34 @@ impl Drop for LocalTarget {
     }
 }
 
+/// A computer task's desktop lease (issue 25 item 1; seed 003 "Leases"): released when dropped,
+/// so every path that lets go of the task's target — done, failure, cancel, timeout, shutdown
+/// — releases it; a failed release is retried once.
+struct DesktopLease {
+    leases: crate::lease::Leases,
+    device: String,
+    session: String,
+    /// This open took the lease (it was not the conversation's already).
+    taken: bool,
+}
+
+impl Drop for DesktopLease {
+    fn drop(&mut self) {
+        if !self.taken {
+            return;
+        }
+        let (leases, device, session) = (&self.leases, &self.device, &self.session);
+        if let Err(e) = release_retried(|| leases.release(device, session).map(|_| ())) {
+            log::warn!("desktop lease not released: {}", e.code());
+        }
+    }
+}
+
+/// Runs `release`, and once more when it fails: the second answer is the outcome.
+fn release_retried(mut release: impl FnMut() -> Result<()>) -> Result<()> {
+    release().or_else(|_| release())
+}
+
 /// What the task service may reach of the gateway.
 #[derive(Default)]
 pub(super) struct Host {
@@ -115,12 +144,13 @@ impl TaskHost for Host {
         Ok(self.gateway()?.think(&request)?.text)
     }
 
-    fn task_gate(&self, owner: &TaskOwner) -> Result<BrowserTaskGrant> {
+    fn task_gate(&self, owner: &TaskOwner, target: &TaskTarget) -> Result<BrowserTaskGrant> {
         // The configuration live at this call: a reload applies to the next gate.
-        self.gateway()?
-            .config()
-            .config
-            .browser_task_gate(&owner.agent_id)
+        let config = &self.gateway()?.config().config;
+        match target {
+            TaskTarget::Computer { .. } => config.computer_task_gate(&owner.agent_id),
+            _ => config.browser_task_gate(&owner.agent_id),
+        }
     }
 
     fn evaluate(&self, call: &EvaluateCall, cancel: &CancelToken) -> Result<Evaluation> {
@@ -201,13 +231,41 @@ impl TaskHost for Host {
                     }),
                 })
             }
+            TaskTarget::Computer { device_id } => {
+                // Only the principal's own computer: checked before any lease is taken.
+                let device = gw
+                    .devices(&owner.principal_id)?
+                    .into_iter()
+                    .find(|d| d.id == *device_id)
+                    .ok_or(Error::DeviceNotPaired)?;
+                if device.capability != Capability::Computer {
+                    return Err(Error::DeviceCapabilityMismatch);
+                }
+                // One desktop lease for the run: the conversation takes the device's control
+                // lease now (refused while another holds it); the guard lets it go on every
+                // exit path — the close, a failure below, a panic, shutdown.
+                // A lease the conversation already held (another of its sessions, an
+                // inspection beside a live task) is renewed, not taken: left to its holder.
+                let grant = gw.leases().acquire(device_id, &owner.conversation_id)?;
+                let guard = DesktopLease {
+                    leases: gw.leases().clone(),
+                    device: device_id.clone(),
+                    session: owner.conversation_id.clone(),
+                    taken: grant.acquired,
+                };
+                let computer =
+                    gw.computer_target(&owner.principal_id, &owner.conversation_id, device_id)?;
+                let target = ComputerTarget::new(computer, Arc::clone(gw.clock()));
+                Ok(OpenTarget {
+                    backend: Arc::new(target) as Arc<dyn BrowserBackend>,
+                    close: Box::new(move || drop(guard)),
+                })
+            }
         }
     }
 
     fn inspector(&self, owner: &TaskOwner, target: &TaskTarget) -> Option<Arc<dyn BrowserBackend>> {
-        let TaskTarget::Device { device_id } = target else {
-            return None;
-        };
+        let device_id = target.device_id()?;
         let gw = self.gateway().ok()?;
         // The principal's own device only; no lease is taken (a status read needs none).
         if !gw
@@ -218,9 +276,39 @@ impl TaskHost for Host {
         {
             return None;
         }
+        if let TaskTarget::Computer { .. } = target {
+            let device = gw
+                .computer_target(&owner.principal_id, &owner.conversation_id, device_id)
+                .ok()?;
+            let clock = Arc::clone(gw.clock());
+            return Some(Arc::new(ComputerTarget::new(device, clock)) as Arc<dyn BrowserBackend>);
+        }
         let target = gw
             .device_target(&owner.principal_id, &owner.conversation_id, device_id)
             .ok()?;
         Some(Arc::new(target) as Arc<dyn BrowserBackend>)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    // Seed 003 "Leases": a failed release is retried once, and only once.
+    #[test]
+    fn r_computer_a_failed_desktop_lease_release_is_retried_once() {
+        for (failures, calls, ok) in [(0, 1, true), (1, 2, true), (2, 2, false), (5, 2, false)] {
+            let n = Cell::new(0u32);
+            let answer = release_retried(|| {
+                n.set(n.get() + 1);
+                if n.get() <= failures {
+                    Err(Error::DeviceOffline)
+                } else {
+                    Ok(())
+                }
+            });
+            assert_eq!((n.get(), answer.is_ok()), (calls, ok), "{failures}");
+        }
     }
 }

@@ -1122,6 +1122,23 @@ impl Leases {
         Ok(changed)
     }
 
+    /// Releases `root_session`'s lease on `device` only (a computer task's desktop lease, issue
+    /// 25), leaving its other devices alone; nothing is cancelled. Whether it changed anything
+    /// (`false` when `root_session` did not hold it).
+    pub fn release(&self, device: &str, root_session: &str) -> Result<bool> {
+        self.check_open()?;
+        id_arg("device_id", device)?;
+        id_arg("root_session", root_session)?;
+        if let Some(fleet) = &self.inner.fleet {
+            let (did, _) =
+                self.shared_step(fleet, device, |l, now| l.release_session(root_session, now))?;
+            return Ok(did);
+        }
+        Ok(self
+            .transition(device, |l, now| l.release_session(root_session, now))
+            .0)
+    }
+
     /// The current holder of `device` — for the gateway's own routing and invariant checks.
     /// Never expose it to callers other than the holder.
     pub fn holder(&self, device: &str) -> Option<String> {

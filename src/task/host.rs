@@ -17,11 +17,12 @@ pub(crate) type Hook = Arc<dyn Fn(&'static str) + Send + Sync>;
 
 /// What the gateway lends the task service: Jev evaluations, the gate and targets.
 pub(crate) trait TaskHost: Send + Sync {
-    /// The browser-task gate for `owner` under the configuration live now
-    /// ([`crate::Config::browser_task_gate`]): `ORCHESTRATION_DISABLED`, `EXECUTION_DENIED`, or
+    /// The task gate for `owner` on `target` under the configuration live now
+    /// ([`crate::Config::browser_task_gate`]: `ORCHESTRATION_DISABLED`, `EXECUTION_DENIED`; for
+    /// a computer target [`crate::Config::computer_task_gate`]: `COMPUTER_NOT_ALLOWED`), or
     /// how a request may run. Asked at spawn, at each command (and, once they land, each
     /// control, update and answer) and right before each request's first browser action.
-    fn task_gate(&self, owner: &TaskOwner) -> Result<BrowserTaskGrant>;
+    fn task_gate(&self, owner: &TaskOwner, target: &TaskTarget) -> Result<BrowserTaskGrant>;
     /// One Jev evaluation with the gateway's checks, limits and usage records.
     fn evaluate(&self, call: &EvaluateCall, cancel: &CancelToken) -> Result<Evaluation>;
     /// Opens `target` for `owner` (starts a Chromium, or takes a device's leases).

@@ -17,6 +17,7 @@ pub(crate) mod autopilot;
 pub(crate) mod autopilot_store;
 pub(crate) mod bench;
 mod carry;
+mod computer_target;
 mod control;
 mod device_target;
 pub(crate) mod engine;
@@ -33,6 +34,7 @@ mod verify;
 pub(crate) mod writer;
 
 #[doc(hidden)]
+pub use computer_target::{app_address, ComputerTarget};
 pub use device_target::DeviceTarget;
 #[doc(hidden)]
 pub use evidence::EvidenceRecord;
@@ -372,6 +374,8 @@ fn object(name: &'static str, json: &str, shape: &str) -> crate::Result<()> {
 /// assert_eq!(t, TaskTarget::Local { profile: None });
 /// let d: TaskTarget = serde_json::from_str(r#"{"kind":"device","deviceId":"dev_1"}"#).unwrap();
 /// assert!(matches!(d, TaskTarget::Device { .. }));
+/// let c: TaskTarget = serde_json::from_str(r#"{"kind":"computer","deviceId":"dev_2"}"#).unwrap();
+/// assert_eq!(c.device_id(), Some("dev_2"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -399,6 +403,28 @@ pub enum TaskTarget {
         /// The device id (`dev_…`).
         device_id: String,
     },
+    /// A paired computer of the principal (capability `computer`, `jevgate-computer`; issue
+    /// 25 item 1), over the device channel: the task takes the device's control lease — one
+    /// desktop lease for the run, released on every exit path — and drives the front
+    /// application through its accessibility tree (`task::ComputerTarget`). Gated by
+    /// `features.computerTasks` (`COMPUTER_NOT_ALLOWED`).
+    #[serde(rename_all = "camelCase")]
+    Computer {
+        /// The device id (`dev_…`).
+        device_id: String,
+    },
+}
+
+impl TaskTarget {
+    /// The paired device this target drives, if any.
+    pub fn device_id(&self) -> Option<&str> {
+        match self {
+            TaskTarget::Local { .. } => None,
+            TaskTarget::Device { device_id } | TaskTarget::Computer { device_id } => {
+                Some(device_id)
+            }
+        }
+    }
 }
 
 impl Default for TaskTarget {

@@ -35,7 +35,17 @@ pub(crate) fn classify(e: &Error) -> Class {
         | "INVALID_ARGUMENT"
         | "UNKNOWN_TOOL"
         | "NAVIGATION_UNRESOLVED"
-        | "GATEWAY_CLOSED" => Class::NotExecuted,
+        | "GATEWAY_CLOSED"
+        // The computer helper's refusals, once its receipt said not executed (seed 003
+        // "Computer helper contract"; `ComputerDevice::act` applies the rule).
+        | "CONSENT_REQUIRED"
+        | "APPLICATION_NOT_ALLOWED"
+        | "OBSERVATION_DENIED"
+        | "CONTROL_DENIED"
+        | "COMPUTER_BUSY"
+        | "COMPUTER_CONTRACT_UNSUPPORTED"
+        | "COMPUTER_ACCESS_TIMEOUT"
+        | "COMPUTER_NOT_ALLOWED" => Class::NotExecuted,
         "NAVIGATION_FAILED" | "JAVASCRIPT_ERROR" => Class::Failed,
         _ => Class::Unknown,
     }

@@ -170,6 +170,9 @@ pub(crate) struct Run<'a> {
     pub asked: Option<String>,
     /// `features.browserSteps` at the request's start: off, a step list is one direct command.
     pub step_lists: bool,
+    /// Whose direct-command rules resolve commands: a browser's, or a desktop's for a computer
+    /// target (numbers and calculator keys press the one labelled button, issue 25 item 3).
+    pub adapter: Adapter,
     /// Every Jev-decided action of this request asks Jev whether it is routine first, and the
     /// person confirms one that is not (issue 26 item 2; `confirmHighImpact: "always"`).
     pub confirm: bool,
@@ -1151,6 +1154,9 @@ impl Run<'_> {
             }
             intent => intent,
         };
+        let mut intent = intent;
+        let mut pending_digits: Option<String>;
+        let mut digits_pressed = 0u32;
         let mut actions = 0u32;
         let mut decisions = 0u32;
         let mut nothing_retries = 0u32;
@@ -1172,8 +1178,30 @@ impl Run<'_> {
                 }
                 Err(e) => return target_failure(&e),
             };
-            let resolution = resolve(&intent, &obs, Adapter::Browser);
+            pending_digits = None;
+            let resolution = resolve(&intent, &obs, self.adapter);
             let (primitive, label) = match resolution {
+                // A number on a keypad (seed 003 "Numbers and calculator keys"): pressed digit
+                // by digit, each matched again on a fresh observation after the previous press
+                // settled; a digit without its one button stops the rest.
+                Resolution::Act(Primitive::PressDigits { digits }) => {
+                    let mut rest = digits.chars();
+                    let Some(button) = rest
+                        .next()
+                        .and_then(|d| crate::grammar::keypad_button(&obs, d))
+                    else {
+                        return not_done("STEP_NOT_EXECUTED");
+                    };
+                    let rest: String = rest.collect();
+                    if !rest.is_empty() {
+                        pending_digits = Some(rest);
+                    }
+                    let p = Primitive::Press {
+                        target: button.to_string(),
+                    };
+                    let label = describe(&p, &obs);
+                    (p, label)
+                }
                 Resolution::Act(p) => {
                     let label = describe(&p, &obs);
                     (p, label)
@@ -1226,11 +1254,20 @@ impl Run<'_> {
             let Some((command, kind)) = self.command_for(&primitive, obs.generation) else {
                 return not_done("UNSUPPORTED_ON_BROWSER");
             };
-            if actions >= if direct { 1 } else { PART_ACTIONS } {
+            // A digit of a number is one press each, whatever the part's action bound.
+            if digits_pressed == 0 && actions >= if direct { 1 } else { PART_ACTIONS } {
                 return not_done("ACTION_BUDGET");
             }
             actions += 1;
             match self.act(command, &obs, &label, kind) {
+                // The next digit, on a fresh observation (not a replay: another press). A digit
+                // refused part-way returns below: the rest is not pressed.
+                Acted::Part(Part::Done { .. }) if pending_digits.is_some() => {
+                    digits_pressed += 1;
+                    intent = Intent::Digits {
+                        digits: pending_digits.take().unwrap_or_default(),
+                    };
+                }
                 Acted::Part(p) => return p,
                 Acted::Changed if changing < CHANGING_RETRIES => {
                     // Nothing was sent: the screen changed under the decision. Read it again

@@ -621,7 +621,7 @@ impl<'a> Tasks<'a> {
                 && matches!(l.agent_turn, Some(("READ_REQUEST", _)))
                 && match &l.request.target {
                     TaskTarget::Device { device_id: d } => device_id.is_none_or(|x| x == d),
-                    TaskTarget::Local { .. } => false,
+                    TaskTarget::Local { .. } | TaskTarget::Computer { .. } => false,
                 }
         })
     }
@@ -726,7 +726,7 @@ fn check_request(r: &SpawnRequest) -> Result<()> {
             });
         }
     }
-    if let TaskTarget::Device { device_id } = &r.target {
+    if let Some(device_id) = r.target.device_id() {
         if device_id.is_empty() || device_id.len() > 128 {
             return Err(Error::InvalidArgument {
                 name: "target",
@@ -1089,6 +1089,34 @@ impl TaskService {
         }
     }
 
+    /// The feature and access gate for task `id` of `owner` on the live configuration: the
+    /// computer gate for a computer target (`COMPUTER_NOT_ALLOWED`), the browser gate
+    /// otherwise — also for an id that is not `owner`'s, whose refusal comes from
+    /// `owned` as before.
+    fn gate_of(&self, owner: &TaskOwner, id: &str) -> Result<crate::config::BrowserTaskGrant> {
+        let live = self
+            .shared
+            .pool
+            .lock()
+            .live
+            .get(id)
+            .filter(|l| l.owner == *owner)
+            .map(|l| l.request.target.clone());
+        let target = match live {
+            Some(t) => t,
+            None => self
+                .shared
+                .store
+                .read(|c| records::get_task(c, id))
+                .ok()
+                .flatten()
+                .filter(|t| t.owner == *owner)
+                .map(|t| t.target)
+                .unwrap_or_default(),
+        };
+        self.shared.host.task_gate(owner, &target)
+    }
+
     fn owned(&self, owner: &TaskOwner, id: &str) -> Result<TaskStatus> {
         owner.check()?;
         let denied = || Error::AccessDenied {
@@ -1238,7 +1266,7 @@ impl TaskService {
         owner.check()?;
         check_request(&request)?;
         // Feature and access gate on the live configuration, before anything is stored.
-        self.shared.host.task_gate(owner)?;
+        self.shared.host.task_gate(owner, &request.target)?;
         self.sweep();
         let id = crate::ids::random_uuid()?;
         self.replace_same_target(owner, &request.target, &id)?;
@@ -1614,7 +1642,7 @@ impl TaskService {
         };
         // The gate again on the live configuration: a task queued while tasks were on and
         // turned off since never opens its browser.
-        let gate = self.shared.host.task_gate(&owner);
+        let gate = self.gate_of(&owner, id);
         let step_lists = gate.as_ref().is_ok_and(|g| g.step_lists);
         let (target, brought, goal, opening, command) = {
             let mut pool = self.shared.pool.lock();
@@ -2048,7 +2076,7 @@ impl TaskService {
             return (report, Reply::Unread);
         }
         // The gate right before the request's first browser action, on the live configuration.
-        let gate = self.shared.host.task_gate(owner);
+        let gate = self.shared.host.task_gate(owner, &request.target);
         let hook = self.shared.hook.read().clone();
         let deadline = self.shared.clock.now() + request.budget.timeout();
         let mut run = Run {
@@ -2069,6 +2097,10 @@ impl TaskService {
             answers,
             asked: None,
             step_lists: gate.as_ref().is_ok_and(|g| g.step_lists),
+            adapter: match request.target {
+                TaskTarget::Computer { .. } => crate::grammar::Adapter::Computer,
+                _ => crate::grammar::Adapter::Browser,
+            },
             // Every Jev-decided action of a goal run is checked for impact (issue 26 item 2);
             // under `always`, every Jev-decided action.
             confirm: words.goal_run
@@ -2249,7 +2281,7 @@ impl TaskService {
         origin: Origin,
     ) -> Result<ControlReceipt> {
         check_text("text", text, false)?;
-        self.shared.host.task_gate(owner)?;
+        self.gate_of(owner, id)?;
         let task = self.owned(owner, id)?;
         let agent = origin == Origin::Agent;
         if let Some(v) = self.carried(owner, id, || Call::Command {
@@ -2435,7 +2467,7 @@ impl TaskService {
         {
             return self.status(owner, id);
         }
-        self.shared.host.task_gate(owner)?;
+        self.gate_of(owner, id)?;
         // Control verbs are rare: one at a time, so the situation read here still holds when
         // the compare-and-set write below commits (commands may still move the revision: the
         // write checks it).
@@ -2673,7 +2705,7 @@ impl TaskService {
         {
             return self.status(owner, id);
         }
-        self.shared.host.task_gate(owner)?;
+        self.gate_of(owner, id)?;
         let _one = self.shared.control.lock();
         // An update is the agent's: read-only for a read request; once for a hand-off.
         let turn = self
@@ -2973,7 +3005,7 @@ impl TaskService {
         {
             return self.status(owner, id);
         }
-        self.shared.host.task_gate(owner)?;
+        self.gate_of(owner, id)?;
         let _one = self.shared.control.lock();
         if origin == Origin::Agent {
             if let Some(e) = self.agent_turn_refusal(id) {
@@ -3157,7 +3189,7 @@ impl TaskService {
             other => other,
         };
         let task = self.owned(owner, id).map_err(denied)?;
-        self.shared.host.task_gate(owner).map_err(denied)?;
+        self.gate_of(owner, id).map_err(denied)?;
         let recorded = self.shared.store.read(|c| evidence::read_recorded(c, id))?;
         let last = task.last_dispatched_mutation.clone();
         let (observation, observed_at, status) = if fresh {
@@ -3183,7 +3215,7 @@ impl TaskService {
             let at = self.shared.clock.wall_millis();
             // Revoked during the read: nothing of it is returned.
             self.owned(owner, id).map_err(denied)?;
-            self.shared.host.task_gate(owner).map_err(denied)?;
+            self.gate_of(owner, id).map_err(denied)?;
             (evidence::fresh_view(&obs), Some(at), status)
         } else {
             match &recorded.observation {
@@ -3271,7 +3303,7 @@ impl TaskService {
         if let Some(b) = live {
             return read(&*b);
         }
-        if let TaskTarget::Device { .. } = target {
+        if target.device_id().is_some() {
             let opened = self
                 .shared
                 .host
@@ -3490,7 +3522,7 @@ impl TaskService {
         // Verification rests on evidence this process took of its own session: a task running
         // elsewhere is verified there (issue 23).
         self.refuse_elsewhere(id)?;
-        self.shared.host.task_gate(owner)?;
+        self.gate_of(owner, id)?;
         let _one = self.shared.control.lock();
         if origin == Origin::Agent {
             if let Some(e) = self.agent_turn_refusal(id) {

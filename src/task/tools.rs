@@ -113,8 +113,8 @@ fn table() -> Vec<(&'static str, String, Value)> {
                         "type": "object",
                         "description": "Where to run it, from capabilities_list (default: a fresh local Chromium).",
                         "properties": {
-                            "kind": {"type": "string", "enum": ["local", "device"]},
-                            "deviceId": {"type": "string", "maxLength": 128, "description": "The paired device (kind device)."},
+                            "kind": {"type": "string", "enum": ["local", "device", "computer"]},
+                            "deviceId": {"type": "string", "maxLength": 128, "description": "The paired device (kind device: a browser; kind computer: a desktop)."},
                         },
                         "required": ["kind"],
                         "additionalProperties": false,
@@ -573,11 +573,14 @@ impl AgentCall {
     }
 }
 
-/// `{kind: "local"}` or `{kind: "device", deviceId}` (an agent does not choose a persistent
-/// profile: a login is the person's).
+const WHICH_TARGET: &str =
+    "`target` must be {kind: \"local\"}, {kind: \"device\", deviceId} or {kind: \"computer\", deviceId}";
+
+/// `{kind: "local"}`, `{kind: "device", deviceId}` or `{kind: "computer", deviceId}` (an
+/// agent does not choose a persistent profile: a login is the person's).
 fn target(a: &Args<'_>, t: &Value) -> Result<TaskTarget> {
     let Some(obj) = t.as_object() else {
-        return Err(a.bad("`target` must be {kind: \"local\"} or {kind: \"device\", deviceId}"));
+        return Err(a.bad(WHICH_TARGET));
     };
     let inner = Args { tool: a.tool, obj };
     for key in obj.keys() {
@@ -589,13 +592,18 @@ fn target(a: &Args<'_>, t: &Value) -> Result<TaskTarget> {
         Ok(Some("local")) if !obj.contains_key("deviceId") => {
             Ok(TaskTarget::Local { profile: None })
         }
-        Ok(Some("device")) => match inner.string("deviceId") {
-            Ok(Some(id)) if !id.is_empty() && id.len() <= 128 => Ok(TaskTarget::Device {
-                device_id: id.to_string(),
-            }),
+        Ok(Some(kind @ ("device" | "computer"))) => match inner.string("deviceId") {
+            Ok(Some(id)) if !id.is_empty() && id.len() <= 128 => {
+                let device_id = id.to_string();
+                Ok(if kind == "device" {
+                    TaskTarget::Device { device_id }
+                } else {
+                    TaskTarget::Computer { device_id }
+                })
+            }
             _ => Err(a.bad("`target.deviceId` must be a device id of 1 to 128 bytes")),
         },
-        _ => Err(a.bad("`target` must be {kind: \"local\"} or {kind: \"device\", deviceId}")),
+        _ => Err(a.bad(WHICH_TARGET)),
     }
 }
 
@@ -1062,6 +1070,23 @@ mod tests {
                 ..
             }
         ));
+        // Issue 25 item 1: a paired computer is a target too; its deviceId is required.
+        assert!(matches!(
+            AgentCall::parse(
+                "task_spawn",
+                &json!({"goal": "", "target": {"kind": "computer", "deviceId": "dev_2"}})
+            )
+            .unwrap(),
+            AgentCall::Spawn {
+                target: TaskTarget::Computer { .. },
+                ..
+            }
+        ));
+        assert!(AgentCall::parse(
+            "task_spawn",
+            &json!({"goal": "", "target": {"kind": "computer"}})
+        )
+        .is_err());
         assert!(matches!(
             AgentCall::parse(
                 "task_status",

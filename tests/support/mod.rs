@@ -6,9 +6,10 @@
 //! R-LOG tests (`log_capture`), a scripted Jev provider (`jev_server`), the fixture pages, the
 //! one device-tool conformance suite every device runs (`conformance`) and a Chromium with the
 //! browser extension loaded (`extension`), and a throw-away Linux desktop for the computer helper
-//! (`desktop`).
+//! (`desktop`) with the helper's pairing, approval and calculator reads (`computer`).
 #![allow(dead_code)] // each test binary uses a different part of the support module
 
+pub mod computer;
 pub mod conformance;
 pub mod desk;
 pub mod desktop;

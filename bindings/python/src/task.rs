@@ -137,7 +137,7 @@ impl PyTasks {
             autopilot,
             target: json_arg::<TaskTarget>(
                 "target",
-                "{kind: \"local\", profile?} or {kind: \"device\", deviceId}",
+                "{kind: \"local\", profile?}, {kind: \"device\", deviceId} or {kind: \"computer\", deviceId}",
                 target,
             )?
             .unwrap_or_default(),

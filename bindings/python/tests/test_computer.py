@@ -77,6 +77,29 @@ def test_a_browser_is_no_computer_and_owners_are_apart(gw):
     assert code_of(lambda: gw.computer_target(OWNER, "conv-1", computer)) == "GATEWAY_CLOSED"
 
 
+def test_a_computer_task_target_is_gated_and_checked(tmp_path):
+    # Issue 25 items 1 and 4: gw.tasks.spawn takes target {"kind": "computer", "deviceId"};
+    # features.computerTasks off is COMPUTER_NOT_ALLOWED before anything is stored; on (the
+    # default with Jev), a browser is no computer (the task fails before any lease).
+    task_owner = {"agentId": "assistant", "principalId": OWNER, "conversationId": "conv-1"}
+    off = {"gateway": {"jev": {"enabled": True, "provider": "local",
+                               "features": {"computerTasks": {"enabled": False}}}}}
+    with jevgate.Gateway(tmp_path / "off", off) as gw:
+        computer = gw.pair_computer(OWNER, {"installationId": "desk-1", "name": "Desk"})["device"]["id"]
+        target = {"kind": "computer", "deviceId": computer}
+        assert code_of(lambda: gw.tasks.spawn(task_owner, "5", target=target)) == "COMPUTER_NOT_ALLOWED"
+        assert gw.tasks.list(task_owner) == []
+        assert code_of(lambda: gw.tasks.spawn(task_owner, "5", target={"kind": "computer"})) == "INVALID_ARGUMENT"
+    on = {"gateway": {"jev": {"enabled": True, "provider": "local"}}}
+    with jevgate.Gateway(tmp_path / "on", on) as gw:
+        browser = gw.pair(OWNER, {"installationId": "chrome-1", "name": "Chrome",
+                                  "browser": {"name": "Chrome", "version": "130"}})["device"]["id"]
+        spawned = gw.tasks.spawn(task_owner, "5", target={"kind": "computer", "deviceId": browser})
+        status = gw.tasks.wait(task_owner, spawned["id"], 30.0)
+        assert (status["state"], status["reason"]) == ("failed", "DEVICE_CAPABILITY_MISMATCH")
+        assert status["target"] == {"kind": "computer", "deviceId": browser}
+
+
 # ---- On a real desktop ------------------------------------------------------------------------
 
 

@@ -262,7 +262,7 @@ class Tasks:
     ) -> Dict[str, Any]:
         """Start a task and return its status right after the start: a dict as `status` returns
         it (its state usually still queued or running); the task's id, a UUID, is `["id"]`.
-        `target` {"kind": "local", "profile"?} or {"kind": "device", "deviceId"}; `budget`
+        `target` {"kind": "local", "profile"?}, {"kind": "device", "deviceId"} or {"kind": "computer", "deviceId"}; `budget`
         {"maxSteps", "maxEvaluations", "timeoutMs"} (ArgumentError naming the argument when
         either is not that shape). `goal` is the agent's words: a goal run toward it, each action
         checked for impact first (words with no action: the session is ready). `user_message` is

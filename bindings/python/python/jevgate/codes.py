@@ -99,6 +99,7 @@ OBSERVATION_DENIED: Final = "OBSERVATION_DENIED"
 CONTROL_DENIED: Final = "CONTROL_DENIED"
 COMPUTER_BUSY: Final = "COMPUTER_BUSY"
 COMPUTER_TOOL_FAILED: Final = "COMPUTER_TOOL_FAILED"
+COMPUTER_NOT_ALLOWED: Final = "COMPUTER_NOT_ALLOWED"
 INTERNAL: Final = "INTERNAL"
 
 ALL: Final[tuple[str, ...]] = (
@@ -181,6 +182,7 @@ ALL: Final[tuple[str, ...]] = (
     CONTROL_DENIED,
     COMPUTER_BUSY,
     COMPUTER_TOOL_FAILED,
+    COMPUTER_NOT_ALLOWED,
     INTERNAL,
 )
 """Every code, in the order of the Rust error table."""

@@ -1,0 +1,152 @@
+//! The computer helper in tests (issue 25): pairing a `computer` device, a `jevgate-computer`
+//! helper on a throw-away desktop ([`super::desktop`]) or none, the person's approval, and
+//! reading the calculator through the gateway — shared by the channel tests and the task
+//! target's.
+//!
+//! Owns: those steps. Never: asserts a behaviour of jevgate beyond what a step needs to go on.
+
+use super::gateway::{Paired, TestGateway};
+use jevgate::device::PairRequest;
+
+/// The pairing request of a computer helper installation.
+pub fn computer_request(installation: &str) -> PairRequest {
+    PairRequest {
+        installation_id: installation.into(),
+        name: format!("Desktop {installation}"),
+        browser: None,
+    }
+}
+
+/// Pairs a computer of `owner` (label `computer`).
+pub fn pair_computer(tg: &TestGateway, owner: &str, installation: &str) -> Paired {
+    let p = tg
+        .gw
+        .pair_computer(owner, &computer_request(installation))
+        .unwrap();
+    assert_eq!(p.device.label, "computer");
+    Paired {
+        owner: owner.into(),
+        device: p.device.id,
+        token: p.token,
+    }
+}
+
+#[cfg(feature = "computer")]
+#[allow(unused_imports)] // each test binary uses a different part of the support module
+pub use helper::*;
+
+#[cfg(feature = "computer")]
+mod helper {
+    use super::super::desktop::Desk;
+    use jevgate::clock::ManualClock;
+    use jevgate::device::computer::{
+        ComputerAction, ComputerCommand, ComputerDevice, ComputerObservation,
+    };
+    use jevgate::unstable::computer::{state, ComputerHelper, HelperOptions};
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    /// A helper for gnome-calculator with its state in `dir`, on `desk` (or no desktop).
+    pub fn helper(dir: &Path, desk: Option<&Desk>, clock: &ManualClock) -> Arc<ComputerHelper> {
+        Arc::new(ComputerHelper::new(HelperOptions {
+            state_dir: dir.to_path_buf(),
+            app: Some("gnome-calculator".into()),
+            a11y_bus: desk.map(Desk::a11y_bus),
+            display: desk.map(|d| d.var("DISPLAY").to_string()),
+            clock: Arc::new(clock.clone()),
+        }))
+    }
+
+    /// The person approves `app` for `minutes` (the helper's clock).
+    pub fn approve(dir: &Path, app: &str, minutes: u64, clock: &ManualClock) {
+        state::approve(
+            dir,
+            &[app.to_string()],
+            Duration::from_secs(minutes * 60),
+            clock,
+        )
+        .unwrap();
+    }
+
+    /// The calculator's display: its one editable text box (ref, value).
+    pub fn display(o: &ComputerObservation) -> (String, Option<String>) {
+        let d: Vec<_> = o
+            .controls
+            .iter()
+            .filter(|c| c.states.iter().any(|s| s == "editable"))
+            .collect();
+        assert_eq!(d.len(), 1, "one editable display");
+        (d[0].reference.clone(), d[0].value.clone())
+    }
+
+    /// The ref of the one pressable control named `label`.
+    pub fn button(o: &ComputerObservation, label: &str) -> String {
+        let found = o.named(label);
+        assert_eq!(found.len(), 1, "exactly one control named {label:?}");
+        assert!(found[0].actions.iter().any(|a| a == "press"));
+        found[0].reference.clone()
+    }
+
+    /// Observes through the gateway until the display reads `want` (GTK updates it on its main
+    /// loop), bounded.
+    pub fn wait_display(pc: &ComputerDevice, want: &str) -> ComputerObservation {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let o = pc.observe().expect("observe");
+            if display(&o).1.as_deref() == Some(want) || Instant::now() > deadline {
+                assert_eq!(display(&o).1.as_deref(), Some(want));
+                return o;
+            }
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+
+    /// Whether the control `reference` of `o` has the keyboard focus.
+    pub fn focused(o: &ComputerObservation, reference: &str) -> bool {
+        o.control(reference)
+            .is_some_and(|c| c.states.iter().any(|s| s == "focused"))
+    }
+
+    /// Presses Tab (operation `op`) and observes until the calculator's display has lost the
+    /// keyboard focus, bounded to 5 s; the last observation.
+    pub fn tab_off_display(pc: &ComputerDevice, op: &str) -> ComputerObservation {
+        pc.act(&ComputerCommand {
+            operation_id: op.into(),
+            action: ComputerAction::Key { key: "tab".into() },
+        })
+        .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let o = pc.observe().unwrap();
+            let (field, _) = display(&o);
+            if !focused(&o, &field) || Instant::now() > deadline {
+                return o;
+            }
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+
+    /// Observes until the calculator's 29 buttons show (its window mapped and approved),
+    /// bounded to 30 s.
+    pub fn wait_buttons(pc: &ComputerDevice) -> ComputerObservation {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(o) = pc.observe() {
+                if o.controls
+                    .iter()
+                    .filter(|c| c.actions.iter().any(|a| a == "press"))
+                    .count()
+                    >= 29
+                {
+                    return o;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the calculator's buttons never showed"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}

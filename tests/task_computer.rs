@@ -1,0 +1,288 @@
+//! Issue 25 item 1 (the computer task target; seed 003 "Computer Use connectors", "Computer
+//! helper contract", "Direct commands"; R-TSK, R-TSK-RCPT, R-RUN, R-LEASE-1): a task with
+//! `target: {kind: "computer", deviceId}` drives a paired `jevgate-computer` through the same
+//! run loop, receipts and fences as a browser task, under one desktop lease for the run that is
+//! released when the task ends (done or cancelled). `features.computerTasks` gates it
+//! (`COMPUTER_NOT_ALLOWED`); a device that is not the principal's computer is refused before
+//! any lease.
+//!
+//! The calculator test needs a real desktop (scripts/desktop, gnome-calculator): skipped with
+//! the reason printed, a failure under `JEVGATE_REQUIRE_DESKTOP=1`.
+
+mod support;
+
+use jevgate::task::{SpawnRequest, TaskOwner, TaskState, TaskTarget};
+use jevgate::Config;
+use std::time::Duration;
+use support::computer::pair_computer;
+use support::gateway::{builder, TestGateway};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Jev on (the local provider), computer tasks on by default, step lists on; browser tasks off:
+/// they play no part in a computer task.
+const COMPUTER_CONFIG: &str = r#"{"gateway":{"jev":{"enabled":true,"provider":"local","features":{"computerSteps":{"enabled":true}}}}}"#;
+
+fn owner() -> TaskOwner {
+    TaskOwner::new("assistant", "alice", "conv-1")
+}
+
+fn gateway(config: &str) -> TestGateway {
+    builder()
+        .config(Config::from_json_str(config).unwrap())
+        .channel()
+        .build()
+}
+
+fn on_computer(goal: &str, device: &str) -> SpawnRequest {
+    let mut request = SpawnRequest::from_person(goal);
+    request.target = TaskTarget::Computer {
+        device_id: device.into(),
+    };
+    request
+}
+
+// Issue 25 item 4, seed 003 "Computer Use connectors": features.computerTasks off (or Jev off,
+// or the agent not allowed) refuses a computer task with COMPUTER_NOT_ALLOWED before anything
+// is stored; browser tasks keep their own gate.
+#[test]
+fn r_tsk_computer_tasks_off_is_computer_not_allowed() {
+    let off = gateway(
+        r#"{"gateway":{"jev":{"enabled":true,"provider":"local","features":{"computerTasks":{"enabled":false},"browserTasks":{"enabled":true}}}}}"#,
+    );
+    let paired = pair_computer(&off, "alice", "desk-1");
+    let refused = off
+        .gw
+        .tasks()
+        .spawn(&owner(), on_computer("5", &paired.device))
+        .unwrap_err();
+    assert_eq!(refused.code(), "COMPUTER_NOT_ALLOWED");
+    assert!(off.gw.tasks().list(&owner()).unwrap().is_empty());
+    assert_eq!(off.gw.leases().holder(&paired.device), None);
+    // Jev off: not allowed either; an agent Jev does not allow: not allowed.
+    let no_jev = gateway(r#"{}"#);
+    let refused = no_jev
+        .gw
+        .tasks()
+        .spawn(&owner(), on_computer("5", "dev_x"))
+        .unwrap_err();
+    assert_eq!(refused.code(), "COMPUTER_NOT_ALLOWED");
+    let only_other = gateway(
+        r#"{"gateway":{"jev":{"enabled":true,"provider":"local","allowedAgentIds":["other"]}}}"#,
+    );
+    let refused = only_other
+        .gw
+        .tasks()
+        .spawn(&owner(), on_computer("5", "dev_x"))
+        .unwrap_err();
+    assert_eq!(refused.code(), "COMPUTER_NOT_ALLOWED");
+}
+
+// Issue 25 item 1: only the principal's own device of capability computer is a computer
+// target: another's is DEVICE_NOT_PAIRED, a browser DEVICE_CAPABILITY_MISMATCH; no lease is
+// taken for either.
+#[test]
+fn r_tsk_a_computer_target_is_the_principals_own_computer() {
+    let tg = gateway(COMPUTER_CONFIG);
+    let browser = tg.pair("alice", "alice-laptop");
+    let bobs = pair_computer(&tg, "bob", "bob-desk");
+    for (device, code) in [
+        (&browser.device, "DEVICE_CAPABILITY_MISMATCH"),
+        (&bobs.device, "DEVICE_NOT_PAIRED"),
+    ] {
+        let id = tg
+            .gw
+            .tasks()
+            .spawn(&owner(), on_computer("5", device))
+            .unwrap();
+        let status = tg.gw.tasks().wait(&owner(), &id, WAIT).unwrap();
+        assert_eq!(
+            (status.state, status.reason.as_deref()),
+            (TaskState::Failed, Some(code)),
+            "{status:#?}"
+        );
+        assert_eq!(status.actions, 0);
+        assert_eq!(tg.gw.leases().holder(device), None);
+    }
+}
+
+#[cfg(not(feature = "computer"))]
+#[test]
+fn r_tsk_a_calculator_task_on_a_paired_computer() {
+    support::desktop::skip("this test binary was built without the cargo feature `computer`");
+}
+
+#[cfg(feature = "computer")]
+#[test]
+fn r_tsk_a_calculator_task_on_a_paired_computer() {
+    desktop::calculator_task();
+}
+
+#[cfg(feature = "computer")]
+mod desktop {
+    use super::*;
+    use crate::support::computer::{
+        approve, display, helper, tab_off_display, wait_buttons, wait_display,
+    };
+    use crate::support::desktop::{missing, skip, Desk};
+    use jevgate::clock::ManualClock;
+    use std::time::Instant;
+
+    // R-TSK, R-TSK-RCPT, R-RUN, seed 003 "Numbers and calculator keys": the person's Thai step
+    // list ห้า, บวก, เจ็ด, เท่ากับ on gnome-calculator through a paired jevgate-computer presses
+    // 5 + 7 = (each the one labelled button, without Jev) and the display reads 12; one
+    // checkpoint per press, each settled done; the desktop lease is held by the task's
+    // conversation while it runs and released when it completes and when it is cancelled.
+    pub fn calculator_task() {
+        if let Some(why) = missing(&["gnome-calculator"]) {
+            skip(&why);
+            return;
+        }
+        let started = Instant::now();
+        let mut desk = Desk::start();
+        desk.launch("gnome-calculator");
+        let tg = gateway(COMPUTER_CONFIG);
+        let paired = pair_computer(&tg, "alice", "desk-1");
+        let state_dir = tempfile::tempdir().unwrap();
+        let dir = state_dir.path();
+        let clock = ManualClock::new();
+        let _worker = tg.device_worker(&paired, helper(dir, Some(&desk), &clock));
+        approve(dir, "gnome-calculator", 30, &clock);
+        // The person's setup, through the helper directly: the calculator shown and the focus
+        // off its display (while a text field has focus, number words are text).
+        let pc = tg
+            .gw
+            .computer_target("alice", "conv-1", &paired.device)
+            .unwrap();
+        wait_buttons(&pc);
+        let o = tab_off_display(&pc, "setup-tab");
+        assert_eq!(display(&o).1.as_deref(), Some(""));
+        tg.gw.leases().release_session("conv-1").unwrap();
+        assert_eq!(tg.gw.leases().holder(&paired.device), None);
+        let ready = started.elapsed();
+
+        let t = Instant::now();
+        let goal = "1. ห้า\n2. บวก\n3. เจ็ด\n4. เท่ากับ";
+        let id = tg
+            .gw
+            .tasks()
+            .spawn(&owner(), on_computer(goal, &paired.device))
+            .unwrap();
+        let status = tg.gw.tasks().wait(&owner(), &id, WAIT).unwrap();
+        let ran = t.elapsed();
+        assert_eq!(
+            (status.state, status.reason.as_deref()),
+            (TaskState::WaitingInput, Some("COMPLETION_CANDIDATE")),
+            "{status:#?}"
+        );
+        assert_eq!(
+            status.step_run.clone().unwrap().stop_reason,
+            "ALL_STEPS_DONE"
+        );
+        assert_eq!(status.actions, 4);
+        assert_eq!(status.evaluations, 0, "no press needed Jev");
+        // The waiting session holds the one desktop lease, for its conversation.
+        assert_eq!(
+            tg.gw.leases().holder(&paired.device).as_deref(),
+            Some("conv-1")
+        );
+        // Receipts: one per press, each checkpointed and settled done.
+        let receipts = tg.gw.tasks().receipts(&owner(), &id).unwrap();
+        assert_eq!(receipts.len(), 1);
+        let ops = &receipts[0].operations;
+        assert_eq!(ops.len(), 4, "{receipts:#?}");
+        assert!(ops
+            .iter()
+            .all(|o| o.tool == "page_click" && o.status == "done"));
+        // The display reads 12, through the task's own target (fresh evidence) …
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let evidence = loop {
+            let e = tg.gw.tasks().evidence(&owner(), &id, true).unwrap();
+            let data = &e.untrusted_content["data"];
+            assert_eq!(data["url"], "app:gnome-calculator");
+            let reads_12 = data["controls"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["editable"] == true && c["value"] == "12");
+            if reads_12 || Instant::now() > deadline {
+                assert!(reads_12, "the display reads 12");
+                break e;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        // … and the helper's receipt of the last press says completed.
+        let last = status.last_dispatched_mutation.clone().unwrap();
+        assert_eq!(last.tool, "page_click");
+        assert_eq!(
+            evidence.operation_status.clone().map(|r| r.status),
+            Some(jevgate::browser::OperationState::Executed)
+        );
+        // The parent verifies: the task completes and the desktop lease is released.
+        let verified = tg
+            .gw
+            .tasks()
+            .verify(
+                &owner(),
+                &id,
+                &jevgate::task::VerifyRequest {
+                    expected_revision: status.revision,
+                    expected_request_id: evidence.request,
+                    evidence_id: evidence.evidence_id.clone(),
+                    instruction: "the calculator's display reads 12".into(),
+                },
+            )
+            .unwrap();
+        assert_eq!(verified.state, TaskState::Completed, "{verified:#?}");
+        wait_released(&tg, &paired.device);
+
+        // A second task, a number said in Thai (ห้าสิบ: 5 then 0, each on a fresh observation)
+        // and บวก, is cancelled while it waits: the lease is released too, and each button was
+        // pressed once.
+        let id = tg
+            .gw
+            .tasks()
+            .spawn(&owner(), on_computer("1. ห้าสิบ\n2. บวก", &paired.device))
+            .unwrap();
+        let status = tg.gw.tasks().wait(&owner(), &id, WAIT).unwrap();
+        assert_eq!(
+            status.state,
+            TaskState::WaitingInput,
+            "{:#?}",
+            tg.gw.tasks().receipts(&owner(), &id).unwrap()
+        );
+        assert_eq!(
+            tg.gw.leases().holder(&paired.device).as_deref(),
+            Some("conv-1")
+        );
+        let ops = &tg.gw.tasks().receipts(&owner(), &id).unwrap()[0].operations;
+        assert_eq!(ops.len(), 3, "{ops:#?}");
+        assert!(ops
+            .iter()
+            .all(|o| o.tool == "page_click" && o.status == "done"));
+        tg.gw.tasks().cancel(&owner(), &id).unwrap();
+        let cancelled = tg.gw.tasks().wait(&owner(), &id, WAIT).unwrap();
+        assert_eq!(cancelled.state, TaskState::Cancelled, "{cancelled:#?}");
+        wait_released(&tg, &paired.device);
+        wait_display(&pc, "50+");
+        tg.gw.leases().release_session("conv-1").unwrap();
+        eprintln!(
+            "calculator task: desktop ready in {} ms, 5 + 7 = run in {} ms, all {} ms",
+            ready.as_millis(),
+            ran.as_millis(),
+            started.elapsed().as_millis()
+        );
+    }
+
+    /// The task's close runs on its thread: bounded wait for the device to be free.
+    fn wait_released(tg: &TestGateway, device: &str) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while tg.gw.leases().holder(device).is_some() {
+            assert!(
+                Instant::now() < deadline,
+                "the desktop lease was not released"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
