@@ -118,6 +118,18 @@ fn r_tsk_a_calculator_task_on_a_paired_computer() {
     desktop::calculator_task();
 }
 
+#[cfg(not(feature = "computer"))]
+#[test]
+fn r_tsk_ctl_a_computer_spawn_replaces_only_a_session_that_did_not_act() {
+    support::desktop::skip("this test binary was built without the cargo feature `computer`");
+}
+
+#[cfg(feature = "computer")]
+#[test]
+fn r_tsk_ctl_a_computer_spawn_replaces_only_a_session_that_did_not_act() {
+    desktop::replaced_sessions();
+}
+
 #[cfg(feature = "computer")]
 mod desktop {
     use super::*;
@@ -272,6 +284,90 @@ mod desktop {
             ran.as_millis(),
             started.elapsed().as_millis()
         );
+    }
+
+    // R-TSK-CTL, seed 003 "Device sessions and access requests" (issue 25 item 4): on a paired
+    // computer, a kept-open session that failed before any desktop action (a button that is not
+    // there) does not block the device — a new spawn replaces it (the old one ends REPLACED with
+    // replacedByTaskId) and takes the desktop lease; once that one has pressed a button, a third
+    // spawn is AUTOMATION_SESSION_EXISTS with its state, last result and controller.
+    pub fn replaced_sessions() {
+        if let Some(why) = missing(&["gnome-calculator"]) {
+            skip(&why);
+            return;
+        }
+        let mut desk = Desk::start();
+        desk.launch("gnome-calculator");
+        let tg = gateway(COMPUTER_CONFIG);
+        let paired = pair_computer(&tg, "alice", "desk-1");
+        let state_dir = tempfile::tempdir().unwrap();
+        let dir = state_dir.path();
+        let clock = ManualClock::new();
+        let _worker = tg.device_worker(&paired, helper(dir, Some(&desk), &clock));
+        approve(dir, "gnome-calculator", 30, &clock);
+        let pc = tg
+            .gw
+            .computer_target("alice", "conv-1", &paired.device)
+            .unwrap();
+        wait_buttons(&pc);
+        tab_off_display(&pc, "setup-tab");
+        tg.gw.leases().release_session("conv-1").unwrap();
+        let kept_open = |goal: &str| {
+            let mut r = on_computer(goal, &paired.device);
+            r.keep_open = true;
+            r
+        };
+
+        let failed = tg
+            .gw
+            .tasks()
+            .spawn(&owner(), kept_open("1. press Nowhere"))
+            .unwrap();
+        let s = tg.gw.tasks().wait(&owner(), &failed, WAIT).unwrap();
+        assert_eq!((s.state, s.actions), (TaskState::WaitingInput, 0), "{s:#?}");
+        let new = tg
+            .gw
+            .tasks()
+            .spawn(&owner(), kept_open("1. ห้า\n2. บวก"))
+            .unwrap();
+        let old = tg.gw.tasks().wait(&owner(), &failed, WAIT).unwrap();
+        assert_eq!(
+            (
+                old.state,
+                old.reason.as_deref(),
+                old.replaced_by_task_id.as_deref()
+            ),
+            (TaskState::Failed, Some("REPLACED"), Some(new.as_str())),
+            "{old:#?}"
+        );
+        let s = tg.gw.tasks().wait(&owner(), &new, WAIT).unwrap();
+        assert_eq!((s.state, s.actions), (TaskState::WaitingInput, 2), "{s:#?}");
+        assert_eq!(
+            tg.gw.leases().holder(&paired.device).as_deref(),
+            Some("conv-1")
+        );
+
+        let e = tg
+            .gw
+            .tasks()
+            .spawn(&owner(), kept_open("1. เจ็ด"))
+            .unwrap_err();
+        match &e {
+            jevgate::Error::AutomationSessionExists {
+                state,
+                reason,
+                controller,
+            } => assert_eq!(
+                (state.as_deref(), reason.as_deref(), controller.as_deref()),
+                (Some("waiting_input"), s.reason.as_deref(), Some("user")),
+                "{e}"
+            ),
+            other => panic!("{other}"),
+        }
+        tg.gw.tasks().cancel(&owner(), &new).unwrap();
+        wait_released(&tg, &paired.device);
+        wait_display(&pc, "5+");
+        tg.gw.leases().release_session("conv-1").unwrap();
     }
 
     /// The task's close runs on its thread: bounded wait for the device to be free.

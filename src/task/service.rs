@@ -1380,9 +1380,18 @@ impl TaskService {
         l.closing = true;
         l.scheduled = true;
         l.state = TaskState::Running;
+        // Its target is closed here, before the new task exists: the new one must not open
+        // the same device beside it (a computer's desktop lease is the conversation's, and a
+        // late close would let go of the one the new task runs under). Idle and unscheduled,
+        // nothing of it uses the target; nothing of it is in doubt (it never acted).
+        let target = l.target.take();
         pool.ready.push_front(old_id.clone());
         self.kick(&mut pool);
         drop(pool);
+        if let Some(t) = target {
+            // A close that panics loses nothing of the task's record.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(t.close));
+        }
         let (old, new) = (old_id, serde_json::to_string(new_id).unwrap_or_default());
         self.shared.writer.write(Box::new(move |tx| {
             records::set_control(tx, &old, "replacedBy", Some(&new))
