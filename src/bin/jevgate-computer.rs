@@ -222,7 +222,6 @@ fn pair(a: &Args) -> ExitCode {
             .and_then(|r| r.split('/').next())
             .filter(|h| !h.is_empty())
             .ok_or("pair needs a ws://HOST:PORT/… URL")?;
-        std::fs::create_dir_all(dir)?;
         let installation = installation_id(dir)?;
         let body = serde_json::json!({
             "installationId": installation,
@@ -236,7 +235,7 @@ fn pair(a: &Args) -> ExitCode {
             .as_str()
             .ok_or("no deviceId in the answer")?;
         let token = answer["token"].as_str().ok_or("no token in the answer")?;
-        write_private(&dir.join("token"), token)?;
+        state::write_private(dir, "token", token.as_bytes())?;
         println!("{device}");
         Ok(())
     })
@@ -254,22 +253,8 @@ fn installation_id(dir: &std::path::Path) -> Result<String, Box<dyn std::error::
     std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut bytes)?;
     let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     let id = format!("computer-{id}");
-    std::fs::write(&path, &id)?;
+    state::write_private(dir, "installation", id.as_bytes())?;
     Ok(id)
-}
-
-/// Writes `text` to a file only its owner can read.
-fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()
 }
 
 /// One HTTP/1.1 `POST` of a JSON body; the JSON answer of a 200, else an error naming the

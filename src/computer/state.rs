@@ -51,12 +51,28 @@ pub struct Consent {
     pub expires_at: i64,
 }
 
-/// Writes `bytes` to `dir/name` atomically (a synced temporary file renamed over it).
-fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
+/// Writes `bytes` to `dir/name` atomically (a synced temporary file renamed over it), owner
+/// only whatever the umask: `dir` is created mode 0700 (an existing one is left as it is) and
+/// the file is written 0600 — the consent file decides what the helper may touch, and the
+/// helper's token lives beside it.
+pub fn write_private(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
     let tmp = dir.join(format!(".{name}.tmp"));
+    // A temporary file left by a crash (or planted) is never written through.
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
     {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
     }
@@ -97,7 +113,7 @@ pub fn approve(
         expires_at: now.saturating_add(ms),
     };
     let bytes = serde_json::to_vec_pretty(&consent).map_err(|_| "serialize".to_string())?;
-    write_atomic(dir, CONSENT_FILE, &bytes)
+    write_private(dir, CONSENT_FILE, &bytes)
         .map_err(|e| format!("cannot write the approval: {}", e.kind()))?;
     Ok(consent)
 }
@@ -138,7 +154,7 @@ pub fn check_consent(
 
 /// Records that the gateway is waiting for the person's approval since `now_ms`.
 pub fn open_access_request(dir: &Path, now_ms: i64) -> std::io::Result<()> {
-    write_atomic(
+    write_private(
         dir,
         REQUEST_FILE,
         serde_json::json!({ "requestedAt": now_ms })
@@ -221,7 +237,7 @@ impl Receipts {
             receipts: self.entries.clone(),
         };
         let bytes = serde_json::to_vec(&file).map_err(std::io::Error::other)?;
-        write_atomic(&self.dir, RECEIPTS_FILE, &bytes)
+        write_private(&self.dir, RECEIPTS_FILE, &bytes)
     }
 
     /// Records `operation_id` as started (synced to disk before this returns). On failure
@@ -338,5 +354,30 @@ mod tests {
         assert!(again.get("op-1").is_none() && again.get("n-5").is_some());
         std::fs::write(dir.path().join(RECEIPTS_FILE), b"{").unwrap();
         assert!(Receipts::load(dir.path()).is_err());
+    }
+}
+
+#[cfg(test)]
+mod private_files {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    // Issue 25 (owner-only files): the state directory is created 0700 and every file written
+    // 0600 (modes set at creation, so a umask can only narrow them), also over an existing
+    // file that was wider and a planted temporary file.
+    #[test]
+    fn state_files_are_owner_only_whatever_the_umask() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("state");
+        write_private(&dir, "token", b"one").unwrap();
+        std::fs::set_permissions(dir.join("token"), std::fs::Permissions::from_mode(0o666))
+            .unwrap();
+        std::fs::write(dir.join(".token.tmp"), b"planted").unwrap();
+        write_private(&dir, "token", b"two").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&dir.join("token")), 0o600);
+        assert_eq!(std::fs::read(dir.join("token")).unwrap(), b"two");
+        assert!(!dir.join(".token.tmp").exists());
     }
 }
