@@ -6,7 +6,6 @@
 
 use super::*;
 use crate::device::computer::ComputerDevice;
-use crate::device::PairRequest;
 use crate::CancelToken;
 
 /// Pairs a computer helper (`jevgate-computer`) for `owner`: a device of capability
@@ -26,18 +25,15 @@ pub unsafe extern "C" fn jevgate_pair_computer(
 ) -> jevgate_status {
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
-        let gw = unsafe { gateway_ref(gateway) }?;
-        // SAFETY: forwarded contract.
-        let (owner, req) = unsafe {
-            (
-                str_arg("owner", owner)?,
-                str_arg("request_json", request_json)?,
+        unsafe {
+            super::device::pair_with(
+                gateway,
+                owner,
+                request_json,
+                pairing_json_out,
+                |gw, o, r| gw.pair_computer(o, r),
             )
-        };
-        let pairing_json_out = out_arg("pairing_json_out", pairing_json_out)?;
-        let pairing = gw.pair_computer(owner, &PairRequest::from_json(req)?)?;
-        // SAFETY: writable per the contract.
-        unsafe { pairing_json_out.write_json(&pairing) }
+        }
     })
 }
 

@@ -20,19 +20,43 @@ pub unsafe extern "C" fn jevgate_pair(
 ) -> jevgate_status {
     ffi_boundary!(err_out, {
         // SAFETY: forwarded contract.
-        let gw = unsafe { gateway_ref(gateway) }?;
-        // SAFETY: forwarded contract.
-        let (owner, req) = unsafe {
-            (
-                str_arg("owner", owner)?,
-                str_arg("request_json", request_json)?,
+        unsafe {
+            pair_with(
+                gateway,
+                owner,
+                request_json,
+                pairing_json_out,
+                |gw, o, r| gw.pair(o, r),
             )
-        };
-        let pairing_json_out = out_arg("pairing_json_out", pairing_json_out)?;
-        let pairing = gw.pair(owner, &PairRequest::from_json(req)?)?;
-        // SAFETY: writable per the contract.
-        unsafe { pairing_json_out.write_json(&pairing) }
+        }
     })
+}
+
+/// The body of [`jevgate_pair`] and `jevgate_pair_computer`: reads the arguments, pairs with
+/// `pair`, writes the pairing's JSON.
+///
+/// # Safety
+/// As [`jevgate_pair`].
+pub(super) unsafe fn pair_with(
+    gateway: *const jevgate_gateway,
+    owner: *const c_char,
+    request_json: *const c_char,
+    pairing_json_out: *mut *mut c_char,
+    pair: impl FnOnce(&crate::Gateway, &str, &PairRequest) -> Result<crate::device::Pairing, Error>,
+) -> Result<(), Error> {
+    // SAFETY: forwarded contract.
+    let gw = unsafe { gateway_ref(gateway) }?;
+    // SAFETY: forwarded contract.
+    let (owner, req) = unsafe {
+        (
+            str_arg("owner", owner)?,
+            str_arg("request_json", request_json)?,
+        )
+    };
+    let pairing_json_out = out_arg("pairing_json_out", pairing_json_out)?;
+    let pairing = pair(gw, owner, &PairRequest::from_json(req)?)?;
+    // SAFETY: writable per the contract.
+    unsafe { pairing_json_out.write_json(&pairing) }
 }
 
 /// Mints a one-time pairing code for `owner`, valid `ttl_ms` milliseconds (1 ..= 600,000;
