@@ -3,7 +3,7 @@
 
 use jevgate::grammar::{
     parse_command, resolve, Adapter, CalcKey, DecisionRequest, HistoryDirection, Intent, Key,
-    Outcome, Primitive, Resolution, ScrollDirection,
+    KeypadKey, Outcome, Primitive, Resolution, ScrollDirection,
 };
 use jevgate::observation::{Control, Navigation, Observation, ScrollPosition};
 
@@ -275,8 +275,8 @@ fn r_grm_resolve_computer_digits_need_a_keypad_and_press_digit_by_digit() {
     for cmd in ["ห้า ศูนย์", "ห้าสิบ", "50", "๕๐"] {
         assert_eq!(
             on_computer(cmd, &obs),
-            Resolution::Act(Primitive::PressDigits {
-                digits: "50".into()
+            Resolution::Act(Primitive::PressKeys {
+                keys: vec![KeypadKey::Digit('5'), KeypadKey::Digit('0')]
             }),
             "{cmd}"
         );
@@ -294,6 +294,72 @@ fn r_grm_resolve_computer_digits_need_a_keypad_and_press_digit_by_digit() {
     twice.push(Control::new("x5", "button", "5"));
     assert!(matches!(
         on_computer("5", &page(twice)),
+        Resolution::Decide(_)
+    ));
+}
+
+// Issue 25, seed 003 "Numbers and calculator keys": a keypad sequence presses key by key when
+// every key has its one button up front; two matches or none send the whole command to the
+// decision before anything is pressed; while a text field has focus the words are text; a bare
+// ลบ is Subtract only while no Delete control could be meant.
+#[test]
+fn r_grm_resolve_computer_keypad_sequences_are_decided_up_front() {
+    let d = KeypadKey::Digit;
+    let k = KeypadKey::Key;
+    let obs = page(keypad());
+    assert_eq!(
+        on_computer("ห้า บวก เจ็ด เท่ากับ", &obs),
+        Resolution::Act(Primitive::PressKeys {
+            keys: vec![d('5'), k(CalcKey::Add), d('7'), k(CalcKey::Equals)]
+        })
+    );
+    assert_eq!(
+        on_computer("แปด ลบ สาม", &obs),
+        Resolution::Act(Primitive::PressKeys {
+            keys: vec![d('8'), k(CalcKey::Subtract), d('3')]
+        })
+    );
+    assert_eq!(
+        jevgate::grammar::keypad_key(&obs, k(CalcKey::Equals)),
+        Some("eq")
+    );
+    // No Equals button, or two Add buttons: the whole command is decided, nothing pressed.
+    let mut no_equals = keypad();
+    no_equals.retain(|c| c.name != "Equals");
+    let mut two_adds = keypad();
+    two_adds.push(Control::new("plus", "button", "+"));
+    for v in [no_equals, two_adds] {
+        let r = on_computer("ห้า บวก เจ็ด เท่ากับ", &page(v));
+        assert!(!decision(&r).offer_command_text, "{r:?}");
+    }
+    // A Delete control could be meant by ลบ (not by minus).
+    let mut with_delete = keypad();
+    with_delete.push(Control::new("del", "button", "Delete"));
+    let with_delete = page(with_delete);
+    assert!(matches!(
+        on_computer("แปด ลบ สาม", &with_delete),
+        Resolution::Decide(_)
+    ));
+    assert!(matches!(
+        on_computer("8 minus 3", &with_delete),
+        Resolution::Act(Primitive::PressKeys { .. })
+    ));
+    // No keypad: decided.
+    let mut no_nine = keypad();
+    no_nine.retain(|c| c.name != "9");
+    assert!(matches!(
+        on_computer("5 + 7", &page(no_nine)),
+        Resolution::Decide(_)
+    ));
+    // A text field has focus: the words are text.
+    let mut typing = keypad();
+    typing.push(Control::field("f", "text", "Note", Some("")));
+    let mut typing = page(typing);
+    typing.focus = Some("f".into());
+    assert!(decision(&on_computer("ห้า บวก เจ็ด", &typing)).offer_command_text);
+    // A browser never presses keypad sequences.
+    assert!(matches!(
+        on_browser("ห้า บวก เจ็ด", &obs),
         Resolution::Decide(_)
     ));
 }

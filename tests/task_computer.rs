@@ -130,6 +130,18 @@ fn r_tsk_ctl_a_computer_spawn_replaces_only_a_session_that_did_not_act() {
     desktop::replaced_sessions();
 }
 
+#[cfg(not(feature = "computer"))]
+#[test]
+fn r_run_one_spoken_calculation_presses_each_key_without_jev() {
+    support::desktop::skip("this test binary was built without the cargo feature `computer`");
+}
+
+#[cfg(feature = "computer")]
+#[test]
+fn r_run_one_spoken_calculation_presses_each_key_without_jev() {
+    desktop::spoken_calculation();
+}
+
 #[cfg(feature = "computer")]
 mod desktop {
     use super::*;
@@ -367,6 +379,107 @@ mod desktop {
         tg.gw.tasks().cancel(&owner(), &new).unwrap();
         wait_released(&tg, &paired.device);
         wait_display(&pc, "5+");
+        tg.gw.leases().release_session("conv-1").unwrap();
+    }
+
+    /// A calculator on a throw-away desktop, a paired helper approved for it, and the person's
+    /// setup through the helper (the calculator shown, the focus off its display: while a text
+    /// field has focus, number words are text); the desktop lease is free again.
+    struct Calculator {
+        tg: TestGateway,
+        device: String,
+        pc: jevgate::device::computer::ComputerDevice,
+        _worker: jevgate::device::DeviceWorker,
+        _state: tempfile::TempDir,
+        _desk: Desk,
+    }
+
+    fn calculator() -> Option<Calculator> {
+        if let Some(why) = missing(&["gnome-calculator"]) {
+            skip(&why);
+            return None;
+        }
+        let mut desk = Desk::start();
+        desk.launch("gnome-calculator");
+        let tg = gateway(COMPUTER_CONFIG);
+        let paired = pair_computer(&tg, "alice", "desk-1");
+        let state = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new();
+        let worker = tg.device_worker(&paired, helper(state.path(), Some(&desk), &clock));
+        approve(state.path(), "gnome-calculator", 30, &clock);
+        let pc = tg
+            .gw
+            .computer_target("alice", "conv-1", &paired.device)
+            .unwrap();
+        wait_buttons(&pc);
+        tab_off_display(&pc, "setup-tab");
+        tg.gw.leases().release_session("conv-1").unwrap();
+        Some(Calculator {
+            tg,
+            device: paired.device,
+            pc,
+            _worker: worker,
+            _state: state,
+            _desk: desk,
+        })
+    }
+
+    /// The operations of task `id`'s receipts: each a page_click settled done.
+    fn presses(tg: &TestGateway, id: &str) -> usize {
+        let receipts = tg.gw.tasks().receipts(&owner(), id).unwrap();
+        let ops: Vec<_> = receipts.iter().flat_map(|r| r.operations.iter()).collect();
+        assert!(
+            ops.iter()
+                .all(|o| o.tool == "page_click" && o.status == "done"),
+            "{receipts:#?}"
+        );
+        ops.len()
+    }
+
+    // Issue 25's named test (R-RUN, R-TSK-RCPT, R-GRM-PARSE; seed 003 "Numbers and calculator
+    // keys"): the person's one direct command "ห้า บวก เจ็ด เท่ากับ" (no list separators) on
+    // gnome-calculator presses 5 + 7 = key by key — four presses, each a checkpoint settled
+    // done, each matched on a fresh observation — and the display reads 12 through AT-SPI, with
+    // no Jev evaluation; then "ห้าสิบ บวก ๕ เท่ากับ" on the same session (a number after a
+    // result starts a new calculation) presses 5 0 + 5 = and reads 55.
+    pub fn spoken_calculation() {
+        let Some(calc) = calculator() else { return };
+        let (tg, pc) = (&calc.tg, &calc.pc);
+        let mut request = on_computer("ห้า บวก เจ็ด เท่ากับ", &calc.device);
+        request.keep_open = true;
+        let id = tg.gw.tasks().spawn(&owner(), request).unwrap();
+        let status = tg.gw.tasks().wait(&owner(), &id, WAIT).unwrap();
+        assert_eq!(status.state, TaskState::WaitingInput, "{status:#?}");
+        assert_eq!(
+            status.outcome.as_deref(),
+            Some("Done: pressed \"=\", the last of 4 keys")
+        );
+        assert_eq!(status.actions, 4, "{status:#?}");
+        assert_eq!(status.evaluations, 0, "no press needed Jev");
+        assert_eq!(presses(tg, &id), 4);
+        wait_display(pc, "12");
+
+        tg.gw
+            .tasks()
+            .command(&owner(), &id, "ห้าสิบ บวก ๕ เท่ากับ")
+            .unwrap();
+        let deadline = Instant::now() + WAIT;
+        let status = loop {
+            let s = tg.gw.tasks().status(&owner(), &id).unwrap();
+            if (s.state != TaskState::Running && s.actions > 4) || Instant::now() > deadline {
+                break s;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(
+            (status.state, status.actions, status.evaluations),
+            (TaskState::WaitingInput, 9, 0),
+            "{status:#?}"
+        );
+        assert_eq!(presses(tg, &id), 9);
+        wait_display(pc, "55");
+        tg.gw.tasks().cancel(&owner(), &id).unwrap();
+        wait_released(tg, &calc.device);
         tg.gw.leases().release_session("conv-1").unwrap();
     }
 

@@ -79,6 +79,16 @@ pub enum Intent {
         /// Which key.
         key: CalcKey,
     },
+    /// Press keypad keys in order: a command whose every word is a number or a calculator key,
+    /// with at least one key (`ห้า บวก เจ็ด เท่ากับ`, `50+5=`); each number digit by digit.
+    Keypad {
+        /// The keys, in the order said.
+        keys: Vec<KeypadKey>,
+        /// A bare `ลบ` is among them: Subtract only while no Delete control could be meant.
+        /// Not part of the JSON.
+        #[serde(skip)]
+        said_lop: bool,
+    },
     /// No fast path: one decision over the observed controls decides (repeats, read requests,
     /// named sites, links, any other language, ambiguous numbers).
     Decide {
@@ -186,6 +196,38 @@ impl Key {
             Key::ArrowDown => "ArrowDown",
             Key::ArrowLeft => "ArrowLeft",
             Key::ArrowRight => "ArrowRight",
+        }
+    }
+}
+
+/// One key of a keypad sequence ([`Intent::Keypad`]): a digit `0`–`9` or a calculator key.
+/// Serializes as the digit (`"5"`) or the key's name (`"Add"`).
+///
+/// ```
+/// use jevgate::grammar::{CalcKey, KeypadKey};
+/// let keys = [KeypadKey::Digit('5'), KeypadKey::Key(CalcKey::Add)];
+/// assert_eq!(serde_json::to_string(&keys).unwrap(), r#"["5","Add"]"#);
+/// assert_eq!(KeypadKey::Key(CalcKey::Equals).labels(), CalcKey::Equals.labels());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum KeypadKey {
+    /// A digit `'0'`–`'9'` (any other character matches no button).
+    Digit(char),
+    /// An operator or Clear.
+    Key(CalcKey),
+}
+
+impl KeypadKey {
+    /// The button labels that press this key, compared exactly (after trimming).
+    pub fn labels(self) -> &'static [&'static str] {
+        static DIGITS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+        match self {
+            KeypadKey::Digit(d) => d
+                .to_digit(10)
+                .and_then(|v| DIGITS.get(v as usize))
+                .map_or(&[], std::slice::from_ref),
+            KeypadKey::Key(k) => k.labels(),
         }
     }
 }

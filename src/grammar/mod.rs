@@ -38,10 +38,10 @@ mod text;
 
 pub use address::{check_model_address, AddressRefused};
 pub use filler::strip_fillers;
-pub use intent::{CalcKey, HistoryDirection, Intent, Key, ScrollDirection};
+pub use intent::{CalcKey, HistoryDirection, Intent, Key, KeypadKey, ScrollDirection};
 pub use parse::parse_command;
 pub use resolve::{
-    keypad_button, resolve, Adapter, DecisionRequest, Outcome, Primitive, Resolution,
+    keypad_button, keypad_key, resolve, Adapter, DecisionRequest, Outcome, Primitive, Resolution,
 };
 pub use steps::{split_parts, split_steps, MAX_STEPS, MAX_STEP_CHARS};
 

@@ -7,7 +7,7 @@
 
 use super::address::typed_address;
 use super::filler::{strip_fillers_mode, strip_leading_fillers, Mode};
-use super::intent::{CalcKey, HistoryDirection, Intent, Key, ScrollDirection};
+use super::intent::{CalcKey, HistoryDirection, Intent, Key, KeypadKey, ScrollDirection};
 use super::number::{read_count, read_number, Reading};
 use super::text::{at_end, eat, eat_any, eat_table, has_space, offset_in, opt, skip_space, trim};
 use super::MAX_COUNT;
@@ -48,6 +48,7 @@ pub fn parse_command(text: &str) -> Intent {
         .or_else(|| erase(s))
         .or_else(|| calc_key(s))
         .or_else(|| digits(s))
+        .or_else(|| keypad(s))
         .unwrap_or_else(|| decide(raw))
 }
 
@@ -453,28 +454,183 @@ fn calc_key(s: &str) -> Option<Intent> {
     at_end(rest).then_some(Intent::CalcKey { key })
 }
 
+/// The words that may lead a number or a keypad sequence (กดเลข 5, press 5 plus 7).
+const NUMBER_LEADS: &[&str] = &[
+    "กดตัวเลข",
+    "กดเลข",
+    "ตัวเลข",
+    "เลข",
+    "กดปุ่ม",
+    "กด",
+    "press",
+    "hit",
+    "number",
+];
+
 /// ห้า, 5, ๕, กดเลข 5, press 5, ห้า ศูนย์, ห้าสิบ, ร้อยห้าสิบ, ร้อยเอ็ด.
 /// Ambiguous readings (ห้า ห้าสิบ, ร้อยห้า) are `Decide`.
 fn digits(s: &str) -> Option<Intent> {
-    let body = opt(
-        s,
-        &[
-            "กดตัวเลข",
-            "กดเลข",
-            "ตัวเลข",
-            "เลข",
-            "กดปุ่ม",
-            "กด",
-            "press",
-            "hit",
-            "number",
-        ],
-    );
+    let body = opt(s, NUMBER_LEADS);
     match read_number(body) {
         Reading::Clear(digits) => Some(Intent::Digits { digits }),
         Reading::Ambiguous => Some(Intent::Decide { text_offer: None }),
         Reading::NotNumber => None,
     }
+}
+
+/// Calculator keys found anywhere in a word (Thai is written without spaces: ห้าบวกเจ็ด), longest
+/// first; `true`: the bare ลบ (Subtract only while no Delete control could be meant). No
+/// Thai number word contains one of them.
+const INLINE_KEYS: &[(&str, CalcKey, bool)] = &[
+    ("เครื่องหมายบวก", CalcKey::Add, false),
+    ("เครื่องหมายลบ", CalcKey::Subtract, false),
+    ("เครื่องหมายคูณ", CalcKey::Multiply, false),
+    ("เครื่องหมายหาร", CalcKey::Divide, false),
+    ("เครื่องหมายเท่ากับ", CalcKey::Equals, false),
+    ("เท่ากับ", CalcKey::Equals, false),
+    ("เคลียร์", CalcKey::Clear, false),
+    ("บวก", CalcKey::Add, false),
+    ("คูณ", CalcKey::Multiply, false),
+    ("หาร", CalcKey::Divide, false),
+    ("ลบ", CalcKey::Subtract, true),
+    ("+", CalcKey::Add, false),
+    ("−", CalcKey::Subtract, false),
+    ("-", CalcKey::Subtract, false),
+    ("×", CalcKey::Multiply, false),
+    ("*", CalcKey::Multiply, false),
+    ("÷", CalcKey::Divide, false),
+    ("/", CalcKey::Divide, false),
+    ("=", CalcKey::Equals, false),
+];
+
+/// English calculator keys: whole words only (`all clear` and `divided by` are two).
+const WORD_KEYS: &[(&str, CalcKey)] = &[
+    ("plus", CalcKey::Add),
+    ("add", CalcKey::Add),
+    ("minus", CalcKey::Subtract),
+    ("subtract", CalcKey::Subtract),
+    ("times", CalcKey::Multiply),
+    ("multiply", CalcKey::Multiply),
+    ("divide", CalcKey::Divide),
+    ("equals", CalcKey::Equals),
+    ("equal", CalcKey::Equals),
+    ("clear", CalcKey::Clear),
+];
+
+/// The keys read so far and the number words not yet read (a number is read whole, as
+/// [`read_number`] reads it, when a key or the end follows).
+struct Sequence {
+    keys: Vec<KeypadKey>,
+    number: String,
+    operators: usize,
+    said_lop: bool,
+}
+
+impl Sequence {
+    /// Appends number words (`word` is space-free; words are joined with one space).
+    fn word(&mut self, word: &str) {
+        if word.is_empty() {
+            return;
+        }
+        if !self.number.is_empty() {
+            self.number.push(' ');
+        }
+        self.number.push_str(word);
+    }
+
+    /// Reads the pending number: `Err(Some(Decide))` when it is not one clear number,
+    /// `Err(None)` when it is no number at all.
+    fn flush(&mut self) -> Result<(), Option<Intent>> {
+        if self.number.is_empty() {
+            return Ok(());
+        }
+        match read_number(&self.number) {
+            Reading::Clear(d) => {
+                self.keys.extend(d.chars().map(KeypadKey::Digit));
+                self.number.clear();
+                Ok(())
+            }
+            Reading::Ambiguous => Err(Some(Intent::Decide { text_offer: None })),
+            Reading::NotNumber => Err(None),
+        }
+    }
+
+    fn key(&mut self, key: CalcKey, lop: bool) -> Result<(), Option<Intent>> {
+        self.flush()?;
+        if self.keys.is_empty() && key != CalcKey::Clear {
+            // A sequence starts with a number or Clear: ลบ first is erasing (ลบ 3), and an
+            // operator first (บวก 5, plus one) is left to the decision.
+            return Err(None);
+        }
+        self.said_lop |= lop;
+        self.operators += 1;
+        self.keys.push(KeypadKey::Key(key));
+        Ok(())
+    }
+
+    /// One space-free word: numbers and calculator keys in any mix (ห้าบวกเจ็ด, 5+7=).
+    fn scan(&mut self, word: &str) -> Result<(), Option<Intent>> {
+        let mut start = 0;
+        let mut i = 0;
+        while let Some(rest) = word.get(i..) {
+            let Some(c) = rest.chars().next() else { break };
+            match INLINE_KEYS.iter().find(|(w, ..)| rest.starts_with(w)) {
+                Some((w, key, lop)) => {
+                    self.word(word.get(start..i).unwrap_or(""));
+                    self.key(*key, *lop)?;
+                    i += w.len();
+                    start = i;
+                }
+                None => i += c.len_utf8(),
+            }
+        }
+        self.word(word.get(start..).unwrap_or(""));
+        Ok(())
+    }
+}
+
+/// A command whose every word is a number or a calculator key, starting with a number or Clear,
+/// with at least one key and two presses in all (seed 003 "Numbers and calculator keys"): ห้า
+/// บวก เจ็ด เท่ากับ, ห้าสิบ บวก ๕ เท่ากับ, 5+7=, five plus seven equals. A number that is not one clear reading (ห้า ห้าสิบ
+/// บวก สอง) is `Decide`; anything else in the command is not a sequence.
+fn keypad(s: &str) -> Option<Intent> {
+    let body = opt(s, NUMBER_LEADS);
+    let mut seq = Sequence {
+        keys: Vec::new(),
+        number: String::new(),
+        operators: 0,
+        said_lop: false,
+    };
+    let mut words = body.split(super::text::is_space).filter(|w| !w.is_empty());
+    let mut read = || -> Result<(), Option<Intent>> {
+        while let Some(word) = words.next() {
+            if word.eq_ignore_ascii_case("all") || word.eq_ignore_ascii_case("divided") {
+                let (second, key) = if word.eq_ignore_ascii_case("all") {
+                    ("clear", CalcKey::Clear)
+                } else {
+                    ("by", CalcKey::Divide)
+                };
+                if !words.next().is_some_and(|w| w.eq_ignore_ascii_case(second)) {
+                    return Err(None);
+                }
+                seq.key(key, false)?;
+                continue;
+            }
+            match WORD_KEYS.iter().find(|(w, _)| w.eq_ignore_ascii_case(word)) {
+                Some((_, key)) => seq.key(*key, false)?,
+                None => seq.scan(word)?,
+            }
+        }
+        seq.flush()
+    };
+    match read() {
+        Ok(()) => {}
+        Err(answer) => return answer,
+    }
+    (seq.operators > 0 && seq.keys.len() > 1).then_some(Intent::Keypad {
+        keys: seq.keys,
+        said_lop: seq.said_lop,
+    })
 }
 
 // ---------------------------------------------------------------- text: search and type
@@ -569,6 +725,98 @@ fn navigate(s: &str) -> Option<Intent> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn keys(spec: &str) -> Intent {
+        let keys = spec
+            .split(' ')
+            .map(|k| match k {
+                "+" => KeypadKey::Key(CalcKey::Add),
+                "-" => KeypadKey::Key(CalcKey::Subtract),
+                "*" => KeypadKey::Key(CalcKey::Multiply),
+                "/" => KeypadKey::Key(CalcKey::Divide),
+                "=" => KeypadKey::Key(CalcKey::Equals),
+                "C" => KeypadKey::Key(CalcKey::Clear),
+                d => KeypadKey::Digit(d.chars().next().unwrap()),
+            })
+            .collect();
+        Intent::Keypad {
+            keys,
+            said_lop: false,
+        }
+    }
+
+    // Issue 25, seed 003 "Numbers and calculator keys" (R-GRM-PARSE): a command whose every
+    // word is a number or a calculator key is one keypad sequence, in Thai words, Arabic and
+    // Thai digits, symbols and English words, spaced or written together; numbers digit by
+    // digit.
+    #[test]
+    fn r_grm_parse_numbers_and_keys_are_one_keypad_sequence() {
+        for (said, want) in [
+            ("ห้า บวก เจ็ด เท่ากับ", "5 + 7 ="),
+            ("ห้าบวกเจ็ดเท่ากับ", "5 + 7 ="),
+            ("ห้าสิบ บวก ๕ เท่ากับ", "5 0 + 5 ="),
+            ("๑๒ คูณ 3 =", "1 2 * 3 ="),
+            ("5+7=", "5 + 7 ="),
+            ("ห้า ศูนย์ หาร สอง", "5 0 / 2"),
+            ("เคลียร์ ร้อยเอ็ด เครื่องหมายลบ หนึ่ง", "C 1 0 1 - 1"),
+            ("five plus seven equals", "5 + 7 ="),
+            ("9 divided by 3", "9 / 3"),
+            ("all clear 4 times 2", "C 4 * 2"),
+            ("กดเลข 5 บวก 7", "5 + 7"),
+            ("ห้า บวก เจ็ด เท่ากับครับ", "5 + 7 ="),
+        ] {
+            assert_eq!(parse_command(said), keys(want), "{said}");
+        }
+        // A bare ลบ between numbers is Subtract, marked: a Delete control may be meant.
+        assert_eq!(
+            parse_command("แปด ลบ สาม"),
+            Intent::Keypad {
+                keys: vec![
+                    KeypadKey::Digit('8'),
+                    KeypadKey::Key(CalcKey::Subtract),
+                    KeypadKey::Digit('3')
+                ],
+                said_lop: true
+            }
+        );
+        // One key or one number alone keeps its own intent.
+        assert_eq!(parse_command("บวก"), Intent::CalcKey { key: CalcKey::Add });
+        assert_eq!(
+            parse_command("ห้า ศูนย์"),
+            Intent::Digits {
+                digits: "50".into()
+            }
+        );
+    }
+
+    // Not one clear number (ห้า ห้าสิบ, shorthand after ร้อย) → the decision, never a guess;
+    // any other word → not a sequence; an operator first (ลบ 3 is erasing) → not a sequence.
+    #[test]
+    fn r_grm_parse_unclear_keypad_sequences_are_decided() {
+        let decide = Intent::Decide { text_offer: None };
+        for said in [
+            "ห้า ห้าสิบ บวก สอง",
+            "ร้อยห้า บวก สอง",
+            "สอง บวก ห้าสิบ ห้า",
+            "ห้า บวก แมว",
+            "5 + 7 = ?x",
+            "all 5 plus 2",
+            "3.5 + 1",
+            "ลบ 0",
+            "บวก 5",
+            "plus one",
+            "-5",
+        ] {
+            assert_eq!(parse_command(said), decide, "{said}");
+        }
+        assert_eq!(
+            parse_command("ลบ 3"),
+            Intent::Erase {
+                count: 3,
+                also_subtract: false
+            }
+        );
+    }
 
     /// `eat_any` / `eat_table` compare a lower-case first byte: every table word is lower case.
     #[test]

@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use super::address::typed_address;
-use super::intent::{CalcKey, HistoryDirection, Intent, Key, ScrollDirection};
+use super::intent::{CalcKey, HistoryDirection, Intent, Key, KeypadKey, ScrollDirection};
 use crate::observation::{Control, Observation};
 
 /// Which adapter runs the command.
@@ -73,11 +73,12 @@ pub enum Primitive {
         /// The control's ref.
         target: String,
     },
-    /// Press the keypad's digits one by one; each digit is matched again on a fresh
-    /// observation after the previous press settles ([`keypad_button`] does the matching).
-    PressDigits {
-        /// The digits, most significant first.
-        digits: String,
+    /// Press keypad keys one by one (a number's digits, calculator keys); each key is matched
+    /// again on a fresh observation after the previous press settles ([`keypad_key`] does the
+    /// matching). Every key had its one button on the observation this was resolved on.
+    PressKeys {
+        /// The keys, in order.
+        keys: Vec<KeypadKey>,
     },
     /// Erase `count` characters at the end of a field by rewriting its value to `value`.
     Erase {
@@ -413,9 +414,11 @@ fn browser(intent: &Intent, obs: &Observation) -> Resolution {
             }
             _ => all_controls(obs, None, false),
         },
-        Intent::CloseTab | Intent::QuitApp | Intent::Digits { .. } | Intent::CalcKey { .. } => {
-            all_controls(obs, None, false)
-        }
+        Intent::CloseTab
+        | Intent::QuitApp
+        | Intent::Digits { .. }
+        | Intent::CalcKey { .. }
+        | Intent::Keypad { .. } => all_controls(obs, None, false),
         Intent::Decide { text_offer } => all_controls(obs, text_offer.as_deref(), false),
     }
 }
@@ -577,16 +580,14 @@ fn computer(intent: &Intent, obs: &Observation) -> Resolution {
                 }
             }
         },
-        Intent::Digits { digits } => {
-            if text_focused {
-                all_controls(obs, None, true)
-            } else if has_keypad(obs) {
-                act(Primitive::PressDigits {
-                    digits: digits.clone(),
-                })
-            } else {
-                all_controls(obs, None, false)
-            }
+        Intent::Digits { digits } => press_keys(
+            obs,
+            text_focused,
+            digits.chars().map(KeypadKey::Digit),
+            false,
+        ),
+        Intent::Keypad { keys, said_lop } => {
+            press_keys(obs, text_focused, keys.iter().copied(), *said_lop)
         }
         Intent::CalcKey { key } => {
             if text_focused || !has_keypad(obs) {
@@ -599,8 +600,54 @@ fn computer(intent: &Intent, obs: &Observation) -> Resolution {
     }
 }
 
+/// Keys pressed one by one (seed 003 "Numbers and calculator keys"): words while a text field
+/// has focus; on a keypad, when every key has its one button now (decidable up front: else the
+/// whole command goes to the decision before anything is pressed) and a bare `ลบ` cannot mean
+/// a Delete control; elsewhere a decision.
+fn press_keys(
+    obs: &Observation,
+    text_focused: bool,
+    keys: impl Iterator<Item = KeypadKey>,
+    said_lop: bool,
+) -> Resolution {
+    if text_focused {
+        return all_controls(obs, None, true);
+    }
+    let keys: Vec<KeypadKey> = keys.collect();
+    if keys.is_empty()
+        || !has_keypad(obs)
+        || (said_lop && could_mean_delete(obs))
+        || keys.iter().any(|k| keypad_key(obs, *k).is_none())
+    {
+        return all_controls(obs, None, false);
+    }
+    act(Primitive::PressKeys { keys })
+}
+
+/// The ref of the one button for `key` on a fresh observation while running
+/// [`Primitive::PressKeys`]: the one pressable, non-sensitive, non-menu control labelled
+/// exactly as the key is (`5`; `+` or `Add`), if exactly one is shown.
+///
+/// ```
+/// use jevgate::grammar::{keypad_key, CalcKey, KeypadKey};
+/// use jevgate::observation::{Control, Observation};
+/// let mut page = Observation::default();
+/// page.controls.push(Control::new("b5", "button", "5"));
+/// page.controls.push(Control::new("add", "button", "+"));
+/// assert_eq!(keypad_key(&page, KeypadKey::Digit('5')), Some("b5"));
+/// assert_eq!(keypad_key(&page, KeypadKey::Key(CalcKey::Add)), Some("add"));
+/// assert_eq!(keypad_key(&page, KeypadKey::Key(CalcKey::Equals)), None);
+/// ```
+pub fn keypad_key(observation: &Observation, key: KeypadKey) -> Option<&str> {
+    let labels = key.labels();
+    if labels.is_empty() {
+        return None;
+    }
+    unique_button(observation, labels).map(|c| c.reference.as_str())
+}
+
 /// The ref of the keypad button to press for digit `digit` (`'0'`–`'9'`) on a fresh
-/// observation while running [`Primitive::PressDigits`]: the one pressable, non-sensitive,
+/// observation (see [`keypad_key`]): the one pressable, non-sensitive,
 /// non-menu control labelled exactly with that digit, if exactly one is shown.
 ///
 /// ```

@@ -1135,6 +1135,7 @@ impl Run<'_> {
             Intent::Key { .. }
             | Intent::Digits { .. }
             | Intent::CalcKey { .. }
+            | Intent::Keypad { .. }
             | Intent::QuitApp
                 if self.agent_words =>
             {
@@ -1154,16 +1155,20 @@ impl Run<'_> {
             }
             intent => intent,
         };
-        let mut intent = intent;
-        let mut pending_digits: Option<String>;
-        let mut digits_pressed = 0u32;
+        // A keypad sequence under way (a number's digits, calculator keys): its keys and how
+        // many were pressed. Each next key is matched on a fresh observation, without resolving
+        // or deciding the command again.
+        let mut sequence: Option<(Vec<crate::grammar::KeypadKey>, usize)> = None;
         let mut actions = 0u32;
         let mut decisions = 0u32;
         let mut nothing_retries = 0u32;
         let mut changing = 0u32;
         loop {
             if let Some(p) = self.gate() {
-                return p;
+                return match &sequence {
+                    Some((keys, pressed)) => part_way(p, *pressed, keys.len()),
+                    None => p,
+                };
             }
             let read_at = self.clock.now();
             let obs = match self.observe() {
@@ -1176,30 +1181,78 @@ impl Run<'_> {
                     self.pause_until(read_at + CHANGING_WAIT);
                     continue;
                 }
-                Err(e) => return target_failure(&e),
+                Err(e) => {
+                    return match &sequence {
+                        Some((keys, pressed)) => part_way(target_failure(&e), *pressed, keys.len()),
+                        None => target_failure(&e),
+                    }
+                }
             };
-            pending_digits = None;
+            // A keypad sequence (seed 003 "Numbers and calculator keys"): pressed key by key,
+            // each matched again on this fresh observation after the previous press settled; a
+            // key without its one button stops the rest, saying how far it got.
+            if let Some((keys, pressed)) = &sequence {
+                let button = keys
+                    .get(*pressed)
+                    .and_then(|k| crate::grammar::keypad_key(&obs, *k));
+                let Some(button) = button else {
+                    return part_way(not_done("STEP_NOT_EXECUTED"), *pressed, keys.len());
+                };
+                let p = Primitive::Press {
+                    target: button.to_string(),
+                };
+                let label = describe(&p, &obs);
+                let Some((command, kind)) = self.command_for(&p, obs.generation) else {
+                    return not_done("UNSUPPORTED_ON_BROWSER");
+                };
+                let (pressed, total) = (*pressed, keys.len());
+                match self.act(command, &obs, &label, kind) {
+                    Acted::Part(Part::Done {
+                        line,
+                        visible,
+                        kind,
+                    }) => {
+                        if pressed + 1 == total {
+                            return Part::Done {
+                                line: sequence_line(&line, total),
+                                visible,
+                                kind,
+                            };
+                        }
+                        if let Some((_, n)) = &mut sequence {
+                            *n += 1;
+                        }
+                    }
+                    // Refused or uncertain part-way: the rest is not pressed; an uncertain press
+                    // stops for reconciliation and is never repeated.
+                    Acted::Part(p) => return part_way(p, pressed, total),
+                    Acted::Changed if changing < CHANGING_RETRIES => {
+                        // Nothing was sent: the same key on a read a second later.
+                        changing += 1;
+                        self.pause_until(read_at + CHANGING_WAIT);
+                    }
+                    Acted::Changed => {
+                        return part_way(not_done("STALE_OBSERVATION"), pressed, total)
+                    }
+                }
+                continue;
+            }
             let resolution = resolve(&intent, &obs, self.adapter);
             let (primitive, label) = match resolution {
-                // A number on a keypad (seed 003 "Numbers and calculator keys"): pressed digit
-                // by digit, each matched again on a fresh observation after the previous press
-                // settled; a digit without its one button stops the rest.
-                Resolution::Act(Primitive::PressDigits { digits }) => {
-                    let mut rest = digits.chars();
-                    let Some(button) = rest
-                        .next()
-                        .and_then(|d| crate::grammar::keypad_button(&obs, d))
+                Resolution::Act(Primitive::PressKeys { keys }) => {
+                    let Some(button) = keys
+                        .first()
+                        .and_then(|k| crate::grammar::keypad_key(&obs, *k))
                     else {
                         return not_done("STEP_NOT_EXECUTED");
                     };
-                    let rest: String = rest.collect();
-                    if !rest.is_empty() {
-                        pending_digits = Some(rest);
-                    }
                     let p = Primitive::Press {
                         target: button.to_string(),
                     };
                     let label = describe(&p, &obs);
+                    if keys.len() > 1 {
+                        sequence = Some((keys, 0));
+                    }
                     (p, label)
                 }
                 Resolution::Act(p) => {
@@ -1254,19 +1307,17 @@ impl Run<'_> {
             let Some((command, kind)) = self.command_for(&primitive, obs.generation) else {
                 return not_done("UNSUPPORTED_ON_BROWSER");
             };
-            // A digit of a number is one press each, whatever the part's action bound.
-            if digits_pressed == 0 && actions >= if direct { 1 } else { PART_ACTIONS } {
+            // A keypad sequence's keys are one press each, whatever the part's action bound.
+            if actions >= if direct { 1 } else { PART_ACTIONS } {
                 return not_done("ACTION_BUDGET");
             }
             actions += 1;
             match self.act(command, &obs, &label, kind) {
-                // The next digit, on a fresh observation (not a replay: another press). A digit
-                // refused part-way returns below: the rest is not pressed.
-                Acted::Part(Part::Done { .. }) if pending_digits.is_some() => {
-                    digits_pressed += 1;
-                    intent = Intent::Digits {
-                        digits: pending_digits.take().unwrap_or_default(),
-                    };
+                // The next key, on a fresh observation (not a replay: another press).
+                Acted::Part(Part::Done { .. }) if sequence.is_some() => {
+                    if let Some((_, n)) = &mut sequence {
+                        *n = 1;
+                    }
                 }
                 Acted::Part(p) => return p,
                 Acted::Changed if changing < CHANGING_RETRIES => {
@@ -1274,6 +1325,7 @@ impl Run<'_> {
                     // about a second after the last read and decide afresh (not a replay).
                     changing += 1;
                     actions -= 1;
+                    sequence = None;
                     self.pause_until(read_at + CHANGING_WAIT);
                 }
                 Acted::Changed => return not_done("STALE_OBSERVATION"),
@@ -1387,7 +1439,7 @@ impl Run<'_> {
                 }),
                 Kind::Other,
             ),
-            Primitive::PressDigits { .. } | Primitive::Erase { .. } => return None,
+            Primitive::PressKeys { .. } | Primitive::Erase { .. } => return None,
         })
     }
 
@@ -1813,6 +1865,40 @@ fn not_done(code: &str) -> Part {
     }
 }
 
+/// A keypad sequence stopped after `pressed` of its `total` keys: the part's line says how far
+/// it got (seed 003: "the outcome says how far it got"). Paused or revised part-way, it ends not
+/// done rather than interrupted: a resume runs an interrupted command again from its start,
+/// which would press the keys already pressed a second time.
+fn part_way(part: Part, pressed: usize, total: usize) -> Part {
+    let far = format!("{pressed} of {total} keys were pressed");
+    match part {
+        Part::NotDone { code, line } => Part::NotDone {
+            line: format!("{line}; {far}"),
+            code,
+        },
+        Part::Unknown { line } => Part::Unknown {
+            line: format!("{line}; {far} before it"),
+        },
+        Part::Stop { code, line } if pressed > 0 && stop_ending(&code) == Ending::Interrupted => {
+            Part::NotDone {
+                line: format!("{line}; {far}"),
+                code,
+            }
+        }
+        Part::Stop { code, line } => Part::Stop {
+            line: format!("{line}; {far}"),
+            code,
+        },
+        other => other,
+    }
+}
+
+/// The line of a keypad sequence that pressed all its `total` keys (the last press's line).
+fn sequence_line(last: &str, total: usize) -> String {
+    let what = last.strip_prefix("Done: ").unwrap_or(last);
+    lines::done(&format!("{what}, the last of {total} keys"))
+}
+
 /// A Jev failure: configuration, access and quota failures stop the task; anything else
 /// (timeouts, invalid answers, an unavailable or rate-limited provider) fails only this
 /// command. An invalid answer records only which check failed.
@@ -1901,7 +1987,7 @@ fn describe(p: &Primitive, obs: &Observation) -> String {
         Primitive::Type { target, .. } => format!("typed [text] into \"{}\"", name(target)),
         Primitive::Navigate { url } => format!("opened {}", lines::host_of(url)),
         Primitive::Press { target } => format!("pressed \"{}\"", name(target)),
-        Primitive::PressDigits { .. } | Primitive::Erase { .. } => "nothing".into(),
+        Primitive::PressKeys { .. } | Primitive::Erase { .. } => "nothing".into(),
     }
 }
 
