@@ -17,13 +17,11 @@ mod support;
 use jevgate::device::computer::{ComputerAction, ComputerCommand};
 #[cfg(feature = "computer")]
 use jevgate::device::computer::{ReceiptRead, ReceiptState, ACCESS_TIMEOUT};
-use jevgate::device::{ToolExecutor, WorkerFailure};
-use jevgate::CancelToken;
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+#[cfg(feature = "computer")]
 use std::time::Duration;
-use support::computer::pair_computer;
+use support::computer::{pair_computer, Scripted};
 use support::gateway::builder;
 
 fn press(op: &str, reference: &str) -> ComputerCommand {
@@ -32,57 +30,6 @@ fn press(op: &str, reference: &str) -> ComputerCommand {
         action: ComputerAction::Press {
             reference: reference.into(),
         },
-    }
-}
-
-/// A scripted helper: answers `observe` with `observation`, `computer_action` with `action`
-/// and `operation_status` with `status`; counts the actions that reached it.
-struct Scripted {
-    observation: Value,
-    action: Result<Value, String>,
-    status: Result<Value, String>,
-    actions: AtomicUsize,
-    tools: Mutex<Vec<String>>,
-}
-
-impl Scripted {
-    fn new(
-        observation: Value,
-        action: Result<Value, String>,
-        status: Result<Value, String>,
-    ) -> Arc<Scripted> {
-        Arc::new(Scripted {
-            observation,
-            action,
-            status,
-            actions: AtomicUsize::new(0),
-            tools: Mutex::new(Vec::new()),
-        })
-    }
-}
-
-impl ToolExecutor for Scripted {
-    fn execute(
-        &self,
-        tool: &str,
-        _args: &Value,
-        _deadline: Duration,
-        _cancel: &CancelToken,
-    ) -> Result<Value, WorkerFailure> {
-        self.tools.lock().unwrap().push(tool.to_string());
-        let answer = |a: &Result<Value, String>| {
-            a.clone()
-                .map_err(|m| WorkerFailure::new("execution_failed", m))
-        };
-        match tool {
-            "observe" => Ok(self.observation.clone()),
-            "computer_action" => {
-                self.actions.fetch_add(1, Ordering::SeqCst);
-                answer(&self.action)
-            }
-            "operation_status" => answer(&self.status),
-            _ => Err(WorkerFailure::new("execution_failed", "UNKNOWN_TOOL: no")),
-        }
     }
 }
 
@@ -280,6 +227,7 @@ mod helper {
     use jevgate::clock::{Clock, ManualClock};
     use jevgate::device::computer::ComputerDevice;
     use jevgate::unstable::computer::state;
+    use jevgate::CancelToken;
     use std::io::Write;
     use std::path::Path;
     use std::time::Instant;

@@ -6,7 +6,10 @@
 //! (`COMPUTER_NOT_ALLOWED`); a device that is not the principal's computer is refused before
 //! any lease.
 //!
-//! The calculator test needs a real desktop (scripts/desktop, gnome-calculator): skipped with
+//! A helper's certain refusal (`EXECUTION_FAILED`) stops a command not executed; a failure
+//! without a cause code needs reconciliation (scripted helpers, no desktop).
+//!
+//! The calculator tests need a real desktop (scripts/desktop, gnome-calculator): skipped with
 //! the reason printed, a failure under `JEVGATE_REQUIRE_DESKTOP=1`.
 
 mod support;
@@ -103,6 +106,69 @@ fn r_tsk_a_computer_target_is_the_principals_own_computer() {
         );
         assert_eq!(status.actions, 0);
         assert_eq!(tg.gw.leases().holder(device), None);
+    }
+}
+
+// Issue 25, seed 003 "Computer helper contract" and "Pre-dispatch rejections" (R-TSK-RCPT): a
+// helper's EXECUTION_FAILED (its promise that the refused action did nothing) stops the
+// person's command not executed with that cause — its receipt operation `not_executed`, the
+// outcome naming the device error behind it — where it used to need reconciliation; a failure
+// without a cause code still needs reconciliation. Scripted helpers, no desktop.
+#[test]
+fn r_tsk_rcpt_a_helpers_certain_refusal_is_not_executed() {
+    use serde_json::json;
+    use support::computer::Scripted;
+    let tg = gateway(COMPUTER_CONFIG);
+    let keys: Vec<_> = (0..10)
+        .map(|d| {
+            json!({"ref": format!("k{d}"), "role": "button", "name": d.to_string(),
+                        "actions": ["press"]})
+        })
+        .collect();
+    let keypad = json!({"contractVersion": 1, "application": "calc",
+                        "windowTitle": "Calculator", "controls": keys});
+    let cases = [
+        (
+            "EXECUTION_FAILED: the desktop refused the action",
+            "EXECUTION_FAILED",
+            "not_executed",
+        ),
+        ("something broke", "OUTCOME_UNKNOWN", "unknown"),
+    ];
+    for (i, (answer, reason, op_status)) in cases.into_iter().enumerate() {
+        let paired = pair_computer(&tg, "alice", &format!("desk-{i}"));
+        let helper = Scripted::new(
+            keypad.clone(),
+            Err(answer.into()),
+            Ok(json!({"state": "not_found"})),
+        );
+        let _worker = tg.device_worker(&paired, helper.clone());
+        let id = tg
+            .gw
+            .tasks()
+            .spawn(&owner(), on_computer("5", &paired.device))
+            .unwrap();
+        let status = tg.gw.tasks().wait(&owner(), &id, WAIT).unwrap();
+        assert_eq!(status.reason.as_deref(), Some(reason), "{status:#?}");
+        assert_eq!(
+            status.state == TaskState::NeedsReconciliation,
+            reason == "OUTCOME_UNKNOWN",
+            "{status:#?}"
+        );
+        let receipts = tg.gw.tasks().receipts(&owner(), &id).unwrap();
+        let ops: Vec<_> = receipts.iter().flat_map(|r| r.operations.iter()).collect();
+        assert_eq!(ops.len(), 1, "{receipts:#?}");
+        assert_eq!(ops[0].status, op_status, "{receipts:#?}");
+        assert_eq!(helper.actions.load(std::sync::atomic::Ordering::SeqCst), 1);
+        if reason == "EXECUTION_FAILED" {
+            assert!(
+                status.outcome.as_deref().is_some_and(|o| o.ends_with(
+                    "Device tool errors (most recent first): page_click EXECUTION_FAILED"
+                )),
+                "{status:#?}"
+            );
+        }
+        tg.gw.tasks().cancel(&owner(), &id).ok();
     }
 }
 

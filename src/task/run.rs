@@ -16,7 +16,7 @@
 use super::fence::Fence;
 use super::host::{Hook, TaskHost};
 use super::lines;
-use super::outcome::{classify, Class};
+use super::outcome::{classify_for, computer_stop_code, device_errors, Class, ToolCall};
 use super::records;
 use super::writer::{Pending, Writer};
 use super::{ActionLogEntry, Budget, StepRun, TaskOwner, TaskProgress};
@@ -144,7 +144,13 @@ pub(crate) struct Counters {
     results: Vec<(Pending, &'static str)>,
     /// Text this task typed (the newest [`KEPT_TYPED`]): never kept in an observation.
     typed: Vec<String>,
+    /// The newest [`KEPT_CALLS`] dispatched tools and their error codes: the device errors a
+    /// computer command's stop message names (codes only).
+    calls: Vec<ToolCall>,
 }
+
+/// How many dispatched calls a task remembers for its stop messages.
+const KEPT_CALLS: usize = 32;
 
 /// One request's run.
 pub(crate) struct Run<'a> {
@@ -511,12 +517,19 @@ impl Run<'_> {
             }
             // A result that omits or contradicts the operation is kept as unknown.
             Ok(_) => ("unknown", Some("OUTCOME_UNKNOWN"), None),
-            Err(e) => match classify(e) {
+            Err(e) => match classify_for(self.adapter, e) {
                 Class::NotExecuted => ("not_executed", Some(e.code()), None),
                 Class::Failed => ("failed", Some(e.code()), None),
                 Class::Unknown => ("unknown", Some(e.code()), None),
             },
         };
+        if self.counters.calls.len() >= KEPT_CALLS {
+            self.counters.calls.remove(0);
+        }
+        self.counters.calls.push(ToolCall {
+            tool: tool.to_string(),
+            error: answer.as_ref().err().map(|e| (e.code().to_string(), None)),
+        });
         // The result need not be durable before going on (only the checkpoint must precede a
         // dispatch): it commits with the next group, in order, and the request is done only
         // once it did ([`Run::finish`]). Lost in a crash, the operation counts as interrupted —
@@ -1391,6 +1404,8 @@ impl Run<'_> {
             Sent::NotExecuted(e) | Sent::Failed(e) => {
                 if is_target_gone(&e) {
                     target_failure(&e)
+                } else if self.adapter == Adapter::Computer {
+                    self.computer_not_done(e.code())
                 } else {
                     not_done(e.code())
                 }
@@ -1399,6 +1414,21 @@ impl Run<'_> {
                 line: lines::unknown(&tool, "OUTCOME_UNKNOWN"),
             },
         })
+    }
+
+    /// A computer action the device refused or that failed (seed 003): a code jevgate knows is
+    /// kept, any other is `COMPUTER_TOOL_FAILED`; the line names the device errors behind it.
+    fn computer_not_done(&self, code: &str) -> Part {
+        let code = computer_stop_code(code);
+        let mut line = lines::not_done(lines::not_done_words(code), code);
+        if let Some(errors) = device_errors(&self.counters.calls) {
+            line.push_str(". ");
+            line.push_str(&errors);
+        }
+        Part::NotDone {
+            code: code.to_string(),
+            line,
+        }
     }
 
     /// The backend command for `p` on generation `g`.

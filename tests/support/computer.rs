@@ -6,7 +6,12 @@
 //! Owns: those steps. Never: asserts a behaviour of jevgate beyond what a step needs to go on.
 
 use super::gateway::{Paired, TestGateway};
-use jevgate::device::PairRequest;
+use jevgate::device::{PairRequest, ToolExecutor, WorkerFailure};
+use jevgate::CancelToken;
+use serde_json::Value;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// The pairing request of a computer helper installation.
 pub fn computer_request(installation: &str) -> PairRequest {
@@ -14,6 +19,57 @@ pub fn computer_request(installation: &str) -> PairRequest {
         installation_id: installation.into(),
         name: format!("Desktop {installation}"),
         browser: None,
+    }
+}
+
+/// A scripted helper (no desktop): answers `observe` with `observation`, `computer_action` with `action`
+/// and `operation_status` with `status`; counts the actions that reached it.
+pub struct Scripted {
+    pub observation: Value,
+    pub action: Result<Value, String>,
+    pub status: Result<Value, String>,
+    pub actions: AtomicUsize,
+    pub tools: Mutex<Vec<String>>,
+}
+
+impl Scripted {
+    pub fn new(
+        observation: Value,
+        action: Result<Value, String>,
+        status: Result<Value, String>,
+    ) -> Arc<Scripted> {
+        Arc::new(Scripted {
+            observation,
+            action,
+            status,
+            actions: AtomicUsize::new(0),
+            tools: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+impl ToolExecutor for Scripted {
+    fn execute(
+        &self,
+        tool: &str,
+        _args: &Value,
+        _deadline: Duration,
+        _cancel: &CancelToken,
+    ) -> Result<Value, WorkerFailure> {
+        self.tools.lock().unwrap().push(tool.to_string());
+        let answer = |a: &Result<Value, String>| {
+            a.clone()
+                .map_err(|m| WorkerFailure::new("execution_failed", m))
+        };
+        match tool {
+            "observe" => Ok(self.observation.clone()),
+            "computer_action" => {
+                self.actions.fetch_add(1, Ordering::SeqCst);
+                answer(&self.action)
+            }
+            "operation_status" => answer(&self.status),
+            _ => Err(WorkerFailure::new("execution_failed", "UNKNOWN_TOOL: no")),
+        }
     }
 }
 
