@@ -43,7 +43,7 @@ pub use parse::parse_command;
 pub use resolve::{
     keypad_button, keypad_key, resolve, Adapter, DecisionRequest, Outcome, Primitive, Resolution,
 };
-pub use steps::{single_item, split_parts, split_steps, MAX_STEPS, MAX_STEP_CHARS};
+pub use steps::{split_parts, split_steps, MAX_STEPS, MAX_STEP_CHARS};
 
 /// The longest command text the C and Python surfaces accept (1 MiB).
 pub const MAX_TEXT_BYTES: usize = 1 << 20;

@@ -60,23 +60,6 @@ pub fn split_steps(message: &str) -> Option<Vec<String>> {
     Some(steps.into_iter().map(str::to_string).collect())
 }
 
-/// The one item of a one-item list (`1. ห้า`, `- ห้า`) without its marker; any other text as it
-/// is. A single step is no step list: it is one command (R-GRM-STEPS).
-///
-/// ```
-/// use jevgate::grammar::single_item;
-/// assert_eq!(single_item("1. ห้า"), "ห้า");
-/// assert_eq!(single_item("ห้า"), "ห้า");
-/// assert_eq!(single_item("1. ห้า\n2. บวก"), "1. ห้า\n2. บวก");
-/// ```
-pub fn single_item(text: &str) -> &str {
-    let mut items: Vec<&str> = Vec::new();
-    match (list_items(text, &mut items), items.as_slice()) {
-        (List::Items, [one]) if !one.is_empty() => one,
-        _ => text,
-    }
-}
-
 /// The parts of one step joined with แล้ว, จากนั้น or then (R-GRM-PARTS), in order. A step
 /// without a connector is one part; quoted text is never split.
 ///

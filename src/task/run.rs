@@ -665,14 +665,6 @@ impl Run<'_> {
             };
         }
         if self.goal_run {
-            if let Some(command) = self.keypad_goal(trimmed) {
-                // A computer goal that is a number or calculator keys (`1. ห้า`: a single step
-                // is one command) runs as the direct command it is, without Jev (issue 25).
-                let agent_words = std::mem::replace(&mut self.agent_words, false);
-                let report = self.direct(command);
-                self.agent_words = agent_words;
-                return report;
-            }
             return self.goal(trimmed);
         }
         if self.handoff {
@@ -687,21 +679,6 @@ impl Run<'_> {
             }
             None => self.direct(trimmed),
         }
-    }
-
-    /// The goal as a direct command when this is a computer target and the goal (one item of a
-    /// one-item list, or plain) reads as a number, a calculator key or a keypad sequence: keys
-    /// that press the one labelled keypad button each (seed 003 "Numbers and calculator keys").
-    fn keypad_goal<'g>(&self, goal: &'g str) -> Option<&'g str> {
-        if self.adapter != Adapter::Computer {
-            return None;
-        }
-        let command = crate::grammar::single_item(goal);
-        matches!(
-            parse_command(command),
-            Intent::Digits { .. } | Intent::CalcKey { .. } | Intent::Keypad { .. }
-        )
-        .then_some(command)
     }
 
     /// The person said no to a confirmation question (issue 26 item 2): nothing runs and
