@@ -6,11 +6,13 @@
 //! R-LOG tests (`log_capture`), a scripted Jev provider (`jev_server`), the fixture pages, the
 //! one device-tool conformance suite every device runs (`conformance`) and a Chromium with the
 //! browser extension loaded (`extension`), and a throw-away Linux desktop for the computer helper
-//! (`desktop`) with the helper's pairing, approval and calculator reads (`computer`).
+//! (`desktop`) with the helper's pairing, approval and calculator reads (`computer`), and
+//! child test processes that die by SIGKILL at a named point (`crash`).
 #![allow(dead_code)] // each test binary uses a different part of the support module
 
 pub mod computer;
 pub mod conformance;
+pub mod crash;
 pub mod desk;
 pub mod desktop;
 pub mod extension;
