@@ -14,75 +14,11 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use jevgate::device::ToolCall;
-use jevgate::Gateway;
-use serde_json::{json, Value};
 use std::time::{Duration, Instant};
+use support::bench::{measure, pct};
 use support::conformance::ReferenceWorker;
 use support::extension::ExtensionBrowser;
 use support::Server;
-
-fn call(gw: &Gateway, owner: &str, device: &str, tool: &str, mut args: Value) -> Value {
-    args["deviceId"] = json!(device);
-    let r = gw.call_tool(&ToolCall::new(owner, format!("conv-{owner}"), tool, args));
-    assert!(r.is_success(), "{tool}: {r:?}");
-    r.result().unwrap().clone()
-}
-
-/// `(click times, read_page times)` over `rounds` rounds on the device.
-fn measure(
-    gw: &Gateway,
-    owner: &str,
-    device: &str,
-    server: &Server,
-    rounds: usize,
-) -> (Vec<Duration>, Vec<Duration>) {
-    call(
-        gw,
-        owner,
-        device,
-        "browser_navigate",
-        json!({"url": server.url("/p/buttons")}),
-    );
-    let (mut clicks, mut reads) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        let t = Instant::now();
-        let page = call(gw, owner, device, "browser_read_page", json!({}));
-        reads.push(t.elapsed());
-        let text = page["untrustedContent"]["data"]["text"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let line = text
-            .lines()
-            .find(|l| l.contains("\"Press me\""))
-            .expect("the button");
-        let reference = line
-            .split("[ref=")
-            .nth(1)
-            .and_then(|r| r.split(']').next())
-            .unwrap()
-            .to_string();
-        let t = Instant::now();
-        call(
-            gw,
-            owner,
-            device,
-            "browser_computer",
-            json!({"action": "click", "ref": reference}),
-        );
-        clicks.push(t.elapsed());
-    }
-    (clicks, reads)
-}
-
-fn pct(v: &mut [Duration], p: usize) -> f64 {
-    v.sort();
-    let i = ((v.len() * p).div_ceil(100))
-        .saturating_sub(1)
-        .min(v.len() - 1);
-    v[i].as_secs_f64() * 1e3
-}
 
 fn main() {
     let rounds: usize = std::env::var("JEVGATE_BENCH_ROUNDS")

@@ -19,12 +19,11 @@ mod support;
 
 use jevgate::task::{SpawnRequest, TaskOwner, TaskState};
 use jevgate::{Config, Gateway};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::crash::{kill_at, kill_self, say, CrashChild};
 use support::pg::{fresh_db, pg_url, psql, PAST_DEAD_MS};
 use support::Server;
 
@@ -124,10 +123,7 @@ fn fleet_task_child() {
                 // may not have handled it yet. Wait (bounded) until the page's beacon arrived,
                 // so the parent sees the one click in doubt that really happened.
                 wait_for_beacon(&base_for_hook, "Bravo");
-                // SAFETY: getpid and kill have no preconditions.
-                unsafe {
-                    libc::kill(libc::getpid(), libc::SIGKILL);
-                }
+                kill_self();
             }
         })),
     );
@@ -135,10 +131,10 @@ fn fleet_task_child() {
         SpawnRequest::from_person("1. click Alpha\n2. click Bravo\n3. click Charlie\n");
     request.start_url = Some(format!("{base}/p/crash"));
     let id = gw.tasks().spawn(&owner(), request).unwrap();
-    println!("TASK {id}");
+    say(&format!("task {id}"));
     let _ = gw.tasks().wait(&owner(), &id, WAIT);
     // Never reached when the kill came; the parent sees a normal exit and fails.
-    println!("FINISHED");
+    say("finished");
 }
 
 /// Asks the parent's fixture server (`GET /count`) until the beacon `name` was counted once,
@@ -174,29 +170,14 @@ fn a_task_of_a_killed_process_is_taken_over_interrupted_and_never_replayed() {
     let Some(url) = pg_url() else { return };
     let db = fresh_db(&url);
     let server = Server::start();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "fleet_task_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(ENV_CHILD, &db.url_file)
-        .env(ENV_BASE, &server.base)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let said: Vec<String> = BufReader::new(stdout)
-        .lines()
-        .map_while(Result::ok)
-        .filter(|l| l.starts_with("TASK ") || l.starts_with("FINISHED"))
-        .collect();
-    let status = child.wait().unwrap();
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(status.signal(), Some(libc::SIGKILL), "{said:?}");
+    let child = CrashChild::spawn(
+        "fleet_task_child",
+        &[
+            (ENV_CHILD, db.url_file.as_os_str()),
+            (ENV_BASE, server.base.as_ref()),
+        ],
+    );
+    let said = child.killed(WAIT);
     // The kill may come before the child could say its task's id: the shared store knows it.
     let id = psql(&db.url, "SELECT id FROM tasks");
     assert!(
@@ -608,21 +589,11 @@ fn fleet_carry_child() {
     let base = std::env::var(ENV_BASE).unwrap();
     let (gw, _dir) = open(&PathBuf::from(file));
     let id = waiting_task_at(&gw, &base);
-    jevgate::unstable::set_checkpoint_hook(
-        &gw.tasks(),
-        Some(Arc::new(move |at: &'static str| {
-            if at == "carried_taken" {
-                // SAFETY: getpid and kill have no preconditions.
-                unsafe {
-                    libc::kill(libc::getpid(), libc::SIGKILL);
-                }
-            }
-        })),
-    );
+    kill_at(&gw.tasks(), "carried_taken", 1);
     let rev = gw.tasks().status(&owner(), &id).unwrap().revision;
-    println!("TASK {id} {rev}");
+    say(&format!("task {id} {rev}"));
     std::thread::sleep(WAIT);
-    println!("FINISHED");
+    say("finished");
 }
 
 // Issue 23 (fault, the withdraw/takeover race, the other order): the owner took the call and
@@ -635,27 +606,14 @@ fn r_tsk_ctl_a_call_taken_by_an_owner_that_died_is_pending_then_applied_once_on_
     let Some(url) = pg_url() else { return };
     let db = fresh_db(&url);
     let server = Server::start();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "fleet_carry_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(ENV_CARRY_CHILD, &db.url_file)
-        .env(ENV_BASE, &server.base)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    // The harness's own words may come first on the line.
-    let said = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|l| l.split_once("TASK ").map(|(_, t)| t.to_string()))
-        .expect("the child's task");
+    let mut child = CrashChild::spawn(
+        "fleet_carry_child",
+        &[
+            (ENV_CARRY_CHILD, db.url_file.as_os_str()),
+            (ENV_BASE, server.base.as_ref()),
+        ],
+    );
+    let said = child.expect("task ", WAIT);
     let mut parts = said.split(' ');
     let (id, rev) = (
         parts.next().unwrap().to_string(),
@@ -667,9 +625,7 @@ fn r_tsk_ctl_a_call_taken_by_an_owner_that_died_is_pending_then_applied_once_on_
     let e = std::thread::scope(|s| {
         let call = s.spawn(|| b.tasks().control(&owner(), &id, &request));
         // The child takes the row and dies; only then is it seen dead.
-        let status = child.wait().unwrap();
-        use std::os::unix::process::ExitStatusExt;
-        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        child.killed(WAIT);
         jevgate::unstable::advance_store_clock_ms(b.leases(), PAST_DEAD_MS);
         call.join().unwrap().unwrap_err()
     });

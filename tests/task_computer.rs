@@ -14,17 +14,13 @@
 
 mod support;
 
-use jevgate::task::{SpawnRequest, TaskOwner, TaskState, TaskTarget};
+use jevgate::task::{TaskOwner, TaskState};
 use jevgate::Config;
 use std::time::Duration;
-use support::computer::pair_computer;
+use support::computer::{on_computer, pair_computer, COMPUTER_CONFIG};
 use support::gateway::{builder, TestGateway};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// Jev on (the local provider), computer tasks on by default, step lists on; browser tasks off:
-/// they play no part in a computer task.
-const COMPUTER_CONFIG: &str = r#"{"gateway":{"jev":{"enabled":true,"provider":"local","features":{"computerSteps":{"enabled":true}}}}}"#;
 
 fn owner() -> TaskOwner {
     TaskOwner::new("assistant", "alice", "conv-1")
@@ -35,14 +31,6 @@ fn gateway(config: &str) -> TestGateway {
         .config(Config::from_json_str(config).unwrap())
         .channel()
         .build()
-}
-
-fn on_computer(goal: &str, device: &str) -> SpawnRequest {
-    let mut request = SpawnRequest::from_person(goal);
-    request.target = TaskTarget::Computer {
-        device_id: device.into(),
-    };
-    request
 }
 
 // Issue 25 item 4, seed 003 "Computer Use connectors": features.computerTasks off (or Jev off,

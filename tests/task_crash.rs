@@ -121,7 +121,7 @@ fn say(line: &str) {
     static T0: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     let t = T0.get_or_init(Instant::now).elapsed().as_millis();
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "CRASH: {line} (+{t} ms)");
+    let _ = writeln!(out, "{}{line} (+{t} ms)", support::crash::SAID);
     let _ = out.flush();
 }
 
@@ -155,10 +155,7 @@ fn crash_child() {
             match &kill_at {
                 Some((boundary, n)) => {
                     if at == boundary && seen.fetch_add(1, Ordering::SeqCst) + 1 == *n {
-                        // SAFETY: getpid and kill have no preconditions.
-                        unsafe {
-                            libc::kill(libc::getpid(), libc::SIGKILL);
-                        }
+                        support::crash::kill_self();
                     }
                 }
                 // The run is under way (the start page's checkpoint): the parent's random
@@ -355,7 +352,7 @@ fn run_job(
     let stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(l) = line.strip_prefix("CRASH: ") {
+            if let Some(l) = line.strip_prefix(support::crash::SAID) {
                 let _ = tx.send(l.to_string());
             }
         }

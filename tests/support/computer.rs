@@ -7,11 +7,26 @@
 
 use super::gateway::{Paired, TestGateway};
 use jevgate::device::{PairRequest, ToolExecutor, WorkerFailure};
+use jevgate::task::{SpawnRequest, TaskTarget};
+use jevgate::Gateway;
 use jevgate::CancelToken;
 use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// Jev on (the local provider), computer tasks on by default, step lists on; browser tasks off:
+/// they play no part in a computer task.
+pub const COMPUTER_CONFIG: &str = r#"{"gateway":{"jev":{"enabled":true,"provider":"local","features":{"computerSteps":{"enabled":true}}}}}"#;
+
+/// A person's request `goal` for a task on the computer `device`.
+pub fn on_computer(goal: &str, device: &str) -> SpawnRequest {
+    let mut request = SpawnRequest::from_person(goal);
+    request.target = TaskTarget::Computer {
+        device_id: device.into(),
+    };
+    request
+}
 
 /// The pairing request of a computer helper installation.
 pub fn computer_request(installation: &str) -> PairRequest {
@@ -75,8 +90,12 @@ impl ToolExecutor for Scripted {
 
 /// Pairs a computer of `owner` (label `computer`).
 pub fn pair_computer(tg: &TestGateway, owner: &str, installation: &str) -> Paired {
-    let p = tg
-        .gw
+    pair_computer_on(&tg.gw, owner, installation)
+}
+
+/// Pairs a computer of `owner` on a gateway the test opened itself.
+pub fn pair_computer_on(gw: &Gateway, owner: &str, installation: &str) -> Paired {
+    let p = gw
         .pair_computer(owner, &computer_request(installation))
         .unwrap();
     assert_eq!(p.device.label, "computer");
@@ -105,11 +124,27 @@ mod helper {
 
     /// A helper for gnome-calculator with its state in `dir`, on `desk` (or no desktop).
     pub fn helper(dir: &Path, desk: Option<&Desk>, clock: &ManualClock) -> Arc<ComputerHelper> {
+        helper_on(
+            dir,
+            desk.map(Desk::a11y_bus),
+            desk.map(|d| d.var("DISPLAY").to_string()),
+            clock,
+        )
+    }
+
+    /// [`helper`] on the desktop of this accessibility bus and X display (a process that did
+    /// not start the desktop: a helper child of a crash test).
+    pub fn helper_on(
+        dir: &Path,
+        a11y_bus: Option<String>,
+        display: Option<String>,
+        clock: &ManualClock,
+    ) -> Arc<ComputerHelper> {
         Arc::new(ComputerHelper::new(HelperOptions {
             state_dir: dir.to_path_buf(),
             app: Some("gnome-calculator".into()),
-            a11y_bus: desk.map(Desk::a11y_bus),
-            display: desk.map(|d| d.var("DISPLAY").to_string()),
+            a11y_bus,
+            display,
             clock: Arc::new(clock.clone()),
         }))
     }

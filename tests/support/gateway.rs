@@ -188,32 +188,45 @@ impl TestGateway {
     /// Connects the library's own worker as `paired` with `executor`, and waits (bounded) until
     /// the gateway sees the device online.
     pub fn device_worker(&self, paired: &Paired, executor: Arc<dyn ToolExecutor>) -> DeviceWorker {
-        let worker = DeviceWorker::connect(
-            WorkerOptions::new(self.channel().url(), paired.token.clone()),
-            executor,
-        )
-        .unwrap();
-        self.wait_online(paired, true);
-        worker
+        device_worker(&self.gw, &self.channel().url(), paired, executor)
     }
 
     /// Bounded poll of a device's online state (the gateway sees a connection come or go on
     /// its own thread).
     pub fn wait_online(&self, paired: &Paired, online: bool) {
-        let end = Instant::now() + Duration::from_secs(10);
-        loop {
-            let now = self
-                .gw
-                .devices(&paired.owner)
-                .unwrap()
-                .iter()
-                .any(|d| d.id == paired.device && d.online);
-            if now == online {
-                return;
-            }
-            assert!(Instant::now() < end, "device never became online={online}");
-            std::thread::yield_now();
+        wait_online(&self.gw, paired, online)
+    }
+}
+
+/// Connects the library's own worker as `paired` with `executor` to the channel at `url` of
+/// `gw` (a gateway the test opened itself, e.g. on a data directory another process used), and
+/// waits (bounded) until `gw` sees the device online.
+pub fn device_worker(
+    gw: &Gateway,
+    url: &str,
+    paired: &Paired,
+    executor: Arc<dyn ToolExecutor>,
+) -> DeviceWorker {
+    let worker =
+        DeviceWorker::connect(WorkerOptions::new(url, paired.token.clone()), executor).unwrap();
+    wait_online(gw, paired, true);
+    worker
+}
+
+/// Bounded poll of a device's online state on `gw`.
+pub fn wait_online(gw: &Gateway, paired: &Paired, online: bool) {
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = gw
+            .devices(&paired.owner)
+            .unwrap()
+            .iter()
+            .any(|d| d.id == paired.device && d.online);
+        if now == online {
+            return;
         }
+        assert!(Instant::now() < end, "device never became online={online}");
+        std::thread::yield_now();
     }
 }
 

@@ -6,11 +6,15 @@
 //! R-LOG tests (`log_capture`), a scripted Jev provider (`jev_server`), the fixture pages, the
 //! one device-tool conformance suite every device runs (`conformance`) and a Chromium with the
 //! browser extension loaded (`extension`), and a throw-away Linux desktop for the computer helper
-//! (`desktop`) with the helper's pairing, approval and calculator reads (`computer`).
+//! (`desktop`) with the helper's pairing, approval and calculator reads (`computer`); child
+//! test processes that die by SIGKILL at a named point (`crash`); the round trips the benches
+//! measure alike (`bench`).
 #![allow(dead_code)] // each test binary uses a different part of the support module
 
+pub mod bench;
 pub mod computer;
 pub mod conformance;
+pub mod crash;
 pub mod desk;
 pub mod desktop;
 pub mod extension;
