@@ -4,8 +4,8 @@
 //! AT-SPI) through a paired `jevgate-computer` and the real run loop — typing into the
 //! unfocused document (the helper refuses with FOCUS_REQUIRED, the same command focuses the
 //! field once and types again without a second decision), a word that is text while the field
-//! has focus, erasing by Backspace keys and by rewriting the field, and Edit → Copy chosen
-//! through Jev's separate menu choice (read back from the X clipboard).
+//! has focus, erasing by Backspace keys (ลบ 3, ลบๆ) and by rewriting the field (delete 12),
+//! and Edit → Copy chosen through Jev's separate menu choice (read back from the X clipboard).
 //!
 //! Jev is a scripted in-process callback: it proves which options are offered and that the
 //! chosen one is pressed, not a model's judgment. Needs a real desktop (scripts/desktop,
@@ -424,6 +424,11 @@ mod editor {
             ("page_type", "done"),
             "{s:#?}"
         );
+        // ลบๆ: one plus one per ๆ, by keys.
+        command(&tg, &id, "ลบๆ");
+        wait_document(&pc, "ab");
+        let last = operations(&tg, &id).pop().unwrap();
+        assert_eq!(last.0, "page_keypress");
 
         // Copy by meaning: the text selected (the person, through the helper), คัดลอก chooses
         // Edit → Copy in Jev's menu question — the menu commands are not in-window controls.
@@ -437,7 +442,7 @@ mod editor {
         })
         .unwrap();
         tg.gw.leases().release_session("conv-1").ok();
-        assert_ne!(clipboard(&desk), "abcd");
+        assert_ne!(clipboard(&desk), "ab");
         let t = Instant::now();
         let s = command(&tg, &id, "คัดลอก");
         assert_eq!(s.reason.as_deref(), Some("DONE"), "{s:#?}");
@@ -451,7 +456,7 @@ mod editor {
         let last = operations(&tg, &id).pop().unwrap();
         assert_eq!((last.0.as_str(), last.1.as_str()), ("page_click", "done"));
         let deadline = Instant::now() + Duration::from_secs(5);
-        while clipboard(&desk) != "abcd" {
+        while clipboard(&desk) != "ab" {
             assert!(
                 Instant::now() < deadline,
                 "the clipboard holds the selection"
