@@ -17,10 +17,13 @@ ensure_chromium() {
 # The computer-helper tests (issue 25) run gnome-calculator on a throw-away desktop
 # (scripts/desktop: Xvfb, a session D-Bus, the AT-SPI bus of at-spi2-core).
 ensure_desktop() {
-  if have Xvfb && have dbus-daemon && have gnome-calculator && [ -x /usr/libexec/at-spi-bus-launcher ]; then
+  if have Xvfb && have dbus-daemon && have gnome-calculator && have mousepad && have xclip \
+    && [ -x /usr/libexec/at-spi-bus-launcher ]; then
     return 0
   fi
-  apt_install xvfb dbus dbus-x11 at-spi2-core gnome-calculator
+  # mousepad: the GTK 3 text editor of tests/task_editor.rs (its menu bar over AT-SPI); xclip
+  # reads the X clipboard there.
+  apt_install xvfb dbus dbus-x11 at-spi2-core gnome-calculator mousepad xclip
 }
 ensure_postgresql() {
   [ -x /usr/lib/postgresql/15/bin/initdb ] && return 0

@@ -76,6 +76,10 @@ pub struct Observation {
     /// controls) and every action but handling it is refused. Absent when none is open.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dialog: Option<Dialog>,
+    /// Keys the backend presses as discrete key actions (a computer helper's
+    /// `capabilities.keys`, such as `backspace`). Absent when it names none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<String>,
 }
 
 impl Observation {
@@ -296,6 +300,10 @@ pub struct Control {
     /// The id of its nearest enclosing container (see [`Observation::container_of`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container: Option<String>,
+    /// A desktop menu-bar command's place: the names of the menus it is in (`Edit` for
+    /// Edit → Copy; empty for a menu-bar title). Absent for every other control.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub menu: Option<String>,
 }
 
 impl Control {
@@ -318,6 +326,7 @@ impl Control {
             checked: None,
             disabled: false,
             container: None,
+            menu: None,
         }
     }
 
@@ -340,6 +349,7 @@ impl Control {
             checked: None,
             disabled: false,
             container: None,
+            menu: None,
         }
     }
 

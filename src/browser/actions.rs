@@ -260,6 +260,7 @@ impl LocalTab {
             containers: Vec::new(),
             text: String::new(),
             dialog: st.dialog.clone(),
+            keys: Vec::new(),
         })
         .map(|mut o| {
             o.navigation = self.navigation().ok();
@@ -351,6 +352,7 @@ impl LocalTab {
             containers,
             text: walked["text"].as_str().unwrap_or_default().to_string(),
             dialog: None,
+            keys: Vec::new(),
         };
         // Frames add their own containers: the bound holds for the composed observation.
         obs.bound_containers();

@@ -7,10 +7,13 @@
 //! - `observe` → the front application's observation with `contractVersion: 1`, controls (their
 //!   contract actions `press`/`set_text`/`focus`), focus, window title, application,
 //!   `supportedActions` and `capabilities: {standardCommands: [], keys: ["backspace"]}`; a
-//!   sensitive field's value is never read (model.rs);
+//!   sensitive field's value is never read (model.rs); a menu bar's commands carry `menu`, the
+//!   names of the menus they are in (`Edit` for Edit → Copy);
 //! - `computer_action` (`press`/`set_text`/`focus` a ref of the last observation, or `key`),
 //!   with its `operation_id`: the receipt is recorded before acting and its end after
-//!   (state.rs); an operation id already recorded is refused, so nothing runs twice. `focus`
+//!   (state.rs); an operation id already recorded is refused, so nothing runs twice. `set_text`
+//!   only into the field that has the keyboard focus (else `FOCUS_REQUIRED`, before any
+//!   receipt: nothing ran). `focus`
 //!   is AT-SPI `GrabFocus`, else (GTK 4 has none) one XTest click at the centre of an editable
 //!   field only — a click on a button would press it — confirmed by the field's focused state;
 //!   a refusal that certainly did nothing answers `EXECUTION_FAILED` (`contract_code`);
@@ -296,6 +299,21 @@ impl ComputerHelper {
                 return Err(refuse("INVALID_ARGUMENT", "unknown key"));
             }
         }
+        // Text goes only into the field that has the keyboard focus, as a person typing: a field
+        // behind the focus is refused before anything is recorded (seed 003 "Unfocused fields":
+        // the gateway focuses it and types again).
+        if let ComputerAction::SetText { reference, .. } = &command.action {
+            match self.session(&mut d)?.is_focused(reference) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(refuse(
+                        "FOCUS_REQUIRED",
+                        "the field does not have the keyboard focus",
+                    ))
+                }
+                Err(_) => return Err(refuse("EXECUTION_FAILED", "the field's focus is unknown")),
+            }
+        }
         // The receipt before the action, synced; never an operation id twice.
         {
             let mut receipts = self.receipts.lock();
@@ -439,6 +457,9 @@ pub fn contract_observation(obs: &model::Observation) -> Value {
                 v["sensitive"] = json!(true);
             } else if let Some(value) = &c.value {
                 v["value"] = json!(value);
+            }
+            if let Some(menu) = &c.menu {
+                v["menu"] = json!(menu);
             }
             v
         })

@@ -153,6 +153,11 @@ pub struct Control {
     /// Whether it is a sensitive field (its value is never read).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub sensitive: bool,
+    /// A menu-bar command's place: the names of the menus it is in, joined by " → " (`Edit`
+    /// for Edit → Copy; empty for a menu-bar title such as Edit itself). `None` outside a
+    /// menu bar.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub menu: Option<String>,
 }
 
 /// What the agent sees of the front application.
@@ -241,6 +246,36 @@ pub fn display_name(name: &str) -> &str {
     name
 }
 
+/// How many ancestors [`menu_path`] looks through.
+const MAX_MENU_DEPTH: usize = 16;
+
+/// The menu-bar place of node `index` ([`Control::menu`]): the names of its enclosing menus up
+/// to a menu bar, outermost first; `None` when no menu bar encloses it within
+/// [`MAX_MENU_DEPTH`] ancestors (bounded: a hostile list may loop through its parents).
+pub fn menu_path(nodes: &[RawNode], index: usize) -> Option<String> {
+    let mut menus: Vec<String> = Vec::new();
+    let mut parent = nodes.get(index)?.parent;
+    for _ in 0..MAX_MENU_DEPTH {
+        let p = nodes.get(parent?)?;
+        match p.role.as_str() {
+            "menu bar" => {
+                menus.reverse();
+                return Some(bounded(&menus.join(" → "), MAX_NAME_CHARS));
+            }
+            "menu" => menus.push(display_name(&p.name).to_string()),
+            _ => {}
+        }
+        parent = p.parent;
+    }
+    None
+}
+
+/// A field's value as an observation carries it: whole, or not at all (a value cut to the
+/// bound would let an erase rewrite the field without its hidden end).
+fn whole_value(text: &str) -> Option<String> {
+    (text.chars().count() <= MAX_NAME_CHARS).then(|| text.to_string())
+}
+
 /// The control (index in `controls`) among the first few ancestors from `parent` (bounded: a
 /// hostile list may loop through its parents).
 fn enclosing_control(
@@ -305,7 +340,7 @@ pub fn build(application: &str, nodes: &[RawNode]) -> Observation {
             let value = if sensitive {
                 None
             } else {
-                n.text.as_deref().map(|t| bounded(t, MAX_NAME_CHARS))
+                n.text.as_deref().and_then(whole_value)
             };
             let name = display_name(&n.name);
             if name.is_empty() && !n.description.trim().is_empty() {
@@ -320,6 +355,7 @@ pub fn build(application: &str, nodes: &[RawNode]) -> Observation {
                 actions: n.actions.iter().take(8).map(|a| bounded(a, 40)).collect(),
                 value,
                 sensitive,
+                menu: menu_path(nodes, i),
             });
         } else if !sensitive && TEXT_ROLES.contains(&n.role.as_str()) {
             let line = n
@@ -481,6 +517,44 @@ mod tests {
         assert!(o.text.iter().map(|t| t.chars().count()).sum::<usize>() <= MAX_TEXT_CHARS);
         assert!(o.omitted > 0);
         assert_eq!(bounded("ห้าบวก", 2), "ห้");
+    }
+
+    // Issue 25, seed 003 "Menu-bar items are Jev's separate menu choice": a menu bar's
+    // commands carry their menu's place; a control elsewhere carries none; a field's value is
+    // whole or absent (never cut: ERASE_UNAVAILABLE needs to know).
+    #[test]
+    fn menu_bar_commands_carry_their_menu_and_values_are_whole() {
+        let mut copy = node(Some(2), "menu item", "Copy", &[state::SENSITIVE]);
+        copy.actions = vec!["click".into()];
+        let mut edit = node(Some(1), "menu", "Edit", &[state::SENSITIVE]);
+        edit.actions = vec!["click".into()];
+        let mut field = node(Some(0), "text", "", &[state::EDITABLE, state::SENSITIVE]);
+        field.text = Some("x".repeat(MAX_NAME_CHARS + 1));
+        let mut short = node(Some(0), "text", "", &[state::EDITABLE, state::SENSITIVE]);
+        short.text = Some("hello".into());
+        let nodes = vec![
+            node(None, "frame", "Editor", &[state::ACTIVE]),
+            node(Some(0), "menu bar", "", &[]),
+            edit,
+            copy,
+            field,
+            short,
+        ];
+        let o = build("mousepad", &nodes);
+        let by_name = |n: &str| o.controls.iter().find(|c| c.name == n).unwrap();
+        assert_eq!(by_name("Copy").menu.as_deref(), Some("Edit"));
+        assert_eq!(o.controls[0].menu.as_deref(), Some(""));
+        let fields: Vec<_> = o.controls.iter().filter(|c| c.role == "text").collect();
+        assert_eq!(fields[0].value, None, "a value over the bound is absent");
+        assert_eq!(fields[0].menu, None);
+        assert_eq!(fields[1].value.as_deref(), Some("hello"));
+        // A loop through the parents ends.
+        let looped = vec![
+            node(Some(1), "menu", "A", &[]),
+            node(Some(0), "menu", "B", &[]),
+        ];
+        assert_eq!(menu_path(&looped, 0), None);
+        assert_eq!(menu_path(&looped, 99), None);
     }
 
     #[test]

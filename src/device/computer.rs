@@ -109,6 +109,10 @@ pub struct ComputerControl {
     /// A sensitive field (password role): its value is never read.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub sensitive: bool,
+    /// A menu-bar command's place: the names of the menus it is in (`Edit` for Edit → Copy,
+    /// empty for a menu-bar title); `None` outside a menu bar (bounded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub menu: Option<String>,
 }
 
 /// What a helper offers beyond the basic actions, unknown values dropped.
@@ -262,14 +266,21 @@ pub fn validate_observation(v: &Value) -> Result<ComputerObservation> {
             name: text_field(c, "name", MAX_NAME_CHARS),
             states,
             actions,
+            // Whole or not at all: a cut value would let an erase rewrite the field without
+            // its hidden end (ERASE_UNAVAILABLE needs to know).
             value: if sensitive {
                 None
             } else {
                 c.get("value")
                     .and_then(Value::as_str)
-                    .map(|s| bounded(s, MAX_VALUE_CHARS).0)
+                    .map(|s| bounded(s, MAX_VALUE_CHARS))
+                    .and_then(|(s, cut)| (!cut).then_some(s))
             },
             sensitive,
+            menu: c
+                .get("menu")
+                .and_then(Value::as_str)
+                .map(|m| bounded(m, MAX_NAME_CHARS).0),
         });
     }
     let mut text = Vec::new();
@@ -1107,6 +1118,7 @@ mod tests {
                 {"ref": "e2", "role": "button", "name": "dup"},
                 {"ref": "", "role": "button"},
                 {"ref": "e3", "role": "text box", "value": "x".repeat(5000), "actions": ["set_text"]},
+                {"ref": "e4", "role": "menu item", "name": "Copy", "menu": "Edit", "actions": ["press"]},
             ],
             "focused": "e9",
             "text": ["a", 3, "b"],
@@ -1116,13 +1128,13 @@ mod tests {
         assert_eq!(o.supported_actions, ["press", "key"]);
         assert_eq!(o.capabilities.standard_commands, ["tab:new"]);
         assert_eq!(o.capabilities.keys, ["backspace"]);
-        assert_eq!(o.controls.len(), 3);
+        assert_eq!(o.controls.len(), 4);
         assert_eq!(o.controls[0].actions, ["press"]);
         assert!(o.controls[1].sensitive && o.controls[1].value.is_none());
-        assert_eq!(
-            o.controls[2].value.as_ref().map(|v| v.chars().count()),
-            Some(MAX_VALUE_CHARS)
-        );
+        // A value over the bound is absent, never cut (issue 25: ERASE_UNAVAILABLE).
+        assert_eq!(o.controls[2].value, None);
+        assert_eq!(o.controls[3].menu.as_deref(), Some("Edit"));
+        assert_eq!(o.controls[0].menu, None);
         assert_eq!(o.focused, None, "a focus on no listed control is dropped");
         assert_eq!(o.text, ["a", "b"]);
         assert_eq!(o.omitted, 2);

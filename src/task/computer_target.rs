@@ -9,9 +9,11 @@
 //!   engine [`Observation`] under this target's own generation counter (one per observation;
 //!   an action on an older generation is `STALE_OBSERVATION` without sending anything), the
 //!   window title as title, `app:<application>` as the address, controls with their ref, role,
-//!   name, value, states (editable, disabled, checked) and actions (`press` → `click`,
-//!   `set_text` → `type`), focus, and static text; a sensitive field's value is never kept;
-//! - the commands: `page_click` → `press`, `page_type` → `set_text` (then `Return` when it
+//!   name, value, states (editable, disabled, checked), menu-bar place and actions (`press` →
+//!   `click`, `set_text` → `type`), focus, static text and the helper's discrete keys
+//!   (`capabilities.keys`); a sensitive field's value is never kept;
+//! - the commands: `page_click` → `press` (`focus` on a field that focuses but does not press),
+//!   `page_type` → `set_text` (then `Return` when it
 //!   submits), `page_keypress` → `key` (once per count), `operation_status` → the helper's
 //!   receipt (`not_found` → not executed; completed / failed → executed; started or unreadable
 //!   → unknown). Every other browser command is refused (`UNKNOWN_TOOL`) without sending.
@@ -40,6 +42,9 @@ pub struct ComputerTarget {
     clock: SharedClock,
     /// The generation of the last observation handed out (0: none yet).
     generation: Mutex<u64>,
+    /// The refs of that observation's controls that focus but do not press (a text field): a
+    /// click on one is the helper's `focus` (seed 003 "Unfocused fields": click that field).
+    focus_only: Mutex<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for ComputerTarget {
@@ -91,6 +96,7 @@ pub(crate) fn to_observation(o: &ComputerObservation, generation: u64) -> Observ
                 checked: checkable.then(|| has("checked")),
                 disabled,
                 container: None,
+                menu: c.menu.clone(),
             }
         })
         .collect();
@@ -101,10 +107,22 @@ pub(crate) fn to_observation(o: &ComputerObservation, generation: u64) -> Observ
         focus: o.focused.clone(),
         controls,
         text: o.text.join("\n"),
+        keys: o.capabilities.keys.clone(),
         ..Observation::default()
     };
     obs.truncated.controls = o.omitted > 0;
     obs
+}
+
+/// The refs of `o`'s controls that take the focus but cannot be pressed (pure).
+pub(crate) fn focus_only(o: &ComputerObservation) -> std::collections::HashSet<String> {
+    o.controls
+        .iter()
+        .filter(|c| {
+            c.actions.iter().any(|a| a == "focus") && !c.actions.iter().any(|a| a == "press")
+        })
+        .map(|c| c.reference.clone())
+        .collect()
 }
 
 /// What the engine's record says of a helper receipt (pure).
@@ -158,6 +176,7 @@ impl ComputerTarget {
             device,
             clock,
             generation: Mutex::new(0),
+            focus_only: Mutex::new(std::collections::HashSet::new()),
         }
     }
 
@@ -170,6 +189,7 @@ impl ComputerTarget {
         let o = self.device.observe()?;
         let mut g = self.generation.lock();
         *g = g.saturating_add(1);
+        *self.focus_only.lock() = focus_only(&o);
         Ok(to_observation(&o, *g))
     }
 
@@ -228,14 +248,14 @@ impl BrowserBackend for ComputerTarget {
             Command::Observe(_) => self.observe_now().map(Response::Observation),
             Command::PageClick(a) => {
                 self.current(a.generation)?;
-                self.act(
-                    command.tool(),
-                    &a.operation_id,
-                    a.generation,
-                    ComputerAction::Press {
-                        reference: a.reference.clone(),
-                    },
-                )
+                let reference = a.reference.clone();
+                // A click on a field focuses it (the helper's GrabFocus, else one click there).
+                let action = if self.focus_only.lock().contains(&reference) {
+                    ComputerAction::Focus { reference }
+                } else {
+                    ComputerAction::Press { reference }
+                };
+                self.act(command.tool(), &a.operation_id, a.generation, action)
             }
             Command::PageType(a) => {
                 self.current(a.generation)?;
@@ -306,9 +326,12 @@ mod tests {
                 {"ref": "e3", "role": "password text", "name": "PIN", "value": "1234",
                  "actions": ["set_text"]},
                 {"ref": "e4", "role": "push button", "name": "=", "states": ["disabled"],
-                 "actions": ["press"]}
+                 "actions": ["press"]},
+                {"ref": "e5", "role": "menu item", "name": "Copy", "menu": "Edit",
+                 "actions": ["press", "focus"]}
             ],
-            "text": ["a", "b"]
+            "text": ["a", "b"],
+            "capabilities": {"keys": ["backspace"]}
         }))
         .unwrap();
         let obs = to_observation(&o, 7);
@@ -324,6 +347,12 @@ mod tests {
         assert!(obs.controls[2].sensitive && obs.controls[2].value.is_none());
         assert!(obs.controls[3].disabled && obs.controls[3].actions.is_empty());
         assert!(!obs.truncated.controls);
+        // Issue 25: the menu-bar place and the helper's keys are kept; a click on the field
+        // (focus, no press) is a focus.
+        assert_eq!(obs.controls[4].menu.as_deref(), Some("Edit"));
+        assert_eq!(obs.controls[0].menu, None);
+        assert_eq!(obs.keys, ["backspace"]);
+        assert_eq!(focus_only(&o), ["e2".to_string()].into_iter().collect());
     }
 
     // Seed 003 "Computer helper contract": not_found → not executed; completed and failed →

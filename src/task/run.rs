@@ -1317,6 +1317,14 @@ impl Run<'_> {
                     }
                 }
             };
+            let primitive = match primitive {
+                Primitive::Erase {
+                    target,
+                    count,
+                    value,
+                } => erase_dispatch(target, count, value, &obs),
+                p => p,
+            };
             let Some((command, kind)) = self.command_for(&primitive, obs.generation) else {
                 return not_done("UNSUPPORTED_ON_BROWSER");
             };
@@ -1331,6 +1339,12 @@ impl Run<'_> {
                     if let Some((_, n)) = &mut sequence {
                         *n = 1;
                     }
+                }
+                // Seed 003 "Unfocused fields": the device refused the typing for focus.
+                Acted::Part(Part::NotDone { code, .. })
+                    if code == "FOCUS_REQUIRED" && matches!(primitive, Primitive::Type { .. }) =>
+                {
+                    return self.focus_then_type(&primitive, &obs, &label);
                 }
                 Acted::Part(p) => return p,
                 Acted::Changed if changing < CHANGING_RETRIES => {
@@ -1350,8 +1364,13 @@ impl Run<'_> {
     /// [`Acted::Changed`]: refused because the screen changed under the decision — nothing was
     /// sent, so it may be decided afresh.
     fn act(&mut self, command: Command, obs: &Observation, label: &str, kind: Kind) -> Acted {
-        let before = fingerprint(obs);
-        Acted::Part(match self.dispatch(command) {
+        let sent = self.dispatch(command);
+        self.acted(sent, fingerprint(obs), label, kind)
+    }
+
+    /// What came of a dispatch whose observation before had fingerprint `before`.
+    fn acted(&mut self, sent: Sent, before: u64, label: &str, kind: Kind) -> Acted {
+        Acted::Part(match sent {
             Sent::Done(after, navigated) => {
                 let visible = navigated || fingerprint(&after) != before;
                 Part::Done {
@@ -1405,6 +1424,50 @@ impl Run<'_> {
         Part::NotDone {
             code: code.to_string(),
             line,
+        }
+    }
+
+    /// Seed 003 "Unfocused fields": the device refused typing `typed` (decided on `obs`) with
+    /// `FOCUS_REQUIRED`, so nothing was typed. The same command clicks that field once and types
+    /// the same text (with Enter when it submits) on the observation after the click — no
+    /// second decision, and never a second click.
+    fn focus_then_type(&mut self, typed: &Primitive, obs: &Observation, label: &str) -> Part {
+        let Primitive::Type { target, .. } = typed else {
+            return not_done("FOCUS_REQUIRED");
+        };
+        if let Some(p) = self.gate() {
+            return p;
+        }
+        let click = Primitive::Press {
+            target: target.clone(),
+        };
+        let Some((command, _)) = self.command_for(&click, obs.generation) else {
+            return not_done("FOCUS_REQUIRED");
+        };
+        let clicked = format!("clicked \"{}\"", describe_target(target, obs));
+        let after = match self.dispatch(command) {
+            Sent::Done(after, _) => after,
+            other => {
+                return match self.acted(other, fingerprint(obs), &clicked, Kind::Other) {
+                    // Confirmed, but the screen after it could not be read: not typed.
+                    Acted::Part(Part::Done { .. }) => not_done("FOCUS_REQUIRED"),
+                    Acted::Part(p) => p,
+                    Acted::Changed => not_done("STALE_OBSERVATION"),
+                };
+            }
+        };
+        if !after.controls.iter().any(|c| &c.reference == target) {
+            return not_done("FOCUS_REQUIRED");
+        }
+        if let Some(p) = self.gate() {
+            return p;
+        }
+        let Some((command, kind)) = self.command_for(typed, after.generation) else {
+            return not_done("FOCUS_REQUIRED");
+        };
+        match self.act(command, &after, label, kind) {
+            Acted::Part(p) => p,
+            Acted::Changed => not_done("STALE_OBSERVATION"),
         }
     }
 
@@ -1706,9 +1769,16 @@ impl Run<'_> {
                 .filter_map(|r| obs.controls.iter().find(|c| &c.reference == r))
                 .collect()
         };
-        let offered: Vec<&Control> = offered
+        // Menu-bar commands are a separate choice (seed 003 "Menu-bar items are Jev's separate
+        // menu choice"): in-window controls stay in the control question.
+        let (menus, offered): (Vec<&Control>, Vec<&Control>) = offered
             .into_iter()
             .filter(|c| !req.choose_field || c.editable)
+            .partition(|c| c.menu.is_some());
+        let offered: Vec<&Control> = offered.into_iter().take(MAX_OPTIONS).collect();
+        let menus: Vec<&Control> = menus
+            .into_iter()
+            .filter(|c| c.is_pressable() && c.menu.as_deref().is_some_and(|m| !m.is_empty()))
             .take(MAX_OPTIONS)
             .collect();
         let mut options: Vec<(String, String)> = offered
@@ -1717,6 +1787,28 @@ impl Run<'_> {
             .map(|(i, c)| (format!("o{i}"), option_text(c)))
             .collect();
         options.push(("none".into(), "none".into()));
+        if !menus.is_empty() {
+            options.push((
+                "menu".into(),
+                "a command of the application's menu bar".into(),
+            ));
+        }
+        // Seed 003 "Text": while a text field has focus, the whole command is also offered as
+        // the text to type there; Jev decides whether it is text or an action.
+        let command_field = if req.offer_command_text {
+            obs.focus
+                .as_deref()
+                .and_then(|f| obs.controls.iter().find(|c| c.reference == f))
+                .filter(|c| c.editable && !c.sensitive && !c.disabled)
+        } else {
+            None
+        };
+        if command_field.is_some() {
+            options.push((
+                "type_text".into(),
+                "the command itself is text to type into the focused field".into(),
+            ));
+        }
         if self.offer_read && !req.choose_field {
             // Worded apart from the question's instructions (a lexical evaluator reads both).
             options.push(("read_request".into(), "only asks what is shown".into()));
@@ -1736,11 +1828,25 @@ impl Run<'_> {
         } else {
             "Which control on the page does the person's command mean?"
         };
+        let menu_options: Vec<(String, String)> = menus
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (format!("m{i}"), menu_text(c)))
+            .collect();
         let question = match Question::choice("control", instructions, options)
-            .map_err(|e| e.message().to_string())
             .and_then(|q| {
-                Questions::new([q], &Limits::default()).map_err(|e| e.message().to_string())
-            }) {
+                let mut qs = vec![q];
+                if !menu_options.is_empty() {
+                    qs.push(Question::choice(
+                        "menu",
+                        "Which menu-bar command does the person's command mean, if it means one?",
+                        menu_options,
+                    )?);
+                }
+                Ok(qs)
+            })
+            .and_then(|qs| Questions::new(qs, &Limits::default()))
+        {
             Ok(q) => q,
             Err(_) => return Decision::Fail(not_done("JEV_INVALID_REQUEST")),
         };
@@ -1774,6 +1880,37 @@ impl Run<'_> {
             "none" => return Decision::Nothing,
             "read_request" if self.offer_read => return Decision::Read,
             "unclear" if self.offer_read => return Decision::Unclear,
+            "menu" if !menus.is_empty() => {
+                let item = match evaluation.answer("menu") {
+                    Some(EvalAnswer::Choice { choice, .. }) => choice
+                        .strip_prefix('m')
+                        .and_then(|n| n.parse::<usize>().ok())
+                        .and_then(|i| menus.get(i)),
+                    _ => None,
+                };
+                let Some(item) = item else {
+                    return Decision::Fail(not_done("JEV_MALFORMED_RESPONSE"));
+                };
+                return Decision::Act(
+                    Primitive::Press {
+                        target: item.reference.clone(),
+                    },
+                    format!("chose \"{}\"", lines::short(&menu_text(item))),
+                );
+            }
+            "type_text" => {
+                if let Some(field) = command_field {
+                    // The text is the command itself, verbatim (R-RUN: never invented).
+                    return Decision::Act(
+                        Primitive::Type {
+                            target: field.reference.clone(),
+                            text: command.to_string(),
+                            submit: false,
+                        },
+                        format!("typed [text] into \"{}\"", lines::short(&field.name)),
+                    );
+                }
+            }
             _ => {}
         }
         let Some(control) = choice
@@ -1997,13 +2134,7 @@ fn target_failure(e: &Error) -> Part {
 
 /// What a fast-path primitive does, in words.
 fn describe(p: &Primitive, obs: &Observation) -> String {
-    let name = |r: &str| {
-        obs.controls
-            .iter()
-            .find(|c| c.reference == r)
-            .map(|c| lines::short(&c.name))
-            .unwrap_or_default()
-    };
+    let name = |r: &str| describe_target(r, obs);
     match p {
         Primitive::Scroll { direction } => format!("scrolled {}", enum_word(direction)),
         Primitive::Keypress { key, count } if *count > 1 => {
@@ -2017,7 +2148,43 @@ fn describe(p: &Primitive, obs: &Observation) -> String {
         Primitive::Type { target, .. } => format!("typed [text] into \"{}\"", name(target)),
         Primitive::Navigate { url } => format!("opened {}", lines::host_of(url)),
         Primitive::Press { target } => format!("pressed \"{}\"", name(target)),
-        Primitive::PressKeys { .. } | Primitive::Erase { .. } => "nothing".into(),
+        Primitive::Erase { target, count, .. } => {
+            format!("erased {count} from \"{}\"", name(target))
+        }
+        Primitive::PressKeys { .. } => "nothing".into(),
+    }
+}
+
+/// The name of control `target` of `obs`, short (empty when it is not there).
+fn describe_target(target: &str, obs: &Observation) -> String {
+    obs.controls
+        .iter()
+        .find(|c| c.reference == target)
+        .map(|c| lines::short(&c.name))
+        .unwrap_or_default()
+}
+
+/// Most characters an erase sends as discrete Backspace keys (seed 003 "Computer helper
+/// contract": "erasing up to 10 characters sends that many backspace actions").
+const ERASE_KEYS_AT_MOST: u32 = 10;
+
+/// How an erase of `count` characters at the end of `target` (its value then `value`) is
+/// dispatched (pure): that many Backspace keys when the backend offers the key discretely
+/// (`backspace` in [`Observation::keys`]) and the count is at most [`ERASE_KEYS_AT_MOST`], else
+/// the field rewritten to `value`.
+fn erase_dispatch(target: String, count: u32, value: String, obs: &Observation) -> Primitive {
+    let keys = obs.keys.iter().any(|k| k.eq_ignore_ascii_case("backspace"));
+    if keys && count <= ERASE_KEYS_AT_MOST {
+        Primitive::Keypress {
+            key: crate::grammar::Key::Backspace,
+            count,
+        }
+    } else {
+        Primitive::Type {
+            target,
+            text: value,
+            submit: false,
+        }
     }
 }
 
@@ -2036,6 +2203,14 @@ fn option_text(c: &Control) -> String {
         &c.role
     };
     format!("{role} \"{}\"", lines::short(&c.name))
+}
+
+/// A menu-bar command as a menu option: its place and name (`Edit → Copy`).
+fn menu_text(c: &Control) -> String {
+    match c.menu.as_deref() {
+        Some(m) if !m.is_empty() => format!("{m} → {}", c.name),
+        _ => c.name.clone(),
+    }
 }
 
 /// What a comparison of two observations looks at: everything a person would see change.
@@ -2170,4 +2345,50 @@ fn rest(steps: &[String], from: usize) -> Vec<String> {
         .skip(from)
         .map(|s| lines::log_command(s, typed_text(s).as_deref()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grammar::Key;
+
+    // Seed 003 "Computer helper contract" (issue 25): with `backspace` among the helper's keys,
+    // an erase of up to 10 characters is that many Backspace keys; more, or no such key, rewrites
+    // the field without them.
+    #[test]
+    fn r_run_erase_is_backspace_keys_up_to_ten_else_a_rewrite() {
+        let mut obs = Observation::default();
+        let rewrite = |n: u32, obs: &Observation| erase_dispatch("e1".into(), n, "abc".into(), obs);
+        let typed = Primitive::Type {
+            target: "e1".into(),
+            text: "abc".into(),
+            submit: false,
+        };
+        assert_eq!(rewrite(3, &obs), typed, "no keys offered");
+        obs.keys = vec!["backspace".into()];
+        for n in [1, 3, 10] {
+            assert_eq!(
+                rewrite(n, &obs),
+                Primitive::Keypress {
+                    key: Key::Backspace,
+                    count: n
+                }
+            );
+        }
+        assert_eq!(rewrite(11, &obs), typed);
+        assert_eq!(rewrite(50, &obs), typed);
+    }
+
+    // Seed 003 "Menu-bar items are Jev's separate menu choice": a menu command is offered by
+    // its place and name.
+    #[test]
+    fn r_run_a_menu_command_is_offered_by_its_place() {
+        let mut copy = Control::new("e30", "menu item", "Copy");
+        copy.menu = Some("Edit".into());
+        assert_eq!(menu_text(&copy), "Edit → Copy");
+        copy.menu = Some("Edit → Paste Special".into());
+        assert_eq!(menu_text(&copy), "Edit → Paste Special → Copy");
+        copy.menu = Some(String::new());
+        assert_eq!(menu_text(&copy), "Copy");
+    }
 }

@@ -124,7 +124,18 @@ mod helper {
 
     /// A helper for gnome-calculator with its state in `dir`, on `desk` (or no desktop).
     pub fn helper(dir: &Path, desk: Option<&Desk>, clock: &ManualClock) -> Arc<ComputerHelper> {
-        helper_on(
+        helper_for("gnome-calculator", dir, desk, clock)
+    }
+
+    /// A helper for application `app` (its accessible name) with its state in `dir`, on `desk`.
+    pub fn helper_for(
+        app: &str,
+        dir: &Path,
+        desk: Option<&Desk>,
+        clock: &ManualClock,
+    ) -> Arc<ComputerHelper> {
+        helper_app_on(
+            app,
             dir,
             desk.map(Desk::a11y_bus),
             desk.map(|d| d.var("DISPLAY").to_string()),
@@ -140,9 +151,20 @@ mod helper {
         display: Option<String>,
         clock: &ManualClock,
     ) -> Arc<ComputerHelper> {
+        helper_app_on("gnome-calculator", dir, a11y_bus, display, clock)
+    }
+
+    /// A helper for `app` on the desktop of this accessibility bus and X display.
+    fn helper_app_on(
+        app: &str,
+        dir: &Path,
+        a11y_bus: Option<String>,
+        display: Option<String>,
+        clock: &ManualClock,
+    ) -> Arc<ComputerHelper> {
         Arc::new(ComputerHelper::new(HelperOptions {
             state_dir: dir.to_path_buf(),
-            app: Some("gnome-calculator".into()),
+            app: Some(app.into()),
             a11y_bus,
             display,
             clock: Arc::new(clock.clone()),

@@ -3,7 +3,8 @@
 //! its [`Layout`], counts clicks by name and typing, keeps its own record of the operations it
 //! ran (answered by `operation_status` only when the layout says it keeps one), can hold a
 //! click until the test lets it go (so "a command queued while another runs" is
-//! deterministic), lose one click's answer (an unknown outcome) or be gone.
+//! deterministic), lose one click's answer (an unknown outcome), refuse typing into a field
+//! until it is clicked (FOCUS_REQUIRED) or be gone.
 //!
 //! A test double only: it never opens a browser, a socket or a file.
 
@@ -75,6 +76,11 @@ pub struct Desk {
     arrived: Condvar,
     /// Held clicks that arrived and were not yet awaited.
     came: Mutex<usize>,
+    /// Typing into the field of this ref is refused with FOCUS_REQUIRED (nothing typed) until
+    /// a click on it gives it the focus.
+    pub unfocused: Mutex<Option<String>>,
+    /// A click on the unfocused field does not give it the focus.
+    pub never_focuses: AtomicBool,
 }
 
 impl Desk {
@@ -213,6 +219,12 @@ impl BrowserBackend for Desk {
                     .map_or("?", |c| c.name.as_str());
                 self.clicks.lock().push(name.into());
                 self.ran.lock().push(a.operation_id.clone());
+                if !self.never_focuses.load(Ordering::SeqCst) {
+                    let mut unfocused = self.unfocused.lock();
+                    if unfocused.as_deref() == Some(a.reference.as_str()) {
+                        *unfocused = None;
+                    }
+                }
                 if self.lose_click.lock().as_deref() == Some(name) {
                     return Err(Error::OutcomeUnknown {
                         reason: "the desk's answer was lost".into(),
@@ -221,6 +233,9 @@ impl BrowserBackend for Desk {
                 Ok(self.action(&a.operation_id, "page_click"))
             }
             Command::PageType(a) => {
+                if self.unfocused.lock().as_deref() == Some(a.reference.as_str()) {
+                    return Err(Error::FocusRequired);
+                }
                 *self.typed.lock() += 1;
                 self.ran.lock().push(a.operation_id.clone());
                 Ok(self.action(&a.operation_id, "page_type"))
