@@ -162,6 +162,8 @@ pub(crate) struct DeviceService {
     /// item 4). Set once, by [`DeviceService::join_fleet`].
     /// Shared with the task layer's [`PrimitiveSender`]s.
     remote: Arc<std::sync::OnceLock<remote::Remote>>,
+    /// The paired computers open task sessions watch (seed 003 "Computer connection status").
+    computer_watch: Arc<computer::AccessWatch>,
 }
 
 impl std::fmt::Debug for DeviceService {
@@ -208,6 +210,7 @@ impl DeviceService {
             )),
             clock,
             remote: Arc::new(std::sync::OnceLock::new()),
+            computer_watch: Arc::default(),
         })
     }
 
