@@ -27,7 +27,7 @@
 //!   [`connection_status`] over what one check saw ([`read_access_check`]), the check itself
 //!   ([`ComputerDevice::check_connection`]: `computer_access` with `{"check": true}`, which
 //!   shows the person nothing), and the revocation a disconnect leaves: while an open task
-//!   session watches a device (`AccessWatch`), a connection that ended — the device went
+//!   session watches a device (`watch.rs`), a connection that ended — the device went
 //!   offline, or came back on another connection — revokes its access. Nothing more is sent
 //!   to that device until its helper confirms the revocation (`{"revoke": true}` answered
 //!   `revoked`: the person's approval withdrawn there, so only a new approval grants access
@@ -42,6 +42,7 @@
 use super::executor::WorkerFailure;
 use super::primitive::{PrimitiveSender, To};
 use super::registry::Capability;
+use super::watch::ConnectionWatch;
 use crate::lease::Leases;
 use crate::{Error, ErrorKind, Result};
 use parking_lot::Mutex;
@@ -174,80 +175,6 @@ pub fn read_access_check(answer: &Result<Value>) -> (bool, Option<AccessAnswer>,
             | ErrorKind::ComputerAccessTimeout => (true, Some(AccessAnswer::NotGranted), false),
             _ => (true, None, true),
         },
-    }
-}
-
-/// One watched device.
-#[derive(Debug, Default)]
-struct Watched {
-    /// Open task sessions watching it.
-    sessions: usize,
-    /// The connection seen last (`None`: none here).
-    serial: Option<u64>,
-    /// A connection ended since access was last confirmed: access is revoked until its helper
-    /// confirms it.
-    revoke: bool,
-}
-
-/// The paired computers open task sessions watch, and the revocations a disconnect left (one
-/// per gateway process; see the module comment).
-#[derive(Debug, Default)]
-pub(crate) struct AccessWatch {
-    devices: Mutex<std::collections::HashMap<String, Watched>>,
-}
-
-impl AccessWatch {
-    /// The connection `serial` is seen for `device_id` now: a watched device's connection that
-    /// ended (none now, or another one) revokes its access. Whether a revocation is pending.
-    fn saw(&self, device_id: &str, serial: Option<u64>) -> bool {
-        let mut devices = self.devices.lock();
-        let Some(w) = devices.get_mut(device_id) else {
-            return false;
-        };
-        if w.serial.is_some() && w.serial != serial {
-            w.revoke = true;
-        }
-        w.serial = serial;
-        w.revoke
-    }
-
-    /// The device answered offline: a watched one's access is revoked.
-    fn went_offline(&self, device_id: &str) {
-        if let Some(w) = self.devices.lock().get_mut(device_id) {
-            w.revoke = true;
-        }
-    }
-
-    /// The helper confirmed the revocation.
-    fn confirmed(&self, device_id: &str) {
-        if let Some(w) = self.devices.lock().get_mut(device_id) {
-            w.revoke = false;
-        }
-    }
-
-    /// Whether a revocation of `device_id` is pending (tests and status).
-    #[cfg(test)]
-    fn pending(&self, device_id: &str) -> bool {
-        self.devices.lock().get(device_id).is_some_and(|w| w.revoke)
-    }
-}
-
-/// An open task session's watch of a paired computer: ends when dropped (see
-/// [`ComputerDevice::watch_connection`]).
-pub(crate) struct ConnectionWatch {
-    watch: std::sync::Arc<AccessWatch>,
-    device_id: String,
-}
-
-impl Drop for ConnectionWatch {
-    fn drop(&mut self) {
-        let mut devices = self.watch.devices.lock();
-        if let Some(w) = devices.get_mut(&self.device_id) {
-            w.sessions = w.sessions.saturating_sub(1);
-            if w.sessions == 0 {
-                devices.remove(&self.device_id);
-            }
-        }
     }
 }
 
@@ -938,20 +865,8 @@ impl ComputerDevice {
     /// An open task session watches this device until the guard drops: from now on a
     /// connection that ends revokes its access (see the module comment).
     pub(crate) fn watch_connection(&self) -> ConnectionWatch {
-        let watch = std::sync::Arc::clone(self.sender.computer_watch());
         let serial = self.sender.connection_serial(&self.device_id);
-        {
-            let mut devices = watch.devices.lock();
-            let w = devices.entry(self.device_id.clone()).or_default();
-            w.sessions = w.sessions.saturating_add(1);
-            if w.serial.is_none() {
-                w.serial = serial;
-            }
-        }
-        ConnectionWatch {
-            watch,
-            device_id: self.device_id.clone(),
-        }
+        self.sender.computer_watch().watch(&self.device_id, serial)
     }
 
     /// A pending revocation of this device confirmed by its helper before anything else is
@@ -1326,42 +1241,6 @@ mod tests {
         for (word, value) in words {
             assert_eq!(value, json!(word));
         }
-    }
-
-    // Seed 003: a watched device's connection that ends (gone, or another one) revokes its
-    // access until confirmed; an unwatched device is never revoked.
-    #[test]
-    fn r_computer_a_disconnect_revokes_a_watched_devices_access() {
-        let watch = std::sync::Arc::new(AccessWatch::default());
-        assert!(!watch.saw("d", Some(1)));
-        watch.went_offline("d");
-        assert!(!watch.pending("d"), "not watched");
-        let guard = |serial| {
-            let mut devices = watch.devices.lock();
-            let w = devices.entry("d".to_string()).or_default();
-            w.sessions += 1;
-            w.serial = serial;
-            drop(devices);
-            ConnectionWatch {
-                watch: std::sync::Arc::clone(&watch),
-                device_id: "d".into(),
-            }
-        };
-        let g = guard(Some(1));
-        assert!(!watch.saw("d", Some(1)));
-        assert!(watch.saw("d", None), "gone");
-        assert!(watch.saw("d", Some(2)), "still pending after the reconnect");
-        watch.confirmed("d");
-        assert!(!watch.saw("d", Some(2)));
-        assert!(
-            watch.saw("d", Some(3)),
-            "another connection between two looks"
-        );
-        watch.confirmed("d");
-        watch.went_offline("d");
-        assert!(watch.pending("d"));
-        drop(g);
-        assert!(!watch.pending("d"), "forgotten once no session watches it");
     }
 
     #[test]

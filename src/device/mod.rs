@@ -113,6 +113,7 @@ mod remote;
 mod server;
 mod socket;
 mod tools;
+mod watch;
 mod wire;
 mod worker;
 
@@ -163,7 +164,7 @@ pub(crate) struct DeviceService {
     /// Shared with the task layer's [`PrimitiveSender`]s.
     remote: Arc<std::sync::OnceLock<remote::Remote>>,
     /// The paired computers open task sessions watch (seed 003 "Computer connection status").
-    computer_watch: Arc<computer::AccessWatch>,
+    computer_watch: Arc<watch::AccessWatch>,
 }
 
 impl std::fmt::Debug for DeviceService {

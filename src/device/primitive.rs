@@ -112,7 +112,7 @@ pub(crate) struct PrimitiveSender {
     limits: Arc<RwLock<DeviceLimits>>,
     clock: SharedClock,
     /// The paired computers open task sessions watch (seed 003 "Computer connection status").
-    computer_watch: Arc<super::computer::AccessWatch>,
+    computer_watch: Arc<super::watch::AccessWatch>,
 }
 
 impl std::fmt::Debug for PrimitiveSender {
@@ -137,7 +137,7 @@ impl DeviceService {
 
 impl PrimitiveSender {
     /// The paired computers open task sessions watch.
-    pub(crate) fn computer_watch(&self) -> &Arc<super::computer::AccessWatch> {
+    pub(crate) fn computer_watch(&self) -> &Arc<super::watch::AccessWatch> {
         &self.computer_watch
     }
 
