@@ -1225,7 +1225,6 @@ impl TaskService {
     /// Expires the sessions that waited too long (R-TSK-CTL "Sessions and bounds"): each is
     /// handed to a slot, which closes its target and ends it with `SESSION_EXPIRED`.
     fn sweep(&self) {
-        self.check_computers();
         let now = self.shared.clock.now();
         let limits = self.shared.limits;
         let mut pool = self.shared.pool.lock();
@@ -1270,9 +1269,10 @@ impl TaskService {
 
     /// Checks the paired computer of every computer task whose target is open, idle included,
     /// once [`CONNECTION_CHECK`] passed on the gateway's clock since its last check (seed 003
-    /// "Computer connection status"; issue 25 item 4): the helper is asked outside the pool
-    /// lock, one check per task at a time. A check never closes a session, never re-sends an
-    /// action; a disconnect revokes the device's access (`device/computer.rs`).
+    /// "Computer connection status"; issue 25 item 4). The reaper runs it, so no API call ever
+    /// waits for a helper; the helper is asked outside the pool lock, one check per task at a
+    /// time. A check never closes a session, never re-sends an action; a disconnect revokes the
+    /// device's access (`device/computer.rs`).
     fn check_computers(&self) {
         let now = self.shared.clock.now();
         let due: Vec<(String, TaskOwner, String)> = {
@@ -3788,8 +3788,8 @@ fn controller_of(l: &Live) -> &'static str {
     }
 }
 
-/// The reaper: sweeps expired sessions about once a second of real time until the service is
-/// closed or dropped.
+/// The reaper: checks open computer sessions' connections when due and sweeps expired
+/// sessions, about once a second of real time, until the service is closed or dropped.
 fn reap(shared: std::sync::Weak<Shared>) {
     loop {
         let Some(s) = shared.upgrade() else {
@@ -3805,7 +3805,9 @@ fn reap(shared: std::sync::Weak<Shared>) {
                 return;
             }
         }
-        TaskService { shared: s }.sweep();
+        let service = TaskService { shared: s };
+        service.check_computers();
+        service.sweep();
     }
 }
 
