@@ -36,6 +36,7 @@ mod access {
     use parking_lot::Mutex;
     use serde_json::Value;
     use std::path::Path;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use std::time::{Duration, Instant};
     use support::computer::{approve, helper, pair_computer};
@@ -75,6 +76,8 @@ mod access {
     struct Spy {
         helper: Arc<ComputerHelper>,
         seen: Mutex<Vec<(String, Value)>>,
+        /// Answers a connection check with something that is no access answer.
+        garble: AtomicBool,
     }
 
     impl Spy {
@@ -82,6 +85,7 @@ mod access {
             Arc::new(Spy {
                 helper,
                 seen: Mutex::new(Vec::new()),
+                garble: AtomicBool::new(false),
             })
         }
 
@@ -100,6 +104,9 @@ mod access {
             cancel: &CancelToken,
         ) -> Result<Value, WorkerFailure> {
             self.seen.lock().push((tool.to_string(), args.clone()));
+            if self.garble.load(Ordering::SeqCst) && args["check"] == true {
+                return Ok(serde_json::json!({"state": "perhaps"}));
+            }
             self.helper.execute(tool, args, deadline, cancel)
         }
     }
@@ -369,5 +376,40 @@ mod access {
             .unwrap()
             .iter()
             .all(|r| r.operations.is_empty()));
+    }
+
+    // Seed 003 "Computer connection status": a check whose answer cannot be read is `unknown`
+    // (not disconnected, not waiting for access); the session stays open and the next check
+    // that reads reports it again.
+    #[test]
+    fn r_tsk_computer_connection_is_unknown_when_the_check_cannot_be_read() {
+        let gclock = ManualClock::new();
+        let tg = gateway(&gclock);
+        let paired = pair_computer(&tg, "alice", "desk-1");
+        let state_dir = tempfile::tempdir().unwrap();
+        let dir = state_dir.path();
+        let hclock = ManualClock::new();
+        approve(dir, "gnome-calculator", 30, &hclock);
+        let spy = Spy::new(helper(dir, None, &hclock));
+        let _worker = tg.device_worker(&paired, Arc::clone(&spy) as Arc<dyn ToolExecutor>);
+        let id = tg
+            .gw
+            .tasks()
+            .spawn(&owner(), session(&paired.device, None))
+            .unwrap();
+        let s = tg.gw.tasks().wait(&owner(), &id, WAIT).unwrap();
+        assert_eq!(s.computer_connection, Some(ComputerConnection::Connected));
+        spy.garble.store(true, Ordering::SeqCst);
+        gclock.advance(FIVE_SECONDS);
+        let s = connection(&tg, &id, Some(ComputerConnection::Unknown));
+        assert_eq!(s.state, TaskState::WaitingInput, "{s:#?}");
+        spy.garble.store(false, Ordering::SeqCst);
+        gclock.advance(FIVE_SECONDS);
+        connection(&tg, &id, Some(ComputerConnection::Connected));
+        assert!(
+            state::read_consent(dir).is_some(),
+            "no revocation: never disconnected"
+        );
+        tg.gw.tasks().cancel(&owner(), &id).unwrap();
     }
 }
