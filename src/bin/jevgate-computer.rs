@@ -41,7 +41,7 @@ serve     serve the gateway as a paired computer (the token from --token-file, e
           JEVGATE_DEVICE_TOKEN, else DIR/token); consent, access requests and receipts live in
           --state-dir
 approve   approve access to these applications (accessible names) for N minutes (1 to 1440)
-revoke    withdraw the approval
+revoke    withdraw the approval (and refuse a pending access request)
 status    show the approval and a pending access request
 observe   print the front application's observation (JSON)
 press     press the one control whose name is exactly LABEL (an AT-SPI action)

@@ -20,8 +20,12 @@
 //! - `operation_status` → the receipt, or `{"state":"not_found"}`;
 //! - `computer_access` → granted under a valid approval, else `waiting` on a pending access
 //!   request the person answers with `jevgate-computer approve` (never blocking the helper:
-//!   the gateway asks again), `COMPUTER_ACCESS_TIMEOUT` once it is five minutes old on the
-//!   helper's injected clock.
+//!   the gateway asks again) or refuses with `jevgate-computer revoke` (`CONSENT_REQUIRED`),
+//!   `COMPUTER_ACCESS_TIMEOUT` once it is five minutes old on the helper's injected clock.
+//!   With `{"check": true}` (the gateway's connection check) it only reads: no request is
+//!   opened, `CONSENT_REQUIRED` without an approval or a pending request. With
+//!   `{"revoke": true}` (the gateway revokes access after a disconnect) the approval is
+//!   withdrawn and a pending request ends: `{"state": "revoked"}`.
 //!
 //! Consent comes first (state.rs): `CONSENT_REQUIRED` without a valid approval,
 //! `APPLICATION_NOT_ALLOWED` for a front application not approved — refused before anything is
@@ -394,9 +398,16 @@ impl ComputerHelper {
     /// approves, and `COMPUTER_ACCESS_TIMEOUT` once it is five minutes old on the helper's clock
     /// (the request ends). Never blocks: the gateway asks again, and other commands (receipts)
     /// are answered meanwhile.
-    fn access(&self) -> Result<Value, WorkerFailure> {
+    fn access(&self, args: &Value) -> Result<Value, WorkerFailure> {
         let dir = &self.options.state_dir;
         let now = self.now_ms();
+        let flag = |k: &str| args.get(k).and_then(Value::as_bool) == Some(true);
+        if flag("revoke") {
+            state::revoke_access(dir)
+                .map_err(|_| refuse("CONTROL_DENIED", "the approval could not be withdrawn"))?;
+            log::info!("computer helper: the gateway revoked access; the person approves again");
+            return Ok(json!({"state": "revoked"}));
+        }
         if let Some(c) =
             state::read_consent(dir).filter(|c| state::check_consent(Some(c), now, None).is_ok())
         {
@@ -407,8 +418,19 @@ impl ComputerHelper {
                 "expiresAt": c.expires_at,
             }));
         }
+        if state::access_request_refused(dir) {
+            state::close_access_request(dir);
+            return Err(refuse("CONSENT_REQUIRED", "the person refused access"));
+        }
         let requested_at = match state::pending_access_request(dir) {
             Some(at) => at,
+            // A check only reads: no request is shown for it.
+            None if flag("check") => {
+                return Err(refuse(
+                    "CONSENT_REQUIRED",
+                    "the person has not approved access",
+                ))
+            }
             None => {
                 state::open_access_request(dir, now).map_err(|_| {
                     refuse("CONSENT_REQUIRED", "the access request could not be shown")
@@ -492,7 +514,7 @@ impl ToolExecutor for ComputerHelper {
             "observe" => self.observe(),
             "computer_action" => self.act(args),
             "operation_status" => self.operation_status(args),
-            "computer_access" => self.access(),
+            "computer_access" => self.access(args),
             _ => Err(refuse("UNKNOWN_TOOL", "not a computer helper command")),
         }
     }

@@ -118,8 +118,26 @@ pub fn approve(
     Ok(consent)
 }
 
-/// Withdraws the approval (no approval is not an error).
+/// The person withdraws the approval (no approval is not an error), and refuses a pending
+/// access request: the gateway waiting on it is answered `CONSENT_REQUIRED`.
 pub fn revoke(dir: &Path) -> std::io::Result<()> {
+    remove_consent(dir)?;
+    match pending_access_request(dir) {
+        Some(at) => write_request(dir, at, true),
+        None => Ok(()),
+    }
+}
+
+/// The gateway revokes the device's access (seed 003 "Computer connection status": a
+/// disconnect revokes access): the approval is withdrawn and a pending request ends, so only a
+/// new approval by the person grants access again.
+pub fn revoke_access(dir: &Path) -> std::io::Result<()> {
+    remove_consent(dir)?;
+    close_access_request(dir);
+    Ok(())
+}
+
+fn remove_consent(dir: &Path) -> std::io::Result<()> {
     match std::fs::remove_file(dir.join(CONSENT_FILE)) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
@@ -154,22 +172,33 @@ pub fn check_consent(
 
 /// Records that the gateway is waiting for the person's approval since `now_ms`.
 pub fn open_access_request(dir: &Path, now_ms: i64) -> std::io::Result<()> {
+    write_request(dir, now_ms, false)
+}
+
+fn write_request(dir: &Path, requested_at: i64, refused: bool) -> std::io::Result<()> {
     write_private(
         dir,
         REQUEST_FILE,
-        serde_json::json!({ "requestedAt": now_ms })
+        serde_json::json!({ "requestedAt": requested_at, "refused": refused })
             .to_string()
             .as_bytes(),
     )
 }
 
+fn read_request(dir: &Path) -> Option<serde_json::Value> {
+    let bytes = std::fs::read(dir.join(REQUEST_FILE)).ok()?;
+    serde_json::from_slice::<serde_json::Value>(&bytes).ok()
+}
+
 /// When the pending access request was made (Unix ms), if one is pending.
 pub fn pending_access_request(dir: &Path) -> Option<i64> {
-    let bytes = std::fs::read(dir.join(REQUEST_FILE)).ok()?;
-    serde_json::from_slice::<serde_json::Value>(&bytes)
-        .ok()?
-        .get("requestedAt")?
-        .as_i64()
+    read_request(dir)?.get("requestedAt")?.as_i64()
+}
+
+/// Whether the person refused the pending access request ([`revoke`] while it was pending).
+pub fn access_request_refused(dir: &Path) -> bool {
+    read_request(dir)
+        .is_some_and(|v| v.get("refused").and_then(serde_json::Value::as_bool) == Some(true))
 }
 
 /// Ends the pending access request (answered, timed out or abandoned).
@@ -323,6 +352,16 @@ mod tests {
         revoke(dir.path()).unwrap();
         revoke(dir.path()).unwrap();
         assert_eq!(read_consent(dir.path()), None);
+        // Revoking while an access request waits refuses it; the gateway's revocation ends it.
+        open_access_request(dir.path(), 7).unwrap();
+        assert!(!access_request_refused(dir.path()));
+        revoke(dir.path()).unwrap();
+        assert_eq!(pending_access_request(dir.path()), Some(7));
+        assert!(access_request_refused(dir.path()));
+        approve(dir.path(), &apps, Duration::from_secs(60), &clock).unwrap();
+        revoke_access(dir.path()).unwrap();
+        assert_eq!(read_consent(dir.path()), None);
+        assert_eq!(pending_access_request(dir.path()), None);
         std::fs::write(dir.path().join(CONSENT_FILE), b"garbage").unwrap();
         assert_eq!(read_consent(dir.path()), None);
     }

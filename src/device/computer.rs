@@ -22,7 +22,17 @@
 //!   message, never its text (R-ERR-2);
 //! - [`ComputerDevice`], the handle a host (and later the task controller) drives one paired
 //!   computer with for one conversation, under the device's control lease, with JSON in and out
-//!   for the C and Python surfaces.
+//!   for the C and Python surfaces;
+//! - the connection status (seed 003 "Computer connection status"): the pure rule
+//!   [`connection_status`] over what one check saw ([`read_access_check`]), the check itself
+//!   ([`ComputerDevice::check_connection`]: `computer_access` with `{"check": true}`, which
+//!   shows the person nothing), and the revocation a disconnect leaves: while an open task
+//!   session watches a device (`watch.rs`), a connection that ended — the device went
+//!   offline, or came back on another connection — revokes its access. Nothing more is sent
+//!   to that device until its helper confirms the revocation (`{"revoke": true}` answered
+//!   `revoked`: the person's approval withdrawn there, so only a new approval grants access
+//!   again); no other answer acknowledges it. A revocation never closes a session and never
+//!   re-sends an action.
 //!
 //! The gateway's own `DEVICE_OFFLINE` (the command was never written: the helper was offline
 //! before it was sent) and the claim step's refusals mean nothing was sent: no receipt is asked.
@@ -32,6 +42,7 @@
 use super::executor::WorkerFailure;
 use super::primitive::{PrimitiveSender, To};
 use super::registry::Capability;
+use super::watch::ConnectionWatch;
 use crate::lease::Leases;
 use crate::{Error, ErrorKind, Result};
 use parking_lot::Mutex;
@@ -86,6 +97,86 @@ pub const MAX_OPERATION_ID_CHARS: usize = 128;
 pub const ACCESS_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// How often the gateway asks again while an access request is pending.
 pub const ACCESS_POLL: Duration = Duration::from_millis(500);
+/// How often the gateway checks a paired computer's connection and access while a task
+/// session on it is open, idle included (seed 003 "Computer connection status").
+pub const CONNECTION_CHECK: Duration = Duration::from_secs(5);
+/// The longest one connection check waits for the helper's answer.
+pub const CONNECTION_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A paired computer's connection as task activity shows it (`computerConnection`; seed 003
+/// "Computer connection status").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ComputerConnection {
+    /// Connected, with access granted by the person's approval.
+    Connected,
+    /// The helper is not connected.
+    Disconnected,
+    /// Connected without access: no valid approval (none, expired, refused, a request
+    /// pending or timed out), or a revocation its helper has not confirmed yet.
+    WaitingAccess,
+    /// The connection could not be checked.
+    Unknown,
+}
+
+impl ComputerConnection {
+    /// The wire word (`connected`, `disconnected`, `waiting_access`, `unknown`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ComputerConnection::Connected => "connected",
+            ComputerConnection::Disconnected => "disconnected",
+            ComputerConnection::WaitingAccess => "waiting_access",
+            ComputerConnection::Unknown => "unknown",
+        }
+    }
+}
+
+/// The helper's access, as one connection check read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccessAnswer {
+    /// A valid approval.
+    Granted,
+    /// No valid approval (or a revocation not confirmed yet).
+    NotGranted,
+}
+
+/// The connection status (pure): `unknown` when the check failed, else `disconnected` without
+/// the channel, `connected` with access granted, `waiting_access` without it (reconnecting
+/// without the person's approval is not ready), `unknown` without an access answer.
+pub fn connection_status(
+    channel_connected: bool,
+    access: Option<AccessAnswer>,
+    check_failed: bool,
+) -> ComputerConnection {
+    match (check_failed, channel_connected, access) {
+        (true, _, _) => ComputerConnection::Unknown,
+        (false, false, _) => ComputerConnection::Disconnected,
+        (false, true, Some(AccessAnswer::Granted)) => ComputerConnection::Connected,
+        (false, true, Some(AccessAnswer::NotGranted)) => ComputerConnection::WaitingAccess,
+        (false, true, None) => ComputerConnection::Unknown,
+    }
+}
+
+/// What one check's answer says (pure): whether the channel is connected, the access answer
+/// and whether the check failed. `granted` / `waiting` answers and the consent refusals
+/// (`CONSENT_REQUIRED`, `APPLICATION_NOT_ALLOWED`, `COMPUTER_ACCESS_TIMEOUT`) are access
+/// answers; `DEVICE_OFFLINE` is a disconnected channel; anything else a failed check.
+pub fn read_access_check(answer: &Result<Value>) -> (bool, Option<AccessAnswer>, bool) {
+    match answer {
+        Ok(v) => match v.get("state").and_then(Value::as_str) {
+            Some("granted") => (true, Some(AccessAnswer::Granted), false),
+            Some("waiting") => (true, Some(AccessAnswer::NotGranted), false),
+            _ => (true, None, true),
+        },
+        Err(e) => match e.kind() {
+            ErrorKind::DeviceOffline => (false, None, false),
+            ErrorKind::ConsentRequired
+            | ErrorKind::ApplicationNotAllowed
+            | ErrorKind::ComputerAccessTimeout => (true, Some(AccessAnswer::NotGranted), false),
+            _ => (true, None, true),
+        },
+    }
+}
 
 /// One control of a validated observation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -782,12 +873,64 @@ impl ComputerDevice {
         self.send_raw(tool, args, timeout).map_err(plain)
     }
 
+    /// An open task session watches this device until the guard drops: from now on a
+    /// connection that ends revokes its access (see the module comment).
+    pub(crate) fn watch_connection(&self) -> ConnectionWatch {
+        let serial = self.sender.connection_serial(&self.device_id);
+        self.sender.computer_watch().watch(&self.device_id, serial)
+    }
+
+    /// A pending revocation of this device confirmed by its helper before anything else is
+    /// sent: `Ok` when none is pending or the helper answered `revoked`; else the error (the
+    /// revocation stays pending: `CONSENT_REQUIRED` for an answer that is not `revoked`).
+    fn settle_revocation(&self) -> Result<()> {
+        let watch = self.sender.computer_watch();
+        let serial = self.sender.connection_serial(&self.device_id);
+        if !watch.saw(&self.device_id, serial) {
+            return Ok(());
+        }
+        let answer = self
+            .send(
+                "computer_access",
+                &json!({"revoke": true}),
+                Some(CONNECTION_CHECK_TIMEOUT),
+            )
+            .map_err(read_error)?;
+        if answer.get("state").and_then(Value::as_str) != Some("revoked") {
+            return Err(Error::ConsentRequired);
+        }
+        log::info!("computer access revoked after a disconnect; the person approves again");
+        watch.confirmed(&self.device_id);
+        Ok(())
+    }
+
+    /// One connection check (seed 003 "Computer connection status"): a pending revocation
+    /// confirmed first, then the helper's access read without showing the person anything
+    /// (`computer_access` with `{"check": true}`), as [`connection_status`] says. A device that
+    /// answers offline has its access revoked when an open task session watches it.
+    pub fn check_connection(&self) -> ComputerConnection {
+        let answer = self.settle_revocation().and_then(|()| {
+            self.send(
+                "computer_access",
+                &json!({"check": true}),
+                Some(CONNECTION_CHECK_TIMEOUT),
+            )
+            .map_err(read_error)
+        });
+        if matches!(&answer, Err(e) if e.kind() == ErrorKind::DeviceOffline) {
+            self.sender.computer_watch().went_offline(&self.device_id);
+        }
+        let (connected, access, failed) = read_access_check(&answer);
+        connection_status(connected, access, failed)
+    }
+
     /// Observes the front application (under the control lease): the helper's observation,
     /// validated ([`validate_observation`]). `CONSENT_REQUIRED` / `APPLICATION_NOT_ALLOWED`
     /// when the person has not approved it; `COMPUTER_CONTRACT_UNSUPPORTED` for a helper of
     /// another major version (and every later action is refused until an observation of
     /// version 1).
     pub fn observe(&self) -> Result<ComputerObservation> {
+        self.settle_revocation()?;
         let raw = self.send("observe", &json!({}), None).map_err(read_error)?;
         let checked = validate_observation(&raw);
         *self.contract.lock() = match &checked {
@@ -814,6 +957,8 @@ impl ComputerDevice {
                 self.observe()?;
             }
         }
+        // A revocation not confirmed: the action is not sent.
+        self.settle_revocation()?;
         match self.sender_act(command) {
             Ok(v) => Ok(v),
             Err(Rejected::Cause(kind)) => {
@@ -883,6 +1028,7 @@ impl ComputerDevice {
     pub fn request_access(&self, cancel: &crate::CancelToken) -> Result<Value> {
         let clock = self.sender.clock();
         let end = clock.now() + ACCESS_TIMEOUT.saturating_add(Duration::from_secs(30));
+        self.settle_revocation()?;
         loop {
             let answer = self
                 .send("computer_access", &json!({}), None)
@@ -1048,6 +1194,64 @@ mod tests {
             pre_dispatch_verdict(Some(ErrorKind::ExecutionFailed), &ReceiptRead::NotFound),
             Verdict::Unknown
         );
+    }
+
+    // Seed 003 "Computer connection status" (issue 25 item 4): the status of one check.
+    #[test]
+    fn r_computer_connection_status_is_a_pure_rule() {
+        use AccessAnswer::{Granted, NotGranted};
+        use ComputerConnection::*;
+        for (connected, access, failed, want) in [
+            (true, Some(Granted), false, Connected),
+            (true, Some(NotGranted), false, WaitingAccess),
+            (false, None, false, Disconnected),
+            (false, Some(Granted), false, Disconnected),
+            (true, None, false, Unknown),
+            (true, Some(Granted), true, Unknown),
+            (false, None, true, Unknown),
+        ] {
+            assert_eq!(
+                connection_status(connected, access, failed),
+                want,
+                "{connected} {access:?} {failed}"
+            );
+        }
+        let read = |answer: Result<Value>| {
+            let (c, a, f) = read_access_check(&answer);
+            connection_status(c, a, f)
+        };
+        assert_eq!(read(Ok(json!({"state": "granted"}))), Connected);
+        assert_eq!(read(Ok(json!({"state": "waiting"}))), WaitingAccess);
+        for e in [
+            Error::ConsentRequired,
+            Error::ApplicationNotAllowed,
+            Error::ComputerAccessTimeout,
+        ] {
+            assert_eq!(read(Err(e)), WaitingAccess);
+        }
+        assert_eq!(read(Err(Error::DeviceOffline)), Disconnected);
+        assert_eq!(
+            read(Err(Error::Carried {
+                kind: ErrorKind::DeviceOffline,
+                message: "relay".into()
+            })),
+            Disconnected
+        );
+        for answer in [
+            Ok(json!({"state": "revoked"})),
+            Ok(json!("granted")),
+            Err(Error::ComputerToolFailed { reason: "x" }),
+            Err(Error::DeviceNotPaired),
+        ] {
+            assert_eq!(read(answer), Unknown);
+        }
+        let words: Vec<_> = [Connected, Disconnected, WaitingAccess, Unknown]
+            .iter()
+            .map(|c| (c.as_str(), serde_json::to_value(c).unwrap()))
+            .collect();
+        for (word, value) in words {
+            assert_eq!(value, json!(word));
+        }
     }
 
     #[test]

@@ -417,6 +417,11 @@ impl Hub {
         self.conns.lock().get(device_id).cloned()
     }
 
+    /// The serial of the device's live connection here: a new connection has a new one.
+    pub fn serial(&self, device_id: &str) -> Option<u64> {
+        self.conns.lock().get(device_id).map(|c| c.serial)
+    }
+
     /// Whether the device's worker is connected.
     pub fn online(&self, device_id: &str) -> bool {
         self.conns.lock().contains_key(device_id)

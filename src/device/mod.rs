@@ -113,6 +113,7 @@ mod remote;
 mod server;
 mod socket;
 mod tools;
+mod watch;
 mod wire;
 mod worker;
 
@@ -162,6 +163,8 @@ pub(crate) struct DeviceService {
     /// item 4). Set once, by [`DeviceService::join_fleet`].
     /// Shared with the task layer's [`PrimitiveSender`]s.
     remote: Arc<std::sync::OnceLock<remote::Remote>>,
+    /// The paired computers open task sessions watch (seed 003 "Computer connection status").
+    computer_watch: Arc<watch::AccessWatch>,
 }
 
 impl std::fmt::Debug for DeviceService {
@@ -208,6 +211,7 @@ impl DeviceService {
             )),
             clock,
             remote: Arc::new(std::sync::OnceLock::new()),
+            computer_watch: Arc::default(),
         })
     }
 

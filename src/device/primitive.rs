@@ -111,6 +111,8 @@ pub(crate) struct PrimitiveSender {
     remote: Arc<OnceLock<Remote>>,
     limits: Arc<RwLock<DeviceLimits>>,
     clock: SharedClock,
+    /// The paired computers open task sessions watch (seed 003 "Computer connection status").
+    computer_watch: Arc<super::watch::AccessWatch>,
 }
 
 impl std::fmt::Debug for PrimitiveSender {
@@ -128,11 +130,23 @@ impl DeviceService {
             remote: Arc::clone(&self.remote),
             limits: Arc::clone(&self.limits),
             clock: Arc::clone(&self.clock),
+            computer_watch: Arc::clone(&self.computer_watch),
         }
     }
 }
 
 impl PrimitiveSender {
+    /// The paired computers open task sessions watch.
+    pub(crate) fn computer_watch(&self) -> &Arc<super::watch::AccessWatch> {
+        &self.computer_watch
+    }
+
+    /// The serial of `device_id`'s live connection to this process (`None`: not connected
+    /// here; on a fleet it may be connected to another process).
+    pub(crate) fn connection_serial(&self, device_id: &str) -> Option<u64> {
+        self.hub.serial(device_id)
+    }
+
     /// The gateway's clock (every deadline of a call is on it, R-CLK).
     pub(crate) fn clock(&self) -> SharedClock {
         Arc::clone(&self.clock)

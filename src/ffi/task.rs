@@ -114,7 +114,8 @@ pub unsafe extern "C" fn jevgate_task_spawn(
 /// Writes the task's status JSON (`{"id","owner","target","goal","state","reason","outcome",
 /// "actions","evaluations","actionLog","stepRun","lastDispatchedMutation",…}`; `state` is
 /// one of `queued`, `running`, `waiting_input`, `completed`, `failed`, `cancelled`,
-/// `needs_reconciliation`) to `*status_json_out`. `ACCESS_DENIED` when `task_id` is not a task
+/// `needs_reconciliation`; a computer task's open session adds `computerConnection`:
+/// `connected`, `disconnected`, `waiting_access` or `unknown`) to `*status_json_out`. `ACCESS_DENIED` when `task_id` is not a task
 /// of the owner triple: an unknown id and another owner's answer alike (code and message).
 ///
 /// # Safety

@@ -3,12 +3,15 @@
 //! usage records, the feature and access gate on the live configuration, and targets (a local
 //! Chromium per task — on a profile only once the lease manager pinned it for the task, so a
 //! task and a thread session never open one profile directory together — a paired device's
-//! tab, or a paired computer under one desktop lease released on every exit path). Thin: the host holds a weak reference, so a
+//! tab, or a paired computer under one desktop lease released on every exit path, asked for the
+//! person's access when a run opens it and checked for its connection every five seconds).
+//! Thin: the host holds a weak reference, so a
 //! task thread never keeps a closed gateway alive, and holds no lock across a call.
 
 use super::{Gateway, Inner};
 use crate::browser::{BrowserBackend, LaunchOptions, LeaseAction, LocalBrowser, TabLeaseArgs};
 use crate::config::BrowserTaskGrant;
+use crate::device::computer::ComputerConnection;
 use crate::device::Capability;
 use crate::jev::{EvaluateCall, Evaluation};
 use crate::task::{ComputerTarget, OpenTarget, TaskHost, TaskOwner, TaskTarget, Tasks};
@@ -157,7 +160,12 @@ impl TaskHost for Host {
         self.gateway()?.evaluate_with_cancel(call, cancel)
     }
 
-    fn open_target(&self, owner: &TaskOwner, target: &TaskTarget) -> Result<OpenTarget> {
+    fn open_target(
+        &self,
+        owner: &TaskOwner,
+        target: &TaskTarget,
+        access: Option<&CancelToken>,
+    ) -> Result<OpenTarget> {
         let gw = self.gateway()?;
         match target {
             TaskTarget::Local { profile } => {
@@ -255,12 +263,35 @@ impl TaskHost for Host {
                 };
                 let computer =
                     gw.computer_target(&owner.principal_id, &owner.conversation_id, device_id)?;
-                let target = ComputerTarget::new(computer, Arc::clone(gw.clock()));
+                let clock = Arc::clone(gw.clock());
+                drop(gw);
+                // A task's run watches the device's connection while it is open (a disconnect
+                // revokes its access), and first asks the person for access (seed 003 "Device
+                // sessions and access requests"): an unanswered request ends after five
+                // minutes with COMPUTER_ACCESS_TIMEOUT, a refusal is CONSENT_REQUIRED; either
+                // way nothing was performed and the guards let the device go.
+                let watch = access.map(|_| computer.watch_connection());
+                if let Some(cancel) = access {
+                    computer.request_access(cancel)?;
+                }
+                let target = ComputerTarget::new(computer, clock);
                 Ok(OpenTarget {
                     backend: Arc::new(target) as Arc<dyn BrowserBackend>,
-                    close: Box::new(move || drop(guard)),
+                    close: Box::new(move || {
+                        drop(watch);
+                        drop(guard);
+                    }),
                 })
             }
+        }
+    }
+
+    fn computer_connection(&self, owner: &TaskOwner, device_id: &str) -> ComputerConnection {
+        match self.gateway().and_then(|gw| {
+            gw.computer_target(&owner.principal_id, &owner.conversation_id, device_id)
+        }) {
+            Ok(computer) => computer.check_connection(),
+            Err(_) => ComputerConnection::Unknown,
         }
     }
 

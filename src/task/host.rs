@@ -25,8 +25,23 @@ pub(crate) trait TaskHost: Send + Sync {
     fn task_gate(&self, owner: &TaskOwner, target: &TaskTarget) -> Result<BrowserTaskGrant>;
     /// One Jev evaluation with the gateway's checks, limits and usage records.
     fn evaluate(&self, call: &EvaluateCall, cancel: &CancelToken) -> Result<Evaluation>;
-    /// Opens `target` for `owner` (starts a Chromium, or takes a device's leases).
-    fn open_target(&self, owner: &TaskOwner, target: &TaskTarget) -> Result<OpenTarget>;
+    /// Opens `target` for `owner` (starts a Chromium, or takes a device's leases). For a task's
+    /// run `access` is its cancel token: a paired computer is asked for the person's access
+    /// first, waiting until the person answers, five minutes pass or it is cancelled
+    /// (`COMPUTER_ACCESS_TIMEOUT`, `CONSENT_REQUIRED`, …; nothing performed); `None` (a short
+    /// inspection) never asks.
+    fn open_target(
+        &self,
+        owner: &TaskOwner,
+        target: &TaskTarget,
+        access: Option<&CancelToken>,
+    ) -> Result<OpenTarget>;
+    /// One check of a computer task's paired computer (seed 003 "Computer connection status").
+    fn computer_connection(
+        &self,
+        owner: &TaskOwner,
+        device_id: &str,
+    ) -> crate::device::computer::ComputerConnection;
     /// A backend that can only be asked what became of an operation (`operation_status`),
     /// taking no lease and starting nothing: a paired device of `owner`; `None` for a local
     /// Chromium, whose record died with the process that ran it.

@@ -920,6 +920,12 @@ pub struct TaskStatus {
     /// Who verified the task's completion candidate, on which evidence (R-TSK-VER): recorded
     /// apart from the run's own verdict; `None` until a verification completes the task.
     pub verification: Option<Verification>,
+    /// A computer task's paired computer while its session is open (seed 003 "Computer
+    /// connection status"; issue 25 item 4): `connected`, `disconnected`, `waiting_access` or
+    /// `unknown`, checked every [`crate::device::computer::CONNECTION_CHECK`] on the gateway's
+    /// clock, idle included. Absent for other targets and once the session closed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub computer_connection: Option<crate::device::computer::ComputerConnection>,
     /// Created (ms since the Unix epoch).
     pub created_at: i64,
     /// Last changed (ms since the Unix epoch).

@@ -550,6 +550,7 @@ fn task_from_row(r: &DbRow) -> rusqlite::Result<TaskStatus> {
         queued_commands: 0,
         commands: Vec::new(),
         verification: None,
+        computer_connection: None,
         field_request: None,
         confirmation_request: None,
         needs_agent: None,

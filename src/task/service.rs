@@ -27,6 +27,7 @@ use crate::browser::BrowserBackend;
 use crate::clock::Instant;
 use crate::clock::SharedClock;
 use crate::config::ConfirmHighImpact;
+use crate::device::computer::{ComputerConnection, CONNECTION_CHECK};
 use crate::CancelToken;
 use crate::{Error, Result};
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -171,6 +172,11 @@ struct Live {
     /// Whether the person's latest words have Thai script (a confirmation question's
     /// language); unknown until the person said something.
     person_thai: Option<bool>,
+    /// A computer task's connection while its target is open (issue 25 item 4), when it was
+    /// last checked, and whether a check is under way.
+    connection: Option<ComputerConnection>,
+    checked_at: Instant,
+    checking: bool,
 }
 
 impl Live {
@@ -222,6 +228,9 @@ impl Live {
             agent_turn: None,
             session_start: false,
             person_thai: None,
+            connection: None,
+            checked_at: now,
+            checking: false,
         }
     }
 
@@ -1186,6 +1195,7 @@ impl TaskService {
             t.queued_commands = live.queue.len();
             // The live state is ahead of the row by at most one write.
             t.state = live.state;
+            t.computer_connection = live.connection.filter(|_| live.target.is_some());
         }
         t
     }
@@ -1255,6 +1265,47 @@ impl TaskService {
         self.kick(&mut pool);
         drop(pool);
         self.shared.changed.notify_all();
+    }
+
+    /// Checks the paired computer of every computer task whose target is open, idle included,
+    /// once [`CONNECTION_CHECK`] passed on the gateway's clock since its last check (seed 003
+    /// "Computer connection status"; issue 25 item 4). The reaper runs it, so no API call ever
+    /// waits for a helper; the helper is asked outside the pool lock, one check per task at a
+    /// time. A check never closes a session, never re-sends an action; a disconnect revokes the
+    /// device's access (`device/computer.rs`).
+    fn check_computers(&self) {
+        let now = self.shared.clock.now();
+        let due: Vec<(String, TaskOwner, String)> = {
+            let mut pool = self.shared.pool.lock();
+            if pool.closed {
+                return;
+            }
+            pool.live
+                .iter_mut()
+                .filter_map(|(id, l)| {
+                    let TaskTarget::Computer { device_id } = &l.request.target else {
+                        return None;
+                    };
+                    if l.target.is_none()
+                        || l.closing
+                        || l.checking
+                        || now.saturating_duration_since(l.checked_at) < CONNECTION_CHECK
+                    {
+                        return None;
+                    }
+                    l.checking = true;
+                    l.checked_at = now;
+                    Some((id.clone(), l.owner.clone(), device_id.clone()))
+                })
+                .collect()
+        };
+        for (id, owner, device_id) in due {
+            let seen = self.shared.host.computer_connection(&owner, &device_id);
+            if let Some(l) = self.shared.pool.lock().live.get_mut(&id) {
+                l.checking = false;
+                l.connection = Some(seen);
+            }
+        }
     }
 
     pub(crate) fn spawn(
@@ -1696,12 +1747,22 @@ impl TaskService {
                 l.running_command.clone(),
             )
         };
+        let cancel = self
+            .shared
+            .pool
+            .lock()
+            .live
+            .get(id)
+            .map(|l| l.cancel.clone());
         let opened = gate.and_then(|_| match brought {
             Some(backend) => Ok(OpenTarget {
                 backend,
                 close: Box::new(|| {}),
             }),
-            None => self.shared.host.open_target(&owner, &target),
+            None => self
+                .shared
+                .host
+                .open_target(&owner, &target, cancel.as_ref()),
         });
         let target = match opened {
             Ok(t) => t,
@@ -1715,7 +1776,14 @@ impl TaskService {
         {
             let mut pool = self.shared.pool.lock();
             match pool.live.get_mut(id) {
-                Some(l) => l.target = Some(target),
+                Some(l) => {
+                    l.target = Some(target);
+                    // Opened with the person's access: connected, checked from now on.
+                    if let TaskTarget::Computer { .. } = l.request.target {
+                        l.connection = Some(ComputerConnection::Connected);
+                        l.checked_at = self.shared.clock.now();
+                    }
+                }
                 None => {
                     drop(pool);
                     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(target.close));
@@ -3316,7 +3384,7 @@ impl TaskService {
             let opened = self
                 .shared
                 .host
-                .open_target(owner, target)
+                .open_target(owner, target, None)
                 .map_err(|e| unavailable(evidence::inspection_reason(e.code())))?;
             let answer = read(&*opened.backend);
             // The short tab lease ends here, whatever the read came to.
@@ -3720,8 +3788,8 @@ fn controller_of(l: &Live) -> &'static str {
     }
 }
 
-/// The reaper: sweeps expired sessions about once a second of real time until the service is
-/// closed or dropped.
+/// The reaper: checks open computer sessions' connections when due and sweeps expired
+/// sessions, about once a second of real time, until the service is closed or dropped.
 fn reap(shared: std::sync::Weak<Shared>) {
     loop {
         let Some(s) = shared.upgrade() else {
@@ -3737,7 +3805,9 @@ fn reap(shared: std::sync::Weak<Shared>) {
                 return;
             }
         }
-        TaskService { shared: s }.sweep();
+        let service = TaskService { shared: s };
+        service.check_computers();
+        service.sweep();
     }
 }
 

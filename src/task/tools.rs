@@ -812,6 +812,7 @@ mod tests {
             queued_commands: 0,
             commands: vec![],
             verification: None,
+            computer_connection: None,
             replaced_by_task_id: None,
             created_at: 1,
             updated_at: 2,

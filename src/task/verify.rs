@@ -402,6 +402,7 @@ mod tests {
             queued_commands: 0,
             commands: vec![],
             verification: None,
+            computer_connection: None,
             created_at: 0,
             updated_at: 0,
         }

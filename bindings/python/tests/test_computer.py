@@ -7,7 +7,8 @@ nothing executed), refusals before anything is sent, a browser that is no comput
 owner's computer. On a throw-away desktop (scripts/desktop: Xvfb, a session bus, the AT-SPI bus;
 skipped without one, a failure under JEVGATE_REQUIRE_DESKTOP=1 as scripts/test sets): the real
 helper binary serves gnome-calculator — consent refused before approval, approved, a press read
-back through AT-SPI with its receipt, revoked."""
+back through AT-SPI with its receipt, revoked. A computer task's computerConnection through a
+disconnect and a reconnect, with a Python executor playing the helper."""
 
 import os
 import pathlib
@@ -98,6 +99,70 @@ def test_a_computer_task_target_is_gated_and_checked(tmp_path):
         status = gw.tasks.wait(task_owner, spawned["id"], 30.0)
         assert (status["state"], status["reason"]) == ("failed", "DEVICE_CAPABILITY_MISMATCH")
         assert status["target"] == {"kind": "computer", "deviceId": browser}
+
+
+def test_a_computer_task_shows_its_connection_and_a_disconnect_revokes_access(tmp_path):
+    # Issue 25 item 4, seed 003 "Computer connection status": a task session on a paired
+    # computer opens connected (its run asked for access); the gateway checks it every five
+    # seconds of its clock, idle included: a disconnect shows "disconnected" with the session
+    # open, and the reconnected helper's access is revoked before anything else reaches it
+    # ("waiting_access") until the person approves again. A Python executor plays the helper.
+    task_owner = {"agentId": "assistant", "principalId": OWNER, "conversationId": "conv-1"}
+    on = {"gateway": {"jev": {"enabled": True, "provider": "local"}}}
+    clock = jevgate.ManualClock()
+    approved = {"now": True}
+    seen = []
+
+    def helper(tool, args):
+        seen.append((tool, dict(args)))
+        if tool != "computer_access":
+            raise jevgate.ToolError("execution_failed", "CONSENT_REQUIRED: not in this test")
+        if args.get("revoke"):
+            approved["now"] = False
+            return {"state": "revoked"}
+        if approved["now"]:
+            return {"state": "granted"}
+        raise jevgate.ToolError("execution_failed", "CONSENT_REQUIRED: not approved")
+
+    def connection(gw, task_id, want):
+        until(f"computerConnection {want}",
+              lambda: gw.tasks.status(task_owner, task_id).get("computerConnection") == want, seconds=10)
+        return gw.tasks.status(task_owner, task_id)
+
+    with jevgate.Gateway(tmp_path / "on", on, clock=clock) as gw:
+        pairing = gw.pair_computer(OWNER, {"installationId": "desk-1", "name": "Desk"})
+        computer = pairing["device"]["id"]
+        channel = gw.serve_channel()
+        worker = jevgate.DeviceWorker(channel.url, pairing["token"], executor=helper)
+        try:
+            target = {"kind": "computer", "deviceId": computer}
+            task_id = gw.tasks.spawn(task_owner, "", target=target, keep_open=True)["id"]
+            status = gw.tasks.wait(task_owner, task_id, 30.0)
+            assert (status["state"], status["computerConnection"]) == ("waiting_input", "connected")
+            assert seen == [("computer_access", {})]
+
+            worker.close()
+            until("the helper offline", lambda: not any(d["id"] == computer and d["online"] for d in gw.devices(OWNER)))
+            clock.advance(5)
+            assert connection(gw, task_id, "disconnected")["state"] == "waiting_input"
+
+            worker = jevgate.DeviceWorker(channel.url, pairing["token"], executor=helper)
+            until("the helper online", lambda: any(d["id"] == computer and d["online"] for d in gw.devices(OWNER)))
+            seen.clear()
+            clock.advance(5)
+            assert connection(gw, task_id, "waiting_access")["state"] == "waiting_input"
+            assert seen[:2] == [("computer_access", {"revoke": True}), ("computer_access", {"check": True})]
+
+            approved["now"] = True
+            clock.advance(5)
+            status = connection(gw, task_id, "connected")
+            assert status["actions"] == 0
+            assert not any(tool != "computer_access" for tool, _ in seen), "nothing replayed"
+            gw.tasks.cancel(task_owner, task_id)
+            assert "computerConnection" not in gw.tasks.wait(task_owner, task_id, 30.0)
+        finally:
+            worker.close()
+            channel.stop()
 
 
 # ---- On a real desktop ------------------------------------------------------------------------

@@ -245,7 +245,9 @@ class Tasks:
     command. Status dicts: {"id", "owner", "target", "goal", "revision", "controller",
     "state", "reason", "outcome", "actions", "evaluations", "actionLog", "stepRun",
     "lastDispatchedMutation", "queuedCommands", "createdAt", "updatedAt"}; `state` is one of
-    queued, running, waiting_input, completed, failed, cancelled, needs_reconciliation."""
+    queued, running, waiting_input, completed, failed, cancelled, needs_reconciliation. A
+    computer task's open session adds "computerConnection": connected, disconnected,
+    waiting_access or unknown, checked every five seconds of the gateway's clock."""
 
     def spawn(
         self,
