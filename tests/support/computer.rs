@@ -83,6 +83,8 @@ impl ToolExecutor for Scripted {
                 answer(&self.action)
             }
             "operation_status" => answer(&self.status),
+            // The person's approval stands: the access a task's open asks for is granted.
+            "computer_access" => Ok(serde_json::json!({"state": "granted"})),
             _ => Err(WorkerFailure::new("execution_failed", "UNKNOWN_TOOL: no")),
         }
     }
