@@ -512,6 +512,18 @@ impl Atspi {
         })
     }
 
+    /// `Ok` when `o` is an editable field now (editable, not read-only, sensitive to input),
+    /// else `ACTION_UNAVAILABLE`.
+    pub fn editable_state(&self, o: &Object) -> Result<(), AtspiError> {
+        use model::state::{has, EDITABLE, READ_ONLY, SENSITIVE};
+        let states = self.states(o)?;
+        if has(states, EDITABLE) && !has(states, READ_ONLY) && has(states, SENSITIVE) {
+            Ok(())
+        } else {
+            Err(err("ACTION_UNAVAILABLE", "not an editable field"))
+        }
+    }
+
     /// Replaces `o`'s text (EditableText).
     pub fn set_text(&self, o: &Object, text: &str) -> Result<(), AtspiError> {
         let done: bool = self
@@ -639,6 +651,11 @@ impl Session {
     /// Whether the control `reference` names has the keyboard focus now.
     pub fn is_focused(&self, reference: &str) -> Result<bool, AtspiError> {
         self.atspi.is_focused(self.object(reference)?)
+    }
+
+    /// `Ok` when the control `reference` names is an editable field now.
+    pub fn editable_state(&self, reference: &str) -> Result<(), AtspiError> {
+        self.atspi.editable_state(self.object(reference)?)
     }
 
     /// Replaces the text of the field `reference` names.
