@@ -11,6 +11,10 @@
 //!   window title as title, `app:<application>` as the address, controls with their ref, role,
 //!   name, value, states (editable, disabled, checked) and actions (`press` → `click`,
 //!   `set_text` → `type`), focus, and static text; a sensitive field's value is never kept;
+//! - standard commands ([`BrowserBackend::observe_standard`]): offered only when the last
+//!   observation listed them in `capabilities.standardCommands`; the observation asked for one
+//!   keeps the `standard-…` control only when the helper echoed that command (any other
+//!   `standard-…` control is dropped), so pressing it is an ordinary `press`;
 //! - the commands: `page_click` → `press`, `page_type` → `set_text` (then `Return` when it
 //!   submits), `page_keypress` → `key` (once per count), `operation_status` → the helper's
 //!   receipt (`not_found` → not executed; completed / failed → executed; started or unreadable
@@ -40,6 +44,8 @@ pub struct ComputerTarget {
     clock: SharedClock,
     /// The generation of the last observation handed out (0: none yet).
     generation: Mutex<u64>,
+    /// The standard commands the last observation offered.
+    standard: Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for ComputerTarget {
@@ -57,9 +63,17 @@ pub fn app_address(application: &str) -> String {
 
 /// A helper observation as the engine's, under `generation` (pure).
 pub(crate) fn to_observation(o: &ComputerObservation, generation: u64) -> Observation {
+    // A standard command's control only when the helper echoed that command.
+    let echoed = o
+        .standard_command
+        .as_deref()
+        .and_then(crate::device::computer::standard_ref);
     let controls = o
         .controls
         .iter()
+        .filter(|c| {
+            !c.reference.starts_with("standard-") || echoed.as_deref() == Some(&c.reference)
+        })
         .map(|c| {
             let has = |s: &str| c.states.iter().any(|x| x.eq_ignore_ascii_case(s));
             let mut actions: Vec<String> = c
@@ -158,6 +172,7 @@ impl ComputerTarget {
             device,
             clock,
             generation: Mutex::new(0),
+            standard: Mutex::new(Vec::new()),
         }
     }
 
@@ -168,9 +183,17 @@ impl ComputerTarget {
 
     fn observe_now(&self) -> Result<Observation> {
         let o = self.device.observe()?;
+        self.handed_out(&o)
+    }
+
+    /// `o` as the engine's observation, under the next generation; its standard commands kept.
+    fn handed_out(&self, o: &ComputerObservation) -> Result<Observation> {
+        self.standard
+            .lock()
+            .clone_from(&o.capabilities.standard_commands);
         let mut g = self.generation.lock();
         *g = g.saturating_add(1);
-        Ok(to_observation(&o, *g))
+        Ok(to_observation(o, *g))
     }
 
     /// Refuses an action decided on another generation: nothing is sent.
@@ -223,6 +246,14 @@ impl ComputerTarget {
 }
 
 impl BrowserBackend for ComputerTarget {
+    fn observe_standard(&self, name: &str) -> Result<Option<Observation>> {
+        if !self.standard.lock().iter().any(|s| s == name) {
+            return Ok(None);
+        }
+        let o = self.device.observe_standard(name)?;
+        self.handed_out(&o).map(Some)
+    }
+
     fn execute(&self, command: &Command) -> Result<Response> {
         match command {
             Command::Observe(_) => self.observe_now().map(Response::Observation),
@@ -324,6 +355,32 @@ mod tests {
         assert!(obs.controls[2].sensitive && obs.controls[2].value.is_none());
         assert!(obs.controls[3].disabled && obs.controls[3].actions.is_empty());
         assert!(!obs.truncated.controls);
+    }
+
+    // Seed 003 "Computer helper contract": a standard command's control is kept only when the
+    // helper echoed that command; any other `standard-…` control is dropped.
+    #[test]
+    fn r_computer_a_standard_control_only_when_echoed() {
+        let controls = json!([
+            {"ref": "standard-app-quit", "role": "push button", "name": "Quit Chromium",
+             "actions": ["press"]},
+            {"ref": "standard-tab-new", "role": "push button", "name": "New Tab",
+             "actions": ["press"]},
+            {"ref": "e1", "role": "entry", "name": "Address", "states": ["editable"],
+             "actions": ["set_text"]}
+        ]);
+        let refs = |v: serde_json::Value| -> Vec<String> {
+            to_observation(&validate_observation(&v).unwrap(), 1)
+                .controls
+                .into_iter()
+                .map(|c| c.reference)
+                .collect()
+        };
+        assert_eq!(
+            refs(json!({"standardCommand": "app:quit", "controls": controls})),
+            ["standard-app-quit", "e1"]
+        );
+        assert_eq!(refs(json!({"controls": controls})), ["e1"]);
     }
 
     // Seed 003 "Computer helper contract": not_found → not executed; completed and failed →

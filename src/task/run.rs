@@ -1131,7 +1131,21 @@ impl Run<'_> {
     /// One part: one command, at most [`PART_ACTIONS`] actions (one when `direct`) and
     /// [`PART_DECISIONS`] decisions.
     fn part(&mut self, command: &str, after_earlier: bool, direct: bool) -> Part {
-        let intent = match parse_command(command) {
+        let parsed = parse_command(command);
+        // A desktop helper's standard command (issue 25; seed 003 "Computer helper contract"):
+        // pressed without Jev for the person's command; for the agent's words, offered to Jev
+        // among the controls, under the impact check.
+        let mut standard = match (&parsed, self.adapter) {
+            (Intent::QuitApp, crate::grammar::Adapter::Computer) => Some("app:quit"),
+            (Intent::NewTab, crate::grammar::Adapter::Computer) if !self.handoff => {
+                Some("tab:new")
+            }
+            (Intent::CloseTab, crate::grammar::Adapter::Computer) if !self.handoff => {
+                Some("tab:close")
+            }
+            _ => None,
+        };
+        let intent = match parsed {
             Intent::Key { .. }
             | Intent::Digits { .. }
             | Intent::CalcKey { .. }
@@ -1178,8 +1192,31 @@ impl Run<'_> {
                 }
                 Err(e) => return target_failure(&e),
             };
+            let (mut obs, standard_control) = match standard {
+                None => (obs, None),
+                Some(name) => match self.backend.observe_standard(name) {
+                    Ok(Some(o)) => {
+                        let control = crate::device::computer::standard_ref(name)
+                            .filter(|r| o.controls.iter().any(|c| &c.reference == r));
+                        // Not sent back (an older helper or relay dropped it): not asked
+                        // again for this command; the observation goes on as it is.
+                        if control.is_none() {
+                            standard = None;
+                        }
+                        (o, control)
+                    }
+                    Ok(None) => {
+                        standard = None;
+                        (obs, None)
+                    }
+                    Err(e) => return target_failure(&e),
+                },
+            };
             pending_digits = None;
-            let resolution = resolve(&intent, &obs, self.adapter);
+            let resolution = match standard_control {
+                Some(target) if !self.agent_words => Resolution::Act(Primitive::Press { target }),
+                _ => resolve(&intent, &obs, self.adapter),
+            };
             let (primitive, label) = match resolution {
                 // A number on a keypad (seed 003 "Numbers and calculator keys"): pressed digit
                 // by digit, each matched again on a fresh observation after the previous press
@@ -1238,6 +1275,27 @@ impl Run<'_> {
                             }
                         }
                         Decision::Unclear => return not_done("UNCLEAR"),
+                        Decision::Quit => {
+                            // The helper's guarded quit shortcut when it offers app:quit, else
+                            // the application's own Quit command; the impact check as for any
+                            // Jev-decided press (the agent's words ask the person first).
+                            match self.backend.observe_standard("app:quit") {
+                                Ok(Some(o)) => obs = o,
+                                Ok(None) => {}
+                                Err(e) => return target_failure(&e),
+                            }
+                            let Some(control) = quit_control(&obs) else {
+                                return not_done("STEP_NOT_EXECUTED");
+                            };
+                            let p = Primitive::Press {
+                                target: control.reference.clone(),
+                            };
+                            if let Some(stop) = self.confirmed(command, &p, &obs) {
+                                return stop;
+                            }
+                            let label = describe(&p, &obs);
+                            (p, label)
+                        }
                         Decision::Nothing => {
                             if after_earlier && nothing_retries < NOTHING_RETRIES {
                                 // Nothing was dispatched: looking again repeats nothing.
@@ -1635,6 +1693,12 @@ impl Run<'_> {
             .map(|(i, c)| (format!("o{i}"), option_text(c)))
             .collect();
         options.push(("none".into(), "none".into()));
+        // Quitting is Jev's own choice on a computer, in any language (seed 003 "Quitting an
+        // app"): no word list.
+        let offer_quit = self.adapter == crate::grammar::Adapter::Computer && !req.choose_field;
+        if offer_quit {
+            options.push(("quit".into(), "quit the application in front".into()));
+        }
         if self.offer_read && !req.choose_field {
             // Worded apart from the question's instructions (a lexical evaluator reads both).
             options.push(("read_request".into(), "only asks what is shown".into()));
@@ -1692,6 +1756,7 @@ impl Run<'_> {
             "none" => return Decision::Nothing,
             "read_request" if self.offer_read => return Decision::Read,
             "unclear" if self.offer_read => return Decision::Unclear,
+            "quit" if offer_quit => return Decision::Quit,
             _ => {}
         }
         let Some(control) = choice
@@ -1803,7 +1868,35 @@ enum Decision {
     Read,
     /// Jev does not understand the command (`UNCLEAR`).
     Unclear,
+    /// Jev's quit choice on a computer: quit the front application (seed 003 "Quitting an
+    /// app").
+    Quit,
     Fail(Part),
+}
+
+/// The control that quits the front application (seed 003 "Quitting an app"): the helper's
+/// `standard-app-quit` when the observation holds it (asked for with `app:quit`), else the
+/// application's own one pressable command named "Quit …"; `None` when there is none or more
+/// than one.
+fn quit_control(obs: &Observation) -> Option<&Control> {
+    if let Some(c) = obs
+        .controls
+        .iter()
+        .find(|c| c.reference == "standard-app-quit" && c.is_pressable())
+    {
+        return Some(c);
+    }
+    let mut quits = obs.controls.iter().filter(|c| {
+        c.is_pressable()
+            && !c.sensitive
+            && c.name
+                .get(..5)
+                .is_some_and(|p| p.eq_ignore_ascii_case("quit "))
+    });
+    match (quits.next(), quits.next()) {
+        (Some(one), None) => Some(one),
+        _ => None,
+    }
 }
 
 fn not_done(code: &str) -> Part {
