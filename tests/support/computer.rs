@@ -49,9 +49,19 @@ mod helper {
 
     /// A helper for gnome-calculator with its state in `dir`, on `desk` (or no desktop).
     pub fn helper(dir: &Path, desk: Option<&Desk>, clock: &ManualClock) -> Arc<ComputerHelper> {
+        helper_for("gnome-calculator", dir, desk, clock)
+    }
+
+    /// A helper for application `app` (its accessible name) with its state in `dir`, on `desk`.
+    pub fn helper_for(
+        app: &str,
+        dir: &Path,
+        desk: Option<&Desk>,
+        clock: &ManualClock,
+    ) -> Arc<ComputerHelper> {
         Arc::new(ComputerHelper::new(HelperOptions {
             state_dir: dir.to_path_buf(),
-            app: Some("gnome-calculator".into()),
+            app: Some(app.into()),
             a11y_bus: desk.map(Desk::a11y_bus),
             display: desk.map(|d| d.var("DISPLAY").to_string()),
             clock: Arc::new(clock.clone()),
