@@ -171,7 +171,7 @@ pub struct StandardCommand {
 }
 
 /// How long a menu a standard command opened may take to show its item.
-pub const MENU_SETTLE: Duration = Duration::from_secs(2);
+pub const MENU_SETTLE: Duration = Duration::from_secs(4);
 
 impl StandardCommand {
     /// The name of its control in `application`'s observation (`Quit Chromium`, `New Tab`).
@@ -245,18 +245,22 @@ fn press_menu_item(
 ) -> Result<(), &'static str> {
     let mut settle = crate::clock::Grace::new(clock, MENU_SETTLE);
     loop {
-        let item = atspi
-            .application(Some(app))
-            .and_then(|a| atspi.read(&a))
-            .ok()
-            .and_then(|r| {
-                let i = r.nodes.iter().position(|n| {
-                    n.role == "menu item"
-                        && model::state::has(n.states, model::state::SHOWING)
-                        && names.contains(&model::display_name(&n.name))
-                })?;
-                r.objects.get(i).cloned()
-            });
+        // The popups first (the page in the main window may be large), then the whole
+        // application (bounded) for a toolkit that keeps its menus inside the window.
+        let mut trees = Vec::new();
+        if let Ok(a) = atspi.application(Some(app)) {
+            trees = atspi.popups(&a).unwrap_or_default();
+            trees.push(a);
+        }
+        let item = trees.iter().find_map(|p| {
+            let r = atspi.read(p).ok()?;
+            let i = r.nodes.iter().position(|n| {
+                n.role == "menu item"
+                    && model::state::has(n.states, model::state::SHOWING)
+                    && names.contains(&model::display_name(&n.name))
+            })?;
+            r.objects.get(i).cloned()
+        });
         if let Some(o) = item {
             return atspi.press(&o).map_err(|e| e.code);
         }
@@ -457,13 +461,17 @@ impl ComputerHelper {
         });
         if let Some(s) = standard {
             v["standardCommand"] = json!(s.name);
+            // First: a page full of controls never pushes it past the gateway's bound.
             if let Some(controls) = v["controls"].as_array_mut() {
-                controls.push(json!({
-                    "ref": s.reference,
-                    "role": "push button",
-                    "name": s.label(&obs.application),
-                    "actions": ["press"],
-                }));
+                controls.insert(
+                    0,
+                    json!({
+                        "ref": s.reference,
+                        "role": "push button",
+                        "name": s.label(&obs.application),
+                        "actions": ["press"],
+                    }),
+                );
             }
             d.last_refs.insert(s.reference.to_string());
         }
@@ -762,14 +770,20 @@ mod tests {
     #[test]
     fn r_computer_standard_commands_for_chromium_only() {
         use super::{standard_commands, standard_of, Modifier};
-        let names: Vec<_> = standard_commands("Chromium").iter().map(|s| s.name).collect();
+        let names: Vec<_> = standard_commands("Chromium")
+            .iter()
+            .map(|s| s.name)
+            .collect();
         assert_eq!(names, crate::device::computer::STANDARD_COMMANDS);
         assert_eq!(standard_commands("Google Chrome").len(), 4);
         for other in ["gnome-calculator", "gedit", "", "Chromium Evil"] {
             assert!(standard_commands(other).is_empty(), "{other}");
         }
         for s in standard_commands("Chromium") {
-            assert_eq!(s.reference, format!("standard-{}", s.name.replace(':', "-")));
+            assert_eq!(
+                s.reference,
+                format!("standard-{}", s.name.replace(':', "-"))
+            );
             assert_eq!(standard_of("Chromium", s.reference), Some(s));
             assert!(crate::computer::keys::keysym(s.key).is_some());
         }
