@@ -1199,7 +1199,11 @@ mod tests {
             .unwrap();
         assert_eq!((o.standard_command, o.controls.len()), (None, 1));
         let o = validate_observation(&json!({"controls": [quit]})).unwrap();
-        assert_eq!(o.standard("app:quit"), None, "not echoed: a relay dropped it");
+        assert_eq!(
+            o.standard("app:quit"),
+            None,
+            "not echoed: a relay dropped it"
+        );
         let o = validate_observation(&json!({"standardCommand": "app:quit", "controls": [
             {"ref": "standard-app-quit", "role": "push button", "name": "Quit"}]}))
         .unwrap();

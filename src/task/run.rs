@@ -1137,9 +1137,7 @@ impl Run<'_> {
         // among the controls, under the impact check.
         let mut standard = match (&parsed, self.adapter) {
             (Intent::QuitApp, crate::grammar::Adapter::Computer) => Some("app:quit"),
-            (Intent::NewTab, crate::grammar::Adapter::Computer) if !self.handoff => {
-                Some("tab:new")
-            }
+            (Intent::NewTab, crate::grammar::Adapter::Computer) if !self.handoff => Some("tab:new"),
             (Intent::CloseTab, crate::grammar::Adapter::Computer) if !self.handoff => {
                 Some("tab:close")
             }
@@ -1682,10 +1680,20 @@ impl Run<'_> {
                 .filter_map(|r| obs.controls.iter().find(|c| &c.reference == r))
                 .collect()
         };
+        // Quitting is Jev's own choice on a computer, in any language (seed 003 "Quitting an
+        // app"): no word list.
+        let offer_quit = self.adapter == crate::grammar::Adapter::Computer && !req.choose_field;
+        let offer_read = self.offer_read && !req.choose_field;
+        // A named site (issue 26 item 7): offered to the person's single direct command that
+        // has not acted, when a text helper can turn it into an address.
+        let offer_navigate = offer_read && self.text_helper;
+        // The controls leave room for the other options (the question takes 255 in all).
+        let others =
+            usize::from(offer_quit) + 2 * usize::from(offer_read) + usize::from(offer_navigate);
         let offered: Vec<&Control> = offered
             .into_iter()
             .filter(|c| !req.choose_field || c.editable)
-            .take(MAX_OPTIONS)
+            .take(MAX_OPTIONS.saturating_sub(others))
             .collect();
         let mut options: Vec<(String, String)> = offered
             .iter()
@@ -1693,20 +1701,14 @@ impl Run<'_> {
             .map(|(i, c)| (format!("o{i}"), option_text(c)))
             .collect();
         options.push(("none".into(), "none".into()));
-        // Quitting is Jev's own choice on a computer, in any language (seed 003 "Quitting an
-        // app"): no word list.
-        let offer_quit = self.adapter == crate::grammar::Adapter::Computer && !req.choose_field;
         if offer_quit {
             options.push(("quit".into(), "quit the application in front".into()));
         }
-        if self.offer_read && !req.choose_field {
+        if offer_read {
             // Worded apart from the question's instructions (a lexical evaluator reads both).
             options.push(("read_request".into(), "only asks what is shown".into()));
             options.push(("unclear".into(), "not understood".into()));
         }
-        // A named site (issue 26 item 7): offered to the person's single direct command that
-        // has not acted, when a text helper can turn it into an address.
-        let offer_navigate = self.offer_read && self.text_helper && !req.choose_field;
         if offer_navigate {
             options.push((
                 "navigate".into(),
@@ -2147,4 +2149,41 @@ fn rest(steps: &[String], from: usize) -> Vec<String> {
         .skip(from)
         .map(|s| lines::log_command(s, typed_text(s).as_deref()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quit_control;
+    use crate::observation::{Control, Observation};
+
+    fn page(controls: Vec<Control>) -> Observation {
+        Observation {
+            controls,
+            ..Observation::default()
+        }
+    }
+
+    // Seed 003 "Quitting an app" (issue 25): the helper's standard-app-quit first, else the
+    // application's one Quit command; none or two: nothing to press.
+    #[test]
+    fn r_run_the_quit_control() {
+        let standard = Control::new("standard-app-quit", "push button", "Quit Chromium");
+        let own = Control::new("m1", "menu item", "Quit Text Editor");
+        let other = Control::new("m2", "menu item", "Quit Other");
+        let quiet = Control::new("m3", "menu item", "Quitting tips");
+        let found = |cs: Vec<Control>| quit_control(&page(cs)).map(|c| c.reference.clone());
+        assert_eq!(
+            found(vec![own.clone(), standard.clone()]).as_deref(),
+            Some("standard-app-quit")
+        );
+        assert_eq!(
+            found(vec![own.clone(), quiet.clone()]).as_deref(),
+            Some("m1")
+        );
+        assert_eq!(found(vec![own, other]), None, "two: ambiguous");
+        assert_eq!(found(vec![quiet]), None);
+        let mut disabled = standard;
+        disabled.actions.clear();
+        assert_eq!(found(vec![disabled]), None, "not pressable");
+    }
 }
