@@ -14,16 +14,18 @@ ensure_chromium() {
 # The shared-store tests run a throw-away PostgreSQL 15 cluster (issue 23, scripts/pg-cluster).
 # Debian's package would create and start a "main" cluster of its own: told not to first, so
 # installing leaves no service running.
-# The computer-helper tests (issue 25) run gnome-calculator on a throw-away desktop
-# (scripts/desktop: Xvfb, a session D-Bus, the AT-SPI bus of at-spi2-core).
+# The computer-helper tests (issue 25) run gnome-calculator, mousepad and Debian's chromium (as a desktop
+# application, tests/computer_chromium.rs; on PATH even when JEVGATE_CHROMIUM names another
+# browser for the browser suites) on a throw-away desktop (scripts/desktop: Xvfb, a session
+# D-Bus, the AT-SPI bus of at-spi2-core).
 ensure_desktop() {
   if have Xvfb && have dbus-daemon && have gnome-calculator && have mousepad && have xclip \
-    && [ -x /usr/libexec/at-spi-bus-launcher ]; then
+    && have chromium && [ -x /usr/libexec/at-spi-bus-launcher ]; then
     return 0
   fi
   # mousepad: the GTK 3 text editor of tests/task_editor.rs (its menu bar over AT-SPI); xclip
   # reads the X clipboard there.
-  apt_install xvfb dbus dbus-x11 at-spi2-core gnome-calculator mousepad xclip
+  apt_install xvfb dbus dbus-x11 at-spi2-core gnome-calculator mousepad xclip chromium
 }
 ensure_postgresql() {
   [ -x /usr/lib/postgresql/15/bin/initdb ] && return 0

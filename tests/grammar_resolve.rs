@@ -566,6 +566,20 @@ fn r_grm_resolve_computer_navigate_types_into_the_one_address_bar() {
     ]);
     let r = on_computer("เข้า google", &two);
     assert_eq!(decision(&r).options, vec!["a", "b"]);
+    // Issue 25: Chromium's address bar through AT-SPI is role `entry` (found by role, whatever
+    // its name in the system's language).
+    let chromium = page(vec![
+        Control::field("e46", "entry", "แถบที่อยู่และค้นหา", Some("")),
+        Control::new("e31", "push button", "Reload"),
+    ]);
+    assert_eq!(
+        on_computer("go to http://127.0.0.1:8080/p/third", &chromium),
+        Resolution::Act(Primitive::Type {
+            target: "e46".into(),
+            text: "http://127.0.0.1:8080/p/third".into(),
+            submit: true
+        })
+    );
     assert!(matches!(
         on_computer("go to example.com", &page(vec![])),
         Resolution::Decide(_)

@@ -957,6 +957,15 @@ pub trait BrowserBackend: Send + Sync {
     /// through the channel's `status` frame); a local browser has no one to show it to.
     fn show_progress(&self, _line: Option<&str>) {}
 
+    /// A desktop helper's standard command (issue 25; seed 003 "Computer helper contract":
+    /// `tab:new`, `tab:close`, `app:quit`, `address:focus`): `Ok(None)` when this backend does
+    /// not offer `name` — every browser, and a computer whose last observation did not list it
+    /// — else a fresh observation asked for it, which holds the command's control (ref
+    /// `standard-tab-new`, `standard-app-quit`, …) to press when the helper sent it.
+    fn observe_standard(&self, _name: &str) -> Result<Option<Observation>> {
+        Ok(None)
+    }
+
     /// `observe` with default budgets.
     fn observe(&self) -> Result<Observation> {
         self.observe_with(ObserveArgs::default())

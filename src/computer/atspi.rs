@@ -7,7 +7,8 @@
 //! ([`Atspi::editable_place`]), never a button's, which a click would press.
 //!
 //! It owns the bounds of a reading: at most [`MAX_NODES`] nodes, [`MAX_DEPTH`] levels and
-//! [`MAX_CHILDREN`] children of one node, [`WALK_BUDGET`] in all, every call with
+//! [`MAX_CHILDREN`] children of one node, [`WALK_BUDGET`] in all (the walk half of it, the
+//! nodes' details the rest; a node left without details is dropped), every call with
 //! [`CALL_TIMEOUT`]; a node seen twice (a cycle) is read once; subtrees not on screen are skipped.
 //! It must never read the text of a sensitive field (password role), never panic on what an
 //! application answers, and never log a name, a text or a D-Bus error message (an application
@@ -281,6 +282,23 @@ impl Atspi {
             .ok_or_else(|| err("APPLICATION_NOT_FOUND", "no application"))
     }
 
+    /// `app`'s top-level windows that are not its main windows (role `frame`): the popups a
+    /// menu opens, each as an [`Application`] whose tree [`Atspi::read`] reads alone — a menu is
+    /// found without reading a main window's page (at most [`MAX_CHILDREN`]).
+    pub fn popups(&self, app: &Application) -> Result<Vec<Application>, AtspiError> {
+        let mut out = Vec::new();
+        for w in self.children(&app.root)? {
+            let role: Result<String, _> = self.call(&w, I_ACCESSIBLE, "GetRoleName", &());
+            if role.is_ok_and(|r| r != "frame") {
+                out.push(Application {
+                    name: app.name.clone(),
+                    root: w,
+                });
+            }
+        }
+        Ok(out)
+    }
+
     fn states(&self, o: &Object) -> Result<u64, AtspiError> {
         let words: Vec<u32> = self.call(o, I_ACCESSIBLE, "GetState", &())?;
         let lo = u64::from(words.first().copied().unwrap_or(0));
@@ -305,8 +323,10 @@ impl Atspi {
             .map(|o| (o, None, 0))
             .collect();
         while let Some((o, parent, depth)) = stack.pop() {
+            // The walk takes at most half the budget: the details of what it found need the
+            // rest (a large web page would otherwise leave no time to name anything).
             if reading.nodes.len() >= MAX_NODES
-                || self.clock.now().saturating_duration_since(started) > WALK_BUDGET
+                || self.clock.now().saturating_duration_since(started) > WALK_BUDGET / 2
             {
                 reading.truncated = true;
                 break;
@@ -367,7 +387,11 @@ impl Atspi {
         });
         reading.truncated |= over.load(Ordering::Relaxed);
         for (node, slot) in reading.nodes.iter_mut().zip(slots) {
-            // A node that stopped answering keeps no role: neither a control nor text.
+            // A node that stopped answering, or whose details the budget left unread, keeps
+            // no role and no states: neither a control nor text.
+            if slot.lock().is_none() {
+                node.states = 0;
+            }
             if let Some(d) = slot.into_inner() {
                 node.role = d.role;
                 node.name = d.name;
@@ -512,6 +536,18 @@ impl Atspi {
         })
     }
 
+    /// `Ok` when `o` is an editable field now (editable, not read-only, sensitive to input),
+    /// else `ACTION_UNAVAILABLE`.
+    pub fn editable_state(&self, o: &Object) -> Result<(), AtspiError> {
+        use model::state::{has, EDITABLE, READ_ONLY, SENSITIVE};
+        let states = self.states(o)?;
+        if has(states, EDITABLE) && !has(states, READ_ONLY) && has(states, SENSITIVE) {
+            Ok(())
+        } else {
+            Err(err("ACTION_UNAVAILABLE", "not an editable field"))
+        }
+    }
+
     /// Replaces `o`'s text (EditableText).
     pub fn set_text(&self, o: &Object, text: &str) -> Result<(), AtspiError> {
         let done: bool = self
@@ -639,6 +675,11 @@ impl Session {
     /// Whether the control `reference` names has the keyboard focus now.
     pub fn is_focused(&self, reference: &str) -> Result<bool, AtspiError> {
         self.atspi.is_focused(self.object(reference)?)
+    }
+
+    /// `Ok` when the control `reference` names is an editable field now.
+    pub fn editable_state(&self, reference: &str) -> Result<(), AtspiError> {
+        self.atspi.editable_state(self.object(reference)?)
     }
 
     /// Replaces the text of the field `reference` names.

@@ -6,9 +6,23 @@
 //!
 //! - `observe` → the front application's observation with `contractVersion: 1`, controls (their
 //!   contract actions `press`/`set_text`/`focus`), focus, window title, application,
-//!   `supportedActions` and `capabilities: {standardCommands: [], keys: ["backspace"]}`; a
+//!   `supportedActions` and `capabilities: {standardCommands, keys: ["backspace"]}`; a
 //!   sensitive field's value is never read (model.rs); a menu bar's commands carry `menu`, the
 //!   names of the menus they are in (`Edit` for Edit → Copy);
+//! - `set_text` is AT-SPI `SetTextContents`; where the field has no EditableText interface
+//!   (Chromium's address bar) it is typed instead: the field is focused (as `focus`), its text
+//!   selected (Ctrl+A) and the new text typed key by key through XTest — only into an editable
+//!   field that has the keyboard focus, and only text every character of which is a key of the
+//!   keyboard map (checked before anything is typed);
+//! - standard commands ([`standard_commands`]): for an application whose shortcuts it knows
+//!   (Chromium: `tab:new` Ctrl+T, `tab:close` Ctrl+W, `app:quit` Alt+F → Exit,
+//!   `address:focus` Ctrl+L) it lists them in `capabilities.standardCommands`; an `observe` with
+//!   `standard_command` set to one of them echoes it as `standardCommand` and adds one control,
+//!   ref `standard-<name>` (`standard-app-quit`), that a `press` runs as that chord through
+//!   XTest — only while the application it was offered for is still the front one (a shortcut
+//!   is never sent to another application); Chromium's `app:quit` is its own app menu's Exit
+//!   (Alt+F, then the shown "Exit" menu item pressed through AT-SPI: Chromium on Linux has
+//!   no quit shortcut);
 //! - `computer_action` (`press`/`set_text`/`focus` a ref of the last observation, or `key`),
 //!   with its `operation_id`: the receipt is recorded before acting and its end after
 //!   (state.rs); an operation id already recorded is refused, so nothing runs twice. `set_text`
@@ -37,7 +51,7 @@
 //! operation id twice, and never log names, values, text or typed text.
 
 use super::atspi::{AtspiError, Session};
-use super::keys::Keyboard;
+use super::keys::{Keyboard, Modifier};
 use super::model;
 use super::state::{self, Receipts};
 use crate::clock::SharedClock;
@@ -145,6 +159,135 @@ fn key_name(key: &str) -> &str {
         .map_or(key, |(_, k)| k)
 }
 
+/// A standard command of the helper contract and the keyboard chord that runs it in an
+/// application that has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StandardCommand {
+    /// Its contract name (`tab:new`, `tab:close`, `app:quit`, `address:focus`).
+    pub name: &'static str,
+    /// The ref of its control in an observation asked for it.
+    pub reference: &'static str,
+    /// The modifiers held.
+    pub modifiers: &'static [Modifier],
+    /// The key pressed (a keys.rs name).
+    pub key: &'static str,
+    /// The chord opens a menu, and the command is then the shown menu item with one of these
+    /// names, pressed through AT-SPI: Chromium on Linux has no quit shortcut (Ctrl+Shift+Q does
+    /// nothing in Chromium 156), so `app:quit` is its own app menu (Alt+F) → Exit.
+    pub menu_item: Option<&'static [&'static str]>,
+}
+
+/// How long a menu a standard command opened may take to show its item.
+pub const MENU_SETTLE: Duration = Duration::from_secs(4);
+
+impl StandardCommand {
+    /// The name of its control in `application`'s observation (`Quit Chromium`, `New Tab`).
+    pub fn label(&self, application: &str) -> String {
+        match self.name {
+            "tab:new" => "New Tab".into(),
+            "tab:close" => "Close Tab".into(),
+            "app:quit" => format!("Quit {}", model::bounded(application, 60)),
+            _ => "Focus the address bar".into(),
+        }
+    }
+}
+
+const CTRL: &[Modifier] = &[Modifier::Control];
+const ALT: &[Modifier] = &[Modifier::Alt];
+
+/// Chromium's (and Google Chrome's) shortcuts on Linux.
+const CHROMIUM: &[StandardCommand] = &[
+    StandardCommand {
+        name: "tab:new",
+        reference: "standard-tab-new",
+        modifiers: CTRL,
+        key: "t",
+        menu_item: None,
+    },
+    StandardCommand {
+        name: "tab:close",
+        reference: "standard-tab-close",
+        modifiers: CTRL,
+        key: "w",
+        menu_item: None,
+    },
+    StandardCommand {
+        name: "app:quit",
+        reference: "standard-app-quit",
+        modifiers: ALT,
+        key: "f",
+        menu_item: Some(&["Exit", "Quit"]),
+    },
+    StandardCommand {
+        name: "address:focus",
+        reference: "standard-address-focus",
+        modifiers: CTRL,
+        key: "l",
+        menu_item: None,
+    },
+];
+
+/// The standard commands the helper offers for `application` (its accessible name): Chromium's
+/// for Chromium and Google Chrome, none for an application whose shortcuts it does not know
+/// (pure).
+pub fn standard_commands(application: &str) -> &'static [StandardCommand] {
+    let a = application.trim().to_ascii_lowercase();
+    if ["chromium", "chromium-browser", "google chrome", "chrome"].contains(&a.as_str()) {
+        CHROMIUM
+    } else {
+        &[]
+    }
+}
+
+/// After a standard command's chord opened a menu of `app`: presses its shown menu item named
+/// one of `names` through AT-SPI, once it shows (looked for until [`MENU_SETTLE`] on `clock`);
+/// when it never shows, Escape closes the menu and the answer is `MENU_ITEM_NOT_FOUND` (the
+/// menu was opened: an outcome the gateway reads as unknown).
+fn press_menu_item(
+    atspi: &super::atspi::Atspi,
+    clock: &dyn crate::clock::Clock,
+    app: &str,
+    names: &[&str],
+    keyboard: &Keyboard,
+) -> Result<(), &'static str> {
+    let mut settle = crate::clock::Grace::new(clock, MENU_SETTLE);
+    loop {
+        // The popups first (the page in the main window may be large), then the whole
+        // application (bounded) for a toolkit that keeps its menus inside the window.
+        let mut trees = Vec::new();
+        if let Ok(a) = atspi.application(Some(app)) {
+            trees = atspi.popups(&a).unwrap_or_default();
+            trees.push(a);
+        }
+        let item = trees.iter().find_map(|p| {
+            let r = atspi.read(p).ok()?;
+            let i = r.nodes.iter().position(|n| {
+                n.role == "menu item"
+                    && model::state::has(n.states, model::state::SHOWING)
+                    && names.contains(&model::display_name(&n.name))
+            })?;
+            r.objects.get(i).cloned()
+        });
+        if let Some(o) = item {
+            return atspi.press(&o).map_err(|e| e.code);
+        }
+        match settle.next(Duration::from_millis(100)) {
+            Some(slice) => std::thread::sleep(slice),
+            None => {
+                let _ = keyboard.key("Escape");
+                return Err("MENU_ITEM_NOT_FOUND");
+            }
+        }
+    }
+}
+
+/// The standard command of `application` whose control is `reference`.
+fn standard_of(application: &str, reference: &str) -> Option<&'static StandardCommand> {
+    standard_commands(application)
+        .iter()
+        .find(|s| s.reference == reference)
+}
+
 impl ComputerHelper {
     /// A helper on `options`; the desktop is connected on the first command that needs it.
     pub fn new(options: HelperOptions) -> ComputerHelper {
@@ -246,6 +389,50 @@ impl ComputerHelper {
         }
     }
 
+    /// `set_text` without EditableText (see the module comment): the field `reference` names
+    /// must be editable; the text must be typeable whole (else nothing is done:
+    /// `ACTION_UNAVAILABLE`, `KEY_UNKNOWN`, `KEY_UNMAPPED`); the field is focused and must
+    /// report the focus ([`FOCUS_SETTLE`]); then Ctrl+A and the text. A failure once keys were
+    /// sent keeps a code the gateway reads as an unknown outcome (`TYPING_INTERRUPTED`).
+    fn type_into(
+        &self,
+        d: &mut Desktop,
+        reference: &str,
+        text: &str,
+    ) -> Result<Result<(), &'static str>, WorkerFailure> {
+        if let Err(e) = self.session(d)?.editable_state(reference) {
+            return Ok(Err(e.code));
+        }
+        match self.keyboard(d) {
+            None => return Ok(Err("KEYBOARD_UNAVAILABLE")),
+            Some(k) => {
+                if let Err(e) = k.can_type(text) {
+                    return Ok(Err(e.code));
+                }
+            }
+        }
+        if let Err(code) = self.focus(d, reference)? {
+            return Ok(Err(code));
+        }
+        // GrabFocus answered; the toolkit reports the focus on its main loop.
+        let session = self.session(d)?;
+        let clock = &*self.options.clock;
+        let mut settle = crate::clock::Grace::new(clock, FOCUS_SETTLE);
+        while !session.is_focused(reference).unwrap_or(false) {
+            match settle.next(Duration::from_millis(20)) {
+                Some(slice) => std::thread::sleep(slice),
+                None => return Ok(Err("FOCUS_NOT_TAKEN")),
+            }
+        }
+        let Some(k) = self.keyboard(d) else {
+            return Ok(Err("KEYBOARD_UNAVAILABLE"));
+        };
+        let typed = k
+            .chord(&[Modifier::Control], "a")
+            .and_then(|()| k.type_text(text));
+        Ok(typed.map_err(|_| "TYPING_INTERRUPTED"))
+    }
+
     /// The consent rule for the front application (its name, once allowed).
     fn allowed_app(&self, d: &mut Desktop) -> Result<String, WorkerFailure> {
         let consent = state::read_consent(&self.options.state_dir);
@@ -261,7 +448,10 @@ impl ComputerHelper {
         Ok(app.name)
     }
 
-    fn observe(&self) -> Result<Value, WorkerFailure> {
+    /// `observe`; with `standard_command` naming one the front application has, the
+    /// observation also echoes it and carries its control (see the module comment).
+    fn observe(&self, args: &Value) -> Result<Value, WorkerFailure> {
+        let asked = args.get("standard_command").and_then(Value::as_str);
         let mut d = self.desktop.lock();
         let app = self.allowed_app(&mut d)?;
         let obs = self
@@ -270,7 +460,29 @@ impl ComputerHelper {
             .map_err(|e| atspi_failure(&e))?;
         d.last_app = Some(obs.application.clone());
         d.last_refs = obs.controls.iter().map(|c| c.reference.clone()).collect();
-        Ok(contract_observation(&obs))
+        let mut v = contract_observation(&obs);
+        let standard = asked.and_then(|name| {
+            standard_commands(&obs.application)
+                .iter()
+                .find(|s| s.name == name)
+        });
+        if let Some(s) = standard {
+            v["standardCommand"] = json!(s.name);
+            // First: a page full of controls never pushes it past the gateway's bound.
+            if let Some(controls) = v["controls"].as_array_mut() {
+                controls.insert(
+                    0,
+                    json!({
+                        "ref": s.reference,
+                        "role": "push button",
+                        "name": s.label(&obs.application),
+                        "actions": ["press"],
+                    }),
+                );
+            }
+            d.last_refs.insert(s.reference.to_string());
+        }
+        Ok(v)
     }
 
     fn act(&self, args: &Value) -> Result<Value, WorkerFailure> {
@@ -332,14 +544,43 @@ impl ComputerHelper {
                 .map_err(|_| refuse("CONTROL_DENIED", "the receipt could not be recorded"))?;
         }
         let outcome: Result<(), &'static str> = match &command.action {
+            // A standard command's control: its chord, to the application it was offered for
+            // (checked above to be the front one still).
+            ComputerAction::Press { reference } if reference.starts_with("standard-") => {
+                // Connected on first use, then borrowed beside the accessibility session.
+                self.keyboard(&mut d);
+                let atspi = d.session.as_ref().map(Session::atspi);
+                match (standard_of(&app, reference), d.keyboard.as_ref()) {
+                    (None, _) => Err("ACTION_UNAVAILABLE"),
+                    (Some(_), None) => Err("KEYBOARD_UNAVAILABLE"),
+                    (Some(s), Some(k)) => match k.chord(s.modifiers, s.key) {
+                        Err(e) => Err(e.code),
+                        Ok(()) => match s.menu_item {
+                            None => Ok(()),
+                            Some(names) => {
+                                let clock = &*self.options.clock;
+                                match atspi {
+                                    Some(a) => press_menu_item(a, clock, &app, names, k),
+                                    None => Err("ATSPI_UNAVAILABLE"),
+                                }
+                            }
+                        },
+                    },
+                }
+            }
             ComputerAction::Press { reference } => {
                 self.session(&mut d)?.press(reference).map_err(|e| e.code)
             }
             ComputerAction::Focus { reference } => self.focus(&mut d, reference)?,
-            ComputerAction::SetText { reference, text } => self
-                .session(&mut d)?
-                .set_text(reference, text)
-                .map_err(|e| e.code),
+            ComputerAction::SetText { reference, text } => {
+                match self.session(&mut d)?.set_text(reference, text) {
+                    // No EditableText (Chromium): typed into the focused field instead.
+                    Err(e) if e.code == "ACTION_UNAVAILABLE" => {
+                        self.type_into(&mut d, reference, text)?
+                    }
+                    done => done.map_err(|e| e.code),
+                }
+            }
             ComputerAction::Key { key } => match self.keyboard(&mut d) {
                 Some(k) => k.key(key_name(key)).map_err(|e| e.code),
                 None => Err("KEYBOARD_UNAVAILABLE"),
@@ -494,7 +735,13 @@ pub fn contract_observation(obs: &model::Observation) -> Value {
         "text": obs.text,
         "omitted": obs.omitted,
         "supportedActions": ["press", "set_text", "focus", "key"],
-        "capabilities": {"standardCommands": [], "keys": ["backspace"]},
+        "capabilities": {
+            "standardCommands": standard_commands(&obs.application)
+                .iter()
+                .map(|s| s.name)
+                .collect::<Vec<_>>(),
+            "keys": ["backspace"],
+        },
     });
     if let Some(f) = &obs.focused {
         v["focused"] = json!(f);
@@ -511,7 +758,7 @@ impl ToolExecutor for ComputerHelper {
         _cancel: &CancelToken,
     ) -> Result<Value, WorkerFailure> {
         match tool {
-            "observe" => self.observe(),
+            "observe" => self.observe(args),
             "computer_action" => self.act(args),
             "operation_status" => self.operation_status(args),
             "computer_access" => self.access(args),
@@ -558,6 +805,39 @@ mod tests {
         ] {
             assert_eq!(jevgate_kind(unknown), None, "{unknown} must stay unknown");
         }
+    }
+
+    // Seed 003 "Computer helper contract" (issue 25): the helper offers Chromium's standard
+    // commands — each with its own control ref and chord — and none for an application whose
+    // shortcuts it does not know; the quit control names the application.
+    #[test]
+    fn r_computer_standard_commands_for_chromium_only() {
+        use super::{standard_commands, standard_of, Modifier};
+        let names: Vec<_> = standard_commands("Chromium")
+            .iter()
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(names, crate::device::computer::STANDARD_COMMANDS);
+        assert_eq!(standard_commands("Google Chrome").len(), 4);
+        for other in ["gnome-calculator", "gedit", "", "Chromium Evil"] {
+            assert!(standard_commands(other).is_empty(), "{other}");
+        }
+        for s in standard_commands("Chromium") {
+            assert_eq!(
+                s.reference,
+                format!("standard-{}", s.name.replace(':', "-"))
+            );
+            assert_eq!(standard_of("Chromium", s.reference), Some(s));
+            assert!(crate::computer::keys::keysym(s.key).is_some());
+        }
+        let quit = standard_of("Chromium", "standard-app-quit").unwrap();
+        assert_eq!((quit.modifiers, quit.key), (&[Modifier::Alt][..], "f"));
+        assert_eq!(quit.menu_item, Some(&["Exit", "Quit"][..]));
+        assert!(standard_commands("Chromium")
+            .iter()
+            .all(|s| s.menu_item.is_some() == (s.name == "app:quit")));
+        assert_eq!(quit.label("Chromium"), "Quit Chromium");
+        assert_eq!(standard_of("gnome-calculator", "standard-app-quit"), None);
     }
 
     fn jevgate_kind(code: &str) -> Option<crate::ErrorKind> {

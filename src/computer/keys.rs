@@ -5,7 +5,9 @@
 //! the keysym to a keycode of the server's keyboard map (Shift held when the keysym is on the
 //! shifted level), and the one pointer click the focus fallback makes ([`Keyboard::click`]: the
 //! helper asks for it only at an editable field's centre). It must never type more than one key
-//! or click more than once per call, never leave a key, Shift or a button held down (every press
+//! (or one chord: one key with its modifiers, [`Keyboard::chord`]; or, for
+//! [`Keyboard::type_text`], one key per character of the text it was given) or click more than
+//! once per call, never leave a key, Shift or a button held down (every press
 //! is followed by its release, also after a failed press), never click off the screen, and never
 //! log which key it pressed or where it clicked (a sequence of keys is text the person typed).
 
@@ -56,6 +58,8 @@ const NAMED: &[(&str, u32)] = &[
     ("equal", 0x3d),
 ];
 const SHIFT_L: u32 = 0xffe1;
+const CONTROL_L: u32 = 0xffe3;
+const ALT_L: u32 = 0xffe9;
 /// Most windows [`Keyboard::window_origin`] looks at.
 const MAX_WINDOWS: usize = 2_000;
 
@@ -267,6 +271,97 @@ impl Keyboard {
             self.fake(KEY_RELEASE_EVENT, s);
         }
         self.sync()
+    }
+}
+
+/// A modifier held for a chord ([`Keyboard::chord`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Modifier {
+    /// The left Control key.
+    Control,
+    /// The left Shift key.
+    Shift,
+    /// The left Alt key.
+    Alt,
+}
+
+impl Modifier {
+    fn keysym(self) -> u32 {
+        match self {
+            Modifier::Control => CONTROL_L,
+            Modifier::Shift => SHIFT_L,
+            Modifier::Alt => ALT_L,
+        }
+    }
+}
+
+impl Keyboard {
+    /// Whether every character of `text` is a key of the server's keyboard map (checked before
+    /// anything is typed: text that cannot be typed whole types nothing). `KEY_UNKNOWN` for a
+    /// character without a Latin-1 keysym (Thai), `KEY_UNMAPPED` for one the map lacks.
+    pub fn can_type(&self, text: &str) -> Result<(), KeyError> {
+        let mut buf = [0u8; 4];
+        for c in text.chars() {
+            let sym = keysym(c.encode_utf8(&mut buf)).ok_or(KeyError {
+                code: "KEY_UNKNOWN",
+                detail: "a character without a key",
+            })?;
+            self.keycode(sym)?;
+        }
+        Ok(())
+    }
+
+    /// Types `text` one key per character ([`Keyboard::key`]: each pressed and released, with
+    /// Shift when its keysym needs it) into whatever has the keyboard focus. Check it with
+    /// [`Keyboard::can_type`] first: a failure part-way leaves the characters before it typed.
+    pub fn type_text(&self, text: &str) -> Result<(), KeyError> {
+        let mut buf = [0u8; 4];
+        for c in text.chars() {
+            self.key(c.encode_utf8(&mut buf))?;
+        }
+        Ok(())
+    }
+
+    /// Presses key `name` (its unshifted keysym) with `modifiers` held, as one chord (Ctrl+T,
+    /// Alt+F): the modifiers go down in order, the key goes down and up, the modifiers come up
+    /// in reverse — every key pressed is released, also when a later press failed. Every
+    /// keycode is looked up before anything is pressed, so an unmapped key presses nothing.
+    pub fn chord(&self, modifiers: &[Modifier], name: &str) -> Result<(), KeyError> {
+        let sym = keysym(name).ok_or(KeyError {
+            code: "KEY_UNKNOWN",
+            detail: "unknown key name",
+        })?;
+        let (code, _) = self.keycode(sym)?;
+        let mut held = Vec::with_capacity(modifiers.len());
+        for m in modifiers {
+            held.push(self.keycode(m.keysym())?.0);
+        }
+        let mut pressed = Vec::with_capacity(held.len());
+        let mut ok = true;
+        for m in &held {
+            if !self.fake(KEY_PRESS_EVENT, *m) {
+                ok = false;
+                break;
+            }
+            pressed.push(*m);
+        }
+        if ok {
+            ok = self.fake(KEY_PRESS_EVENT, code);
+            // Released whatever the press answered: never a key left held.
+            ok &= self.fake(KEY_RELEASE_EVENT, code);
+        }
+        for m in pressed.iter().rev() {
+            ok &= self.fake(KEY_RELEASE_EVENT, *m);
+        }
+        self.sync()?;
+        if ok {
+            Ok(())
+        } else {
+            Err(KeyError {
+                code: "DISPLAY_UNAVAILABLE",
+                detail: "the X server went away",
+            })
+        }
     }
 }
 

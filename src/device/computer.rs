@@ -237,8 +237,26 @@ pub struct ComputerObservation {
     pub supported_actions: Vec<String>,
     /// Standard commands and keys.
     pub capabilities: ComputerCapabilities,
+    /// The standard command the helper echoed (`standardCommand`), of [`STANDARD_COMMANDS`]:
+    /// the observation carries its control ([`standard_ref`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standard_command: Option<String>,
     /// Controls and text lines left out (by the helper's bounds or the gateway's).
     pub omitted: usize,
+}
+
+/// The ref of standard command `name`'s control (`app:quit` → `standard-app-quit`), `None` for
+/// a name that is not one of [`STANDARD_COMMANDS`].
+///
+/// ```
+/// use jevgate::device::computer::standard_ref;
+/// assert_eq!(standard_ref("app:quit").as_deref(), Some("standard-app-quit"));
+/// assert_eq!(standard_ref("warp:9"), None);
+/// ```
+pub fn standard_ref(name: &str) -> Option<String> {
+    STANDARD_COMMANDS
+        .contains(&name)
+        .then(|| format!("standard-{}", name.replace(':', "-")))
 }
 
 impl ComputerObservation {
@@ -250,6 +268,17 @@ impl ComputerObservation {
     /// The controls whose name is exactly `name`.
     pub fn named(&self, name: &str) -> Vec<&ComputerControl> {
         self.controls.iter().filter(|c| c.name == name).collect()
+    }
+
+    /// The control of standard command `name`, when the helper echoed that command and sent
+    /// its control (a pressable one); `None` otherwise (an older helper or relay dropped it).
+    pub fn standard(&self, name: &str) -> Option<&ComputerControl> {
+        if self.standard_command.as_deref() != Some(name) {
+            return None;
+        }
+        let reference = standard_ref(name)?;
+        self.control(&reference)
+            .filter(|c| c.actions.iter().any(|a| a == "press"))
     }
 }
 
@@ -415,6 +444,11 @@ pub fn validate_observation(v: &Value) -> Result<ComputerObservation> {
             standard_commands: known_list(&caps, "standardCommands", STANDARD_COMMANDS),
             keys: known_list(&caps, "keys", CAPABILITY_KEYS),
         },
+        standard_command: v
+            .get("standardCommand")
+            .and_then(Value::as_str)
+            .filter(|s| STANDARD_COMMANDS.contains(s))
+            .map(str::to_string),
         omitted,
     })
 }
@@ -930,8 +964,29 @@ impl ComputerDevice {
     /// another major version (and every later action is refused until an observation of
     /// version 1).
     pub fn observe(&self) -> Result<ComputerObservation> {
+        self.observe_with(&json!({}))
+    }
+
+    /// Observes asking for standard command `name` (seed 003 "Computer helper contract";
+    /// `name` of [`STANDARD_COMMANDS`], else `INVALID_ARGUMENT` before anything is sent): the
+    /// observation, with the command's control ([`standard_ref`]) when the helper echoed it —
+    /// `ComputerObservation::standard` says whether it did. A helper (or relay) that drops
+    /// the request answers an ordinary observation; the caller goes on with it. Used by the
+    /// computer task target (`task/computer_target.rs`), which asks only for a command the last
+    /// observation offered.
+    pub(crate) fn observe_standard(&self, name: &str) -> Result<ComputerObservation> {
+        if !STANDARD_COMMANDS.contains(&name) {
+            return Err(Error::InvalidArgument {
+                name: "standard_command",
+                reason: "not a standard command".into(),
+            });
+        }
+        self.observe_with(&json!({ "standard_command": name }))
+    }
+
+    fn observe_with(&self, args: &Value) -> Result<ComputerObservation> {
         self.settle_revocation()?;
-        let raw = self.send("observe", &json!({}), None).map_err(read_error)?;
+        let raw = self.send("observe", args, None).map_err(read_error)?;
         let checked = validate_observation(&raw);
         *self.contract.lock() = match &checked {
             Ok(o) => Some(o.contract_version),
@@ -1343,6 +1398,32 @@ mod tests {
         assert_eq!(o.text, ["a", "b"]);
         assert_eq!(o.omitted, 2);
         assert!(!serde_json::to_string(&o).unwrap().contains("hunter2"));
+        assert_eq!(o.standard_command, None);
+        // A standard command echoed with its control; an unknown echo is ignored; an echo
+        // without its (pressable) control offers nothing.
+        let quit = json!({"ref": "standard-app-quit", "role": "push button",
+                          "name": "Quit Chromium", "actions": ["press"]});
+        let o = validate_observation(&json!({"standardCommand": "app:quit", "controls": [quit]}))
+            .unwrap();
+        assert_eq!(o.standard_command.as_deref(), Some("app:quit"));
+        assert_eq!(
+            o.standard("app:quit").map(|c| c.name.as_str()),
+            Some("Quit Chromium")
+        );
+        assert_eq!(o.standard("tab:new"), None);
+        let o = validate_observation(&json!({"standardCommand": "warp:9", "controls": [quit]}))
+            .unwrap();
+        assert_eq!((o.standard_command, o.controls.len()), (None, 1));
+        let o = validate_observation(&json!({"controls": [quit]})).unwrap();
+        assert_eq!(
+            o.standard("app:quit"),
+            None,
+            "not echoed: a relay dropped it"
+        );
+        let o = validate_observation(&json!({"standardCommand": "app:quit", "controls": [
+            {"ref": "standard-app-quit", "role": "push button", "name": "Quit"}]}))
+        .unwrap();
+        assert_eq!(o.standard("app:quit"), None, "not pressable");
         // Bounds: controls and text.
         let many: Vec<Value> = (0..1000)
             .map(|i| json!({"ref": format!("e{i}"), "role": "button", "name": "x".repeat(500)}))

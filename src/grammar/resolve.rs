@@ -482,6 +482,8 @@ fn could_mean_delete(obs: &Observation) -> bool {
     })
 }
 
+/// A typeable single-line field by role: a text field, combo box or search field
+/// (AT-SPI's `entry` is Chromium's address bar).
 fn is_address_field(c: &Control) -> bool {
     let r = role_key(&c.role);
     typeable(c)
@@ -491,6 +493,7 @@ fn is_address_field(c: &Control) -> bool {
             "searchfield",
             "textbox",
             "searchbox",
+            "entry",
         ]
         .iter()
         .any(|k| r.contains(k))

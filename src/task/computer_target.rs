@@ -12,6 +12,10 @@
 //!   name, value, states (editable, disabled, checked), menu-bar place and actions (`press` →
 //!   `click`, `set_text` → `type`), focus, static text and the helper's discrete keys
 //!   (`capabilities.keys`); a sensitive field's value is never kept;
+//! - standard commands ([`BrowserBackend::observe_standard`]): offered only when the last
+//!   observation listed them in `capabilities.standardCommands`; the observation asked for one
+//!   keeps the `standard-…` control only when the helper echoed that command (any other
+//!   `standard-…` control is dropped), so pressing it is an ordinary `press`;
 //! - the commands: `page_click` → `press` (`focus` on a field that focuses but does not press),
 //!   `page_type` → `set_text` (then `Return` when it
 //!   submits), `page_keypress` → `key` (once per count), `operation_status` → the helper's
@@ -45,6 +49,8 @@ pub struct ComputerTarget {
     /// The refs of that observation's controls that focus but do not press (a text field): a
     /// click on one is the helper's `focus` (seed 003 "Unfocused fields": click that field).
     focus_only: Mutex<std::collections::HashSet<String>>,
+    /// The standard commands the last observation offered.
+    standard: Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for ComputerTarget {
@@ -62,9 +68,17 @@ pub fn app_address(application: &str) -> String {
 
 /// A helper observation as the engine's, under `generation` (pure).
 pub(crate) fn to_observation(o: &ComputerObservation, generation: u64) -> Observation {
+    // A standard command's control only when the helper echoed that command.
+    let echoed = o
+        .standard_command
+        .as_deref()
+        .and_then(crate::device::computer::standard_ref);
     let controls = o
         .controls
         .iter()
+        .filter(|c| {
+            !c.reference.starts_with("standard-") || echoed.as_deref() == Some(&c.reference)
+        })
         .map(|c| {
             let has = |s: &str| c.states.iter().any(|x| x.eq_ignore_ascii_case(s));
             let mut actions: Vec<String> = c
@@ -177,6 +191,7 @@ impl ComputerTarget {
             clock,
             generation: Mutex::new(0),
             focus_only: Mutex::new(std::collections::HashSet::new()),
+            standard: Mutex::new(Vec::new()),
         }
     }
 
@@ -187,10 +202,18 @@ impl ComputerTarget {
 
     fn observe_now(&self) -> Result<Observation> {
         let o = self.device.observe()?;
+        self.handed_out(&o)
+    }
+
+    /// `o` as the engine's observation, under the next generation; its standard commands kept.
+    fn handed_out(&self, o: &ComputerObservation) -> Result<Observation> {
+        self.standard
+            .lock()
+            .clone_from(&o.capabilities.standard_commands);
         let mut g = self.generation.lock();
         *g = g.saturating_add(1);
-        *self.focus_only.lock() = focus_only(&o);
-        Ok(to_observation(&o, *g))
+        *self.focus_only.lock() = focus_only(o);
+        Ok(to_observation(o, *g))
     }
 
     /// Refuses an action decided on another generation: nothing is sent.
@@ -243,6 +266,14 @@ impl ComputerTarget {
 }
 
 impl BrowserBackend for ComputerTarget {
+    fn observe_standard(&self, name: &str) -> Result<Option<Observation>> {
+        if !self.standard.lock().iter().any(|s| s == name) {
+            return Ok(None);
+        }
+        let o = self.device.observe_standard(name)?;
+        self.handed_out(&o).map(Some)
+    }
+
     fn execute(&self, command: &Command) -> Result<Response> {
         match command {
             Command::Observe(_) => self.observe_now().map(Response::Observation),
@@ -353,6 +384,32 @@ mod tests {
         assert_eq!(obs.controls[0].menu, None);
         assert_eq!(obs.keys, ["backspace"]);
         assert_eq!(focus_only(&o), ["e2".to_string()].into_iter().collect());
+    }
+
+    // Seed 003 "Computer helper contract": a standard command's control is kept only when the
+    // helper echoed that command; any other `standard-…` control is dropped.
+    #[test]
+    fn r_computer_a_standard_control_only_when_echoed() {
+        let controls = json!([
+            {"ref": "standard-app-quit", "role": "push button", "name": "Quit Chromium",
+             "actions": ["press"]},
+            {"ref": "standard-tab-new", "role": "push button", "name": "New Tab",
+             "actions": ["press"]},
+            {"ref": "e1", "role": "entry", "name": "Address", "states": ["editable"],
+             "actions": ["set_text"]}
+        ]);
+        let refs = |v: serde_json::Value| -> Vec<String> {
+            to_observation(&validate_observation(&v).unwrap(), 1)
+                .controls
+                .into_iter()
+                .map(|c| c.reference)
+                .collect()
+        };
+        assert_eq!(
+            refs(json!({"standardCommand": "app:quit", "controls": controls})),
+            ["standard-app-quit", "e1"]
+        );
+        assert_eq!(refs(json!({"controls": controls})), ["e1"]);
     }
 
     // Seed 003 "Computer helper contract": not_found → not executed; completed and failed →

@@ -1144,7 +1144,19 @@ impl Run<'_> {
     /// One part: one command, at most [`PART_ACTIONS`] actions (one when `direct`) and
     /// [`PART_DECISIONS`] decisions.
     fn part(&mut self, command: &str, after_earlier: bool, direct: bool) -> Part {
-        let intent = match parse_command(command) {
+        let parsed = parse_command(command);
+        // A desktop helper's standard command (issue 25; seed 003 "Computer helper contract"):
+        // pressed without Jev for the person's command; for the agent's words, offered to Jev
+        // among the controls, under the impact check.
+        let mut standard = match (&parsed, self.adapter) {
+            (Intent::QuitApp, crate::grammar::Adapter::Computer) => Some("app:quit"),
+            (Intent::NewTab, crate::grammar::Adapter::Computer) if !self.handoff => Some("tab:new"),
+            (Intent::CloseTab, crate::grammar::Adapter::Computer) if !self.handoff => {
+                Some("tab:close")
+            }
+            _ => None,
+        };
+        let intent = match parsed {
             Intent::Key { .. }
             | Intent::Digits { .. }
             | Intent::CalcKey { .. }
@@ -1250,7 +1262,30 @@ impl Run<'_> {
                 }
                 continue;
             }
-            let resolution = resolve(&intent, &obs, self.adapter);
+            let (mut obs, standard_control) = match standard {
+                None => (obs, None),
+                Some(name) => match self.backend.observe_standard(name) {
+                    Ok(Some(o)) => {
+                        let control = crate::device::computer::standard_ref(name)
+                            .filter(|r| o.controls.iter().any(|c| &c.reference == r));
+                        // Not sent back (an older helper or relay dropped it): not asked
+                        // again for this command; the observation goes on as it is.
+                        if control.is_none() {
+                            standard = None;
+                        }
+                        (o, control)
+                    }
+                    Ok(None) => {
+                        standard = None;
+                        (obs, None)
+                    }
+                    Err(e) => return target_failure(&e),
+                },
+            };
+            let resolution = match standard_control {
+                Some(target) if !self.agent_words => Resolution::Act(Primitive::Press { target }),
+                _ => resolve(&intent, &obs, self.adapter),
+            };
             let (primitive, label) = match resolution {
                 Resolution::Act(Primitive::PressKeys { keys }) => {
                     let Some(button) = keys
@@ -1304,6 +1339,27 @@ impl Run<'_> {
                             }
                         }
                         Decision::Unclear => return not_done("UNCLEAR"),
+                        Decision::Quit => {
+                            // The helper's guarded quit shortcut when it offers app:quit, else
+                            // the application's own Quit command; the impact check as for any
+                            // Jev-decided press (the agent's words ask the person first).
+                            match self.backend.observe_standard("app:quit") {
+                                Ok(Some(o)) => obs = o,
+                                Ok(None) => {}
+                                Err(e) => return target_failure(&e),
+                            }
+                            let Some(control) = quit_control(&obs) else {
+                                return not_done("STEP_NOT_EXECUTED");
+                            };
+                            let p = Primitive::Press {
+                                target: control.reference.clone(),
+                            };
+                            if let Some(stop) = self.confirmed(command, &p, &obs) {
+                                return stop;
+                            }
+                            let label = describe(&p, &obs);
+                            (p, label)
+                        }
                         Decision::Nothing => {
                             if after_earlier && nothing_retries < NOTHING_RETRIES {
                                 // Nothing was dispatched: looking again repeats nothing.
@@ -1769,17 +1825,43 @@ impl Run<'_> {
                 .filter_map(|r| obs.controls.iter().find(|c| &c.reference == r))
                 .collect()
         };
+        // Quitting is Jev's own choice on a computer, in any language (seed 003 "Quitting an
+        // app"): no word list.
+        let offer_quit = self.adapter == crate::grammar::Adapter::Computer && !req.choose_field;
+        let offer_read = self.offer_read && !req.choose_field;
+        // A named site (issue 26 item 7): offered to the person's single direct command that
+        // has not acted, when a text helper can turn it into an address.
+        let offer_navigate = offer_read && self.text_helper;
         // Menu-bar commands are a separate choice (seed 003 "Menu-bar items are Jev's separate
         // menu choice"): in-window controls stay in the control question.
         let (menus, offered): (Vec<&Control>, Vec<&Control>) = offered
             .into_iter()
             .filter(|c| !req.choose_field || c.editable)
             .partition(|c| c.menu.is_some());
-        let offered: Vec<&Control> = offered.into_iter().take(MAX_OPTIONS).collect();
         let menus: Vec<&Control> = menus
             .into_iter()
             .filter(|c| c.is_pressable() && c.menu.as_deref().is_some_and(|m| !m.is_empty()))
             .take(MAX_OPTIONS)
+            .collect();
+        // Seed 003 "Text": while a text field has focus, the whole command is also offered as
+        // the text to type there; Jev decides whether it is text or an action.
+        let command_field = if req.offer_command_text {
+            obs.focus
+                .as_deref()
+                .and_then(|f| obs.controls.iter().find(|c| c.reference == f))
+                .filter(|c| c.editable && !c.sensitive && !c.disabled)
+        } else {
+            None
+        };
+        // The controls leave room for the other options (the question takes 255 in all).
+        let others = usize::from(offer_quit)
+            + 2 * usize::from(offer_read)
+            + usize::from(offer_navigate)
+            + usize::from(!menus.is_empty())
+            + usize::from(command_field.is_some());
+        let offered: Vec<&Control> = offered
+            .into_iter()
+            .take(MAX_OPTIONS.saturating_sub(others))
             .collect();
         let mut options: Vec<(String, String)> = offered
             .iter()
@@ -1793,30 +1875,20 @@ impl Run<'_> {
                 "a command of the application's menu bar".into(),
             ));
         }
-        // Seed 003 "Text": while a text field has focus, the whole command is also offered as
-        // the text to type there; Jev decides whether it is text or an action.
-        let command_field = if req.offer_command_text {
-            obs.focus
-                .as_deref()
-                .and_then(|f| obs.controls.iter().find(|c| c.reference == f))
-                .filter(|c| c.editable && !c.sensitive && !c.disabled)
-        } else {
-            None
-        };
         if command_field.is_some() {
             options.push((
                 "type_text".into(),
                 "the command itself is text to type into the focused field".into(),
             ));
         }
-        if self.offer_read && !req.choose_field {
+        if offer_quit {
+            options.push(("quit".into(), "quit the application in front".into()));
+        }
+        if offer_read {
             // Worded apart from the question's instructions (a lexical evaluator reads both).
             options.push(("read_request".into(), "only asks what is shown".into()));
             options.push(("unclear".into(), "not understood".into()));
         }
-        // A named site (issue 26 item 7): offered to the person's single direct command that
-        // has not acted, when a text helper can turn it into an address.
-        let offer_navigate = self.offer_read && self.text_helper && !req.choose_field;
         if offer_navigate {
             options.push((
                 "navigate".into(),
@@ -1911,6 +1983,7 @@ impl Run<'_> {
                     );
                 }
             }
+            "quit" if offer_quit => return Decision::Quit,
             _ => {}
         }
         let Some(control) = choice
@@ -2022,7 +2095,35 @@ enum Decision {
     Read,
     /// Jev does not understand the command (`UNCLEAR`).
     Unclear,
+    /// Jev's quit choice on a computer: quit the front application (seed 003 "Quitting an
+    /// app").
+    Quit,
     Fail(Part),
+}
+
+/// The control that quits the front application (seed 003 "Quitting an app"): the helper's
+/// `standard-app-quit` when the observation holds it (asked for with `app:quit`), else the
+/// application's own one pressable command named "Quit …"; `None` when there is none or more
+/// than one.
+fn quit_control(obs: &Observation) -> Option<&Control> {
+    if let Some(c) = obs
+        .controls
+        .iter()
+        .find(|c| c.reference == "standard-app-quit" && c.is_pressable())
+    {
+        return Some(c);
+    }
+    let mut quits = obs.controls.iter().filter(|c| {
+        c.is_pressable()
+            && !c.sensitive
+            && c.name
+                .get(..5)
+                .is_some_and(|p| p.eq_ignore_ascii_case("quit "))
+    });
+    match (quits.next(), quits.next()) {
+        (Some(one), None) => Some(one),
+        _ => None,
+    }
 }
 
 fn not_done(code: &str) -> Part {
@@ -2390,5 +2491,36 @@ mod tests {
         assert_eq!(menu_text(&copy), "Edit → Paste Special → Copy");
         copy.menu = Some(String::new());
         assert_eq!(menu_text(&copy), "Copy");
+    }
+
+    fn page(controls: Vec<Control>) -> Observation {
+        Observation {
+            controls,
+            ..Observation::default()
+        }
+    }
+
+    // Seed 003 "Quitting an app" (issue 25): the helper's standard-app-quit first, else the
+    // application's one Quit command; none or two: nothing to press.
+    #[test]
+    fn r_run_the_quit_control() {
+        let standard = Control::new("standard-app-quit", "push button", "Quit Chromium");
+        let own = Control::new("m1", "menu item", "Quit Text Editor");
+        let other = Control::new("m2", "menu item", "Quit Other");
+        let quiet = Control::new("m3", "menu item", "Quitting tips");
+        let found = |cs: Vec<Control>| quit_control(&page(cs)).map(|c| c.reference.clone());
+        assert_eq!(
+            found(vec![own.clone(), standard.clone()]).as_deref(),
+            Some("standard-app-quit")
+        );
+        assert_eq!(
+            found(vec![own.clone(), quiet.clone()]).as_deref(),
+            Some("m1")
+        );
+        assert_eq!(found(vec![own, other]), None, "two: ambiguous");
+        assert_eq!(found(vec![quiet]), None);
+        let mut disabled = standard;
+        disabled.actions.clear();
+        assert_eq!(found(vec![disabled]), None, "not pressable");
     }
 }

@@ -44,6 +44,8 @@ pub struct Desk {
     pub dir: tempfile::TempDir,
     pub env: Vec<(String, String)>,
     apps: Vec<Child>,
+    /// Process groups of applications that start helpers of their own (Chromium).
+    groups: Vec<u32>,
 }
 
 impl Desk {
@@ -59,6 +61,7 @@ impl Desk {
             dir,
             env: Vec::new(),
             apps: Vec::new(),
+            groups: Vec::new(),
         };
         assert!(
             out.status.success(),
@@ -109,6 +112,52 @@ impl Desk {
         self.apps.push(child);
     }
 
+    /// Starts Debian's Chromium on the desktop showing `url`, with its browser interface and
+    /// web content exposed through AT-SPI, and returns its index for [`Desk::exited`]. What it
+    /// takes (found on Chromium 156, issue 25): `ACCESSIBILITY_ENABLED=1` (else it registers
+    /// nothing on the accessibility bus: nothing sets `org.a11y.Status.IsEnabled` on this
+    /// desktop), `--force-renderer-accessibility` for the page, drawn on Xvfb (not headless);
+    /// `--no-sandbox` as root, a throw-away profile under the desktop's directory, no first-run
+    /// or default-browser prompts, no GPU. The window fills the screen, so keys sent through
+    /// XTest reach it (no window manager: the focus follows the pointer). Its process group is
+    /// killed on drop (its zygote and renderers with it).
+    pub fn launch_chromium(&mut self, url: &str) -> usize {
+        use std::os::unix::process::CommandExt;
+        let profile = self.dir.path().join("chromium-profile");
+        let child = self
+            .command("chromium")
+            .env("ACCESSIBILITY_ENABLED", "1")
+            .args([
+                "--no-sandbox",
+                "--force-renderer-accessibility",
+                "--no-first-run",
+                "--no-default-browser-check",
+                "--disable-gpu",
+                "--disable-sync",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--password-store=basic",
+                "--window-position=0,0",
+                "--window-size=1280,800",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg(url)
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromium starts");
+        self.groups.push(child.id());
+        self.apps.push(child);
+        self.apps.len() - 1
+    }
+
+    /// Whether application `index` (of [`Desk::launch_chromium`]) has exited.
+    pub fn exited(&mut self, index: usize) -> bool {
+        self.apps[index].try_wait().ok().flatten().is_some()
+    }
+
     /// The accessibility bus's address.
     pub fn a11y_bus(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("a11y-bus"))
@@ -120,6 +169,17 @@ impl Desk {
 
 impl Drop for Desk {
     fn drop(&mut self) {
+        for group in &self.groups {
+            // Only a real group of ours (never 0 or 1: this process's group or every process).
+            if let Ok(pgid) = libc::pid_t::try_from(*group) {
+                if pgid > 1 {
+                    // SAFETY: kill(2) with a negative pid signals that process group only.
+                    unsafe {
+                        libc::kill(-pgid, libc::SIGKILL);
+                    }
+                }
+            }
+        }
         for app in &mut self.apps {
             let _ = app.kill();
             let _ = app.wait();
