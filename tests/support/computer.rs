@@ -8,8 +8,8 @@
 use super::gateway::{Paired, TestGateway};
 use jevgate::device::{PairRequest, ToolExecutor, WorkerFailure};
 use jevgate::task::{SpawnRequest, TaskTarget};
-use jevgate::Gateway;
 use jevgate::CancelToken;
+use jevgate::Gateway;
 use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
