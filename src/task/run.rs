@@ -1154,6 +1154,11 @@ impl Run<'_> {
             (Intent::CloseTab, crate::grammar::Adapter::Computer) if !self.handoff => {
                 Some("tab:close")
             }
+            // Opening a site without one address field (seed 003 "Opening a site"): the
+            // helper's address:focus, then the address typed where the focus went.
+            (Intent::Navigate { .. }, crate::grammar::Adapter::Computer) if !self.handoff => {
+                Some("address:focus")
+            }
             _ => None,
         };
         let intent = match parsed {
@@ -1262,6 +1267,17 @@ impl Run<'_> {
                 }
                 continue;
             }
+            // address:focus only when no one address field is observed; the address it types.
+            let address = match standard {
+                Some("address:focus") => {
+                    let address = crate::grammar::address_to_focus(&intent, &obs);
+                    if address.is_none() {
+                        standard = None;
+                    }
+                    address
+                }
+                _ => None,
+            };
             let (mut obs, standard_control) = match standard {
                 None => (obs, None),
                 Some(name) => match self.backend.observe_standard(name) {
@@ -1282,8 +1298,13 @@ impl Run<'_> {
                     Err(e) => return target_failure(&e),
                 },
             };
-            let resolution = match standard_control {
-                Some(target) if !self.agent_words => Resolution::Act(Primitive::Press { target }),
+            let resolution = match (standard_control, address) {
+                (Some(target), Some(address)) => {
+                    return self.focus_address_then_type(target, address, &obs);
+                }
+                (Some(target), None) if !self.agent_words => {
+                    Resolution::Act(Primitive::Press { target })
+                }
                 _ => resolve(&intent, &obs, self.adapter),
             };
             let (primitive, label) = match resolution {
@@ -1522,6 +1543,55 @@ impl Run<'_> {
             return not_done("FOCUS_REQUIRED");
         };
         match self.act(command, &after, label, kind) {
+            Acted::Part(p) => p,
+            Acted::Changed => not_done("STALE_OBSERVATION"),
+        }
+    }
+
+    /// Seed 003 "Opening a site", "Computer helper contract": with no one address field, the
+    /// helper's `address:focus` control `target` (on `obs`) is pressed — one action, its own
+    /// checkpoint — and `address` is typed into the field that has the focus on the observation
+    /// after it, then submitted (Enter) — a second action. An uncertain press stops there
+    /// (unknown, never replayed); no typeable field with the focus after it is
+    /// `FOCUS_REQUIRED`, nothing typed.
+    fn focus_address_then_type(
+        &mut self,
+        target: String,
+        address: String,
+        obs: &Observation,
+    ) -> Part {
+        let press = Primitive::Press { target };
+        let label = describe(&press, obs);
+        let Some((command, _)) = self.command_for(&press, obs.generation) else {
+            return not_done("STEP_NOT_EXECUTED");
+        };
+        let after = match self.dispatch(command) {
+            Sent::Done(after, _) => after,
+            other => {
+                return match self.acted(other, fingerprint(obs), &label, Kind::Other) {
+                    // Confirmed, but the screen after it could not be read: not typed.
+                    Acted::Part(Part::Done { .. }) => not_done("FOCUS_REQUIRED"),
+                    Acted::Part(p) => p,
+                    Acted::Changed => not_done("STALE_OBSERVATION"),
+                };
+            }
+        };
+        if let Some(p) = self.gate() {
+            return p;
+        }
+        let Some(field) = crate::grammar::focused_field(&after) else {
+            return not_done("FOCUS_REQUIRED");
+        };
+        let typed = Primitive::Type {
+            target: field.reference.clone(),
+            text: address,
+            submit: true,
+        };
+        let label = describe(&typed, &after);
+        let Some((command, kind)) = self.command_for(&typed, after.generation) else {
+            return not_done("FOCUS_REQUIRED");
+        };
+        match self.act(command, &after, &label, kind) {
             Acted::Part(p) => p,
             Acted::Changed => not_done("STALE_OBSERVATION"),
         }
