@@ -7,7 +7,9 @@
 //! any lease.
 //!
 //! A helper's certain refusal (`EXECUTION_FAILED`) stops a command not executed; a failure
-//! without a cause code needs reconciliation (scripted helpers, no desktop).
+//! without a cause code needs reconciliation; the lines say "the computer", never "the
+//! browser". Opening a site without one address field uses the helper's `address:focus`
+//! (scripted helpers, no desktop).
 //!
 //! The calculator tests need a real desktop (scripts/desktop, gnome-calculator): skipped with
 //! the reason printed, a failure under `JEVGATE_REQUIRE_DESKTOP=1`.
@@ -93,6 +95,13 @@ fn r_tsk_a_computer_target_is_the_principals_own_computer() {
             "{status:#?}"
         );
         assert_eq!(status.actions, 0);
+        // Said of the computer, not a browser.
+        assert_eq!(
+            status.outcome,
+            Some(format!(
+                "Not done: the computer could not be reached ({code})"
+            ))
+        );
         assert_eq!(tg.gw.leases().holder(device), None);
     }
 }
@@ -149,10 +158,12 @@ fn r_tsk_rcpt_a_helpers_certain_refusal_is_not_executed() {
         assert_eq!(ops[0].status, op_status, "{receipts:#?}");
         assert_eq!(helper.actions.load(std::sync::atomic::Ordering::SeqCst), 1);
         if reason == "EXECUTION_FAILED" {
-            assert!(
-                status.outcome.as_deref().is_some_and(|o| o.ends_with(
-                    "Device tool errors (most recent first): page_click EXECUTION_FAILED"
-                )),
+            assert_eq!(
+                status.outcome.as_deref(),
+                Some(
+                    "Not done: the computer refused the action (EXECUTION_FAILED). Device tool \
+                     errors (most recent first): page_click EXECUTION_FAILED"
+                ),
                 "{status:#?}"
             );
         }

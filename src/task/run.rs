@@ -716,7 +716,10 @@ impl Run<'_> {
     /// The request refused by the feature and access gate before any browser action: the
     /// task stops with the gate's code (`ORCHESTRATION_DISABLED`, `EXECUTION_DENIED`).
     pub(crate) fn refused(&self, e: &Error) -> Report {
-        let line = lines::not_done(lines::open_failure_words(e.code()), e.code());
+        let mut line = lines::not_done(lines::open_failure_words(e.code()), e.code());
+        if self.adapter == Adapter::Computer {
+            line = lines::on_computer(e.code(), line);
+        }
         self.emit(&line, e.code());
         Report {
             ending: Ending::Stop,
@@ -970,6 +973,7 @@ impl Run<'_> {
                     Acted::Changed => not_done("STALE_OBSERVATION"),
                 }
             };
+            let part = self.worded(part);
             let typed = typed_text(goal);
             let (ending, code, line) = match part {
                 Part::Done { line, .. } => {
@@ -1144,6 +1148,31 @@ impl Run<'_> {
     /// One part: one command, at most [`PART_ACTIONS`] actions (one when `direct`) and
     /// [`PART_DECISIONS`] decisions.
     fn part(&mut self, command: &str, after_earlier: bool, direct: bool) -> Part {
+        let part = self.part_on_target(command, after_earlier, direct);
+        self.worded(part)
+    }
+
+    /// A part's line as this target's person reads it: a computer's not-done lines name the
+    /// computer, its screen and its application, not the browser ([`lines::on_computer`]).
+    fn worded(&self, part: Part) -> Part {
+        if self.adapter != Adapter::Computer {
+            return part;
+        }
+        match part {
+            Part::NotDone { code, line } => Part::NotDone {
+                line: lines::on_computer(&code, line),
+                code,
+            },
+            Part::Stop { code, line } => Part::Stop {
+                line: lines::on_computer(&code, line),
+                code,
+            },
+            other => other,
+        }
+    }
+
+    /// [`Run::part`] before its words are the target's.
+    fn part_on_target(&mut self, command: &str, after_earlier: bool, direct: bool) -> Part {
         let parsed = parse_command(command);
         // A desktop helper's standard command (issue 25; seed 003 "Computer helper contract"):
         // pressed without Jev for the person's command; for the agent's words, offered to Jev
@@ -2296,7 +2325,7 @@ fn target_failure(e: &Error) -> Part {
     if is_target_gone(e) {
         Part::Stop {
             code: e.code().into(),
-            line: lines::not_done("the browser is not reachable", e.code()),
+            line: lines::not_done(lines::UNREACHABLE, e.code()),
         }
     } else {
         not_done(e.code())
