@@ -1184,7 +1184,9 @@ impl Run<'_> {
                 Some("tab:close")
             }
             // Opening a site without one address field (seed 003 "Opening a site"): the
-            // helper's address:focus, then the address typed where the focus went.
+            // helper's address:focus, then the address typed where the focus went — pressed
+            // without Jev for the agent's words too, as a browser opens their address; never
+            // for the agent's hand-off words, which are not offered navigation.
             (Intent::Navigate { .. }, crate::grammar::Adapter::Computer) if !self.handoff => {
                 Some("address:focus")
             }
