@@ -7,7 +7,9 @@
 //! any lease.
 //!
 //! A helper's certain refusal (`EXECUTION_FAILED`) stops a command not executed; a failure
-//! without a cause code needs reconciliation (scripted helpers, no desktop).
+//! without a cause code needs reconciliation; the lines say "the computer", never "the
+//! browser". Opening a site without one address field uses the helper's `address:focus`
+//! (scripted helpers, no desktop).
 //!
 //! The calculator tests need a real desktop (scripts/desktop, gnome-calculator): skipped with
 //! the reason printed, a failure under `JEVGATE_REQUIRE_DESKTOP=1`.
@@ -93,6 +95,13 @@ fn r_tsk_a_computer_target_is_the_principals_own_computer() {
             "{status:#?}"
         );
         assert_eq!(status.actions, 0);
+        // Said of the computer, not a browser.
+        assert_eq!(
+            status.outcome,
+            Some(format!(
+                "Not done: the computer could not be reached ({code})"
+            ))
+        );
         assert_eq!(tg.gw.leases().holder(device), None);
     }
 }
@@ -149,12 +158,140 @@ fn r_tsk_rcpt_a_helpers_certain_refusal_is_not_executed() {
         assert_eq!(ops[0].status, op_status, "{receipts:#?}");
         assert_eq!(helper.actions.load(std::sync::atomic::Ordering::SeqCst), 1);
         if reason == "EXECUTION_FAILED" {
-            assert!(
-                status.outcome.as_deref().is_some_and(|o| o.ends_with(
-                    "Device tool errors (most recent first): page_click EXECUTION_FAILED"
-                )),
+            assert_eq!(
+                status.outcome.as_deref(),
+                Some(
+                    "Not done: the computer refused the action (EXECUTION_FAILED). Device tool \
+                     errors (most recent first): page_click EXECUTION_FAILED"
+                ),
                 "{status:#?}"
             );
+        }
+        tg.gw.tasks().cancel(&owner(), &id).ok();
+    }
+}
+
+// Issue 25, seed 003 "Opening a site" and "Computer helper contract" (R-RUN, R-GRM-RESOLVE,
+// R-TSK-RCPT): "go to example.com" on a browser whose address bar is not the one typeable field
+// (none observed, or several) and whose helper offers address:focus observes with that standard
+// command, presses `standard-address-focus`, then types the address into the field that took
+// the focus and presses Enter — two actions, each checkpointed and settled done, no Jev call.
+// Nothing focused after the press: FOCUS_REQUIRED, nothing typed. Scripted helpers, no desktop.
+#[test]
+fn r_run_address_focus_opens_a_site_without_one_address_bar() {
+    use serde_json::{json, Value};
+    use support::computer::Scripted;
+    let tg = gateway(COMPUTER_CONFIG);
+    let screen = |controls: Vec<Value>, extra: Value| {
+        let mut o = json!({"contractVersion": 1, "application": "Chromium",
+                           "windowTitle": "Page - Chromium",
+                           "capabilities": {"standardCommands": ["address:focus"]},
+                           "controls": controls});
+        for (k, v) in extra.as_object().unwrap() {
+            o[k] = v.clone();
+        }
+        o
+    };
+    let reload = json!({"ref": "r", "role": "push button", "name": "Reload", "actions": ["press"]});
+    let field = |r: &str, name: &str| {
+        json!({"ref": r, "role": "entry", "name": name, "states": ["editable"],
+               "actions": ["set_text", "focus"]})
+    };
+    let focus_button = json!({"ref": "standard-address-focus", "role": "push button",
+                              "name": "Focus the address bar", "actions": ["press"]});
+    let focused = json!({"focused": "bar"});
+    let cases = [
+        // No address field observed (the bar not exposed until focused).
+        (
+            vec![reload.clone()],
+            vec![reload.clone(), field("bar", "Address and search bar")],
+            focused.clone(),
+        ),
+        // Several: the bar and a page's field.
+        (
+            vec![
+                reload.clone(),
+                field("bar", "Address and search bar"),
+                field("q", "Search"),
+            ],
+            vec![
+                reload.clone(),
+                field("bar", "Address and search bar"),
+                field("q", "Search"),
+            ],
+            focused.clone(),
+        ),
+        // The focus went nowhere: nothing typed.
+        (
+            vec![reload.clone()],
+            vec![reload.clone(), field("bar", "Address and search bar")],
+            json!({}),
+        ),
+    ];
+    for (i, (before, after, focus)) in cases.into_iter().enumerate() {
+        let mut standard = before.clone();
+        standard.push(focus_button.clone());
+        let helper = Scripted::screens(
+            screen(before, json!({})),
+            screen(standard, json!({"standardCommand": "address:focus"})),
+            screen(after, focus),
+        );
+        let paired = pair_computer(&tg, "alice", &format!("desk-{i}"));
+        let _worker = tg.device_worker(&paired, helper.clone());
+        let mut request = on_computer("go to example.com", &paired.device);
+        request.keep_open = true;
+        let id = tg.gw.tasks().spawn(&owner(), request).unwrap();
+        let status = tg.gw.tasks().wait(&owner(), &id, WAIT).unwrap();
+        assert_eq!(status.evaluations, 0, "case {i}: no Jev call: {status:#?}");
+        let receipts = tg.gw.tasks().receipts(&owner(), &id).unwrap();
+        let ops: Vec<_> = receipts
+            .iter()
+            .flat_map(|r| r.operations.iter())
+            .map(|o| (o.tool.as_str(), o.status.as_str()))
+            .collect();
+        let sent = helper.sent.lock().unwrap().clone();
+        let press = json!({"kind": "press", "ref": "standard-address-focus"});
+        let kinds: Vec<Value> = sent
+            .iter()
+            .map(|a| {
+                let mut a = a.clone();
+                a.as_object_mut().unwrap().remove("operation_id");
+                a
+            })
+            .collect();
+        assert!(
+            helper.tools.lock().unwrap().iter().any(|t| t == "observe"),
+            "case {i}"
+        );
+        if i < 2 {
+            assert_eq!(
+                status.reason.as_deref(),
+                Some("DONE"),
+                "case {i}: {status:#?}"
+            );
+            assert_eq!(
+                kinds,
+                [
+                    press,
+                    json!({"kind": "set_text", "ref": "bar", "text": "https://example.com"}),
+                    json!({"kind": "key", "key": "Return"}),
+                ],
+                "case {i}"
+            );
+            assert_eq!(
+                ops,
+                [("page_click", "done"), ("page_type", "done")],
+                "case {i}"
+            );
+            assert_eq!(status.actions, 2, "case {i}");
+        } else {
+            assert_eq!(
+                status.reason.as_deref(),
+                Some("FOCUS_REQUIRED"),
+                "case {i}: {status:#?}"
+            );
+            assert_eq!(kinds, [press], "case {i}");
+            assert_eq!(ops, [("page_click", "done")], "case {i}");
         }
         tg.gw.tasks().cancel(&owner(), &id).ok();
     }

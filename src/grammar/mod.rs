@@ -40,6 +40,7 @@ pub use address::{check_model_address, AddressRefused};
 pub use filler::strip_fillers;
 pub use intent::{CalcKey, HistoryDirection, Intent, Key, KeypadKey, ScrollDirection};
 pub use parse::parse_command;
+pub(crate) use resolve::{address_to_focus, focused_field};
 pub use resolve::{
     keypad_button, keypad_key, resolve, Adapter, DecisionRequest, Outcome, Primitive, Resolution,
 };

@@ -499,6 +499,30 @@ fn is_address_field(c: &Control) -> bool {
         .any(|k| r.contains(k))
 }
 
+/// The address a computer's navigate `intent` types after the helper's `address:focus` (seed
+/// 003 "Opening a site", "Computer helper contract"): the address, when it is one to open and
+/// `observation` has no one address field (none, or several); `None` otherwise (one address
+/// field is typed into directly; another intent is not an address).
+pub(crate) fn address_to_focus(intent: &Intent, observation: &Observation) -> Option<String> {
+    let Intent::Navigate { url } = intent else {
+        return None;
+    };
+    let url = navigate_url(url)?;
+    let mut bars = observation.controls.iter().filter(|c| is_address_field(c));
+    match (bars.next(), bars.next()) {
+        (Some(_), None) => None,
+        _ => Some(url),
+    }
+}
+
+/// The typeable field the keyboard is in (see [`text_focus`]), if one is.
+pub(crate) fn focused_field(observation: &Observation) -> Option<&Control> {
+    text_focus(observation)
+        .ok()
+        .flatten()
+        .filter(|c| typeable(c))
+}
+
 fn computer(intent: &Intent, obs: &Observation) -> Resolution {
     let focus = text_focus(obs);
     let text_focused = !matches!(focus, Ok(None));

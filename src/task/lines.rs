@@ -104,6 +104,40 @@ pub(crate) fn open_failure_words(code: &str) -> &'static str {
     }
 }
 
+/// Words for a target that stopped answering (the browser died, the device went offline).
+pub(crate) const UNREACHABLE: &str = "the browser is not reachable";
+
+/// A computer task's line (issue 25): `line` made by [`not_done`] for `code` from a browser's
+/// words ([`not_done_words`], [`open_failure_words`], [`UNREACHABLE`]), with whatever follows
+/// them, said of the computer, its screen and its application instead; any other line as it is.
+/// A browser task's lines never pass here.
+pub(crate) fn on_computer(code: &str, line: String) -> String {
+    for words in [not_done_words(code), open_failure_words(code), UNREACHABLE] {
+        let Some(rest) = line.strip_prefix(&not_done(words, code)) else {
+            continue;
+        };
+        let computer = match words {
+            "the browser refused the action" => "the computer refused the action",
+            "the browser could not be opened" => "the computer could not be reached",
+            UNREACHABLE => "the computer is not reachable",
+            "nothing on the page matches the command" => {
+                "nothing on the screen matches the command"
+            }
+            "the page kept changing" => "the screen kept changing",
+            "the page cannot scroll further that way" => "it cannot scroll further that way",
+            "this browser cannot press keys" => "the computer cannot press that key",
+            "this command is not for a browser" => "this command cannot be done on the computer",
+            "browser tasks are turned off in the configuration" => {
+                "computer tasks are turned off in the configuration"
+            }
+            "this agent may not run browser tasks" => "this agent may not run computer tasks",
+            _ => continue,
+        };
+        return format!("{}{rest}", not_done(computer, code));
+    }
+    line
+}
+
 /// Words for a not-done code.
 pub(crate) fn not_done_words(code: &str) -> &'static str {
     match code {
@@ -220,6 +254,60 @@ mod tests {
             "Not done: the page cannot scroll further that way (SCROLL_LIMIT)"
         );
         assert!(unknown("page_click", "OUTCOME_UNKNOWN").starts_with("Unknown: "));
+    }
+
+    // Issue 25: a computer task's lines name the computer, its screen and its application, not
+    // the browser; what follows the words is kept; a line of other words stays as it is.
+    #[test]
+    fn r_run_a_computer_tasks_lines_do_not_say_browser() {
+        let line = |words: &str, code: &str| on_computer(code, not_done(words, code));
+        assert_eq!(
+            line(
+                open_failure_words("COMPUTER_TOOL_FAILED"),
+                "COMPUTER_TOOL_FAILED"
+            ),
+            "Not done: the computer could not be reached (COMPUTER_TOOL_FAILED)"
+        );
+        assert_eq!(
+            on_computer(
+                "CONSENT_REQUIRED",
+                format!(
+                    "{}. Device tool errors (most recent first): page_click CONSENT_REQUIRED",
+                    not_done(not_done_words("CONSENT_REQUIRED"), "CONSENT_REQUIRED")
+                )
+            ),
+            "Not done: the computer refused the action (CONSENT_REQUIRED). Device tool errors \
+             (most recent first): page_click CONSENT_REQUIRED"
+        );
+        assert_eq!(
+            line(UNREACHABLE, "DEVICE_OFFLINE"),
+            "Not done: the computer is not reachable (DEVICE_OFFLINE)"
+        );
+        assert_eq!(
+            line(not_done_words("STEP_NOT_EXECUTED"), "STEP_NOT_EXECUTED"),
+            "Not done: nothing on the screen matches the command (STEP_NOT_EXECUTED)"
+        );
+        for code in [
+            "STEP_NOT_EXECUTED",
+            "STALE_OBSERVATION",
+            "SCROLL_LIMIT",
+            "KEY_UNSUPPORTED",
+            "UNSUPPORTED_ON_BROWSER",
+            "COMPUTER_TOOL_FAILED",
+            "EXECUTION_DENIED",
+            "ORCHESTRATION_DISABLED",
+        ] {
+            for words in [not_done_words(code), open_failure_words(code), UNREACHABLE] {
+                let l = line(words, code);
+                assert!(!l.contains("browser") && !l.contains("page"), "{l}");
+            }
+        }
+        // Other words, and other lines, as they are.
+        assert_eq!(
+            line("the task was cancelled", "CANCELLED"),
+            "Not done: the task was cancelled (CANCELLED)"
+        );
+        assert_eq!(on_computer("DONE", done("x")), "Done: x");
     }
 
     #[test]

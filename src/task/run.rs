@@ -716,7 +716,10 @@ impl Run<'_> {
     /// The request refused by the feature and access gate before any browser action: the
     /// task stops with the gate's code (`ORCHESTRATION_DISABLED`, `EXECUTION_DENIED`).
     pub(crate) fn refused(&self, e: &Error) -> Report {
-        let line = lines::not_done(lines::open_failure_words(e.code()), e.code());
+        let mut line = lines::not_done(lines::open_failure_words(e.code()), e.code());
+        if self.adapter == Adapter::Computer {
+            line = lines::on_computer(e.code(), line);
+        }
         self.emit(&line, e.code());
         Report {
             ending: Ending::Stop,
@@ -970,6 +973,7 @@ impl Run<'_> {
                     Acted::Changed => not_done("STALE_OBSERVATION"),
                 }
             };
+            let part = self.worded(part);
             let typed = typed_text(goal);
             let (ending, code, line) = match part {
                 Part::Done { line, .. } => {
@@ -1144,6 +1148,31 @@ impl Run<'_> {
     /// One part: one command, at most [`PART_ACTIONS`] actions (one when `direct`) and
     /// [`PART_DECISIONS`] decisions.
     fn part(&mut self, command: &str, after_earlier: bool, direct: bool) -> Part {
+        let part = self.part_on_target(command, after_earlier, direct);
+        self.worded(part)
+    }
+
+    /// A part's line as this target's person reads it: a computer's not-done lines name the
+    /// computer, its screen and its application, not the browser ([`lines::on_computer`]).
+    fn worded(&self, part: Part) -> Part {
+        if self.adapter != Adapter::Computer {
+            return part;
+        }
+        match part {
+            Part::NotDone { code, line } => Part::NotDone {
+                line: lines::on_computer(&code, line),
+                code,
+            },
+            Part::Stop { code, line } => Part::Stop {
+                line: lines::on_computer(&code, line),
+                code,
+            },
+            other => other,
+        }
+    }
+
+    /// [`Run::part`] before its words are the target's.
+    fn part_on_target(&mut self, command: &str, after_earlier: bool, direct: bool) -> Part {
         let parsed = parse_command(command);
         // A desktop helper's standard command (issue 25; seed 003 "Computer helper contract"):
         // pressed without Jev for the person's command; for the agent's words, offered to Jev
@@ -1153,6 +1182,13 @@ impl Run<'_> {
             (Intent::NewTab, crate::grammar::Adapter::Computer) if !self.handoff => Some("tab:new"),
             (Intent::CloseTab, crate::grammar::Adapter::Computer) if !self.handoff => {
                 Some("tab:close")
+            }
+            // Opening a site without one address field (seed 003 "Opening a site"): the
+            // helper's address:focus, then the address typed where the focus went — pressed
+            // without Jev for the agent's words too, as a browser opens their address; never
+            // for the agent's hand-off words, which are not offered navigation.
+            (Intent::Navigate { .. }, crate::grammar::Adapter::Computer) if !self.handoff => {
+                Some("address:focus")
             }
             _ => None,
         };
@@ -1262,6 +1298,17 @@ impl Run<'_> {
                 }
                 continue;
             }
+            // address:focus only when no one address field is observed; the address it types.
+            let address = match standard {
+                Some("address:focus") => {
+                    let address = crate::grammar::address_to_focus(&intent, &obs);
+                    if address.is_none() {
+                        standard = None;
+                    }
+                    address
+                }
+                _ => None,
+            };
             let (mut obs, standard_control) = match standard {
                 None => (obs, None),
                 Some(name) => match self.backend.observe_standard(name) {
@@ -1282,8 +1329,13 @@ impl Run<'_> {
                     Err(e) => return target_failure(&e),
                 },
             };
-            let resolution = match standard_control {
-                Some(target) if !self.agent_words => Resolution::Act(Primitive::Press { target }),
+            let resolution = match (standard_control, address) {
+                (Some(target), Some(address)) => {
+                    return self.focus_address_then_type(target, address, &obs);
+                }
+                (Some(target), None) if !self.agent_words => {
+                    Resolution::Act(Primitive::Press { target })
+                }
                 _ => resolve(&intent, &obs, self.adapter),
             };
             let (primitive, label) = match resolution {
@@ -1522,6 +1574,55 @@ impl Run<'_> {
             return not_done("FOCUS_REQUIRED");
         };
         match self.act(command, &after, label, kind) {
+            Acted::Part(p) => p,
+            Acted::Changed => not_done("STALE_OBSERVATION"),
+        }
+    }
+
+    /// Seed 003 "Opening a site", "Computer helper contract": with no one address field, the
+    /// helper's `address:focus` control `target` (on `obs`) is pressed — one action, its own
+    /// checkpoint — and `address` is typed into the field that has the focus on the observation
+    /// after it, then submitted (Enter) — a second action. An uncertain press stops there
+    /// (unknown, never replayed); no typeable field with the focus after it is
+    /// `FOCUS_REQUIRED`, nothing typed.
+    fn focus_address_then_type(
+        &mut self,
+        target: String,
+        address: String,
+        obs: &Observation,
+    ) -> Part {
+        let press = Primitive::Press { target };
+        let label = describe(&press, obs);
+        let Some((command, _)) = self.command_for(&press, obs.generation) else {
+            return not_done("STEP_NOT_EXECUTED");
+        };
+        let after = match self.dispatch(command) {
+            Sent::Done(after, _) => after,
+            other => {
+                return match self.acted(other, fingerprint(obs), &label, Kind::Other) {
+                    // Confirmed, but the screen after it could not be read: not typed.
+                    Acted::Part(Part::Done { .. }) => not_done("FOCUS_REQUIRED"),
+                    Acted::Part(p) => p,
+                    Acted::Changed => not_done("STALE_OBSERVATION"),
+                };
+            }
+        };
+        if let Some(p) = self.gate() {
+            return p;
+        }
+        let Some(field) = crate::grammar::focused_field(&after) else {
+            return not_done("FOCUS_REQUIRED");
+        };
+        let typed = Primitive::Type {
+            target: field.reference.clone(),
+            text: address,
+            submit: true,
+        };
+        let label = describe(&typed, &after);
+        let Some((command, kind)) = self.command_for(&typed, after.generation) else {
+            return not_done("FOCUS_REQUIRED");
+        };
+        match self.act(command, &after, &label, kind) {
             Acted::Part(p) => p,
             Acted::Changed => not_done("STALE_OBSERVATION"),
         }
@@ -2226,7 +2327,7 @@ fn target_failure(e: &Error) -> Part {
     if is_target_gone(e) {
         Part::Stop {
             code: e.code().into(),
-            line: lines::not_done("the browser is not reachable", e.code()),
+            line: lines::not_done(lines::UNREACHABLE, e.code()),
         }
     } else {
         not_done(e.code())

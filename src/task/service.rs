@@ -1767,7 +1767,10 @@ impl TaskService {
         let target = match opened {
             Ok(t) => t,
             Err(e) => {
-                let line = lines::not_done(lines::open_failure_words(e.code()), e.code());
+                let mut line = lines::not_done(lines::open_failure_words(e.code()), e.code());
+                if let TaskTarget::Computer { .. } = target {
+                    line = lines::on_computer(e.code(), line);
+                }
                 self.progress(id, &line, e.code());
                 self.finish(id, TaskState::Failed, e.code(), Some(line));
                 return false;

@@ -38,13 +38,19 @@ pub fn computer_request(installation: &str) -> PairRequest {
 }
 
 /// A scripted helper (no desktop): answers `observe` with `observation`, `computer_action` with `action`
-/// and `operation_status` with `status`; counts the actions that reached it.
+/// and `operation_status` with `status`; counts the actions that reached it. Made by
+/// [`Scripted::screens`], an `observe` asking for a standard command answers `standard` and,
+/// once an action reached it, `observe` answers `after_action`.
 pub struct Scripted {
     pub observation: Value,
     pub action: Result<Value, String>,
     pub status: Result<Value, String>,
     pub actions: AtomicUsize,
     pub tools: Mutex<Vec<String>>,
+    pub standard: Option<Value>,
+    pub after_action: Option<Value>,
+    /// The arguments of each `computer_action`, in order.
+    pub sent: Mutex<Vec<Value>>,
 }
 
 impl Scripted {
@@ -59,6 +65,24 @@ impl Scripted {
             status,
             actions: AtomicUsize::new(0),
             tools: Mutex::new(Vec::new()),
+            standard: None,
+            after_action: None,
+            sent: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// A helper whose screen is `before`, `standard` when a standard command is asked for, and
+    /// `after` once an action ran; every action completes.
+    pub fn screens(before: Value, standard: Value, after: Value) -> Arc<Scripted> {
+        Arc::new(Scripted {
+            observation: before,
+            action: Ok(serde_json::json!({"state": "completed"})),
+            status: Ok(serde_json::json!({"state": "not_found"})),
+            actions: AtomicUsize::new(0),
+            tools: Mutex::new(Vec::new()),
+            standard: Some(standard),
+            after_action: Some(after),
+            sent: Mutex::new(Vec::new()),
         })
     }
 }
@@ -67,7 +91,7 @@ impl ToolExecutor for Scripted {
     fn execute(
         &self,
         tool: &str,
-        _args: &Value,
+        args: &Value,
         _deadline: Duration,
         _cancel: &CancelToken,
     ) -> Result<Value, WorkerFailure> {
@@ -77,8 +101,18 @@ impl ToolExecutor for Scripted {
                 .map_err(|m| WorkerFailure::new("execution_failed", m))
         };
         match tool {
-            "observe" => Ok(self.observation.clone()),
+            "observe" => {
+                let acted = self.actions.load(Ordering::SeqCst) > 0;
+                Ok(match (&self.standard, &self.after_action) {
+                    (_, Some(after)) if acted => after.clone(),
+                    (Some(standard), _) if args.get("standard_command").is_some() => {
+                        standard.clone()
+                    }
+                    _ => self.observation.clone(),
+                })
+            }
             "computer_action" => {
+                self.sent.lock().unwrap().push(args.clone());
                 self.actions.fetch_add(1, Ordering::SeqCst);
                 answer(&self.action)
             }
