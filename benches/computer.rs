@@ -30,11 +30,10 @@ fn main() {
     use jevgate::clock::ManualClock;
     use jevgate::device::computer::{ComputerAction, ComputerCommand};
     use std::time::{Duration, Instant};
-    use support::bench::{measure, pct};
+    use support::bench::{pct, rounds, worker_baseline};
     use support::computer::{
         approve, button, helper, pair_computer, tab_off_display, wait_buttons,
     };
-    use support::conformance::ReferenceWorker;
     use support::desktop::{missing, Desk};
     use support::Server;
 
@@ -42,19 +41,12 @@ fn main() {
         println!("computer: skipped: {why} (scripts/test installs the desktop's packages)");
         return;
     }
-    let rounds: usize = std::env::var("JEVGATE_BENCH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(40)
-        .max(2);
+    let rounds = rounds();
     let t = support::gateway::builder().channel().build();
     let server = Server::start();
 
     // The baseline: jevgate-worker's executor on Chromium, the same channel.
-    let (mut w_clicks, mut w_reads) = {
-        let worker = ReferenceWorker::start(&t, "alice", "alice-install");
-        measure(&t.gw, "alice", &worker.device, &server, rounds)
-    };
+    let (mut w_clicks, mut w_reads) = worker_baseline(&t, &server, rounds);
 
     // The helper on gnome-calculator, paired on the same gateway, approved for 30 minutes.
     let mut desk = Desk::start();

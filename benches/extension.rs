@@ -15,24 +15,16 @@
 mod support;
 
 use std::time::{Duration, Instant};
-use support::bench::{measure, pct};
-use support::conformance::ReferenceWorker;
+use support::bench::{measure, pct, rounds, worker_baseline};
 use support::extension::ExtensionBrowser;
 use support::Server;
 
 fn main() {
-    let rounds: usize = std::env::var("JEVGATE_BENCH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(40)
-        .max(2);
+    let rounds = rounds();
     let t = support::gateway::builder().channel().build();
     let server = Server::start();
 
-    let (mut w_clicks, mut w_reads) = {
-        let worker = ReferenceWorker::start(&t, "alice", "alice-install");
-        measure(&t.gw, "alice", &worker.device, &server, rounds)
-    };
+    let (mut w_clicks, mut w_reads) = worker_baseline(&t, &server, rounds);
 
     let ext = ExtensionBrowser::launch();
     let device = ext.pair_with_code(&t.gw, t.channel(), "bob");

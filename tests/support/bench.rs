@@ -6,11 +6,34 @@
 //!
 //! Owns: those measurements. Never: asserts a goal (the benches print ratios).
 
+use super::conformance::ReferenceWorker;
+use super::gateway::TestGateway;
 use super::Server;
 use jevgate::device::ToolCall;
 use jevgate::Gateway;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
+
+/// The rounds a bench runs: `JEVGATE_BENCH_ROUNDS` (default 40, at least 2).
+pub fn rounds() -> usize {
+    std::env::var("JEVGATE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(40)
+        .max(2)
+}
+
+/// The baseline of every bench that compares a device with `jevgate-worker`: the reference
+/// worker's executor on a local Chromium, paired as alice on `t`, measured by [`measure`]; the
+/// worker is gone when this returns.
+pub fn worker_baseline(
+    t: &TestGateway,
+    server: &Server,
+    rounds: usize,
+) -> (Vec<Duration>, Vec<Duration>) {
+    let worker = ReferenceWorker::start(t, "alice", "alice-install");
+    measure(&t.gw, "alice", &worker.device, server, rounds)
+}
 
 /// One tool call of `owner` on `device`; its result (a failure panics).
 pub fn call(gw: &Gateway, owner: &str, device: &str, tool: &str, mut args: Value) -> Value {
